@@ -1,0 +1,2 @@
+//! Micro benchmarks (placeholder until written).
+fn main() {}

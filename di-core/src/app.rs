@@ -1,0 +1,397 @@
+//! The built container: `App` and its builder.
+
+use std::any::TypeId;
+use std::borrow::Cow;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::Poll;
+use std::time::Duration;
+
+use crate::error::{BoxError, DiError};
+use crate::graph::Graph;
+use crate::proto::{AnyArc, HookFuture, ProtoDef, ProtoDescriptor};
+use crate::resolver::Resolver;
+use crate::scope;
+
+static NEXT_APP_ID: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) struct AppInner {
+    pub(crate) id: u64,
+    pub(crate) graph: Graph,
+    /// Indexed by proto; `None` for context protos.
+    pub(crate) singletons: Vec<Option<AnyArc>>,
+    pub(crate) background_timeout: Duration,
+    shut_down: AtomicBool,
+}
+
+/// The built container: a validated object graph and its singletons.
+///
+/// Cheap to clone (one `Arc`), `Send + Sync`. Build it once at start-up with
+/// [`App::builder`]; open a context scope per request with [`run_in_context`](Self::run_in_context)
+/// (di-http does it for you); call [`shutdown`](Self::shutdown) on the way out.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::{App, ProtoDef};
+///
+/// struct Clock;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().add(ProtoDef::singleton::<Clock>(|_| Ok(Clock))).build().await?;
+/// let a = app.get_object::<Clock>()?;
+/// let b = app.clone().get_object::<Clock>()?;
+/// assert!(Arc::ptr_eq(&a, &b)); // built once
+/// app.shutdown().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct App {
+    pub(crate) inner: Arc<AppInner>,
+}
+
+impl App {
+    /// A builder that starts from every proto registered through `inventory` (the attribute
+    /// macros) in the program.
+    pub fn builder() -> AppBuilder {
+        AppBuilder {
+            defs: Vec::new(),
+            inventory: true,
+            overrides: Vec::new(),
+            background_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// The object of type `T`: a singleton anywhere, a context object only inside a scope (the
+    /// current scope's, created on first use). Several instances of `T` need
+    /// [`get_object_named`](Self::get_object_named).
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::NotFound`] if no proto has type `T`, [`DiError::Ambiguous`] if several do,
+    /// [`DiError::NoScope`] for a context proto outside a scope, and the errors of
+    /// [`ContextRef::try_get`](crate::ContextRef::try_get).
+    #[inline]
+    pub fn get_object<T: Send + Sync + 'static>(&self) -> Result<Arc<T>, DiError> {
+        self.inner.object(TypeId::of::<T>(), None, core::any::type_name::<T>()).map(downcast::<T>)
+    }
+
+    /// The instance of `T` named `name`.
+    ///
+    /// # Errors
+    ///
+    /// As [`get_object`](Self::get_object); [`DiError::NotFound`] names the missing name.
+    pub fn get_object_named<T: Send + Sync + 'static>(&self, name: &str) -> Result<Arc<T>, DiError> {
+        self.inner.object(TypeId::of::<T>(), Some(name), core::any::type_name::<T>()).map(downcast::<T>)
+    }
+
+    /// Runs `fut` in a new context scope and destroys the scope's objects when it ends.
+    ///
+    /// Context objects are created on first use inside `fut` (and the tasks it starts with
+    /// [`spawn`](crate::spawn)), once per scope. When `fut` completes, the scope waits for its
+    /// background tasks (at most the background-task timeout), then runs the objects' destroy
+    /// hooks in reverse creation order, all before the returned future completes. If the
+    /// returned future is dropped early (a cancelled request) or `fut` panics, the same
+    /// clean-up runs on a spawned task, exactly once.
+    ///
+    /// Entering an empty scope costs one allocation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let answer = app.run_in_context(async { 6 * 7 }).await;
+    /// assert_eq!(answer, 42);
+    /// # Ok(()) }
+    /// ```
+    pub fn run_in_context<F: Future>(&self, fut: F) -> impl Future<Output = F::Output> + use<F> {
+        scope::run(self.inner.clone(), fut)
+    }
+
+    /// Runs the singletons' destroy hooks in reverse dependency order (dependents first), once;
+    /// later calls do nothing. The objects themselves are dropped with the last `App` clone.
+    ///
+    /// # Errors
+    ///
+    /// Every hook runs even if some fail; the failures come back as one [`DiError::Hook`] or a
+    /// [`DiError::Multiple`] of them.
+    pub async fn shutdown(&self) -> Result<(), DiError> {
+        if self.inner.shut_down.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let order: Vec<usize> = self.inner.graph.levels.iter().flatten().copied().collect();
+        destroy_singletons(&self.inner.graph, &self.inner.singletons, &order).await
+    }
+
+    /// The object graph in Graphviz DOT: singletons as boxes, context protos as ellipses,
+    /// `ContextRef` edges dashed. Render with `dot -Tsvg`.
+    pub fn to_dot(&self) -> String {
+        crate::export::dot(&self.inner.graph)
+    }
+
+    /// The object graph as a Mermaid flowchart, for Markdown that renders Mermaid.
+    pub fn to_mermaid(&self) -> String {
+        crate::export::mermaid(&self.inner.graph)
+    }
+
+    /// How many protos the App holds.
+    pub fn proto_count(&self) -> usize {
+        self.inner.graph.protos.len()
+    }
+}
+
+impl fmt::Debug for App {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("App").field("id", &self.inner.id).field("protos", &self.inner.graph.protos.len()).finish()
+    }
+}
+
+impl AppInner {
+    fn object(&self, ty: TypeId, name: Option<&str>, wanted: &'static str) -> Result<AnyArc, DiError> {
+        let not_found = || DiError::NotFound { wanted, name: name.map(str::to_owned) };
+        let list = self.graph.by_type.get(&ty).ok_or_else(not_found)?;
+        let proto = match (name, list.as_slice()) {
+            (None, [one]) => *one,
+            (None, many) => {
+                return Err(DiError::Ambiguous {
+                    wanted,
+                    by: "App::get_object".to_owned(),
+                    candidates: many.iter().map(|&p| self.graph.protos[p].label()).collect(),
+                });
+            }
+            (Some(name), list) => *list.iter().find(|&&p| self.graph.protos[p].name == name).ok_or_else(not_found)?,
+        };
+        match &self.singletons[proto] {
+            Some(obj) => Ok(obj.clone()),
+            None => scope::current(self.id, proto as u32, wanted),
+        }
+    }
+}
+
+#[inline]
+fn downcast<T: Send + Sync + 'static>(obj: AnyArc) -> Arc<T> {
+    match obj.downcast::<T>() {
+        Ok(t) => t,
+        Err(_) => unreachable!("protos are indexed by their own type"),
+    }
+}
+
+struct Override {
+    type_id: TypeId,
+    type_name: &'static str,
+    name: Option<String>,
+    value: AnyArc,
+}
+
+/// Collects protos and options, then validates the graph and builds the singletons.
+///
+/// # Examples
+///
+/// Replace a proto with a fake in a test:
+///
+/// ```
+/// use di_core::{App, ProtoDef};
+///
+/// struct Mailer { real: bool }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder()
+///     .add(ProtoDef::singleton::<Mailer>(|_| Ok(Mailer { real: true })))
+///     .override_with(Mailer { real: false })
+///     .build()
+///     .await?;
+/// assert!(!app.get_object::<Mailer>()?.real);
+/// # Ok(()) }
+/// ```
+#[must_use = "an AppBuilder does nothing until `build().await`"]
+pub struct AppBuilder {
+    defs: Vec<ProtoDef>,
+    inventory: bool,
+    overrides: Vec<Override>,
+    background_timeout: Duration,
+}
+
+impl AppBuilder {
+    /// Adds a proto registered by hand.
+    pub fn add(mut self, def: ProtoDef) -> Self {
+        self.defs.push(def);
+        self
+    }
+
+    /// Adds many protos registered by hand.
+    pub fn extend(mut self, defs: impl IntoIterator<Item = ProtoDef>) -> Self {
+        self.defs.extend(defs);
+        self
+    }
+
+    /// Ignores the protos registered through `inventory`: the App holds only what was added by
+    /// hand. For tests and generated graphs.
+    pub fn without_inventory(mut self) -> Self {
+        self.inventory = false;
+        self
+    }
+
+    /// Replaces every proto of type `T` with `value`, shared by all who inject it (in every
+    /// scope, for a context proto). The fake keeps the proto's name and what it provides, and
+    /// drops its dependencies and hooks.
+    pub fn override_with<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.overrides.push(Override {
+            type_id: TypeId::of::<T>(),
+            type_name: core::any::type_name::<T>(),
+            name: None,
+            value: Arc::new(value),
+        });
+        self
+    }
+
+    /// Replaces the instance of `T` named `name` with `value`.
+    pub fn override_named<T: Send + Sync + 'static>(mut self, name: impl Into<String>, value: T) -> Self {
+        self.overrides.push(Override {
+            type_id: TypeId::of::<T>(),
+            type_name: core::any::type_name::<T>(),
+            name: Some(name.into()),
+            value: Arc::new(value),
+        });
+        self
+    }
+
+    /// How long a context scope waits for the tasks it [`spawn`](crate::spawn)ed before
+    /// destroying its objects anyway. Default: 5 seconds.
+    pub fn background_task_timeout(mut self, timeout: Duration) -> Self {
+        self.background_timeout = timeout;
+        self
+    }
+
+    /// Validates the graph and builds the singletons in dependency order, running their async
+    /// init hooks (those of independent singletons concurrently).
+    ///
+    /// # Errors
+    ///
+    /// Every graph error ([`DiError::Missing`], [`DiError::Cycle`], [`DiError::Ambiguous`],
+    /// [`DiError::UnknownQualifier`], [`DiError::Duplicate`], [`DiError::ContextByValue`], ...),
+    /// several at once as [`DiError::Multiple`]; [`DiError::OverrideUnknown`]; and a failing
+    /// factory or init hook ([`DiError::Hook`]), after destroying the singletons already built.
+    pub async fn build(self) -> Result<App, DiError> {
+        let mut defs: Vec<ProtoDef> = Vec::new();
+        if self.inventory {
+            defs.extend(inventory::iter::<ProtoDescriptor>.into_iter().map(ProtoDescriptor::to_def));
+        }
+        defs.extend(self.defs);
+        for o in self.overrides {
+            let mut hit = false;
+            for def in
+                defs.iter_mut().filter(|d| d.type_id == o.type_id && o.name.as_deref().is_none_or(|n| d.name == n))
+            {
+                let value = o.value.clone();
+                def.factory = Arc::new(move |_: &Resolver<'_>| Ok(value.clone()));
+                def.deps = Cow::Borrowed(&[]);
+                def.init = None;
+                def.destroy = None;
+                hit = true;
+            }
+            if !hit {
+                return Err(DiError::OverrideUnknown { type_name: o.type_name });
+            }
+        }
+
+        let graph = Graph::new(defs)?;
+        let id = NEXT_APP_ID.fetch_add(1, Ordering::Relaxed);
+        let mut singletons: Vec<Option<AnyArc>> = vec![None; graph.protos.len()];
+        let mut ready: Vec<usize> = Vec::new();
+        for level in &graph.levels {
+            for &p in level {
+                let resolver = Resolver { graph: &graph, singletons: &singletons, app_id: id, proto: p, scope: None };
+                match (graph.protos[p].factory)(&resolver) {
+                    Ok(obj) => singletons[p] = Some(obj),
+                    Err(e) => return Err(abort(&graph, &singletons, &ready, e).await),
+                }
+            }
+            let hooks: Vec<(usize, HookFuture)> = level
+                .iter()
+                .filter_map(|&p| Some((p, graph.protos[p].init.as_ref()?(singletons[p].clone()?))))
+                .collect();
+            let failed = join_all(hooks).await;
+            ready.extend(level.iter().filter(|p| !failed.iter().any(|(f, _)| f == *p)));
+            if let Some((p, e)) = failed.into_iter().next() {
+                let def = &graph.protos[p];
+                let e = DiError::Hook {
+                    stage: "init",
+                    type_name: def.type_name,
+                    name: def.name.to_string(),
+                    source: Arc::from(e),
+                };
+                return Err(abort(&graph, &singletons, &ready, e).await);
+            }
+        }
+        Ok(App {
+            inner: Arc::new(AppInner {
+                id,
+                graph,
+                singletons,
+                background_timeout: self.background_timeout,
+                shut_down: AtomicBool::new(false),
+            }),
+        })
+    }
+}
+
+impl fmt::Debug for AppBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AppBuilder")
+            .field("added", &self.defs.len())
+            .field("inventory", &self.inventory)
+            .field("overrides", &self.overrides.len())
+            .field("background_timeout", &self.background_timeout)
+            .finish()
+    }
+}
+
+/// Destroys the singletons that finished init (in reverse), then returns the build error.
+async fn abort(graph: &Graph, singletons: &[Option<AnyArc>], ready: &[usize], error: DiError) -> DiError {
+    if let Err(e) = destroy_singletons(graph, singletons, ready).await {
+        tracing::warn!(error = %e, "destroying singletons after a failed build");
+    }
+    error
+}
+
+async fn destroy_singletons(graph: &Graph, singletons: &[Option<AnyArc>], order: &[usize]) -> Result<(), DiError> {
+    let mut errors = Vec::new();
+    for &p in order.iter().rev() {
+        let def = &graph.protos[p];
+        if let (Some(destroy), Some(obj)) = (&def.destroy, &singletons[p]) {
+            if let Err(e) = destroy(obj.clone()).await {
+                errors.push(DiError::Hook {
+                    stage: "destroy",
+                    type_name: def.type_name,
+                    name: def.name.to_string(),
+                    source: Arc::from(e),
+                });
+            }
+        }
+    }
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors.remove(0)),
+        _ => Err(DiError::Multiple(errors)),
+    }
+}
+
+/// Polls every hook to completion; returns the failures in registration order.
+async fn join_all(mut hooks: Vec<(usize, HookFuture)>) -> Vec<(usize, BoxError)> {
+    let mut failed = Vec::new();
+    std::future::poll_fn(|cx| {
+        hooks.retain_mut(|(p, hook)| match hook.as_mut().poll(cx) {
+            Poll::Ready(Ok(())) => false,
+            Poll::Ready(Err(e)) => {
+                failed.push((*p, e));
+                false
+            }
+            Poll::Pending => true,
+        });
+        if hooks.is_empty() { Poll::Ready(()) } else { Poll::Pending }
+    })
+    .await;
+    failed
+}

@@ -1,0 +1,169 @@
+//! `ContextRef<T>`: a singleton's handle on the current request's `T`.
+
+use std::any::Any;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::error::DiError;
+use crate::proto::AnyArc;
+use crate::scope;
+
+/// A proxy to the current context scope's object of context proto `T`.
+///
+/// Singletons hold `ContextRef<T>` where they would otherwise need a per-request `T`: the
+/// reference itself is a few bytes, built once with the singleton; [`get`](Self::get) finds the
+/// current scope through a `tokio` task-local and returns that scope's `T`, creating it on first
+/// use. A warm `get` takes no lock and hashes nothing: it scans the calling task's small cache
+/// of the scope's objects and clones an `Arc`.
+///
+/// The scope exists while the future passed to [`App::run_in_context`](crate::App::run_in_context)
+/// (or a di-http request) is polled. `tokio::spawn` does not carry it; [`spawn`](crate::spawn) does.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+///
+/// static NEXT: AtomicU64 = AtomicU64::new(1);
+/// struct Tracer { request: u64 }
+/// struct Greeter { tracer: ContextRef<Tracer> }
+/// impl Greeter {
+///     fn hello(&self) -> String { format!("hello from request {}", self.tracer.get().request) }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder()
+///     .add(ProtoDef::context::<Tracer>(|_| Ok(Tracer { request: NEXT.fetch_add(1, Ordering::Relaxed) })))
+///     .add(ProtoDef::singleton::<Greeter>(|r| Ok(Greeter { tracer: r.context_ref(0)? }))
+///         .dep(Dependency::new::<Tracer>(InjectKind::ContextRef, None)))
+///     .build()
+///     .await?;
+/// let greeter = app.get_object::<Greeter>()?;
+/// assert_eq!(app.run_in_context(async { greeter.hello() }).await, "hello from request 1");
+/// assert_eq!(app.run_in_context(async { greeter.hello() }).await, "hello from request 2");
+/// assert!(greeter.tracer.try_get().is_err()); // no scope here
+/// # Ok(()) }
+/// ```
+pub struct ContextRef<T> {
+    app_id: u64,
+    key: u32,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: Send + Sync + 'static> ContextRef<T> {
+    pub(crate) fn new(app_id: u64, key: u32) -> Self {
+        ContextRef { app_id, key, _type: PhantomData }
+    }
+
+    /// The current scope's `T`, created now if this is the scope's first use of it.
+    ///
+    /// # Panics
+    ///
+    /// When [`try_get`](Self::try_get) fails: outside any context scope (the message names `T`
+    /// and says how to enter one), in a scope of another App, in a scope that has ended, or when
+    /// `T` needs [`get_async`](Self::get_async).
+    #[track_caller]
+    #[inline]
+    pub fn get(&self) -> Arc<T> {
+        match self.try_get() {
+            Ok(t) => t,
+            Err(e) => fail(e),
+        }
+    }
+
+    /// The current scope's `T`, or why there is none.
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::NoScope`] outside any context scope, [`DiError::ForeignScope`] inside a scope of
+    /// another App, [`DiError::ScopeClosed`] after the scope ended, [`DiError::AsyncInit`] when `T`
+    /// has an async init hook, and any error of `T`'s construction.
+    #[inline]
+    pub fn try_get(&self) -> Result<Arc<T>, DiError> {
+        scope::current(self.app_id, self.key, core::any::type_name::<T>()).map(downcast::<T>)
+    }
+
+    /// Like [`try_get`](Self::try_get), but also creates `T` when it (or a context object it
+    /// takes by value) has an async init hook, awaiting the hooks on first use.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_get`](Self::try_get), plus [`DiError::Hook`] when an init hook fails.
+    pub async fn get_async(&self) -> Result<Arc<T>, DiError> {
+        scope::current_async(self.app_id, self.key, core::any::type_name::<T>()).await.map(downcast::<T>)
+    }
+
+    /// Calls `f` with a borrow of the current scope's `T`, without touching its reference count:
+    /// the cheapest access when the object is only read for a moment.
+    ///
+    /// # Panics
+    ///
+    /// As [`get`](Self::get).
+    #[track_caller]
+    #[inline]
+    pub fn with<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+        match self.try_with(f) {
+            Ok(r) => r,
+            Err(e) => fail(e),
+        }
+    }
+
+    /// Calls `f` with a borrow of the current scope's `T`, or says why there is none.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_get`](Self::try_get).
+    #[inline]
+    pub fn try_with<R>(&self, f: impl FnOnce(&T) -> R) -> Result<R, DiError> {
+        let mut f = Some(f);
+        let mut out = None;
+        scope::with_current(
+            self.app_id,
+            self.key,
+            core::any::type_name::<T>(),
+            &mut |obj: &(dyn Any + Send + Sync)| {
+                if let (Some(f), Some(t)) = (f.take(), obj.downcast_ref::<T>()) {
+                    out = Some(f(t));
+                }
+            },
+        )?;
+        Ok(out.unwrap_or_else(|| wrong_type(core::any::type_name::<T>())))
+    }
+}
+
+#[inline]
+fn downcast<T: Send + Sync + 'static>(obj: AnyArc) -> Arc<T> {
+    match obj.downcast::<T>() {
+        Ok(t) => t,
+        Err(_) => wrong_type(core::any::type_name::<T>()),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn wrong_type(wanted: &str) -> ! {
+    unreachable!("the context proto at this ContextRef's index is not `{wanted}`")
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn fail(e: DiError) -> ! {
+    panic!("{e}")
+}
+
+impl<T> Clone for ContextRef<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for ContextRef<T> {}
+
+impl<T> fmt::Debug for ContextRef<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ContextRef<{}>", core::any::type_name::<T>())
+    }
+}

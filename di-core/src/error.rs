@@ -1,0 +1,211 @@
+//! The one error type of the container.
+
+use std::sync::Arc;
+
+/// A boxed error, as returned by lifecycle hooks and user factories.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong while building an [`App`](crate::App) or resolving an object.
+///
+/// Every variant names the types (by [`type_name`](core::any::type_name)) and object names
+/// involved, and its message ends with the usual fix. Graph errors come out of
+/// [`AppBuilder::build`](crate::AppBuilder::build), never in the middle of a request.
+///
+/// `DiError` is `Clone`: a context object whose construction failed reports the same error to
+/// every task of the scope that asks for it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum DiError {
+    /// A dependency names a type that no registered proto provides.
+    #[error(
+        "`{by}` injects `{wanted}`, but no proto provides it; annotate `{wanted}` with #[singleton_proto] or #[context_proto], or add it to the builder (if it lives in another crate that nothing names, see `di_core::link!`)"
+    )]
+    Missing {
+        /// The requested type.
+        wanted: &'static str,
+        /// The proto that asked for it.
+        by: String,
+    },
+    /// A dependency asks for a qualifier (object name) that none of the providers has.
+    #[error(
+        "`{by}` injects `{wanted}` named \"{qualifier}\", but no provider has that name; the providers are: {}",
+        .available.join(", ")
+    )]
+    UnknownQualifier {
+        /// The requested type.
+        wanted: &'static str,
+        /// The requested object name.
+        qualifier: String,
+        /// The proto that asked for it.
+        by: String,
+        /// The names of the protos that do provide `wanted`.
+        available: Vec<String>,
+    },
+    /// Several protos provide the requested type and the dependency names none of them.
+    #[error(
+        "`{by}` injects `{wanted}`, which {} protos provide ({}); pick one with a qualifier (`#[inject(name = \"...\")]`), or inject all of them as a collection",
+        .candidates.len(), .candidates.join(", ")
+    )]
+    Ambiguous {
+        /// The requested type.
+        wanted: &'static str,
+        /// The proto that asked for it.
+        by: String,
+        /// The candidates, as `name: type`.
+        candidates: Vec<String>,
+    },
+    /// Two protos have the same type and the same object name.
+    #[error("two protos of type `{type_name}` are both named \"{name}\"; give each instance its own name")]
+    Duplicate {
+        /// The type registered twice.
+        type_name: &'static str,
+        /// The shared object name.
+        name: String,
+    },
+    /// The construction dependencies form a cycle.
+    #[error(
+        "dependency cycle: {}; break it with a `ContextRef<T>` (created lazily) or by moving the shared part into its own proto",
+        .chain.join(" -> ")
+    )]
+    Cycle {
+        /// The protos on the cycle, the first repeated at the end, as `type (name)`.
+        chain: Vec<String>,
+    },
+    /// A singleton takes a context object by value (`Arc<T>`, `Option<Arc<T>>` or a collection).
+    #[error(
+        "singleton `{singleton}` takes context proto `{context}` by value; use `ContextRef<{context}>`, which resolves the current request's object"
+    )]
+    ContextByValue {
+        /// The singleton.
+        singleton: String,
+        /// The context proto.
+        context: &'static str,
+    },
+    /// A `ContextRef<T>` points at a singleton.
+    #[error(
+        "`{by}` holds `ContextRef<{singleton}>`, but `{singleton}` is a singleton; inject it as `Arc<{singleton}>`"
+    )]
+    ContextRefToSingleton {
+        /// The proto holding the reference.
+        by: String,
+        /// The singleton.
+        singleton: &'static str,
+    },
+    /// A `ContextRef<T>` names a trait or another type that the context proto only provides.
+    #[error(
+        "`{by}` holds `ContextRef<{wanted}>`, but the context proto is `{actual}`; a `ContextRef` must name the context proto's own type"
+    )]
+    ContextRefNotConcrete {
+        /// The proto holding the reference.
+        by: String,
+        /// The type named in the `ContextRef`.
+        wanted: &'static str,
+        /// The type of the context proto that matched.
+        actual: &'static str,
+    },
+    /// A private proto is injected from another crate.
+    #[error(
+        "`{by}` (crate `{by_crate}`) injects `{wanted}`, which is private to crate `{owner_crate}`; make it public or inject it only from its own crate"
+    )]
+    Private {
+        /// The private type.
+        wanted: &'static str,
+        /// The crate that owns it.
+        owner_crate: String,
+        /// The proto that asked for it.
+        by: String,
+        /// The crate of that proto.
+        by_crate: String,
+    },
+    /// `override_with` names a type that no proto has.
+    #[error("cannot override `{type_name}`: no proto of that type is registered")]
+    OverrideUnknown {
+        /// The type of the fake.
+        type_name: &'static str,
+    },
+    /// A factory asked the resolver for a dependency it did not declare, or with another type.
+    #[error("factory of `{by}` asked for dependency #{index} as `{asked}`, but it is declared as {declared}")]
+    Undeclared {
+        /// The proto whose factory asked.
+        by: String,
+        /// The position asked for.
+        index: usize,
+        /// The requested type and kind.
+        asked: String,
+        /// What was declared at that position (or "nothing").
+        declared: String,
+    },
+    /// A factory or an init hook failed.
+    #[error("{stage} of `{type_name}` (\"{name}\") failed: {source}")]
+    Hook {
+        /// `"construction"`, `"init"` or `"destroy"`.
+        stage: &'static str,
+        /// The type of the object.
+        type_name: &'static str,
+        /// Its object name.
+        name: String,
+        /// What the hook or factory returned.
+        source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+    },
+    /// A context object was asked for while no context scope is active.
+    #[error(
+        "no context scope is active, so there is no `{wanted}` to return; run the code inside `app.run_in_context(..)` (or a di-http request), and use `di_core::spawn` instead of `tokio::spawn` to carry the scope into a task"
+    )]
+    NoScope {
+        /// The requested type.
+        wanted: &'static str,
+    },
+    /// The scope ended (its objects are destroyed), but a background task asked for an object.
+    #[error(
+        "the context scope has ended, so `{wanted}` can no longer be created; a background task outlived its scope's timeout"
+    )]
+    ScopeClosed {
+        /// The requested type.
+        wanted: &'static str,
+    },
+    /// A `ContextRef` or `get_object` of one `App` was used inside a scope of another `App`.
+    #[error("`{wanted}` was requested inside a context scope of another App")]
+    ForeignScope {
+        /// The requested type.
+        wanted: &'static str,
+    },
+    /// `get()` was called on a context proto that has an async init hook.
+    #[error("`{wanted}` (or something it is built from) has an async init hook; use `ContextRef::get_async().await`")]
+    AsyncInit {
+        /// The requested type.
+        wanted: &'static str,
+    },
+    /// `get_object` found no proto of the requested type (or name).
+    #[error("no proto of type `{wanted}`{} is registered in this App", .name.as_ref().map(|n| format!(" named \"{n}\"")).unwrap_or_default())]
+    NotFound {
+        /// The requested type.
+        wanted: &'static str,
+        /// The requested name, if any.
+        name: Option<String>,
+    },
+    /// Several graph errors found in one build, in a stable order.
+    #[error("{} errors in the object graph:\n{}", .0.len(), .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
+    Multiple(Vec<DiError>),
+}
+
+impl DiError {
+    /// Wraps a user error (for instance from a hand-written factory) as a construction failure
+    /// of type `T` named `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::DiError;
+    /// struct Config;
+    /// let err = DiError::construction::<Config>("config", "file not found");
+    /// assert!(err.to_string().ends_with("failed: file not found"));
+    /// ```
+    pub fn construction<T: ?Sized>(name: &str, source: impl Into<BoxError>) -> Self {
+        DiError::Hook {
+            stage: "construction",
+            type_name: core::any::type_name::<T>(),
+            name: name.to_owned(),
+            source: Arc::from(source.into()),
+        }
+    }
+}

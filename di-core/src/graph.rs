@@ -1,0 +1,253 @@
+//! Graph validation: resolve every dependency once, reject bad graphs, order the singletons.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::error::DiError;
+use crate::proto::{Access, InjectKind, ProtoDef, Scope};
+
+/// A `TypeId` already is a good hash; hashing it again with SipHash costs more than the lookup.
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+}
+
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// A provider of a requested type: the proto, and which of its casts yields that type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Target {
+    pub(crate) proto: usize,
+    pub(crate) cast: usize,
+}
+
+/// A dependency after validation.
+#[derive(Debug, Clone)]
+pub(crate) enum Resolved {
+    One(Target),
+    Maybe(Option<Target>),
+    Many(Vec<Target>),
+    Context(usize),
+}
+
+impl Resolved {
+    pub(crate) fn construction_targets(&self) -> impl Iterator<Item = usize> + '_ {
+        let (one, many): (Option<usize>, &[Target]) = match self {
+            Resolved::One(t) | Resolved::Maybe(Some(t)) => (Some(t.proto), &[]),
+            Resolved::Many(ts) => (None, ts),
+            Resolved::Maybe(None) | Resolved::Context(_) => (None, &[]),
+        };
+        one.into_iter().chain(many.iter().map(|t| t.proto))
+    }
+}
+
+/// The validated, indexed object graph.
+pub(crate) struct Graph {
+    pub(crate) protos: Vec<ProtoDef>,
+    pub(crate) resolved: Vec<Vec<Resolved>>,
+    /// Singletons grouped by construction level: level k only needs levels below k.
+    pub(crate) levels: Vec<Vec<usize>>,
+    /// Context protos that need `get_async` (an init hook, theirs or a by-value dependency's).
+    pub(crate) needs_async: Vec<bool>,
+    /// Protos by their own type, for `get_object`.
+    pub(crate) by_type: FastMap<TypeId, Vec<usize>>,
+}
+
+impl Graph {
+    pub(crate) fn new(protos: Vec<ProtoDef>) -> Result<Graph, DiError> {
+        let mut errors = Vec::new();
+        let mut by_type: FastMap<TypeId, Vec<usize>> = FastMap::default();
+        let mut providers: FastMap<TypeId, Vec<Target>> = FastMap::default();
+        for (i, p) in protos.iter().enumerate() {
+            let same = by_type.entry(p.type_id).or_default();
+            if same.iter().any(|&j| protos[j].name == p.name) {
+                errors.push(DiError::Duplicate { type_name: p.type_name, name: p.name.to_string() });
+            }
+            same.push(i);
+            for (c, provide) in p.provides.iter().enumerate() {
+                providers.entry(provide.type_id).or_default().push(Target { proto: i, cast: c });
+            }
+        }
+        for list in providers.values_mut() {
+            list.sort_by(|a, b| {
+                let (pa, pb) = (&protos[a.proto], &protos[b.proto]);
+                (&pa.name, pa.type_name, a.proto).cmp(&(&pb.name, pb.type_name, b.proto))
+            });
+        }
+
+        let resolved: Vec<Vec<Resolved>> = protos
+            .iter()
+            .map(|p| {
+                p.deps
+                    .iter()
+                    .filter_map(|dep| match resolve_dep(&protos, &providers, p, dep) {
+                        Ok(r) => Some(r),
+                        Err(e) => {
+                            errors.push(e);
+                            None
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        match errors.len() {
+            0 => {}
+            1 => return Err(errors.remove(0)),
+            _ => return Err(DiError::Multiple(errors)),
+        }
+
+        let order = topo_order(&protos, &resolved)?;
+        let mut level = vec![0usize; protos.len()];
+        let mut needs_async = vec![false; protos.len()];
+        let mut levels: Vec<Vec<usize>> = Vec::new();
+        for &i in &order {
+            let deps = || resolved[i].iter().flat_map(Resolved::construction_targets);
+            match protos[i].scope {
+                Scope::Singleton => {
+                    level[i] = deps().map(|d| level[d] + 1).max().unwrap_or(0);
+                    if levels.len() <= level[i] {
+                        levels.resize_with(level[i] + 1, Vec::new);
+                    }
+                    levels[level[i]].push(i);
+                }
+                Scope::Context => {
+                    needs_async[i] = protos[i].init.is_some() || deps().any(|d| needs_async[d]);
+                }
+            }
+        }
+        Ok(Graph { protos, resolved, levels, needs_async, by_type })
+    }
+}
+
+fn resolve_dep(
+    protos: &[ProtoDef],
+    providers: &FastMap<TypeId, Vec<Target>>,
+    p: &ProtoDef,
+    dep: &crate::proto::Dependency,
+) -> Result<Resolved, DiError> {
+    let wanted = dep.type_name();
+    let by = || p.label();
+    let all: &[Target] = providers.get(&(dep.type_id)()).map_or(&[], Vec::as_slice);
+    let chosen: Vec<Target> = match &dep.qualifier {
+        None => all.to_vec(),
+        Some(q) => {
+            let named: Vec<Target> = all.iter().copied().filter(|t| protos[t.proto].name == *q).collect();
+            if named.is_empty() && !all.is_empty() {
+                return Err(DiError::UnknownQualifier {
+                    wanted,
+                    qualifier: q.to_string(),
+                    by: by(),
+                    available: all.iter().map(|t| format!("\"{}\"", protos[t.proto].name)).collect(),
+                });
+            }
+            named
+        }
+    };
+    for t in &chosen {
+        let target = &protos[t.proto];
+        if target.access == Access::Private && target.krate != p.krate {
+            return Err(DiError::Private {
+                wanted: target.type_name,
+                owner_crate: target.krate.to_string(),
+                by: by(),
+                by_crate: p.krate.to_string(),
+            });
+        }
+        if dep.kind != InjectKind::ContextRef && p.scope == Scope::Singleton && target.scope == Scope::Context {
+            return Err(DiError::ContextByValue { singleton: by(), context: target.type_name });
+        }
+    }
+    let one = || match chosen.as_slice() {
+        [] => Err(DiError::Missing { wanted, by: by() }),
+        [t] => Ok(*t),
+        many => Err(DiError::Ambiguous {
+            wanted,
+            by: by(),
+            candidates: many.iter().map(|t| protos[t.proto].label()).collect(),
+        }),
+    };
+    Ok(match dep.kind {
+        InjectKind::Arc => Resolved::One(one()?),
+        InjectKind::Optional if chosen.is_empty() => Resolved::Maybe(None),
+        InjectKind::Optional => Resolved::Maybe(Some(one()?)),
+        InjectKind::All => Resolved::Many(chosen),
+        InjectKind::ContextRef => {
+            let t = one()?;
+            let target = &protos[t.proto];
+            if target.scope == Scope::Singleton {
+                return Err(DiError::ContextRefToSingleton { by: by(), singleton: target.type_name });
+            }
+            if target.type_id != (dep.type_id)() {
+                return Err(DiError::ContextRefNotConcrete { by: by(), wanted, actual: target.type_name });
+            }
+            Resolved::Context(t.proto)
+        }
+    })
+}
+
+/// Orders protos so that every construction dependency comes first; reports the first cycle.
+fn topo_order(protos: &[ProtoDef], resolved: &[Vec<Resolved>]) -> Result<Vec<usize>, DiError> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Open,
+        Done,
+    }
+    let mut mark = vec![Mark::New; protos.len()];
+    let mut order = Vec::with_capacity(protos.len());
+    // Iterative DFS: (node, next dependency to visit), so 10000-deep chains cannot overflow.
+    let mut stack: Vec<(usize, Vec<usize>)> = Vec::new();
+    // Dependencies are visited in declaration order, so the reported cycle is stable.
+    let pending_of = |n: usize| -> Vec<usize> {
+        let mut deps: Vec<usize> = resolved[n].iter().flat_map(Resolved::construction_targets).collect();
+        deps.reverse();
+        deps
+    };
+    for root in 0..protos.len() {
+        if mark[root] != Mark::New {
+            continue;
+        }
+        mark[root] = Mark::Open;
+        stack.push((root, pending_of(root)));
+        while let Some((node, pending)) = stack.last_mut() {
+            let node = *node;
+            match pending.pop() {
+                Some(next) => match mark[next] {
+                    Mark::Done => {}
+                    Mark::Open => {
+                        let start = stack.iter().position(|(n, _)| *n == next).unwrap_or(0);
+                        let mut chain: Vec<String> = stack[start..].iter().map(|(n, _)| protos[*n].label()).collect();
+                        chain.push(protos[next].label());
+                        return Err(DiError::Cycle { chain });
+                    }
+                    Mark::New => {
+                        mark[next] = Mark::Open;
+                        stack.push((next, pending_of(next)));
+                    }
+                },
+                None => {
+                    mark[node] = Mark::Done;
+                    order.push(node);
+                    stack.pop();
+                }
+            }
+        }
+    }
+    Ok(order)
+}

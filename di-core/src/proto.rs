@@ -1,0 +1,545 @@
+//! Static descriptions of protos: what a type is, what it needs, how it is built.
+
+use std::any::{Any, TypeId};
+use std::borrow::Cow;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::error::{BoxError, DiError};
+use crate::resolver::Resolver;
+
+/// A type-erased, shareable object as the container stores it.
+pub type AnyArc = Arc<dyn Any + Send + Sync>;
+
+/// The future returned by lifecycle hooks.
+pub type HookFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send + 'static>>;
+
+/// A type-erased factory in a static descriptor.
+pub type FactoryFn = fn(&Resolver<'_>) -> Result<AnyArc, DiError>;
+
+/// A type-erased lifecycle hook in a static descriptor.
+pub type HookFn = fn(AnyArc) -> HookFuture;
+
+/// Turns an object into an `Arc<U>` (its own type or a `dyn Trait` it provides), boxed as `Box<Arc<U>>`.
+pub type CastFn = fn(AnyArc) -> Box<dyn Any + Send>;
+
+pub(crate) type DynFactory = dyn Fn(&Resolver<'_>) -> Result<AnyArc, DiError> + Send + Sync;
+pub(crate) type DynHook = dyn Fn(AnyArc) -> HookFuture + Send + Sync;
+pub(crate) type DynCast = dyn Fn(AnyArc) -> Box<dyn Any + Send> + Send + Sync;
+
+/// How long an object lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Built once, when the [`App`](crate::App) is built, and shared by everything.
+    Singleton,
+    /// Built at most once per context scope (one request), on first use, and destroyed when the
+    /// scope ends.
+    Context,
+}
+
+/// Who may inject a proto (tegg's `AccessLevel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Access {
+    /// Any crate may inject it.
+    #[default]
+    Public,
+    /// Only protos of the same crate may inject it.
+    Private,
+}
+
+/// How a dependency is injected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InjectKind {
+    /// `Arc<T>`: exactly one provider, built before the dependent.
+    Arc,
+    /// `ContextRef<T>`: a context proto, resolved lazily in the current scope.
+    ContextRef,
+    /// `Option<Arc<T>>`: zero or one provider.
+    Optional,
+    /// `Vec<Arc<T>>`: every provider, ordered by object name then type name.
+    All,
+}
+
+impl InjectKind {
+    fn wrap(self, ty: &str) -> String {
+        match self {
+            InjectKind::Arc => format!("Arc<{ty}>"),
+            InjectKind::ContextRef => format!("ContextRef<{ty}>"),
+            InjectKind::Optional => format!("Option<Arc<{ty}>>"),
+            InjectKind::All => format!("Vec<Arc<{ty}>>"),
+        }
+    }
+}
+
+/// One declared dependency of a proto: a type, how it is injected, and an optional qualifier.
+///
+/// Dependencies are positional: the factory asks the [`Resolver`] for dependency `i` with the
+/// same type and kind.
+///
+/// # Examples
+///
+/// ```
+/// use di_core::{Dependency, InjectKind};
+/// trait Store: Send + Sync {}
+/// struct Tracer;
+/// let deps = [
+///     Dependency::new::<dyn Store>(InjectKind::Arc, Some("primary")).field("store"),
+///     Dependency::new::<Tracer>(InjectKind::ContextRef, None).field("tracer"),
+/// ];
+/// assert_eq!(deps[0].kind(), InjectKind::Arc);
+/// assert_eq!(deps[0].qualifier(), Some("primary"));
+/// ```
+#[derive(Clone)]
+pub struct Dependency {
+    pub(crate) type_id: fn() -> TypeId,
+    pub(crate) type_name: fn() -> &'static str,
+    pub(crate) kind: InjectKind,
+    pub(crate) qualifier: Option<Cow<'static, str>>,
+    pub(crate) field: Option<&'static str>,
+}
+
+impl Dependency {
+    /// A dependency on `T` (a proto type or a `dyn Trait`), injected as `kind`, optionally
+    /// qualified by an object name. Usable in `const` and `static` items.
+    pub const fn new<T: ?Sized + 'static>(kind: InjectKind, qualifier: Option<&'static str>) -> Self {
+        Dependency {
+            type_id: TypeId::of::<T>,
+            type_name: core::any::type_name::<T>,
+            kind,
+            qualifier: match qualifier {
+                Some(q) => Some(Cow::Borrowed(q)),
+                None => None,
+            },
+            field: None,
+        }
+    }
+
+    /// Like [`Dependency::new`], with a qualifier computed at run time (for generated graphs).
+    pub fn named<T: ?Sized + 'static>(kind: InjectKind, qualifier: impl Into<String>) -> Self {
+        Dependency { qualifier: Some(Cow::Owned(qualifier.into())), ..Dependency::new::<T>(kind, None) }
+    }
+
+    /// Records the field this dependency fills, for error messages and graph export.
+    pub const fn field(mut self, field: &'static str) -> Self {
+        self.field = Some(field);
+        self
+    }
+
+    /// How the dependency is injected.
+    pub fn kind(&self) -> InjectKind {
+        self.kind
+    }
+
+    /// The requested object name, if any.
+    pub fn qualifier(&self) -> Option<&str> {
+        self.qualifier.as_deref()
+    }
+
+    /// The requested type's name.
+    pub fn type_name(&self) -> &'static str {
+        (self.type_name)()
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        let mut s = self.kind.wrap(self.type_name());
+        if let Some(q) = &self.qualifier {
+            s.push_str(&format!(" named \"{q}\""));
+        }
+        s
+    }
+}
+
+impl fmt::Debug for Dependency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Dependency")
+            .field("type", &self.type_name())
+            .field("kind", &self.kind)
+            .field("qualifier", &self.qualifier)
+            .field("field", &self.field)
+            .finish()
+    }
+}
+
+/// A type a proto can be injected as, besides its own: usually a `dyn Trait`.
+#[derive(Clone, Copy)]
+pub struct Provide {
+    type_id: fn() -> TypeId,
+    type_name: fn() -> &'static str,
+    cast: CastFn,
+}
+
+impl Provide {
+    /// Declares that the proto can be injected as `U`. `cast` receives the object (its concrete
+    /// type erased) and returns `Box<Arc<U>>`; the macros generate it.
+    pub const fn new<U: ?Sized + 'static>(cast: CastFn) -> Self {
+        Provide { type_id: TypeId::of::<U>, type_name: core::any::type_name::<U>, cast }
+    }
+}
+
+impl fmt::Debug for Provide {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Provide").field(&(self.type_name)()).finish()
+    }
+}
+
+/// The static description of a proto, as `#[singleton_proto]` and `#[context_proto]` submit it
+/// to [`inventory`]. Built in `const` context; every callback is a plain `fn` pointer.
+///
+/// Hand-written registration usually goes through [`ProtoDef`] on the builder instead.
+pub struct ProtoDescriptor {
+    pub(crate) type_id: fn() -> TypeId,
+    pub(crate) type_name: fn() -> &'static str,
+    pub(crate) name: &'static str,
+    pub(crate) scope: Scope,
+    pub(crate) access: Access,
+    pub(crate) krate: &'static str,
+    pub(crate) deps: &'static [Dependency],
+    pub(crate) provides: &'static [Provide],
+    pub(crate) factory: FactoryFn,
+    pub(crate) cast_self: CastFn,
+    pub(crate) init: Option<HookFn>,
+    pub(crate) destroy: Option<HookFn>,
+}
+
+impl ProtoDescriptor {
+    /// A proto of type `T` named `name` in `scope`, built by `factory`. `cast_self` turns the
+    /// erased object back into `Box<Arc<T>>` (see [`cast_to`]).
+    pub const fn new<T: Send + Sync + 'static>(
+        name: &'static str,
+        scope: Scope,
+        factory: FactoryFn,
+        cast_self: CastFn,
+    ) -> Self {
+        ProtoDescriptor {
+            type_id: TypeId::of::<T>,
+            type_name: core::any::type_name::<T>,
+            name,
+            scope,
+            access: Access::Public,
+            krate: "",
+            deps: &[],
+            provides: &[],
+            factory,
+            cast_self,
+            init: None,
+            destroy: None,
+        }
+    }
+
+    /// Sets the declared dependencies, in the order the factory asks for them.
+    pub const fn deps(mut self, deps: &'static [Dependency]) -> Self {
+        self.deps = deps;
+        self
+    }
+
+    /// Sets the extra types (usually `dyn Trait`) this proto can be injected as.
+    pub const fn provides(mut self, provides: &'static [Provide]) -> Self {
+        self.provides = provides;
+        self
+    }
+
+    /// Sets the access level and the crate it is checked against (`module_path!()` works).
+    pub const fn access(mut self, access: Access, krate: &'static str) -> Self {
+        self.access = access;
+        self.krate = krate;
+        self
+    }
+
+    /// Sets the async init hook, run once after construction.
+    pub const fn init(mut self, hook: HookFn) -> Self {
+        self.init = Some(hook);
+        self
+    }
+
+    /// Sets the async destroy hook, run once before the object is dropped.
+    pub const fn destroy(mut self, hook: HookFn) -> Self {
+        self.destroy = Some(hook);
+        self
+    }
+
+    pub(crate) fn to_def(&'static self) -> ProtoDef {
+        let init = self.init.map(|h| Arc::new(h) as Arc<DynHook>);
+        let destroy = self.destroy.map(|h| Arc::new(h) as Arc<DynHook>);
+        let mut provides = Vec::with_capacity(1 + self.provides.len());
+        provides.push(ProvideDef {
+            type_id: (self.type_id)(),
+            type_name: (self.type_name)(),
+            cast: Arc::new(self.cast_self),
+        });
+        provides.extend(self.provides.iter().map(|p| ProvideDef {
+            type_id: (p.type_id)(),
+            type_name: (p.type_name)(),
+            cast: Arc::new(p.cast),
+        }));
+        ProtoDef {
+            type_id: (self.type_id)(),
+            type_name: (self.type_name)(),
+            name: Cow::Borrowed(self.name),
+            scope: self.scope,
+            access: self.access,
+            krate: Cow::Borrowed(crate_of(self.krate)),
+            deps: Cow::Borrowed(self.deps),
+            provides,
+            factory: Arc::new(self.factory),
+            init,
+            destroy,
+        }
+    }
+}
+
+impl fmt::Debug for ProtoDescriptor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProtoDescriptor")
+            .field("type", &(self.type_name)())
+            .field("name", &self.name)
+            .field("scope", &self.scope)
+            .field("deps", &self.deps)
+            .finish_non_exhaustive()
+    }
+}
+
+inventory::collect!(ProtoDescriptor);
+
+/// The standard [`CastFn`] for a proto's own type: `Arc<dyn Any>` back to `Box<Arc<T>>`.
+pub fn cast_to<T: Send + Sync + 'static>(obj: AnyArc) -> Box<dyn Any + Send> {
+    match obj.downcast::<T>() {
+        Ok(t) => Box::new(t),
+        Err(_) => unreachable!("the container stores each proto as its own type"),
+    }
+}
+
+fn crate_of(module_path: &str) -> &str {
+    module_path.split("::").next().unwrap_or(module_path)
+}
+
+#[derive(Clone)]
+pub(crate) struct ProvideDef {
+    pub(crate) type_id: TypeId,
+    pub(crate) type_name: &'static str,
+    pub(crate) cast: Arc<DynCast>,
+}
+
+/// A proto registered by hand on the [`AppBuilder`](crate::AppBuilder): the same information as
+/// a [`ProtoDescriptor`], with closures and names computed at run time, so a program can register
+/// thousands of generated protos, or many named instances of one type.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::{App, Dependency, InjectKind, ProtoDef};
+///
+/// struct Db { url: String }
+/// struct Repo { db: Arc<Db> }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder()
+///     .add(ProtoDef::singleton::<Db>(|_| Ok(Db { url: "sqlite::memory:".into() })))
+///     .add(
+///         ProtoDef::singleton::<Repo>(|r| Ok(Repo { db: r.arc(0)? }))
+///             .dep(Dependency::new::<Db>(InjectKind::Arc, None)),
+///     )
+///     .build()
+///     .await?;
+/// assert_eq!(app.get_object::<Repo>()?.db.url, "sqlite::memory:");
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct ProtoDef {
+    pub(crate) type_id: TypeId,
+    pub(crate) type_name: &'static str,
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) scope: Scope,
+    pub(crate) access: Access,
+    pub(crate) krate: Cow<'static, str>,
+    pub(crate) deps: Cow<'static, [Dependency]>,
+    pub(crate) provides: Vec<ProvideDef>,
+    pub(crate) factory: Arc<DynFactory>,
+    pub(crate) init: Option<Arc<DynHook>>,
+    pub(crate) destroy: Option<Arc<DynHook>>,
+}
+
+impl ProtoDef {
+    /// A singleton of type `T`, built once by `factory` when the App is built.
+    pub fn singleton<T: Send + Sync + 'static>(
+        factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
+    ) -> Self {
+        Self::new(Scope::Singleton, factory)
+    }
+
+    /// A context proto of type `T`, built by `factory` on first use in each scope.
+    pub fn context<T: Send + Sync + 'static>(
+        factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
+    ) -> Self {
+        Self::new(Scope::Context, factory)
+    }
+
+    /// A proto of type `T` in `scope`.
+    pub fn new<T: Send + Sync + 'static>(
+        scope: Scope,
+        factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
+    ) -> Self {
+        ProtoDef {
+            type_id: TypeId::of::<T>(),
+            type_name: core::any::type_name::<T>(),
+            name: Cow::Owned(default_name(core::any::type_name::<T>())),
+            scope,
+            access: Access::Public,
+            krate: Cow::Borrowed(""),
+            deps: Cow::Owned(Vec::new()),
+            provides: vec![ProvideDef {
+                type_id: TypeId::of::<T>(),
+                type_name: core::any::type_name::<T>(),
+                cast: Arc::new(cast_to::<T>),
+            }],
+            factory: Arc::new(move |r: &Resolver<'_>| factory(r).map(|t| Arc::new(t) as AnyArc)),
+            init: None,
+            destroy: None,
+        }
+    }
+
+    /// Sets the object name (default: the type name in lowerCamelCase, as tegg does).
+    pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Appends a dependency; the factory asks for it by its position.
+    pub fn dep(mut self, dep: Dependency) -> Self {
+        self.deps.to_mut().push(dep);
+        self
+    }
+
+    /// Declares that the proto can be injected as `U` (usually `dyn Trait`); `cast` is the
+    /// unsizing coercion, typically `|t| t`.
+    ///
+    /// # Panics
+    ///
+    /// The stored cast panics if the def's type is not `T`; `ProtoDef::singleton::<T>` and
+    /// `provides::<T, _>` are written together, so this is a programming error.
+    pub fn provides<T: Send + Sync + 'static, U: ?Sized + Send + Sync + 'static>(
+        mut self,
+        cast: impl Fn(Arc<T>) -> Arc<U> + Send + Sync + 'static,
+    ) -> Self {
+        assert_eq!(
+            self.type_id,
+            TypeId::of::<T>(),
+            "provides::<{}, _> on a proto of type `{}`",
+            core::any::type_name::<T>(),
+            self.type_name
+        );
+        self.provides.push(ProvideDef {
+            type_id: TypeId::of::<U>(),
+            type_name: core::any::type_name::<U>(),
+            cast: Arc::new(move |obj: AnyArc| Box::new(cast(downcast::<T>(obj))) as Box<dyn Any + Send>),
+        });
+        self
+    }
+
+    /// Restricts injection to protos of crate `krate` (tegg's private access level).
+    pub fn private_to(mut self, krate: impl Into<Cow<'static, str>>) -> Self {
+        self.access = Access::Private;
+        self.krate = krate.into();
+        self
+    }
+
+    /// Sets the crate this proto belongs to, which private protos are checked against.
+    pub fn in_crate(mut self, krate: impl Into<Cow<'static, str>>) -> Self {
+        self.krate = krate.into();
+        self
+    }
+
+    /// Sets an async init hook, run once after construction (for singletons during
+    /// [`build`](crate::AppBuilder::build); for context protos on first
+    /// [`get_async`](crate::ContextRef::get_async)).
+    pub fn on_init<T, F, Fut>(mut self, hook: F) -> Self
+    where
+        T: Send + Sync + 'static,
+        F: Fn(Arc<T>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+    {
+        self.init = Some(erase_hook(hook));
+        self
+    }
+
+    /// Sets an async destroy hook, run once before the object is dropped (singletons on
+    /// [`App::shutdown`](crate::App::shutdown), context objects when their scope ends).
+    pub fn on_destroy<T, F, Fut>(mut self, hook: F) -> Self
+    where
+        T: Send + Sync + 'static,
+        F: Fn(Arc<T>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+    {
+        self.destroy = Some(erase_hook(hook));
+        self
+    }
+
+    /// The object name.
+    pub fn object_name(&self) -> &str {
+        &self.name
+    }
+
+    /// The scope.
+    pub fn scope(&self) -> Scope {
+        self.scope
+    }
+
+    /// The type name.
+    pub fn type_name(&self) -> &'static str {
+        self.type_name
+    }
+
+    pub(crate) fn label(&self) -> String {
+        format!("{} (\"{}\")", self.type_name, self.name)
+    }
+}
+
+impl fmt::Debug for ProtoDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProtoDef")
+            .field("type", &self.type_name)
+            .field("name", &self.name)
+            .field("scope", &self.scope)
+            .field("access", &self.access)
+            .field("deps", &self.deps)
+            .field("provides", &self.provides.iter().map(|p| p.type_name).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+fn erase_hook<T, F, Fut>(hook: F) -> Arc<DynHook>
+where
+    T: Send + Sync + 'static,
+    F: Fn(Arc<T>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+{
+    Arc::new(move |obj: AnyArc| Box::pin(hook(downcast::<T>(obj))) as HookFuture)
+}
+
+fn downcast<T: Send + Sync + 'static>(obj: AnyArc) -> Arc<T> {
+    match obj.downcast::<T>() {
+        Ok(t) => t,
+        Err(_) => panic!("hook or cast registered for `{}` received another type", core::any::type_name::<T>()),
+    }
+}
+
+/// tegg's default object name: the last path segment of the type name in lowerCamelCase
+/// (`my_app::UserService` becomes `userService`).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(di_core::default_name("my_app::UserService"), "userService");
+/// assert_eq!(di_core::default_name("Wrapper<my_app::Inner>"), "wrapper");
+/// ```
+pub fn default_name(type_name: &str) -> String {
+    let base = type_name.split('<').next().unwrap_or(type_name);
+    let last = base.rsplit("::").next().unwrap_or(base);
+    let mut chars = last.chars();
+    match chars.next() {
+        Some(c) => c.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}

@@ -1,0 +1,155 @@
+//! What a factory sees: its declared dependencies, resolved.
+
+use std::any::{Any, TypeId};
+use std::fmt;
+use std::sync::Arc;
+
+use crate::context_ref::ContextRef;
+use crate::error::DiError;
+use crate::graph::{Graph, Resolved, Target};
+use crate::proto::{AnyArc, InjectKind, Scope};
+use crate::scope::ScopeShared;
+
+/// Hands a factory the dependencies its proto declared, by position.
+///
+/// The graph was validated before any factory runs, so these calls fail only when the factory
+/// asks for something it did not declare (a programming error the message spells out).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+///
+/// struct Tracer { id: u64 }
+/// struct Greeter { tracer: ContextRef<Tracer>, plugins: Vec<Arc<dyn Plugin>> }
+/// trait Plugin: Send + Sync { fn name(&self) -> &str; }
+/// struct Upper;
+/// impl Plugin for Upper { fn name(&self) -> &str { "upper" } }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder()
+///     .add(ProtoDef::context::<Tracer>(|_| Ok(Tracer { id: 7 })))
+///     .add(ProtoDef::singleton::<Upper>(|_| Ok(Upper)).provides::<Upper, dyn Plugin>(|u| u))
+///     .add(
+///         ProtoDef::singleton::<Greeter>(|r| Ok(Greeter { tracer: r.context_ref(0)?, plugins: r.all(1)? }))
+///             .dep(Dependency::new::<Tracer>(InjectKind::ContextRef, None))
+///             .dep(Dependency::new::<dyn Plugin>(InjectKind::All, None)),
+///     )
+///     .build()
+///     .await?;
+/// let greeter = app.get_object::<Greeter>()?;
+/// assert_eq!(greeter.plugins[0].name(), "upper");
+/// let id = app.run_in_context(async { greeter.tracer.get().id }).await;
+/// assert_eq!(id, 7);
+/// # Ok(()) }
+/// ```
+pub struct Resolver<'a> {
+    pub(crate) graph: &'a Graph,
+    pub(crate) singletons: &'a [Option<AnyArc>],
+    pub(crate) app_id: u64,
+    pub(crate) proto: usize,
+    pub(crate) scope: Option<&'a ScopeShared>,
+}
+
+impl Resolver<'_> {
+    /// Dependency `index`, declared as `Arc<T>` ([`InjectKind::Arc`]); `T` may be a `dyn Trait`.
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::Undeclared`] if dependency `index` is not an `Arc<T>`.
+    pub fn arc<T: ?Sized + 'static>(&self, index: usize) -> Result<Arc<T>, DiError> {
+        match self.declared(index, InjectKind::Arc, TypeId::of::<T>(), core::any::type_name::<T>())? {
+            Resolved::One(t) => self.cast::<T>(*t),
+            _ => unreachable!("an Arc dependency resolves to one target"),
+        }
+    }
+
+    /// Dependency `index`, declared as `Option<Arc<T>>` ([`InjectKind::Optional`]).
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::Undeclared`] if dependency `index` is not an `Option<Arc<T>>`.
+    pub fn optional<T: ?Sized + 'static>(&self, index: usize) -> Result<Option<Arc<T>>, DiError> {
+        match self.declared(index, InjectKind::Optional, TypeId::of::<T>(), core::any::type_name::<T>())? {
+            Resolved::Maybe(t) => t.map(|t| self.cast::<T>(t)).transpose(),
+            _ => unreachable!("an optional dependency resolves to zero or one target"),
+        }
+    }
+
+    /// Dependency `index`, declared as `Vec<Arc<T>>` ([`InjectKind::All`]): every provider,
+    /// ordered by object name, then type name.
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::Undeclared`] if dependency `index` is not a `Vec<Arc<T>>`.
+    pub fn all<T: ?Sized + 'static>(&self, index: usize) -> Result<Vec<Arc<T>>, DiError> {
+        match self.declared(index, InjectKind::All, TypeId::of::<T>(), core::any::type_name::<T>())? {
+            Resolved::Many(ts) => ts.iter().map(|t| self.cast::<T>(*t)).collect(),
+            _ => unreachable!("a collection dependency resolves to a list"),
+        }
+    }
+
+    /// Dependency `index`, declared as `ContextRef<T>` ([`InjectKind::ContextRef`]).
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::Undeclared`] if dependency `index` is not a `ContextRef<T>`.
+    pub fn context_ref<T: Send + Sync + 'static>(&self, index: usize) -> Result<ContextRef<T>, DiError> {
+        match self.declared(index, InjectKind::ContextRef, TypeId::of::<T>(), core::any::type_name::<T>())? {
+            Resolved::Context(p) => Ok(ContextRef::new(self.app_id, *p as u32)),
+            _ => unreachable!("a ContextRef dependency resolves to a context proto"),
+        }
+    }
+
+    /// The object name of the proto being built (handy for one factory shared by many named
+    /// instances).
+    pub fn object_name(&self) -> &str {
+        &self.graph.protos[self.proto].name
+    }
+
+    fn declared(&self, index: usize, kind: InjectKind, ty: TypeId, asked: &'static str) -> Result<&Resolved, DiError> {
+        let def = &self.graph.protos[self.proto];
+        match def.deps.get(index) {
+            Some(dep) if dep.kind == kind && (dep.type_id)() == ty => Ok(&self.graph.resolved[self.proto][index]),
+            other => Err(DiError::Undeclared {
+                by: def.label(),
+                index,
+                asked: format!("{kind:?} of `{asked}`"),
+                declared: other.map_or_else(|| "nothing".to_owned(), |d| format!("`{}`", d.describe())),
+            }),
+        }
+    }
+
+    fn cast<T: ?Sized + 'static>(&self, t: Target) -> Result<Arc<T>, DiError> {
+        let obj = self.instance(t.proto)?;
+        let boxed = (self.graph.protos[t.proto].provides[t.cast].cast)(obj);
+        Ok(*unbox::<Arc<T>>(boxed))
+    }
+
+    fn instance(&self, proto: usize) -> Result<AnyArc, DiError> {
+        let def = &self.graph.protos[proto];
+        match def.scope {
+            Scope::Singleton => Ok(self.singletons[proto]
+                .clone()
+                .unwrap_or_else(|| unreachable!("singleton `{}` is built before its dependents", def.type_name))),
+            Scope::Context => match self.scope {
+                Some(scope) => scope.resolve_sync(proto),
+                None => Err(DiError::NoScope { wanted: def.type_name }),
+            },
+        }
+    }
+}
+
+fn unbox<T: 'static>(b: Box<dyn Any + Send>) -> Box<T> {
+    match b.downcast::<T>() {
+        Ok(t) => t,
+        Err(_) => unreachable!("each cast yields the type it was registered for"),
+    }
+}
+
+impl fmt::Debug for Resolver<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resolver").field("proto", &self.graph.protos[self.proto].label()).finish_non_exhaustive()
+    }
+}
