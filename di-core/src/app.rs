@@ -40,7 +40,7 @@ pub(crate) struct AppInner {
 ///
 /// struct Clock;
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
-/// let app = App::builder().add(ProtoDef::singleton::<Clock>(|_| Ok(Clock))).build().await?;
+/// let app = App::builder().register(ProtoDef::singleton::<Clock>(|_| Ok(Clock))).build().await?;
 /// let a = app.get_object::<Clock>()?;
 /// let b = app.clone().get_object::<Clock>()?;
 /// assert!(Arc::ptr_eq(&a, &b)); // built once
@@ -198,7 +198,7 @@ struct Override {
 /// struct Mailer { real: bool }
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
 /// let app = App::builder()
-///     .add(ProtoDef::singleton::<Mailer>(|_| Ok(Mailer { real: true })))
+///     .register(ProtoDef::singleton::<Mailer>(|_| Ok(Mailer { real: true })))
 ///     .override_with(Mailer { real: false })
 ///     .build()
 ///     .await?;
@@ -214,14 +214,14 @@ pub struct AppBuilder {
 }
 
 impl AppBuilder {
-    /// Adds a proto registered by hand.
-    pub fn add(mut self, def: ProtoDef) -> Self {
+    /// Registers a proto by hand.
+    pub fn register(mut self, def: ProtoDef) -> Self {
         self.defs.push(def);
         self
     }
 
-    /// Adds many protos registered by hand.
-    pub fn extend(mut self, defs: impl IntoIterator<Item = ProtoDef>) -> Self {
+    /// Registers many protos by hand.
+    pub fn register_all(mut self, defs: impl IntoIterator<Item = ProtoDef>) -> Self {
         self.defs.extend(defs);
         self
     }

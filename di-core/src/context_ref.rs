@@ -35,8 +35,8 @@ use crate::scope;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
 /// let app = App::builder()
-///     .add(ProtoDef::context::<Tracer>(|_| Ok(Tracer { request: NEXT.fetch_add(1, Ordering::Relaxed) })))
-///     .add(ProtoDef::singleton::<Greeter>(|r| Ok(Greeter { tracer: r.context_ref(0)? }))
+///     .register(ProtoDef::context::<Tracer>(|_| Ok(Tracer { request: NEXT.fetch_add(1, Ordering::Relaxed) })))
+///     .register(ProtoDef::singleton::<Greeter>(|r| Ok(Greeter { tracer: r.context_ref(0)? }))
 ///         .dep(Dependency::new::<Tracer>(InjectKind::ContextRef, None)))
 ///     .build()
 ///     .await?;

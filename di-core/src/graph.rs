@@ -1,7 +1,7 @@
 //! Graph validation: resolve every dependency once, reject bad graphs, order the singletons.
 
 use std::any::TypeId;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::error::DiError;
@@ -73,18 +73,20 @@ impl Graph {
     pub(crate) fn new(protos: Vec<ProtoDef>) -> Result<Graph, DiError> {
         let mut errors = Vec::new();
         let mut by_type: FastMap<TypeId, Vec<usize>> = FastMap::default();
-        let mut providers: FastMap<TypeId, Vec<Target>> = FastMap::default();
+        let mut providers = Providers::default();
+        let mut names: HashSet<(TypeId, &str)> = HashSet::with_capacity(protos.len());
         for (i, p) in protos.iter().enumerate() {
-            let same = by_type.entry(p.type_id).or_default();
-            if same.iter().any(|&j| protos[j].name == p.name) {
+            if !names.insert((p.type_id, &p.name)) {
                 errors.push(DiError::Duplicate { type_name: p.type_name, name: p.name.to_string() });
             }
-            same.push(i);
+            by_type.entry(p.type_id).or_default().push(i);
             for (c, provide) in p.provides.iter().enumerate() {
-                providers.entry(provide.type_id).or_default().push(Target { proto: i, cast: c });
+                let target = Target { proto: i, cast: c };
+                providers.by_type.entry(provide.type_id).or_default().push(target);
+                providers.by_name.entry((provide.type_id, &p.name)).or_default().push(target);
             }
         }
-        for list in providers.values_mut() {
+        for list in providers.by_type.values_mut() {
             list.sort_by(|a, b| {
                 let (pa, pb) = (&protos[a.proto], &protos[b.proto]);
                 (&pa.name, pa.type_name, a.proto).cmp(&(&pb.name, pb.type_name, b.proto))
@@ -135,19 +137,26 @@ impl Graph {
     }
 }
 
+/// Who provides each type, and each (type, object name), for qualified lookups.
+#[derive(Default)]
+struct Providers<'a> {
+    by_type: FastMap<TypeId, Vec<Target>>,
+    by_name: HashMap<(TypeId, &'a str), Vec<Target>>,
+}
+
 fn resolve_dep(
     protos: &[ProtoDef],
-    providers: &FastMap<TypeId, Vec<Target>>,
+    providers: &Providers<'_>,
     p: &ProtoDef,
     dep: &crate::proto::Dependency,
 ) -> Result<Resolved, DiError> {
     let wanted = dep.type_name();
     let by = || p.label();
-    let all: &[Target] = providers.get(&(dep.type_id)()).map_or(&[], Vec::as_slice);
+    let all: &[Target] = providers.by_type.get(&(dep.type_id)()).map_or(&[], Vec::as_slice);
     let chosen: Vec<Target> = match &dep.qualifier {
         None => all.to_vec(),
         Some(q) => {
-            let named: Vec<Target> = all.iter().copied().filter(|t| protos[t.proto].name == *q).collect();
+            let named = providers.by_name.get(&((dep.type_id)(), &**q)).cloned().unwrap_or_default();
             if named.is_empty() && !all.is_empty() {
                 return Err(DiError::UnknownQualifier {
                     wanted,

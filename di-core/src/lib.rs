@@ -24,8 +24,8 @@
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
 //! static REQUESTS: AtomicUsize = AtomicUsize::new(0);
 //! let app = App::builder()
-//!     .add(ProtoDef::context::<Tracer>(|_| Ok(Tracer { id: REQUESTS.fetch_add(1, Ordering::Relaxed) })))
-//!     .add(ProtoDef::singleton::<HelloService>(|r| Ok(HelloService { tracer: r.context_ref(0)? }))
+//!     .register(ProtoDef::context::<Tracer>(|_| Ok(Tracer { id: REQUESTS.fetch_add(1, Ordering::Relaxed) })))
+//!     .register(ProtoDef::singleton::<HelloService>(|r| Ok(HelloService { tracer: r.context_ref(0)? }))
 //!         .dep(Dependency::new::<Tracer>(InjectKind::ContextRef, None)))
 //!     .build()
 //!     .await?;

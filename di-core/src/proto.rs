@@ -336,8 +336,8 @@ pub(crate) struct ProvideDef {
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
 /// let app = App::builder()
-///     .add(ProtoDef::singleton::<Db>(|_| Ok(Db { url: "sqlite::memory:".into() })))
-///     .add(
+///     .register(ProtoDef::singleton::<Db>(|_| Ok(Db { url: "sqlite::memory:".into() })))
+///     .register(
 ///         ProtoDef::singleton::<Repo>(|r| Ok(Repo { db: r.arc(0)? }))
 ///             .dep(Dependency::new::<Db>(InjectKind::Arc, None)),
 ///     )

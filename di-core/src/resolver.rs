@@ -29,9 +29,9 @@ use crate::scope::ScopeShared;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
 /// let app = App::builder()
-///     .add(ProtoDef::context::<Tracer>(|_| Ok(Tracer { id: 7 })))
-///     .add(ProtoDef::singleton::<Upper>(|_| Ok(Upper)).provides::<Upper, dyn Plugin>(|u| u))
-///     .add(
+///     .register(ProtoDef::context::<Tracer>(|_| Ok(Tracer { id: 7 })))
+///     .register(ProtoDef::singleton::<Upper>(|_| Ok(Upper)).provides::<Upper, dyn Plugin>(|u| u))
+///     .register(
 ///         ProtoDef::singleton::<Greeter>(|r| Ok(Greeter { tracer: r.context_ref(0)?, plugins: r.all(1)? }))
 ///             .dep(Dependency::new::<Tracer>(InjectKind::ContextRef, None))
 ///             .dep(Dependency::new::<dyn Plugin>(InjectKind::All, None)),

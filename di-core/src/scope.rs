@@ -408,7 +408,7 @@ fn current_shared() -> Option<Arc<ScopeShared>> {
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
 /// let app = App::builder()
-///     .add(ProtoDef::context::<AuditLog>(|_| Ok(AuditLog::default()))
+///     .register(ProtoDef::context::<AuditLog>(|_| Ok(AuditLog::default()))
 ///         .on_destroy(|log: Arc<AuditLog>| async move {
 ///             assert_eq!(*log.0.lock().unwrap(), ["written in the background"]);
 ///             Ok(())

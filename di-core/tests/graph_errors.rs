@@ -28,7 +28,7 @@ fn unit<T: Default + Send + Sync + 'static>() -> ProtoDef {
 }
 
 async fn build(defs: Vec<ProtoDef>) -> DiError {
-    match App::builder().without_inventory().extend(defs).build().await {
+    match App::builder().without_inventory().register_all(defs).build().await {
         Ok(_) => panic!("the graph should have been rejected"),
         Err(e) => e,
     }
@@ -87,8 +87,8 @@ async fn cycle_through_an_optional_dependency_is_still_a_cycle() {
 async fn context_ref_breaks_a_cycle() {
     let app = App::builder()
         .without_inventory()
-        .add(ProtoDef::context::<Tracer>(|_| Ok(Tracer)).dep(dep::<A>(InjectKind::Arc)))
-        .add(unit::<A>().dep(dep::<Tracer>(InjectKind::ContextRef)))
+        .register(ProtoDef::context::<Tracer>(|_| Ok(Tracer)).dep(dep::<A>(InjectKind::Arc)))
+        .register(unit::<A>().dep(dep::<Tracer>(InjectKind::ContextRef)))
         .build()
         .await;
     assert!(app.is_ok(), "{:?}", app.err());
@@ -111,8 +111,8 @@ async fn two_providers_without_qualifier_are_ambiguous() {
 async fn qualifier_picks_one_of_several_providers() {
     let app = App::builder()
         .without_inventory()
-        .extend(stores())
-        .add(unit::<A>().dep(Dependency::new::<dyn Store>(InjectKind::Arc, Some("pg"))))
+        .register_all(stores())
+        .register(unit::<A>().dep(Dependency::new::<dyn Store>(InjectKind::Arc, Some("pg"))))
         .build()
         .await;
     assert!(app.is_ok(), "{:?}", app.err());
@@ -139,7 +139,7 @@ async fn duplicate_type_and_name_is_rejected() {
 #[tokio::test]
 async fn one_type_under_two_names_is_fine() {
     let app =
-        App::builder().without_inventory().add(unit::<A>().name("one")).add(unit::<A>().name("two")).build().await;
+        App::builder().without_inventory().register(unit::<A>().name("one")).register(unit::<A>().name("two")).build().await;
     assert!(app.is_ok(), "{:?}", app.err());
 }
 
@@ -197,8 +197,8 @@ async fn private_proto_from_another_crate_is_rejected() {
 async fn private_proto_from_its_own_crate_is_fine() {
     let app = App::builder()
         .without_inventory()
-        .add(unit::<B>().private_to("billing"))
-        .add(unit::<A>().in_crate("billing").dep(dep::<B>(InjectKind::Arc)))
+        .register(unit::<B>().private_to("billing"))
+        .register(unit::<A>().in_crate("billing").dep(dep::<B>(InjectKind::Arc)))
         .build()
         .await;
     assert!(app.is_ok(), "{:?}", app.err());
@@ -223,8 +223,8 @@ async fn override_of_an_unknown_type_is_rejected() {
 async fn factory_asking_for_an_undeclared_dependency_is_explained() {
     let err = App::builder()
         .without_inventory()
-        .add(unit::<B>())
-        .add(
+        .register(unit::<B>())
+        .register(
             ProtoDef::singleton::<A>(|r| {
                 let _b: Arc<B> = r.arc(1)?; // only dependency #0 exists
                 Ok(A)
@@ -242,9 +242,9 @@ async fn factory_asking_for_an_undeclared_dependency_is_explained() {
 async fn factory_asking_with_the_wrong_type_is_explained() {
     let err = App::builder()
         .without_inventory()
-        .add(unit::<B>())
-        .add(unit::<C>())
-        .add(
+        .register(unit::<B>())
+        .register(unit::<C>())
+        .register(
             ProtoDef::singleton::<A>(|r| {
                 let _c: Arc<C> = r.arc(0)?;
                 Ok(A)
@@ -261,7 +261,7 @@ async fn factory_asking_with_the_wrong_type_is_explained() {
 async fn optional_dependency_may_be_absent() {
     let app = App::builder()
         .without_inventory()
-        .add(
+        .register(
             ProtoDef::singleton::<A>(|r| {
                 assert!(r.optional::<B>(0)?.is_none());
                 Ok(A)

@@ -43,7 +43,7 @@ async fn app_with(counters: &Arc<Counters>, build_delay: Duration, timeout: Dura
     App::builder()
         .without_inventory()
         .background_task_timeout(timeout)
-        .add(
+        .register(
             ProtoDef::context::<RequestState>(move |_| {
                 c1.created.fetch_add(1, Ordering::SeqCst);
                 std::thread::sleep(build_delay); // widens the window of a creation race
@@ -57,7 +57,7 @@ async fn app_with(counters: &Arc<Counters>, build_delay: Duration, timeout: Dura
                 }
             }),
         )
-        .add(
+        .register(
             ProtoDef::singleton::<Handler>(|r| Ok(Handler { state: r.context_ref(0)? }))
                 .dep(context_ref::<RequestState>()),
         )
@@ -295,6 +295,7 @@ async fn background_task_timeout_bounds_the_wait_and_closes_the_scope() {
     let app = app_with(&counters, Duration::ZERO, Duration::from_millis(50)).await;
     let handler = app.get_object::<Handler>().unwrap();
     let started = tokio::time::Instant::now();
+    #[allow(clippy::async_yields_async)] // the scope hands its background task back on purpose
     let late = app
         .run_in_context(async {
             handler.state.get();
@@ -335,10 +336,10 @@ async fn destroy_hooks_run_in_reverse_creation_order() {
     struct Touch(ContextRef<First>, ContextRef<Second>, ContextRef<Third>);
     let app = App::builder()
         .without_inventory()
-        .add(logged(&log, "first", || First))
-        .add(logged(&log, "second", || Second))
-        .add(logged(&log, "third", || Third))
-        .add(
+        .register(logged(&log, "first", || First))
+        .register(logged(&log, "second", || Second))
+        .register(logged(&log, "third", || Third))
+        .register(
             ProtoDef::singleton::<Touch>(|r| Ok(Touch(r.context_ref(0)?, r.context_ref(1)?, r.context_ref(2)?)))
                 .dep(context_ref::<First>())
                 .dep(context_ref::<Second>())
@@ -373,9 +374,9 @@ struct Api {
 async fn context_object_built_from_singletons_and_other_context_objects_of_its_scope() {
     let app = App::builder()
         .without_inventory()
-        .add(ProtoDef::singleton::<Pool>(|_| Ok(Pool)))
-        .add(ProtoDef::context::<Tracer>(|_| Ok(Tracer)))
-        .add(
+        .register(ProtoDef::singleton::<Pool>(|_| Ok(Pool)))
+        .register(ProtoDef::context::<Tracer>(|_| Ok(Tracer)))
+        .register(
             // Resolving the tracer while the unit of work is being built must not deadlock.
             ProtoDef::context::<UnitOfWork>(|r| {
                 let _pool: Arc<Pool> = r.arc(0)?;
@@ -384,7 +385,7 @@ async fn context_object_built_from_singletons_and_other_context_objects_of_its_s
             .dep(Dependency::new::<Pool>(InjectKind::Arc, None))
             .dep(Dependency::new::<Tracer>(InjectKind::Arc, None)),
         )
-        .add(
+        .register(
             ProtoDef::singleton::<Api>(|r| Ok(Api { uow: r.context_ref(0)?, tracer: r.context_ref(1)? }))
                 .dep(context_ref::<UnitOfWork>())
                 .dep(context_ref::<Tracer>()),
@@ -451,7 +452,7 @@ async fn async_init_hook_runs_once_through_get_async_and_get_explains_itself() {
     let counter = inits.clone();
     let app = App::builder()
         .without_inventory()
-        .add(ProtoDef::context::<Session>(|_| Ok(Session::default())).on_init(move |s: Arc<Session>| {
+        .register(ProtoDef::context::<Session>(|_| Ok(Session::default())).on_init(move |s: Arc<Session>| {
             let counter = counter.clone();
             async move {
                 tokio::task::yield_now().await; // e.g. load the session from a store
@@ -461,11 +462,11 @@ async fn async_init_hook_runs_once_through_get_async_and_get_explains_itself() {
             }
         }))
         // Account is sync, but built from Session by value: it needs get_async too.
-        .add(
+        .register(
             ProtoDef::context::<Account>(|r| Ok(Account { session: r.arc(0)? }))
                 .dep(Dependency::new::<Session>(InjectKind::Arc, None)),
         )
-        .add(
+        .register(
             ProtoDef::singleton::<Web>(|r| Ok(Web { session: r.context_ref(0)?, account: r.context_ref(1)? }))
                 .dep(context_ref::<Session>())
                 .dep(context_ref::<Account>()),
@@ -492,16 +493,16 @@ async fn async_init_hook_runs_once_through_get_async_and_get_explains_itself() {
 async fn failing_context_init_hook_is_reported_with_the_object() {
     let app = App::builder()
         .without_inventory()
-        .add(
+        .register(
             ProtoDef::context::<Session>(|_| Ok(Session::default()))
                 .on_init(|_: Arc<Session>| async { Err::<(), BoxError>("store down".into()) }),
         )
-        .add(
+        .register(
             ProtoDef::singleton::<Handler>(|r| Ok(Handler { state: r.context_ref(0)? }))
                 .dep(context_ref::<RequestState>()),
         )
-        .add(ProtoDef::context::<RequestState>(|_| Ok(RequestState::default())))
-        .add(ProtoDef::singleton::<Api2>(|r| Ok(Api2(r.context_ref(0)?))).dep(context_ref::<Session>()))
+        .register(ProtoDef::context::<RequestState>(|_| Ok(RequestState::default())))
+        .register(ProtoDef::singleton::<Api2>(|r| Ok(Api2(r.context_ref(0)?))).dep(context_ref::<Session>()))
         .build()
         .await
         .unwrap();
@@ -517,14 +518,14 @@ async fn failing_context_factory_fails_every_asker_of_that_scope_only() {
     let c = calls.clone();
     let app = App::builder()
         .without_inventory()
-        .add(ProtoDef::context::<RequestState>(move |_| {
+        .register(ProtoDef::context::<RequestState>(move |_| {
             if c.fetch_add(1, Ordering::SeqCst) == 0 {
                 Err(DiError::construction::<RequestState>("requestState", "first request fails"))
             } else {
                 Ok(RequestState::default())
             }
         }))
-        .add(
+        .register(
             ProtoDef::singleton::<Handler>(|r| Ok(Handler { state: r.context_ref(0)? }))
                 .dep(context_ref::<RequestState>()),
         )

@@ -51,7 +51,7 @@ fn chain(log: &Log) -> Vec<ProtoDef> {
 #[tokio::test]
 async fn init_runs_in_dependency_order_and_shutdown_destroys_in_reverse() {
     let log = Log::default();
-    let app = App::builder().without_inventory().extend(chain(&log)).build().await.unwrap();
+    let app = App::builder().without_inventory().register_all(chain(&log)).build().await.unwrap();
     assert_eq!(*log.lock().unwrap(), ["init config", "init repo", "init service"]);
     app.shutdown().await.unwrap();
     assert_eq!(
@@ -63,7 +63,7 @@ async fn init_runs_in_dependency_order_and_shutdown_destroys_in_reverse() {
 #[tokio::test]
 async fn shutdown_runs_destroy_hooks_once() {
     let log = Log::default();
-    let app = App::builder().without_inventory().extend(chain(&log)).build().await.unwrap();
+    let app = App::builder().without_inventory().register_all(chain(&log)).build().await.unwrap();
     app.shutdown().await.unwrap();
     app.clone().shutdown().await.unwrap();
     assert_eq!(log.lock().unwrap().iter().filter(|l| l.starts_with("destroy")).count(), 3);
@@ -75,12 +75,12 @@ async fn singletons_are_built_once_and_shared() {
     let counter = built.clone();
     let app = App::builder()
         .without_inventory()
-        .add(ProtoDef::singleton::<Config>(move |_| {
+        .register(ProtoDef::singleton::<Config>(move |_| {
             *counter.lock().unwrap() += 1;
             Ok(Config)
         }))
-        .add(ProtoDef::singleton::<Repo>(|r| r.arc::<Config>(0).map(|_| Repo)).dep(arc::<Config>()))
-        .add(ProtoDef::singleton::<Service>(|r| r.arc::<Config>(0).map(|_| Service)).dep(arc::<Config>()))
+        .register(ProtoDef::singleton::<Repo>(|r| r.arc::<Config>(0).map(|_| Repo)).dep(arc::<Config>()))
+        .register(ProtoDef::singleton::<Service>(|r| r.arc::<Config>(0).map(|_| Service)).dep(arc::<Config>()))
         .build()
         .await
         .unwrap();
@@ -104,8 +104,8 @@ async fn independent_singletons_init_concurrently() {
     }
     let build = App::builder()
         .without_inventory()
-        .add(ProtoDef::singleton::<Config>(|_| Ok(Config)).on_init(waiting::<Config>(barrier.clone())))
-        .add(ProtoDef::singleton::<Repo>(|_| Ok(Repo)).on_init(waiting::<Repo>(barrier.clone())))
+        .register(ProtoDef::singleton::<Config>(|_| Ok(Config)).on_init(waiting::<Config>(barrier.clone())))
+        .register(ProtoDef::singleton::<Repo>(|_| Ok(Repo)).on_init(waiting::<Repo>(barrier.clone())))
         .build();
     let app = tokio::time::timeout(Duration::from_secs(5), build).await.expect("init hooks ran one by one");
     assert!(app.is_ok());
@@ -126,9 +126,9 @@ async fn failing_init_aborts_the_build_names_the_object_and_destroys_what_was_bu
     };
     let err = App::builder()
         .without_inventory()
-        .add(logged::<Service>(&log, "service").dep(arc::<Repo>()))
-        .add(failing)
-        .add(logged::<Config>(&log, "config"))
+        .register(logged::<Service>(&log, "service").dep(arc::<Repo>()))
+        .register(failing)
+        .register(logged::<Config>(&log, "config"))
         .build()
         .await
         .unwrap_err();
@@ -143,8 +143,8 @@ async fn failing_factory_aborts_the_build() {
     let log = Log::default();
     let err = App::builder()
         .without_inventory()
-        .add(logged::<Config>(&log, "config"))
-        .add(
+        .register(logged::<Config>(&log, "config"))
+        .register(
             ProtoDef::singleton::<Repo>(|_| Err(DiError::construction::<Repo>("repo", "no DATABASE_URL")))
                 .dep(arc::<Config>()),
         )
@@ -161,8 +161,8 @@ async fn failing_destroy_hooks_are_reported_after_all_ran() {
     let bad = |_: Arc<Repo>| async { Err::<(), BoxError>("flush failed".into()) };
     let app = App::builder()
         .without_inventory()
-        .add(logged::<Config>(&log, "config"))
-        .add(ProtoDef::singleton::<Repo>(|_| Ok(Repo)).dep(arc::<Config>()).on_destroy(bad))
+        .register(logged::<Config>(&log, "config"))
+        .register(ProtoDef::singleton::<Repo>(|_| Ok(Repo)).dep(arc::<Config>()).on_destroy(bad))
         .build()
         .await
         .unwrap();

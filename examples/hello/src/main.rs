@@ -53,7 +53,7 @@ impl HelloController {
 async fn build_app() -> Result<App, DiError> {
     static REQUESTS: AtomicU64 = AtomicU64::new(1);
     App::builder()
-        .add(
+        .register(
             ProtoDef::context::<Tracer>(|_| {
                 Ok(Tracer { id: REQUESTS.fetch_add(1, Ordering::Relaxed), lines: Mutex::new(Vec::new()) })
             })
@@ -63,11 +63,11 @@ async fn build_app() -> Result<App, DiError> {
                 Ok(())
             }),
         )
-        .add(
+        .register(
             ProtoDef::singleton::<HelloService>(|r| Ok(HelloService { tracer: r.context_ref(0)? }))
                 .dep(Dependency::new::<Tracer>(InjectKind::ContextRef, None).field("tracer")),
         )
-        .add(
+        .register(
             ProtoDef::singleton::<HelloController>(|r| {
                 Ok(HelloController { service: r.arc(0)?, tracer: r.context_ref(1)? })
             })

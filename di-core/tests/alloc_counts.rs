@@ -1,0 +1,121 @@
+//! Per-request allocations do not grow with the number of registered protos: a scope that
+//! touches 3 context objects allocates the same with 10 or 10000 context protos registered, and
+//! likewise with 10 or 10000 singletons. Counted by a global allocator, on this thread only.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::Arc;
+
+use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+
+struct Counting;
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: delegates to the system allocator; counting touches only const-initialised
+// thread-locals, which never allocate.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.with(Cell::get) {
+            ALLOCS.with(|a| a.set(a.get() + 1));
+        }
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.with(Cell::get) {
+            ALLOCS.with(|a| a.set(a.get() + 1));
+        }
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Allocations made on this thread while `f` runs.
+fn count(f: impl FnOnce()) -> usize {
+    ALLOCS.with(|a| a.set(0));
+    COUNTING.with(|c| c.set(true));
+    f();
+    COUNTING.with(|c| c.set(false));
+    ALLOCS.with(Cell::get)
+}
+
+struct Ctx(usize);
+struct Single(usize);
+struct Touch3([ContextRef<Ctx>; 3]);
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+fn context_app(rt: &tokio::runtime::Runtime, n: usize) -> (App, Arc<Touch3>) {
+    let defs = (0..n).map(|i| ProtoDef::context::<Ctx>(move |_| Ok(Ctx(i))).name(format!("ctx{i}")));
+    // Touch three spread over the registry, so a table indexed by proto would show it.
+    let picks = [0, n / 2, n - 1];
+    let mut touch =
+        ProtoDef::singleton::<Touch3>(|r| Ok(Touch3([r.context_ref(0)?, r.context_ref(1)?, r.context_ref(2)?])));
+    for p in picks {
+        touch = touch.dep(Dependency::named::<Ctx>(InjectKind::ContextRef, format!("ctx{p}")));
+    }
+    let app = rt.block_on(App::builder().without_inventory().register_all(defs).register(touch).build()).unwrap();
+    let touch = app.get_object::<Touch3>().unwrap();
+    (app, touch)
+}
+
+fn touch_three_context_objects(rt: &tokio::runtime::Runtime, app: &App, touch: &Touch3) -> usize {
+    let request = || {
+        rt.block_on(app.run_in_context(async {
+            let sum: usize = touch.0.iter().map(|c| c.get().0).sum();
+            let again: usize = touch.0.iter().map(|c| c.with(|c| c.0)).sum();
+            assert_eq!(sum, again);
+        }))
+    };
+    request(); // warm-up: the runtime's own first-use allocations
+    count(request)
+}
+
+#[test]
+fn allocations_per_request_do_not_grow_with_registered_protos() {
+    let rt = runtime();
+
+    let (small, small_touch) = context_app(&rt, 10);
+    let (large, large_touch) = context_app(&rt, 10_000);
+    let small_allocs = touch_three_context_objects(&rt, &small, &small_touch);
+    let large_allocs = touch_three_context_objects(&rt, &large, &large_touch);
+    assert_eq!(small_allocs, large_allocs, "context protos: 10 registered vs 10000");
+    assert!(small_allocs > 3, "the three objects themselves are allocated: {small_allocs}");
+
+    let singletons = |n: usize| {
+        let defs = (0..n).map(|i| ProtoDef::singleton::<Single>(move |_| Ok(Single(i))).name(format!("s{i}")));
+        rt.block_on(App::builder().without_inventory().register_all(defs).build()).unwrap()
+    };
+    let touch_singletons = |app: &App, n: usize| {
+        let names = [0, n / 2, n - 1].map(|i| format!("s{i}"));
+        let request = || {
+            rt.block_on(app.run_in_context(async {
+                for name in &names {
+                    assert!(app.get_object_named::<Single>(name).unwrap().0 < n);
+                }
+            }))
+        };
+        request();
+        count(request)
+    };
+    let (small, large) = (singletons(10), singletons(10_000));
+    assert_eq!(touch_singletons(&small, 10), touch_singletons(&large, 10_000), "singletons: 10 vs 10000");
+
+    // An empty scope costs one allocation: the scope itself.
+    let empty = count(|| rt.block_on(small.run_in_context(async {})));
+    assert_eq!(empty, 1);
+}
