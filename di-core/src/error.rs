@@ -18,7 +18,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 pub enum DiError {
     /// A dependency names a type that no registered proto provides.
     #[error(
-        "`{by}` injects `{wanted}`, but no proto provides it; annotate `{wanted}` with #[singleton_proto] or #[context_proto], or add it to the builder (if it lives in another crate that nothing names, see `di_core::link!`)"
+        "`{by}` injects `{wanted}`, but no proto provides it; annotate `{wanted}` with #[singleton_proto] or #[context_proto], or register it on the builder"
     )]
     Missing {
         /// The requested type.
