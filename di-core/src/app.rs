@@ -58,6 +58,7 @@ impl App {
     pub fn builder() -> AppBuilder {
         AppBuilder {
             defs: Vec::new(),
+            linked: Vec::new(),
             inventory: true,
             overrides: Vec::new(),
             background_timeout: Duration::from_secs(5),
@@ -208,6 +209,7 @@ struct Override {
 #[must_use = "an AppBuilder does nothing until `build().await`"]
 pub struct AppBuilder {
     defs: Vec<ProtoDef>,
+    linked: Vec<&'static ProtoDescriptor>,
     inventory: bool,
     overrides: Vec<Override>,
     background_timeout: Duration,
@@ -223,6 +225,19 @@ impl AppBuilder {
     /// Registers many protos by hand.
     pub fn register_all(mut self, defs: impl IntoIterator<Item = ProtoDef>) -> Self {
         self.defs.extend(defs);
+        self
+    }
+
+    /// Registers the annotated proto `T` even if the linker dropped its `inventory` entry.
+    ///
+    /// `inventory` registers protos from static constructors. A linker may leave out an object
+    /// file that nothing references, and with it the registrations of a crate the program links
+    /// but never names, typically a plugin that only provides a `dyn Trait` implementation
+    /// (inventory issue 7, rust-lang/rust#133491). Naming one of its protos here references it:
+    /// `T` is registered for sure, and so, in practice, are the other protos of its module.
+    /// Registering a proto both ways is harmless; the duplicate is dropped.
+    pub fn link<T: crate::Proto>(mut self) -> Self {
+        self.linked.push(T::descriptor());
         self
     }
 
@@ -275,8 +290,12 @@ impl AppBuilder {
     /// factory or init hook ([`DiError::Hook`]), after destroying the singletons already built.
     pub async fn build(self) -> Result<App, DiError> {
         let mut defs: Vec<ProtoDef> = Vec::new();
-        if self.inventory {
-            defs.extend(inventory::iter::<ProtoDescriptor>.into_iter().map(ProtoDescriptor::to_def));
+        let mut seen = std::collections::HashSet::new();
+        let registered = self.inventory.then(|| inventory::iter::<ProtoDescriptor>.into_iter()).into_iter().flatten();
+        for descriptor in self.linked.into_iter().chain(registered) {
+            if seen.insert(((descriptor.type_id)(), descriptor.name)) {
+                defs.push(descriptor.to_def());
+            }
         }
         defs.extend(self.defs);
         for o in self.overrides {

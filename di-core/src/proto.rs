@@ -543,3 +543,34 @@ pub fn default_name(type_name: &str) -> String {
         None => String::new(),
     }
 }
+
+/// A type registered as a proto by `#[singleton_proto]` or `#[context_proto]`.
+///
+/// Implemented by the macros; the compiler uses it to reject `#[inject]` of a type that is not a
+/// proto. [`AppBuilder::link`](crate::AppBuilder::link) uses [`Proto::descriptor`] to register a
+/// proto even where the linker dropped its `inventory` entry.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a proto",
+    label = "not annotated with `#[singleton_proto]` or `#[context_proto]`",
+    note = "annotate `{Self}` with `#[singleton_proto]` or `#[context_proto]`, or inject a `dyn Trait` that a proto provides"
+)]
+pub trait Proto: Send + Sync + 'static {
+    /// The proto's static description, the one submitted to `inventory`.
+    fn descriptor() -> &'static ProtoDescriptor;
+}
+
+/// A proto built once per App: what a singleton may take by value (`Arc<T>`).
+#[diagnostic::on_unimplemented(
+    message = "a singleton cannot take `{Self}` by value",
+    label = "`{Self}` is not a singleton proto",
+    note = "if `{Self}` is a context proto, hold `ContextRef<{Self}>`, which resolves the current request's object; if it is not a proto yet, annotate it with `#[singleton_proto]`"
+)]
+pub trait SingletonProto: Proto {}
+
+/// A proto built per context scope: what `ContextRef<T>` may point at.
+#[diagnostic::on_unimplemented(
+    message = "`ContextRef<{Self}>` needs a context proto",
+    label = "`{Self}` is not a context proto",
+    note = "a singleton is injected as `Arc<{Self}>`; a per-request type is annotated with `#[context_proto]`"
+)]
+pub trait ContextProto: Proto {}

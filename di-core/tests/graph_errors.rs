@@ -138,8 +138,12 @@ async fn duplicate_type_and_name_is_rejected() {
 
 #[tokio::test]
 async fn one_type_under_two_names_is_fine() {
-    let app =
-        App::builder().without_inventory().register(unit::<A>().name("one")).register(unit::<A>().name("two")).build().await;
+    let app = App::builder()
+        .without_inventory()
+        .register(unit::<A>().name("one"))
+        .register(unit::<A>().name("two"))
+        .build()
+        .await;
     assert!(app.is_ok(), "{:?}", app.err());
 }
 

@@ -1,0 +1,142 @@
+//! Options of `#[singleton_proto(...)]`, `#[context_proto(...)]` and `#[inject(...)]`.
+
+use proc_macro2::TokenStream;
+use syn::meta::ParseNestedMeta;
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::{Token, Type};
+
+use crate::ctxt::Ctxt;
+use crate::symbol::{ACCESS, CRATE, DESTROY, INIT, NAME, PRIVATE, PROTO_OPTIONS, PROVIDES, PUBLIC};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    Public,
+    Private,
+}
+
+/// The options of the proto attribute, each at most once.
+#[derive(Default)]
+pub(crate) struct ProtoAttr {
+    pub(crate) name: Option<syn::LitStr>,
+    pub(crate) provides: Vec<Type>,
+    pub(crate) access: Option<Access>,
+    pub(crate) init: Option<syn::Ident>,
+    pub(crate) destroy: Option<syn::Ident>,
+    pub(crate) krate: Option<syn::Path>,
+}
+
+/// Sets `slot` once; a second occurrence is reported at its own span.
+fn once<T>(cx: &Ctxt, meta: &ParseNestedMeta<'_>, slot: &mut Option<T>, value: T) {
+    if slot.is_some() {
+        cx.error_spanned_by(&meta.path, format!("`{}` specified more than once", path_name(&meta.path)));
+    } else {
+        *slot = Some(value);
+    }
+}
+
+fn path_name(path: &syn::Path) -> String {
+    quote::quote!(#path).to_string().replace(' ', "")
+}
+
+/// Skips the value of an unknown or malformed option, so parsing goes on with the next one.
+fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        meta.value()?.parse::<syn::Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        let _group: proc_macro2::Group = meta.input.parse()?;
+    }
+    Ok(())
+}
+
+impl ProtoAttr {
+    pub(crate) fn parse(cx: &Ctxt, args: TokenStream) -> ProtoAttr {
+        let mut attr = ProtoAttr::default();
+        let parser = syn::meta::parser(|meta| {
+            if meta.path.is_ident(NAME) {
+                let lit: syn::LitStr = meta.value()?.parse()?;
+                if lit.value().is_empty() {
+                    cx.error_spanned_by(&lit, "an object name cannot be empty");
+                }
+                once(cx, &meta, &mut attr.name, lit);
+            } else if meta.path.is_ident(PROVIDES) {
+                let content;
+                syn::parenthesized!(content in meta.input);
+                let types = Punctuated::<Type, Token![,]>::parse_terminated(&content)?;
+                if types.is_empty() {
+                    cx.error_spanned_by(
+                        &meta.path,
+                        "`provides(...)` lists at least one type, such as `provides(dyn Greeter)`",
+                    );
+                }
+                attr.provides.extend(types);
+            } else if meta.path.is_ident(ACCESS) {
+                let ident: syn::Ident = meta.value()?.parse()?;
+                let access = if ident == PUBLIC {
+                    Access::Public
+                } else if ident == PRIVATE {
+                    Access::Private
+                } else {
+                    cx.error_spanned_by(
+                        &ident,
+                        format!("unknown access level `{ident}`; expected `public` or `private`"),
+                    );
+                    return Ok(());
+                };
+                once(cx, &meta, &mut attr.access, access);
+            } else if meta.path.is_ident(INIT) {
+                let method: syn::Ident = meta.value()?.parse()?;
+                once(cx, &meta, &mut attr.init, method);
+            } else if meta.path.is_ident(DESTROY) {
+                let method: syn::Ident = meta.value()?.parse()?;
+                once(cx, &meta, &mut attr.destroy, method);
+            } else if meta.path.is_ident(CRATE) {
+                let path: syn::Path = meta.value()?.call(syn::Path::parse_mod_style)?;
+                once(cx, &meta, &mut attr.krate, path);
+            } else {
+                cx.error_spanned_by(
+                    &meta.path,
+                    format!("unknown option `{}`; expected {PROTO_OPTIONS}", path_name(&meta.path)),
+                );
+                skip_value(&meta)?;
+            }
+            Ok(())
+        });
+        if let Err(err) = parser.parse2(args) {
+            cx.push(err);
+        }
+        attr
+    }
+}
+
+/// The options of one `#[inject]`.
+pub(crate) struct InjectAttr {
+    pub(crate) name: Option<syn::LitStr>,
+}
+
+impl InjectAttr {
+    pub(crate) fn parse(cx: &Ctxt, attr: &syn::Attribute) -> InjectAttr {
+        let mut name = None;
+        if let syn::Meta::List(_) = attr.meta {
+            let result = attr.parse_nested_meta(|meta| {
+                if meta.path.is_ident(NAME) {
+                    let lit: syn::LitStr = meta.value()?.parse()?;
+                    once(cx, &meta, &mut name, lit);
+                } else {
+                    cx.error_spanned_by(
+                        &meta.path,
+                        format!("unknown `#[inject]` option `{}`; expected `name = \"...\"`", path_name(&meta.path)),
+                    );
+                    skip_value(&meta)?;
+                }
+                Ok(())
+            });
+            if let Err(err) = result {
+                cx.push(err);
+            }
+        } else if let syn::Meta::NameValue(nv) = &attr.meta {
+            cx.error_spanned_by(nv, "write `#[inject(name = \"...\")]`");
+        }
+        InjectAttr { name }
+    }
+}

@@ -1,0 +1,169 @@
+//! The only file that calls `quote!`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use crate::ast::{Kind, ProtoItem, ProtoScope, is_dyn};
+use crate::attr::Access;
+use crate::check;
+use crate::ctxt::Ctxt;
+
+pub(crate) fn proto(args: TokenStream, item: TokenStream, scope: ProtoScope) -> TokenStream {
+    let cx = Ctxt::new();
+    let model = ProtoItem::from_tokens(&cx, args, item.clone(), scope);
+    if let Some(model) = &model {
+        check::check(&cx, model);
+    }
+    let out = match (cx.check(), model) {
+        (Ok(()), Some(model)) => expand(&model),
+        (Ok(()), None) => unreachable!("from_tokens records an error whenever it returns None"),
+        // Re-emit the struct (without our markers) so one mistake doesn't cascade.
+        (Err(errors), Some(model)) => {
+            let item = &model.item;
+            let errors = errors.to_compile_error();
+            quote!(#item #errors)
+        }
+        (Err(errors), None) => {
+            let errors = errors.to_compile_error();
+            quote!(#item #errors)
+        }
+    };
+    if std::env::var_os("DI_MACROS_DEBUG").is_some_and(|v| v == "1") {
+        eprintln!("{out}");
+    }
+    out
+}
+
+/// tegg's default object name: the type name in lowerCamelCase.
+fn default_name(ident: &syn::Ident) -> String {
+    let name = ident.to_string();
+    let mut chars = name.trim_start_matches("r#").chars();
+    chars.next().map(|c| c.to_lowercase().chain(chars).collect()).unwrap_or_default()
+}
+
+fn expand(model: &ProtoItem) -> TokenStream {
+    let krate = model.attr.krate.clone().map_or_else(|| quote!(::di_core), |p| quote!(#p));
+    let item = &model.item;
+    let ident = model.ident();
+    let name = model.attr.name.as_ref().map_or_else(|| default_name(ident), syn::LitStr::value);
+    let (scope, scope_trait) = match model.scope {
+        ProtoScope::Singleton => (quote!(Singleton), quote!(SingletonProto)),
+        ProtoScope::Context => (quote!(Context), quote!(ContextProto)),
+    };
+    let access = match model.attr.access {
+        Some(Access::Private) => quote!(Private),
+        _ => quote!(Public),
+    };
+
+    let fields = model.fields.iter().scan(0usize, |index, field| {
+        let ident = &field.ident;
+        Some(match &field.inject {
+            None => quote!(#ident: __di::Default::default()),
+            Some(inject) => {
+                let i = *index;
+                *index += 1;
+                let call = match inject.kind {
+                    Kind::Arc => quote!(arc),
+                    Kind::ContextRef => quote!(context_ref),
+                    Kind::Optional => quote!(optional),
+                    Kind::All => quote!(all),
+                };
+                quote!(#ident: __di_r.#call(#i)?)
+            }
+        })
+    });
+    let deps = model.injected().map(|(field, inject)| {
+        let target = &inject.target;
+        let kind = match inject.kind {
+            Kind::Arc => quote!(Arc),
+            Kind::ContextRef => quote!(ContextRef),
+            Kind::Optional => quote!(Optional),
+            Kind::All => quote!(All),
+        };
+        let qualifier = match &inject.name {
+            Some(name) => quote!(__di::Option::Some(#name)),
+            None => quote!(__di::Option::None),
+        };
+        let field_name = field.ident.to_string();
+        quote!(__di::Dependency::new::<#target>(__di::InjectKind::#kind, #qualifier).field(#field_name))
+    });
+    let checks = model.injected().filter(|(_, inject)| !is_dyn(&inject.target)).map(|(_, inject)| {
+        let target = &inject.target;
+        let assert = match (inject.kind, model.scope) {
+            (Kind::ContextRef, _) => quote!(assert_context),
+            (_, ProtoScope::Singleton) => quote!(assert_singleton),
+            (_, ProtoScope::Context) => quote!(assert_proto),
+        };
+        quote_spanned!(target.span()=> const _: () = __di::#assert::<#target>();)
+    });
+    let casts = model.attr.provides.iter().enumerate().map(|(i, ty)| {
+        let cast = format_ident!("__di_provide_{}", i);
+        let coerce = quote_spanned!(ty.span()=> |__di_this| __di_this);
+        quote! {
+            fn #cast(__di_obj: __di::AnyArc) -> __di::CastOutput {
+                __di::provide::<#ident, #ty>(__di_obj, #coerce)
+            }
+        }
+    });
+    let provides = model.attr.provides.iter().enumerate().map(|(i, ty)| {
+        let cast = format_ident!("__di_provide_{}", i);
+        quote!(__di::Provide::new::<#ty>(#cast))
+    });
+    let hook = |method: &Option<syn::Ident>, fn_name: &str, setter: &str| {
+        let Some(method) = method else { return (quote!(), quote!()) };
+        let hook_fn = syn::Ident::new(fn_name, Span::call_site());
+        let setter = syn::Ident::new(setter, Span::call_site());
+        let call = quote_spanned!(method.span()=> #ident::#method(&__di_this).await);
+        (
+            quote! {
+                fn #hook_fn(__di_obj: __di::AnyArc) -> __di::HookFuture {
+                    __di::hook::<#ident, _, _>(__di_obj, |__di_this: __di::Arc<#ident>| async move { #call })
+                }
+            },
+            quote!(.#setter(#hook_fn)),
+        )
+    };
+    let (init_fn, init_set) = hook(&model.attr.init, "__di_init", "init");
+    let (destroy_fn, destroy_set) = hook(&model.attr.destroy, "__di_destroy", "destroy");
+
+    quote! {
+        #item
+
+        const _: () = {
+            use #krate::__private as __di;
+
+            #(#checks)*
+
+            impl __di::Proto for #ident {
+                fn descriptor() -> &'static __di::ProtoDescriptor {
+                    &__DI_DESCRIPTOR
+                }
+            }
+            impl __di::#scope_trait for #ident {}
+
+            fn __di_factory(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::AnyArc, __di::DiError> {
+                __di::Result::Ok(__di::Arc::new(#ident { #(#fields,)* }))
+            }
+            #(#casts)*
+            #init_fn
+            #destroy_fn
+
+            const __DI_DEPS: &[__di::Dependency] = &[#(#deps),*];
+            const __DI_PROVIDES: &[__di::Provide] = &[#(#provides),*];
+            const __DI_DESCRIPTOR: __di::ProtoDescriptor = __di::ProtoDescriptor::new::<#ident>(
+                #name,
+                __di::Scope::#scope,
+                __di_factory,
+                __di::cast_to::<#ident>,
+            )
+            .deps(__DI_DEPS)
+            .provides(__DI_PROVIDES)
+            .access(__di::Access::#access, __di::module_path!())
+            #init_set
+            #destroy_set;
+
+            __di::inventory::submit! { __DI_DESCRIPTOR }
+        };
+    }
+}
