@@ -46,10 +46,10 @@ use crate::scope;
 /// assert!(greeter.tracer.try_get().is_err()); // no scope here
 /// # Ok(()) }
 /// ```
-pub struct ContextRef<T> {
+pub struct ContextRef<T: ?Sized> {
     app_id: u64,
     key: u32,
-    _type: PhantomData<fn() -> T>,
+    _type: PhantomData<fn() -> Box<T>>,
 }
 
 impl<T: Send + Sync + 'static> ContextRef<T> {
@@ -154,15 +154,15 @@ fn fail(e: DiError) -> ! {
     panic!("{e}")
 }
 
-impl<T> Clone for ContextRef<T> {
+impl<T: ?Sized> Clone for ContextRef<T> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<T> Copy for ContextRef<T> {}
+impl<T: ?Sized> Copy for ContextRef<T> {}
 
-impl<T> fmt::Debug for ContextRef<T> {
+impl<T: ?Sized> fmt::Debug for ContextRef<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "ContextRef<{}>", core::any::type_name::<T>())
     }

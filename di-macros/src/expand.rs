@@ -114,11 +114,16 @@ fn expand(model: &ProtoItem) -> TokenStream {
         let Some(method) = method else { return (quote!(), quote!()) };
         let hook_fn = syn::Ident::new(fn_name, Span::call_site());
         let setter = syn::Ident::new(setter, Span::call_site());
-        let call = quote_spanned!(method.span()=> #ident::#method(&__di_this).await);
+        // Spanned at the method name, so a misspelled name or a wrong return type points there.
+        let call = quote_spanned! {method.span()=>
+            __di::hook::<#ident, _, _>(__di_obj, |__di_this: __di::Arc<#ident>| async move {
+                #ident::#method(&__di_this).await
+            })
+        };
         (
             quote! {
                 fn #hook_fn(__di_obj: __di::AnyArc) -> __di::HookFuture {
-                    __di::hook::<#ident, _, _>(__di_obj, |__di_this: __di::Arc<#ident>| async move { #call })
+                    #call
                 }
             },
             quote!(.#setter(#hook_fn)),
