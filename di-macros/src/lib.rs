@@ -20,15 +20,99 @@ use crate::ast::ProtoScope;
 
 /// Registers a struct as a singleton proto: built once when the App is built.
 ///
-/// See the `di_core` documentation for the options and `#[inject]` fields.
+/// Fields marked `#[inject]` are filled by the container, by their type: `Arc<T>` (a singleton
+/// proto), `ContextRef<T>` (a context proto, resolved per request), `Option<Arc<T>>` (if
+/// registered), `Arc<dyn Trait>` (the proto that provides it), `Vec<Arc<dyn Trait>>` (all of
+/// them, ordered by object name); `#[inject(name = "...")]` picks an instance by object name.
+/// Every other field takes `Default::default()`.
+///
+/// Options: `name = "..."` (default: the type name in lowerCamelCase), `provides(dyn A, ...)`,
+/// `access = public | private` (default `public`), `init = method`, `destroy = method` (async
+/// `&self` methods returning `()` or `Result<(), E>`), `crate = path`.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::{context_proto, singleton_proto, App, ContextRef};
+///
+/// pub trait Store: Send + Sync { fn get(&self, key: &str) -> Option<String>; }
+///
+/// #[singleton_proto(name = "memory", provides(dyn Store), init = warm_up)]
+/// pub struct MemoryStore;
+/// impl MemoryStore {
+///     async fn warm_up(&self) -> Result<(), std::io::Error> { Ok(()) }
+/// }
+/// impl Store for MemoryStore {
+///     fn get(&self, key: &str) -> Option<String> { Some(format!("value of {key}")) }
+/// }
+///
+/// #[context_proto]
+/// pub struct CurrentUser { name: String }
+///
+/// #[singleton_proto]
+/// pub struct Profile {
+///     #[inject(name = "memory")]
+///     store: Arc<dyn Store>,
+///     #[inject]
+///     user: ContextRef<CurrentUser>,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().build().await?;
+/// let profile = app.get_object::<Profile>()?;
+/// let user_is_new = app.run_in_context(async { profile.user.get().name.is_empty() }).await;
+/// assert!(user_is_new);
+/// assert_eq!(profile.store.get("a").as_deref(), Some("value of a"));
+/// # Ok(()) }
+/// ```
+///
+/// A singleton cannot take a context proto by value:
+///
+/// ```compile_fail
+/// use std::sync::Arc;
+/// use di_core::{context_proto, singleton_proto};
+///
+/// #[context_proto]
+/// pub struct Tracer;
+///
+/// #[singleton_proto]
+/// pub struct Greeter {
+///     #[inject]
+///     tracer: Arc<Tracer>, // error: a singleton cannot take `Tracer` by value
+/// }
+/// ```
 #[proc_macro_attribute]
 pub fn singleton_proto(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::proto(args.into(), item.into(), ProtoScope::Singleton).into()
 }
 
-/// Registers a struct as a context proto: built at most once per context scope (request).
+/// Registers a struct as a context proto: built at most once per context scope (a request), on
+/// first use, and destroyed when the scope ends.
 ///
-/// See the `di_core` documentation for the options and `#[inject]` fields.
+/// Same fields and options as [`macro@singleton_proto`]. A context proto may take singletons and
+/// other context protos by value (`Arc<T>`): they come from the same scope. A context proto with
+/// an `init` hook is reached with `ContextRef::get_async().await`.
+///
+/// # Examples
+///
+/// ```
+/// use di_core::{context_proto, App};
+///
+/// #[context_proto(name = "uow", destroy = commit)]
+/// pub struct UnitOfWork { statements: std::sync::Mutex<Vec<String>> }
+/// impl UnitOfWork {
+///     async fn commit(&self) { /* COMMIT */ }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().build().await?;
+/// app.run_in_context(async {
+///     let uow = app.get_object::<UnitOfWork>().unwrap();
+///     uow.statements.lock().unwrap().push("INSERT ...".into());
+/// }).await; // committed and dropped here
+/// # Ok(()) }
+/// ```
 #[proc_macro_attribute]
 pub fn context_proto(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::proto(args.into(), item.into(), ProtoScope::Context).into()

@@ -1,95 +1,88 @@
 //! Run with: cargo run -p example-hello
 //!
-//! The tegg article's `HelloWorldController`, without HTTP yet: a singleton service holds a
-//! `ContextRef<Tracer>` instead of a per-request `Tracer`. The trade-off it shows: the service
-//! graph is built once at start-up, and each "request" (a context scope) builds only the one
-//! object it touches, its tracer, which is destroyed when the request ends.
+//! The tegg article's `HelloWorldController`, without HTTP yet: the controller and the service
+//! are singletons holding a `ContextRef<Tracer>` instead of a per-request `Tracer`. The
+//! trade-off it shows: the service graph is built once at start-up, and each "request" (a
+//! context scope) builds only what it touches, its tracer, destroyed when the request ends.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use di_core::{App, ContextRef, Dependency, DiError, InjectKind, ProtoDef};
+use di_core::{App, ContextRef, DiError, context_proto, singleton_proto};
+
+static REQUESTS: AtomicU64 = AtomicU64::new(1);
 
 /// Per request: an id and the lines logged while serving it.
+#[context_proto(init = start, destroy = finish)]
 struct Tracer {
-    id: u64,
+    id: AtomicU64,
     lines: Mutex<Vec<String>>,
 }
 
 impl Tracer {
+    async fn start(&self) {
+        self.id.store(REQUESTS.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    async fn finish(&self) {
+        let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner()).join("; ");
+        println!("  request {} ended, tracer destroyed: {lines}", self.id());
+    }
+
+    fn id(&self) -> u64 {
+        self.id.load(Ordering::Relaxed)
+    }
+
     fn log(&self, line: impl Into<String>) {
         self.lines.lock().unwrap_or_else(|e| e.into_inner()).push(line.into());
     }
 }
 
 /// A singleton: built once, shared by every request.
+#[singleton_proto]
 struct HelloService {
+    #[inject]
     tracer: ContextRef<Tracer>,
 }
 
 impl HelloService {
-    async fn hello(&self, who: &str) -> String {
-        self.tracer.get().log(format!("saying hello to {who}"));
+    async fn hello(&self, who: &str) -> Result<String, DiError> {
+        let tracer = self.tracer.get_async().await?;
+        tracer.log(format!("saying hello to {who}"));
         tokio::time::sleep(Duration::from_millis(10)).await; // other requests run meanwhile
-        let id = self.tracer.get().id;
-        format!("hello, {who} (request {id})")
+        Ok(format!("hello, {who} (request {})", tracer.id()))
     }
 }
 
 /// The controller, also a singleton.
-struct HelloController {
+#[singleton_proto]
+struct HelloWorldController {
+    #[inject]
     service: Arc<HelloService>,
+    #[inject]
     tracer: ContextRef<Tracer>,
 }
 
-impl HelloController {
-    async fn get(&self, who: &str) -> String {
-        self.tracer.get().log("GET /hello");
+impl HelloWorldController {
+    async fn get(&self, who: &str) -> Result<String, DiError> {
+        self.tracer.get_async().await?.log("GET /hello");
         self.service.hello(who).await
     }
 }
 
-async fn build_app() -> Result<App, DiError> {
-    static REQUESTS: AtomicU64 = AtomicU64::new(1);
-    App::builder()
-        .register(
-            ProtoDef::context::<Tracer>(|_| {
-                Ok(Tracer { id: REQUESTS.fetch_add(1, Ordering::Relaxed), lines: Mutex::new(Vec::new()) })
-            })
-            .on_destroy(|t: Arc<Tracer>| async move {
-                let lines = t.lines.lock().unwrap_or_else(|e| e.into_inner()).join("; ");
-                println!("  request {} ended, tracer destroyed: {lines}", t.id);
-                Ok(())
-            }),
-        )
-        .register(
-            ProtoDef::singleton::<HelloService>(|r| Ok(HelloService { tracer: r.context_ref(0)? }))
-                .dep(Dependency::new::<Tracer>(InjectKind::ContextRef, None).field("tracer")),
-        )
-        .register(
-            ProtoDef::singleton::<HelloController>(|r| {
-                Ok(HelloController { service: r.arc(0)?, tracer: r.context_ref(1)? })
-            })
-            .dep(Dependency::new::<HelloService>(InjectKind::Arc, None).field("service"))
-            .dep(Dependency::new::<Tracer>(InjectKind::ContextRef, None).field("tracer")),
-        )
-        .build()
-        .await
-}
-
 #[tokio::main]
 async fn main() -> Result<(), DiError> {
-    let app = build_app().await?;
+    let app = App::builder().build().await?;
     println!("object graph (Mermaid):\n{}", app.to_mermaid());
 
-    let controller = app.get_object::<HelloController>()?;
+    let controller = app.get_object::<HelloWorldController>()?;
     let requests = ["ada", "grace", "linus"].map(|who| {
         let (app, controller) = (app.clone(), controller.clone());
         tokio::spawn(async move { app.run_in_context(async { controller.get(who).await }).await })
     });
     for request in requests {
-        let answer = request.await.expect("request task panicked");
+        let answer = request.await.expect("request task panicked")?;
         println!("{answer}");
     }
     app.shutdown().await
