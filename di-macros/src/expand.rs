@@ -56,22 +56,28 @@ fn expand(model: &ProtoItem) -> TokenStream {
         _ => quote!(Public),
     };
 
-    let fields = model.fields.iter().scan(0usize, |index, field| {
+    // Each dependency is resolved in its own `let` statement: a `?` inside the struct literal
+    // would keep every earlier field's temporary alive to the end of the literal, and drop
+    // elaboration of those early exits grows quadratically (400 fields: 38 s instead of 5 s).
+    let lets = model.injected().enumerate().map(|(i, (field, inject))| {
+        let call = match inject.kind {
+            Kind::Arc => quote!(arc),
+            Kind::ContextRef => quote!(context_ref),
+            Kind::Optional => quote!(optional),
+            Kind::All => quote!(all),
+        };
+        let local = format_ident!("__di_{}", field.ident);
+        quote!(let #local = __di_r.#call(#i)?;)
+    });
+    let fields = model.fields.iter().map(|field| {
         let ident = &field.ident;
-        Some(match &field.inject {
+        match &field.inject {
             None => quote!(#ident: __di::Default::default()),
-            Some(inject) => {
-                let i = *index;
-                *index += 1;
-                let call = match inject.kind {
-                    Kind::Arc => quote!(arc),
-                    Kind::ContextRef => quote!(context_ref),
-                    Kind::Optional => quote!(optional),
-                    Kind::All => quote!(all),
-                };
-                quote!(#ident: __di_r.#call(#i)?)
+            Some(_) => {
+                let local = format_ident!("__di_{}", field.ident);
+                quote!(#ident: #local)
             }
-        })
+        }
     });
     let deps = model.injected().map(|(field, inject)| {
         let target = &inject.target;
@@ -148,6 +154,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
             impl __di::#scope_trait for #ident {}
 
             fn __di_factory(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::AnyArc, __di::DiError> {
+                #(#lets)*
                 __di::Result::Ok(__di::Arc::new(#ident { #(#fields,)* }))
             }
             #(#casts)*
