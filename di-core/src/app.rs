@@ -13,7 +13,7 @@ use crate::error::{BoxError, DiError};
 use crate::graph::Graph;
 use crate::proto::{AnyArc, HookFuture, ProtoDef, ProtoDescriptor};
 use crate::resolver::Resolver;
-use crate::scope;
+use crate::scope::{self, ContextFuture};
 
 static NEXT_APP_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -97,7 +97,9 @@ impl App {
     /// returned future is dropped early (a cancelled request) or `fut` panics, the same
     /// clean-up runs on a spawned task, exactly once.
     ///
-    /// Entering an empty scope costs one allocation.
+    /// An empty scope allocates nothing; its shared part is created on the first context object
+    /// or background task. Waiting for background tasks needs tokio's time driver
+    /// (`enable_time`, on in `#[tokio::main]`).
     ///
     /// # Examples
     ///
@@ -108,7 +110,7 @@ impl App {
     /// assert_eq!(answer, 42);
     /// # Ok(()) }
     /// ```
-    pub fn run_in_context<F: Future>(&self, fut: F) -> impl Future<Output = F::Output> + use<F> {
+    pub fn run_in_context<F: Future>(&self, fut: F) -> ContextFuture<F> {
         scope::run(self.inner.clone(), fut)
     }
 

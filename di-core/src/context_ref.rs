@@ -67,9 +67,9 @@ impl<T: Send + Sync + 'static> ContextRef<T> {
     #[track_caller]
     #[inline]
     pub fn get(&self) -> Arc<T> {
-        match self.try_get() {
-            Ok(t) => t,
-            Err(e) => fail(e),
+        match scope::cached(self.app_id, self.key) {
+            Some(obj) => downcast(obj),
+            None => downcast(resolve_or_panic(self.app_id, self.key, core::any::type_name::<T>())),
         }
     }
 
@@ -104,10 +104,17 @@ impl<T: Send + Sync + 'static> ContextRef<T> {
     #[track_caller]
     #[inline]
     pub fn with<R>(&self, f: impl FnOnce(&T) -> R) -> R {
-        match self.try_with(f) {
-            Ok(r) => r,
-            Err(e) => fail(e),
+        let mut f = Some(f);
+        let mut out = None;
+        let mut call = |obj: &(dyn Any + Send + Sync)| {
+            if let (Some(f), Some(t)) = (f.take(), obj.downcast_ref::<T>()) {
+                out = Some(f(t));
+            }
+        };
+        if !scope::with_cached(self.app_id, self.key, &mut call) {
+            call(&*resolve_or_panic(self.app_id, self.key, core::any::type_name::<T>()));
         }
+        out.unwrap_or_else(|| wrong_type(core::any::type_name::<T>()))
     }
 
     /// Calls `f` with a borrow of the current scope's `T`, or says why there is none.
@@ -119,17 +126,26 @@ impl<T: Send + Sync + 'static> ContextRef<T> {
     pub fn try_with<R>(&self, f: impl FnOnce(&T) -> R) -> Result<R, DiError> {
         let mut f = Some(f);
         let mut out = None;
-        scope::with_current(
-            self.app_id,
-            self.key,
-            core::any::type_name::<T>(),
-            &mut |obj: &(dyn Any + Send + Sync)| {
-                if let (Some(f), Some(t)) = (f.take(), obj.downcast_ref::<T>()) {
-                    out = Some(f(t));
-                }
-            },
-        )?;
+        let mut call = |obj: &(dyn Any + Send + Sync)| {
+            if let (Some(f), Some(t)) = (f.take(), obj.downcast_ref::<T>()) {
+                out = Some(f(t));
+            }
+        };
+        if !scope::with_cached(self.app_id, self.key, &mut call) {
+            call(&*scope::resolve(self.app_id, self.key, core::any::type_name::<T>())?);
+        }
         Ok(out.unwrap_or_else(|| wrong_type(core::any::type_name::<T>())))
+    }
+}
+
+/// The slow path of `get` and `with`: creates the object or panics with the reason.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn resolve_or_panic(app_id: u64, key: u32, wanted: &'static str) -> AnyArc {
+    match scope::resolve(app_id, key, wanted) {
+        Ok(obj) => obj,
+        Err(e) => fail(e),
     }
 }
 

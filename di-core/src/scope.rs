@@ -1,14 +1,18 @@
 //! Context scopes: the task-local that carries the current request's objects.
 
 use std::any::Any;
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
+use std::task::Poll;
+
+use pin_project_lite::pin_project;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
+use tokio::task::futures::TaskLocalFuture;
 
 use crate::app::AppInner;
 use crate::error::DiError;
@@ -20,35 +24,46 @@ tokio::task_local! {
     static CURRENT: ScopeHandle;
 }
 
-/// What each task of a scope holds in the task-local: the shared scope, and a private cache of
-/// the objects this task already resolved, so that a warm `ContextRef::get` takes no lock.
+/// What each task of a scope holds in the task-local: the App, the scope's shared part
+/// (created on the first miss or `spawn`, so an empty scope allocates nothing), and a private
+/// cache of the objects this task already resolved, so that a warm `ContextRef::get` takes no
+/// lock.
 pub(crate) struct ScopeHandle {
     app_id: u64,
+    app: Arc<AppInner>,
+    shared: OnceCell<Arc<ScopeShared>>,
     cache: RefCell<SmallMap<AnyArc>>,
-    shared: Arc<ScopeShared>,
 }
 
 impl ScopeHandle {
-    fn new(shared: Arc<ScopeShared>) -> Self {
-        ScopeHandle { app_id: shared.app.id, cache: RefCell::new(SmallMap::default()), shared }
+    fn new(app: Arc<AppInner>) -> Self {
+        ScopeHandle { app_id: app.id, app, shared: OnceCell::new(), cache: RefCell::new(SmallMap::default()) }
+    }
+
+    fn joining(shared: Arc<ScopeShared>) -> Self {
+        let handle = ScopeHandle::new(shared.app.clone());
+        let _ = handle.shared.set(shared);
+        handle
+    }
+
+    fn shared(&self) -> &Arc<ScopeShared> {
+        self.shared.get_or_init(|| ScopeShared::new(self.app.clone()))
     }
 
     #[inline]
-    fn get(&self, app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
+    fn cached(&self, app_id: u64, key: u32) -> Option<AnyArc> {
         if self.app_id != app_id {
-            return Err(DiError::ForeignScope { wanted });
+            return None;
         }
-        if let Ok(cache) = self.cache.try_borrow() {
-            if let Some(obj) = cache.get(key) {
-                return Ok(obj.clone());
-            }
-        }
-        self.miss(key)
+        self.cache.try_borrow().ok()?.get(key).cloned()
     }
 
     #[cold]
-    fn miss(&self, key: u32) -> Result<AnyArc, DiError> {
-        let obj = self.shared.resolve_sync(key as usize)?;
+    fn miss(&self, app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
+        if self.app_id != app_id {
+            return Err(DiError::ForeignScope { wanted });
+        }
+        let obj = self.shared().resolve_sync(key as usize)?;
         self.remember(key, &obj);
         Ok(obj)
     }
@@ -262,8 +277,18 @@ impl ScopeShared {
         self.wait_for_tasks().await;
         self.closed.store(true, Ordering::Release);
         loop {
-            let next = self.table().created.pop();
-            let Some((key, obj)) = next else { break };
+            let (key, obj) = {
+                let mut table = self.table();
+                match table.created.pop() {
+                    Some(next) => next,
+                    None => {
+                        let entries = Self::close(&mut table);
+                        drop(table);
+                        drop(entries); // outside the lock: user `Drop` impls may do anything
+                        return;
+                    }
+                }
+            };
             let def = &self.app.graph.protos[key];
             if let Some(destroy) = &def.destroy {
                 if let Err(error) = destroy(obj).await {
@@ -271,95 +296,148 @@ impl ScopeShared {
                 }
             }
         }
-        self.close_now();
+    }
+
+    fn close(table: &mut Table) -> (SmallMap<Arc<Entry>>, Vec<(usize, AnyArc)>) {
+        table.destroyed = true;
+        (std::mem::take(&mut table.entries), std::mem::take(&mut table.created))
     }
 
     /// Drops every object without running hooks (no runtime left to run them on).
     fn close_now(&self) {
         self.closed.store(true, Ordering::Release);
-        let entries = {
-            let mut table = self.table();
-            table.destroyed = true;
-            (std::mem::take(&mut table.entries), std::mem::take(&mut table.created))
-        };
-        drop(entries); // outside the lock: user `Drop` impls may do anything
+        let entries = Self::close(&mut self.table());
+        drop(entries);
+    }
+
+    /// Whether ending the scope needs no async work: nothing to destroy, no task to wait for.
+    fn is_idle(&self) -> bool {
+        self.tasks.load(Ordering::Acquire) == 0 && self.table().created.is_empty()
     }
 }
 
-/// Ends the scope when dropped before [`ScopeGuard::finish`]: the scope's future was cancelled
-/// or panicked. Destroy hooks then run on a spawned task.
-struct ScopeGuard(Option<Arc<ScopeShared>>);
-
-impl ScopeGuard {
-    async fn finish(mut self) {
-        if let Some(shared) = &self.0 {
-            shared.finish().await;
-        }
-        self.0 = None;
+pin_project! {
+    /// The future returned by [`App::run_in_context`](crate::App::run_in_context): runs the
+    /// inner future in a context scope, then ends the scope (waits for its background tasks,
+    /// destroys its objects) before completing. Dropped early, it ends the scope on a spawned
+    /// task.
+    #[must_use = "futures do nothing unless you `.await` or poll them"]
+    pub struct ContextFuture<F: Future> {
+        #[pin]
+        inner: TaskLocalFuture<ScopeHandle, F>,
+        ending: Option<(Pin<Box<dyn Future<Output = ()> + Send>>, Option<F::Output>)>,
     }
-}
 
-impl Drop for ScopeGuard {
-    fn drop(&mut self) {
-        if let Some(shared) = self.0.take() {
-            match tokio::runtime::Handle::try_current() {
-                Ok(handle) => {
-                    handle.spawn(async move { shared.finish().await });
+    impl<F: Future> PinnedDrop for ContextFuture<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            let shared = match this.ending.take() {
+                Some((ending, _)) => Some(ending),
+                None => this
+                    .inner
+                    .take_value()
+                    .and_then(|handle| handle.shared.into_inner())
+                    .map(|shared| Box::pin(async move { shared.finish().await }) as Pin<Box<dyn Future<Output = ()> + Send>>),
+            };
+            if let Some(ending) = shared {
+                match tokio::runtime::Handle::try_current() {
+                    Ok(runtime) => {
+                        runtime.spawn(ending);
+                    }
+                    // No runtime to run destroy hooks on: dropping `ending` drops the scope's
+                    // last handle, and with it the objects.
+                    Err(_) => drop(ending),
                 }
-                Err(_) => shared.close_now(),
             }
         }
     }
 }
 
-pub(crate) fn run<F: Future>(app: Arc<AppInner>, fut: F) -> impl Future<Output = F::Output> + use<F> {
-    let shared = ScopeShared::new(app);
-    let guard = ScopeGuard(Some(shared.clone()));
-    let fut = CURRENT.scope(ScopeHandle::new(shared), fut);
-    async move {
-        let out = fut.await;
-        guard.finish().await;
-        out
+impl<F: Future> Future for ContextFuture<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<F::Output> {
+        let mut this = self.project();
+        if this.ending.is_none() {
+            let out = std::task::ready!(this.inner.as_mut().poll(cx));
+            let shared = this.inner.as_mut().take_value().and_then(|handle| handle.shared.into_inner());
+            match shared {
+                None => return Poll::Ready(out),
+                Some(shared) if shared.is_idle() => {
+                    shared.close_now();
+                    return Poll::Ready(out);
+                }
+                Some(shared) => *this.ending = Some((Box::pin(async move { shared.finish().await }), Some(out))),
+            }
+        }
+        let (ending, out) = this.ending.as_mut().expect("set above");
+        std::task::ready!(ending.as_mut().poll(cx));
+        let out = out.take().expect("ContextFuture polled after completion");
+        *this.ending = None;
+        Poll::Ready(out)
     }
+}
+
+impl<F: Future> std::fmt::Debug for ContextFuture<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ContextFuture").field("ending", &self.ending.is_some()).finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn run<F: Future>(app: Arc<AppInner>, fut: F) -> ContextFuture<F> {
+    ContextFuture { inner: CURRENT.scope(ScopeHandle::new(app), fut), ending: None }
+}
+
+/// The current scope's object for context proto `key` of App `app_id`, if this task already
+/// resolved it: the warm path, kept small so that it returns in registers.
+#[inline]
+pub(crate) fn cached(app_id: u64, key: u32) -> Option<AnyArc> {
+    CURRENT.try_with(|h| h.cached(app_id, key)).ok().flatten()
+}
+
+/// The slow path of [`cached`]: creates the object, or says why it cannot.
+#[cold]
+#[inline(never)]
+pub(crate) fn resolve(app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
+    CURRENT.try_with(|h| h.miss(app_id, key, wanted)).unwrap_or(Err(DiError::NoScope { wanted }))
 }
 
 /// The current scope's object for context proto `key` of App `app_id`.
 #[inline]
 pub(crate) fn current(app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
-    CURRENT.try_with(|h| h.get(app_id, key, wanted)).unwrap_or(Err(DiError::NoScope { wanted }))
+    match cached(app_id, key) {
+        Some(obj) => Ok(obj),
+        None => resolve(app_id, key, wanted),
+    }
 }
 
-/// Calls `f` with a borrow of the current scope's object, without touching its reference count.
-pub(crate) fn with_current(
-    app_id: u64,
-    key: u32,
-    wanted: &'static str,
-    f: &mut dyn FnMut(&(dyn Any + Send + Sync)),
-) -> Result<(), DiError> {
+/// Calls `f` with a borrow of the current scope's object if this task already resolved it,
+/// without touching its reference count; `false` if it did not.
+#[inline]
+pub(crate) fn with_cached(app_id: u64, key: u32, f: &mut dyn FnMut(&(dyn Any + Send + Sync))) -> bool {
     CURRENT
         .try_with(|h| {
             if h.app_id != app_id {
-                return Err(DiError::ForeignScope { wanted });
+                return false;
             }
-            if let Ok(cache) = h.cache.try_borrow() {
-                if let Some(obj) = cache.get(key) {
+            let Ok(cache) = h.cache.try_borrow() else { return false };
+            match cache.get(key) {
+                Some(obj) => {
                     f(&**obj);
-                    return Ok(());
+                    true
                 }
+                None => false,
             }
-            let obj = h.miss(key)?;
-            f(&*obj);
-            Ok(())
         })
-        .unwrap_or(Err(DiError::NoScope { wanted }))
+        .unwrap_or(false)
 }
 
 pub(crate) async fn current_async(app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
-    if let Ok(obj) = current(app_id, key, wanted) {
+    if let Some(obj) = cached(app_id, key) {
         return Ok(obj);
     }
     let shared = CURRENT
-        .try_with(|h| (h.app_id == app_id).then(|| h.shared.clone()).ok_or(DiError::ForeignScope { wanted }))
+        .try_with(|h| (h.app_id == app_id).then(|| h.shared().clone()).ok_or(DiError::ForeignScope { wanted }))
         .unwrap_or(Err(DiError::NoScope { wanted }))?;
     let obj = shared.resolve_async(key as usize).await?;
     let _ = CURRENT.try_with(|h| h.remember(key, &obj));
@@ -385,7 +463,7 @@ impl Drop for TaskGuard {
 }
 
 fn current_shared() -> Option<Arc<ScopeShared>> {
-    CURRENT.try_with(|h| h.shared.clone()).ok()
+    CURRENT.try_with(|h| h.shared().clone()).ok()
 }
 
 /// Spawns `fut` on the tokio runtime inside the current context scope.
@@ -440,7 +518,7 @@ where
             let guard = TaskGuard::new(shared.clone());
             tokio::spawn(async move {
                 let _guard = guard;
-                CURRENT.scope(ScopeHandle::new(shared), fut).await
+                CURRENT.scope(ScopeHandle::joining(shared), fut).await
             })
         }
         None => tokio::spawn(fut),
@@ -463,7 +541,7 @@ where
             let guard = TaskGuard::new(shared.clone());
             tokio::task::spawn_blocking(move || {
                 let _guard = guard;
-                CURRENT.sync_scope(ScopeHandle::new(shared), f)
+                CURRENT.sync_scope(ScopeHandle::joining(shared), f)
             })
         }
         None => tokio::task::spawn_blocking(f),
