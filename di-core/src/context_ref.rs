@@ -104,17 +104,14 @@ impl<T: Send + Sync + 'static> ContextRef<T> {
     #[track_caller]
     #[inline]
     pub fn with<R>(&self, f: impl FnOnce(&T) -> R) -> R {
-        let mut f = Some(f);
-        let mut out = None;
-        let mut call = |obj: &(dyn Any + Send + Sync)| {
-            if let (Some(f), Some(t)) = (f.take(), obj.downcast_ref::<T>()) {
-                out = Some(f(t));
-            }
+        let call = |obj: &(dyn Any + Send + Sync)| match obj.downcast_ref::<T>() {
+            Some(t) => f(t),
+            None => wrong_type(core::any::type_name::<T>()),
         };
-        if !scope::with_cached(self.app_id, self.key, &mut call) {
-            call(&*resolve_or_panic(self.app_id, self.key, core::any::type_name::<T>()));
+        match scope::with_cached(self.app_id, self.key, call) {
+            Ok(r) => r,
+            Err(call) => call(&*resolve_or_panic(self.app_id, self.key, core::any::type_name::<T>())),
         }
-        out.unwrap_or_else(|| wrong_type(core::any::type_name::<T>()))
     }
 
     /// Calls `f` with a borrow of the current scope's `T`, or says why there is none.
@@ -124,17 +121,14 @@ impl<T: Send + Sync + 'static> ContextRef<T> {
     /// As [`try_get`](Self::try_get).
     #[inline]
     pub fn try_with<R>(&self, f: impl FnOnce(&T) -> R) -> Result<R, DiError> {
-        let mut f = Some(f);
-        let mut out = None;
-        let mut call = |obj: &(dyn Any + Send + Sync)| {
-            if let (Some(f), Some(t)) = (f.take(), obj.downcast_ref::<T>()) {
-                out = Some(f(t));
-            }
+        let call = |obj: &(dyn Any + Send + Sync)| match obj.downcast_ref::<T>() {
+            Some(t) => f(t),
+            None => wrong_type(core::any::type_name::<T>()),
         };
-        if !scope::with_cached(self.app_id, self.key, &mut call) {
-            call(&*scope::resolve(self.app_id, self.key, core::any::type_name::<T>())?);
+        match scope::with_cached(self.app_id, self.key, call) {
+            Ok(r) => Ok(r),
+            Err(call) => Ok(call(&*scope::resolve(self.app_id, self.key, core::any::type_name::<T>())?)),
         }
-        Ok(out.unwrap_or_else(|| wrong_type(core::any::type_name::<T>())))
     }
 }
 

@@ -539,3 +539,47 @@ async fn failing_context_factory_fails_every_asker_of_that_scope_only() {
     assert!(app.run_in_context(async { handler.state.try_get().is_ok() }).await);
     assert_eq!(calls.load(Ordering::SeqCst), 2, "the failure is remembered within its scope");
 }
+
+#[tokio::test]
+async fn scope_cancelled_while_destroying_finishes_destroying_exactly_once() {
+    let destroyed = Arc::new(AtomicUsize::new(0));
+    struct Slow;
+    struct Fast;
+    struct Both(ContextRef<Slow>, ContextRef<Fast>);
+    let (d1, d2) = (destroyed.clone(), destroyed.clone());
+    let app = App::builder()
+        .without_inventory()
+        .register(ProtoDef::context::<Slow>(|_| Ok(Slow)).on_destroy(move |_: Arc<Slow>| {
+            let d = d1.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                d.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        }))
+        .register(ProtoDef::context::<Fast>(|_| Ok(Fast)).on_destroy(move |_: Arc<Fast>| {
+            let d = d2.clone();
+            async move {
+                d.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        }))
+        .register(
+            ProtoDef::singleton::<Both>(|r| Ok(Both(r.context_ref(0)?, r.context_ref(1)?)))
+                .dep(context_ref::<Slow>())
+                .dep(context_ref::<Fast>()),
+        )
+        .build()
+        .await
+        .unwrap();
+    let both = app.get_object::<Both>().unwrap();
+    // Fast is created last, so destroyed first; Slow's hook is still running at the timeout.
+    let scope = app.run_in_context(async {
+        both.0.get();
+        both.1.get();
+    });
+    assert!(tokio::time::timeout(Duration::from_millis(30), scope).await.is_err());
+    eventually(|| destroyed.load(Ordering::SeqCst) == 2).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(destroyed.load(Ordering::SeqCst), 2);
+}
