@@ -76,7 +76,10 @@ impl App {
     /// [`ContextRef::try_get`](crate::ContextRef::try_get).
     #[inline]
     pub fn get_object<T: Send + Sync + 'static>(&self) -> Result<Arc<T>, DiError> {
-        self.inner.object(TypeId::of::<T>(), None, core::any::type_name::<T>()).map(downcast::<T>)
+        match self.inner.singleton_of(TypeId::of::<T>()) {
+            Some(obj) => Ok(downcast(obj)),
+            None => self.inner.object(TypeId::of::<T>(), None, core::any::type_name::<T>()).map(downcast::<T>),
+        }
     }
 
     /// The instance of `T` named `name`.
@@ -153,6 +156,16 @@ impl fmt::Debug for App {
 }
 
 impl AppInner {
+    /// The one singleton of type `ty`, if that is what it is: `get_object`'s fast path, small
+    /// enough to return in registers.
+    fn singleton_of(&self, ty: TypeId) -> Option<AnyArc> {
+        match self.graph.by_type.get(&ty)?.as_slice() {
+            [one] => self.singletons[*one].clone(),
+            _ => None,
+        }
+    }
+
+    #[cold]
     fn object(&self, ty: TypeId, name: Option<&str>, wanted: &'static str) -> Result<AnyArc, DiError> {
         let not_found = || DiError::NotFound { wanted, name: name.map(str::to_owned) };
         let list = self.graph.by_type.get(&ty).ok_or_else(not_found)?;

@@ -389,8 +389,8 @@ pub(crate) fn run<F: Future>(app: Arc<AppInner>, fut: F) -> ContextFuture<F> {
 }
 
 /// The current scope's object for context proto `key` of App `app_id`, if this task already
-/// resolved it: the warm path, kept small so that it returns in registers.
-#[inline]
+/// resolved it: the warm path, kept small so that it returns in registers. Not inlined: it is
+/// shared by every `ContextRef<T>::get`, which stays a call and a downcast per type.
 pub(crate) fn cached(app_id: u64, key: u32) -> Option<AnyArc> {
     CURRENT.try_with(|h| h.cached(app_id, key)).ok().flatten()
 }
