@@ -507,7 +507,9 @@ fn current_shared() -> Option<Arc<ScopeShared>> {
 ///
 /// # Panics
 ///
-/// Panics if called outside a tokio runtime, like `tokio::spawn`.
+/// Panics if called outside a tokio runtime, like `tokio::spawn`. The scope waits for the task
+/// with `tokio::time::timeout`, which panics on a runtime built without the time driver
+/// (`enable_time`; `#[tokio::main]` enables it).
 pub fn spawn<F>(fut: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
