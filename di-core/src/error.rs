@@ -18,7 +18,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 pub enum DiError {
     /// A dependency names a type that no registered proto provides.
     #[error(
-        "`{by}` injects `{wanted}`, but no proto provides it; annotate `{wanted}` with #[singleton_proto] or #[context_proto], or register it on the builder"
+        "`{by}` injects `{wanted}`, but no proto provides it; annotate `{wanted}` with #[singleton_proto] or #[context_proto], or register it on the builder; if its proto lives in a crate the program never names, the linker may have dropped its registration: name it with `App::builder().link::<ThatProto>()`"
     )]
     Missing {
         /// The requested type.
