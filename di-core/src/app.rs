@@ -191,7 +191,7 @@ impl AppInner {
 fn downcast<T: Send + Sync + 'static>(obj: AnyArc) -> Arc<T> {
     match obj.downcast::<T>() {
         Ok(t) => t,
-        Err(_) => unreachable!("protos are indexed by their own type"),
+        Err(_) => crate::proto::stored_as_another_type(),
     }
 }
 

@@ -44,7 +44,7 @@ where
 pub fn downcast<T: Send + Sync + 'static>(obj: AnyArc) -> Arc<T> {
     match obj.downcast::<T>() {
         Ok(t) => t,
-        Err(_) => unreachable!("the container stores each proto as its own type"),
+        Err(_) => crate::proto::stored_as_another_type(),
     }
 }
 

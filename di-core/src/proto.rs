@@ -306,8 +306,15 @@ inventory::collect!(ProtoDescriptor);
 pub fn cast_to<T: Send + Sync + 'static>(obj: AnyArc) -> Box<dyn Any + Send> {
     match obj.downcast::<T>() {
         Ok(t) => Box::new(t),
-        Err(_) => unreachable!("the container stores each proto as its own type"),
+        Err(_) => stored_as_another_type(),
     }
+}
+
+/// The panic of the casts, out of line so that each monomorphized cast stays small.
+#[cold]
+#[inline(never)]
+pub(crate) fn stored_as_another_type() -> ! {
+    unreachable!("the container stores each proto as its own type")
 }
 
 fn crate_of(module_path: &str) -> &str {
