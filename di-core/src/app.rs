@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::error::{BoxError, DiError};
 use crate::graph::Graph;
-use crate::proto::{AnyArc, HookFuture, ProtoDef, ProtoDescriptor};
+use crate::proto::{AnyArc, HookFuture, ProtoDef, ProtoDescriptor, downcast};
 use crate::resolver::Resolver;
 use crate::scope::{self, ContextFuture};
 
@@ -184,14 +184,6 @@ impl AppInner {
             Some(obj) => Ok(obj.clone()),
             None => scope::current(self.id, proto as u32, wanted),
         }
-    }
-}
-
-#[inline]
-fn downcast<T: Send + Sync + 'static>(obj: AnyArc) -> Arc<T> {
-    match obj.downcast::<T>() {
-        Ok(t) => t,
-        Err(_) => crate::proto::stored_as_another_type(),
     }
 }
 

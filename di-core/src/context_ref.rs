@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::error::DiError;
-use crate::proto::AnyArc;
+use crate::proto::{AnyArc, downcast};
 use crate::scope;
 
 /// A proxy to the current context scope's object of context proto `T`.
@@ -140,14 +140,6 @@ fn resolve_or_panic(app_id: u64, key: u32, wanted: &'static str) -> AnyArc {
     match scope::resolve(app_id, key, wanted) {
         Ok(obj) => obj,
         Err(e) => fail(e),
-    }
-}
-
-#[inline]
-fn downcast<T: Send + Sync + 'static>(obj: AnyArc) -> Arc<T> {
-    match obj.downcast::<T>() {
-        Ok(t) => t,
-        Err(_) => wrong_type(core::any::type_name::<T>()),
     }
 }
 

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::error::BoxError;
+pub use crate::proto::downcast;
 use crate::proto::{AnyArc, ContextProto, HookFuture, Proto, SingletonProto};
 
 /// What a lifecycle hook method may return: `()` or `Result<(), E>` with `E: Into<BoxError>`.
@@ -38,14 +39,6 @@ where
 {
     let this = downcast::<T>(obj);
     Box::pin(async move { f(this).await.into_hook_result() })
-}
-
-/// The erased object as its own type.
-pub fn downcast<T: Send + Sync + 'static>(obj: AnyArc) -> Arc<T> {
-    match obj.downcast::<T>() {
-        Ok(t) => t,
-        Err(_) => crate::proto::stored_as_another_type(),
-    }
 }
 
 /// Casts the erased object to `Arc<U>` through `cast`, boxed for the resolver.

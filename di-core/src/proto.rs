@@ -304,10 +304,7 @@ inventory::collect!(ProtoDescriptor);
 
 /// The standard [`CastFn`] for a proto's own type: `Arc<dyn Any>` back to `Box<Arc<T>>`.
 pub fn cast_to<T: Send + Sync + 'static>(obj: AnyArc) -> Box<dyn Any + Send> {
-    match obj.downcast::<T>() {
-        Ok(t) => Box::new(t),
-        Err(_) => stored_as_another_type(),
-    }
+    Box::new(downcast::<T>(obj))
 }
 
 /// The panic of the casts, out of line so that each monomorphized cast stays small.
@@ -525,10 +522,12 @@ where
     Arc::new(move |obj: AnyArc| Box::pin(hook(downcast::<T>(obj))) as HookFuture)
 }
 
-fn downcast<T: Send + Sync + 'static>(obj: AnyArc) -> Arc<T> {
+/// The erased object as its own type: the one downcast every typed accessor goes through.
+#[inline]
+pub fn downcast<T: Send + Sync + 'static>(obj: AnyArc) -> Arc<T> {
     match obj.downcast::<T>() {
         Ok(t) => t,
-        Err(_) => panic!("hook or cast registered for `{}` received another type", core::any::type_name::<T>()),
+        Err(_) => stored_as_another_type(),
     }
 }
 
