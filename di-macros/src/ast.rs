@@ -6,12 +6,14 @@ use syn::{GenericArgument, PathArguments, Type};
 
 use crate::attr::{InjectAttr, ProtoAttr};
 use crate::ctxt::Ctxt;
-use crate::symbol::INJECT;
+use crate::symbol::{INJECT, MIDDLEWARE};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ProtoScope {
     Singleton,
     Context,
+    /// `#[http_controller]`: a singleton whose routes `#[http_routes]` registers with di-http.
+    Controller,
 }
 
 impl ProtoScope {
@@ -19,6 +21,7 @@ impl ProtoScope {
         match self {
             ProtoScope::Singleton => "#[singleton_proto]",
             ProtoScope::Context => "#[context_proto]",
+            ProtoScope::Controller => "#[http_controller]",
         }
     }
 }
@@ -56,12 +59,14 @@ pub(crate) struct ProtoItem {
     pub(crate) item: syn::ItemStruct,
     pub(crate) fields: Vec<Field>,
     pub(crate) is_tuple: bool,
+    /// `#[middleware(layer)]` attributes of a controller, in source order.
+    pub(crate) middleware: Vec<syn::Expr>,
 }
 
 impl ProtoItem {
     /// Parses the struct; `None` (with an error recorded) only if it is not a struct at all.
     pub(crate) fn from_tokens(cx: &Ctxt, args: TokenStream, item: TokenStream, scope: ProtoScope) -> Option<ProtoItem> {
-        let attr = ProtoAttr::parse(cx, args);
+        let attr = ProtoAttr::parse(cx, args, scope);
         let mut item: syn::ItemStruct = match syn::parse2(item) {
             Ok(item) => item,
             Err(err) => {
@@ -70,6 +75,8 @@ impl ProtoItem {
             }
         };
         let is_tuple = matches!(item.fields, syn::Fields::Unnamed(_));
+        let middleware =
+            if scope == ProtoScope::Controller { take_middleware(cx, &mut item.attrs) } else { Vec::new() };
         let mut fields = Vec::new();
         for (i, field) in item.fields.iter_mut().enumerate() {
             let mut inject_attr = None;
@@ -97,7 +104,7 @@ impl ProtoItem {
             let ident = field.ident.clone().unwrap_or_else(|| syn::Ident::new(&format!("_{i}"), field.ty.span()));
             fields.push(Field { ident, ty: field.ty.clone(), inject });
         }
-        Some(ProtoItem { scope, attr, item, fields, is_tuple })
+        Some(ProtoItem { scope, attr, item, fields, is_tuple, middleware })
     }
 
     pub(crate) fn ident(&self) -> &syn::Ident {
@@ -110,6 +117,22 @@ impl ProtoItem {
 }
 
 /// `Arc<T>`, `ContextRef<T>`, `Option<Arc<T>>`, `Vec<Arc<T>>`: the kind and `T`.
+/// Removes the `#[middleware(layer)]` attributes from `attrs` and returns their layers.
+pub(crate) fn take_middleware(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>) -> Vec<syn::Expr> {
+    let mut layers = Vec::new();
+    attrs.retain(|a| {
+        if !a.path().is_ident(MIDDLEWARE) {
+            return true;
+        }
+        match a.parse_args::<syn::Expr>() {
+            Ok(expr) => layers.push(expr),
+            Err(_) => cx.error_spanned_by(a, "write `#[middleware(layer)]`, with a tower `Layer` expression"),
+        }
+        false
+    });
+    layers
+}
+
 fn classify(ty: &Type) -> Option<(Kind, Type)> {
     let (wrapper, inner) = single_generic(ty)?;
     match wrapper.as_str() {

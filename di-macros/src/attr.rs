@@ -6,8 +6,11 @@ use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::{Token, Type};
 
+use crate::ast::ProtoScope;
 use crate::ctxt::Ctxt;
-use crate::symbol::{ACCESS, CRATE, DESTROY, INIT, NAME, PRIVATE, PROTO_OPTIONS, PROVIDES, PUBLIC};
+use crate::symbol::{
+    ACCESS, CONTROLLER_OPTIONS, CRATE, DESTROY, INIT, NAME, PATH, PRIVATE, PROTO_OPTIONS, PROVIDES, PUBLIC,
+};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {
@@ -24,6 +27,8 @@ pub(crate) struct ProtoAttr {
     pub(crate) init: Option<syn::Ident>,
     pub(crate) destroy: Option<syn::Ident>,
     pub(crate) krate: Option<syn::Path>,
+    /// `#[http_controller(path = "...")]`: the prefix of the controller's routes.
+    pub(crate) path: Option<syn::LitStr>,
 }
 
 /// Sets `slot` once; a second occurrence is reported at its own span.
@@ -50,7 +55,7 @@ fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
 }
 
 impl ProtoAttr {
-    pub(crate) fn parse(cx: &Ctxt, args: TokenStream) -> ProtoAttr {
+    pub(crate) fn parse(cx: &Ctxt, args: TokenStream, scope: ProtoScope) -> ProtoAttr {
         let mut attr = ProtoAttr::default();
         let parser = syn::meta::parser(|meta| {
             if meta.path.is_ident(NAME) {
@@ -93,10 +98,17 @@ impl ProtoAttr {
             } else if meta.path.is_ident(CRATE) {
                 let path: syn::Path = meta.value()?.call(syn::Path::parse_mod_style)?;
                 once(cx, &meta, &mut attr.krate, path);
+            } else if scope == ProtoScope::Controller && meta.path.is_ident(PATH) {
+                let lit: syn::LitStr = meta.value()?.parse()?;
+                if let Err(reason) = check_prefix(&lit.value()) {
+                    cx.error_spanned_by(&lit, reason);
+                }
+                once(cx, &meta, &mut attr.path, lit);
             } else {
+                let expected = if scope == ProtoScope::Controller { CONTROLLER_OPTIONS } else { PROTO_OPTIONS };
                 cx.error_spanned_by(
                     &meta.path,
-                    format!("unknown option `{}`; expected {PROTO_OPTIONS}", path_name(&meta.path)),
+                    format!("unknown option `{}`; expected {expected}", path_name(&meta.path)),
                 );
                 skip_value(&meta)?;
             }
@@ -139,4 +151,38 @@ impl InjectAttr {
         }
         InjectAttr { name }
     }
+}
+
+/// A controller prefix is empty or starts with `/`, and holds no `{`/`}` it cannot close.
+pub(crate) fn check_prefix(path: &str) -> Result<(), String> {
+    if path.is_empty() {
+        return Ok(());
+    }
+    check_route_path(path)
+}
+
+/// The checks on a route path that need no other route: di-http repeats them at start-up, for
+/// routes added by code.
+pub(crate) fn check_route_path(path: &str) -> Result<(), String> {
+    if !path.starts_with('/') {
+        return Err(format!("a route path starts with `/`: write \"/{path}\""));
+    }
+    let mut open = false;
+    for c in path.chars() {
+        match (c, open) {
+            ('{', false) => open = true,
+            ('}', true) => open = false,
+            ('{', true) | ('}', false) => return Err(format!("unbalanced `{{`/`}}` in route path \"{path}\"")),
+            _ => {}
+        }
+    }
+    if open {
+        return Err(format!("unbalanced `{{`/`}}` in route path \"{path}\""));
+    }
+    if let Some(segment) = path.split('/').find(|s| s.starts_with(':') || s.starts_with('*')) {
+        return Err(format!(
+            "route path \"{path}\" uses the old `{segment}` syntax; axum 0.8 captures are written `{{name}}` and `{{*name}}`"
+        ));
+    }
+    Ok(())
 }

@@ -43,12 +43,16 @@ fn default_name(ident: &syn::Ident) -> String {
 }
 
 fn expand(model: &ProtoItem) -> TokenStream {
-    let krate = model.attr.krate.clone().map_or_else(|| quote!(::di_core), |p| quote!(#p));
+    let default_krate = match model.scope {
+        ProtoScope::Controller => quote!(::di_http),
+        _ => quote!(::di_core),
+    };
+    let krate = model.attr.krate.clone().map_or(default_krate, |p| quote!(#p));
     let item = &model.item;
     let ident = model.ident();
     let name = model.attr.name.as_ref().map_or_else(|| default_name(ident), syn::LitStr::value);
     let (scope, scope_trait) = match model.scope {
-        ProtoScope::Singleton => (quote!(Singleton), quote!(SingletonProto)),
+        ProtoScope::Singleton | ProtoScope::Controller => (quote!(Singleton), quote!(SingletonProto)),
         ProtoScope::Context => (quote!(Context), quote!(ContextProto)),
     };
     let access = match model.attr.access {
@@ -102,7 +106,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
         let target = &inject.target;
         let assert = match (inject.kind, model.scope) {
             (Kind::ContextRef, _) => quote!(assert_context),
-            (_, ProtoScope::Singleton) => quote!(assert_singleton),
+            (_, ProtoScope::Singleton | ProtoScope::Controller) => quote!(assert_singleton),
             (_, ProtoScope::Context) => quote!(assert_proto),
         };
         quote_spanned!(target.span()=> const _: () = __di::#assert::<#target>();)
@@ -141,6 +145,19 @@ fn expand(model: &ProtoItem) -> TokenStream {
     };
     let (init_fn, init_set) = hook(&model.attr.init, "__di_init", "init");
     let (destroy_fn, destroy_set) = hook(&model.attr.destroy, "__di_destroy", "destroy");
+    let controller = (model.scope == ProtoScope::Controller).then(|| {
+        let path = model.attr.path.as_ref().map_or_else(String::new, syn::LitStr::value);
+        // Listed outermost first, as in `tower::ServiceBuilder`: the last `.layer` wraps the rest.
+        let layers = model.middleware.iter().rev();
+        quote! {
+            impl __di::Controller for #ident {
+                const PATH: &'static str = #path;
+                fn layers(__di_router: __di::Router) -> __di::Router {
+                    __di_router #(.layer(#layers))*
+                }
+            }
+        }
+    });
 
     quote! {
         #item
@@ -156,6 +173,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
                 }
             }
             impl __di::#scope_trait for #ident {}
+            #controller
 
             fn __di_factory(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::AnyArc, __di::DiError> {
                 #(#lets)*

@@ -4,7 +4,7 @@
 //!
 //! The pipeline follows serde: parse the attribute and the struct into a validated model
 //! (`ast`), check rules that need the whole model (`check`), then expand (`expand`, the only
-//! file that calls `quote!`). Errors accumulate in a `Ctxt`, so one compile reports them all.
+//! file that calls `quote!` for protos; `http` parses and expands `#[http_routes]`). Errors accumulate in a `Ctxt`, so one compile reports them all.
 //! `DI_MACROS_DEBUG=1` prints each expansion to stderr.
 
 mod ast;
@@ -12,6 +12,7 @@ mod attr;
 mod check;
 mod ctxt;
 mod expand;
+mod http;
 mod symbol;
 
 use proc_macro::TokenStream;
@@ -116,4 +117,27 @@ pub fn singleton_proto(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn context_proto(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::proto(args.into(), item.into(), ProtoScope::Context).into()
+}
+
+/// Makes a struct an HTTP controller: a singleton proto (same fields and options as
+/// [`macro@singleton_proto`]) whose routes, declared by [`macro@http_routes`] on its impl block,
+/// `di_http::router` serves.
+///
+/// Options: `path = "/prefix"` (prepended to every route of the controller) and those of
+/// `#[singleton_proto]`; `crate` names the path to `di_http`. `#[middleware(layer)]` attributes
+/// under it wrap every route of the controller in a tower layer, listed outermost first.
+/// Use it through `di_http`, which documents it with examples.
+#[proc_macro_attribute]
+pub fn http_controller(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::proto(args.into(), item.into(), ProtoScope::Controller).into()
+}
+
+/// Turns the methods of a controller's impl block marked `#[get("/path")]`, `#[post]`, `#[put]`,
+/// `#[delete]`, `#[patch]`, `#[head]`, `#[options]`, `#[trace]` or
+/// `#[route("/path", method = "...")]` into axum routes. Arguments are axum extractors, the
+/// return type anything `IntoResponse`; `#[middleware(layer)]` wraps one method's routes.
+/// Use it through `di_http`, which documents it with examples.
+#[proc_macro_attribute]
+pub fn http_routes(args: TokenStream, item: TokenStream) -> TokenStream {
+    http::routes(args.into(), item.into()).into()
 }

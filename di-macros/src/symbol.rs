@@ -11,3 +11,23 @@ pub(crate) const PUBLIC: &str = "public";
 pub(crate) const PRIVATE: &str = "private";
 
 pub(crate) const PROTO_OPTIONS: &str = "`name`, `provides`, `access`, `init`, `destroy` or `crate`";
+pub(crate) const PATH: &str = "path";
+pub(crate) const MIDDLEWARE: &str = "middleware";
+pub(crate) const METHOD: &str = "method";
+
+pub(crate) const CONTROLLER_OPTIONS: &str = "`path`, `name`, `provides`, `access`, `init`, `destroy` or `crate`";
+/// The route attributes of `#[http_routes]` and the HTTP method each stands for.
+pub(crate) const ROUTE_ATTRS: &[(&str, &str)] = &[
+    ("get", "GET"),
+    ("post", "POST"),
+    ("put", "PUT"),
+    ("delete", "DELETE"),
+    ("patch", "PATCH"),
+    ("head", "HEAD"),
+    ("options", "OPTIONS"),
+    ("trace", "TRACE"),
+];
+/// The general form: `#[route("/path", method = "GET")]`.
+pub(crate) const ROUTE: &str = "route";
+pub(crate) const HTTP_METHODS: &[&str] =
+    &["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "TRACE", "CONNECT"];

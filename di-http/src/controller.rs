@@ -1,0 +1,417 @@
+//! Controllers and their routes: what `#[http_controller]` and `#[http_routes]` register, and
+//! the router built from them.
+
+use std::any::TypeId;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::MethodRouter;
+use di_core::{App, DiError};
+
+use crate::layer::ContextLayer;
+
+/// Implemented by `#[http_controller]`: the path prefix and the middleware of a controller.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an HTTP controller",
+    label = "`#[http_routes]` needs a controller",
+    note = "add `#[http_controller]` (or `#[http_controller(path = \"/prefix\")]`) to the struct `{Self}`"
+)]
+pub trait Controller: Send + Sync + 'static {
+    /// The prefix of every route of the controller (`""` for none).
+    const PATH: &'static str;
+    /// Wraps the controller's routes in its `#[middleware(...)]` layers.
+    fn layers(router: Router) -> Router;
+}
+
+/// What `#[http_routes]` submits to `inventory`: how to add one impl block's routes.
+#[doc(hidden)]
+pub struct ControllerRoutes {
+    type_id: fn() -> TypeId,
+    type_name: fn() -> &'static str,
+    prefix: &'static str,
+    layers: fn(Router) -> Router,
+    routes: fn(&mut Routes) -> Result<(), DiError>,
+}
+
+impl ControllerRoutes {
+    /// The routes of controller `C`, added by `routes`.
+    pub const fn new<C: Controller>(routes: fn(&mut Routes) -> Result<(), DiError>) -> Self {
+        ControllerRoutes {
+            type_id: TypeId::of::<C>,
+            type_name: std::any::type_name::<C>,
+            prefix: C::PATH,
+            layers: C::layers,
+            routes,
+        }
+    }
+}
+
+impl fmt::Debug for ControllerRoutes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ControllerRoutes").field("controller", &(self.type_name)()).finish_non_exhaustive()
+    }
+}
+
+inventory::collect!(ControllerRoutes);
+
+/// One route of a controller, before it is checked against the others.
+struct RouteDef {
+    http_method: &'static str,
+    /// The full path: the controller's prefix and the method's path.
+    path: String,
+    /// `Controller::method`, for error messages.
+    handler: String,
+    router: MethodRouter,
+}
+
+/// The routes of one controller, as its `#[http_routes]` blocks add them.
+#[doc(hidden)]
+pub struct Routes<'a> {
+    app: &'a App,
+    prefix: &'static str,
+    controller: &'static str,
+    defs: Vec<RouteDef>,
+}
+
+impl fmt::Debug for Routes<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Routes").field("controller", &self.controller).field("routes", &self.defs.len()).finish()
+    }
+}
+
+impl Routes<'_> {
+    /// The controller singleton the routes call.
+    pub fn controller<C: Send + Sync + 'static>(&self) -> Result<Arc<C>, DiError> {
+        self.app.get_object::<C>()
+    }
+
+    /// Adds `method path`, served by `handler` (`router`).
+    pub fn add(&mut self, http_method: &'static str, path: &'static str, handler: &'static str, router: MethodRouter) {
+        self.defs.push(RouteDef {
+            http_method,
+            path: join(self.prefix, path),
+            handler: format!("{}::{handler}", short_name(self.controller)),
+            router,
+        });
+    }
+}
+
+/// `prefix` + `path`, without a doubled or trailing `/` (`"/todos"` + `"/"` = `"/todos"`).
+fn join(prefix: &str, path: &str) -> String {
+    let prefix = prefix.trim_end_matches('/');
+    match (prefix.is_empty(), path) {
+        (true, _) => path.to_owned(),
+        (false, "/") => prefix.to_owned(),
+        (false, _) => format!("{prefix}{path}"),
+    }
+}
+
+/// `my_crate::api::TodoController` -> `TodoController`.
+fn short_name(type_name: &str) -> &str {
+    type_name.rsplit("::").next().unwrap_or(type_name)
+}
+
+/// Why the routes of an App's controllers cannot be served. Found when the router is built, at
+/// start-up, never during a request.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum RouteError {
+    /// Two handlers for the same method and path.
+    #[error("route `{http_method} {path}` is declared twice: by `{first}` and by `{second}`")]
+    Clash {
+        /// The HTTP method.
+        http_method: String,
+        /// The full path.
+        path: String,
+        /// The first handler, `Controller::method`.
+        first: String,
+        /// The second handler.
+        second: String,
+    },
+    /// Two paths that match the same requests with different capture names, which axum's
+    /// router cannot tell apart.
+    #[error(
+        "route `{path}` of `{second}` overlaps route `{other}` of `{first}`: captures at the same place need the same name"
+    )]
+    Overlap {
+        /// The path of the second handler.
+        path: String,
+        /// The path of the first handler.
+        other: String,
+        /// The first handler.
+        first: String,
+        /// The second handler.
+        second: String,
+    },
+    /// A path axum cannot route.
+    #[error("route `{path}` of `{handler}` is invalid: {reason}")]
+    BadPath {
+        /// The full path.
+        path: String,
+        /// The handler, `Controller::method`.
+        handler: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A controller is not in the App.
+    #[error("controller `{controller}` cannot be served: {source}")]
+    Controller {
+        /// The controller's type.
+        controller: &'static str,
+        /// Why the App could not give it.
+        source: DiError,
+    },
+    /// Several of the above, all found in one pass.
+    #[error("{} route errors:{}", .0.len(), .0.iter().map(|e| format!("\n  - {e}")).collect::<String>())]
+    Several(Vec<RouteError>),
+}
+
+/// Builds the axum [`Router`] of an App's controllers; [`router`] with options.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let app = di_core::App::builder().build().await?;
+/// let router: axum::Router = di_http::RouterBuilder::new(&app).body_limit(64 * 1024).build()?;
+/// # Ok(()) }
+/// ```
+#[must_use]
+pub struct RouterBuilder {
+    app: App,
+    body_limit: Option<usize>,
+    layers: Vec<(TypeId, Box<dyn FnOnce(Router) -> Router + Send>)>,
+}
+
+impl fmt::Debug for RouterBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RouterBuilder").field("body_limit", &self.body_limit).finish_non_exhaustive()
+    }
+}
+
+impl RouterBuilder {
+    /// The routes of every controller of `app`.
+    pub fn new(app: &App) -> Self {
+        RouterBuilder { app: app.clone(), body_limit: None, layers: Vec::new() }
+    }
+
+    /// The largest request body the body extractors (`Json`, `String`, `Bytes`, ...) accept;
+    /// a larger one is answered with 413. Default: axum's, 2 MiB.
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = Some(bytes);
+        self
+    }
+
+    /// Wraps every route of controller `C` in `layer`, inside its `#[middleware]` layers: the
+    /// same as `#[middleware(layer)]` on its struct, written in code.
+    pub fn layer_for<C, L>(mut self, layer: L) -> Self
+    where
+        C: Controller,
+        L: tower_layer::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
+        L::Service: tower_service::Service<axum::extract::Request> + Clone + Send + Sync + 'static,
+        <L::Service as tower_service::Service<axum::extract::Request>>::Response:
+            axum::response::IntoResponse + 'static,
+        <L::Service as tower_service::Service<axum::extract::Request>>::Error: Into<std::convert::Infallible> + 'static,
+        <L::Service as tower_service::Service<axum::extract::Request>>::Future: Send + 'static,
+    {
+        self.layers.push((TypeId::of::<C>(), Box::new(move |router: Router| router.layer(layer))));
+        self
+    }
+
+    /// Checks every route and builds the router: controllers' routes, each controller wrapped
+    /// in its layers, all of them in one [`ContextLayer`].
+    ///
+    /// # Errors
+    ///
+    /// [`RouteError`] if two routes clash or overlap, a path is invalid or a controller is not in
+    /// the App; every problem found is reported.
+    pub fn build(mut self) -> Result<Router, RouteError> {
+        // One group per controller, in type-name order so that errors read the same every run.
+        let mut groups: BTreeMap<&'static str, Vec<&'static ControllerRoutes>> = BTreeMap::new();
+        for entry in inventory::iter::<ControllerRoutes> {
+            groups.entry((entry.type_name)()).or_default().push(entry);
+        }
+        let mut errors = Vec::new();
+        let mut controllers = Vec::new();
+        for (controller, entries) in groups {
+            let first = entries[0];
+            let mut routes = Routes { app: &self.app, prefix: first.prefix, controller, defs: Vec::new() };
+            for entry in &entries {
+                match (entry.routes)(&mut routes) {
+                    Ok(()) => {}
+                    // A controller the App was built without (a test App, `without_inventory`)
+                    // is not served.
+                    Err(DiError::NotFound { .. }) => continue,
+                    Err(source) => errors.push(RouteError::Controller { controller, source }),
+                }
+            }
+            if !routes.defs.is_empty() {
+                controllers.push(((first.type_id)(), first.layers, routes.defs));
+            }
+        }
+        check_routes(controllers.iter().flat_map(|(_, _, defs)| defs), &mut errors);
+        if !errors.is_empty() {
+            return Err(if errors.len() == 1 { errors.remove(0) } else { RouteError::Several(errors) });
+        }
+
+        let mut router = Router::new();
+        for (type_id, layers, defs) in controllers {
+            let mut sub = Router::new();
+            for def in defs {
+                sub = sub.route(&def.path, def.router);
+            }
+            let mut i = 0;
+            while i < self.layers.len() {
+                if self.layers[i].0 == type_id {
+                    let (_, layer) = self.layers.remove(i);
+                    sub = layer(sub);
+                } else {
+                    i += 1;
+                }
+            }
+            router = router.merge(layers(sub));
+        }
+        if let Some(limit) = self.body_limit {
+            router = router.layer(DefaultBodyLimit::max(limit));
+        }
+        Ok(router.layer(ContextLayer::new(self.app)))
+    }
+}
+
+/// Finds clashing and overlapping routes and invalid paths before axum sees them (axum would
+/// panic without naming the handlers).
+fn check_routes<'a>(defs: impl Iterator<Item = &'a RouteDef>, errors: &mut Vec<RouteError>) {
+    // Key: the path with capture names erased; value: the raw path and its handlers by method.
+    let mut seen: BTreeMap<String, (&str, &str, BTreeMap<&str, &str>)> = BTreeMap::new();
+    for def in defs {
+        if let Err(reason) = check_path(&def.path) {
+            errors.push(RouteError::BadPath { path: def.path.clone(), handler: def.handler.clone(), reason });
+            continue;
+        }
+        let (path, first_handler, methods) =
+            seen.entry(shape(&def.path)).or_insert_with(|| (&def.path, &def.handler, BTreeMap::new()));
+        if *path != def.path {
+            errors.push(RouteError::Overlap {
+                path: def.path.clone(),
+                other: (*path).to_owned(),
+                first: (*first_handler).to_owned(),
+                second: def.handler.clone(),
+            });
+            continue;
+        }
+        if let Some(first) = methods.insert(def.http_method, &def.handler) {
+            errors.push(RouteError::Clash {
+                http_method: def.http_method.to_owned(),
+                path: def.path.clone(),
+                first: first.to_owned(),
+                second: def.handler.clone(),
+            });
+        }
+    }
+}
+
+/// `/users/{id}/todos/{*rest}` -> `/users/{}/todos/{*}`.
+fn shape(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut capture = None::<bool>;
+    for c in path.chars() {
+        match (c, capture) {
+            ('{', None) => {
+                out.push('{');
+                capture = Some(true);
+            }
+            ('*', Some(true)) => {
+                out.push('*');
+                capture = Some(false);
+            }
+            ('}', Some(_)) => {
+                out.push('}');
+                capture = None;
+            }
+            (_, Some(_)) => capture = Some(false),
+            (c, None) => out.push(c),
+        }
+    }
+    out
+}
+
+/// The rules of axum 0.8's router, checked here so that a bad path names its handler.
+fn check_path(path: &str) -> Result<(), String> {
+    if !path.starts_with('/') {
+        return Err("a route path starts with `/`".into());
+    }
+    let segments: Vec<&str> = path.split('/').skip(1).collect();
+    for (i, segment) in segments.iter().enumerate() {
+        if segment.starts_with(':') || segment.starts_with('*') {
+            return Err(format!("`{segment}` is the old capture syntax; axum 0.8 writes `{{name}}` and `{{*name}}`"));
+        }
+        let opens = segment.matches('{').count();
+        let closes = segment.matches('}').count();
+        if opens != closes || opens > 1 {
+            return Err(format!("segment `{segment}` holds unbalanced or several captures"));
+        }
+        if let Some(inner) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+            let name = inner.strip_prefix('*').unwrap_or(inner);
+            if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                return Err(format!("capture `{segment}` needs a name of letters, digits and `_`"));
+            }
+            if inner.starts_with('*') && i + 1 != segments.len() {
+                return Err(format!("the catch-all `{segment}` must be the last segment"));
+            }
+        } else if opens == 1 {
+            return Err(format!("capture in `{segment}` must be the whole segment"));
+        }
+    }
+    Ok(())
+}
+
+/// The router of every controller of `app`, each request in its own context scope.
+///
+/// Merge it with your own routes and layers as any axum `Router`; wrap the merged router in a
+/// [`ContextLayer`] to give your own routes scopes too (the controllers' routes keep the one
+/// they have).
+///
+/// # Panics
+///
+/// Panics with the [`RouteError`] message if two routes clash or a path is invalid, like axum
+/// does on a conflicting `route`; use [`RouterBuilder::build`] to handle it.
+pub fn router(app: &App) -> Router {
+    match RouterBuilder::new(app).build() {
+        Ok(router) => router,
+        Err(err) => panic!("{err}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn join_drops_doubled_and_trailing_slashes() {
+        assert_eq!(join("", "/a"), "/a");
+        assert_eq!(join("/todos", "/"), "/todos");
+        assert_eq!(join("/todos/", "/{id}"), "/todos/{id}");
+        assert_eq!(join("", "/"), "/");
+    }
+
+    #[test]
+    fn shape_erases_capture_names() {
+        assert_eq!(shape("/u/{id}/t/{*rest}"), "/u/{}/t/{*}");
+        assert_eq!(shape("/u/{name}/t/{*all}"), "/u/{}/t/{*}");
+        assert_eq!(shape("/plain"), "/plain");
+    }
+
+    #[test]
+    fn check_path_names_what_is_wrong() {
+        assert!(check_path("/u/{id}/t/{*rest}").is_ok());
+        assert!(check_path("u").unwrap_err().contains("starts with"));
+        assert!(check_path("/u/:id").unwrap_err().contains("old capture syntax"));
+        assert!(check_path("/u/{id").unwrap_err().contains("unbalanced"));
+        assert!(check_path("/u/{}").unwrap_err().contains("needs a name"));
+        assert!(check_path("/u/{*rest}/x").unwrap_err().contains("last segment"));
+        assert!(check_path("/u/x{id}").unwrap_err().contains("whole segment"));
+    }
+}

@@ -1,0 +1,376 @@
+//! One context scope per request: [`ContextLayer`], and the request head as a context object.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::fmt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+
+use di_core::{AnyArc, App, ContextFuture, ContextProto, DiError, Proto, ProtoDescriptor, Resolver, Scope};
+use http::{Extensions, HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri, Version};
+use tokio::task::futures::TaskLocalFuture;
+use tracing::instrument::{Instrument, Instrumented};
+
+/// The header a request id is read from.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+tokio::task_local! {
+    static HEAD: Arc<RequestHead>;
+}
+
+/// The id of a request: its `x-request-id` header, or one generated for it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RequestId(Repr);
+
+#[derive(Clone, PartialEq, Eq)]
+enum Repr {
+    Header(HeaderValue),
+    /// A thread's prefix and its counter: unique in the process, with no shared counter on the
+    /// request path.
+    Generated(u64, u64),
+}
+
+impl RequestId {
+    /// The id a request's headers carry, or a new one.
+    fn of(headers: &HeaderMap) -> Self {
+        match headers.get(REQUEST_ID_HEADER) {
+            Some(value) if !value.is_empty() && value.len() <= 128 && value.to_str().is_ok() => {
+                RequestId(Repr::Header(value.clone()))
+            }
+            _ => RequestId::generate(),
+        }
+    }
+
+    fn generate() -> Self {
+        static THREADS: AtomicU64 = AtomicU64::new(1);
+        thread_local! {
+            static NEXT: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+        }
+        NEXT.with(|next| {
+            let (mut prefix, n) = next.get();
+            if prefix == 0 {
+                prefix = THREADS.fetch_add(1, Ordering::Relaxed);
+            }
+            next.set((prefix, n + 1));
+            RequestId(Repr::Generated(prefix, n))
+        })
+    }
+
+    /// Whether the id came from the request's `x-request-id` header.
+    pub fn is_from_header(&self) -> bool {
+        matches!(self.0, Repr::Header(_))
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            // Checked to be visible ASCII when read.
+            Repr::Header(value) => f.write_str(value.to_str().unwrap_or_default()),
+            Repr::Generated(prefix, n) => write!(f, "{prefix:x}-{n:x}"),
+        }
+    }
+}
+
+impl fmt::Debug for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RequestId({self})")
+    }
+}
+
+/// The head of the current request (method, URI, headers, extensions), its id and, once the
+/// handler has answered, the response status: a context object every context proto can inject
+/// (`#[inject] head: Arc<RequestHead>`) and every singleton can reach
+/// (`#[inject] head: ContextRef<RequestHead>`).
+///
+/// Available in scopes opened by [`ContextLayer`] (every controller route), in the tasks that
+/// serve the request. A task started with `di_core::spawn` gets it only if the request resolved
+/// it before.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::context_proto;
+/// use di_http::RequestHead;
+///
+/// /// Per request: tags log lines with the request id.
+/// #[context_proto]
+/// pub struct Tracer {
+///     #[inject]
+///     head: Arc<RequestHead>,
+/// }
+/// impl Tracer {
+///     pub fn line(&self, msg: &str) -> String {
+///         format!("[{}] {} {}: {msg}", self.head.id(), self.head.method(), self.head.uri().path())
+///     }
+/// }
+/// ```
+pub struct RequestHead {
+    method: Method,
+    uri: Uri,
+    version: Version,
+    headers: HeaderMap,
+    extensions: Extensions,
+    id: RequestId,
+    status: OnceLock<StatusCode>,
+}
+
+impl RequestHead {
+    fn of<B>(req: &Request<B>) -> Self {
+        RequestHead {
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            version: req.version(),
+            headers: req.headers().clone(),
+            extensions: req.extensions().clone(),
+            id: RequestId::of(req.headers()),
+            status: OnceLock::new(),
+        }
+    }
+
+    /// The request method.
+    pub fn method(&self) -> &Method {
+        &self.method
+    }
+
+    /// The request URI.
+    pub fn uri(&self) -> &Uri {
+        &self.uri
+    }
+
+    /// The HTTP version.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// The request headers.
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    /// The request extensions, as they were when the request entered the [`ContextLayer`].
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+
+    /// The request id: `x-request-id`, or generated. Also recorded on the request's span.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// The status of the response, once the handler has answered (500 if it panicked); `None`
+    /// before, or if the request was cancelled (the client went away). Destroy hooks read it to
+    /// tell a request that succeeded from one that failed.
+    pub fn response_status(&self) -> Option<StatusCode> {
+        self.status.get().copied()
+    }
+
+    /// Whether the handler answered with a 1xx, 2xx or 3xx status.
+    pub fn succeeded(&self) -> bool {
+        self.response_status().is_some_and(|s| !s.is_client_error() && !s.is_server_error())
+    }
+}
+
+impl fmt::Debug for RequestHead {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestHead")
+            .field("id", &self.id)
+            .field("method", &self.method)
+            .field("uri", &self.uri)
+            .field("status", &self.status.get())
+            .finish_non_exhaustive()
+    }
+}
+
+fn head_factory(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    HEAD.try_with(|head| Arc::clone(head) as AnyArc).map_err(|_| {
+        DiError::construction::<RequestHead>(
+            "requestHead",
+            "there is no request: RequestHead exists in scopes opened by di_http::ContextLayer, in the request's own task",
+        )
+    })
+}
+
+fn cast_head(obj: AnyArc) -> Box<dyn Any + Send> {
+    di_core::cast_to::<RequestHead>(obj)
+}
+
+const HEAD_DESCRIPTOR: ProtoDescriptor =
+    ProtoDescriptor::new::<RequestHead>("requestHead", Scope::Context, head_factory, cast_head);
+
+inventory::submit! { HEAD_DESCRIPTOR }
+
+impl Proto for RequestHead {
+    fn descriptor() -> &'static ProtoDescriptor {
+        static DESCRIPTOR: ProtoDescriptor = HEAD_DESCRIPTOR;
+        &DESCRIPTOR
+    }
+}
+impl ContextProto for RequestHead {}
+
+/// A tower layer that runs each request in its own context scope of an [`App`], with the
+/// [`RequestHead`] as a context object and a `tracing` span named `request` carrying its id.
+///
+/// A panic in the inner service, or in a context object it builds, is answered with 500 and
+/// logged with `tracing::error!`; the scope is destroyed either way (also when the client goes
+/// away mid-request). [`router`](crate::router) puts every controller route in one; wrap your
+/// own routes in another.
+///
+/// # Examples
+///
+/// ```
+/// use axum::{Router, routing::get};
+/// use di_http::ContextLayer;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = di_core::App::builder().build().await?;
+/// let mine: Router = Router::new()
+///     .route("/ping", get(|| async { if di_core::in_scope() { "pong, in a scope" } else { "no scope" } }))
+///     .layer(ContextLayer::new(app.clone()));
+/// let service = di_http::router(&app).merge(mine);
+/// # let _ = service;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct ContextLayer {
+    app: App,
+}
+
+impl ContextLayer {
+    /// Scopes of `app`.
+    pub fn new(app: App) -> Self {
+        ContextLayer { app }
+    }
+}
+
+impl<S> tower_layer::Layer<S> for ContextLayer {
+    type Service = ContextService<S>;
+
+    fn layer(&self, inner: S) -> ContextService<S> {
+        ContextService { app: self.app.clone(), inner }
+    }
+}
+
+/// The service of a [`ContextLayer`].
+#[derive(Clone, Debug)]
+pub struct ContextService<S> {
+    app: App,
+    inner: S,
+}
+
+impl<S, B, RB> tower_service::Service<Request<B>> for ContextService<S>
+where
+    S: tower_service::Service<Request<B>, Response = Response<RB>>,
+    RB: Default,
+{
+    type Response = Response<RB>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let head = Arc::new(RequestHead::of(&req));
+        let span = tracing::info_span!("request", id = %head.id, method = %head.method, path = %head.uri.path());
+        let inner = CatchPanic { inner: self.inner.call(req), head: Some(Arc::clone(&head)) };
+        let scoped = HEAD.scope(Arc::clone(&head), CatchPanic { inner: self.app.run_in_context(inner), head: None });
+        ResponseFuture { inner: scoped.instrument(span) }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of a [`ContextService`].
+    pub struct ResponseFuture<F: Future>
+    where
+        F::Output: PanicResponse,
+    {
+        #[pin]
+        inner: Instrumented<TaskLocalFuture<Arc<RequestHead>, CatchPanic<ContextFuture<CatchPanic<F>>>>>,
+    }
+}
+
+impl<F: Future<Output: PanicResponse>> fmt::Debug for ResponseFuture<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
+impl<F: Future<Output: PanicResponse>> Future for ResponseFuture<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().inner.poll(cx)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Answers a panic of `inner` with 500. With a `head`, inside the scope: records the
+    /// response status for destroy hooks. Without, around the scope: covers its destroy hooks.
+    #[doc(hidden)]
+    pub struct CatchPanic<F> {
+        #[pin]
+        inner: F,
+        head: Option<Arc<RequestHead>>,
+    }
+}
+
+/// What a service answers when it panicked: 500 with an empty body.
+#[doc(hidden)]
+pub trait PanicResponse {
+    /// The 500 response.
+    fn internal_error() -> Self;
+    /// The status, if this is a response.
+    fn status(&self) -> Option<StatusCode>;
+}
+
+impl<RB: Default, E> PanicResponse for Result<Response<RB>, E> {
+    fn internal_error() -> Self {
+        let mut response = Response::new(RB::default());
+        *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+        Ok(response)
+    }
+
+    fn status(&self) -> Option<StatusCode> {
+        self.as_ref().ok().map(Response::status)
+    }
+}
+
+impl<F: Future<Output: PanicResponse>> Future for CatchPanic<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let inner = this.inner;
+        let out = match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(out)) => out,
+            Err(panic) => {
+                let message = panic_message(&*panic);
+                match this.head {
+                    Some(_) => tracing::error!(panic = %message, "request handler panicked; answering 500"),
+                    None => tracing::error!(panic = %message, "ending the request's context scope panicked"),
+                }
+                F::Output::internal_error()
+            }
+        };
+        if let (Some(head), Some(status)) = (this.head, out.status()) {
+            let _ = head.status.set(status);
+        }
+        Poll::Ready(out)
+    }
+}
+
+fn panic_message(panic: &(dyn Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&'static str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic with a non-string payload")
+}
