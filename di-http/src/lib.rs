@@ -83,6 +83,7 @@ pub use di_macros::{http_controller, http_routes};
 pub mod __private {
     pub use crate::controller::{Controller, ControllerRoutes, Routes};
     pub use ::axum::Router;
+    pub use ::axum::response::IntoResponse;
     pub use ::axum::routing::{MethodFilter, on};
     pub use ::di_core::__private::*;
 

@@ -84,6 +84,7 @@ fn parse(cx: &Ctxt, args: TokenStream, item: TokenStream) -> Option<RoutesItem> 
         cx.error_spanned_by(&item.generics, "a controller cannot be generic: the container builds one of it");
     }
     let mut handlers = Vec::new();
+    let mut any_route = false;
     for impl_item in &mut item.items {
         let syn::ImplItem::Fn(method) = impl_item else { continue };
         let routes = take_routes(cx, &mut method.attrs);
@@ -97,11 +98,12 @@ fn parse(cx: &Ctxt, args: TokenStream, item: TokenStream) -> Option<RoutesItem> 
             }
             continue;
         }
+        any_route = true;
         if let Some(handler) = handler(cx, &method.sig, routes, middleware) {
             handlers.push(handler);
         }
     }
-    if handlers.is_empty() && item.trait_.is_none() {
+    if !any_route && item.trait_.is_none() {
         cx.error_spanned_by(
             &item.self_ty,
             "no routes: mark methods with `#[get(\"/path\")]`, `#[post(..)]`, `#[put(..)]`, `#[delete(..)]`, \
@@ -237,10 +239,17 @@ fn expand(model: &RoutesItem) -> TokenStream {
         });
         let response_check =
             handler.output.as_ref().map(|ty| quote_spanned!(ty.span()=> __dih::assert_response::<#ty>();));
+        // Converted inside the block: a `-> impl IntoResponse` of a `&self` method captures the
+        // borrow of the controller (edition 2024), which must not outlive the block.
+        // A named return type is checked above and left as it is.
         let call = if handler.is_async {
             quote!(__di_c.#ident(#(#names),*).await)
         } else {
             quote!(__di_c.#ident(#(#names),*))
+        };
+        let call = match handler.output {
+            Some(_) => call,
+            None => quote!(__dih::IntoResponse::into_response(#call)),
         };
         let filter = syn::Ident::new(&route.http_method, route.attr_span);
         let http_method = &route.http_method;
