@@ -183,8 +183,12 @@ pub enum RouteError {
 pub struct RouterBuilder {
     app: App,
     body_limit: Option<usize>,
-    layers: Vec<(TypeId, Box<dyn FnOnce(Router) -> Router + Send>)>,
+    /// Layers by code: for one controller (`Some`), or around all of them (`None`).
+    layers: Vec<(Option<TypeId>, RouterFn)>,
 }
+
+/// A layer applied to a router, type-erased.
+type RouterFn = Box<dyn FnOnce(Router) -> Router + Send>;
 
 impl fmt::Debug for RouterBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -217,7 +221,22 @@ impl RouterBuilder {
         <L::Service as tower_service::Service<axum::extract::Request>>::Error: Into<std::convert::Infallible> + 'static,
         <L::Service as tower_service::Service<axum::extract::Request>>::Future: Send + 'static,
     {
-        self.layers.push((TypeId::of::<C>(), Box::new(move |router: Router| router.layer(layer))));
+        self.layers.push((Some(TypeId::of::<C>()), Box::new(move |router: Router| router.layer(layer))));
+        self
+    }
+
+    /// Wraps every controller route in `layer`, inside the request's context scope: middleware
+    /// that uses context objects (say, authentication filling a `CurrentUser`) goes here.
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower_layer::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
+        L::Service: tower_service::Service<axum::extract::Request> + Clone + Send + Sync + 'static,
+        <L::Service as tower_service::Service<axum::extract::Request>>::Response:
+            axum::response::IntoResponse + 'static,
+        <L::Service as tower_service::Service<axum::extract::Request>>::Error: Into<std::convert::Infallible> + 'static,
+        <L::Service as tower_service::Service<axum::extract::Request>>::Future: Send + 'static,
+    {
+        self.layers.push((None, Box::new(move |router: Router| router.layer(layer))));
         self
     }
 
@@ -265,7 +284,7 @@ impl RouterBuilder {
             }
             let mut i = 0;
             while i < self.layers.len() {
-                if self.layers[i].0 == type_id {
+                if self.layers[i].0 == Some(type_id) {
                     let (_, layer) = self.layers.remove(i);
                     sub = layer(sub);
                 } else {
@@ -273,6 +292,12 @@ impl RouterBuilder {
                 }
             }
             router = router.merge(layers(sub));
+        }
+        // What is left: layers around every controller, and those for controllers not served.
+        for (target, layer) in self.layers {
+            if target.is_none() {
+                router = layer(router);
+            }
         }
         if let Some(limit) = self.body_limit {
             router = router.layer(DefaultBodyLimit::max(limit));

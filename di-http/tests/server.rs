@@ -15,8 +15,12 @@ use axum::response::Response;
 use axum::{Json, Router};
 use di_core::{App, ContextRef, context_proto, singleton_proto};
 use di_http::{RequestHead, Server, http_controller, http_routes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
+
+#[path = "../../tests/support/http_client.rs"]
+mod http_client;
+use http_client::send;
 
 /// Per App: how many `Counted` context objects were built and destroyed, and whether the App
 /// shut down.
@@ -204,43 +208,6 @@ async fn start() -> Running {
     Running { addr, app, stop: Some(stop), server }
 }
 
-/// One request on its own connection: the status, the headers (lower-case names) and the body.
-async fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let mut head = format!("{method} {path} HTTP/1.1\r\nhost: test\r\nconnection: close\r\n");
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
-    stream.write_all(head.as_bytes()).await.unwrap();
-    // A server may answer (413) before reading the whole body, and close.
-    let _ = stream.write_all(body).await;
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.unwrap();
-    Reply::parse(&raw)
-}
-
-#[derive(Debug)]
-struct Reply {
-    status: u16,
-    headers: HashMap<String, String>,
-    body: String,
-}
-
-impl Reply {
-    fn parse(raw: &[u8]) -> Reply {
-        let text = String::from_utf8_lossy(raw);
-        let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no response head in {text:?}"));
-        let mut lines = head.lines();
-        let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
-        let headers = lines
-            .filter_map(|l| l.split_once(':'))
-            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-            .collect();
-        Reply { status, headers, body: body.to_owned() }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn routes_extractors_and_middleware() {
     let server = start().await;
@@ -357,37 +324,31 @@ async fn request_head_outside_a_request_names_the_layer() {
     assert!(err.to_string().contains("di_http::ContextLayer"), "{err}");
 }
 
-/// A `tracing` writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+async fn in_scope_header(req: Request, next: Next) -> Response {
+    let in_scope = di_core::in_scope();
+    let mut res = next.run(req).await;
+    res.headers_mut().insert("x-in-scope", HeaderValue::from_static(if in_scope { "yes" } else { "no" }));
+    res
 }
 
-#[test]
-fn a_panic_is_logged_in_the_span_of_its_request_id() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt().with_ansi(false).with_writer(move || writer.clone()).finish();
-    // One thread, so that the subscriber set for it sees the server's work too.
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    tracing::subscriber::with_default(subscriber, || {
-        runtime.block_on(async {
-            let server = start().await;
-            let reply = send(server.addr, "GET", "/echo/panic", &[("x-request-id", "trace-me-42")], b"").await;
-            assert_eq!(reply.status, 500);
-        });
-    });
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
-    let line = logs.lines().find(|l| l.contains("request handler panicked")).unwrap_or_else(|| panic!("{logs}"));
-    assert!(line.contains("ERROR"), "{line}");
-    assert!(line.contains("request{id=trace-me-42 method=GET path=/echo/panic}"), "{line}");
-    assert!(line.contains("handler gave up"), "{line}");
+async fn tag_by_code(req: Request, next: Next) -> Response {
+    let mut res = next.run(req).await;
+    res.headers_mut().insert("x-by-code", HeaderValue::from_static("echo"));
+    res
+}
+
+#[tokio::test]
+async fn layers_by_code_wrap_one_controller_or_all_inside_the_scope() {
+    use tower::ServiceExt;
+    let app = App::builder().build().await.unwrap();
+    let router = di_http::RouterBuilder::new(&app)
+        .layer_for::<EchoController, _>(from_fn(tag_by_code))
+        .layer(from_fn(in_scope_header))
+        .build()
+        .unwrap();
+    let request = axum::http::Request::get("/echo/items/1").body(axum::body::Body::empty()).unwrap();
+    let response = router.oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers().get("x-by-code").unwrap(), "echo");
+    assert_eq!(response.headers().get("x-in-scope").unwrap(), "yes");
 }

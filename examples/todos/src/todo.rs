@@ -1,0 +1,326 @@
+//! Todos: the repository (SQL), the service (rules) and the controller (HTTP).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Json;
+use axum::extract::{Path, Request};
+use axum::http::StatusCode;
+use axum::middleware::{Next, from_fn};
+use axum::response::{IntoResponse, Response};
+use di_core::{ContextRef, context_proto, singleton_proto};
+use di_http::{RequestHead, http_controller, http_routes};
+use rusqlite::{OptionalExtension, Row, params};
+use serde::{Deserialize, Serialize};
+
+use crate::db::{DbError, UnitOfWork};
+
+/// A todo of a user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Todo {
+    /// Its id, unique across users.
+    pub id: i64,
+    /// What to do.
+    pub title: String,
+    /// Whether it is done.
+    pub done: bool,
+}
+
+impl Todo {
+    fn from_row(row: &Row<'_>) -> rusqlite::Result<Todo> {
+        Ok(Todo { id: row.get(0)?, title: row.get(1)?, done: row.get(2)? })
+    }
+}
+
+/// The body of `POST /users/{user}/todos`.
+#[derive(Debug, Deserialize)]
+pub struct NewTodo {
+    /// What to do: 1 to 200 characters.
+    pub title: String,
+}
+
+/// The body of `PATCH /users/{user}/todos/{id}`.
+#[derive(Debug, Deserialize)]
+pub struct TodoPatch {
+    /// Done or not.
+    pub done: bool,
+}
+
+/// Per request: the request id and what the request did, logged when it ends.
+#[context_proto(destroy = summary)]
+#[derive(Debug)]
+pub struct RequestTracer {
+    #[inject]
+    head: Arc<RequestHead>,
+    events: std::sync::Mutex<Vec<String>>,
+}
+
+impl RequestTracer {
+    /// Records an event of this request.
+    pub fn event(&self, event: String) {
+        tracing::debug!(request_id = %self.head.id(), "{event}");
+        self.events.lock().unwrap_or_else(|e| e.into_inner()).push(event);
+    }
+
+    /// The request id, for error bodies.
+    pub fn request_id(&self) -> String {
+        self.head.id().to_string()
+    }
+
+    async fn summary(&self) {
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        tracing::info!(status = ?self.head.response_status(), events = ?*events, "request done");
+    }
+}
+
+/// The todos table.
+#[singleton_proto]
+#[derive(Debug)]
+pub struct TodoRepository {
+    #[inject]
+    uow: ContextRef<UnitOfWork>,
+}
+
+impl TodoRepository {
+    async fn list(&self, user: &str) -> Result<Vec<Todo>, DbError> {
+        self.uow
+            .get()
+            .run("listing todos", |conn| {
+                let mut stmt = conn.prepare_cached("SELECT id, title, done FROM todos WHERE user = ?1 ORDER BY id")?;
+                stmt.query_map(params![user], Todo::from_row)?.collect()
+            })
+            .await
+    }
+
+    async fn get(&self, user: &str, id: i64) -> Result<Option<Todo>, DbError> {
+        self.uow
+            .get()
+            .run("reading a todo", |conn| {
+                conn.query_row(
+                    "SELECT id, title, done FROM todos WHERE user = ?1 AND id = ?2",
+                    params![user, id],
+                    Todo::from_row,
+                )
+                .optional()
+            })
+            .await
+    }
+
+    async fn insert(&self, user: &str, title: &str) -> Result<Todo, DbError> {
+        self.uow
+            .get()
+            .run("inserting a todo", |conn| {
+                conn.execute("INSERT INTO todos (user, title) VALUES (?1, ?2)", params![user, title])?;
+                Ok(Todo { id: conn.last_insert_rowid(), title: title.to_owned(), done: false })
+            })
+            .await
+    }
+
+    async fn set_done(&self, user: &str, id: i64, done: bool) -> Result<bool, DbError> {
+        self.uow
+            .get()
+            .run("updating a todo", |conn| {
+                conn.execute("UPDATE todos SET done = ?3 WHERE user = ?1 AND id = ?2", params![user, id, done])
+            })
+            .await
+            .map(|n| n == 1)
+    }
+
+    async fn delete(&self, user: &str, id: i64) -> Result<bool, DbError> {
+        self.uow
+            .get()
+            .run("deleting a todo", |conn| {
+                conn.execute("DELETE FROM todos WHERE user = ?1 AND id = ?2", params![user, id])
+            })
+            .await
+            .map(|n| n == 1)
+    }
+}
+
+/// What can go wrong, as the API answers it.
+#[derive(Debug, thiserror::Error)]
+pub enum TodoError {
+    /// The input breaks a rule.
+    #[error("{0}")]
+    Invalid(String),
+    /// No such todo for this user.
+    #[error("todo {0} not found")]
+    NotFound(i64),
+    /// The database failed.
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+/// A [`TodoError`] answered with its status and a JSON body naming the request.
+#[derive(Debug)]
+pub struct ApiError {
+    error: TodoError,
+    request_id: String,
+}
+
+/// The JSON body of an error.
+#[derive(Serialize)]
+struct ErrorBody {
+    error: String,
+    request_id: String,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = match self.error {
+            TodoError::Invalid(_) => StatusCode::BAD_REQUEST,
+            TodoError::NotFound(_) => StatusCode::NOT_FOUND,
+            TodoError::Db(ref err) => {
+                tracing::error!(%err, "database error");
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        };
+        (status, Json(ErrorBody { error: self.error.to_string(), request_id: self.request_id })).into_response()
+    }
+}
+
+/// The rules: titles are 1 to 200 characters; a batch is saved whole or not at all.
+#[singleton_proto]
+#[derive(Debug)]
+pub struct TodoService {
+    #[inject]
+    repo: Arc<TodoRepository>,
+    #[inject]
+    tracer: ContextRef<RequestTracer>,
+}
+
+impl TodoService {
+    fn check_title(title: &str) -> Result<&str, TodoError> {
+        let title = title.trim();
+        match title.chars().count() {
+            0 => Err(TodoError::Invalid("a title cannot be empty".into())),
+            1..=200 => Ok(title),
+            n => Err(TodoError::Invalid(format!("a title has at most 200 characters, not {n}"))),
+        }
+    }
+
+    /// Adds one todo.
+    pub async fn create(&self, user: &str, title: &str) -> Result<Todo, TodoError> {
+        let todo = self.repo.insert(user, Self::check_title(title)?).await?;
+        self.tracer.get().event(format!("created todo {} for {user}", todo.id));
+        Ok(todo)
+    }
+
+    /// Adds several todos: every one, or (on the first invalid title) none, since the unit of
+    /// work rolls back the ones already inserted.
+    pub async fn create_all(&self, user: &str, titles: &[NewTodo]) -> Result<Vec<Todo>, TodoError> {
+        let mut created = Vec::with_capacity(titles.len());
+        for new in titles {
+            created.push(self.create(user, &new.title).await?);
+        }
+        Ok(created)
+    }
+
+    /// The todos of `user`, oldest first.
+    pub async fn list(&self, user: &str) -> Result<Vec<Todo>, TodoError> {
+        Ok(self.repo.list(user).await?)
+    }
+
+    /// One todo.
+    pub async fn get(&self, user: &str, id: i64) -> Result<Todo, TodoError> {
+        self.repo.get(user, id).await?.ok_or(TodoError::NotFound(id))
+    }
+
+    /// Marks a todo done or not.
+    pub async fn set_done(&self, user: &str, id: i64, done: bool) -> Result<Todo, TodoError> {
+        if !self.repo.set_done(user, id, done).await? {
+            return Err(TodoError::NotFound(id));
+        }
+        self.tracer.get().event(format!("todo {id} done={done}"));
+        self.get(user, id).await
+    }
+
+    /// Deletes a todo.
+    pub async fn delete(&self, user: &str, id: i64) -> Result<(), TodoError> {
+        if !self.repo.delete(user, id).await? {
+            return Err(TodoError::NotFound(id));
+        }
+        self.tracer.get().event(format!("deleted todo {id}"));
+        Ok(())
+    }
+
+    fn api_error(&self, error: TodoError) -> ApiError {
+        ApiError { error, request_id: self.tracer.get().request_id() }
+    }
+}
+
+/// Logs how long each todo request took (per-controller middleware).
+async fn timing(req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let response = next.run(req).await;
+    tracing::info!(status = response.status().as_u16(), elapsed_us = started.elapsed().as_micros() as u64, "answered");
+    response
+}
+
+/// `/users/{user}/todos`: the todos of one user.
+#[http_controller(path = "/users/{user}/todos")]
+#[middleware(from_fn(timing))]
+#[derive(Debug)]
+pub struct TodoController {
+    #[inject]
+    service: Arc<TodoService>,
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+#[http_routes]
+impl TodoController {
+    #[get("/")]
+    async fn list(&self, Path(user): Path<String>) -> ApiResult<Json<Vec<Todo>>> {
+        self.service.list(&user).await.map(Json).map_err(|e| self.service.api_error(e))
+    }
+
+    #[post("/")]
+    async fn create(&self, Path(user): Path<String>, Json(new): Json<NewTodo>) -> ApiResult<(StatusCode, Json<Todo>)> {
+        let todo = self.service.create(&user, &new.title).await.map_err(|e| self.service.api_error(e))?;
+        Ok((StatusCode::CREATED, Json(todo)))
+    }
+
+    /// All or nothing: one invalid title and none is saved.
+    #[post("/batch")]
+    async fn create_all(
+        &self,
+        Path(user): Path<String>,
+        Json(new): Json<Vec<NewTodo>>,
+    ) -> ApiResult<(StatusCode, Json<Vec<Todo>>)> {
+        let todos = self.service.create_all(&user, &new).await.map_err(|e| self.service.api_error(e))?;
+        Ok((StatusCode::CREATED, Json(todos)))
+    }
+
+    #[get("/{id}")]
+    async fn get(&self, Path((user, id)): Path<(String, i64)>) -> ApiResult<Json<Todo>> {
+        self.service.get(&user, id).await.map(Json).map_err(|e| self.service.api_error(e))
+    }
+
+    #[patch("/{id}")]
+    async fn patch(
+        &self,
+        Path((user, id)): Path<(String, i64)>,
+        Json(patch): Json<TodoPatch>,
+    ) -> ApiResult<Json<Todo>> {
+        self.service.set_done(&user, id, patch.done).await.map(Json).map_err(|e| self.service.api_error(e))
+    }
+
+    #[delete("/{id}")]
+    async fn delete(&self, Path((user, id)): Path<(String, i64)>) -> ApiResult<StatusCode> {
+        self.service.delete(&user, id).await.map(|()| StatusCode::NO_CONTENT).map_err(|e| self.service.api_error(e))
+    }
+}
+
+/// `/health`: answers without touching the database.
+#[http_controller]
+#[derive(Debug)]
+pub struct HealthController;
+
+#[http_routes]
+impl HealthController {
+    #[get("/health")]
+    fn health(&self) -> &'static str {
+        "ok"
+    }
+}
