@@ -88,7 +88,8 @@ pub struct ReadmeDoctests;
 pub mod __private {
     pub use crate::controller::{Controller, ControllerRoutes, Routes};
     pub use ::axum::Router;
-    pub use ::axum::response::IntoResponse;
+    pub use ::axum::extract::State;
+    pub use ::axum::response::{IntoResponse, Response};
     pub use ::axum::routing::{MethodFilter, on};
     pub use ::di_core::__private::*;
 
@@ -96,6 +97,4 @@ pub mod __private {
     pub fn assert_parts_extractor<T: ::axum::extract::FromRequestParts<()>>() {}
     /// Spanned at the last argument of a route method: it may read the body.
     pub fn assert_last_extractor<T: ::axum::extract::FromRequest<(), M>, M>() {}
-    /// Spanned at the return type of a route method.
-    pub fn assert_response<T: ::axum::response::IntoResponse>() {}
 }

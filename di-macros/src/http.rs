@@ -204,8 +204,8 @@ fn handler(cx: &Ctxt, sig: &syn::Signature, routes: Vec<Route>, middleware: Vec<
         }
     }
     let output = match &sig.output {
-        syn::ReturnType::Type(_, ty) if !contains_impl_trait(ty) => Some((**ty).clone()),
-        _ => None,
+        syn::ReturnType::Type(_, ty) => Some((**ty).clone()),
+        syn::ReturnType::Default => None,
     };
     ok.then(|| Handler {
         ident: sig.ident.clone(),
@@ -215,10 +215,6 @@ fn handler(cx: &Ctxt, sig: &syn::Signature, routes: Vec<Route>, middleware: Vec<
         output,
         middleware,
     })
-}
-
-fn contains_impl_trait(ty: &syn::Type) -> bool {
-    quote!(#ty).into_iter().any(|t| matches!(t, proc_macro2::TokenTree::Ident(i) if i == "impl"))
 }
 
 fn expand(model: &RoutesItem) -> TokenStream {
@@ -237,19 +233,15 @@ fn expand(model: &RoutesItem) -> TokenStream {
                 quote_spanned!(ty.span()=> __dih::assert_parts_extractor::<#ty>();)
             }
         });
-        let response_check =
-            handler.output.as_ref().map(|ty| quote_spanned!(ty.span()=> __dih::assert_response::<#ty>();));
+        // Spanned at the return type, so a type that is no response is reported there.
+        let span = handler.output.as_ref().map_or_else(|| ident.span(), Spanned::span);
+        let respond = quote_spanned!(span=> __dih::IntoResponse::into_response);
         // Converted inside the block: a `-> impl IntoResponse` of a `&self` method captures the
         // borrow of the controller (edition 2024), which must not outlive the block.
-        // A named return type is checked above and left as it is.
         let call = if handler.is_async {
             quote!(__di_c.#ident(#(#names),*).await)
         } else {
             quote!(__di_c.#ident(#(#names),*))
-        };
-        let call = match handler.output {
-            Some(_) => call,
-            None => quote!(__dih::IntoResponse::into_response(#call)),
         };
         let filter = syn::Ident::new(&route.http_method, route.attr_span);
         let http_method = &route.http_method;
@@ -259,12 +251,16 @@ fn expand(model: &RoutesItem) -> TokenStream {
         quote! {
             {
                 #(#checks)*
-                #response_check
-                let __di_c = __dih::Arc::clone(__di_this);
-                let __di_m = __dih::on(
-                    __dih::MethodFilter::#filter,
-                    move |#(#names: #types),*| async move { #call },
-                );
+                // A fn item, not a closure: a compile error about it names the method, not a
+                // closure at a file path. The response is built inside, where the controller
+                // is still borrowed (an `impl IntoResponse` of a `&self` method captures it).
+                async fn #ident(
+                    __dih::State(__di_c): __dih::State<__dih::Arc<#self_ty>>,
+                    #(#names: #types),*
+                ) -> __dih::Response {
+                    #respond(#call)
+                }
+                let __di_m = __dih::on(__dih::MethodFilter::#filter, #ident).with_state(__dih::Arc::clone(__di_this));
                 __di_routes.add(#http_method, #path, #fn_name, __di_m #(.layer(#layers))*);
             }
         }
