@@ -107,3 +107,4 @@ pub fn module(spec: Spec) -> String {
     }
     s
 }
+pub mod tegg;

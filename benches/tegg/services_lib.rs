@@ -1,0 +1,5 @@
+//! A share of the generated services of tegg's benchmark (see `di_codegen::tegg`).
+
+#![allow(missing_docs, missing_debug_implementations)]
+
+include!(concat!(env!("OUT_DIR"), "/services.rs"));
