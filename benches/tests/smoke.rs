@@ -1,0 +1,56 @@
+//! The bench binaries run, at N = 10 for about a second, and print their JSON lines. No figure
+//! is asserted: the machine is shared and noisy; RESULTS.md has the measurements.
+
+use std::process::Command;
+
+use benches::stats::field;
+
+fn run(bin: &str, args: &[&str]) -> Vec<String> {
+    let out = Command::new(bin).args(args).output().expect("the binary runs");
+    let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
+    assert!(out.status.success(), "{bin} {args:?} failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    stdout.lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn tegg_bench_prints_a_line_per_flavour_and_touch() {
+    let lines = run(env!("CARGO_BIN_EXE_tegg-bench"), &["--n", "10", "--driver", "inproc", "--seconds", "0.15"]);
+    assert_eq!(lines.len(), 6, "{lines:#?}");
+    for flavour in ["singleton", "context", "handwired"] {
+        for touch in ["false", "true"] {
+            let line = lines
+                .iter()
+                .find(|l| field(l, "flavour") == Some(flavour) && field(l, "touch") == Some(touch))
+                .unwrap_or_else(|| panic!("no line for {flavour} touch={touch}: {lines:#?}"));
+            assert_eq!(field(line, "n"), Some("10"));
+            assert_eq!(field(line, "driver"), Some("inproc"));
+            for key in ["rps", "p50_us", "p99_us", "allocs_per_req", "bytes_per_req"] {
+                let value: f64 =
+                    field(line, key).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{key} in {line}"));
+                assert!(value > 0.0, "{key} in {line}");
+            }
+        }
+    }
+}
+
+#[test]
+fn tegg_bench_names_the_n_a_build_serves() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tegg-bench")).args(["--n", "7"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--n 7: this build serves N in [1, 10, 100]"));
+}
+
+#[test]
+fn context_overhead_prints_penalties_and_writes_its_chart() {
+    let dir = std::env::temp_dir().join(format!("context-overhead-smoke-{}", std::process::id()));
+    let lines = run(
+        env!("CARGO_BIN_EXE_context-overhead"),
+        &["--depths", "1,10", "--seconds", "0.1", "--results", dir.to_str().unwrap()],
+    );
+    let penalties: Vec<_> = lines.iter().filter(|l| field(l, "penalty_pct").is_some()).collect();
+    // Two depths in two shapes, and the two loops.
+    assert_eq!(penalties.len(), 6, "{lines:#?}");
+    let svg = std::fs::read_to_string(dir.join("penalty.svg")).unwrap();
+    assert!(svg.contains("koa + AsyncLocalStorage"));
+    let _ = std::fs::remove_dir_all(dir);
+}
