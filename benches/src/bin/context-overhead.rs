@@ -3,7 +3,7 @@
 //! scope, and a loop of awaits inside and outside one.
 //!
 //! ```sh
-//! cargo run --release -p benches --bin context-overhead -- [--seconds S] [--depths 1,5,..] [--results DIR]
+//! cargo run --release -p benches --bin context-overhead -- [--seconds S (default 1, per variant)] [--depths 1,5,..] [--results DIR]
 //! ```
 //!
 //! - `middleware`: a request goes through D tower layers, each awaiting the next (as a koa async
@@ -225,7 +225,7 @@ async fn loops(app: &App, yielding: bool, scope: bool, time: Duration) -> f64 {
 }
 
 fn main() -> ExitCode {
-    let mut seconds = 0.2;
+    let mut seconds = 1.0;
     let mut depths = DEPTHS.to_vec();
     let mut results = (std::env::args().len() == 1).then(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results"));
     let mut it = std::env::args().skip(1);
@@ -238,12 +238,12 @@ fn main() -> ExitCode {
         };
         if parsed.is_none() || depths.iter().any(|d| !DEPTHS.contains(d)) {
             eprintln!(
-                "usage: context-overhead [--seconds S (per round)] [--depths 1,5,10,15,20,30,50,100] [--results DIR]"
+                "usage: context-overhead [--seconds S (per variant)] [--depths 1,5,10,15,20,30,50,100] [--results DIR]"
             );
             return ExitCode::from(2);
         }
     }
-    let round = Duration::from_secs_f64(seconds / ROUNDS as f64 * 2.0).max(Duration::from_millis(5));
+    let round = Duration::from_secs_f64(seconds / ROUNDS as f64).max(Duration::from_millis(5));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
     let app = runtime.block_on(App::builder().without_inventory().build()).expect("an empty App");
     let mut lines = Vec::new();

@@ -282,8 +282,10 @@ fn ensure_wrk() -> bool {
         return true;
     }
     eprintln!("wrk not found; installing it with apt-get");
-    let _ = Command::new("apt-get").arg("update").status();
-    let _ = Command::new("apt-get").args(["install", "-y", "wrk"]).status();
+    // apt's output goes to stderr: stdout carries only JSON lines.
+    let apt = |args: &[&str]| Command::new("apt-get").args(args).stdout(std::io::stderr()).status();
+    let _ = apt(&["update"]);
+    let _ = apt(&["install", "-y", "wrk"]);
     runs()
 }
 
