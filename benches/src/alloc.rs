@@ -50,3 +50,39 @@ pub async fn measure<F: std::future::Future>(f: F) -> (u64, u64, F::Output) {
     ON.store(false, Ordering::SeqCst);
     (COUNT.load(Ordering::SeqCst) - c0, BYTES.load(Ordering::SeqCst) - b0, out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wrapper forwards to `System` and counts only while on. Runs under miri:
+    /// `cargo miri test -p benches --lib alloc`.
+    #[test]
+    #[allow(unsafe_code)]
+    fn counts_while_on_and_forwards_every_call() {
+        let layout = Layout::from_size_align(24, 8).unwrap();
+        let (c0, b0) = (COUNT.load(Ordering::SeqCst), BYTES.load(Ordering::SeqCst));
+        ON.store(true, Ordering::SeqCst);
+        // SAFETY: a non-zero-size layout; the block is written within its size, grown with
+        // `realloc` to 48 bytes and freed with the layout of that size.
+        unsafe {
+            let p = Counting.alloc(layout);
+            assert!(!p.is_null());
+            p.write_bytes(7, 24);
+            let q = Counting.realloc(p, layout, 48);
+            assert_eq!(*q.add(23), 7, "realloc keeps the contents");
+            Counting.dealloc(q, Layout::from_size_align(48, 8).unwrap());
+        }
+        ON.store(false, Ordering::SeqCst);
+        // Other tests of this binary may allocate meanwhile: at least ours were counted.
+        assert!(COUNT.load(Ordering::SeqCst) - c0 >= 2);
+        assert!(BYTES.load(Ordering::SeqCst) - b0 >= 72);
+        let before = COUNT.load(Ordering::SeqCst);
+        // SAFETY: as above, switched off.
+        unsafe {
+            let p = Counting.alloc(layout);
+            Counting.dealloc(p, layout);
+        }
+        assert_eq!(COUNT.load(Ordering::SeqCst), before, "off: nothing counted");
+    }
+}
