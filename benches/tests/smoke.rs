@@ -14,7 +14,7 @@ fn run(bin: &str, args: &[&str]) -> Vec<String> {
 
 #[test]
 fn tegg_bench_prints_a_line_per_flavour_and_touch() {
-    let lines = run(env!("CARGO_BIN_EXE_tegg-bench"), &["--n", "10", "--driver", "inproc", "--seconds", "0.15"]);
+    let lines = run(env!("CARGO_BIN_EXE_tegg-bench"), &["--n", "10", "--driver", "inproc", "--seconds", "1"]);
     assert_eq!(lines.len(), 6, "{lines:#?}");
     for flavour in ["singleton", "context", "handwired"] {
         for touch in ["false", "true"] {
@@ -45,7 +45,7 @@ fn context_overhead_prints_penalties_and_writes_its_chart() {
     let dir = std::env::temp_dir().join(format!("context-overhead-smoke-{}", std::process::id()));
     let lines = run(
         env!("CARGO_BIN_EXE_context-overhead"),
-        &["--depths", "1,10", "--seconds", "0.1", "--results", dir.to_str().unwrap()],
+        &["--depths", "1,10", "--seconds", "0.5", "--results", dir.to_str().unwrap()],
     );
     let penalties: Vec<_> = lines.iter().filter(|l| field(l, "penalty_pct").is_some()).collect();
     // Two depths in two shapes, and the two loops.
