@@ -303,16 +303,24 @@ impl ScopeShared {
         (std::mem::take(&mut table.entries), std::mem::take(&mut table.created))
     }
 
-    /// Drops every object without running hooks (no runtime left to run them on).
+    /// Drops every object, newest first, without running hooks: there are none to run, or no
+    /// runtime left to run them on.
     fn close_now(&self) {
         self.closed.store(true, Ordering::Release);
-        let entries = Self::close(&mut self.table());
+        let (entries, mut created) = Self::close(&mut self.table());
+        // Outside the lock: user `Drop` impls may do anything.
+        while let Some(object) = created.pop() {
+            drop(object);
+        }
         drop(entries);
     }
 
-    /// Whether ending the scope needs no async work: nothing to destroy, no task to wait for.
+    /// Whether ending the scope needs no async work: no task to wait for, no destroy hook to
+    /// run (objects without one are dropped, newest first, by [`close_now`](Self::close_now)).
     fn is_idle(&self) -> bool {
-        self.tasks.load(Ordering::Acquire) == 0 && self.table().created.is_empty()
+        let protos = &self.app.graph.protos;
+        self.tasks.load(Ordering::Acquire) == 0
+            && self.table().created.iter().all(|(key, _)| protos[*key].destroy.is_none())
     }
 }
 

@@ -183,6 +183,7 @@ pub enum RouteError {
 pub struct RouterBuilder {
     app: App,
     body_limit: Option<usize>,
+    capture_extensions: bool,
     /// Layers by code: for one controller (`Some`), or around all of them (`None`).
     layers: Vec<(Option<TypeId>, RouterFn)>,
 }
@@ -199,13 +200,20 @@ impl fmt::Debug for RouterBuilder {
 impl RouterBuilder {
     /// The routes of every controller of `app`.
     pub fn new(app: &App) -> Self {
-        RouterBuilder { app: app.clone(), body_limit: None, layers: Vec::new() }
+        RouterBuilder { app: app.clone(), body_limit: None, capture_extensions: false, layers: Vec::new() }
     }
 
     /// The largest request body the body extractors (`Json`, `String`, `Bytes`, ...) accept;
     /// a larger one is answered with 413. Default: axum's, 2 MiB.
     pub fn body_limit(mut self, bytes: usize) -> Self {
         self.body_limit = Some(bytes);
+        self
+    }
+
+    /// Whether [`RequestHead::extensions`](crate::RequestHead::extensions) holds a copy of the
+    /// request's extensions (default: no; it costs allocations on every request).
+    pub fn capture_extensions(mut self, yes: bool) -> Self {
+        self.capture_extensions = yes;
         self
     }
 
@@ -302,7 +310,7 @@ impl RouterBuilder {
         if let Some(limit) = self.body_limit {
             router = router.layer(DefaultBodyLimit::max(limit));
         }
-        Ok(router.layer(ContextLayer::new(self.app)))
+        Ok(router.layer(ContextLayer::new(self.app).capture_extensions(self.capture_extensions)))
     }
 }
 

@@ -140,6 +140,14 @@ impl EchoController {
         format!("{sent}|{before}|{after}")
     }
 
+    /// The matched path, as the request head's extensions hold it.
+    #[get("/ext")]
+    async fn ext(&self) -> String {
+        let head = &self.reporter.tracer.get().head;
+        let matched = head.extensions().get::<axum::extract::MatchedPath>().map(|m| m.as_str().to_owned());
+        matched.unwrap_or_else(|| "none".into())
+    }
+
     #[get("/panic")]
     async fn panic(&self) -> String {
         self.reporter.counted.get_async().await.unwrap();
@@ -351,4 +359,17 @@ async fn layers_by_code_wrap_one_controller_or_all_inside_the_scope() {
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers().get("x-by-code").unwrap(), "echo");
     assert_eq!(response.headers().get("x-in-scope").unwrap(), "yes");
+}
+
+#[tokio::test]
+async fn request_extensions_are_captured_only_when_asked() {
+    use tower::ServiceExt;
+    let app = App::builder().build().await.unwrap();
+    for (capture, expected) in [(false, "none"), (true, "/echo/ext")] {
+        let router = di_http::RouterBuilder::new(&app).capture_extensions(capture).build().unwrap();
+        let request = axum::http::Request::get("/echo/ext").body(axum::body::Body::empty()).unwrap();
+        let response = router.oneshot(request).await.unwrap();
+        let body = axum::body::to_bytes(response.into_body(), 1024).await.unwrap();
+        assert_eq!(body, expected, "capture_extensions({capture})");
+    }
 }
