@@ -100,6 +100,8 @@ fn nice_step(raw: f64) -> f64 {
 }
 
 fn label(v: f64) -> String {
+    // A tick computed as -0.0 reads "0".
+    let v = if v.abs() < 1e-9 { 0.0 } else { v };
     match v.abs() {
         a if a >= 1e6 => format!("{}M", v / 1e6),
         a if a >= 1e3 => format!("{}k", v / 1e3),

@@ -51,6 +51,6 @@ fn context_overhead_prints_penalties_and_writes_its_chart() {
     // Two depths in two shapes, and the two loops.
     assert_eq!(penalties.len(), 6, "{lines:#?}");
     let svg = std::fs::read_to_string(dir.join("penalty.svg")).unwrap();
-    assert!(svg.contains("koa + AsyncLocalStorage"));
+    assert!(svg.contains("koa + ALS"));
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -17,7 +17,8 @@
 //!   new poll of the task and so a new entry into the scope's task-local.
 //!
 //! Every figure is a JSON line; penalty lines give `(1 - with/without) * 100`. With no flags it
-//! writes `benches/results/context-overhead.jsonl` and `penalty.svg`.
+//! writes `benches/results/context-overhead.jsonl` and `penalty.svg`; `--chart FILE.jsonl`
+//! redraws the chart of earlier results.
 
 use std::future::Future;
 use std::hint::black_box;
@@ -224,7 +225,48 @@ async fn loops(app: &App, yielding: bool, scope: bool, time: Duration) -> f64 {
     if scope { app.run_in_context(body).await } else { body.await }
 }
 
+/// The penalty by depth of both middleware shapes, beside koa's.
+fn penalty_chart(lines: &[String]) -> Chart {
+    let points = |bench: &str| -> Vec<(f64, f64)> {
+        lines
+            .iter()
+            .filter(|l| field(l, "bench") == Some(bench) && field(l, "penalty_pct").is_some())
+            .filter_map(|l| Some((field(l, "depth")?.parse().ok()?, field(l, "penalty_pct")?.parse().ok()?)))
+            .collect()
+    };
+    Chart {
+        title: "Context propagation penalty per request, by middleware depth".into(),
+        x_label: "nested async middleware".into(),
+        y_label: "penalty (%)".into(),
+        log_x: true,
+        log_y: false,
+        series: vec![
+            Series { label: "di, bare tower layers".into(), points: points("middleware"), dashed: false },
+            Series { label: "di, axum from_fn layers".into(), points: points("axum_middleware"), dashed: false },
+            Series { label: "koa + ALS (seed 000)".into(), points: KOA_ALS_PENALTY.to_vec(), dashed: true },
+        ],
+    }
+}
+
 fn main() -> ExitCode {
+    // `--chart FILE.jsonl`: the chart of earlier results, written next to them.
+    let argv: Vec<String> = std::env::args().collect();
+    if let [_, flag, file] = argv.as_slice()
+        && flag == "--chart"
+    {
+        let path = std::path::Path::new(file);
+        let written = std::fs::read_to_string(path).and_then(|text| {
+            let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+            std::fs::write(path.with_file_name("penalty.svg"), penalty_chart(&lines).svg())
+        });
+        return match written {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("{file}: {err}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let mut seconds = 1.0;
     let mut depths = DEPTHS.to_vec();
     let mut results = (std::env::args().len() == 1).then(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results"));
@@ -286,32 +328,9 @@ fn main() -> ExitCode {
         emit(json_line(&[("bench", Value::Str(name.into())), ("penalty_pct", Value::Num(penalty(without, with)))]));
     }
     if let Some(dir) = results {
-        let points = |bench: &str| -> Vec<(f64, f64)> {
-            lines
-                .iter()
-                .filter(|l| field(l, "bench") == Some(bench) && field(l, "penalty_pct").is_some())
-                .filter_map(|l| Some((field(l, "depth")?.parse().ok()?, field(l, "penalty_pct")?.parse().ok()?)))
-                .collect()
-        };
-        let chart = Chart {
-            title: "Context propagation penalty per request, by middleware depth".into(),
-            x_label: "nested async middleware".into(),
-            y_label: "penalty (%)".into(),
-            log_x: true,
-            log_y: false,
-            series: vec![
-                Series { label: "di, bare tower layers".into(), points: points("middleware"), dashed: false },
-                Series { label: "di, axum from_fn layers".into(), points: points("axum_middleware"), dashed: false },
-                Series {
-                    label: "koa + AsyncLocalStorage (seed 000)".into(),
-                    points: KOA_ALS_PENALTY.to_vec(),
-                    dashed: true,
-                },
-            ],
-        };
         let written = std::fs::create_dir_all(&dir)
             .and_then(|()| std::fs::write(dir.join("context-overhead.jsonl"), lines.join("\n") + "\n"))
-            .and_then(|()| std::fs::write(dir.join("penalty.svg"), chart.svg()));
+            .and_then(|()| std::fs::write(dir.join("penalty.svg"), penalty_chart(&lines).svg()));
         if let Err(err) = written {
             eprintln!("writing {}: {err}", dir.display());
             return ExitCode::FAILURE;
