@@ -83,6 +83,7 @@ fn parse(cx: &Ctxt, args: TokenStream, item: TokenStream) -> Option<RoutesItem> 
     if !item.generics.params.is_empty() {
         cx.error_spanned_by(&item.generics, "a controller cannot be generic: the container builds one of it");
     }
+    let self_ty = (*item.self_ty).clone();
     let mut handlers = Vec::new();
     let mut any_route = false;
     for impl_item in &mut item.items {
@@ -99,7 +100,7 @@ fn parse(cx: &Ctxt, args: TokenStream, item: TokenStream) -> Option<RoutesItem> 
             continue;
         }
         any_route = true;
-        if let Some(handler) = handler(cx, &method.sig, routes, middleware) {
+        if let Some(handler) = handler(cx, &self_ty, &method.sig, routes, middleware) {
             handlers.push(handler);
         }
     }
@@ -176,7 +177,13 @@ fn parse_general(cx: &Ctxt, attr: &syn::Attribute) -> Option<Route> {
     }
 }
 
-fn handler(cx: &Ctxt, sig: &syn::Signature, routes: Vec<Route>, middleware: Vec<syn::Expr>) -> Option<Handler> {
+fn handler(
+    cx: &Ctxt,
+    self_ty: &syn::Type,
+    sig: &syn::Signature,
+    routes: Vec<Route>,
+    middleware: Vec<syn::Expr>,
+) -> Option<Handler> {
     let mut ok = true;
     match sig.inputs.first() {
         Some(syn::FnArg::Receiver(r)) if r.reference.is_some() && r.mutability.is_none() => {}
@@ -199,7 +206,8 @@ fn handler(cx: &Ctxt, sig: &syn::Signature, routes: Vec<Route>, middleware: Vec<
                 cx.error_spanned_by(&pat.ty, "a route argument is an axum extractor type, not `impl Trait`");
                 ok = false;
             }
-            syn::FnArg::Typed(pat) => args.push((*pat.ty).clone()),
+            // The handler is generated outside the impl block, where `Self` means nothing.
+            syn::FnArg::Typed(pat) => args.push(replace_self(&pat.ty, self_ty)),
             syn::FnArg::Receiver(_) => {}
         }
     }
@@ -215,6 +223,25 @@ fn handler(cx: &Ctxt, sig: &syn::Signature, routes: Vec<Route>, middleware: Vec<
         output,
         middleware,
     })
+}
+
+/// `ty` with every `Self` replaced by `self_ty`.
+fn replace_self(ty: &syn::Type, self_ty: &syn::Type) -> syn::Type {
+    fn walk(tokens: TokenStream, self_ty: &syn::Type) -> TokenStream {
+        tokens
+            .into_iter()
+            .flat_map(|tree| match tree {
+                proc_macro2::TokenTree::Ident(ident) if ident == "Self" => quote_spanned!(ident.span()=> #self_ty),
+                proc_macro2::TokenTree::Group(group) => {
+                    let mut new = proc_macro2::Group::new(group.delimiter(), walk(group.stream(), self_ty));
+                    new.set_span(group.span());
+                    quote!(#new)
+                }
+                other => quote!(#other),
+            })
+            .collect()
+    }
+    syn::parse2(walk(quote!(#ty), self_ty)).unwrap_or_else(|_| ty.clone())
 }
 
 fn expand(model: &RoutesItem) -> TokenStream {

@@ -51,6 +51,12 @@ impl Api {
         body
     }
 
+    /// `Self` in an argument type names the controller.
+    #[get("/me")]
+    async fn me(&self, same: Option<axum::Extension<Arc<Self>>>) -> &'static str {
+        if same.is_some() { "extension" } else { "none" }
+    }
+
     /// Not a route: left alone.
     pub fn helper(&self) -> u32 {
         1
