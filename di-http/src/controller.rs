@@ -3,12 +3,14 @@
 
 use std::any::TypeId;
 use std::collections::BTreeMap;
+use std::convert::Infallible;
 use std::fmt;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
-use axum::routing::MethodRouter;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::response::IntoResponse;
+use axum::routing::{MethodRouter, Route};
 use di_core::{App, DiError};
 
 use crate::layer::ContextLayer;
@@ -191,6 +193,27 @@ pub struct RouterBuilder {
 /// A layer applied to a router, type-erased.
 type RouterFn = Box<dyn FnOnce(Router) -> Router + Send>;
 
+/// A tower layer that axum's `Router::layer` accepts (any `tower::Layer` whose service answers
+/// every request with a response, `Clone + Send + Sync`): what [`RouterBuilder::layer`] and
+/// [`RouterBuilder::layer_for`] take. Implemented for every such layer; not to implement.
+pub trait RouteLayer: Send + 'static {
+    /// `router.layer(self)`.
+    fn wrap(self, router: Router) -> Router;
+}
+
+impl<L> RouteLayer for L
+where
+    L: tower_layer::Layer<Route> + Clone + Send + Sync + 'static,
+    L::Service: tower_service::Service<Request> + Clone + Send + Sync + 'static,
+    <L::Service as tower_service::Service<Request>>::Response: IntoResponse + 'static,
+    <L::Service as tower_service::Service<Request>>::Error: Into<Infallible> + 'static,
+    <L::Service as tower_service::Service<Request>>::Future: Send + 'static,
+{
+    fn wrap(self, router: Router) -> Router {
+        router.layer(self)
+    }
+}
+
 impl fmt::Debug for RouterBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RouterBuilder").field("body_limit", &self.body_limit).finish_non_exhaustive()
@@ -219,32 +242,15 @@ impl RouterBuilder {
 
     /// Wraps every route of controller `C` in `layer`, inside its `#[middleware]` layers: the
     /// same as `#[middleware(layer)]` on its struct, written in code.
-    pub fn layer_for<C, L>(mut self, layer: L) -> Self
-    where
-        C: Controller,
-        L: tower_layer::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
-        L::Service: tower_service::Service<axum::extract::Request> + Clone + Send + Sync + 'static,
-        <L::Service as tower_service::Service<axum::extract::Request>>::Response:
-            axum::response::IntoResponse + 'static,
-        <L::Service as tower_service::Service<axum::extract::Request>>::Error: Into<std::convert::Infallible> + 'static,
-        <L::Service as tower_service::Service<axum::extract::Request>>::Future: Send + 'static,
-    {
-        self.layers.push((Some(TypeId::of::<C>()), Box::new(move |router: Router| router.layer(layer))));
+    pub fn layer_for<C: Controller>(mut self, layer: impl RouteLayer) -> Self {
+        self.layers.push((Some(TypeId::of::<C>()), Box::new(move |router| layer.wrap(router))));
         self
     }
 
     /// Wraps every controller route in `layer`, inside the request's context scope: middleware
     /// that uses context objects (say, authentication filling a `CurrentUser`) goes here.
-    pub fn layer<L>(mut self, layer: L) -> Self
-    where
-        L: tower_layer::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
-        L::Service: tower_service::Service<axum::extract::Request> + Clone + Send + Sync + 'static,
-        <L::Service as tower_service::Service<axum::extract::Request>>::Response:
-            axum::response::IntoResponse + 'static,
-        <L::Service as tower_service::Service<axum::extract::Request>>::Error: Into<std::convert::Infallible> + 'static,
-        <L::Service as tower_service::Service<axum::extract::Request>>::Future: Send + 'static,
-    {
-        self.layers.push((None, Box::new(move |router: Router| router.layer(layer))));
+    pub fn layer(mut self, layer: impl RouteLayer) -> Self {
+        self.layers.push((None, Box::new(move |router| layer.wrap(router))));
         self
     }
 
@@ -290,15 +296,9 @@ impl RouterBuilder {
             for def in defs {
                 sub = sub.route(&def.path, def.router);
             }
-            let mut i = 0;
-            while i < self.layers.len() {
-                if self.layers[i].0 == Some(type_id) {
-                    let (_, layer) = self.layers.remove(i);
-                    sub = layer(sub);
-                } else {
-                    i += 1;
-                }
-            }
+            let (mine, others) = std::mem::take(&mut self.layers).into_iter().partition(|(t, _)| *t == Some(type_id));
+            self.layers = others;
+            sub = mine.into_iter().fold(sub, |sub, (_, layer): (_, RouterFn)| layer(sub));
             router = router.merge(layers(sub));
         }
         // What is left: layers around every controller, and those for controllers not served.

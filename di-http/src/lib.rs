@@ -70,7 +70,7 @@ mod controller;
 mod layer;
 mod serve;
 
-pub use controller::{Controller, RouteError, RouterBuilder, router};
+pub use controller::{Controller, RouteError, RouteLayer, RouterBuilder, router};
 pub use layer::{
     ContextLayer, ContextService, PanicResponse, REQUEST_ID_HEADER, RequestHead, RequestId, ResponseFuture,
 };

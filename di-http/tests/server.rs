@@ -350,7 +350,7 @@ async fn layers_by_code_wrap_one_controller_or_all_inside_the_scope() {
     use tower::ServiceExt;
     let app = App::builder().build().await.unwrap();
     let router = di_http::RouterBuilder::new(&app)
-        .layer_for::<EchoController, _>(from_fn(tag_by_code))
+        .layer_for::<EchoController>(from_fn(tag_by_code))
         .layer(from_fn(in_scope_header))
         .build()
         .unwrap();

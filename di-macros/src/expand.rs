@@ -1,7 +1,7 @@
 //! The only file that calls `quote!`.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::ast::{Kind, ProtoItem, ProtoScope, is_dyn};
@@ -15,18 +15,28 @@ pub(crate) fn proto(args: TokenStream, item: TokenStream, scope: ProtoScope) -> 
     if let Some(model) = &model {
         check::check(&cx, model);
     }
+    finish(cx, model.as_ref().map(|m| (&m.item, m)), item, expand)
+}
+
+/// The output of an attribute macro: the expansion of `model` if `cx` holds no error; else the
+/// errors after the item (the model's, without our markers, so that one mistake doesn't
+/// cascade; or the input as it came). `DI_MACROS_DEBUG=1` prints it.
+pub(crate) fn finish<I: ToTokens, M>(
+    cx: Ctxt,
+    model: Option<(&I, &M)>,
+    input: TokenStream,
+    expand: impl FnOnce(&M) -> TokenStream,
+) -> TokenStream {
     let out = match (cx.check(), model) {
-        (Ok(()), Some(model)) => expand(&model),
-        (Ok(()), None) => unreachable!("from_tokens records an error whenever it returns None"),
-        // Re-emit the struct (without our markers) so one mistake doesn't cascade.
-        (Err(errors), Some(model)) => {
-            let item = &model.item;
+        (Ok(()), Some((_, model))) => expand(model),
+        (Ok(()), None) => unreachable!("a parser records an error whenever it returns no model"),
+        (Err(errors), Some((item, _))) => {
             let errors = errors.to_compile_error();
             quote!(#item #errors)
         }
         (Err(errors), None) => {
             let errors = errors.to_compile_error();
-            quote!(#item #errors)
+            quote!(#input #errors)
         }
     };
     if std::env::var_os("DI_MACROS_DEBUG").is_some_and(|v| v == "1") {

@@ -8,6 +8,7 @@ use syn::spanned::Spanned;
 use crate::ast::take_middleware;
 use crate::attr::check_route_path;
 use crate::ctxt::Ctxt;
+use crate::expand::finish;
 use crate::symbol::{CRATE, HTTP_METHODS, METHOD, ROUTE, ROUTE_ATTRS};
 
 /// One route: an HTTP method and path served by a method of the controller.
@@ -38,23 +39,7 @@ struct RoutesItem {
 pub(crate) fn routes(args: TokenStream, item: TokenStream) -> TokenStream {
     let cx = Ctxt::new();
     let model = parse(&cx, args, item.clone());
-    let out = match (cx.check(), model) {
-        (Ok(()), Some(model)) => expand(&model),
-        (Ok(()), None) => unreachable!("parse records an error whenever it returns None"),
-        (Err(errors), Some(model)) => {
-            let item = &model.item;
-            let errors = errors.to_compile_error();
-            quote!(#item #errors)
-        }
-        (Err(errors), None) => {
-            let errors = errors.to_compile_error();
-            quote!(#item #errors)
-        }
-    };
-    if std::env::var_os("DI_MACROS_DEBUG").is_some_and(|v| v == "1") {
-        eprintln!("{out}");
-    }
-    out
+    finish(cx, model.as_ref().map(|m| (&m.item, m)), item, expand)
 }
 
 fn parse(cx: &Ctxt, args: TokenStream, item: TokenStream) -> Option<RoutesItem> {
