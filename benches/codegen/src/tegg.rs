@@ -142,37 +142,13 @@ fn controllers(s: &mut String, n: usize) {
     };
 
     // Singleton: groups are singletons; the tracer is the one per-request object.
-    let _ = writeln!(
-        s,
-        "#[http_controller(path = \"/singleton\")]\npub struct SingletonHello{n} {{\n    #[inject]\n    tracer: ContextRef<Tracer>,"
-    );
-    for (g, name) in names.iter().enumerate() {
-        let _ = writeln!(s, "    #[inject]\n    g{g}: Arc<SG_{name}>,");
-    }
-    let _ = writeln!(s, "}}\nimpl SingletonHello{n} {{\n    fn touch(&self) -> u64 {{");
-    sum(s, "");
-    let _ = writeln!(
-        s,
-        "    }}\n}}\n#[http_routes]\nimpl SingletonHello{n} {{\n    #[get(\"/hello{n}\")]\n    async fn hello(&self, uri: Uri) -> &'static str {{\n        self.tracer.with(Tracer::seen);\n        if touched(&uri) {{\n            std::hint::black_box(self.touch());\n        }}\n        \"hello world\"\n    }}\n}}\n"
-    );
-
+    container_controller(s, n, &names, Flavour { ty: "Singleton", path: "singleton", group: "Arc<SG_", get: "" });
     // Context: every group (and so every service) is built per request, as tegg 1 does.
-    let _ = writeln!(
+    container_controller(
         s,
-        "#[http_controller(path = \"/context\")]\npub struct ContextHello{n} {{\n    #[inject]\n    tracer: ContextRef<Tracer>,"
-    );
-    for (g, name) in names.iter().enumerate() {
-        let _ = writeln!(s, "    #[inject]\n    g{g}: ContextRef<CG_{name}>,");
-    }
-    let _ = writeln!(s, "}}\nimpl ContextHello{n} {{\n    fn build(&self) {{");
-    for (g, _) in names.iter().enumerate() {
-        let _ = writeln!(s, "        self.g{g}.get();");
-    }
-    s.push_str("    }\n    fn touch(&self) -> u64 {\n");
-    sum(s, ".get()");
-    let _ = writeln!(
-        s,
-        "    }}\n}}\n#[http_routes]\nimpl ContextHello{n} {{\n    #[get(\"/hello{n}\")]\n    async fn hello(&self, uri: Uri) -> &'static str {{\n        self.tracer.with(Tracer::seen);\n        self.build();\n        if touched(&uri) {{\n            std::hint::black_box(self.touch());\n        }}\n        \"hello world\"\n    }}\n}}\n"
+        n,
+        &names,
+        Flavour { ty: "Context", path: "context", group: "ContextRef<CG_", get: ".get()" },
     );
 
     // Hand-wired: the same groups of plain `Arc`s.
@@ -189,6 +165,50 @@ fn controllers(s: &mut String, n: usize) {
     let _ = writeln!(
         s,
         "    }}\n}}\nasync fn hand_hello{n}(State(c): State<Arc<HandHello{n}>>, uri: Uri) -> &'static str {{\n    if touched(&uri) {{\n        std::hint::black_box(c.touch());\n    }}\n    \"hello world\"\n}}\n"
+    );
+}
+
+/// How a container flavour's controller holds and reaches its groups.
+struct Flavour {
+    /// `{ty}Hello{n}`.
+    ty: &'static str,
+    /// The route prefix.
+    path: &'static str,
+    /// A group field's type up to its name: `Arc<SG_` or `ContextRef<CG_`.
+    group: &'static str,
+    /// What reaches a group from its field: nothing, or `.get()` (which builds a context group).
+    get: &'static str,
+}
+
+/// A controller of the `singleton` or `context` flavour: the tracer, the groups, a route that
+/// builds the context groups and, with `?touch=true`, calls every service.
+fn container_controller(s: &mut String, n: usize, names: &[String], f: Flavour) {
+    let Flavour { ty, path, group, get } = f;
+    let _ = writeln!(
+        s,
+        "#[http_controller(path = \"/{path}\")]\npub struct {ty}Hello{n} {{\n    #[inject]\n    tracer: ContextRef<Tracer>,"
+    );
+    for (g, name) in names.iter().enumerate() {
+        let _ = writeln!(s, "    #[inject]\n    g{g}: {group}{name}>,");
+    }
+    // A context group is built on first `get()`: the route builds every one, as tegg 1 does.
+    let builds = !get.is_empty();
+    let _ = writeln!(s, "}}\nimpl {ty}Hello{n} {{");
+    if builds {
+        s.push_str("    fn build(&self) {\n");
+        for g in 0..names.len() {
+            let _ = writeln!(s, "        self.g{g}{get};");
+        }
+        s.push_str("    }\n");
+    }
+    s.push_str("    fn touch(&self) -> u64 {\n        let mut sum = 0u64;\n");
+    for g in 0..names.len() {
+        let _ = writeln!(s, "        sum = sum.wrapping_add(self.g{g}{get}.touch());");
+    }
+    let build = if builds { "        self.build();\n" } else { "" };
+    let _ = writeln!(
+        s,
+        "        sum\n    }}\n}}\n#[http_routes]\nimpl {ty}Hello{n} {{\n    #[get(\"/hello{n}\")]\n    async fn hello(&self, uri: Uri) -> &'static str {{\n        self.tracer.with(Tracer::seen);\n{build}        if touched(&uri) {{\n            std::hint::black_box(self.touch());\n        }}\n        \"hello world\"\n    }}\n}}\n"
     );
 }
 
