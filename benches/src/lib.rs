@@ -2,5 +2,6 @@
 //! SVG charts. See `RESULTS.md` for the figures and the commands.
 
 pub mod alloc;
+pub mod args;
 pub mod chart;
 pub mod stats;

@@ -28,6 +28,7 @@ use std::process::ExitCode;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use benches::args::value;
 use benches::chart::{Chart, Series};
 use benches::stats::{Value, field, json_line};
 use di_core::App;
@@ -272,15 +273,24 @@ fn main() -> ExitCode {
     let mut results = (std::env::args().len() == 1).then(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results"));
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
-        let parsed = match arg.as_str() {
-            "--seconds" => it.next().and_then(|v| v.parse().ok()).map(|v| seconds = v),
-            "--depths" => it.next().and_then(|v| v.split(',').map(|d| d.parse().ok()).collect()).map(|v| depths = v),
-            "--results" => it.next().map(|v| results = Some(PathBuf::from(v))),
-            _ => None,
+        let parsed: Result<(), String> = match arg.as_str() {
+            "--seconds" => value(&mut it, "--seconds").map(|v| seconds = v),
+            "--depths" => value::<String>(&mut it, "--depths").and_then(|v| {
+                depths = v
+                    .split(',')
+                    .map(|d| d.parse().map_err(|e| format!("--depths {d}: {e}")))
+                    .collect::<Result<_, _>>()?;
+                match depths.iter().find(|d| !DEPTHS.contains(d)) {
+                    Some(d) => Err(format!("--depths {d}: expected some of {DEPTHS:?}")),
+                    None => Ok(()),
+                }
+            }),
+            "--results" => value(&mut it, "--results").map(|v| results = Some(v)),
+            other => Err(format!("unknown argument {other}")),
         };
-        if parsed.is_none() || depths.iter().any(|d| !DEPTHS.contains(d)) {
+        if let Err(err) = parsed {
             eprintln!(
-                "usage: context-overhead [--seconds S (per variant)] [--depths 1,5,10,15,20,30,50,100] [--results DIR]"
+                "{err}\nusage: context-overhead [--seconds S (per variant)] [--depths 1,5,10,15,20,30,50,100] [--results DIR] | --chart FILE.jsonl"
             );
             return ExitCode::from(2);
         }

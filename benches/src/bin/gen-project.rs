@@ -15,6 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use benches::args::{choice, value};
 use di_codegen::{Spec, Style, module};
 
 const USAGE: &str = "usage: gen-project --n N --style macro|hand [--no-consumer] --out DIR";
@@ -31,21 +32,16 @@ fn parse() -> Result<Args, String> {
     let mut out = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
         match arg.as_str() {
-            "--n" => {
-                let v = value("--n")?;
-                n = Some(v.parse::<usize>().map_err(|e| format!("--n {v}: {e}"))?);
-            }
+            "--n" => n = Some(value::<usize>(&mut args, "--n")?),
             "--style" => {
-                style = Some(match value("--style")?.as_str() {
+                style = Some(match choice(&mut args, "--style", &["macro", "hand"])? {
                     "macro" => Style::Macro,
-                    "hand" => Style::Hand,
-                    other => return Err(format!("--style {other}: expected macro or hand")),
+                    _ => Style::Hand,
                 });
             }
             "--no-consumer" => consumer = false,
-            "--out" => out = Some(PathBuf::from(value("--out")?)),
+            "--out" => out = Some(value::<PathBuf>(&mut args, "--out")?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use benches::alloc::{Counting, measure};
+use benches::args::{choice, value};
 use benches::chart::{Chart, Series};
 use benches::stats::{Value, field, json_line, percentile_us};
 use di_core::App;
@@ -64,38 +65,26 @@ fn parse() -> Result<Args, String> {
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
-        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
         match arg.as_str() {
-            "--flavour" => {
-                let v = value("--flavour")?;
-                let f =
-                    FLAVOURS.iter().find(|f| **f == v).ok_or(format!("--flavour {v}: expected one of {FLAVOURS:?}"))?;
-                args.flavours = vec![f];
-            }
+            "--flavour" => args.flavours = vec![choice(&mut it, "--flavour", &FLAVOURS)?],
             "--n" => {
-                let v: usize = value("--n")?.parse().map_err(|e| format!("--n: {e}"))?;
-                if !tegg_app::NS.contains(&v) {
+                let n: usize = value(&mut it, "--n")?;
+                if !tegg_app::NS.contains(&n) {
                     return Err(format!(
-                        "--n {v}: this build serves N in {:?} ({} services; release builds have 10000, or set TEGG_SERVICES)",
+                        "--n {n}: this build serves N in {:?} ({} services; release builds have 10000, or set TEGG_SERVICES)",
                         tegg_app::NS,
                         tegg_app::SERVICES
                     ));
                 }
-                args.ns = vec![v];
+                args.ns = vec![n];
             }
             "--touch" => args.touches = vec![true],
             "--no-touch" => args.touches = vec![false],
-            "--driver" => {
-                let v = value("--driver")?;
-                let d = DRIVERS.iter().find(|d| **d == v).ok_or(format!("--driver {v}: expected inproc or http"))?;
-                args.drivers = vec![d];
-            }
-            "--seconds" => args.seconds = Some(value("--seconds")?.parse().map_err(|e| format!("--seconds: {e}"))?),
-            "--threads" => args.threads = value("--threads")?.parse().map_err(|e| format!("--threads: {e}"))?,
-            "--concurrency" => {
-                args.concurrency = value("--concurrency")?.parse().map_err(|e| format!("--concurrency: {e}"))?;
-            }
-            "--results" => args.results = Some(PathBuf::from(value("--results")?)),
+            "--driver" => args.drivers = vec![choice(&mut it, "--driver", &DRIVERS)?],
+            "--seconds" => args.seconds = Some(value(&mut it, "--seconds")?),
+            "--threads" => args.threads = value(&mut it, "--threads")?,
+            "--concurrency" => args.concurrency = value(&mut it, "--concurrency")?,
+            "--results" => args.results = Some(value(&mut it, "--results")?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }
