@@ -114,7 +114,64 @@ impl App {
     /// # Ok(()) }
     /// ```
     pub fn run_in_context<F: Future>(&self, fut: F) -> ContextFuture<F> {
-        scope::run(self.inner.clone(), fut)
+        scope::run(self.inner.clone(), None, fut)
+    }
+
+    /// The place of context proto `T` in this App's scopes, to hand scopes an object of it made
+    /// outside the container ([`run_in_context_with`](Self::run_in_context_with)). Look it up
+    /// once; it is valid for this App.
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::NotFound`] unless exactly one context proto of type `T` is registered.
+    pub fn context_slot<T: Send + Sync + 'static>(&self) -> Result<ContextSlot<T>, DiError> {
+        let graph = &self.inner.graph;
+        let wanted = core::any::type_name::<T>();
+        match graph.by_type.get(&TypeId::of::<T>()).map(Vec::as_slice) {
+            Some(&[key]) if graph.protos[key].scope == crate::Scope::Context => {
+                Ok(ContextSlot { app_id: self.inner.id, key: key as u32, _type: std::marker::PhantomData })
+            }
+            _ => Err(DiError::NotFound { wanted, name: None }),
+        }
+    }
+
+    /// As [`run_in_context`](Self::run_in_context), with `value` as the scope's object of the
+    /// context proto of `slot`: every `ContextRef`, every context proto injecting it and every
+    /// task the scope spawns gets `value`, and its factory never runs. The scope does not
+    /// destroy it (no destroy hook runs). This is how di-http gives each request its
+    /// `RequestHead`. No allocation beyond `run_in_context`'s.
+    ///
+    /// # Panics
+    ///
+    /// If `slot` comes from another App.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, ProtoDef, DiError};
+    ///
+    /// struct RequestUser(String);
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<RequestUser>(|_| Err(DiError::construction::<RequestUser>("requestUser", "given by the caller"))))
+    ///     .build()
+    ///     .await?;
+    /// let slot = app.context_slot::<RequestUser>()?;
+    /// let user = Arc::new(RequestUser("ada".into()));
+    /// let name = app.run_in_context_with(slot, user, async { app.get_object::<RequestUser>().map(|u| u.0.clone()) }).await?;
+    /// assert_eq!(name, "ada");
+    /// # Ok(()) }
+    /// ```
+    pub fn run_in_context_with<T: Send + Sync + 'static, F: Future>(
+        &self,
+        slot: ContextSlot<T>,
+        value: Arc<T>,
+        fut: F,
+    ) -> ContextFuture<F> {
+        assert_eq!(slot.app_id, self.inner.id, "a ContextSlot of another App");
+        scope::run(self.inner.clone(), Some((slot.key, value as AnyArc)), fut)
     }
 
     /// Runs the singletons' destroy hooks in reverse dependency order (dependents first), once;
@@ -192,6 +249,28 @@ struct Override {
     type_name: &'static str,
     name: Option<String>,
     value: AnyArc,
+}
+
+/// Where a context proto's object lives in an App's scopes: from [`App::context_slot`], for
+/// [`App::run_in_context_with`].
+pub struct ContextSlot<T> {
+    app_id: u64,
+    key: u32,
+    _type: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for ContextSlot<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for ContextSlot<T> {}
+
+impl<T> fmt::Debug for ContextSlot<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ContextSlot").field("type", &core::any::type_name::<T>()).field("key", &self.key).finish()
+    }
 }
 
 /// Collects protos and options, then validates the graph and builds the singletons.

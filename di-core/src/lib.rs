@@ -46,7 +46,8 @@
 //! - [`AppBuilder::build`]: validates the graph (missing, ambiguous, cyclic, duplicate,
 //!   context-by-value, private: see [`DiError`]) and builds the singletons in dependency order,
 //!   running their async init hooks.
-//! - [`App::run_in_context`]: one context scope; [`spawn`] carries it into background tasks.
+//! - [`App::run_in_context`]: one context scope; [`spawn`] carries it into background tasks;
+//!   [`App::run_in_context_with`] gives the scope an object made outside (a request head).
 //! - [`ContextRef`]: `get`, `try_get`, `get_async`, `with`.
 //! - [`App::get_object`], [`AppBuilder::override_with`]: for tests.
 //! - [`App::to_dot`], [`App::to_mermaid`]: see the graph.
@@ -64,7 +65,7 @@ mod proto;
 mod resolver;
 mod scope;
 
-pub use app::{App, AppBuilder};
+pub use app::{App, AppBuilder, ContextSlot};
 pub use context_ref::ContextRef;
 pub use error::{BoxError, DiError};
 pub use proto::{

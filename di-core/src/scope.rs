@@ -33,21 +33,25 @@ pub(crate) struct ScopeHandle {
     app: Arc<AppInner>,
     shared: OnceCell<Arc<ScopeShared>>,
     cache: RefCell<SmallMap<AnyArc>>,
+    /// An object given by whoever opened the scope (`App::run_in_context_with`): its proto
+    /// index and value. Moved into the shared table when that is created, so that other tasks
+    /// and factories find it there.
+    seed: Option<(u32, AnyArc)>,
 }
 
 impl ScopeHandle {
-    fn new(app: Arc<AppInner>) -> Self {
-        ScopeHandle { app_id: app.id, app, shared: OnceCell::new(), cache: RefCell::new(SmallMap::default()) }
+    fn new(app: Arc<AppInner>, seed: Option<(u32, AnyArc)>) -> Self {
+        ScopeHandle { app_id: app.id, app, shared: OnceCell::new(), cache: RefCell::new(SmallMap::default()), seed }
     }
 
     fn joining(shared: Arc<ScopeShared>) -> Self {
-        let handle = ScopeHandle::new(shared.app.clone());
+        let handle = ScopeHandle::new(shared.app.clone(), None);
         let _ = handle.shared.set(shared);
         handle
     }
 
     fn shared(&self) -> &Arc<ScopeShared> {
-        self.shared.get_or_init(|| ScopeShared::new(self.app.clone()))
+        self.shared.get_or_init(|| ScopeShared::new(self.app.clone(), self.seed.clone()))
     }
 
     #[inline]
@@ -63,7 +67,10 @@ impl ScopeHandle {
         if self.app_id != app_id {
             return Err(DiError::ForeignScope { wanted });
         }
-        let obj = self.shared().resolve_sync(key as usize)?;
+        let obj = match &self.seed {
+            Some((seeded, obj)) if *seeded == key => obj.clone(),
+            _ => self.shared().resolve_sync(key as usize)?,
+        };
         self.remember(key, &obj);
         Ok(obj)
     }
@@ -138,10 +145,15 @@ pub(crate) struct ScopeShared {
 }
 
 impl ScopeShared {
-    fn new(app: Arc<AppInner>) -> Arc<Self> {
+    fn new(app: Arc<AppInner>, seed: Option<(u32, AnyArc)>) -> Arc<Self> {
+        let mut table = Table::default();
+        if let Some((key, obj)) = seed {
+            // Built already: not in `created`, so the scope runs no hook for it.
+            table.entries.insert(key, Arc::new(Entry::Sync(OnceLock::from(Ok(obj)))));
+        }
         Arc::new(ScopeShared {
             app,
-            table: Mutex::new(Table::default()),
+            table: Mutex::new(table),
             tasks: AtomicUsize::new(0),
             tasks_done: Notify::new(),
             closed: AtomicBool::new(false),
@@ -392,8 +404,8 @@ impl<F: Future> std::fmt::Debug for ContextFuture<F> {
     }
 }
 
-pub(crate) fn run<F: Future>(app: Arc<AppInner>, fut: F) -> ContextFuture<F> {
-    ContextFuture { inner: CURRENT.scope(ScopeHandle::new(app), fut), ending: None }
+pub(crate) fn run<F: Future>(app: Arc<AppInner>, seed: Option<(u32, AnyArc)>, fut: F) -> ContextFuture<F> {
+    ContextFuture { inner: CURRENT.scope(ScopeHandle::new(app, seed), fut), ending: None }
 }
 
 /// The current scope's object for context proto `key` of App `app_id`, if this task already

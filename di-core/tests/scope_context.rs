@@ -583,3 +583,61 @@ async fn scope_cancelled_while_destroying_finishes_destroying_exactly_once() {
     tokio::time::sleep(Duration::from_millis(150)).await;
     assert_eq!(destroyed.load(Ordering::SeqCst), 2);
 }
+
+/// Given by whoever opens the scope; its factory must never run.
+struct Given(&'static str);
+/// A context proto built from the given object.
+struct Derived(String);
+
+#[tokio::test]
+async fn an_object_given_to_a_scope_reaches_refs_factories_and_spawned_tasks_and_is_not_destroyed() {
+    let destroyed = Arc::new(AtomicUsize::new(0));
+    let on_destroy = destroyed.clone();
+    let app = App::builder()
+        .register(
+            ProtoDef::context::<Given>(|_| Err(DiError::construction::<Given>("given", "only given by the caller")))
+                .on_destroy(move |_: Arc<Given>| {
+                    let destroyed = on_destroy.clone();
+                    async move {
+                        destroyed.fetch_add(1, Ordering::SeqCst);
+                        Ok::<(), BoxError>(())
+                    }
+                }),
+        )
+        .register(
+            ProtoDef::context::<Derived>(|r| Ok(Derived(format!("from {}", r.arc::<Given>(0)?.0))))
+                .dep(Dependency::new::<Given>(InjectKind::Arc, None)),
+        )
+        .build()
+        .await
+        .unwrap();
+    let slot = app.context_slot::<Given>().unwrap();
+    let seen = app
+        .run_in_context_with(slot, Arc::new(Given("ada")), async {
+            let direct = app.get_object::<Given>().unwrap().0;
+            let spawned_app = app.clone();
+            // A task that resolves a factory depending on the given object, before the request
+            // task ever did.
+            let derived = di_core::spawn(async move { spawned_app.get_object::<Derived>().unwrap().0.clone() });
+            (direct, derived.await.unwrap())
+        })
+        .await;
+    assert_eq!(seen, ("ada", "from ada".to_owned()));
+    assert_eq!(destroyed.load(Ordering::SeqCst), 0, "the scope destroys only what it built");
+    // Without a given object, the factory runs and says why it fails.
+    let err = app.run_in_context(async { app.get_object::<Given>().map(|_| ()) }).await.unwrap_err();
+    assert!(err.to_string().contains("only given by the caller"), "{err}");
+}
+
+#[tokio::test]
+async fn a_context_slot_exists_only_for_one_context_proto() {
+    let app = App::builder()
+        .register(ProtoDef::context::<Given>(|_| Ok(Given("built"))))
+        .register(ProtoDef::singleton::<Derived>(|_| Ok(Derived(String::new()))))
+        .build()
+        .await
+        .unwrap();
+    assert!(app.context_slot::<Given>().is_ok());
+    assert!(matches!(app.context_slot::<Derived>(), Err(DiError::NotFound { .. })), "a singleton has no slot");
+    assert!(matches!(app.context_slot::<String>(), Err(DiError::NotFound { .. })));
+}

@@ -10,17 +10,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
-use di_core::{AnyArc, App, ContextFuture, ContextProto, DiError, Proto, ProtoDescriptor, Resolver, Scope};
+use di_core::{
+    AnyArc, App, ContextFuture, ContextProto, ContextSlot, DiError, Proto, ProtoDescriptor, Resolver, Scope,
+};
 use http::{Extensions, HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri, Version};
-use tokio::task::futures::TaskLocalFuture;
 use tracing::instrument::{Instrument, Instrumented};
 
 /// The header a request id is read from.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
-
-tokio::task_local! {
-    static HEAD: Arc<RequestHead>;
-}
 
 /// The id of a request: its `x-request-id` header, or one generated for it.
 #[derive(Clone, PartialEq, Eq)]
@@ -87,9 +84,9 @@ impl fmt::Debug for RequestId {
 /// (`#[inject] head: Arc<RequestHead>`) and every singleton can reach
 /// (`#[inject] head: ContextRef<RequestHead>`).
 ///
-/// Available in scopes opened by [`ContextLayer`] (every controller route), in the tasks that
-/// serve the request. A task started with `di_core::spawn` gets it only if the request resolved
-/// it before.
+/// Available in scopes opened by [`ContextLayer`] (every controller route), in every task of
+/// the request, `di_core::spawn`ed ones included: the layer gives it to the scope with
+/// `App::run_in_context_with`.
 ///
 /// # Examples
 ///
@@ -191,13 +188,12 @@ impl fmt::Debug for RequestHead {
     }
 }
 
+/// Never succeeds: scopes opened by [`ContextLayer`] are given their `RequestHead`.
 fn head_factory(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
-    HEAD.try_with(|head| Arc::clone(head) as AnyArc).map_err(|_| {
-        DiError::construction::<RequestHead>(
-            "requestHead",
-            "there is no request: RequestHead exists in scopes opened by di_http::ContextLayer, in the request's own task",
-        )
-    })
+    Err(DiError::construction::<RequestHead>(
+        "requestHead",
+        "there is no request: RequestHead exists in scopes opened by di_http::ContextLayer",
+    ))
 }
 
 fn cast_head(obj: AnyArc) -> Box<dyn Any + Send> {
@@ -244,12 +240,16 @@ impl ContextProto for RequestHead {}
 pub struct ContextLayer {
     app: App,
     capture_extensions: bool,
+    /// Where scopes keep the `RequestHead`; `None` if the App has no such proto (built
+    /// `without_inventory`), and then nothing can ask for it.
+    head: Option<ContextSlot<RequestHead>>,
 }
 
 impl ContextLayer {
     /// Scopes of `app`.
     pub fn new(app: App) -> Self {
-        ContextLayer { app, capture_extensions: false }
+        let head = app.context_slot::<RequestHead>().ok();
+        ContextLayer { app, capture_extensions: false, head }
     }
 
     /// Whether [`RequestHead::extensions`] holds a copy of the request's extensions (default:
@@ -264,15 +264,14 @@ impl<S> tower_layer::Layer<S> for ContextLayer {
     type Service = ContextService<S>;
 
     fn layer(&self, inner: S) -> ContextService<S> {
-        ContextService { app: self.app.clone(), capture_extensions: self.capture_extensions, inner }
+        ContextService { layer: self.clone(), inner }
     }
 }
 
 /// The service of a [`ContextLayer`].
 #[derive(Clone, Debug)]
 pub struct ContextService<S> {
-    app: App,
-    capture_extensions: bool,
+    layer: ContextLayer,
     inner: S,
 }
 
@@ -290,11 +289,15 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let head = Arc::new(RequestHead::of(&req, self.capture_extensions));
+        let ContextLayer { app, capture_extensions, head: slot } = &self.layer;
+        let head = Arc::new(RequestHead::of(&req, *capture_extensions));
         let span = tracing::info_span!("request", id = %head.id, method = %head.method, path = %head.uri.path());
         let inner = CatchPanic { inner: self.inner.call(req), head: Some(Arc::clone(&head)) };
-        let scoped = HEAD.scope(Arc::clone(&head), CatchPanic { inner: self.app.run_in_context(inner), head: None });
-        ResponseFuture { inner: scoped.instrument(span) }
+        let scoped = match *slot {
+            Some(slot) => app.run_in_context_with(slot, head, inner),
+            None => app.run_in_context(inner),
+        };
+        ResponseFuture { inner: CatchPanic { inner: scoped, head: None }.instrument(span) }
     }
 }
 
@@ -305,7 +308,7 @@ pin_project_lite::pin_project! {
         F::Output: PanicResponse,
     {
         #[pin]
-        inner: Instrumented<TaskLocalFuture<Arc<RequestHead>, CatchPanic<ContextFuture<CatchPanic<F>>>>>,
+        inner: Instrumented<CatchPanic<ContextFuture<CatchPanic<F>>>>,
     }
 }
 

@@ -140,6 +140,14 @@ impl EchoController {
         format!("{sent}|{before}|{after}")
     }
 
+    /// The request id as a background task of the request sees it, through a tracer the
+    /// request itself never touched.
+    #[get("/spawned")]
+    async fn spawned(&self) -> String {
+        let reporter = Arc::clone(&self.reporter);
+        di_core::spawn(async move { reporter.tracer.get().head.id().to_string() }).await.unwrap()
+    }
+
     /// The matched path, as the request head's extensions hold it.
     #[get("/ext")]
     async fn ext(&self) -> String {
@@ -273,6 +281,10 @@ async fn a_thousand_concurrent_requests_each_see_their_own_context() {
     }
     assert!(mixed.is_empty(), "requests saw another request's context: {mixed:?}");
     assert_eq!(server.all_destroyed().await, 1000);
+
+    // A task the request spawns sees the same request.
+    let reply = send(addr, "GET", "/echo/spawned", &[("x-request-id", "bg-7")], b"").await;
+    assert_eq!((reply.status, reply.body.as_str()), (200, "bg-7"));
 
     // Without the header, each request gets a fresh id.
     let a = send(addr, "GET", "/echo/whoami", &[], b"").await.body;
