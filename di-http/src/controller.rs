@@ -148,16 +148,6 @@ pub enum RouteError {
         /// The second handler.
         second: String,
     },
-    /// A path axum cannot route.
-    #[error("route `{path}` of `{handler}` is invalid: {reason}")]
-    BadPath {
-        /// The full path.
-        path: String,
-        /// The handler, `Controller::method`.
-        handler: String,
-        /// What is wrong with it.
-        reason: String,
-    },
     /// A controller is not in the App.
     #[error("controller `{controller}` cannot be served: {source}")]
     Controller {
@@ -259,7 +249,7 @@ impl RouterBuilder {
     ///
     /// # Errors
     ///
-    /// [`RouteError`] if two routes clash or overlap, a path is invalid or a controller is not in
+    /// [`RouteError`] if two routes clash or overlap, or a controller is not in
     /// the App; every problem found is reported.
     pub fn build(mut self) -> Result<Router, RouteError> {
         // One group per controller, in type-name order so that errors read the same every run.
@@ -314,16 +304,12 @@ impl RouterBuilder {
     }
 }
 
-/// Finds clashing and overlapping routes and invalid paths before axum sees them (axum would
-/// panic without naming the handlers).
+/// Finds clashing and overlapping routes before axum sees them (axum would panic without
+/// naming the handlers). Each path alone was checked where it was written, by `#[http_routes]`.
 fn check_routes<'a>(defs: impl Iterator<Item = &'a RouteDef>, errors: &mut Vec<RouteError>) {
     // Key: the path with capture names erased; value: the raw path and its handlers by method.
     let mut seen: BTreeMap<String, (&str, &str, BTreeMap<&str, &str>)> = BTreeMap::new();
     for def in defs {
-        if let Err(reason) = check_path(&def.path) {
-            errors.push(RouteError::BadPath { path: def.path.clone(), handler: def.handler.clone(), reason });
-            continue;
-        }
         let (path, first_handler, methods) =
             seen.entry(shape(&def.path)).or_insert_with(|| (&def.path, &def.handler, BTreeMap::new()));
         if *path != def.path {
@@ -371,36 +357,6 @@ fn shape(path: &str) -> String {
     out
 }
 
-/// The rules of axum 0.8's router, checked here so that a bad path names its handler.
-fn check_path(path: &str) -> Result<(), String> {
-    if !path.starts_with('/') {
-        return Err("a route path starts with `/`".into());
-    }
-    let segments: Vec<&str> = path.split('/').skip(1).collect();
-    for (i, segment) in segments.iter().enumerate() {
-        if segment.starts_with(':') || segment.starts_with('*') {
-            return Err(format!("`{segment}` is the old capture syntax; axum 0.8 writes `{{name}}` and `{{*name}}`"));
-        }
-        let opens = segment.matches('{').count();
-        let closes = segment.matches('}').count();
-        if opens != closes || opens > 1 {
-            return Err(format!("segment `{segment}` holds unbalanced or several captures"));
-        }
-        if let Some(inner) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-            let name = inner.strip_prefix('*').unwrap_or(inner);
-            if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-                return Err(format!("capture `{segment}` needs a name of letters, digits and `_`"));
-            }
-            if inner.starts_with('*') && i + 1 != segments.len() {
-                return Err(format!("the catch-all `{segment}` must be the last segment"));
-            }
-        } else if opens == 1 {
-            return Err(format!("capture in `{segment}` must be the whole segment"));
-        }
-    }
-    Ok(())
-}
-
 /// The router of every controller of `app`, each request in its own context scope.
 ///
 /// Merge it with your own routes and layers as any axum `Router`; wrap the merged router in a
@@ -409,7 +365,7 @@ fn check_path(path: &str) -> Result<(), String> {
 ///
 /// # Panics
 ///
-/// Panics with the [`RouteError`] message if two routes clash or a path is invalid, like axum
+/// Panics with the [`RouteError`] message if two routes clash or overlap, like axum
 /// does on a conflicting `route`; use [`RouterBuilder::build`] to handle it.
 pub fn router(app: &App) -> Router {
     match RouterBuilder::new(app).build() {
@@ -435,16 +391,5 @@ mod tests {
         assert_eq!(shape("/u/{id}/t/{*rest}"), "/u/{}/t/{*}");
         assert_eq!(shape("/u/{name}/t/{*all}"), "/u/{}/t/{*}");
         assert_eq!(shape("/plain"), "/plain");
-    }
-
-    #[test]
-    fn check_path_names_what_is_wrong() {
-        assert!(check_path("/u/{id}/t/{*rest}").is_ok());
-        assert!(check_path("u").unwrap_err().contains("starts with"));
-        assert!(check_path("/u/:id").unwrap_err().contains("old capture syntax"));
-        assert!(check_path("/u/{id").unwrap_err().contains("unbalanced"));
-        assert!(check_path("/u/{}").unwrap_err().contains("needs a name"));
-        assert!(check_path("/u/{*rest}/x").unwrap_err().contains("last segment"));
-        assert!(check_path("/u/x{id}").unwrap_err().contains("whole segment"));
     }
 }

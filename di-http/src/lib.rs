@@ -6,7 +6,7 @@
 //!   `#[patch]` (and `#[route("/path", method = "...")]`) into axum routes. Arguments are axum
 //!   extractors, results anything `IntoResponse`.
 //! - [`router`] builds the axum `Router` of every controller; [`RouterBuilder`] adds options.
-//!   Clashing routes and bad paths are reported at start-up, naming both handlers.
+//!   Bad paths fail at compile time; clashing routes at start-up, naming both handlers.
 //! - [`ContextLayer`] opens one context scope per request, with the [`RequestHead`] as a context
 //!   object and a `tracing` span carrying the request id; panics are answered with 500.
 //! - [`serve`] and [`Server`] serve with graceful shutdown.

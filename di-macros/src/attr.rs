@@ -153,17 +153,22 @@ impl InjectAttr {
     }
 }
 
-/// A controller prefix is empty or starts with `/`, and holds no `{`/`}` it cannot close.
+/// A controller prefix is empty or a route path without a catch-all.
 pub(crate) fn check_prefix(path: &str) -> Result<(), String> {
     if path.is_empty() {
         return Ok(());
     }
-    check_route_path(path)
+    check_path(path, true)
 }
 
-/// The checks on a route path that need no other route: di-http repeats them at start-up, for
-/// routes added by code.
+/// The checks on a route path that need no other route, in axum 0.8's syntax: compile-time, so
+/// that di-http only has clashes left to find at start-up. A prefix may not hold a catch-all,
+/// which must end the whole path.
 pub(crate) fn check_route_path(path: &str) -> Result<(), String> {
+    check_path(path, false)
+}
+
+fn check_path(path: &str, prefix: bool) -> Result<(), String> {
     if !path.starts_with('/') {
         return Err(format!("a route path starts with `/`: write \"/{path}\""));
     }
@@ -179,10 +184,47 @@ pub(crate) fn check_route_path(path: &str) -> Result<(), String> {
     if open {
         return Err(format!("unbalanced `{{`/`}}` in route path \"{path}\""));
     }
-    if let Some(segment) = path.split('/').find(|s| s.starts_with(':') || s.starts_with('*')) {
-        return Err(format!(
-            "route path \"{path}\" uses the old `{segment}` syntax; axum 0.8 captures are written `{{name}}` and `{{*name}}`"
-        ));
+    let segments: Vec<&str> = path.split('/').skip(1).collect();
+    for (i, segment) in segments.iter().enumerate() {
+        if segment.starts_with(':') || segment.starts_with('*') {
+            return Err(format!(
+                "route path \"{path}\" uses the old `{segment}` syntax; axum 0.8 captures are written `{{name}}` and `{{*name}}`"
+            ));
+        }
+        if !segment.contains('{') {
+            continue;
+        }
+        let Some(inner) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')).filter(|s| !s.contains('{'))
+        else {
+            return Err(format!("in route path \"{path}\", a capture is a whole segment: `{segment}`"));
+        };
+        let name = inner.strip_prefix('*').unwrap_or(inner);
+        if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            return Err(format!(
+                "in route path \"{path}\", capture `{segment}` needs a name of letters, digits and `_`"
+            ));
+        }
+        if inner.starts_with('*') && (prefix || i + 1 != segments.len()) {
+            return Err(format!("in route path \"{path}\", the catch-all `{segment}` must end the route's path"));
+        }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_route_path_names_what_is_wrong() {
+        assert!(check_route_path("/u/{id}/t/{*rest}").is_ok());
+        assert!(check_route_path("u").unwrap_err().contains("starts with"));
+        assert!(check_route_path("/u/:id").unwrap_err().contains("old `:id` syntax"));
+        assert!(check_route_path("/u/{id").unwrap_err().contains("unbalanced"));
+        assert!(check_route_path("/u/{}").unwrap_err().contains("needs a name"));
+        assert!(check_route_path("/u/{*rest}/x").unwrap_err().contains("must end"));
+        assert!(check_route_path("/u/x{id}").unwrap_err().contains("whole segment"));
+        assert!(check_prefix("/files/{*rest}").unwrap_err().contains("must end"));
+        assert!(check_prefix("").is_ok());
+    }
 }
