@@ -47,12 +47,9 @@ impl DbError {
 pub struct Db {
     #[inject]
     config: Arc<Config>,
-    conn: OnceConnection,
+    /// Set by `open`.
+    conn: std::sync::OnceLock<Arc<Mutex<Connection>>>,
 }
-
-/// The connection, set by `Db::open`.
-#[derive(Debug, Default)]
-struct OnceConnection(std::sync::OnceLock<Arc<Mutex<Connection>>>);
 
 impl Db {
     async fn open(&self) -> Result<(), DbError> {
@@ -68,14 +65,14 @@ impl Db {
              CREATE INDEX IF NOT EXISTS todos_by_user ON todos (user, id);",
         )
         .map_err(DbError::new("creating the schema"))?;
-        let _ = self.conn.0.set(Arc::new(Mutex::new(conn)));
+        let _ = self.conn.set(Arc::new(Mutex::new(conn)));
         tracing::info!(path = %self.config.db_path.0, "database open");
         Ok(())
     }
 
     /// Waits for the connection.
     async fn acquire(&self) -> OwnedMutexGuard<Connection> {
-        let conn = self.conn.0.get().expect("Db::open runs when the App is built");
+        let conn = self.conn.get().expect("Db::open runs when the App is built");
         Arc::clone(conn).lock_owned().await
     }
 }
