@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use crate::error::{BoxError, DiError};
 use crate::graph::Graph;
 use crate::proto::{AnyArc, HookFuture, ProtoDef, ProtoDescriptor, downcast};
 use crate::resolver::Resolver;
-use crate::scope::{self, ContextFuture};
+use crate::scope::{self, ContextFuture, TryContextFuture};
 
 static NEXT_APP_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -23,7 +23,29 @@ pub(crate) struct AppInner {
     /// Indexed by proto; `None` for context protos.
     pub(crate) singletons: Vec<Option<AnyArc>>,
     pub(crate) background_timeout: Duration,
+    shutdown_timeout: Duration,
     shut_down: AtomicBool,
+    /// Scopes whose end (background tasks, destroy hooks) is still running.
+    ending: AtomicUsize,
+    endings_done: tokio::sync::Notify,
+}
+
+/// Counts a scope that is ending; `App::shutdown` waits for the count to reach zero.
+pub(crate) struct EndingGuard(Arc<AppInner>);
+
+impl EndingGuard {
+    pub(crate) fn new(app: &Arc<AppInner>) -> Self {
+        app.ending.fetch_add(1, Ordering::AcqRel);
+        EndingGuard(app.clone())
+    }
+}
+
+impl Drop for EndingGuard {
+    fn drop(&mut self) {
+        if self.0.ending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.endings_done.notify_waiters();
+        }
+    }
 }
 
 /// The built container: a validated object graph and its singletons.
@@ -62,6 +84,7 @@ impl App {
             inventory: true,
             overrides: Vec::new(),
             background_timeout: Duration::from_secs(5),
+            shutdown_timeout: Duration::from_secs(10),
         }
     }
 
@@ -91,18 +114,37 @@ impl App {
         self.inner.object(TypeId::of::<T>(), Some(name), core::any::type_name::<T>()).map(downcast::<T>)
     }
 
-    /// Runs `fut` in a new context scope and destroys the scope's objects when it ends.
+    /// Runs `fut` in a new context scope, then ends the scope.
     ///
     /// Context objects are created on first use inside `fut` (and the tasks it starts with
-    /// [`spawn`](crate::spawn)), once per scope. When `fut` completes, the scope waits for its
-    /// background tasks (at most the background-task timeout), then runs the objects' destroy
-    /// hooks in reverse creation order, all before the returned future completes. If the
-    /// returned future is dropped early (a cancelled request) or `fut` panics, the same
-    /// clean-up runs on a spawned task, exactly once.
+    /// [`spawn`](crate::spawn)), once per scope. The end of a scope is one sequence, the same
+    /// for di-http's requests:
+    ///
+    /// 1. `fut` produces its output (for HTTP: the response, whose status di-http records on
+    ///    `RequestHead`).
+    /// 2. **Completion hooks** (`#[context_proto(complete = method)]`,
+    ///    [`ProtoDef::on_complete`]) run inside the scope, newest object first, until one fails
+    ///    or panics. This is where a unit of work commits. The failure is the scope's:
+    ///    [`try_run_in_context`](Self::try_run_in_context) returns it, `run_in_context` logs it
+    ///    (`tracing::error!`), di-http answers 500 instead and records that status.
+    /// 3. The output leaves: awaiting this future returns it after step 5, or right here with
+    ///    [`ContextFuture::end_in_background`] (di-http: the response is sent; nothing after this
+    ///    point delays it).
+    /// 4. The scope waits for its [`spawn`](crate::spawn)ed tasks, at most
+    ///    [`background_task_timeout`](AppBuilder::background_task_timeout).
+    /// 5. **Destroy hooks** run inside the scope (a `ContextRef` in them resolves this scope's
+    ///    objects), newest object first, each isolated: an error or a panic is logged naming the
+    ///    object and the others still run; it never changes the output. Then the objects are
+    ///    dropped.
+    /// 6. Until then the App counts the scope as ending: [`shutdown`](Self::shutdown) waits for
+    ///    it before destroying singletons.
+    ///
+    /// If `fut` panics or this future is dropped early (a cancelled request), steps 1 to 3 are
+    /// skipped and 4 and 5 run on a spawned task, exactly once, tracked as in step 6.
     ///
     /// An empty scope allocates nothing; its shared part is created on the first context object
-    /// or background task. Waiting for background tasks needs tokio's time driver
-    /// (`enable_time`, on in `#[tokio::main]`).
+    /// or background task, and a scope with no hook and no task ends synchronously. Waiting for
+    /// background tasks needs tokio's time driver (`enable_time`, on in `#[tokio::main]`).
     ///
     /// # Examples
     ///
@@ -115,6 +157,38 @@ impl App {
     /// ```
     pub fn run_in_context<F: Future>(&self, fut: F) -> ContextFuture<F> {
         scope::run(self.inner.clone(), None, fut)
+    }
+
+    /// As [`run_in_context`](Self::run_in_context), returning the completion phase's failure
+    /// instead of the output: for jobs and tests that must know whether their work was
+    /// committed.
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::Hook`] (stage `"complete"`) for the first completion hook that failed or
+    /// panicked, naming its object. The scope's objects are destroyed either way.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, DiError, ProtoDef};
+    ///
+    /// struct Batch;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<Batch>(|_| Ok(Batch))
+    ///         .on_complete(|_: Arc<Batch>| async { Err("disk full".into()) }))
+    ///     .build()
+    ///     .await?;
+    /// let result = app.try_run_in_context(async { app.get_object::<Batch>().map(|_| "written") }).await;
+    /// let error = result.unwrap_err();
+    /// assert!(error.to_string().ends_with("failed: disk full"), "{error}");
+    /// # Ok(()) }
+    /// ```
+    pub fn try_run_in_context<F: Future>(&self, fut: F) -> TryContextFuture<F> {
+        self.run_in_context(fut).try_complete()
     }
 
     /// The place of context proto `T` in this App's scopes, to hand scopes an object of it made
@@ -174,19 +248,52 @@ impl App {
         scope::run(self.inner.clone(), Some((slot.key, value as AnyArc)), fut)
     }
 
-    /// Runs the singletons' destroy hooks in reverse dependency order (dependents first), once;
-    /// later calls do nothing. The objects themselves are dropped with the last `App` clone.
+    /// Shuts the App down, once (later calls do nothing): waits for the context scopes that
+    /// are still ending (their background tasks and destroy hooks, cancelled requests'
+    /// included), at most [`AppBuilder::shutdown_timeout`], then runs the singletons' destroy
+    /// hooks in reverse dependency order (dependents first). Scopes still running are not
+    /// waited for: stop them first (di-http's [`Server`] drains its connections before
+    /// calling this). The singletons themselves are dropped with the last `App` clone.
+    ///
+    /// [`Server`]: https://docs.rs/di-http/latest/di_http/struct.Server.html
     ///
     /// # Errors
     ///
-    /// Every hook runs even if some fail; the failures come back as one [`DiError::Hook`] or a
-    /// [`DiError::Multiple`] of them.
+    /// Every destroy hook runs even if some fail or panic; the failures come back as one
+    /// [`DiError::Hook`] or a [`DiError::Multiple`] of them. Scopes abandoned at the deadline
+    /// are logged, not returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Pool;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Pool>(|_| Ok(Pool))
+    ///         .on_destroy(|_: Arc<Pool>| async { println!("pool closed"); Ok(()) }))
+    ///     .build()
+    ///     .await?;
+    /// app.shutdown().await?; // prints "pool closed"
+    /// app.shutdown().await?; // does nothing
+    /// # Ok(()) }
+    /// ```
     pub async fn shutdown(&self) -> Result<(), DiError> {
         if self.inner.shut_down.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        self.inner.wait_for_endings().await;
         let order: Vec<usize> = self.inner.graph.levels.iter().flatten().copied().collect();
         destroy_singletons(&self.inner.graph, &self.inner.singletons, &order).await
+    }
+
+    /// How many context scopes are ending now: waiting for background tasks or running destroy
+    /// hooks after their output left (di-http: after the response was sent), or cancelled and
+    /// cleaning up.
+    pub fn scopes_ending(&self) -> usize {
+        self.inner.ending.load(Ordering::Acquire)
     }
 
     /// The object graph in Graphviz DOT: singletons as boxes, context protos as ellipses,
@@ -213,6 +320,28 @@ impl fmt::Debug for App {
 }
 
 impl AppInner {
+    /// Waits until no scope is ending, at most the shutdown timeout.
+    async fn wait_for_endings(&self) {
+        let wait = async {
+            loop {
+                let notified = self.endings_done.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if self.ending.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        if self.ending.load(Ordering::Acquire) > 0 && tokio::time::timeout(self.shutdown_timeout, wait).await.is_err() {
+            tracing::error!(
+                scopes = self.ending.load(Ordering::Acquire),
+                timeout = ?self.shutdown_timeout,
+                "context scopes were still ending at the shutdown deadline; destroying singletons without them"
+            );
+        }
+    }
+
     /// The one singleton of type `ty`, if that is what it is: `get_object`'s fast path, small
     /// enough to return in registers.
     fn singleton_of(&self, ty: TypeId) -> Option<AnyArc> {
@@ -299,6 +428,7 @@ pub struct AppBuilder {
     inventory: bool,
     overrides: Vec<Override>,
     background_timeout: Duration,
+    shutdown_timeout: Duration,
 }
 
 impl AppBuilder {
@@ -365,6 +495,14 @@ impl AppBuilder {
         self
     }
 
+    /// How long [`App::shutdown`] waits for context scopes that are still ending before it
+    /// destroys the singletons anyway. Default: 10 seconds (twice the background-task timeout,
+    /// so that a scope waiting for its tasks still has time for its destroy hooks).
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
+    }
+
     /// Validates the graph and builds the singletons in dependency order, running their async
     /// init hooks (those of independent singletons concurrently).
     ///
@@ -393,6 +531,7 @@ impl AppBuilder {
                 def.factory = Arc::new(move |_: &Resolver<'_>| Ok(value.clone()));
                 def.deps = Cow::Borrowed(&[]);
                 def.init = None;
+                def.complete = None;
                 def.destroy = None;
                 hit = true;
             }
@@ -420,13 +559,7 @@ impl AppBuilder {
             let failed = join_all(hooks).await;
             ready.extend(level.iter().filter(|p| !failed.iter().any(|(f, _)| f == *p)));
             if let Some((p, e)) = failed.into_iter().next() {
-                let def = &graph.protos[p];
-                let e = DiError::Hook {
-                    stage: "init",
-                    type_name: def.type_name,
-                    name: def.name.to_string(),
-                    source: Arc::from(e),
-                };
+                let e = DiError::hook("init", &graph.protos[p], e);
                 return Err(abort(&graph, &singletons, &ready, e).await);
             }
         }
@@ -436,7 +569,10 @@ impl AppBuilder {
                 graph,
                 singletons,
                 background_timeout: self.background_timeout,
+                shutdown_timeout: self.shutdown_timeout,
                 shut_down: AtomicBool::new(false),
+                ending: AtomicUsize::new(0),
+                endings_done: tokio::sync::Notify::new(),
             }),
         })
     }
@@ -449,6 +585,7 @@ impl fmt::Debug for AppBuilder {
             .field("inventory", &self.inventory)
             .field("overrides", &self.overrides.len())
             .field("background_timeout", &self.background_timeout)
+            .field("shutdown_timeout", &self.shutdown_timeout)
             .finish()
     }
 }
@@ -466,13 +603,8 @@ async fn destroy_singletons(graph: &Graph, singletons: &[Option<AnyArc>], order:
     for &p in order.iter().rev() {
         let def = &graph.protos[p];
         if let (Some(destroy), Some(obj)) = (&def.destroy, &singletons[p]) {
-            if let Err(e) = destroy(obj.clone()).await {
-                errors.push(DiError::Hook {
-                    stage: "destroy",
-                    type_name: def.type_name,
-                    name: def.name.to_string(),
-                    source: Arc::from(e),
-                });
+            if let Err(e) = crate::scope::run_hook(def, "destroy", || destroy(obj.clone())).await {
+                errors.push(e);
             }
         }
     }

@@ -71,6 +71,26 @@ pub enum DiError {
         /// The protos on the cycle, the first repeated at the end, as `type (name)`.
         chain: Vec<String>,
     },
+    /// Context objects dereference each other while being built: a factory or an init hook of
+    /// one asks (through a `ContextRef` or `get_object`) for another whose construction needs
+    /// the first. The graph allows it (a `ContextRef` is lazy), the order of construction
+    /// cannot; reported by the `get`, `try_get` or `get_async` that would otherwise wait forever.
+    #[error(
+        "context objects need each other while being built: {}; a factory or init hook dereferences a `ContextRef` (or calls `get_object`) whose object needs the first one; defer that access until after construction (in a method, or a `complete` hook)",
+        .chain.join(" -> ")
+    )]
+    EagerCycle {
+        /// The objects on the cycle, the first repeated at the end, as `type ("name")`.
+        chain: Vec<String>,
+    },
+    /// A singleton declares a completion hook, which only context objects have.
+    #[error(
+        "singleton `{singleton}` has a `complete` hook, but completion is the end of a context scope's work; make it a context proto, or do the work in its `destroy` hook"
+    )]
+    CompleteOnSingleton {
+        /// The singleton.
+        singleton: String,
+    },
     /// A singleton takes a context object by value (`Arc<T>`, `Option<Arc<T>>` or a collection).
     #[error(
         "singleton `{singleton}` takes context proto `{context}` by value; use `ContextRef<{context}>`, which resolves the current request's object"
@@ -135,10 +155,10 @@ pub enum DiError {
         /// What was declared at that position (or "nothing").
         declared: String,
     },
-    /// A factory or an init hook failed.
+    /// A factory or a lifecycle hook failed (returned an error or panicked).
     #[error("{stage} of `{type_name}` (\"{name}\") failed: {source}")]
     Hook {
-        /// `"construction"`, `"init"` or `"destroy"`.
+        /// `"construction"`, `"init"`, `"complete"` or `"destroy"`.
         stage: &'static str,
         /// The type of the object.
         type_name: &'static str,
@@ -189,6 +209,11 @@ pub enum DiError {
 }
 
 impl DiError {
+    /// A hook of proto `def` failed at `stage` with `source`.
+    pub(crate) fn hook(stage: &'static str, def: &crate::proto::ProtoDef, source: BoxError) -> Self {
+        DiError::Hook { stage, type_name: def.type_name, name: def.name.to_string(), source: Arc::from(source) }
+    }
+
     /// Wraps a user error (for instance from a hand-written factory) as a construction failure
     /// of type `T` named `name`.
     ///
@@ -208,4 +233,25 @@ impl DiError {
             source: Arc::from(source.into()),
         }
     }
+}
+
+/// A panic caught in a hook, as the source of a [`DiError::Hook`].
+#[derive(Debug)]
+pub(crate) struct Panicked(pub(crate) String);
+
+impl std::fmt::Display for Panicked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "panicked: {}", self.0)
+    }
+}
+
+impl std::error::Error for Panicked {}
+
+/// The message of a caught panic: its `&str` or `String` payload.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&'static str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic with a non-string payload")
 }

@@ -79,6 +79,9 @@ impl Graph {
             if !names.insert((p.type_id, &p.name)) {
                 errors.push(DiError::Duplicate { type_name: p.type_name, name: p.name.to_string() });
             }
+            if p.scope == Scope::Singleton && p.complete.is_some() {
+                errors.push(DiError::CompleteOnSingleton { singleton: p.label() });
+            }
             by_type.entry(p.type_id).or_default().push(i);
             for (c, provide) in p.provides.iter().enumerate() {
                 let target = Target { proto: i, cast: c };

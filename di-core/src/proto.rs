@@ -200,6 +200,7 @@ pub struct ProtoDescriptor {
     pub(crate) factory: FactoryFn,
     pub(crate) cast_self: CastFn,
     pub(crate) init: Option<HookFn>,
+    pub(crate) complete: Option<HookFn>,
     pub(crate) destroy: Option<HookFn>,
 }
 
@@ -224,6 +225,7 @@ impl ProtoDescriptor {
             factory,
             cast_self,
             init: None,
+            complete: None,
             destroy: None,
         }
     }
@@ -253,6 +255,13 @@ impl ProtoDescriptor {
         self
     }
 
+    /// Sets the async completion hook of a context proto, run when its scope's work is done
+    /// and before its output leaves (see [`App::run_in_context`](crate::App::run_in_context)).
+    pub const fn complete(mut self, hook: HookFn) -> Self {
+        self.complete = Some(hook);
+        self
+    }
+
     /// Sets the async destroy hook, run once before the object is dropped.
     pub const fn destroy(mut self, hook: HookFn) -> Self {
         self.destroy = Some(hook);
@@ -260,8 +269,7 @@ impl ProtoDescriptor {
     }
 
     pub(crate) fn to_def(&'static self) -> ProtoDef {
-        let init = self.init.map(|h| Arc::new(h) as Arc<DynHook>);
-        let destroy = self.destroy.map(|h| Arc::new(h) as Arc<DynHook>);
+        let hook = |h: Option<HookFn>| h.map(|h| Arc::new(h) as Arc<DynHook>);
         let mut provides = Vec::with_capacity(1 + self.provides.len());
         provides.push(ProvideDef {
             type_id: (self.type_id)(),
@@ -283,8 +291,9 @@ impl ProtoDescriptor {
             deps: Cow::Borrowed(self.deps),
             provides,
             factory: Arc::new(self.factory),
-            init,
-            destroy,
+            init: hook(self.init),
+            complete: hook(self.complete),
+            destroy: hook(self.destroy),
         }
     }
 }
@@ -362,6 +371,7 @@ pub struct ProtoDef {
     pub(crate) provides: Vec<ProvideDef>,
     pub(crate) factory: Arc<DynFactory>,
     pub(crate) init: Option<Arc<DynHook>>,
+    pub(crate) complete: Option<Arc<DynHook>>,
     pub(crate) destroy: Option<Arc<DynHook>>,
 }
 
@@ -400,6 +410,7 @@ impl ProtoDef {
             }],
             factory: Arc::new(move |r: &Resolver<'_>| factory(r).map(|t| Arc::new(t) as AnyArc)),
             init: None,
+            complete: None,
             destroy: None,
         }
     }
@@ -465,6 +476,45 @@ impl ProtoDef {
         Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
     {
         self.init = Some(erase_hook(hook));
+        self
+    }
+
+    /// Sets the async completion hook of a context proto: run inside the scope when its work
+    /// is done, newest object first, before the scope's output leaves (for HTTP: before the
+    /// response is sent). This is where a unit of work commits; an error or a panic here is the
+    /// scope's failure (di-http answers 500). See
+    /// [`App::run_in_context`](crate::App::run_in_context) for the whole sequence. A singleton
+    /// with a completion hook is refused by [`build`](crate::AppBuilder::build).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// #[derive(Default)]
+    /// struct UnitOfWork { committed: Mutex<bool> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<UnitOfWork>(|_| Ok(UnitOfWork::default()))
+    ///         .on_complete(|uow: Arc<UnitOfWork>| async move {
+    ///             *uow.committed.lock().unwrap() = true;
+    ///             Ok(())
+    ///         }))
+    ///     .build()
+    ///     .await?;
+    /// let uow = app.try_run_in_context(async { app.get_object::<UnitOfWork>() }).await??;
+    /// assert!(*uow.committed.lock().unwrap());
+    /// # Ok(()) }
+    /// ```
+    pub fn on_complete<T, F, Fut>(mut self, hook: F) -> Self
+    where
+        T: Send + Sync + 'static,
+        F: Fn(Arc<T>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+    {
+        self.complete = Some(erase_hook(hook));
         self
     }
 

@@ -9,7 +9,7 @@ use syn::{Token, Type};
 use crate::ast::ProtoScope;
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    ACCESS, CONTROLLER_OPTIONS, CRATE, DESTROY, INIT, NAME, PATH, PRIVATE, PROTO_OPTIONS, PROVIDES, PUBLIC,
+    ACCESS, COMPLETE, CONTROLLER_OPTIONS, CRATE, DESTROY, INIT, NAME, PATH, PRIVATE, PROTO_OPTIONS, PROVIDES, PUBLIC,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -25,6 +25,8 @@ pub(crate) struct ProtoAttr {
     pub(crate) provides: Vec<Type>,
     pub(crate) access: Option<Access>,
     pub(crate) init: Option<syn::Ident>,
+    /// Context protos only (`check::complete_needs_a_context_proto`).
+    pub(crate) complete: Option<syn::Ident>,
     pub(crate) destroy: Option<syn::Ident>,
     pub(crate) krate: Option<syn::Path>,
     /// `#[http_controller(path = "...")]`: the prefix of the controller's routes.
@@ -92,6 +94,9 @@ impl ProtoAttr {
             } else if meta.path.is_ident(INIT) {
                 let method: syn::Ident = meta.value()?.parse()?;
                 once(cx, &meta, &mut attr.init, method);
+            } else if meta.path.is_ident(COMPLETE) {
+                let method: syn::Ident = meta.value()?.parse()?;
+                once(cx, &meta, &mut attr.complete, method);
             } else if meta.path.is_ident(DESTROY) {
                 let method: syn::Ident = meta.value()?.parse()?;
                 once(cx, &meta, &mut attr.destroy, method);

@@ -2,7 +2,7 @@
 
 use syn::spanned::Spanned;
 
-use crate::ast::{Kind, ProtoItem, is_dyn};
+use crate::ast::{Kind, ProtoItem, ProtoScope, is_dyn};
 use crate::ctxt::Ctxt;
 
 pub(crate) fn check(cx: &Ctxt, model: &ProtoItem) {
@@ -10,6 +10,19 @@ pub(crate) fn check(cx: &Ctxt, model: &ProtoItem) {
     named_fields(cx, model);
     context_ref_names_a_type(cx, model);
     context_ref_needs_inject(cx, model);
+    complete_needs_a_context_proto(cx, model);
+}
+
+fn complete_needs_a_context_proto(cx: &Ctxt, model: &ProtoItem) {
+    if let (Some(method), ProtoScope::Singleton | ProtoScope::Controller) = (&model.attr.complete, model.scope) {
+        cx.error_spanned_by(
+            method,
+            format!(
+                "`complete` is a hook of `#[context_proto]`, run when a context scope's work is done; a {} struct is built once: do this work in its `destroy` hook, or in a context proto",
+                model.scope.attribute()
+            ),
+        );
+    }
 }
 
 fn no_generics(cx: &Ctxt, model: &ProtoItem) {

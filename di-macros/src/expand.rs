@@ -154,6 +154,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
         )
     };
     let (init_fn, init_set) = hook(&model.attr.init, "__di_init", "init");
+    let (complete_fn, complete_set) = hook(&model.attr.complete, "__di_complete", "complete");
     let (destroy_fn, destroy_set) = hook(&model.attr.destroy, "__di_destroy", "destroy");
     let controller = (model.scope == ProtoScope::Controller).then(|| {
         let path = model.attr.path.as_ref().map_or_else(String::new, syn::LitStr::value);
@@ -191,6 +192,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
             }
             #(#casts)*
             #init_fn
+            #complete_fn
             #destroy_fn
 
             const __DI_DEPS: &[__di::Dependency] = &[#(#deps),*];
@@ -205,6 +207,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
             .provides(__DI_PROVIDES)
             .access(__di::Access::#access, __di::module_path!())
             #init_set
+            #complete_set
             #destroy_set;
 
             __di::inventory::submit! { __DI_DESCRIPTOR }

@@ -91,28 +91,51 @@ pub fn singleton_proto(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Registers a struct as a context proto: built at most once per context scope (a request), on
 /// first use, and destroyed when the scope ends.
 ///
-/// Same fields and options as [`macro@singleton_proto`]. A context proto may take singletons and
-/// other context protos by value (`Arc<T>`): they come from the same scope. A context proto with
-/// an `init` hook is reached with `ContextRef::get_async().await`.
+/// Same fields and options as [`macro@singleton_proto`], plus `complete = method`: an async
+/// `&self` method run when the scope's work is done, before its output leaves (for HTTP: before
+/// the response is sent), newest object first. It is where a unit of work commits: an error or
+/// a panic there fails the scope (di-http answers 500). `destroy` runs after the output left,
+/// for every object, also when the request failed or was cancelled: where it rolls back what
+/// `complete` did not commit. A context proto may take singletons and other context protos by
+/// value (`Arc<T>`): they come from the same scope. A context proto with an `init` hook is
+/// reached with `ContextRef::get_async().await`.
 ///
 /// # Examples
 ///
 /// ```
+/// use std::sync::Mutex;
 /// use di_core::{context_proto, App};
 ///
-/// #[context_proto(name = "uow", destroy = commit)]
-/// pub struct UnitOfWork { statements: std::sync::Mutex<Vec<String>> }
+/// #[context_proto(name = "uow", complete = commit, destroy = roll_back)]
+/// pub struct UnitOfWork { pending: Mutex<Vec<String>> }
 /// impl UnitOfWork {
-///     async fn commit(&self) { /* COMMIT */ }
+///     async fn commit(&self) -> Result<(), std::io::Error> {
+///         self.pending.lock().unwrap().clear(); // COMMIT
+///         Ok(())
+///     }
+///     async fn roll_back(&self) {
+///         let left = self.pending.lock().unwrap().len();
+///         if left > 0 { /* ROLLBACK: the scope failed before `commit` */ }
+///     }
 /// }
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
 /// let app = App::builder().build().await?;
-/// app.run_in_context(async {
+/// let uow = app.try_run_in_context(async {
 ///     let uow = app.get_object::<UnitOfWork>().unwrap();
-///     uow.statements.lock().unwrap().push("INSERT ...".into());
-/// }).await; // committed and dropped here
+///     uow.pending.lock().unwrap().push("INSERT ...".into());
+///     uow
+/// }).await?; // committed, then destroyed
+/// assert!(uow.pending.lock().unwrap().is_empty());
 /// # Ok(()) }
+/// ```
+///
+/// A singleton has no completion hook:
+///
+/// ```compile_fail
+/// #[di_core::singleton_proto(complete = flush)]
+/// pub struct Cache;
+/// impl Cache { async fn flush(&self) {} }
 /// ```
 #[proc_macro_attribute]
 pub fn context_proto(args: TokenStream, item: TokenStream) -> TokenStream {

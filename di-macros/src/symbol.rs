@@ -5,12 +5,13 @@ pub(crate) const NAME: &str = "name";
 pub(crate) const PROVIDES: &str = "provides";
 pub(crate) const ACCESS: &str = "access";
 pub(crate) const INIT: &str = "init";
+pub(crate) const COMPLETE: &str = "complete";
 pub(crate) const DESTROY: &str = "destroy";
 pub(crate) const CRATE: &str = "crate";
 pub(crate) const PUBLIC: &str = "public";
 pub(crate) const PRIVATE: &str = "private";
 
-pub(crate) const PROTO_OPTIONS: &str = "`name`, `provides`, `access`, `init`, `destroy` or `crate`";
+pub(crate) const PROTO_OPTIONS: &str = "`name`, `provides`, `access`, `init`, `complete`, `destroy` or `crate`";
 pub(crate) const PATH: &str = "path";
 pub(crate) const MIDDLEWARE: &str = "middleware";
 pub(crate) const METHOD: &str = "method";

@@ -1,0 +1,448 @@
+//! The end of a context scope: completion hooks, then (after the output has left) background
+//! tasks and destroy hooks, each isolated from the others' errors and panics.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
+use tokio::task::futures::TaskLocalFuture;
+use tracing::Instrument;
+
+use super::table::ScopeShared;
+use super::{CURRENT, ScopeHandle};
+use crate::app::EndingGuard;
+use crate::error::{DiError, Panicked, panic_message};
+use crate::proto::{AnyArc, HookFuture, ProtoDef};
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// Calls a hook and polls it to its end, turning a panic (in the call or in the future) into
+/// an error that names the object.
+pub(crate) async fn run_hook(
+    def: &ProtoDef,
+    stage: &'static str,
+    call: impl FnOnce() -> HookFuture,
+) -> Result<(), DiError> {
+    let caught = match std::panic::catch_unwind(AssertUnwindSafe(call)) {
+        Ok(mut hook) => {
+            std::future::poll_fn(|cx| match std::panic::catch_unwind(AssertUnwindSafe(|| hook.as_mut().poll(cx))) {
+                Ok(Poll::Pending) => Poll::Pending,
+                Ok(Poll::Ready(result)) => Poll::Ready(Ok(result)),
+                // Not polled again: the hook's future is dropped with this one.
+                Err(panic) => Poll::Ready(Err(panic)),
+            })
+            .await
+        }
+        Err(panic) => Err(panic),
+    };
+    match caught {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(DiError::hook(stage, def, error)),
+        Err(panic) => Err(DiError::hook(stage, def, Box::new(Panicked(panic_message(&*panic).to_owned())))),
+    }
+}
+
+impl ScopeShared {
+    /// Starts the completion phase, once: the objects with a completion hook, newest first.
+    /// `None` if it started already.
+    fn begin_completion(&self) -> Option<Vec<(usize, AnyArc)>> {
+        let protos = &self.app.graph.protos;
+        let mut table = self.table();
+        if std::mem::replace(&mut table.completion_started, true) {
+            return None;
+        }
+        Some(table.created.iter().rev().filter(|(key, _)| protos[*key].complete.is_some()).cloned().collect())
+    }
+
+    /// Runs the completion hooks, newest object first, until one fails: the objects left would
+    /// confirm work that the scope no longer answers for.
+    async fn complete(&self, objects: Vec<(usize, AnyArc)>) -> Result<(), DiError> {
+        for (key, obj) in objects {
+            let def = &self.app.graph.protos[key];
+            let hook = def.complete.as_ref().expect("only objects with a completion hook are listed");
+            run_hook(def, "complete", || hook(obj)).await?;
+        }
+        Ok(())
+    }
+
+    async fn wait_for_tasks(&self) {
+        if self.tasks.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let wait = async {
+            loop {
+                let notified = self.tasks_done.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if self.tasks.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        if tokio::time::timeout(self.app.background_timeout, wait).await.is_err() {
+            tracing::warn!(
+                timeout = ?self.app.background_timeout,
+                tasks = self.tasks.load(Ordering::Acquire),
+                "background tasks outlived their context scope; destroying its objects anyway"
+            );
+        }
+    }
+
+    /// Ends the scope: waits for its background tasks, runs destroy hooks newest first (a
+    /// failing or panicking hook is logged and the others still run), then drops the objects.
+    /// Objects created meanwhile (a destroy hook may resolve context objects) are destroyed
+    /// too. Runs inside the scope. Each object is destroyed at most once.
+    async fn finish(&self) {
+        self.wait_for_tasks().await;
+        let mut destroyed = Vec::new();
+        loop {
+            let Some((key, obj)) = self.table().created.pop() else { break };
+            let def = &self.app.graph.protos[key];
+            if let Some(destroy) = &def.destroy {
+                if let Err(error) = run_hook(def, "destroy", || destroy(obj.clone())).await {
+                    tracing::error!(%error, "a destroy hook failed; the scope's other objects are destroyed all the same");
+                }
+            }
+            destroyed.push(obj);
+        }
+        self.close(destroyed);
+    }
+
+    /// Marks the scope ended and drops its objects, newest first, outside the lock: user `Drop`
+    /// impls may do anything. `destroyed` holds the objects newest first; what is still in
+    /// the created list (no hooks ran) follows.
+    fn close(&self, mut objects: Vec<AnyArc>) {
+        let (slots, created) = {
+            let mut table = self.table();
+            table.ended = true;
+            (std::mem::take(&mut table.slots), std::mem::take(&mut table.created))
+        };
+        objects.extend(created.into_iter().rev().map(|(_, obj)| obj));
+        let dropped = std::panic::catch_unwind(AssertUnwindSafe(move || {
+            drop(slots); // the table's references: each object's last one is in `objects`
+            for obj in objects {
+                drop(obj);
+            }
+        }));
+        if let Err(panic) = dropped {
+            tracing::error!(panic = panic_message(&*panic), "dropping a context object panicked");
+        }
+    }
+}
+
+/// The rest of a scope's end (background tasks, destroy hooks), inside the scope and the
+/// current `tracing` span, counted by the App until it is done.
+fn ending(shared: Arc<ScopeShared>) -> impl Future<Output = ()> + Send + 'static {
+    let guard = EndingGuard::new(&shared.app);
+    CURRENT
+        .scope(ScopeHandle::joining(shared.clone()), async move {
+            shared.finish().await;
+            drop(guard);
+        })
+        .instrument(tracing::Span::current())
+}
+
+enum Phase<O> {
+    /// The scope's future runs.
+    Running,
+    /// Completion hooks run; `output` waits for them.
+    Completing {
+        shared: Arc<ScopeShared>,
+        hooks: BoxFuture<Result<(), DiError>>,
+        output: Option<O>,
+    },
+    /// The scope ends before the output is handed back (the default).
+    Ending {
+        end: BoxFuture<()>,
+        output: Option<(O, Result<(), DiError>)>,
+    },
+    Done,
+}
+
+pin_project! {
+    /// The future returned by [`App::run_in_context`](crate::App::run_in_context): runs the
+    /// inner future in a context scope, then the scope's end, in the order documented there.
+    ///
+    /// Dropped early (a cancelled request) or when the inner future panics, it skips the
+    /// completion phase and ends the scope on a spawned task that the App tracks
+    /// ([`App::shutdown`](crate::App::shutdown) waits for it).
+    #[must_use = "futures do nothing unless you `.await` or poll them"]
+    pub struct ContextFuture<F: Future> {
+        #[pin]
+        inner: TaskLocalFuture<ScopeHandle, F>,
+        phase: Phase<F::Output>,
+        in_background: bool,
+    }
+
+    impl<F: Future> PinnedDrop for ContextFuture<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            let end: Option<BoxFuture<()>> = match std::mem::replace(this.phase, Phase::Done) {
+                Phase::Running => this.inner.take_value().and_then(|handle| handle.shared.into_inner()).and_then(start_end),
+                // The completion hooks are cancelled with the scope's future.
+                Phase::Completing { shared, .. } => start_end(shared),
+                Phase::Ending { end, .. } => Some(end),
+                Phase::Done => None,
+            };
+            if let Some(end) = end {
+                match tokio::runtime::Handle::try_current() {
+                    Ok(runtime) => drop(runtime.spawn(end)),
+                    // No runtime to run destroy hooks on: dropping `end` drops the scope's last
+                    // handle, and with it the objects.
+                    Err(_) => drop(end),
+                }
+            }
+        }
+    }
+}
+
+/// The end of `shared` as a future, or `None` if the scope could end at once (it did).
+fn start_end(shared: Arc<ScopeShared>) -> Option<BoxFuture<()>> {
+    if shared.is_idle() {
+        shared.close(Vec::new());
+        None
+    } else {
+        Some(Box::pin(ending(shared)))
+    }
+}
+
+impl<F: Future> ContextFuture<F> {
+    pub(crate) fn new(inner: TaskLocalFuture<ScopeHandle, F>) -> Self {
+        ContextFuture { inner, phase: Phase::Running, in_background: false }
+    }
+
+    /// Hands the output back as soon as the completion phase is over (step 3 of
+    /// [`App::run_in_context`](crate::App::run_in_context)), and ends the scope (steps 4 and 5)
+    /// on a task of its own, tracked by the App: what di-http does, so that a response never
+    /// waits for background work or destroy hooks. Without a tokio runtime to spawn on, the
+    /// scope ends before the output is handed back, as by default.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// #[derive(Default)]
+    /// struct Audit(AtomicBool);
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<Audit>(|_| Ok(Audit::default()))
+    ///         .on_destroy(|_: Arc<Audit>| async { Ok(()) }))
+    ///     .build()
+    ///     .await?;
+    /// let answer = app.run_in_context(async {
+    ///     app.get_object::<Audit>().unwrap().0.store(true, Ordering::Relaxed);
+    ///     di_core::spawn(tokio::time::sleep(std::time::Duration::from_millis(50)));
+    ///     42
+    /// })
+    /// .end_in_background()
+    /// .await; // back at once; the scope waits for the sleep on its own task
+    /// assert_eq!(answer, 42);
+    /// app.shutdown().await?; // waits for scopes still ending, then destroys singletons
+    /// # Ok(()) }
+    /// ```
+    pub fn end_in_background(mut self) -> Self {
+        self.in_background = true;
+        self
+    }
+
+    /// Returns the completion phase's failure with the output: the future resolves to
+    /// `Err` if a completion hook failed or panicked, as
+    /// [`App::try_run_in_context`](crate::App::try_run_in_context).
+    pub fn try_complete(self) -> TryContextFuture<F> {
+        TryContextFuture { inner: self }
+    }
+
+    /// Drives the scope; `Ready` with the output and the completion phase's result.
+    fn poll_scope(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(F::Output, Result<(), DiError>)> {
+        let mut this = self.project();
+        loop {
+            let (shared, output, result) = match this.phase {
+                Phase::Running => {
+                    let output = std::task::ready!(this.inner.as_mut().poll(cx));
+                    let Some(shared) = this.inner.as_mut().take_value().and_then(|handle| handle.shared.into_inner())
+                    else {
+                        *this.phase = Phase::Done;
+                        return Poll::Ready((output, Ok(())));
+                    };
+                    match shared.begin_completion() {
+                        Some(objects) if !objects.is_empty() => {
+                            let hooks = CURRENT.scope(ScopeHandle::joining(shared.clone()), {
+                                let shared = shared.clone();
+                                async move { shared.complete(objects).await }
+                            });
+                            *this.phase = Phase::Completing { shared, hooks: Box::pin(hooks), output: Some(output) };
+                            continue;
+                        }
+                        // None: the scope's future ran the phase itself (`complete_scope`) and
+                        // received its result.
+                        _ => (shared, output, Ok(())),
+                    }
+                }
+                Phase::Completing { shared, hooks, output } => {
+                    let result = std::task::ready!(hooks.as_mut().poll(cx));
+                    (shared.clone(), output.take().expect("taken once"), result)
+                }
+                Phase::Ending { end, output } => {
+                    std::task::ready!(end.as_mut().poll(cx));
+                    let done = output.take().expect("taken once");
+                    *this.phase = Phase::Done;
+                    return Poll::Ready(done);
+                }
+                Phase::Done => panic!("ContextFuture polled after completion"),
+            };
+            match start_end(shared) {
+                None => {}
+                Some(end) if *this.in_background => match tokio::runtime::Handle::try_current() {
+                    Ok(runtime) => drop(runtime.spawn(end)),
+                    Err(_) => {
+                        *this.phase = Phase::Ending { end, output: Some((output, result)) };
+                        continue;
+                    }
+                },
+                Some(end) => {
+                    *this.phase = Phase::Ending { end, output: Some((output, result)) };
+                    continue;
+                }
+            }
+            *this.phase = Phase::Done;
+            return Poll::Ready((output, result));
+        }
+    }
+}
+
+impl<F: Future> Future for ContextFuture<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let (output, result) = std::task::ready!(self.poll_scope(cx));
+        if let Err(error) = result {
+            tracing::error!(%error, "the completion phase of a context scope failed; its output is returned all the same (`App::try_run_in_context` returns the error instead)");
+        }
+        Poll::Ready(output)
+    }
+}
+
+impl<F: Future> std::fmt::Debug for ContextFuture<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let phase = match self.phase {
+            Phase::Running => "running",
+            Phase::Completing { .. } => "completing",
+            Phase::Ending { .. } => "ending",
+            Phase::Done => "done",
+        };
+        f.debug_struct("ContextFuture")
+            .field("phase", &phase)
+            .field("in_background", &self.in_background)
+            .finish_non_exhaustive()
+    }
+}
+
+pin_project! {
+    /// The future returned by [`App::try_run_in_context`](crate::App::try_run_in_context) and
+    /// [`ContextFuture::try_complete`]: a [`ContextFuture`] that resolves to `Err` when the
+    /// completion phase fails.
+    #[must_use = "futures do nothing unless you `.await` or poll them"]
+    #[derive(Debug)]
+    pub struct TryContextFuture<F: Future> {
+        #[pin]
+        inner: ContextFuture<F>,
+    }
+}
+
+impl<F: Future> TryContextFuture<F> {
+    /// As [`ContextFuture::end_in_background`].
+    pub fn end_in_background(self) -> Self {
+        TryContextFuture { inner: self.inner.end_in_background() }
+    }
+}
+
+impl<F: Future> Future for TryContextFuture<F> {
+    type Output = Result<F::Output, DiError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let (output, result) = std::task::ready!(self.project().inner.poll_scope(cx));
+        Poll::Ready(result.map(|()| output))
+    }
+}
+
+/// Runs the current scope's completion phase now, from inside the scope: its completion hooks,
+/// newest object first, until one fails. For code that must act on the outcome before the
+/// scope's output is final (di-http turns a failure into a 500 and records that status for
+/// destroy hooks).
+///
+/// The phase runs once per scope: later calls, and the scope's own end, do not run it again
+/// (the end does not report a failure returned here). Objects created after it started get no
+/// completion hook call. Outside any scope, or in a scope with no object yet, there is nothing
+/// to complete and it returns `Ok(())`.
+///
+/// # Errors
+///
+/// [`DiError::Hook`] (stage `"complete"`) for the first completion hook that fails or panics,
+/// naming its object.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::{App, ProtoDef, DiError};
+///
+/// struct Ledger;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+/// let app = App::builder()
+///     .register(ProtoDef::context::<Ledger>(|_| Ok(Ledger))
+///         .on_complete(|_: Arc<Ledger>| async { Err("the ledger is closed".into()) }))
+///     .build()
+///     .await?;
+/// let answer = app
+///     .run_in_context(async {
+///         app.get_object::<Ledger>().unwrap();
+///         match di_core::complete_scope().await {
+///             Ok(()) => "saved".to_owned(),
+///             Err(e) => format!("not saved: {e}"),
+///         }
+///     })
+///     .await;
+/// assert!(answer.starts_with("not saved: complete of `"), "{answer}");
+/// # Ok(()) }
+/// ```
+pub fn complete_scope() -> CompleteScope {
+    let shared = CURRENT.try_with(|handle| handle.shared.get().cloned()).ok().flatten();
+    let hooks = shared.and_then(|shared| {
+        let objects = shared.begin_completion().filter(|objects| !objects.is_empty())?;
+        Some(Box::pin(async move { shared.complete(objects).await }) as BoxFuture<_>)
+    });
+    CompleteScope { hooks }
+}
+
+/// The future of [`complete_scope`].
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct CompleteScope {
+    hooks: Option<BoxFuture<Result<(), DiError>>>,
+}
+
+impl Future for CompleteScope {
+    type Output = Result<(), DiError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.hooks {
+            Some(hooks) => hooks.as_mut().poll(cx),
+            None => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl std::fmt::Debug for CompleteScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompleteScope").field("hooks", &self.hooks.is_some()).finish()
+    }
+}

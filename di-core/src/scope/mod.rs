@@ -1,0 +1,313 @@
+//! Context scopes: the task-local that carries the current request's objects.
+//!
+//! - `mod.rs`: the task-local handle, the accessors behind `ContextRef`, `spawn`.
+//! - `table.rs`: the scope's shared table and the construction of its objects.
+//! - `end.rs`: completion, destruction, and the futures that run a scope.
+
+mod end;
+mod table;
+
+use std::any::Any;
+use std::cell::{OnceCell, RefCell};
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tokio::task::JoinHandle;
+
+use crate::app::AppInner;
+use crate::error::DiError;
+use crate::graph::FastMap;
+use crate::proto::AnyArc;
+
+pub(crate) use end::run_hook;
+pub use end::{CompleteScope, ContextFuture, TryContextFuture, complete_scope};
+pub(crate) use table::ScopeShared;
+
+tokio::task_local! {
+    static CURRENT: ScopeHandle;
+}
+
+/// What each task of a scope holds in the task-local: the App, the scope's shared part
+/// (created on the first miss or `spawn`, so an empty scope allocates nothing), and a private
+/// cache of the objects this task already resolved, so that a warm `ContextRef::get` takes no
+/// lock.
+pub(crate) struct ScopeHandle {
+    app_id: u64,
+    app: Arc<AppInner>,
+    shared: OnceCell<Arc<ScopeShared>>,
+    cache: RefCell<SmallMap<AnyArc>>,
+    /// An object given by whoever opened the scope (`App::run_in_context_with`): its proto
+    /// index and value. Moved into the shared table when that is created, so that other tasks
+    /// and factories find it there.
+    seed: Option<(u32, AnyArc)>,
+}
+
+impl ScopeHandle {
+    fn new(app: Arc<AppInner>, seed: Option<(u32, AnyArc)>) -> Self {
+        ScopeHandle { app_id: app.id, app, shared: OnceCell::new(), cache: RefCell::new(SmallMap::default()), seed }
+    }
+
+    fn joining(shared: Arc<ScopeShared>) -> Self {
+        let handle = ScopeHandle::new(shared.app.clone(), None);
+        let _ = handle.shared.set(shared);
+        handle
+    }
+
+    fn shared(&self) -> &Arc<ScopeShared> {
+        self.shared.get_or_init(|| ScopeShared::new(self.app.clone(), self.seed.clone()))
+    }
+
+    #[inline]
+    fn cached(&self, app_id: u64, key: u32) -> Option<AnyArc> {
+        if self.app_id != app_id {
+            return None;
+        }
+        self.cache.try_borrow().ok()?.get(key).cloned()
+    }
+
+    #[cold]
+    fn miss(&self, app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
+        if self.app_id != app_id {
+            return Err(DiError::ForeignScope { wanted });
+        }
+        let obj = match &self.seed {
+            Some((seeded, obj)) if *seeded == key => obj.clone(),
+            _ => self.shared().resolve_sync(key as usize)?,
+        };
+        self.remember(key, &obj);
+        Ok(obj)
+    }
+
+    fn remember(&self, key: u32, obj: &AnyArc) {
+        // Inside a `ContextRef::with` callback the cache is borrowed: skip caching then.
+        if let Ok(mut cache) = self.cache.try_borrow_mut() {
+            if cache.get(key).is_none() {
+                cache.insert(key, obj.clone());
+            }
+        }
+    }
+}
+
+/// A small map from proto index to value: a linear scan while small (the common case: a request
+/// touches a handful of context objects), an index once it grows.
+pub(crate) struct SmallMap<V> {
+    items: Vec<(u32, V)>,
+    index: Option<FastMap<u32, usize>>,
+}
+
+impl<V> Default for SmallMap<V> {
+    fn default() -> Self {
+        SmallMap { items: Vec::new(), index: None }
+    }
+}
+
+const LINEAR_LIMIT: usize = 16;
+
+impl<V> SmallMap<V> {
+    #[inline]
+    fn get(&self, key: u32) -> Option<&V> {
+        match &self.index {
+            None => self.items.iter().find(|(k, _)| *k == key).map(|(_, v)| v),
+            Some(index) => index.get(&key).map(|&i| &self.items[i].1),
+        }
+    }
+
+    fn get_mut(&mut self, key: u32) -> Option<&mut V> {
+        match &self.index {
+            None => self.items.iter_mut().find(|(k, _)| *k == key).map(|(_, v)| v),
+            Some(index) => index.get(&key).map(|&i| &mut self.items[i].1),
+        }
+    }
+
+    fn insert(&mut self, key: u32, value: V) {
+        self.items.push((key, value));
+        if let Some(index) = &mut self.index {
+            index.insert(key, self.items.len() - 1);
+        } else if self.items.len() > LINEAR_LIMIT {
+            self.index = Some(self.items.iter().enumerate().map(|(i, (k, _))| (*k, i)).collect());
+        }
+    }
+}
+
+/// Runs `fut` in a new scope of `app`, with an object given by the caller.
+pub(crate) fn run<F: Future>(app: Arc<AppInner>, seed: Option<(u32, AnyArc)>, fut: F) -> ContextFuture<F> {
+    ContextFuture::new(CURRENT.scope(ScopeHandle::new(app, seed), fut))
+}
+
+/// The current scope's object for context proto `key` of App `app_id`, if this task already
+/// resolved it: the warm path, kept small so that it returns in registers. Not inlined: it is
+/// shared by every `ContextRef<T>::get`, which stays a call and a downcast per type.
+pub(crate) fn cached(app_id: u64, key: u32) -> Option<AnyArc> {
+    CURRENT.try_with(|h| h.cached(app_id, key)).ok().flatten()
+}
+
+/// The slow path of [`cached`]: creates the object, or says why it cannot.
+#[cold]
+#[inline(never)]
+pub(crate) fn resolve(app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
+    CURRENT.try_with(|h| h.miss(app_id, key, wanted)).unwrap_or(Err(DiError::NoScope { wanted }))
+}
+
+/// The current scope's object for context proto `key` of App `app_id`.
+#[inline]
+pub(crate) fn current(app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
+    match cached(app_id, key) {
+        Some(obj) => Ok(obj),
+        None => resolve(app_id, key, wanted),
+    }
+}
+
+/// Calls `f` with a borrow of the current scope's object if this task already resolved it,
+/// without touching its reference count; gives `f` back if it did not. Generic so that the
+/// warm path inlines into `ContextRef::with` with no dynamic call: a few instructions per type.
+#[inline]
+pub(crate) fn with_cached<R, F: FnOnce(&(dyn Any + Send + Sync)) -> R>(app_id: u64, key: u32, f: F) -> Result<R, F> {
+    let mut f = Some(f);
+    let found = CURRENT.try_with(|h| {
+        if h.app_id != app_id {
+            return None;
+        }
+        let cache = h.cache.try_borrow().ok()?;
+        let obj = cache.get(key)?;
+        f.take().map(|f| f(&**obj))
+    });
+    match (found, f) {
+        (Ok(Some(r)), _) => Ok(r),
+        (_, Some(f)) => Err(f),
+        (_, None) => unreachable!("`f` is taken only when it runs"),
+    }
+}
+
+pub(crate) async fn current_async(app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
+    if let Some(obj) = cached(app_id, key) {
+        return Ok(obj);
+    }
+    let shared = CURRENT
+        .try_with(|h| (h.app_id == app_id).then(|| h.shared().clone()).ok_or(DiError::ForeignScope { wanted }))
+        .unwrap_or(Err(DiError::NoScope { wanted }))?;
+    let obj = shared.resolve_async(key as usize).await?;
+    let _ = CURRENT.try_with(|h| h.remember(key, &obj));
+    Ok(obj)
+}
+
+/// Counts a background task of a scope; the scope waits for the count to reach zero.
+struct TaskGuard(Arc<ScopeShared>);
+
+impl TaskGuard {
+    fn new(shared: Arc<ScopeShared>) -> Self {
+        shared.tasks.fetch_add(1, Ordering::AcqRel);
+        TaskGuard(shared)
+    }
+}
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        if self.0.tasks.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.tasks_done.notify_waiters();
+        }
+    }
+}
+
+fn current_shared() -> Option<Arc<ScopeShared>> {
+    CURRENT.try_with(|h| h.shared().clone()).ok()
+}
+
+/// Spawns `fut` on the tokio runtime inside the current context scope.
+///
+/// A task started with `tokio::spawn` does not see the scope: task-locals belong to the future
+/// that set them. `spawn` carries the scope into the new task, and the scope waits for the task
+/// before destroying its objects, at most for the App's background-task timeout (5 s unless
+/// [`AppBuilder::background_task_timeout`](crate::AppBuilder::background_task_timeout) says
+/// otherwise; tegg's `BackgroundTaskHelper` does the same). Outside any scope it is
+/// `tokio::spawn`.
+///
+/// # Examples
+///
+/// ```
+/// use di_core::{App, ProtoDef};
+/// use std::sync::{Arc, Mutex};
+///
+/// #[derive(Default)]
+/// struct AuditLog(Mutex<Vec<String>>);
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder()
+///     .register(ProtoDef::context::<AuditLog>(|_| Ok(AuditLog::default()))
+///         .on_destroy(|log: Arc<AuditLog>| async move {
+///             assert_eq!(*log.0.lock().unwrap(), ["written in the background"]);
+///             Ok(())
+///         }))
+///     .build()
+///     .await?;
+/// let background = app.clone();
+/// app.run_in_context(async move {
+///     di_core::spawn(async move {
+///         tokio::task::yield_now().await;
+///         let log = background.get_object::<AuditLog>().unwrap();
+///         log.0.lock().unwrap().push("written in the background".into());
+///     });
+///     // Returns before the task ran; the scope waits for it, then destroys the log.
+/// }).await;
+/// # Ok(()) }
+/// ```
+///
+/// # Panics
+///
+/// Panics if called outside a tokio runtime, like `tokio::spawn`. The scope waits for the task
+/// with `tokio::time::timeout`, which panics on a runtime built without the time driver
+/// (`enable_time`; `#[tokio::main]` enables it).
+pub fn spawn<F>(fut: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match current_shared() {
+        Some(shared) => {
+            let guard = TaskGuard::new(shared.clone());
+            tokio::spawn(async move {
+                let _guard = guard;
+                CURRENT.scope(ScopeHandle::joining(shared), fut).await
+            })
+        }
+        None => tokio::spawn(fut),
+    }
+}
+
+/// Runs the blocking closure `f` on tokio's blocking pool inside the current context scope;
+/// the scope waits for it like for [`spawn`]ed tasks.
+///
+/// # Panics
+///
+/// Panics if called outside a tokio runtime, like `tokio::task::spawn_blocking`.
+pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    match current_shared() {
+        Some(shared) => {
+            let guard = TaskGuard::new(shared.clone());
+            tokio::task::spawn_blocking(move || {
+                let _guard = guard;
+                CURRENT.sync_scope(ScopeHandle::joining(shared), f)
+            })
+        }
+        None => tokio::task::spawn_blocking(f),
+    }
+}
+
+/// Whether the caller runs inside a context scope.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = di_core::App::builder().build().await?;
+/// assert!(!di_core::in_scope());
+/// assert!(app.run_in_context(async { di_core::in_scope() }).await);
+/// # Ok(()) }
+/// ```
+pub fn in_scope() -> bool {
+    CURRENT.try_with(|_| ()).is_ok()
+}

@@ -1,0 +1,448 @@
+//! A context scope's shared table: which objects exist, which are being built and on whose
+//! behalf, and the construction that fills it.
+//!
+//! Construction never recurses on the stack: before a context object is built, the context
+//! objects it takes by value (transitively) are built first, deepest first, so that its factory
+//! only finds finished objects. A chain of 5000 by-value context protos builds in a loop.
+//!
+//! A slot being built records which construction asked for it (its parent). That is enough to
+//! see, before waiting, that a wait could never end: the object is being built by the asker
+//! itself or one of its askers (a factory or init hook dereferencing a `ContextRef` whose object
+//! needs the first one), or by a construction that waits, directly or not, for one of them.
+
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use tokio::sync::Notify;
+
+use super::SmallMap;
+use crate::app::AppInner;
+use crate::error::DiError;
+use crate::proto::{AnyArc, Scope};
+use crate::resolver::Resolver;
+
+tokio::task_local! {
+    /// The context object whose factory or init hook runs on this task: `(scope, proto)`.
+    static BUILDING: (usize, u32);
+}
+
+pub(crate) enum Slot {
+    /// Claimed and then given up (its construction panicked or was cancelled): free to claim.
+    Vacant,
+    /// Being built. `parent` is the object whose construction asked for it; `None` when user
+    /// code did.
+    Building { parent: Option<u32> },
+    /// Built, or failed; every task of the scope gets the same answer.
+    Ready(Result<AnyArc, DiError>),
+}
+
+#[derive(Default)]
+pub(crate) struct Table {
+    pub(super) slots: SmallMap<Slot>,
+    /// Objects in creation order, for completion and destruction in reverse.
+    pub(super) created: Vec<(usize, AnyArc)>,
+    /// Constructions waiting for an object another task builds: `(waiting, awaited)`.
+    waits: Vec<(u32, u32)>,
+    /// Tasks waiting for a slot to leave `Building` (user code included).
+    waiters: usize,
+    /// Whether the completion phase has started (it runs once).
+    pub(super) completion_started: bool,
+    /// Whether the scope has ended: its objects are gone and no new one can be created.
+    pub(super) ended: bool,
+}
+
+impl Table {
+    /// `key` and the constructions it runs inside: `key`, its parent, the parent's parent...
+    fn lineage(&self, key: u32) -> Vec<u32> {
+        let mut out = vec![key];
+        while let Some(Slot::Building { parent: Some(p) }) = self.slots.get(*out.last().expect("not empty")) {
+            if out.contains(p) {
+                break; // never expected; keeps a corrupted table from looping
+            }
+            out.push(*p);
+        }
+        out
+    }
+
+    /// Whether construction `inner` runs inside construction `outer` (or is it).
+    fn runs_inside(&self, inner: u32, outer: u32) -> bool {
+        self.lineage(inner).contains(&outer)
+    }
+
+    /// Why construction `waiter` must not wait for `key`, which another construction is
+    /// building: the cycle, as proto indices, first repeated at the end.
+    fn blocked_wait(&self, waiter: Option<u32>, key: u32) -> Option<Vec<u32>> {
+        let me = waiter?; // user code holds no slot: nothing can be waiting for it
+        let lineage = self.lineage(me);
+        let close = |pos: usize, middle: &[u32]| {
+            let mut chain: Vec<u32> = lineage[..=pos].iter().rev().copied().collect();
+            chain.extend_from_slice(middle);
+            chain.push(lineage[pos]);
+            chain
+        };
+        if let Some(pos) = lineage.iter().position(|&k| k == key) {
+            // `key` is being built around us: key -> ... -> me -> key.
+            return Some(close(pos, &[]));
+        }
+        // What `key`'s construction waits for, directly or through constructions inside it.
+        let mut via: Vec<(u32, u32)> = vec![(key, key)];
+        let mut frontier = vec![key];
+        while let Some(x) = frontier.pop() {
+            for &(w, awaited) in &self.waits {
+                if !self.runs_inside(w, x) || via.iter().any(|&(n, _)| n == awaited) {
+                    continue;
+                }
+                via.push((awaited, x));
+                if let Some(pos) = lineage.iter().position(|&k| k == awaited) {
+                    let mut path = vec![x];
+                    while let Some(&(_, from)) = via.iter().find(|&&(n, _)| n == *path.last().expect("not empty")) {
+                        if from == *path.last().expect("not empty") {
+                            break;
+                        }
+                        path.push(from);
+                    }
+                    path.reverse(); // key -> ... -> x
+                    return Some(close(pos, &path));
+                }
+                frontier.push(awaited);
+            }
+        }
+        None
+    }
+}
+
+/// One context scope, shared by the task that opened it and the tasks it spawned with
+/// [`spawn`](crate::spawn).
+pub(crate) struct ScopeShared {
+    pub(crate) app: Arc<AppInner>,
+    table: Mutex<Table>,
+    /// Signalled when a slot leaves `Building` and someone waits: threads blocked in `get`...
+    built: Condvar,
+    /// ...and tasks awaiting in `get_async`.
+    built_async: Notify,
+    pub(super) tasks: AtomicUsize,
+    pub(super) tasks_done: Notify,
+}
+
+pub(crate) enum Claimed<'a> {
+    Ready(AnyArc),
+    /// This task builds it now; the guard gives the slot up if the construction never finishes.
+    Mine(Claim<'a>),
+}
+
+/// A slot this task claimed. Dropped unfinished (a panic, a cancelled future), it leaves the
+/// slot vacant and wakes those waiting, so that nobody waits for a construction that is gone.
+pub(crate) struct Claim<'a> {
+    shared: &'a ScopeShared,
+    key: u32,
+    done: bool,
+}
+
+impl Claim<'_> {
+    /// Stores the outcome of the construction; the object joins the scope's created list.
+    fn finish(mut self, result: Result<AnyArc, DiError>) -> Result<AnyArc, DiError> {
+        self.done = true;
+        let mut table = self.shared.table();
+        if table.ended {
+            return Err(DiError::ScopeClosed { wanted: self.shared.app.graph.protos[self.key as usize].type_name });
+        }
+        if let Ok(obj) = &result {
+            table.created.push((self.key as usize, obj.clone()));
+        }
+        if let Some(slot) = table.slots.get_mut(self.key) {
+            *slot = Slot::Ready(result.clone());
+        }
+        self.shared.wake(&table);
+        result
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let mut table = self.shared.table();
+        if let Some(slot @ Slot::Building { .. }) = table.slots.get_mut(self.key) {
+            *slot = Slot::Vacant;
+        }
+        self.shared.wake(&table);
+    }
+}
+
+/// Registration of a construction waiting for `awaited`, removed when the wait ends (also when
+/// the waiting future is dropped).
+struct Waiting<'a> {
+    shared: &'a ScopeShared,
+    entry: Option<(u32, u32)>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut table = self.shared.table();
+        table.unwait(self.entry);
+    }
+}
+
+impl Table {
+    fn wait(&mut self, entry: Option<(u32, u32)>) {
+        self.waiters += 1;
+        self.waits.extend(entry);
+    }
+
+    fn unwait(&mut self, entry: Option<(u32, u32)>) {
+        self.waiters -= 1;
+        if let Some(entry) = entry {
+            if let Some(i) = self.waits.iter().position(|&w| w == entry) {
+                self.waits.swap_remove(i);
+            }
+        }
+    }
+}
+
+/// What to do about a slot, decided under the table lock.
+enum Step<'a> {
+    Done(Result<Claimed<'a>, DiError>),
+    Wait(Option<(u32, u32)>),
+}
+
+impl ScopeShared {
+    pub(crate) fn new(app: Arc<AppInner>, seed: Option<(u32, AnyArc)>) -> Arc<Self> {
+        let mut table = Table::default();
+        if let Some((key, obj)) = seed {
+            // Built already: not in `created`, so the scope runs no hook for it.
+            table.slots.insert(key, Slot::Ready(Ok(obj)));
+        }
+        Arc::new(ScopeShared {
+            app,
+            table: Mutex::new(table),
+            built: Condvar::new(),
+            built_async: Notify::new(),
+            tasks: AtomicUsize::new(0),
+            tasks_done: Notify::new(),
+        })
+    }
+
+    pub(super) fn table(&self) -> MutexGuard<'_, Table> {
+        // No user code runs under this lock, so a poisoned lock still holds consistent data.
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wake(&self, table: &Table) {
+        if table.waiters > 0 {
+            self.built.notify_all();
+            self.built_async.notify_waiters();
+        }
+    }
+
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// The construction of this scope running on this task, if any.
+    fn builder(&self) -> Option<u32> {
+        BUILDING.try_with(|&(scope, key)| (scope == self.addr()).then_some(key)).ok().flatten()
+    }
+
+    fn label(&self, key: u32) -> String {
+        self.app.graph.protos[key as usize].label()
+    }
+
+    /// Under the lock: the object if built, a claim if free, a wait if another builds it, or
+    /// the cycle that waiting would close.
+    fn step(&self, table: &mut Table, key: u32, waiter: Option<u32>) -> Step<'_> {
+        match table.slots.get(key) {
+            Some(Slot::Ready(result)) => Step::Done(result.clone().map(Claimed::Ready)),
+            Some(Slot::Building { .. }) => match table.blocked_wait(waiter, key) {
+                Some(cycle) => {
+                    Step::Done(Err(DiError::EagerCycle { chain: cycle.into_iter().map(|k| self.label(k)).collect() }))
+                }
+                None => Step::Wait(waiter.map(|w| (w, key))),
+            },
+            None | Some(Slot::Vacant) if table.ended => {
+                Step::Done(Err(DiError::ScopeClosed { wanted: self.app.graph.protos[key as usize].type_name }))
+            }
+            vacant => {
+                let building = Slot::Building { parent: waiter };
+                match vacant {
+                    None => table.slots.insert(key, building),
+                    Some(_) => *table.slots.get_mut(key).expect("found above") = building,
+                }
+                Step::Done(Ok(Claimed::Mine(Claim { shared: self, key, done: false })))
+            }
+        }
+    }
+
+    /// Claims `key` for `waiter`, blocking this thread while another thread builds it (sync
+    /// constructions never await, so that wait is short).
+    fn claim_sync(&self, key: u32, waiter: Option<u32>) -> Result<Claimed<'_>, DiError> {
+        let mut table = self.table();
+        loop {
+            match self.step(&mut table, key, waiter) {
+                Step::Done(claimed) => return claimed,
+                Step::Wait(entry) => {
+                    table.wait(entry);
+                    table = self.built.wait(table).unwrap_or_else(|e| e.into_inner());
+                    table.unwait(entry);
+                }
+            }
+        }
+    }
+
+    /// Claims `key` for `waiter`, awaiting while another task builds it.
+    async fn claim_async(&self, key: u32, waiter: Option<u32>) -> Result<Claimed<'_>, DiError> {
+        loop {
+            let notified = self.built_async.notified();
+            tokio::pin!(notified);
+            let waiting = {
+                let mut table = self.table();
+                match self.step(&mut table, key, waiter) {
+                    Step::Done(claimed) => return claimed,
+                    Step::Wait(entry) => {
+                        // Registered before the lock is released: a wake-up cannot slip by.
+                        notified.as_mut().enable();
+                        table.wait(entry);
+                        Waiting { shared: self, entry }
+                    }
+                }
+            };
+            notified.await;
+            drop(waiting);
+        }
+    }
+
+    /// The by-value context dependencies of `key` that are not built yet, transitively,
+    /// deepest first: the order in which to build them so that no factory recurses.
+    fn pending_deps(&self, key: u32) -> Vec<u32> {
+        let graph = &self.app.graph;
+        let table = self.table();
+        let pending = |d: &usize| {
+            graph.protos[*d].scope == Scope::Context && !matches!(table.slots.get(*d as u32), Some(Slot::Ready(_)))
+        };
+        let deps_of = |k: u32| {
+            let mut deps: Vec<(u32, bool)> = graph.resolved[k as usize]
+                .iter()
+                .flat_map(|r| r.construction_targets())
+                .filter(pending)
+                .map(|d| (d as u32, false))
+                .collect();
+            deps.reverse(); // popped in declaration order
+            deps
+        };
+        let mut stack = deps_of(key);
+        let mut order = Vec::new();
+        if stack.is_empty() {
+            return order;
+        }
+        let mut seen: SmallMap<()> = SmallMap::default();
+        while let Some((node, expanded)) = stack.pop() {
+            if expanded {
+                order.push(node);
+            } else if seen.get(node).is_none() {
+                seen.insert(node, ());
+                stack.push((node, true));
+                stack.extend(deps_of(node));
+            }
+        }
+        order
+    }
+
+    /// Runs proto `key`'s factory, marked as its construction.
+    fn build(&self, key: u32) -> Result<AnyArc, DiError> {
+        let resolver = Resolver {
+            graph: &self.app.graph,
+            singletons: &self.app.singletons,
+            app_id: self.app.id,
+            proto: key as usize,
+            scope: Some(self),
+        };
+        BUILDING.sync_scope((self.addr(), key), || (self.app.graph.protos[key as usize].factory)(&resolver))
+    }
+
+    /// Builds a claimed object with a sync factory and no init hook.
+    fn build_sync(&self, claim: Claim<'_>) -> Result<AnyArc, DiError> {
+        let built = self.build(claim.key);
+        claim.finish(built)
+    }
+
+    /// Builds a claimed object, running its init hook if it has one.
+    async fn build_async(&self, claim: Claim<'_>) -> Result<AnyArc, DiError> {
+        let key = claim.key;
+        let def = &self.app.graph.protos[key as usize];
+        let built = match (self.build(key), &def.init) {
+            (Ok(obj), Some(init)) => BUILDING
+                .scope((self.addr(), key), init(obj.clone()))
+                .await
+                .map(|()| obj)
+                .map_err(|e| DiError::hook("init", def, e)),
+            (built, _) => built,
+        };
+        claim.finish(built)
+    }
+
+    /// The scope's object for context proto `key`, built now if this is the first request.
+    /// No lock is held while a factory runs, so it may resolve other context objects.
+    pub(crate) fn resolve_sync(&self, key: usize) -> Result<AnyArc, DiError> {
+        let key = key as u32;
+        if self.app.graph.needs_async[key as usize] {
+            // Only a finished object can be handed out without awaiting an init hook.
+            return match self.table().slots.get(key) {
+                Some(Slot::Ready(result)) => result.clone(),
+                _ => Err(DiError::AsyncInit { wanted: self.app.graph.protos[key as usize].type_name }),
+            };
+        }
+        let claim = match self.claim_sync(key, self.builder())? {
+            Claimed::Ready(obj) => return Ok(obj),
+            Claimed::Mine(claim) => claim,
+        };
+        for dep in self.pending_deps(key) {
+            let built = match self.claim_sync(dep, Some(key)) {
+                Ok(Claimed::Ready(_)) => Ok(()),
+                Ok(Claimed::Mine(dep)) => self.build_sync(dep).map(drop),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = built {
+                return claim.finish(Err(e));
+            }
+        }
+        self.build_sync(claim)
+    }
+
+    /// Like [`resolve_sync`](Self::resolve_sync), running async init hooks (the object's and
+    /// its by-value dependencies') on first use.
+    pub(crate) async fn resolve_async(&self, key: usize) -> Result<AnyArc, DiError> {
+        if !self.app.graph.needs_async[key] {
+            return self.resolve_sync(key);
+        }
+        let key = key as u32;
+        let claim = match self.claim_async(key, self.builder()).await? {
+            Claimed::Ready(obj) => return Ok(obj),
+            Claimed::Mine(claim) => claim,
+        };
+        for dep in self.pending_deps(key) {
+            let built = if self.app.graph.needs_async[dep as usize] {
+                match self.claim_async(dep, Some(key)).await {
+                    Ok(Claimed::Ready(_)) => Ok(()),
+                    Ok(Claimed::Mine(dep)) => self.build_async(dep).await.map(drop),
+                    Err(e) => Err(e),
+                }
+            } else {
+                // Claimed and built with no await in between: a sync construction never
+                // holds its slot across a suspension point, so sync waiters wait briefly.
+                BUILDING.sync_scope((self.addr(), key), || self.resolve_sync(dep as usize)).map(drop)
+            };
+            if let Err(e) = built {
+                return claim.finish(Err(e));
+            }
+        }
+        self.build_async(claim).await
+    }
+
+    /// Whether ending the scope needs no async work: no task to wait for, no destroy hook to
+    /// run.
+    pub(super) fn is_idle(&self) -> bool {
+        let protos = &self.app.graph.protos;
+        self.tasks.load(std::sync::atomic::Ordering::Acquire) == 0
+            && self.table().created.iter().all(|(key, _)| protos[*key].destroy.is_none())
+    }
+}
