@@ -6,12 +6,13 @@ use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use di_core::{
-    AnyArc, App, ContextFuture, ContextProto, ContextSlot, DiError, Proto, ProtoDescriptor, Resolver, Scope,
+    AnyArc, App, CompleteScope, ContextFuture, ContextProto, ContextSlot, DiError, Proto, ProtoDescriptor, Resolver,
+    Scope,
 };
 use http::{Extensions, HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri, Version};
 use tracing::instrument::{Instrument, Instrumented};
@@ -114,7 +115,8 @@ pub struct RequestHead {
     headers: HeaderMap,
     extensions: Extensions,
     id: RequestId,
-    status: OnceLock<StatusCode>,
+    /// The response status as a number; 0 until the handler answers.
+    status: AtomicU16,
 }
 
 impl RequestHead {
@@ -126,7 +128,7 @@ impl RequestHead {
             headers: req.headers().clone(),
             extensions: if capture_extensions { req.extensions().clone() } else { Extensions::new() },
             id: RequestId::of(req.headers()),
-            status: OnceLock::new(),
+            status: AtomicU16::new(0),
         }
     }
 
@@ -164,11 +166,16 @@ impl RequestHead {
         &self.id
     }
 
-    /// The status of the response, once the handler has answered (500 if it panicked); `None`
-    /// before, or if the request was cancelled (the client went away). Destroy hooks read it to
-    /// tell a request that succeeded from one that failed.
+    /// The status of the response, once the handler has answered: what it answered, or 500
+    /// if it panicked or a completion hook failed; `None` before, or if the request was
+    /// cancelled (the client went away). Completion hooks read it to decide whether to commit,
+    /// destroy hooks to tell a request that succeeded from one that failed.
     pub fn response_status(&self) -> Option<StatusCode> {
-        self.status.get().copied()
+        StatusCode::from_u16(self.status.load(Ordering::Acquire)).ok()
+    }
+
+    fn set_status(&self, status: StatusCode) {
+        self.status.store(status.as_u16(), Ordering::Release);
     }
 
     /// Whether the handler answered with a 1xx, 2xx or 3xx status.
@@ -183,7 +190,7 @@ impl fmt::Debug for RequestHead {
             .field("id", &self.id)
             .field("method", &self.method)
             .field("uri", &self.uri)
-            .field("status", &self.status.get())
+            .field("status", &self.response_status())
             .finish_non_exhaustive()
     }
 }
@@ -216,10 +223,15 @@ impl ContextProto for RequestHead {}
 /// A tower layer that runs each request in its own context scope of an [`App`], with the
 /// [`RequestHead`] as a context object and a `tracing` span named `request` carrying its id.
 ///
-/// A panic in the inner service, or in a context object it builds, is answered with 500 and
-/// logged with `tracing::error!`; the scope is destroyed either way (also when the client goes
-/// away mid-request). [`router`](crate::router) puts every controller route in one; wrap your
-/// own routes in another.
+/// The request ends as [`App::run_in_context`] describes: the handler answers and its status
+/// is recorded on the `RequestHead`; the completion hooks run (an error or a panic there
+/// answers 500 instead, logged naming the object, and 500 is the status destroy hooks see);
+/// the response leaves; then, on a task of its own that the App tracks, the scope waits for
+/// its `di_core::spawn`ed tasks and runs its destroy hooks. A panic in the inner service, or in
+/// a context object it builds, is answered with 500 and logged with `tracing::error!`, with no
+/// completion; the scope is destroyed either way (also when the client goes away
+/// mid-request). [`router`](crate::router) puts every controller route in one; wrap your own
+/// routes in another.
 ///
 /// # Examples
 ///
@@ -292,12 +304,51 @@ where
         let ContextLayer { app, capture_extensions, head: slot } = &self.layer;
         let head = Arc::new(RequestHead::of(&req, *capture_extensions));
         let span = tracing::info_span!("request", id = %head.id, method = %head.method, path = %head.uri.path());
-        let inner = CatchPanic { inner: self.inner.call(req), head: Some(Arc::clone(&head)) };
+        let work = Work { handler: self.inner.call(req), head: Arc::clone(&head), completing: None };
         let scoped = match *slot {
-            Some(slot) => app.run_in_context_with(slot, head, inner),
-            None => app.run_in_context(inner),
+            Some(slot) => app.run_in_context_with(slot, Arc::clone(&head), work),
+            None => app.run_in_context(work),
         };
-        ResponseFuture { inner: CatchPanic { inner: scoped, head: None }.instrument(span) }
+        ResponseFuture { inner: CatchPanic { inner: scoped.end_in_background(), head }.instrument(span) }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The request inside its scope: the handler, then the completion phase, whose failure
+    /// turns the response into a 500.
+    struct Work<F: Future> {
+        #[pin]
+        handler: F,
+        head: Arc<RequestHead>,
+        completing: Option<(CompleteScope, F::Output)>,
+    }
+}
+
+impl<F: Future<Output: PanicResponse>> Future for Work<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let (complete, _) = match this.completing {
+            Some(completing) => completing,
+            None => {
+                let response = std::task::ready!(this.handler.poll(cx));
+                if let Some(status) = response.status() {
+                    this.head.set_status(status);
+                }
+                this.completing.insert((di_core::complete_scope(), response))
+            }
+        };
+        let completed = std::task::ready!(Pin::new(complete).poll(cx));
+        let (_, response) = this.completing.take().expect("set above");
+        Poll::Ready(match completed {
+            Ok(()) => response,
+            Err(error) => {
+                tracing::error!(%error, "completing the request failed; answering 500 instead");
+                this.head.set_status(StatusCode::INTERNAL_SERVER_ERROR);
+                F::Output::internal_error()
+            }
+        })
     }
 }
 
@@ -308,7 +359,7 @@ pin_project_lite::pin_project! {
         F::Output: PanicResponse,
     {
         #[pin]
-        inner: Instrumented<CatchPanic<ContextFuture<CatchPanic<F>>>>,
+        inner: Instrumented<CatchPanic<ContextFuture<Work<F>>>>,
     }
 }
 
@@ -327,13 +378,14 @@ impl<F: Future<Output: PanicResponse>> Future for ResponseFuture<F> {
 }
 
 pin_project_lite::pin_project! {
-    /// Answers a panic of `inner` with 500. With a `head`, inside the scope: records the
-    /// response status for destroy hooks. Without, around the scope: covers its destroy hooks.
+    /// Answers a panic of the request's scope (its handler, a context object's construction)
+    /// with 500, recorded as the status the destroy hooks see; the scope is then dropped,
+    /// which ends it on a task of its own, with no completion.
     #[doc(hidden)]
     pub struct CatchPanic<F> {
         #[pin]
         inner: F,
-        head: Option<Arc<RequestHead>>,
+        head: Arc<RequestHead>,
     }
 }
 
@@ -364,29 +416,14 @@ impl<F: Future<Output: PanicResponse>> Future for CatchPanic<F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let inner = this.inner;
-        let out = match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
-            Ok(Poll::Pending) => return Poll::Pending,
-            Ok(Poll::Ready(out)) => out,
+        match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(poll) => poll,
             Err(panic) => {
-                let message = panic_message(&*panic);
-                match this.head {
-                    Some(_) => tracing::error!(panic = %message, "request handler panicked; answering 500"),
-                    None => tracing::error!(panic = %message, "ending the request's context scope panicked"),
-                }
-                F::Output::internal_error()
+                let message = di_core::__private::panic_message(&*panic);
+                tracing::error!(panic = %message, "request handler panicked; answering 500");
+                this.head.set_status(StatusCode::INTERNAL_SERVER_ERROR);
+                Poll::Ready(F::Output::internal_error())
             }
-        };
-        if let (Some(head), Some(status)) = (this.head, out.status()) {
-            let _ = head.status.set(status);
         }
-        Poll::Ready(out)
     }
-}
-
-fn panic_message(panic: &(dyn Any + Send)) -> &str {
-    panic
-        .downcast_ref::<&'static str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("a panic with a non-string payload")
 }

@@ -1,13 +1,17 @@
-//! Serving an App: bind, serve its router, shut down gracefully.
+//! Serving an App: bind, serve its router, shut down gracefully, within a deadline.
 
 use std::fmt;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::time::Duration;
 
 use axum::Router;
 use di_core::{App, DiError};
-use tokio::net::{TcpListener, ToSocketAddrs};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
+use tokio::task::JoinSet;
 
 use crate::controller::{RouteError, RouterBuilder};
 
@@ -24,16 +28,24 @@ pub enum ServeError {
     /// A destroy hook failed while the App shut down.
     #[error("the App's shutdown failed: {0}")]
     Shutdown(#[from] DiError),
+    /// A second signal came during the shutdown: the open connections were cut at once and the
+    /// App was not shut down (no destroy hook of its singletons ran).
+    #[error("shutdown forced by a second signal: {connections} connection(s) cut, the App's singletons not destroyed")]
+    Forced {
+        /// The connections still open when the second signal came.
+        connections: usize,
+    },
 }
 
-/// Serves `app`'s controllers on `addr` until SIGINT (Ctrl-C) or SIGTERM, then stops accepting,
-/// lets in-flight requests finish and shuts the App down (destroy hooks, in reverse order).
+/// Serves `app`'s controllers on `addr` until SIGINT (Ctrl-C) or SIGTERM, then shuts down as
+/// [`Server::run`] describes, with its defaults (30 s to read a request head, 30 s to drain).
 ///
-/// [`Server`] does the same with a router of your own, a listener and a shutdown signal.
+/// [`Server`] does the same with a router of your own, a listener, a shutdown signal and
+/// other timeouts.
 ///
 /// # Errors
 ///
-/// [`ServeError`]: invalid routes (before binding), an I/O error, or a failed shutdown.
+/// [`ServeError`]: invalid routes (before binding), an I/O error, a failed or forced shutdown.
 pub async fn serve(app: App, addr: impl ToSocketAddrs) -> Result<(), ServeError> {
     let router = RouterBuilder::new(&app).build()?;
     let listener = TcpListener::bind(addr).await?;
@@ -65,18 +77,34 @@ pub async fn shutdown_signal() {
     }
 }
 
-/// Serves a router (usually [`router`](crate::router), merged with your own routes) for an App,
-/// with graceful shutdown.
+type Signal = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Serves a router (usually [`router`](crate::router), merged with your own routes) for an App
+/// over HTTP/1.1, with timeouts and a graceful shutdown that cannot be held open.
+///
+/// - **Slow or idle clients**: a client has [`header_read_timeout`](Self::header_read_timeout)
+///   (30 s) to send a request head; then its connection is closed. hyper starts that timer
+///   whenever it waits for a head, so it is also the idle timeout of a keep-alive connection.
+///   A request body is read as fast as the client sends it, with no timeout of its own: a
+///   handler waiting for a slow body holds its request (and scope) until the body ends, the
+///   client goes away or the shutdown deadline passes. Bound it with a tower layer, for
+///   instance `tower_http::timeout::RequestBodyTimeoutLayer`, through
+///   [`RouterBuilder::layer`](crate::RouterBuilder::layer).
+/// - **Shutdown**: see [`run`](Self::run).
 ///
 /// # Examples
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+///
 /// let app = di_core::App::builder().build().await?;
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
 /// let server = tokio::spawn(
 ///     di_http::Server::new(app.clone(), di_http::router(&app))
+///         .header_read_timeout(Duration::from_secs(10))
+///         .shutdown_timeout(Duration::from_secs(20))
 ///         .with_graceful_shutdown(async { let _ = stopped.await; })
 ///         .run(listener),
 /// );
@@ -88,19 +116,33 @@ pub async fn shutdown_signal() {
 pub struct Server {
     app: App,
     router: Router,
-    shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
+    shutdown: Signal,
+    forced: Option<Signal>,
+    header_read_timeout: Option<Duration>,
+    shutdown_timeout: Duration,
 }
 
 impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Server").field("app", &self.app).finish_non_exhaustive()
+        f.debug_struct("Server")
+            .field("app", &self.app)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("shutdown_timeout", &self.shutdown_timeout)
+            .finish_non_exhaustive()
     }
 }
 
 impl Server {
     /// Serves `router` for `app`, until [`shutdown_signal`].
     pub fn new(app: App, router: Router) -> Self {
-        Server { app, router, shutdown: Box::pin(shutdown_signal()) }
+        Server {
+            app,
+            router,
+            shutdown: Box::pin(shutdown_signal()),
+            forced: None,
+            header_read_timeout: Some(Duration::from_secs(30)),
+            shutdown_timeout: Duration::from_secs(30),
+        }
     }
 
     /// Shuts down when `signal` resolves instead of on SIGINT/SIGTERM.
@@ -109,19 +151,150 @@ impl Server {
         self
     }
 
-    /// Accepts connections on `listener` until the shutdown signal; then stops accepting, waits
-    /// for in-flight requests and shuts the App down.
+    /// Cuts a shutdown short when `signal` resolves: open connections are dropped at once and
+    /// [`run`](Self::run) returns [`ServeError::Forced`] without shutting the App down. By
+    /// default, a SIGINT or SIGTERM received after the shutdown began (the second Ctrl-C).
+    pub fn with_forced_shutdown(mut self, signal: impl Future<Output = ()> + Send + 'static) -> Self {
+        self.forced = Some(Box::pin(signal));
+        self
+    }
+
+    /// How long a client may take to send a request head, on a new connection or between the
+    /// requests of a keep-alive connection; then the connection is closed. `None` waits
+    /// forever. Default: 30 seconds.
+    pub fn header_read_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.header_read_timeout = timeout.into();
+        self
+    }
+
+    /// How long the shutdown lets open connections finish their requests. Default: 30 seconds.
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
+    }
+
+    /// Accepts connections on `listener` until the shutdown signal, then:
+    ///
+    /// 1. stops accepting, and asks every connection to close after its current request
+    ///    (idle ones close at once);
+    /// 2. waits for them, at most [`shutdown_timeout`](Self::shutdown_timeout); past the
+    ///    deadline the connections still open are dropped (logged with their number): their
+    ///    requests are cancelled and their context scopes end as cancelled scopes do, destroy
+    ///    hooks included;
+    /// 3. shuts the App down ([`App::shutdown`]): it waits for the scopes still ending, at most
+    ///    [`AppBuilder::shutdown_timeout`](di_core::AppBuilder::shutdown_timeout), then runs the
+    ///    singletons' destroy hooks, last.
+    ///
+    /// A second signal ([`with_forced_shutdown`](Self::with_forced_shutdown); by default a
+    /// second SIGINT or SIGTERM) during steps 2 and 3 drops every connection and returns at
+    /// once.
     ///
     /// # Errors
     ///
-    /// [`ServeError::Io`] if serving fails, [`ServeError::Shutdown`] if a destroy hook fails.
+    /// [`ServeError::Io`] if the listener fails, [`ServeError::Shutdown`] if a destroy hook
+    /// fails, [`ServeError::Forced`] after a second signal.
     pub async fn run(self, listener: TcpListener) -> Result<(), ServeError> {
+        let Server { app, router, mut shutdown, forced, header_read_timeout, shutdown_timeout } = self;
         if let Ok(addr) = listener.local_addr() {
             tracing::info!(%addr, "serving");
         }
-        axum::serve(listener, self.router).with_graceful_shutdown(self.shutdown).await?;
-        tracing::info!("in-flight requests done; shutting the App down");
-        self.app.shutdown().await?;
+        let mut http = hyper::server::conn::http1::Builder::new();
+        // Without a timer hyper applies no header timeout at all.
+        http.timer(TokioTimer::new()).header_read_timeout(header_read_timeout);
+        let (closing, closed) = tokio::sync::watch::channel(());
+        let mut connections = JoinSet::new();
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        connections.spawn(connection(&http, stream, router.clone(), closed.clone()));
+                    }
+                    Err(error) if is_connection_error(&error) => {}
+                    Err(error) => {
+                        // Out of file descriptors, for instance: wait a little instead of
+                        // spinning, still listening for the signal.
+                        tracing::error!(%error, "accepting a connection failed; retrying in a second");
+                        tokio::select! {
+                            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                            () = &mut shutdown => break,
+                        }
+                    }
+                },
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+        drop(listener);
+        // Created now, a default forced signal is the *next* SIGINT/SIGTERM.
+        let mut forced = forced.unwrap_or_else(|| Box::pin(shutdown_signal()));
+        tracing::info!(
+            connections = connections.len(),
+            deadline = ?shutdown_timeout,
+            "shutting down: no longer accepting; draining the open connections"
+        );
+        drop(closing);
+        let drained = tokio::select! {
+            () = drain(&mut connections) => true,
+            () = tokio::time::sleep(shutdown_timeout) => false,
+            () = &mut forced => return Err(force(&mut connections)),
+        };
+        if !drained {
+            tracing::warn!(
+                connections = connections.len(),
+                deadline = ?shutdown_timeout,
+                "shutdown deadline passed; closing the connections still open (their requests are cancelled, their scopes still destroyed)"
+            );
+            connections.abort_all();
+            drain(&mut connections).await;
+        }
+        tracing::info!(scopes_ending = app.scopes_ending(), "connections closed; shutting the App down");
+        tokio::select! {
+            result = app.shutdown() => result?,
+            () = &mut forced => return Err(force(&mut connections)),
+        }
         Ok(())
     }
+}
+
+/// Serves one connection until it ends, or closes it gracefully once `closed` fires.
+fn connection(
+    http: &hyper::server::conn::http1::Builder,
+    stream: TcpStream,
+    router: Router,
+    mut closed: tokio::sync::watch::Receiver<()>,
+) -> impl Future<Output = ()> + Send + 'static {
+    let connection = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router)).with_upgrades();
+    async move {
+        tokio::pin!(connection);
+        let result = tokio::select! {
+            result = connection.as_mut() => result,
+            _ = closed.changed() => {
+                connection.as_mut().graceful_shutdown();
+                connection.await
+            }
+        };
+        if let Err(error) = result {
+            // A header timeout, a client that hung up: the client's business, not an error of ours.
+            tracing::debug!(%error, "connection closed");
+        }
+    }
+}
+
+async fn drain(connections: &mut JoinSet<()>) {
+    while connections.join_next().await.is_some() {}
+}
+
+fn force(connections: &mut JoinSet<()>) -> ServeError {
+    let cut = connections.len();
+    tracing::warn!(connections = cut, "second signal: cutting the open connections and exiting now");
+    connections.abort_all();
+    ServeError::Forced { connections: cut }
+}
+
+/// Errors of one incoming connection, not of the listener (axum's `serve` skips the same).
+fn is_connection_error(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset
+    )
 }
