@@ -1,8 +1,10 @@
 //! The flagship example: todos per user on an embedded SQLite database.
 //!
-//! - [`db::Db`] (singleton): the connection, opened when the App is built.
-//! - [`db::UnitOfWork`] (context): the request's transaction, begun on first use, committed if
-//!   the request succeeds, rolled back otherwise.
+//! - [`db::Db`] (singleton): a writer and a reader connection, opened when the App is built.
+//! - [`db::UnitOfWork`] (context): the request's write transaction, begun on first write,
+//!   committed in its completion hook if the request succeeded (a failed COMMIT answers 500),
+//!   rolled back in its destroy hook otherwise. Reads go through the reader unless the request
+//!   wrote, so they never wait for a writer.
 //! - [`todo::RequestTracer`] (context): the request id and what the request did.
 //! - [`todo::TodoRepository`], [`todo::TodoService`] (singletons) and [`todo::TodoController`].
 //!

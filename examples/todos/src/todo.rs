@@ -85,7 +85,7 @@ impl TodoRepository {
     async fn list(&self, user: &str) -> Result<Vec<Todo>, DbError> {
         self.uow
             .get()
-            .run("listing todos", |conn| {
+            .read("listing todos", |conn| {
                 let mut stmt = conn.prepare_cached("SELECT id, title, done FROM todos WHERE user = ?1 ORDER BY id")?;
                 stmt.query_map(params![user], Todo::from_row)?.collect()
             })
@@ -95,7 +95,7 @@ impl TodoRepository {
     async fn get(&self, user: &str, id: i64) -> Result<Option<Todo>, DbError> {
         self.uow
             .get()
-            .run("reading a todo", |conn| {
+            .read("reading a todo", |conn| {
                 conn.query_row(
                     "SELECT id, title, done FROM todos WHERE user = ?1 AND id = ?2",
                     params![user, id],
@@ -109,7 +109,7 @@ impl TodoRepository {
     async fn insert(&self, user: &str, title: &str) -> Result<Todo, DbError> {
         self.uow
             .get()
-            .run("inserting a todo", |conn| {
+            .write("inserting a todo", |conn| {
                 conn.execute("INSERT INTO todos (user, title) VALUES (?1, ?2)", params![user, title])?;
                 Ok(Todo { id: conn.last_insert_rowid(), title: title.to_owned(), done: false })
             })
@@ -119,7 +119,7 @@ impl TodoRepository {
     async fn set_done(&self, user: &str, id: i64, done: bool) -> Result<bool, DbError> {
         self.uow
             .get()
-            .run("updating a todo", |conn| {
+            .write("updating a todo", |conn| {
                 conn.execute("UPDATE todos SET done = ?3 WHERE user = ?1 AND id = ?2", params![user, id, done])
             })
             .await
@@ -129,7 +129,7 @@ impl TodoRepository {
     async fn delete(&self, user: &str, id: i64) -> Result<bool, DbError> {
         self.uow
             .get()
-            .run("deleting a todo", |conn| {
+            .write("deleting a todo", |conn| {
                 conn.execute("DELETE FROM todos WHERE user = ?1 AND id = ?2", params![user, id])
             })
             .await

@@ -1,8 +1,17 @@
 //! The todo service over a real socket, its database checked behind its back.
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
+use axum::extract::{Request, State};
+use axum::middleware::{Next, from_fn_with_state};
+use axum::response::Response;
+use di_core::{App, context_proto};
+use todos::db::Db;
 use todos::todo::Todo;
 use todos::{Config, DbPath};
 
@@ -12,6 +21,7 @@ use http_client::{send, send_json};
 
 struct Service {
     addr: SocketAddr,
+    app: App,
     db: PathBuf,
     stop: tokio::sync::oneshot::Sender<()>,
     server: tokio::task::JoinHandle<Result<(), di_http::ServeError>>,
@@ -19,6 +29,13 @@ struct Service {
 
 impl Service {
     async fn start(name: &str) -> Service {
+        Service::start_with(name, |_, builder| builder).await
+    }
+
+    async fn start_with(
+        name: &str,
+        routes: impl FnOnce(&App, di_http::RouterBuilder) -> di_http::RouterBuilder,
+    ) -> Service {
         let db = std::env::temp_dir().join(format!("todos-test-{name}-{}.sqlite3", std::process::id()));
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
@@ -27,14 +44,15 @@ impl Service {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let router = routes(&app, di_http::RouterBuilder::new(&app)).build().unwrap();
         let server = tokio::spawn(
-            di_http::Server::new(app.clone(), di_http::router(&app))
+            di_http::Server::new(app.clone(), router)
                 .with_graceful_shutdown(async {
                     let _ = stopped.await;
                 })
                 .run(listener),
         );
-        Service { addr, db, stop, server }
+        Service { addr, app, db, stop, server }
     }
 
     /// Titles of `user` as a separate connection sees them: only committed rows.
@@ -121,5 +139,97 @@ async fn concurrent_requests_each_get_their_own_unit_of_work() {
     assert_eq!(titles.len(), 33, "{titles:?}");
     assert!(titles.iter().all(|t| t.starts_with("good")), "{titles:?}");
     assert_eq!(send(addr, "GET", "/health", &[], b"").await.body, "ok");
+    service.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_commit_answers_500_and_every_acknowledged_todo_is_stored() {
+    let service = Service::start("failing-commit").await;
+    // Every third COMMIT fails, as on a full disk: SQLite's commit hook turns it into an error.
+    let commits = Arc::new(AtomicUsize::new(0));
+    let counted = commits.clone();
+    let db = service.app.get_object::<Db>().unwrap();
+    db.with_writer(|conn| conn.commit_hook(Some(move || counted.fetch_add(1, Ordering::SeqCst) % 3 == 2))).await;
+
+    let addr = service.addr;
+    let requests: Vec<_> = (0..60)
+        .map(|i| {
+            tokio::spawn(async move {
+                let body: Vec<String> = (0..5).map(|j| format!(r#"{{"title":"todo {i}.{j}"}}"#)).collect();
+                send_json(addr, "POST", "/users/disk/todos/batch", &format!("[{}]", body.join(","))).await
+            })
+        })
+        .collect();
+    let (mut acknowledged, mut failed) = (Vec::new(), 0);
+    for request in requests {
+        let reply = request.await.unwrap();
+        match reply.status {
+            201 => acknowledged
+                .extend(serde_json::from_str::<Vec<Todo>>(&reply.body).unwrap().into_iter().map(|t| t.title)),
+            500 => failed += 1,
+            other => panic!("unexpected {other}: {reply:?}"),
+        }
+    }
+    assert!(failed >= 15, "about a third of the commits failed: {failed}");
+    let stored = service.committed_titles("disk");
+    let unique: BTreeSet<&String> = acknowledged.iter().collect();
+    assert_eq!(unique.len(), acknowledged.len(), "no todo acknowledged twice");
+    assert_eq!(stored.len(), acknowledged.len(), "every acknowledged todo is stored, and only those");
+    assert_eq!(stored.iter().collect::<BTreeSet<_>>(), unique);
+    assert_eq!(commits.load(Ordering::SeqCst), 60, "one COMMIT attempt per request");
+    service.stop().await;
+}
+
+/// A context object whose destroy hook panics, touched after the handler by `touch_grenade`,
+/// so that it is newer than the unit of work and destroyed first.
+#[context_proto(destroy = explode)]
+#[derive(Debug)]
+pub struct Grenade;
+
+impl Grenade {
+    async fn explode(&self) {
+        panic!("the grenade went off");
+    }
+}
+
+/// Middleware inside the request's scope: touches the grenade once the handler has answered.
+async fn touch_grenade(State(app): State<App>, req: Request, next: Next) -> Response {
+    let response = next.run(req).await;
+    app.get_object::<Grenade>().unwrap();
+    response
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_destroy_hook_in_another_object_leaves_the_next_request_working() {
+    let service =
+        Service::start_with("grenade", |app, routes| routes.layer(from_fn_with_state(app.clone(), touch_grenade)))
+            .await;
+    for round in 0..3 {
+        // Fails after inserting: its transaction is open when the grenade goes off.
+        let reply =
+            send_json(service.addr, "POST", "/users/ada/todos/batch", r#"[{"title":"lost"},{"title":""}]"#).await;
+        assert_eq!(reply.status, 400, "round {round}");
+        let reply =
+            send_json(service.addr, "POST", "/users/ada/todos", &format!(r#"{{"title":"kept {round}"}}"#)).await;
+        assert_eq!(reply.status, 201, "round {round}: {reply:?}");
+    }
+    assert_eq!(service.committed_titles("ada"), ["kept 0", "kept 1", "kept 2"]);
+    assert_eq!(send(service.addr, "GET", "/users/ada/todos", &[], b"").await.status, 200);
+    service.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_do_not_wait_for_a_writer() {
+    let service = Service::start("reads").await;
+    assert_eq!(send_json(service.addr, "POST", "/users/ada/todos", r#"{"title":"first"}"#).await.status, 201);
+    // Another process holds the write lock, and keeps it.
+    let writer = rusqlite::Connection::open(&service.db).unwrap();
+    writer.execute_batch("BEGIN IMMEDIATE; INSERT INTO todos (user, title) VALUES ('ada', 'pending');").unwrap();
+    let started = Instant::now();
+    let reply = send(service.addr, "GET", "/users/ada/todos", &[], b"").await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert!(reply.body.contains("first") && !reply.body.contains("pending"), "{}", reply.body);
+    assert!(started.elapsed() < Duration::from_secs(2), "the read waited {:?} for the writer", started.elapsed());
+    writer.execute_batch("COMMIT").unwrap();
     service.stop().await;
 }
