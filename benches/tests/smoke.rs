@@ -54,3 +54,18 @@ fn context_overhead_prints_penalties_and_writes_its_chart() {
     assert!(svg.contains("koa + ALS"));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn soak_counts_every_object_and_finds_no_mixup() {
+    let lines = run(env!("CARGO_BIN_EXE_soak"), &["--requests", "3000", "--concurrency", "16"]);
+    assert_eq!(lines.iter().filter(|l| field(l, "progress").is_some()).count(), 10, "{lines:#?}");
+    let summary = lines.last().expect("a summary");
+    for (key, value) in [("requests", "3000"), ("mixups", "0"), ("unexpected", "0"), ("healthy", "true")] {
+        assert_eq!(field(summary, key), Some(value), "{key} in {summary}");
+    }
+    let count = |key| field(summary, key).and_then(|v| v.parse::<u64>().ok()).unwrap();
+    assert!(count("created") > 5000, "{summary}");
+    assert_eq!(count("created"), count("destroyed"));
+    assert_eq!(count("destroyed"), count("destroy_hooks"));
+    assert_eq!((count("panics"), count("failed_completions"), count("disconnects")), (16 * 2, 16 * 2, 16 * 2));
+}
