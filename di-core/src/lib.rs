@@ -46,10 +46,13 @@
 //! - [`AppBuilder::build`]: validates the graph (missing, ambiguous, cyclic, duplicate,
 //!   context-by-value, private: see [`DiError`]) and builds the singletons in dependency order,
 //!   running their async init hooks.
-//! - [`App::run_in_context`]: one context scope; [`spawn`] carries it into background tasks;
+//! - [`App::run_in_context`]: one context scope, and the sequence that ends it (completion
+//!   hooks, the output, background tasks, destroy hooks); [`App::try_run_in_context`] returns a
+//!   failed completion; [`spawn`] carries the scope into background tasks;
 //!   [`App::run_in_context_with`] gives the scope an object made outside (a request head).
 //! - [`ContextRef`]: `get`, `try_get`, `get_async`, `with`.
 //! - [`App::get_object`], [`AppBuilder::override_with`]: for tests.
+//! - [`App::shutdown`]: waits for the scopes still ending, then destroys the singletons.
 //! - [`App::to_dot`], [`App::to_mermaid`]: see the graph.
 //!
 //! The design and its measurements are in `docs/decisions.md` and `benches/RESULTS.md` of the

@@ -219,7 +219,9 @@ fn current_shared() -> Option<Arc<ScopeShared>> {
 /// that set them. `spawn` carries the scope into the new task, and the scope waits for the task
 /// before destroying its objects, at most for the App's background-task timeout (5 s unless
 /// [`AppBuilder::background_task_timeout`](crate::AppBuilder::background_task_timeout) says
-/// otherwise; tegg's `BackgroundTaskHelper` does the same). Outside any scope it is
+/// otherwise; tegg's `BackgroundTaskHelper` does the same). That wait is step 4 of
+/// [`App::run_in_context`](crate::App::run_in_context): after the scope's output has left when
+/// it ends in the background (di-http: after the response was sent). Outside any scope it is
 /// `tokio::spawn`.
 ///
 /// # Examples
