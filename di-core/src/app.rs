@@ -5,12 +5,13 @@ use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
 use crate::error::{BoxError, DiError};
 use crate::graph::Graph;
+use crate::pending::Pending;
 use crate::proto::{AnyArc, HookFuture, ProtoDef, ProtoDescriptor, downcast};
 use crate::resolver::Resolver;
 use crate::scope::{self, ContextFuture, TryContextFuture};
@@ -26,25 +27,12 @@ pub(crate) struct AppInner {
     shutdown_timeout: Duration,
     shut_down: AtomicBool,
     /// Scopes whose end (background tasks, destroy hooks) is still running.
-    ending: AtomicUsize,
-    endings_done: tokio::sync::Notify,
+    ending: Pending,
 }
 
-/// Counts a scope that is ending; `App::shutdown` waits for the count to reach zero.
-pub(crate) struct EndingGuard(Arc<AppInner>);
-
-impl EndingGuard {
-    pub(crate) fn new(app: &Arc<AppInner>) -> Self {
-        app.ending.fetch_add(1, Ordering::AcqRel);
-        EndingGuard(app.clone())
-    }
-}
-
-impl Drop for EndingGuard {
-    fn drop(&mut self) {
-        if self.0.ending.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.endings_done.notify_waiters();
-        }
+impl AsRef<Pending> for AppInner {
+    fn as_ref(&self) -> &Pending {
+        &self.ending
     }
 }
 
@@ -293,7 +281,7 @@ impl App {
     /// hooks after their output left (di-http: after the response was sent), or cancelled and
     /// cleaning up.
     pub fn scopes_ending(&self) -> usize {
-        self.inner.ending.load(Ordering::Acquire)
+        self.inner.ending.count()
     }
 
     /// The object graph in Graphviz DOT: singletons as boxes, context protos as ellipses,
@@ -322,20 +310,9 @@ impl fmt::Debug for App {
 impl AppInner {
     /// Waits until no scope is ending, at most the shutdown timeout.
     async fn wait_for_endings(&self) {
-        let wait = async {
-            loop {
-                let notified = self.endings_done.notified();
-                tokio::pin!(notified);
-                notified.as_mut().enable();
-                if self.ending.load(Ordering::Acquire) == 0 {
-                    return;
-                }
-                notified.await;
-            }
-        };
-        if self.ending.load(Ordering::Acquire) > 0 && tokio::time::timeout(self.shutdown_timeout, wait).await.is_err() {
+        if !self.ending.wait(self.shutdown_timeout).await {
             tracing::error!(
-                scopes = self.ending.load(Ordering::Acquire),
+                scopes = self.ending.count(),
                 timeout = ?self.shutdown_timeout,
                 "context scopes were still ending at the shutdown deadline; destroying singletons without them"
             );
@@ -571,8 +548,7 @@ impl AppBuilder {
                 background_timeout: self.background_timeout,
                 shutdown_timeout: self.shutdown_timeout,
                 shut_down: AtomicBool::new(false),
-                ending: AtomicUsize::new(0),
-                endings_done: tokio::sync::Notify::new(),
+                ending: Pending::default(),
             }),
         })
     }

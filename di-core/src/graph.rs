@@ -65,6 +65,9 @@ pub(crate) struct Graph {
     pub(crate) levels: Vec<Vec<usize>>,
     /// Context protos that need `get_async` (an init hook, theirs or a by-value dependency's).
     pub(crate) needs_async: Vec<bool>,
+    /// The context protos each context proto takes by value, in declaration order: what must
+    /// be built before it.
+    pub(crate) context_deps: Vec<Box<[u32]>>,
     /// Protos by their own type, for `get_object`.
     pub(crate) by_type: FastMap<TypeId, Vec<usize>>,
 }
@@ -120,6 +123,7 @@ impl Graph {
         let order = topo_order(&protos, &resolved)?;
         let mut level = vec![0usize; protos.len()];
         let mut needs_async = vec![false; protos.len()];
+        let mut context_deps: Vec<Box<[u32]>> = vec![Box::default(); protos.len()];
         let mut levels: Vec<Vec<usize>> = Vec::new();
         for &i in &order {
             let deps = || resolved[i].iter().flat_map(Resolved::construction_targets);
@@ -133,10 +137,11 @@ impl Graph {
                 }
                 Scope::Context => {
                     needs_async[i] = protos[i].init.is_some() || deps().any(|d| needs_async[d]);
+                    context_deps[i] = deps().filter(|&d| protos[d].scope == Scope::Context).map(|d| d as u32).collect();
                 }
             }
         }
-        Ok(Graph { protos, resolved, levels, needs_async, by_type })
+        Ok(Graph { protos, resolved, levels, needs_async, context_deps, by_type })
     }
 }
 

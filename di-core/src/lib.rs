@@ -63,6 +63,7 @@ mod context_ref;
 mod error;
 mod export;
 mod graph;
+mod pending;
 mod private;
 mod proto;
 mod resolver;

@@ -465,8 +465,9 @@ struct Egg(ContextRef<Hen>);
 /// A singleton holding both references, for the test to start from either side.
 struct Farm(ContextRef<Hen>, ContextRef<Egg>);
 
-/// Hen's and Egg's factories (`in_factory`) or async init hooks dereference the other.
-async fn eager_cycle(in_factory: bool) -> (App, Arc<Farm>) {
+/// Hen's and Egg's factories (`in_factory`) or async init hooks dereference the other; with
+/// `both_claimed`, each init hook waits there until both objects are being built.
+async fn eager_cycle(in_factory: bool, both_claimed: Option<Arc<tokio::sync::Barrier>>) -> (App, Arc<Farm>) {
     let mut hen = ProtoDef::context::<Hen>(move |r| {
         let egg = r.context_ref::<Egg>(0)?;
         if in_factory {
@@ -484,15 +485,28 @@ async fn eager_cycle(in_factory: bool) -> (App, Arc<Farm>) {
     })
     .dep(context_ref::<Hen>());
     if !in_factory {
-        hen = hen.on_init(|hen: Arc<Hen>| async move {
-            tokio::task::yield_now().await;
-            hen.0.get_async().await?;
-            Ok(())
+        let barrier = both_claimed.clone();
+        hen = hen.on_init(move |hen: Arc<Hen>| {
+            let barrier = barrier.clone();
+            async move {
+                tokio::task::yield_now().await;
+                if let Some(barrier) = barrier {
+                    barrier.wait().await;
+                }
+                hen.0.get_async().await?;
+                Ok(())
+            }
         });
-        egg = egg.on_init(|egg: Arc<Egg>| async move {
-            tokio::task::yield_now().await;
-            egg.0.get_async().await?;
-            Ok(())
+        egg = egg.on_init(move |egg: Arc<Egg>| {
+            let barrier = both_claimed.clone();
+            async move {
+                tokio::task::yield_now().await;
+                if let Some(barrier) = barrier {
+                    barrier.wait().await;
+                }
+                egg.0.get_async().await?;
+                Ok(())
+            }
         });
     }
     let farm = ProtoDef::singleton::<Farm>(|r| Ok(Farm(r.context_ref(0)?, r.context_ref(1)?)))
@@ -513,7 +527,7 @@ const WITHIN: Duration = Duration::from_secs(1);
 
 #[tokio::test]
 async fn an_eager_context_ref_cycle_fails_fast_from_try_get_and_get() {
-    let (app, farm) = eager_cycle(true).await;
+    let (app, farm) = eager_cycle(true, None).await;
     let error = tokio::time::timeout(WITHIN, app.run_in_context(async { farm.0.try_get().err() }))
         .await
         .expect("no hang")
@@ -532,7 +546,7 @@ async fn an_eager_context_ref_cycle_fails_fast_from_try_get_and_get() {
 
 #[tokio::test]
 async fn an_eager_context_ref_cycle_in_init_hooks_fails_fast_from_get_async() {
-    let (app, farm) = eager_cycle(false).await;
+    let (app, farm) = eager_cycle(false, None).await;
     let error = tokio::time::timeout(WITHIN, app.run_in_context(async { farm.0.get_async().await.err() }))
         .await
         .expect("no hang")
@@ -542,8 +556,9 @@ async fn an_eager_context_ref_cycle_in_init_hooks_fails_fast_from_get_async() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_eager_cycle_split_across_two_tasks_fails_instead_of_deadlocking() {
-    let (app, farm) = eager_cycle(false).await;
     for _ in 0..20 {
+        // Each task builds one side; both are being built before either asks for the other.
+        let (app, farm) = eager_cycle(false, Some(Arc::new(tokio::sync::Barrier::new(2)))).await;
         let outcome = app.run_in_context(async {
             let hen = di_core::spawn({
                 let farm = farm.clone();
@@ -638,4 +653,44 @@ async fn a_panicking_factory_frees_its_object_for_the_next_asker() {
         .await;
     assert_eq!(built, (true, true), "the panic left the slot free, not stuck");
     assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_task_waiting_for_an_object_when_its_scope_ends_is_woken_with_scope_closed() {
+    let app = builder()
+        .background_task_timeout(Duration::from_millis(50))
+        .register(ProtoDef::context::<A>(|_| {
+            std::thread::sleep(Duration::from_millis(400)); // a slow, blocking factory
+            Ok(A)
+        }))
+        .build()
+        .await
+        .unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    app.run_in_context(async {
+        let builder = app.clone();
+        di_core::spawn(async move { builder.get_object::<A>().map(drop) });
+        tokio::time::sleep(Duration::from_millis(20)).await; // A is being built
+        let waiter = app.clone();
+        di_core::spawn_blocking(move || {
+            let _ = tx.send(waiter.get_object::<A>().map(drop));
+        });
+    })
+    .await; // ends after the 50 ms timeout, while A is still being built
+    let waited = tokio::time::timeout(Duration::from_secs(3), rx).await.expect("the waiter was woken").unwrap();
+    let error = waited.unwrap_err();
+    assert!(matches!(error, DiError::ScopeClosed { .. }), "{error}");
+}
+
+#[tokio::test]
+async fn a_complete_scope_future_dropped_unpolled_leaves_the_phase_to_the_end() {
+    let log = Log::default();
+    let app = builder().register(proto::<A>(&log, "a", Some(Hook::Logs), None)).build().await.unwrap();
+    app.try_run_in_context(async {
+        app.get_object::<A>().unwrap();
+        drop(di_core::complete_scope()); // never polled: nothing started
+    })
+    .await
+    .unwrap();
+    assert_eq!(log.take(), ["complete a"]);
 }

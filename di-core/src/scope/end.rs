@@ -5,7 +5,6 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
@@ -14,8 +13,8 @@ use tracing::Instrument;
 
 use super::table::ScopeShared;
 use super::{CURRENT, ScopeHandle};
-use crate::app::EndingGuard;
 use crate::error::{DiError, Panicked, panic_message};
+use crate::pending::PendingGuard;
 use crate::proto::{AnyArc, HookFuture, ProtoDef};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -70,24 +69,10 @@ impl ScopeShared {
     }
 
     async fn wait_for_tasks(&self) {
-        if self.tasks.load(Ordering::Acquire) == 0 {
-            return;
-        }
-        let wait = async {
-            loop {
-                let notified = self.tasks_done.notified();
-                tokio::pin!(notified);
-                notified.as_mut().enable();
-                if self.tasks.load(Ordering::Acquire) == 0 {
-                    return;
-                }
-                notified.await;
-            }
-        };
-        if tokio::time::timeout(self.app.background_timeout, wait).await.is_err() {
+        if !self.tasks.wait(self.app.background_timeout).await {
             tracing::warn!(
                 timeout = ?self.app.background_timeout,
-                tasks = self.tasks.load(Ordering::Acquire),
+                tasks = self.tasks.count(),
                 "background tasks outlived their context scope; destroying its objects anyway"
             );
         }
@@ -120,6 +105,8 @@ impl ScopeShared {
         let (slots, created) = {
             let mut table = self.table();
             table.ended = true;
+            // A late background task waiting for a slot learns that the scope has ended.
+            self.wake(&table);
             (std::mem::take(&mut table.slots), std::mem::take(&mut table.created))
         };
         objects.extend(created.into_iter().rev().map(|(_, obj)| obj));
@@ -138,7 +125,7 @@ impl ScopeShared {
 /// The rest of a scope's end (background tasks, destroy hooks), inside the scope and the
 /// current `tracing` span, counted by the App until it is done.
 fn ending(shared: Arc<ScopeShared>) -> impl Future<Output = ()> + Send + 'static {
-    let guard = EndingGuard::new(&shared.app);
+    let guard = PendingGuard::new(shared.app.clone());
     CURRENT
         .scope(ScopeHandle::joining(shared.clone()), async move {
             shared.finish().await;
@@ -184,21 +171,37 @@ pin_project! {
             let this = this.project();
             let end: Option<BoxFuture<()>> = match std::mem::replace(this.phase, Phase::Done) {
                 Phase::Running => this.inner.take_value().and_then(|handle| handle.shared.into_inner()).and_then(start_end),
-                // The completion hooks are cancelled with the scope's future.
-                Phase::Completing { shared, .. } => start_end(shared),
+                Phase::Completing { shared, .. } => {
+                    completion_cancelled();
+                    start_end(shared)
+                }
                 Phase::Ending { end, .. } => Some(end),
                 Phase::Done => None,
             };
-            if let Some(end) = end {
-                match tokio::runtime::Handle::try_current() {
-                    Ok(runtime) => drop(runtime.spawn(end)),
-                    // No runtime to run destroy hooks on: dropping `end` drops the scope's last
-                    // handle, and with it the objects.
-                    Err(_) => drop(end),
-                }
-            }
+            // With no runtime to run destroy hooks on, dropping `end` drops the scope's last
+            // handle, and with it the objects.
+            drop(end.and_then(spawn_end));
         }
     }
+}
+
+/// Spawns the end of a scope on the current runtime; gives it back if there is none.
+fn spawn_end(end: BoxFuture<()>) -> Option<BoxFuture<()>> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            drop(runtime.spawn(end));
+            None
+        }
+        Err(_) => Some(end),
+    }
+}
+
+/// Logs that a completion phase was dropped before its end; its scope still ends, as failed.
+#[cold]
+fn completion_cancelled() {
+    tracing::warn!(
+        "the completion phase of a context scope was cancelled: the completion hooks it had not reached did not run"
+    );
 }
 
 /// The end of `shared` as a future, or `None` if the scope could end at once (it did).
@@ -291,27 +294,25 @@ impl<F: Future> ContextFuture<F> {
                     let result = std::task::ready!(hooks.as_mut().poll(cx));
                     (shared.clone(), output.take().expect("taken once"), result)
                 }
-                Phase::Ending { end, output } => {
-                    std::task::ready!(end.as_mut().poll(cx));
-                    let done = output.take().expect("taken once");
-                    *this.phase = Phase::Done;
-                    return Poll::Ready(done);
+                Phase::Ending { .. } => {
+                    // Out of the phase while it is polled: if it panics, `Drop` must not spawn
+                    // the poisoned future again.
+                    let Phase::Ending { mut end, output } = std::mem::replace(this.phase, Phase::Done) else {
+                        unreachable!("matched above")
+                    };
+                    if end.as_mut().poll(cx).is_pending() {
+                        *this.phase = Phase::Ending { end, output };
+                        return Poll::Pending;
+                    }
+                    return Poll::Ready(output.expect("set with the phase"));
                 }
                 Phase::Done => panic!("ContextFuture polled after completion"),
             };
-            match start_end(shared) {
-                None => {}
-                Some(end) if *this.in_background => match tokio::runtime::Handle::try_current() {
-                    Ok(runtime) => drop(runtime.spawn(end)),
-                    Err(_) => {
-                        *this.phase = Phase::Ending { end, output: Some((output, result)) };
-                        continue;
-                    }
-                },
-                Some(end) => {
-                    *this.phase = Phase::Ending { end, output: Some((output, result)) };
-                    continue;
-                }
+            let end = start_end(shared);
+            let end = if *this.in_background { end.and_then(spawn_end) } else { end };
+            if let Some(end) = end {
+                *this.phase = Phase::Ending { end, output: Some((output, result)) };
+                continue;
             }
             *this.phase = Phase::Done;
             return Poll::Ready((output, result));
@@ -379,10 +380,11 @@ impl<F: Future> Future for TryContextFuture<F> {
 /// scope's output is final (di-http turns a failure into a 500 and records that status for
 /// destroy hooks).
 ///
-/// The phase runs once per scope: later calls, and the scope's own end, do not run it again
-/// (the end does not report a failure returned here). Objects created after it started get no
-/// completion hook call. Outside any scope, or in a scope with no object yet, there is nothing
-/// to complete and it returns `Ok(())`.
+/// The phase starts when the future is first polled, and runs once per scope: later calls,
+/// and the scope's own end, do not run it again (the end does not report a failure returned
+/// here). Objects created after it started get no completion hook call. Dropped before its end,
+/// the future leaves the hooks it had not reached unrun, and logs it. Outside any scope, or in
+/// a scope with no object yet, there is nothing to complete and it returns `Ok(())`.
 ///
 /// # Errors
 ///
@@ -416,33 +418,45 @@ impl<F: Future> Future for TryContextFuture<F> {
 /// # Ok(()) }
 /// ```
 pub fn complete_scope() -> CompleteScope {
-    let shared = CURRENT.try_with(|handle| handle.shared.get().cloned()).ok().flatten();
-    let hooks = shared.and_then(|shared| {
-        let objects = shared.begin_completion().filter(|objects| !objects.is_empty())?;
-        Some(Box::pin(async move { shared.complete(objects).await }) as BoxFuture<_>)
-    });
-    CompleteScope { hooks }
+    CompleteScope { hooks: None, started: false }
 }
 
-/// The future of [`complete_scope`].
+/// The future of [`complete_scope`]. The phase starts when it is first polled; dropped before
+/// its end, it logs that the hooks it had not reached did not run.
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct CompleteScope {
     hooks: Option<BoxFuture<Result<(), DiError>>>,
+    started: bool,
 }
 
 impl Future for CompleteScope {
     type Output = Result<(), DiError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match &mut self.hooks {
-            Some(hooks) => hooks.as_mut().poll(cx),
-            None => Poll::Ready(Ok(())),
+        if !std::mem::replace(&mut self.started, true) {
+            let shared = CURRENT.try_with(|handle| handle.shared.get().cloned()).ok().flatten();
+            self.hooks = shared.and_then(|shared| {
+                let objects = shared.begin_completion().filter(|objects| !objects.is_empty())?;
+                Some(Box::pin(async move { shared.complete(objects).await }) as BoxFuture<_>)
+            });
+        }
+        let Some(hooks) = &mut self.hooks else { return Poll::Ready(Ok(())) };
+        let done = std::task::ready!(hooks.as_mut().poll(cx));
+        self.hooks = None;
+        Poll::Ready(done)
+    }
+}
+
+impl Drop for CompleteScope {
+    fn drop(&mut self) {
+        if self.hooks.is_some() {
+            completion_cancelled();
         }
     }
 }
 
 impl std::fmt::Debug for CompleteScope {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CompleteScope").field("hooks", &self.hooks.is_some()).finish()
+        f.debug_struct("CompleteScope").field("started", &self.started).field("running", &self.hooks.is_some()).finish()
     }
 }

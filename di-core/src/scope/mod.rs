@@ -11,13 +11,13 @@ use std::any::Any;
 use std::cell::{OnceCell, RefCell};
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use tokio::task::JoinHandle;
 
 use crate::app::AppInner;
 use crate::error::DiError;
 use crate::graph::FastMap;
+use crate::pending::PendingGuard;
 use crate::proto::AnyArc;
 
 pub(crate) use end::run_hook;
@@ -191,24 +191,6 @@ pub(crate) async fn current_async(app_id: u64, key: u32, wanted: &'static str) -
     Ok(obj)
 }
 
-/// Counts a background task of a scope; the scope waits for the count to reach zero.
-struct TaskGuard(Arc<ScopeShared>);
-
-impl TaskGuard {
-    fn new(shared: Arc<ScopeShared>) -> Self {
-        shared.tasks.fetch_add(1, Ordering::AcqRel);
-        TaskGuard(shared)
-    }
-}
-
-impl Drop for TaskGuard {
-    fn drop(&mut self) {
-        if self.0.tasks.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.tasks_done.notify_waiters();
-        }
-    }
-}
-
 fn current_shared() -> Option<Arc<ScopeShared>> {
     CURRENT.try_with(|h| h.shared().clone()).ok()
 }
@@ -266,7 +248,7 @@ where
 {
     match current_shared() {
         Some(shared) => {
-            let guard = TaskGuard::new(shared.clone());
+            let guard = PendingGuard::new(shared.clone());
             tokio::spawn(async move {
                 let _guard = guard;
                 CURRENT.scope(ScopeHandle::joining(shared), fut).await
@@ -289,7 +271,7 @@ where
 {
     match current_shared() {
         Some(shared) => {
-            let guard = TaskGuard::new(shared.clone());
+            let guard = PendingGuard::new(shared.clone());
             tokio::task::spawn_blocking(move || {
                 let _guard = guard;
                 CURRENT.sync_scope(ScopeHandle::joining(shared), f)

@@ -10,7 +10,6 @@
 //! itself or one of its askers (a factory or init hook dereferencing a `ContextRef` whose object
 //! needs the first one), or by a construction that waits, directly or not, for one of them.
 
-use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
@@ -18,7 +17,8 @@ use tokio::sync::Notify;
 use super::SmallMap;
 use crate::app::AppInner;
 use crate::error::DiError;
-use crate::proto::{AnyArc, Scope};
+use crate::pending::Pending;
+use crate::proto::AnyArc;
 use crate::resolver::Resolver;
 
 tokio::task_local! {
@@ -32,8 +32,9 @@ pub(crate) enum Slot {
     /// Being built. `parent` is the object whose construction asked for it; `None` when user
     /// code did.
     Building { parent: Option<u32> },
-    /// Built, or failed; every task of the scope gets the same answer.
-    Ready(Result<AnyArc, DiError>),
+    /// Built, or failed; every task of the scope gets the same answer. The error is boxed:
+    /// a slot stays three words, however large `DiError` is.
+    Ready(Result<AnyArc, Box<DiError>>),
 }
 
 #[derive(Default)]
@@ -52,60 +53,68 @@ pub(crate) struct Table {
 }
 
 impl Table {
+    /// The construction that asked for `key`, while `key` is being built.
+    fn parent(&self, key: u32) -> Option<u32> {
+        match self.slots.get(key) {
+            Some(Slot::Building { parent }) => *parent,
+            _ => None,
+        }
+    }
+
     /// `key` and the constructions it runs inside: `key`, its parent, the parent's parent...
     fn lineage(&self, key: u32) -> Vec<u32> {
         let mut out = vec![key];
-        while let Some(Slot::Building { parent: Some(p) }) = self.slots.get(*out.last().expect("not empty")) {
-            if out.contains(p) {
+        while let Some(p) = self.parent(*out.last().expect("not empty")) {
+            if out.contains(&p) {
                 break; // never expected; keeps a corrupted table from looping
             }
-            out.push(*p);
+            out.push(p);
         }
         out
     }
 
     /// Whether construction `inner` runs inside construction `outer` (or is it).
-    fn runs_inside(&self, inner: u32, outer: u32) -> bool {
-        self.lineage(inner).contains(&outer)
+    fn runs_inside(&self, mut inner: u32, outer: u32) -> bool {
+        for _ in 0..=self.waits.len() + self.slots.items.len() {
+            if inner == outer {
+                return true;
+            }
+            match self.parent(inner) {
+                Some(p) => inner = p,
+                None => return false,
+            }
+        }
+        false
     }
 
-    /// Why construction `waiter` must not wait for `key`, which another construction is
-    /// building: the cycle, as proto indices, first repeated at the end.
+    /// Why construction `waiter` must not wait for `key`, which another construction builds:
+    /// `key` is `waiter` or one it runs inside, or `key`'s construction waits (itself, or
+    /// through constructions inside it, transitively) for one of those. The cycle, as proto
+    /// indices, first repeated at the end.
     fn blocked_wait(&self, waiter: Option<u32>, key: u32) -> Option<Vec<u32>> {
-        let me = waiter?; // user code holds no slot: nothing can be waiting for it
-        let lineage = self.lineage(me);
-        let close = |pos: usize, middle: &[u32]| {
-            let mut chain: Vec<u32> = lineage[..=pos].iter().rev().copied().collect();
-            chain.extend_from_slice(middle);
-            chain.push(lineage[pos]);
-            chain
-        };
-        if let Some(pos) = lineage.iter().position(|&k| k == key) {
-            // `key` is being built around us: key -> ... -> me -> key.
-            return Some(close(pos, &[]));
-        }
-        // What `key`'s construction waits for, directly or through constructions inside it.
-        let mut via: Vec<(u32, u32)> = vec![(key, key)];
-        let mut frontier = vec![key];
-        while let Some(x) = frontier.pop() {
-            for &(w, awaited) in &self.waits {
-                if !self.runs_inside(w, x) || via.iter().any(|&(n, _)| n == awaited) {
-                    continue;
+        let lineage = self.lineage(waiter?); // user code holds no slot: nothing waits for it
+        // What `key`'s end depends on, breadth first, each with the index it was reached from.
+        let mut reached: Vec<(u32, Option<usize>)> = vec![(key, None)];
+        let mut i = 0;
+        while let Some(&(x, _)) = reached.get(i) {
+            if let Some(pos) = lineage.iter().position(|&k| k == x) {
+                // x -> ... -> waiter (who runs inside x) -> key -> ... -> x
+                let mut cycle: Vec<u32> = lineage[..=pos].iter().rev().copied().collect();
+                let mut path = Vec::new();
+                let mut at = Some(i);
+                while let Some(j) = at {
+                    path.push(reached[j].0);
+                    at = reached[j].1;
                 }
-                via.push((awaited, x));
-                if let Some(pos) = lineage.iter().position(|&k| k == awaited) {
-                    let mut path = vec![x];
-                    while let Some(&(_, from)) = via.iter().find(|&&(n, _)| n == *path.last().expect("not empty")) {
-                        if from == *path.last().expect("not empty") {
-                            break;
-                        }
-                        path.push(from);
-                    }
-                    path.reverse(); // key -> ... -> x
-                    return Some(close(pos, &path));
-                }
-                frontier.push(awaited);
+                cycle.extend(path.into_iter().rev());
+                return Some(cycle);
             }
+            for &(w, awaited) in &self.waits {
+                if self.runs_inside(w, x) && !reached.iter().any(|&(n, _)| n == awaited) {
+                    reached.push((awaited, Some(i)));
+                }
+            }
+            i += 1;
         }
         None
     }
@@ -120,8 +129,14 @@ pub(crate) struct ScopeShared {
     built: Condvar,
     /// ...and tasks awaiting in `get_async`.
     built_async: Notify,
-    pub(super) tasks: AtomicUsize,
-    pub(super) tasks_done: Notify,
+    /// The tasks started with `di_core::spawn`, which the scope's end waits for.
+    pub(super) tasks: Pending,
+}
+
+impl AsRef<Pending> for ScopeShared {
+    fn as_ref(&self) -> &Pending {
+        &self.tasks
+    }
 }
 
 pub(crate) enum Claimed<'a> {
@@ -144,13 +159,15 @@ impl Claim<'_> {
         self.done = true;
         let mut table = self.shared.table();
         if table.ended {
+            // The slot went with the table; whoever waits for it learns the scope ended.
+            self.shared.wake(&table);
             return Err(DiError::ScopeClosed { wanted: self.shared.app.graph.protos[self.key as usize].type_name });
         }
         if let Ok(obj) = &result {
             table.created.push((self.key as usize, obj.clone()));
         }
         if let Some(slot) = table.slots.get_mut(self.key) {
-            *slot = Slot::Ready(result.clone());
+            *slot = Slot::Ready(result.clone().map_err(Box::new));
         }
         self.shared.wake(&table);
         result
@@ -200,6 +217,14 @@ impl Table {
     }
 }
 
+/// A finished slot's answer.
+fn ready(result: &Result<AnyArc, Box<DiError>>) -> Result<AnyArc, DiError> {
+    match result {
+        Ok(obj) => Ok(obj.clone()),
+        Err(error) => Err((**error).clone()),
+    }
+}
+
 /// What to do about a slot, decided under the table lock.
 enum Step<'a> {
     Done(Result<Claimed<'a>, DiError>),
@@ -218,8 +243,7 @@ impl ScopeShared {
             table: Mutex::new(table),
             built: Condvar::new(),
             built_async: Notify::new(),
-            tasks: AtomicUsize::new(0),
-            tasks_done: Notify::new(),
+            tasks: Pending::default(),
         })
     }
 
@@ -228,7 +252,8 @@ impl ScopeShared {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn wake(&self, table: &Table) {
+    /// Wakes the tasks waiting for a slot to change, if any.
+    pub(super) fn wake(&self, table: &Table) {
         if table.waiters > 0 {
             self.built.notify_all();
             self.built_async.notify_waiters();
@@ -252,7 +277,7 @@ impl ScopeShared {
     /// the cycle that waiting would close.
     fn step(&self, table: &mut Table, key: u32, waiter: Option<u32>) -> Step<'_> {
         match table.slots.get(key) {
-            Some(Slot::Ready(result)) => Step::Done(result.clone().map(Claimed::Ready)),
+            Some(Slot::Ready(result)) => Step::Done(ready(result).map(Claimed::Ready)),
             Some(Slot::Building { .. }) => match table.blocked_wait(waiter, key) {
                 Some(cycle) => {
                     Step::Done(Err(DiError::EagerCycle { chain: cycle.into_iter().map(|k| self.label(k)).collect() }))
@@ -312,28 +337,17 @@ impl ScopeShared {
     }
 
     /// The by-value context dependencies of `key` that are not built yet, transitively,
-    /// deepest first: the order in which to build them so that no factory recurses.
+    /// deepest first: the order in which to build them so that no factory recurses. Allocates
+    /// nothing when there are none.
     fn pending_deps(&self, key: u32) -> Vec<u32> {
-        let graph = &self.app.graph;
+        let deps = &self.app.graph.context_deps;
         let table = self.table();
-        let pending = |d: &usize| {
-            graph.protos[*d].scope == Scope::Context && !matches!(table.slots.get(*d as u32), Some(Slot::Ready(_)))
-        };
-        let deps_of = |k: u32| {
-            let mut deps: Vec<(u32, bool)> = graph.resolved[k as usize]
-                .iter()
-                .flat_map(|r| r.construction_targets())
-                .filter(pending)
-                .map(|d| (d as u32, false))
-                .collect();
-            deps.reverse(); // popped in declaration order
-            deps
-        };
-        let mut stack = deps_of(key);
+        let pending = |d: &&u32| !matches!(table.slots.get(**d), Some(Slot::Ready(_)));
+        // (proto, whether its dependencies were pushed); pushed in reverse, so popped in
+        // declaration order.
+        let mut stack: Vec<(u32, bool)> =
+            deps[key as usize].iter().rev().filter(pending).map(|&d| (d, false)).collect();
         let mut order = Vec::new();
-        if stack.is_empty() {
-            return order;
-        }
         let mut seen: SmallMap<()> = SmallMap::default();
         while let Some((node, expanded)) = stack.pop() {
             if expanded {
@@ -341,7 +355,7 @@ impl ScopeShared {
             } else if seen.get(node).is_none() {
                 seen.insert(node, ());
                 stack.push((node, true));
-                stack.extend(deps_of(node));
+                stack.extend(deps[node as usize].iter().rev().filter(pending).map(|&d| (d, false)));
             }
         }
         order
@@ -387,7 +401,7 @@ impl ScopeShared {
         if self.app.graph.needs_async[key as usize] {
             // Only a finished object can be handed out without awaiting an init hook.
             return match self.table().slots.get(key) {
-                Some(Slot::Ready(result)) => result.clone(),
+                Some(Slot::Ready(result)) => ready(result),
                 _ => Err(DiError::AsyncInit { wanted: self.app.graph.protos[key as usize].type_name }),
             };
         }
@@ -442,7 +456,6 @@ impl ScopeShared {
     /// run.
     pub(super) fn is_idle(&self) -> bool {
         let protos = &self.app.graph.protos;
-        self.tasks.load(std::sync::atomic::Ordering::Acquire) == 0
-            && self.table().created.iter().all(|(key, _)| protos[*key].destroy.is_none())
+        self.tasks.count() == 0 && self.table().created.iter().all(|(key, _)| protos[*key].destroy.is_none())
     }
 }
