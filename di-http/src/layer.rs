@@ -322,6 +322,17 @@ pin_project_lite::pin_project! {
         head: Arc<RequestHead>,
         completing: Option<(CompleteScope, F::Output)>,
     }
+
+    impl<F: Future> PinnedDrop for Work<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if this.completing.is_some() {
+                // Cancelled while completing (the client went away during a COMMIT): the
+                // handler's status no longer says how the request ended.
+                this.head.status.store(0, Ordering::Release);
+            }
+        }
+    }
 }
 
 impl<F: Future<Output: PanicResponse>> Future for Work<F> {

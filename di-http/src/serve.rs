@@ -55,25 +55,34 @@ pub async fn serve(app: App, addr: impl ToSocketAddrs) -> Result<(), ServeError>
 /// Resolves on SIGINT (Ctrl-C) or, on Unix, SIGTERM: the default shutdown signal of
 /// [`serve`] and [`Server`].
 pub async fn shutdown_signal() {
-    let ctrl_c = async {
+    signals().await;
+}
+
+/// SIGINT or SIGTERM, listened for from now on (on Unix the handlers are installed before this
+/// returns, so no signal between now and the first poll is missed).
+fn signals() -> impl Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, terminate) {
+                (Ok(mut interrupt), Ok(mut terminate)) => {
+                    tokio::select! {
+                        _ = interrupt.recv() => {}
+                        _ = terminate.recv() => {}
+                    }
+                }
+                _ => std::future::pending::<()>().await,
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
         }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
     }
 }
 
@@ -168,6 +177,11 @@ impl Server {
     }
 
     /// How long the shutdown lets open connections finish their requests. Default: 30 seconds.
+    ///
+    /// The whole shutdown can take this, plus 1 s for cut connections to stop, plus the App's
+    /// own [`shutdown_timeout`](di_core::AppBuilder::shutdown_timeout) (10 s) for scopes still
+    /// ending, plus the singletons' destroy hooks. Keep the sum under your orchestrator's grace
+    /// period (Kubernetes: 30 s unless `terminationGracePeriodSeconds` says otherwise).
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
         self
@@ -189,10 +203,13 @@ impl Server {
     /// second SIGINT or SIGTERM) during steps 2 and 3 drops every connection and returns at
     /// once.
     ///
+    /// Errors accepting a connection (out of file descriptors, for instance) are logged and
+    /// retried after a second; they do not stop the server.
+    ///
     /// # Errors
     ///
-    /// [`ServeError::Io`] if the listener fails, [`ServeError::Shutdown`] if a destroy hook
-    /// fails, [`ServeError::Forced`] after a second signal.
+    /// [`ServeError::Shutdown`] if a destroy hook fails, [`ServeError::Forced`] after a second
+    /// signal.
     pub async fn run(self, listener: TcpListener) -> Result<(), ServeError> {
         let Server { app, router, mut shutdown, forced, header_read_timeout, shutdown_timeout } = self;
         if let Ok(addr) = listener.local_addr() {
@@ -225,8 +242,8 @@ impl Server {
             }
         }
         drop(listener);
-        // Created now, a default forced signal is the *next* SIGINT/SIGTERM.
-        let mut forced = forced.unwrap_or_else(|| Box::pin(shutdown_signal()));
+        // Listened for from now on, a default forced signal is the *next* SIGINT/SIGTERM.
+        let mut forced = forced.unwrap_or_else(|| Box::pin(signals()));
         tracing::info!(
             connections = connections.len(),
             deadline = ?shutdown_timeout,
@@ -245,7 +262,15 @@ impl Server {
                 "shutdown deadline passed; closing the connections still open (their requests are cancelled, their scopes still destroyed)"
             );
             connections.abort_all();
-            drain(&mut connections).await;
+            // Aborting is cooperative: a connection stuck in blocking code cannot be stopped.
+            tokio::select! {
+                () = drain(&mut connections) => {}
+                () = tokio::time::sleep(ABORT_GRACE) => tracing::error!(
+                    connections = connections.len(),
+                    "connections did not stop when cut (blocking code in a handler?); shutting down without them"
+                ),
+                () = &mut forced => return Err(force(&mut connections)),
+            }
         }
         tracing::info!(scopes_ending = app.scopes_ending(), "connections closed; shutting the App down");
         tokio::select! {
@@ -255,6 +280,9 @@ impl Server {
         Ok(())
     }
 }
+
+/// How long cut connections get to stop before the shutdown goes on without them.
+const ABORT_GRACE: Duration = Duration::from_secs(1);
 
 /// Serves one connection until it ends, or closes it gracefully once `closed` fires.
 fn connection(

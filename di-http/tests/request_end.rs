@@ -110,6 +110,11 @@ impl Ledger {
         match self.head.headers().get("x-commit").map(|v| v.to_str().unwrap()) {
             Some("fail") => Err("disk full".into()),
             Some("panic") => panic!("the ledger panicked"),
+            Some("slow") => {
+                self.logger.log("commit started");
+                tokio::time::sleep(Duration::from_secs(20)).await;
+                Ok(())
+            }
             _ => {
                 self.logger.log(&format!("committed at status {:?}", self.head.response_status()));
                 Ok(())
@@ -172,7 +177,7 @@ impl EndController {
 
     #[get("/slow")]
     async fn slow(&self) -> &'static str {
-        self.touch.witness.get();
+        self.touch.witness.get().logger.log("slow started");
         tokio::time::sleep(Duration::from_secs(20)).await;
         "too late"
     }
@@ -302,9 +307,11 @@ async fn a_half_sent_head_and_an_idle_keep_alive_connection_are_closed_after_the
 
     // A keep-alive connection that answered one request and then idles.
     let mut idle = TcpStream::connect(server.addr).await.unwrap();
+    let started = Instant::now();
     idle.write_all(b"GET /end/work?touch=witness HTTP/1.1\r\nhost: test\r\n\r\n").await.unwrap();
     let reply = closed_within(&mut idle, Duration::from_secs(5)).await.expect("closed after idling");
     assert!(String::from_utf8_lossy(&reply).starts_with("HTTP/1.1 200"), "answered first");
+    assert!(started.elapsed() >= Duration::from_millis(250), "kept open while idle, up to the timeout");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -321,14 +328,14 @@ async fn shutdown_with_a_half_sent_head_and_a_20_s_request_keeps_its_deadline() 
         let _ = stream.read_to_end(&mut reply).await;
         reply
     });
-    tokio::time::sleep(Duration::from_millis(200)).await; // the slow request is in its handler
+    journal.eventually(|l| l.iter().any(|l| l == "slow: slow started")).await; // in its handler
     let (took, result) = server.shut_down().await;
     result.unwrap();
     assert!(took < Duration::from_secs(6), "took {took:?}: the deadline is 1 s, the request 20 s");
     assert!(slow.await.unwrap().is_empty(), "the slow request was cut, not answered");
     assert_eq!(
         journal.lines(),
-        ["slow: witness destroyed", "singletons destroyed"],
+        ["slow: slow started", "slow: witness destroyed", "singletons destroyed"],
         "the cut request's scope was destroyed before the singletons"
     );
     assert!(closed_within(&mut half, Duration::from_secs(1)).await.is_ok(), "the half-sent head was closed");
@@ -339,7 +346,7 @@ async fn a_second_signal_cuts_the_shutdown_short() {
     let mut server = start(|s| s.shutdown_timeout(Duration::from_secs(60))).await;
     let addr = server.addr;
     let slow = tokio::spawn(async move { send(addr, "GET", "/end/slow", &[], b"").await });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.journal().eventually(|l| l.iter().any(|l| l.ends_with("slow started"))).await;
     server.stop.take().unwrap().send(()).unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!server.server.is_finished(), "draining the slow request");
@@ -349,4 +356,19 @@ async fn a_second_signal_cuts_the_shutdown_short() {
     assert!(matches!(result, Err(ServeError::Forced { connections: 1 })), "{result:?}");
     assert!(started.elapsed() < Duration::from_secs(5));
     slow.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_cancelled_during_its_completion_reads_as_failed_to_destroy_hooks() {
+    let server = start(|s| s).await;
+    let journal = server.journal();
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(b"GET /end/work?touch=ledger HTTP/1.1\r\nhost: test\r\nx-request-id: gone\r\nx-commit: slow\r\n\r\n")
+        .await
+        .unwrap();
+    journal.eventually(|l| l.iter().any(|l| l == "gone: commit started")).await;
+    drop(stream); // the client goes away during the COMMIT
+    let lines = journal.eventually(|l| l.iter().any(|l| l.contains("ledger closed"))).await;
+    assert!(lines.contains(&"gone: ledger closed at status None, job done: false".to_owned()), "{lines:?}");
 }

@@ -2,12 +2,16 @@
 //! reach the whole process).
 #![allow(missing_docs, missing_debug_implementations)]
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use di_core::App;
 use di_http::{ServeError, Server, http_controller, http_routes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+/// How many slow requests have reached their handler.
+static STARTED: AtomicUsize = AtomicUsize::new(0);
 
 #[http_controller]
 pub struct SlowController;
@@ -16,6 +20,7 @@ pub struct SlowController;
 impl SlowController {
     #[get("/slow")]
     async fn slow(&self) -> &'static str {
+        STARTED.fetch_add(1, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_secs(20)).await;
         "too late"
     }
@@ -39,13 +44,18 @@ async fn busy_server(shutdown_timeout: Duration) -> tokio::task::JoinHandle<Resu
         tokio::spawn(Server::new(app.clone(), di_http::router(&app)).shutdown_timeout(shutdown_timeout).run(listener));
     let mut half = TcpStream::connect(addr).await.unwrap();
     half.write_all(b"GET /slow HTTP/1.1\r\nhost: te").await.unwrap();
+    let started = STARTED.load(Ordering::SeqCst);
     tokio::spawn(async move {
         let mut stream = TcpStream::connect(addr).await.unwrap();
         stream.write_all(b"GET /slow HTTP/1.1\r\nhost: test\r\n\r\n").await.unwrap();
         let _ = stream.read_to_end(&mut Vec::new()).await;
         drop(half);
     });
-    tokio::time::sleep(Duration::from_millis(300)).await; // both connections are open
+    // The slow request is in its handler, so both connections were accepted, and the server
+    // listens for signals.
+    while STARTED.load(Ordering::SeqCst) == started {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     server
 }
 
