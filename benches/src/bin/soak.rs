@@ -11,7 +11,9 @@
 //! the requests (`progress`, `requests`, `rss_kb`), then a summary line; exits with 1 if a
 //! request was mixed up, a count disagrees, or a status was not the expected one. Of every 100
 //! requests: 1 hangs up mid-request, 1 panics in its handler, 1 fails its completion hook, the
-//! rest succeed (each touching two context objects, one with a completion hook).
+//! rest succeed (each touching two context objects, one with a completion hook). `healthy` also
+//! needs every successful request completed; `rss_flat` says whether RSS stayed within 10% of
+//! its first sample (reported only: a short run still grows while it warms up).
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -142,6 +144,13 @@ struct Args {
     requests: u64,
     concurrency: u64,
     threads: usize,
+}
+
+impl Args {
+    /// How many requests client `task` sends.
+    fn share(&self, task: u64) -> u64 {
+        self.requests / self.concurrency + u64::from(task < self.requests % self.concurrency)
+    }
 }
 
 fn parse() -> Result<Args, String> {
@@ -299,12 +308,8 @@ async fn soak(args: Args) -> ExitCode {
 
     let tally = Arc::new(Tally::default());
     let started = Instant::now();
-    let clients: Vec<_> = (0..args.concurrency)
-        .map(|task| {
-            let share = args.requests / args.concurrency + u64::from(task < args.requests % args.concurrency);
-            tokio::spawn(client(addr, task, share, tally.clone()))
-        })
-        .collect();
+    let clients: Vec<_> =
+        (0..args.concurrency).map(|task| tokio::spawn(client(addr, task, args.share(task), tally.clone()))).collect();
     let mut rss = Vec::new();
     for tenth in 1..=10 {
         while tally.done.load(Ordering::Relaxed) < args.requests * tenth / 10 {
@@ -332,16 +337,17 @@ async fn soak(args: Args) -> ExitCode {
     let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
     let (created, dropped, hooks) = (load(&CREATED), load(&DROPPED), load(&DESTROY_HOOKS));
     let rss_growth_pct = (*rss.last().unwrap() as f64 / rss[0] as f64 - 1.0) * 100.0;
-    let expected_failures = (0..args.concurrency)
-        .map(|task| args.requests / args.concurrency + u64::from(task < args.requests % args.concurrency))
-        .map(|share| (share + 97) / 100) // n % 100 == 2 for n in 0..share
-        .sum::<u64>();
+    // Request n of a client fails its completion when n % 100 == 2.
+    let expected_failures = (0..args.concurrency).map(|task| (args.share(task) + 97) / 100).sum::<u64>();
     let healthy = load(&tally.mixups) == 0
         && load(&tally.unexpected) == 0
         && created == dropped
         && dropped == hooks
         && load(&tally.failed_completions) == expected_failures
+        && load(&COMPLETED) == load(&tally.ok)
         && served.is_ok();
+    // Reported, not part of `healthy`: a short run's RSS still grows while it warms up.
+    let rss_flat = rss.iter().all(|&kb| (kb as f64) <= rss[0] as f64 * 1.1);
     println!(
         "{}",
         json_line(&[
@@ -364,6 +370,7 @@ async fn soak(args: Args) -> ExitCode {
             ("rss_max_kb", Value::Int(rss.iter().copied().max().unwrap_or(0))),
             ("rss_last_kb", Value::Int(*rss.last().unwrap())),
             ("rss_growth_pct", Value::Num(rss_growth_pct)),
+            ("rss_flat", Value::Bool(rss_flat)),
             ("healthy", Value::Bool(healthy)),
         ])
     );

@@ -1,10 +1,12 @@
 //! The database: a writer and a reader connection to one SQLite file (a singleton), and the
 //! per-request unit of work on them.
 //!
-//! The trade-off this file shows: a unit of work **commits in its completion hook**, before the
-//! response is sent, so a COMMIT that fails (a full disk) answers 500 and nothing is
-//! acknowledged that was not stored; it **rolls back in its destroy hook**, which runs for every
-//! request that did not commit (an error status, a panic, a client gone), after the response.
+//! The trade-off this file shows: a unit of work **ends its transaction in its completion
+//! hook**, before the response is sent: COMMIT when the request succeeded, so a COMMIT that
+//! fails (a full disk) answers 500 and nothing is acknowledged that was not stored; ROLLBACK
+//! when it answered an error, so the writer is free at once. Its **destroy hook** rolls back
+//! what no completion hook ended (a panic, a client gone), after the response; `Drop` is the
+//! last resort.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -51,11 +53,20 @@ impl DbError {
     pub(crate) fn new(doing: &'static str) -> impl FnOnce(rusqlite::Error) -> DbError {
         move |source| DbError { doing, source }
     }
+
+    /// A write after the unit of work completed.
+    fn completed(doing: &'static str) -> DbError {
+        let misuse = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_MISUSE);
+        let message = "the request's unit of work has completed; write in a transaction of your own".to_owned();
+        DbError { doing, source: rusqlite::Error::SqliteFailure(misuse, Some(message)) }
+    }
 }
 
 /// The connections, opened (and the schema created) when the App is built. SQLite runs one
 /// write transaction at a time, so units of work that write take turns on the writer, waiting
-/// asynchronously; reads go through the reader, which in WAL mode never waits for a writer.
+/// asynchronously. Reads of requests that did not write go through one of a few read-only
+/// connections, which in WAL mode never wait for a writer (only for another read on the same
+/// connection).
 #[singleton_proto(init = open)]
 #[derive(Debug)]
 pub struct Db {
@@ -68,8 +79,12 @@ pub struct Db {
 #[derive(Debug)]
 struct Conns {
     writer: Arc<Mutex<Connection>>,
-    reader: Mutex<Connection>,
+    readers: Vec<Mutex<Connection>>,
+    next_reader: std::sync::atomic::AtomicUsize,
 }
+
+/// How many read-only connections `Db` opens.
+const READERS: usize = 4;
 
 impl Db {
     async fn open(&self) -> Result<(), DbError> {
@@ -87,10 +102,15 @@ impl Db {
                  CREATE INDEX IF NOT EXISTS todos_by_user ON todos (user, id);",
             )
             .map_err(DbError::new("creating the schema"))?;
-        let reader =
-            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-                .map_err(DbError::new("opening the database for reading"))?;
-        let _ = self.conns.set(Conns { writer: Arc::new(Mutex::new(writer)), reader: Mutex::new(reader) });
+        let readers = (0..READERS)
+            .map(|_| {
+                let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                Connection::open_with_flags(path, flags).map(Mutex::new)
+            })
+            .collect::<Result<_, _>>()
+            .map_err(DbError::new("opening the database for reading"))?;
+        let conns = Conns { writer: Arc::new(Mutex::new(writer)), readers, next_reader: Default::default() };
+        let _ = self.conns.set(conns);
         tracing::info!(%path, "database open");
         Ok(())
     }
@@ -104,6 +124,13 @@ impl Db {
         Arc::clone(&self.conns().writer).lock_owned().await
     }
 
+    /// Runs `f` on a read-only connection (the next one, round robin).
+    async fn read<R>(&self, f: impl FnOnce(&Connection) -> R) -> R {
+        let conns = self.conns();
+        let next = conns.next_reader.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % conns.readers.len();
+        f(&*conns.readers[next].lock().await)
+    }
+
     /// Runs `f` on the writer between units of work, outside any transaction: for maintenance
     /// (and for tests that need to stand in for the disk, with `Connection::commit_hook`).
     pub async fn with_writer<R>(&self, f: impl FnOnce(&Connection) -> R) -> R {
@@ -111,76 +138,105 @@ impl Db {
     }
 }
 
-/// The request's unit of work: a write transaction begun on first write, committed when the
-/// request succeeded (in the completion phase, before the response), rolled back otherwise.
-#[context_proto(complete = commit, destroy = roll_back)]
+/// The request's unit of work: a write transaction begun on first write, ended in the
+/// completion phase (before the response): committed if the request succeeded, rolled back if
+/// not. Once it has completed it takes no more writes: a background task of the request that
+/// writes needs a transaction of its own.
+#[context_proto(complete = complete, destroy = roll_back)]
 #[derive(Debug)]
 pub struct UnitOfWork {
     #[inject]
     db: Arc<Db>,
     #[inject]
     head: Arc<RequestHead>,
-    /// The writer, while this request's transaction is open.
-    tx: Mutex<Option<OwnedMutexGuard<Connection>>>,
+    tx: Mutex<Tx>,
+}
+
+/// Where the request's transaction stands.
+#[derive(Debug, Default)]
+enum Tx {
+    /// Nothing written yet.
+    #[default]
+    None,
+    /// Open, holding the writer.
+    Open(OwnedMutexGuard<Connection>),
+    /// Ended by the completion hook.
+    Completed,
 }
 
 impl UnitOfWork {
     /// Runs `f` inside the request's write transaction, beginning it on first use.
+    ///
+    /// # Errors
+    ///
+    /// A `DbError` if SQLite fails, or if the unit of work has already completed.
     pub async fn write<R>(
         &self,
         doing: &'static str,
         f: impl FnOnce(&Connection) -> rusqlite::Result<R>,
     ) -> Result<R, DbError> {
         let mut tx = self.tx.lock().await;
-        if tx.is_none() {
+        if matches!(*tx, Tx::None) {
             let conn = self.db.writer().await;
             conn.execute_batch("BEGIN IMMEDIATE").map_err(DbError::new("beginning a transaction"))?;
-            *tx = Some(conn);
+            *tx = Tx::Open(conn);
         }
-        let conn = tx.as_ref().expect("set above");
-        f(conn).map_err(DbError::new(doing))
+        match &*tx {
+            Tx::Open(conn) => f(conn).map_err(DbError::new(doing)),
+            _ => Err(DbError::completed(doing)),
+        }
     }
 
     /// Runs `f` on what the request can see: its own transaction if it wrote, else the last
-    /// committed state, through the reader (no write lock taken, no writer waited for).
+    /// committed state through a read-only connection (no write lock taken, no writer waited
+    /// for).
+    ///
+    /// # Errors
+    ///
+    /// A `DbError` if SQLite fails.
     pub async fn read<R>(
         &self,
         doing: &'static str,
         f: impl FnOnce(&Connection) -> rusqlite::Result<R>,
     ) -> Result<R, DbError> {
         let tx = self.tx.lock().await;
-        let result = match tx.as_ref() {
-            Some(conn) => f(conn),
-            None => f(&*self.db.conns().reader.lock().await),
+        let result = match &*tx {
+            Tx::Open(conn) => f(conn),
+            _ => self.db.read(f).await,
         };
         result.map_err(DbError::new(doing))
     }
 
-    /// The completion hook: COMMIT if the request succeeded. A failed COMMIT fails the request
-    /// (di-http answers 500); the transaction stays open for `roll_back`.
-    async fn commit(&self) -> Result<(), DbError> {
+    /// The completion hook: COMMIT if the request succeeded, else ROLLBACK, freeing the writer
+    /// before the response leaves. A failed COMMIT fails the request (di-http answers 500) and
+    /// is rolled back.
+    async fn complete(&self) -> Result<(), DbError> {
+        let mut tx = self.tx.lock().await;
+        let Tx::Open(conn) = std::mem::replace(&mut *tx, Tx::Completed) else { return Ok(()) };
         if !self.head.succeeded() {
+            end_transaction(&conn);
+            tracing::info!(status = ?self.head.response_status(), "transaction rolled back");
             return Ok(());
         }
-        let mut tx = self.tx.lock().await;
-        let Some(conn) = tx.as_ref() else { return Ok(()) };
-        conn.execute_batch("COMMIT").map_err(DbError::new("committing"))?;
-        *tx = None;
-        tracing::info!(status = ?self.head.response_status(), "transaction committed");
-        Ok(())
+        let committed = conn.execute_batch("COMMIT").map_err(DbError::new("committing"));
+        match &committed {
+            Ok(()) => tracing::info!(status = ?self.head.response_status(), "transaction committed"),
+            Err(_) => end_transaction(&conn),
+        }
+        committed
     }
 
-    /// The destroy hook: ROLLBACK whatever was not committed.
+    /// The destroy hook: ROLLBACK what no completion hook ended (a panic, a client gone).
     async fn roll_back(&self) {
-        if let Some(conn) = self.tx.lock().await.take() {
-            roll_back(&conn);
+        if let Tx::Open(conn) = std::mem::take(&mut *self.tx.lock().await) {
+            end_transaction(&conn);
             tracing::info!(status = ?self.head.response_status(), "transaction rolled back");
         }
     }
 }
 
-/// Ends an open transaction; a writer never goes back to the pool with one open.
-fn roll_back(conn: &Connection) {
+/// Rolls back an open transaction: a writer never goes back with one open.
+fn end_transaction(conn: &Connection) {
     if !conn.is_autocommit()
         && let Err(error) = conn.execute_batch("ROLLBACK")
     {
@@ -192,8 +248,8 @@ impl Drop for UnitOfWork {
     /// The last line of defence: if the destroy hook did not run (its scope's end was cut, the
     /// runtime went away), the transaction is rolled back here, synchronously.
     fn drop(&mut self) {
-        if let Some(conn) = self.tx.get_mut().take() {
-            roll_back(&conn);
+        if let Tx::Open(conn) = std::mem::take(self.tx.get_mut()) {
+            end_transaction(&conn);
             tracing::warn!("a unit of work was dropped with its transaction open; rolled back");
         }
     }

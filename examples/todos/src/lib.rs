@@ -1,10 +1,12 @@
 //! The flagship example: todos per user on an embedded SQLite database.
 //!
-//! - [`db::Db`] (singleton): a writer and a reader connection, opened when the App is built.
-//! - [`db::UnitOfWork`] (context): the request's write transaction, begun on first write,
-//!   committed in its completion hook if the request succeeded (a failed COMMIT answers 500),
-//!   rolled back in its destroy hook otherwise. Reads go through the reader unless the request
-//!   wrote, so they never wait for a writer.
+//! - [`db::Db`] (singleton): a writer and four read-only connections, opened when the App is
+//!   built.
+//! - [`db::UnitOfWork`] (context): the request's write transaction, begun on first write and
+//!   ended in its completion hook: committed if the request succeeded (a failed COMMIT answers
+//!   500), rolled back if not; its destroy hook rolls back after a panic or a disconnect. Reads
+//!   of a request that did not write go through read-only connections, which never wait for a
+//!   writer.
 //! - [`todo::RequestTracer`] (context): the request id and what the request did.
 //! - [`todo::TodoRepository`], [`todo::TodoService`] (singletons) and [`todo::TodoController`].
 //!

@@ -55,6 +55,13 @@ impl Service {
         Service { addr, app, db, stop, server }
     }
 
+    /// Ids of `user`'s todos as a separate connection sees them: only committed rows.
+    fn committed_ids(&self, user: &str) -> Vec<i64> {
+        let conn = rusqlite::Connection::open(&self.db).unwrap();
+        let mut stmt = conn.prepare("SELECT id FROM todos WHERE user = ?1 ORDER BY id").unwrap();
+        stmt.query_map([user], |row| row.get(0)).unwrap().collect::<Result<_, _>>().unwrap()
+    }
+
     /// Titles of `user` as a separate connection sees them: only committed rows.
     fn committed_titles(&self, user: &str) -> Vec<String> {
         let conn = rusqlite::Connection::open(&self.db).unwrap();
@@ -164,18 +171,18 @@ async fn a_failing_commit_answers_500_and_every_acknowledged_todo_is_stored() {
     for request in requests {
         let reply = request.await.unwrap();
         match reply.status {
-            201 => acknowledged
-                .extend(serde_json::from_str::<Vec<Todo>>(&reply.body).unwrap().into_iter().map(|t| t.title)),
+            201 => {
+                acknowledged.extend(serde_json::from_str::<Vec<Todo>>(&reply.body).unwrap().into_iter().map(|t| t.id))
+            }
             500 => failed += 1,
             other => panic!("unexpected {other}: {reply:?}"),
         }
     }
     assert!(failed >= 15, "about a third of the commits failed: {failed}");
-    let stored = service.committed_titles("disk");
-    let unique: BTreeSet<&String> = acknowledged.iter().collect();
-    assert_eq!(unique.len(), acknowledged.len(), "no todo acknowledged twice");
-    assert_eq!(stored.len(), acknowledged.len(), "every acknowledged todo is stored, and only those");
-    assert_eq!(stored.iter().collect::<BTreeSet<_>>(), unique);
+    let stored: BTreeSet<i64> = service.committed_ids("disk").into_iter().collect();
+    let unique: BTreeSet<i64> = acknowledged.iter().copied().collect();
+    assert_eq!(unique.len(), acknowledged.len(), "no id acknowledged twice");
+    assert_eq!(stored, unique, "every acknowledged todo is stored under its id, and only those");
     assert_eq!(commits.load(Ordering::SeqCst), 60, "one COMMIT attempt per request");
     service.stop().await;
 }
