@@ -465,50 +465,43 @@ struct Egg(ContextRef<Hen>);
 /// A singleton holding both references, for the test to start from either side.
 struct Farm(ContextRef<Hen>, ContextRef<Egg>);
 
-/// Hen's and Egg's factories (`in_factory`) or async init hooks dereference the other; with
-/// `both_claimed`, each init hook waits there until both objects are being built.
-async fn eager_cycle(in_factory: bool, both_claimed: Option<Arc<tokio::sync::Barrier>>) -> (App, Arc<Farm>) {
-    let mut hen = ProtoDef::context::<Hen>(move |r| {
-        let egg = r.context_ref::<Egg>(0)?;
+/// One side of the cycle: a context proto `T` holding `ContextRef<U>` (`wrap`, `other`), whose
+/// factory (`in_factory`) or async init hook dereferences it; with `both_claimed`, the init
+/// hook first waits until both sides are being built.
+fn eager_side<T: Send + Sync + 'static, U: Send + Sync + 'static>(
+    wrap: fn(ContextRef<U>) -> T,
+    other: fn(&T) -> ContextRef<U>,
+    in_factory: bool,
+    both_claimed: Option<Arc<tokio::sync::Barrier>>,
+) -> ProtoDef {
+    let def = ProtoDef::context::<T>(move |r| {
+        let other = r.context_ref::<U>(0)?;
         if in_factory {
-            egg.try_get()?;
+            other.try_get()?;
         }
-        Ok(Hen(egg))
+        Ok(wrap(other))
     })
-    .dep(context_ref::<Egg>());
-    let mut egg = ProtoDef::context::<Egg>(move |r| {
-        let hen = r.context_ref::<Hen>(0)?;
-        if in_factory {
-            hen.try_get()?;
-        }
-        Ok(Egg(hen))
-    })
-    .dep(context_ref::<Hen>());
-    if !in_factory {
-        let barrier = both_claimed.clone();
-        hen = hen.on_init(move |hen: Arc<Hen>| {
-            let barrier = barrier.clone();
-            async move {
-                tokio::task::yield_now().await;
-                if let Some(barrier) = barrier {
-                    barrier.wait().await;
-                }
-                hen.0.get_async().await?;
-                Ok(())
-            }
-        });
-        egg = egg.on_init(move |egg: Arc<Egg>| {
-            let barrier = both_claimed.clone();
-            async move {
-                tokio::task::yield_now().await;
-                if let Some(barrier) = barrier {
-                    barrier.wait().await;
-                }
-                egg.0.get_async().await?;
-                Ok(())
-            }
-        });
+    .dep(context_ref::<U>());
+    if in_factory {
+        return def;
     }
+    def.on_init(move |this: Arc<T>| {
+        let barrier = both_claimed.clone();
+        async move {
+            tokio::task::yield_now().await;
+            if let Some(barrier) = barrier {
+                barrier.wait().await;
+            }
+            other(&this).get_async().await?;
+            Ok(())
+        }
+    })
+}
+
+/// Hen and Egg, each dereferencing the other while being built (see `eager_side`).
+async fn eager_cycle(in_factory: bool, both_claimed: Option<Arc<tokio::sync::Barrier>>) -> (App, Arc<Farm>) {
+    let hen = eager_side(Hen, |hen: &Hen| hen.0, in_factory, both_claimed.clone());
+    let egg = eager_side(Egg, |egg: &Egg| egg.0, in_factory, both_claimed);
     let farm = ProtoDef::singleton::<Farm>(|r| Ok(Farm(r.context_ref(0)?, r.context_ref(1)?)))
         .dep(context_ref::<Hen>())
         .dep(context_ref::<Egg>());

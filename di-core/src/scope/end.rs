@@ -11,8 +11,11 @@ use pin_project_lite::pin_project;
 use tokio::task::futures::TaskLocalFuture;
 use tracing::Instrument;
 
-use super::table::ScopeShared;
-use super::{CURRENT, ScopeHandle};
+use std::sync::MutexGuard;
+
+use super::table::{ScopeShared, Slot, Table};
+use super::{CURRENT, ScopeHandle, SmallMap};
+use crate::app::AppInner;
 use crate::error::{DiError, Panicked, panic_message};
 use crate::pending::PendingGuard;
 use crate::proto::{AnyArc, HookFuture, ProtoDef};
@@ -45,16 +48,52 @@ pub(crate) async fn run_hook(
     }
 }
 
+/// What follows a scope's output, decided under one lock.
+enum Next {
+    /// Run these completion hooks (newest object first), then end.
+    Complete(Vec<(usize, AnyArc)>),
+    /// The scope has ended already: no task to wait for, no hook to run.
+    Closed,
+    /// Wait for background tasks and run destroy hooks.
+    End,
+}
+
 impl ScopeShared {
     /// Starts the completion phase, once: the objects with a completion hook, newest first.
     /// `None` if it started already.
     fn begin_completion(&self) -> Option<Vec<(usize, AnyArc)>> {
-        let protos = &self.app.graph.protos;
-        let mut table = self.table();
+        Self::completion(&self.app, &mut self.table())
+    }
+
+    fn completion(app: &AppInner, table: &mut Table) -> Option<Vec<(usize, AnyArc)>> {
         if std::mem::replace(&mut table.completion_started, true) {
             return None;
         }
+        let protos = &app.graph.protos;
         Some(table.created.iter().rev().filter(|(key, _)| protos[*key].complete.is_some()).cloned().collect())
+    }
+
+    /// After the output: the completion phase if it has not run and has hooks, else the end,
+    /// which happens at once (objects dropped) when there is no task and no destroy hook.
+    fn after_output(&self) -> Next {
+        let mut table = self.table();
+        match Self::completion(&self.app, &mut table) {
+            Some(objects) if !objects.is_empty() => Next::Complete(objects),
+            _ => self.close_if_idle(table),
+        }
+    }
+
+    /// Ends the scope at once if that needs no async work: no task to wait for, no destroy
+    /// hook to run.
+    fn close_if_idle(&self, mut table: MutexGuard<'_, Table>) -> Next {
+        let protos = &self.app.graph.protos;
+        if self.tasks.count() > 0 || table.created.iter().any(|(key, _)| protos[*key].destroy.is_some()) {
+            return Next::End;
+        }
+        let parts = Self::take_all(&mut table, self);
+        drop(table);
+        Self::drop_all(parts, Vec::new());
+        Next::Closed
     }
 
     /// Runs the completion hooks, newest object first, until one fails: the objects left would
@@ -101,14 +140,21 @@ impl ScopeShared {
     /// Marks the scope ended and drops its objects, newest first, outside the lock: user `Drop`
     /// impls may do anything. `destroyed` holds the objects newest first; what is still in
     /// the created list (no hooks ran) follows.
-    fn close(&self, mut objects: Vec<AnyArc>) {
-        let (slots, created) = {
-            let mut table = self.table();
-            table.ended = true;
-            // A late background task waiting for a slot learns that the scope has ended.
-            self.wake(&table);
-            (std::mem::take(&mut table.slots), std::mem::take(&mut table.created))
-        };
+    fn close(&self, destroyed: Vec<AnyArc>) {
+        let parts = Self::take_all(&mut self.table(), self);
+        Self::drop_all(parts, destroyed);
+    }
+
+    /// Marks the table ended and takes its contents.
+    fn take_all(table: &mut Table, shared: &ScopeShared) -> (SmallMap<Slot>, Vec<(usize, AnyArc)>) {
+        table.ended = true;
+        // A late background task waiting for a slot learns that the scope has ended.
+        shared.wake(table);
+        (std::mem::take(&mut table.slots), std::mem::take(&mut table.created))
+    }
+
+    /// Drops what `take_all` took, newest object first, catching a panicking `Drop`.
+    fn drop_all((slots, created): (SmallMap<Slot>, Vec<(usize, AnyArc)>), mut objects: Vec<AnyArc>) {
         objects.extend(created.into_iter().rev().map(|(_, obj)| obj));
         let dropped = std::panic::catch_unwind(AssertUnwindSafe(move || {
             drop(slots); // the table's references: each object's last one is in `objects`
@@ -206,11 +252,14 @@ fn completion_cancelled() {
 
 /// The end of `shared` as a future, or `None` if the scope could end at once (it did).
 fn start_end(shared: Arc<ScopeShared>) -> Option<BoxFuture<()>> {
-    if shared.is_idle() {
-        shared.close(Vec::new());
-        None
-    } else {
-        Some(Box::pin(ending(shared)))
+    let next = shared.close_if_idle(shared.table());
+    end_of(shared, next)
+}
+
+fn end_of(shared: Arc<ScopeShared>, next: Next) -> Option<BoxFuture<()>> {
+    match next {
+        Next::Closed => None,
+        Next::End | Next::Complete(_) => Some(Box::pin(ending(shared))),
     }
 }
 
@@ -268,7 +317,7 @@ impl<F: Future> ContextFuture<F> {
     fn poll_scope(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(F::Output, Result<(), DiError>)> {
         let mut this = self.project();
         loop {
-            let (shared, output, result) = match this.phase {
+            let (shared, next, output, result) = match this.phase {
                 Phase::Running => {
                     let output = std::task::ready!(this.inner.as_mut().poll(cx));
                     let Some(shared) = this.inner.as_mut().take_value().and_then(|handle| handle.shared.into_inner())
@@ -276,8 +325,8 @@ impl<F: Future> ContextFuture<F> {
                         *this.phase = Phase::Done;
                         return Poll::Ready((output, Ok(())));
                     };
-                    match shared.begin_completion() {
-                        Some(objects) if !objects.is_empty() => {
+                    match shared.after_output() {
+                        Next::Complete(objects) => {
                             let hooks = CURRENT.scope(ScopeHandle::joining(shared.clone()), {
                                 let shared = shared.clone();
                                 async move { shared.complete(objects).await }
@@ -285,14 +334,19 @@ impl<F: Future> ContextFuture<F> {
                             *this.phase = Phase::Completing { shared, hooks: Box::pin(hooks), output: Some(output) };
                             continue;
                         }
-                        // None: the scope's future ran the phase itself (`complete_scope`) and
-                        // received its result.
-                        _ => (shared, output, Ok(())),
+                        // The scope's future may have run the phase itself (`complete_scope`):
+                        // it received the result.
+                        Next::Closed => {
+                            *this.phase = Phase::Done;
+                            return Poll::Ready((output, Ok(())));
+                        }
+                        Next::End => (shared, Next::End, output, Ok(())),
                     }
                 }
                 Phase::Completing { shared, hooks, output } => {
                     let result = std::task::ready!(hooks.as_mut().poll(cx));
-                    (shared.clone(), output.take().expect("taken once"), result)
+                    let next = shared.close_if_idle(shared.table());
+                    (shared.clone(), next, output.take().expect("taken once"), result)
                 }
                 Phase::Ending { .. } => {
                     // Out of the phase while it is polled: if it panics, `Drop` must not spawn
@@ -308,7 +362,7 @@ impl<F: Future> ContextFuture<F> {
                 }
                 Phase::Done => panic!("ContextFuture polled after completion"),
             };
-            let end = start_end(shared);
+            let end = end_of(shared, next);
             let end = if *this.in_background { end.and_then(spawn_end) } else { end };
             if let Some(end) = end {
                 *this.phase = Phase::Ending { end, output: Some((output, result)) };
@@ -434,11 +488,15 @@ impl Future for CompleteScope {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         if !std::mem::replace(&mut self.started, true) {
-            let shared = CURRENT.try_with(|handle| handle.shared.get().cloned()).ok().flatten();
-            self.hooks = shared.and_then(|shared| {
+            let work = CURRENT.try_with(|handle| {
+                let shared = handle.shared.get()?;
                 let objects = shared.begin_completion().filter(|objects| !objects.is_empty())?;
-                Some(Box::pin(async move { shared.complete(objects).await }) as BoxFuture<_>)
+                Some((shared.clone(), objects))
             });
+            self.hooks = work
+                .ok()
+                .flatten()
+                .map(|(shared, objects)| Box::pin(async move { shared.complete(objects).await }) as BoxFuture<_>);
         }
         let Some(hooks) = &mut self.hooks else { return Poll::Ready(Ok(())) };
         let done = std::task::ready!(hooks.as_mut().poll(cx));

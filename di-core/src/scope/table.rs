@@ -87,6 +87,29 @@ impl Table {
         false
     }
 
+    /// The by-value context dependencies of `key` (`deps` per proto) that are not built yet,
+    /// transitively, deepest first: the order in which to build them so that no factory
+    /// recurses. Allocates nothing when there are none.
+    fn pending_deps(&self, deps: &[Box<[u32]>], key: u32) -> Vec<u32> {
+        let pending = |d: &&u32| !matches!(self.slots.get(**d), Some(Slot::Ready(_)));
+        // (proto, whether its dependencies were pushed); pushed in reverse, so popped in
+        // declaration order.
+        let mut stack: Vec<(u32, bool)> =
+            deps[key as usize].iter().rev().filter(pending).map(|&d| (d, false)).collect();
+        let mut order = Vec::new();
+        let mut seen: SmallMap<()> = SmallMap::default();
+        while let Some((node, expanded)) = stack.pop() {
+            if expanded {
+                order.push(node);
+            } else if seen.get(node).is_none() {
+                seen.insert(node, ());
+                stack.push((node, true));
+                stack.extend(deps[node as usize].iter().rev().filter(pending).map(|&d| (d, false)));
+            }
+        }
+        order
+    }
+
     /// Why construction `waiter` must not wait for `key`, which another construction builds:
     /// `key` is `waiter` or one it runs inside, or `key`'s construction waits (itself, or
     /// through constructions inside it, transitively) for one of those. The cycle, as proto
@@ -151,6 +174,9 @@ pub(crate) struct Claim<'a> {
     shared: &'a ScopeShared,
     key: u32,
     done: bool,
+    /// With a claim asked to plan: the by-value context dependencies to build first, deepest
+    /// first, found under the same lock as the claim.
+    pending: Vec<u32>,
 }
 
 impl Claim<'_> {
@@ -275,7 +301,7 @@ impl ScopeShared {
 
     /// Under the lock: the object if built, a claim if free, a wait if another builds it, or
     /// the cycle that waiting would close.
-    fn step(&self, table: &mut Table, key: u32, waiter: Option<u32>) -> Step<'_> {
+    fn step(&self, table: &mut Table, key: u32, waiter: Option<u32>, plan: bool) -> Step<'_> {
         match table.slots.get(key) {
             Some(Slot::Ready(result)) => Step::Done(ready(result).map(Claimed::Ready)),
             Some(Slot::Building { .. }) => match table.blocked_wait(waiter, key) {
@@ -293,17 +319,18 @@ impl ScopeShared {
                     None => table.slots.insert(key, building),
                     Some(_) => *table.slots.get_mut(key).expect("found above") = building,
                 }
-                Step::Done(Ok(Claimed::Mine(Claim { shared: self, key, done: false })))
+                let pending = if plan { table.pending_deps(&self.app.graph.context_deps, key) } else { Vec::new() };
+                Step::Done(Ok(Claimed::Mine(Claim { shared: self, key, done: false, pending })))
             }
         }
     }
 
     /// Claims `key` for `waiter`, blocking this thread while another thread builds it (sync
     /// constructions never await, so that wait is short).
-    fn claim_sync(&self, key: u32, waiter: Option<u32>) -> Result<Claimed<'_>, DiError> {
+    fn claim_sync(&self, key: u32, waiter: Option<u32>, plan: bool) -> Result<Claimed<'_>, DiError> {
         let mut table = self.table();
         loop {
-            match self.step(&mut table, key, waiter) {
+            match self.step(&mut table, key, waiter, plan) {
                 Step::Done(claimed) => return claimed,
                 Step::Wait(entry) => {
                     table.wait(entry);
@@ -315,13 +342,13 @@ impl ScopeShared {
     }
 
     /// Claims `key` for `waiter`, awaiting while another task builds it.
-    async fn claim_async(&self, key: u32, waiter: Option<u32>) -> Result<Claimed<'_>, DiError> {
+    async fn claim_async(&self, key: u32, waiter: Option<u32>, plan: bool) -> Result<Claimed<'_>, DiError> {
         loop {
             let notified = self.built_async.notified();
             tokio::pin!(notified);
             let waiting = {
                 let mut table = self.table();
-                match self.step(&mut table, key, waiter) {
+                match self.step(&mut table, key, waiter, plan) {
                     Step::Done(claimed) => return claimed,
                     Step::Wait(entry) => {
                         // Registered before the lock is released: a wake-up cannot slip by.
@@ -334,31 +361,6 @@ impl ScopeShared {
             notified.await;
             drop(waiting);
         }
-    }
-
-    /// The by-value context dependencies of `key` that are not built yet, transitively,
-    /// deepest first: the order in which to build them so that no factory recurses. Allocates
-    /// nothing when there are none.
-    fn pending_deps(&self, key: u32) -> Vec<u32> {
-        let deps = &self.app.graph.context_deps;
-        let table = self.table();
-        let pending = |d: &&u32| !matches!(table.slots.get(**d), Some(Slot::Ready(_)));
-        // (proto, whether its dependencies were pushed); pushed in reverse, so popped in
-        // declaration order.
-        let mut stack: Vec<(u32, bool)> =
-            deps[key as usize].iter().rev().filter(pending).map(|&d| (d, false)).collect();
-        let mut order = Vec::new();
-        let mut seen: SmallMap<()> = SmallMap::default();
-        while let Some((node, expanded)) = stack.pop() {
-            if expanded {
-                order.push(node);
-            } else if seen.get(node).is_none() {
-                seen.insert(node, ());
-                stack.push((node, true));
-                stack.extend(deps[node as usize].iter().rev().filter(pending).map(|&d| (d, false)));
-            }
-        }
-        order
     }
 
     /// Runs proto `key`'s factory, marked as its construction.
@@ -405,12 +407,12 @@ impl ScopeShared {
                 _ => Err(DiError::AsyncInit { wanted: self.app.graph.protos[key as usize].type_name }),
             };
         }
-        let claim = match self.claim_sync(key, self.builder())? {
+        let mut claim = match self.claim_sync(key, self.builder(), true)? {
             Claimed::Ready(obj) => return Ok(obj),
             Claimed::Mine(claim) => claim,
         };
-        for dep in self.pending_deps(key) {
-            let built = match self.claim_sync(dep, Some(key)) {
+        for dep in std::mem::take(&mut claim.pending) {
+            let built = match self.claim_sync(dep, Some(key), false) {
                 Ok(Claimed::Ready(_)) => Ok(()),
                 Ok(Claimed::Mine(dep)) => self.build_sync(dep).map(drop),
                 Err(e) => Err(e),
@@ -429,13 +431,13 @@ impl ScopeShared {
             return self.resolve_sync(key);
         }
         let key = key as u32;
-        let claim = match self.claim_async(key, self.builder()).await? {
+        let mut claim = match self.claim_async(key, self.builder(), true).await? {
             Claimed::Ready(obj) => return Ok(obj),
             Claimed::Mine(claim) => claim,
         };
-        for dep in self.pending_deps(key) {
+        for dep in std::mem::take(&mut claim.pending) {
             let built = if self.app.graph.needs_async[dep as usize] {
-                match self.claim_async(dep, Some(key)).await {
+                match self.claim_async(dep, Some(key), false).await {
                     Ok(Claimed::Ready(_)) => Ok(()),
                     Ok(Claimed::Mine(dep)) => self.build_async(dep).await.map(drop),
                     Err(e) => Err(e),
@@ -450,12 +452,5 @@ impl ScopeShared {
             }
         }
         self.build_async(claim).await
-    }
-
-    /// Whether ending the scope needs no async work: no task to wait for, no destroy hook to
-    /// run.
-    pub(super) fn is_idle(&self) -> bool {
-        let protos = &self.app.graph.protos;
-        self.tasks.count() == 0 && self.table().created.iter().all(|(key, _)| protos[*key].destroy.is_none())
     }
 }
