@@ -65,8 +65,8 @@ pub(crate) struct Graph {
     pub(crate) levels: Vec<Vec<usize>>,
     /// Context protos that need `get_async` (an init hook, theirs or a by-value dependency's).
     pub(crate) needs_async: Vec<bool>,
-    /// The context protos each context proto takes by value, in declaration order: what must
-    /// be built before it.
+    /// The context protos each context proto takes by value, in declaration order, each once:
+    /// what must be built before it.
     pub(crate) context_deps: Vec<Box<[u32]>>,
     /// Protos by their own type, for `get_object`.
     pub(crate) by_type: FastMap<TypeId, Vec<usize>>,
@@ -137,7 +137,13 @@ impl Graph {
                 }
                 Scope::Context => {
                     needs_async[i] = protos[i].init.is_some() || deps().any(|d| needs_async[d]);
-                    context_deps[i] = deps().filter(|&d| protos[d].scope == Scope::Context).map(|d| d as u32).collect();
+                    let mut context: Vec<u32> = Vec::new();
+                    for d in deps().filter(|&d| protos[d].scope == Scope::Context) {
+                        if !context.contains(&(d as u32)) {
+                            context.push(d as u32);
+                        }
+                    }
+                    context_deps[i] = context.into_boxed_slice();
                 }
             }
         }

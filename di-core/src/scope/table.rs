@@ -10,6 +10,7 @@
 //! itself or one of its askers (a factory or init hook dereferencing a `ContextRef` whose object
 //! needs the first one), or by a construction that waits, directly or not, for one of them.
 
+use std::cell::Cell;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
@@ -22,8 +23,28 @@ use crate::proto::AnyArc;
 use crate::resolver::Resolver;
 
 tokio::task_local! {
-    /// The context object whose factory or init hook runs on this task: `(scope, proto)`.
+    /// The context object whose async init hook runs on this task: `(scope, proto)`.
     static BUILDING: (usize, u32);
+}
+
+std::thread_local! {
+    /// The context object whose factory runs on this thread now: `(scope, proto)`. A factory is
+    /// synchronous, so a thread-local set around the call is enough (and costs a fraction of
+    /// a task-local scope); it takes precedence over `BUILDING`, being the innermost.
+    static BUILDING_NOW: Cell<Option<(usize, u32)>> = const { Cell::new(None) };
+}
+
+/// Marks `(scope, proto)` as the construction running on this thread while `f` runs (restored
+/// on unwind too).
+fn building<R>(now: (usize, u32), f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<(usize, u32)>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            BUILDING_NOW.with(|b| b.set(self.0));
+        }
+    }
+    let _restore = Restore(BUILDING_NOW.with(|b| b.replace(Some(now))));
+    f()
 }
 
 pub(crate) enum Slot {
@@ -92,6 +113,11 @@ impl Table {
     /// recurses. Allocates nothing when there are none.
     fn pending_deps(&self, deps: &[Box<[u32]>], key: u32) -> Vec<u32> {
         let pending = |d: &&u32| !matches!(self.slots.get(**d), Some(Slot::Ready(_)));
+        let direct = &deps[key as usize];
+        if direct.iter().all(|&d| deps[d as usize].is_empty()) {
+            // The common shape: dependencies with none of their own (listed once each).
+            return direct.iter().filter(pending).copied().collect();
+        }
         // (proto, whether its dependencies were pushed); pushed in reverse, so popped in
         // declaration order.
         let mut stack: Vec<(u32, bool)> =
@@ -292,7 +318,11 @@ impl ScopeShared {
 
     /// The construction of this scope running on this task, if any.
     fn builder(&self) -> Option<u32> {
-        BUILDING.try_with(|&(scope, key)| (scope == self.addr()).then_some(key)).ok().flatten()
+        let mine = |(scope, key): (usize, u32)| (scope == self.addr()).then_some(key);
+        match BUILDING_NOW.with(Cell::get) {
+            Some(now) => mine(now),
+            None => BUILDING.try_with(|&now| mine(now)).ok().flatten(),
+        }
     }
 
     fn label(&self, key: u32) -> String {
@@ -372,7 +402,7 @@ impl ScopeShared {
             proto: key as usize,
             scope: Some(self),
         };
-        BUILDING.sync_scope((self.addr(), key), || (self.app.graph.protos[key as usize].factory)(&resolver))
+        building((self.addr(), key), || (self.app.graph.protos[key as usize].factory)(&resolver))
     }
 
     /// Builds a claimed object with a sync factory and no init hook.
@@ -445,7 +475,7 @@ impl ScopeShared {
             } else {
                 // Claimed and built with no await in between: a sync construction never
                 // holds its slot across a suspension point, so sync waiters wait briefly.
-                BUILDING.sync_scope((self.addr(), key), || self.resolve_sync(dep as usize)).map(drop)
+                building((self.addr(), key), || self.resolve_sync(dep as usize)).map(drop)
             };
             if let Err(e) = built {
                 return claim.finish(Err(e));
