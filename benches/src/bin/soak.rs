@@ -12,7 +12,8 @@
 //! request was mixed up, a count disagrees, or a status was not the expected one. Of every 100
 //! requests: 1 hangs up mid-request, 1 panics in its handler, 1 fails its completion hook, the
 //! rest succeed (each touching two context objects, one with a completion hook). `healthy` also
-//! needs every successful request completed; `rss_flat` says whether RSS stayed within 10% of
+//! needs every successful request completed (a hung-up one may complete too, if its handler
+//! finished before the server saw the client go); `rss_flat` says whether RSS stayed within 10% of
 //! its first sample (reported only: a short run still grows while it warms up).
 
 use std::process::ExitCode;
@@ -344,7 +345,8 @@ async fn soak(args: Args) -> ExitCode {
         && created == dropped
         && dropped == hooks
         && load(&tally.failed_completions) == expected_failures
-        && load(&COMPLETED) == load(&tally.ok)
+        // A client that hangs up may still see its handler finish (and complete) first.
+        && (load(&tally.ok)..=load(&tally.ok) + load(&tally.disconnects)).contains(&load(&COMPLETED))
         && served.is_ok();
     // Reported, not part of `healthy`: a short run's RSS still grows while it warms up.
     let rss_flat = rss.iter().all(|&kb| (kb as f64) <= rss[0] as f64 * 1.1);
