@@ -113,6 +113,11 @@ fn builder() -> AppBuilder {
     App::builder().without_inventory()
 }
 
+/// An App of exactly `defs`.
+async fn app_of(defs: impl IntoIterator<Item = ProtoDef>) -> App {
+    builder().register_all(defs).build().await.unwrap()
+}
+
 /// Per scope: its number.
 struct Tracer(usize);
 /// Logs through the current scope's tracer: a singleton, as in tegg.
@@ -189,15 +194,14 @@ async fn a_destroy_hook_may_create_an_object_which_is_destroyed_too() {
 #[tokio::test]
 async fn a_failing_or_panicking_destroy_hook_is_isolated_and_the_others_still_run() {
     let log = Log::default();
-    let app = builder()
-        .register(proto::<A>(&log, "a", None, Some(Hook::Logs)))
-        .register(proto::<B>(&log, "b", None, Some(Hook::Panics)))
-        .register(proto::<C>(&log, "c", None, Some(Hook::Fails)))
-        .register(proto::<D>(&log, "d", None, Some(Hook::Logs)))
-        .register(touch())
-        .build()
-        .await
-        .unwrap();
+    let app = app_of([
+        proto::<A>(&log, "a", None, Some(Hook::Logs)),
+        proto::<B>(&log, "b", None, Some(Hook::Panics)),
+        proto::<C>(&log, "c", None, Some(Hook::Fails)),
+        proto::<D>(&log, "d", None, Some(Hook::Logs)),
+        touch(),
+    ])
+    .await;
     let touch = app.get_object::<Touch>().unwrap();
     for round in 0..3 {
         let answer = app.try_run_in_context(async { touch.all() }).await;
@@ -210,15 +214,14 @@ async fn a_failing_or_panicking_destroy_hook_is_isolated_and_the_others_still_ru
 #[tokio::test]
 async fn completion_hooks_run_newest_first_inside_the_scope_before_the_output() {
     let log = Log::default();
-    let app = builder()
-        .register(proto::<A>(&log, "a", Some(Hook::Logs), Some(Hook::Logs)))
-        .register(proto::<B>(&log, "b", None, Some(Hook::Logs)))
-        .register(proto::<C>(&log, "c", Some(Hook::Logs), None))
-        .register(proto::<D>(&log, "d", Some(Hook::Logs), None))
-        .register(touch())
-        .build()
-        .await
-        .unwrap();
+    let app = app_of([
+        proto::<A>(&log, "a", Some(Hook::Logs), Some(Hook::Logs)),
+        proto::<B>(&log, "b", None, Some(Hook::Logs)),
+        proto::<C>(&log, "c", Some(Hook::Logs), None),
+        proto::<D>(&log, "d", Some(Hook::Logs), None),
+        touch(),
+    ])
+    .await;
     let touch = app.get_object::<Touch>().unwrap();
     let seen = log.clone();
     let out = app.try_run_in_context(async {
@@ -275,13 +278,12 @@ fn touch_ab() -> ProtoDef {
 #[tokio::test]
 async fn complete_scope_runs_the_phase_once_and_reports_to_its_caller() {
     let log = Log::default();
-    let app = builder()
-        .register(proto::<A>(&log, "a", Some(Hook::Fails), None))
-        .register(proto::<B>(&log, "b", Some(Hook::Logs), None))
-        .register(touch_ab())
-        .build()
-        .await
-        .unwrap();
+    let app = app_of([
+        proto::<A>(&log, "a", Some(Hook::Fails), None),
+        proto::<B>(&log, "b", Some(Hook::Logs), None),
+        touch_ab(),
+    ])
+    .await;
     let ab = app.get_object::<TouchAb>().unwrap();
     let inside = app.try_run_in_context(async {
         ab.0.get();
@@ -300,13 +302,12 @@ async fn complete_scope_runs_the_phase_once_and_reports_to_its_caller() {
 #[tokio::test]
 async fn a_cancelled_or_panicking_scope_is_not_completed_but_destroyed() {
     let log = Log::default();
-    let app = builder()
-        .register(proto::<A>(&log, "a", Some(Hook::Logs), Some(Hook::Logs)))
-        .register(proto::<B>(&log, "b", Some(Hook::Logs), Some(Hook::Logs)))
-        .register(touch_ab())
-        .build()
-        .await
-        .unwrap();
+    let app = app_of([
+        proto::<A>(&log, "a", Some(Hook::Logs), Some(Hook::Logs)),
+        proto::<B>(&log, "b", Some(Hook::Logs), Some(Hook::Logs)),
+        touch_ab(),
+    ])
+    .await;
     let ab = app.get_object::<TouchAb>().unwrap();
     let cancelled = app.run_in_context(async {
         ab.0.get();
@@ -678,7 +679,7 @@ async fn a_task_waiting_for_an_object_when_its_scope_ends_is_woken_with_scope_cl
 #[tokio::test]
 async fn a_complete_scope_future_dropped_unpolled_leaves_the_phase_to_the_end() {
     let log = Log::default();
-    let app = builder().register(proto::<A>(&log, "a", Some(Hook::Logs), None)).build().await.unwrap();
+    let app = app_of([proto::<A>(&log, "a", Some(Hook::Logs), None)]).await;
     app.try_run_in_context(async {
         app.get_object::<A>().unwrap();
         drop(di_core::complete_scope()); // never polled: nothing started

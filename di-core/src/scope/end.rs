@@ -4,14 +4,12 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
 use tokio::task::futures::TaskLocalFuture;
 use tracing::Instrument;
-
-use std::sync::MutexGuard;
 
 use super::table::{ScopeShared, Slot, Table};
 use super::{CURRENT, ScopeHandle, SmallMap};
@@ -54,7 +52,7 @@ enum Next {
     Complete(Vec<(usize, AnyArc)>),
     /// The scope has ended already: no task to wait for, no hook to run.
     Closed,
-    /// Wait for background tasks and run destroy hooks.
+    /// Wait for background tasks and run destroy hooks ([`ending`]).
     End,
 }
 
@@ -79,21 +77,22 @@ impl ScopeShared {
         let mut table = self.table();
         match Self::completion(&self.app, &mut table) {
             Some(objects) if !objects.is_empty() => Next::Complete(objects),
-            _ => self.close_if_idle(table),
+            _ if self.close_if_idle(table) => Next::Closed,
+            _ => Next::End,
         }
     }
 
-    /// Ends the scope at once if that needs no async work: no task to wait for, no destroy
-    /// hook to run.
-    fn close_if_idle(&self, mut table: MutexGuard<'_, Table>) -> Next {
+    /// Ends the scope at once if that needs no async work (no task to wait for, no destroy
+    /// hook to run); whether it did.
+    fn close_if_idle(&self, mut table: MutexGuard<'_, Table>) -> bool {
         let protos = &self.app.graph.protos;
         if self.tasks.count() > 0 || table.created.iter().any(|(key, _)| protos[*key].destroy.is_some()) {
-            return Next::End;
+            return false;
         }
-        let parts = Self::take_all(&mut table, self);
+        let parts = self.take_all(&mut table);
         drop(table);
         Self::drop_all(parts, Vec::new());
-        Next::Closed
+        true
     }
 
     /// Runs the completion hooks, newest object first, until one fails: the objects left would
@@ -141,15 +140,15 @@ impl ScopeShared {
     /// impls may do anything. `destroyed` holds the objects newest first; what is still in
     /// the created list (no hooks ran) follows.
     fn close(&self, destroyed: Vec<AnyArc>) {
-        let parts = Self::take_all(&mut self.table(), self);
+        let parts = self.take_all(&mut self.table());
         Self::drop_all(parts, destroyed);
     }
 
     /// Marks the table ended and takes its contents.
-    fn take_all(table: &mut Table, shared: &ScopeShared) -> (SmallMap<Slot>, Vec<(usize, AnyArc)>) {
+    fn take_all(&self, table: &mut Table) -> (SmallMap<Slot>, Vec<(usize, AnyArc)>) {
         table.ended = true;
         // A late background task waiting for a slot learns that the scope has ended.
-        shared.wake(table);
+        self.wake(table);
         (std::mem::take(&mut table.slots), std::mem::take(&mut table.created))
     }
 
@@ -252,15 +251,7 @@ fn completion_cancelled() {
 
 /// The end of `shared` as a future, or `None` if the scope could end at once (it did).
 fn start_end(shared: Arc<ScopeShared>) -> Option<BoxFuture<()>> {
-    let next = shared.close_if_idle(shared.table());
-    end_of(shared, next)
-}
-
-fn end_of(shared: Arc<ScopeShared>, next: Next) -> Option<BoxFuture<()>> {
-    match next {
-        Next::Closed => None,
-        Next::End | Next::Complete(_) => Some(Box::pin(ending(shared))),
-    }
+    if shared.close_if_idle(shared.table()) { None } else { Some(Box::pin(ending(shared))) }
 }
 
 impl<F: Future> ContextFuture<F> {
@@ -317,7 +308,7 @@ impl<F: Future> ContextFuture<F> {
     fn poll_scope(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(F::Output, Result<(), DiError>)> {
         let mut this = self.project();
         loop {
-            let (shared, next, output, result) = match this.phase {
+            let (end, output, result): (Option<BoxFuture<()>>, _, _) = match this.phase {
                 Phase::Running => {
                     let output = std::task::ready!(this.inner.as_mut().poll(cx));
                     let Some(shared) = this.inner.as_mut().take_value().and_then(|handle| handle.shared.into_inner())
@@ -340,13 +331,12 @@ impl<F: Future> ContextFuture<F> {
                             *this.phase = Phase::Done;
                             return Poll::Ready((output, Ok(())));
                         }
-                        Next::End => (shared, Next::End, output, Ok(())),
+                        Next::End => (Some(Box::pin(ending(shared))), output, Ok(())),
                     }
                 }
                 Phase::Completing { shared, hooks, output } => {
                     let result = std::task::ready!(hooks.as_mut().poll(cx));
-                    let next = shared.close_if_idle(shared.table());
-                    (shared.clone(), next, output.take().expect("taken once"), result)
+                    (start_end(shared.clone()), output.take().expect("taken once"), result)
                 }
                 Phase::Ending { .. } => {
                     // Out of the phase while it is polled: if it panics, `Drop` must not spawn
@@ -362,7 +352,6 @@ impl<F: Future> ContextFuture<F> {
                 }
                 Phase::Done => panic!("ContextFuture polled after completion"),
             };
-            let end = end_of(shared, next);
             let end = if *this.in_background { end.and_then(spawn_end) } else { end };
             if let Some(end) = end {
                 *this.phase = Phase::Ending { end, output: Some((output, result)) };

@@ -83,29 +83,9 @@ impl Table {
     }
 
     /// `key` and the constructions it runs inside: `key`, its parent, the parent's parent...
-    fn lineage(&self, key: u32) -> Vec<u32> {
-        let mut out = vec![key];
-        while let Some(p) = self.parent(*out.last().expect("not empty")) {
-            if out.contains(&p) {
-                break; // never expected; keeps a corrupted table from looping
-            }
-            out.push(p);
-        }
-        out
-    }
-
-    /// Whether construction `inner` runs inside construction `outer` (or is it).
-    fn runs_inside(&self, mut inner: u32, outer: u32) -> bool {
-        for _ in 0..=self.waits.len() + self.slots.items.len() {
-            if inner == outer {
-                return true;
-            }
-            match self.parent(inner) {
-                Some(p) => inner = p,
-                None => return false,
-            }
-        }
-        false
+    /// Bounded by the number of slots, so a corrupted table cannot loop.
+    fn ancestors(&self, key: u32) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors(Some(key), |&k| self.parent(k)).take(self.slots.items.len() + 1)
     }
 
     /// The by-value context dependencies of `key` (`deps` per proto) that are not built yet,
@@ -120,8 +100,7 @@ impl Table {
         }
         // (proto, whether its dependencies were pushed); pushed in reverse, so popped in
         // declaration order.
-        let mut stack: Vec<(u32, bool)> =
-            deps[key as usize].iter().rev().filter(pending).map(|&d| (d, false)).collect();
+        let mut stack: Vec<(u32, bool)> = direct.iter().rev().filter(pending).map(|&d| (d, false)).collect();
         let mut order = Vec::new();
         let mut seen: SmallMap<()> = SmallMap::default();
         while let Some((node, expanded)) = stack.pop() {
@@ -141,7 +120,8 @@ impl Table {
     /// through constructions inside it, transitively) for one of those. The cycle, as proto
     /// indices, first repeated at the end.
     fn blocked_wait(&self, waiter: Option<u32>, key: u32) -> Option<Vec<u32>> {
-        let lineage = self.lineage(waiter?); // user code holds no slot: nothing waits for it
+        // User code holds no slot: nothing can be waiting for it.
+        let lineage: Vec<u32> = self.ancestors(waiter?).collect();
         // What `key`'s end depends on, breadth first, each with the index it was reached from.
         let mut reached: Vec<(u32, Option<usize>)> = vec![(key, None)];
         let mut i = 0;
@@ -159,7 +139,8 @@ impl Table {
                 return Some(cycle);
             }
             for &(w, awaited) in &self.waits {
-                if self.runs_inside(w, x) && !reached.iter().any(|&(n, _)| n == awaited) {
+                let inside_x = self.ancestors(w).any(|k| k == x);
+                if inside_x && !reached.iter().any(|&(n, _)| n == awaited) {
                     reached.push((awaited, Some(i)));
                 }
             }
