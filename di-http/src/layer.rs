@@ -174,8 +174,9 @@ impl RequestHead {
         StatusCode::from_u16(self.status.load(Ordering::Acquire)).ok()
     }
 
-    fn set_status(&self, status: StatusCode) {
-        self.status.store(status.as_u16(), Ordering::Release);
+    /// Records the status hooks see; `None` for a request that did not end with a response.
+    fn set_status(&self, status: Option<StatusCode>) {
+        self.status.store(status.map_or(0, |s| s.as_u16()), Ordering::Release);
     }
 
     /// Whether the handler answered with a 1xx, 2xx or 3xx status.
@@ -329,7 +330,7 @@ pin_project_lite::pin_project! {
             if this.completing.is_some() {
                 // Cancelled while completing (the client went away during a COMMIT): the
                 // handler's status no longer says how the request ended.
-                this.head.status.store(0, Ordering::Release);
+                this.head.set_status(None);
             }
         }
     }
@@ -345,7 +346,7 @@ impl<F: Future<Output: PanicResponse>> Future for Work<F> {
             None => {
                 let response = std::task::ready!(this.handler.poll(cx));
                 if let Some(status) = response.status() {
-                    this.head.set_status(status);
+                    this.head.set_status(Some(status));
                 }
                 this.completing.insert((di_core::complete_scope(), response))
             }
@@ -356,7 +357,7 @@ impl<F: Future<Output: PanicResponse>> Future for Work<F> {
             Ok(()) => response,
             Err(error) => {
                 tracing::error!(%error, "completing the request failed; answering 500 instead");
-                this.head.set_status(StatusCode::INTERNAL_SERVER_ERROR);
+                this.head.set_status(Some(StatusCode::INTERNAL_SERVER_ERROR));
                 F::Output::internal_error()
             }
         })
@@ -432,7 +433,7 @@ impl<F: Future<Output: PanicResponse>> Future for CatchPanic<F> {
             Err(panic) => {
                 let message = di_core::__private::panic_message(&*panic);
                 tracing::error!(panic = %message, "request handler panicked; answering 500");
-                this.head.set_status(StatusCode::INTERNAL_SERVER_ERROR);
+                this.head.set_status(Some(StatusCode::INTERNAL_SERVER_ERROR));
                 Poll::Ready(F::Output::internal_error())
             }
         }

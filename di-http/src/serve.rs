@@ -250,10 +250,8 @@ impl Server {
             "shutting down: no longer accepting; draining the open connections"
         );
         drop(closing);
-        let drained = tokio::select! {
-            () = drain(&mut connections) => true,
-            () = tokio::time::sleep(shutdown_timeout) => false,
-            () = &mut forced => return Err(force(&mut connections)),
+        let Some(drained) = drain_within(&mut connections, shutdown_timeout, &mut forced).await else {
+            return Err(force(&mut connections));
         };
         if !drained {
             tracing::warn!(
@@ -263,13 +261,13 @@ impl Server {
             );
             connections.abort_all();
             // Aborting is cooperative: a connection stuck in blocking code cannot be stopped.
-            tokio::select! {
-                () = drain(&mut connections) => {}
-                () = tokio::time::sleep(ABORT_GRACE) => tracing::error!(
+            match drain_within(&mut connections, ABORT_GRACE, &mut forced).await {
+                None => return Err(force(&mut connections)),
+                Some(false) => tracing::error!(
                     connections = connections.len(),
                     "connections did not stop when cut (blocking code in a handler?); shutting down without them"
                 ),
-                () = &mut forced => return Err(force(&mut connections)),
+                Some(true) => {}
             }
         }
         tracing::info!(scopes_ending = app.scopes_ending(), "connections closed; shutting the App down");
@@ -308,8 +306,15 @@ fn connection(
     }
 }
 
-async fn drain(connections: &mut JoinSet<()>) {
-    while connections.join_next().await.is_some() {}
+/// Waits for every connection to end, at most `within`: whether they all did, or `None` if the
+/// forced signal came first.
+async fn drain_within(connections: &mut JoinSet<()>, within: Duration, forced: &mut Signal) -> Option<bool> {
+    let drain = async { while connections.join_next().await.is_some() {} };
+    tokio::select! {
+        () = drain => Some(true),
+        () = tokio::time::sleep(within) => Some(false),
+        () = forced => None,
+    }
 }
 
 fn force(connections: &mut JoinSet<()>) -> ServeError {
