@@ -137,13 +137,11 @@ impl Graph {
                 }
                 Scope::Context => {
                     needs_async[i] = protos[i].init.is_some() || deps().any(|d| needs_async[d]);
-                    let mut context: Vec<u32> = Vec::new();
-                    for d in deps().filter(|&d| protos[d].scope == Scope::Context) {
-                        if !context.contains(&(d as u32)) {
-                            context.push(d as u32);
-                        }
-                    }
-                    context_deps[i] = context.into_boxed_slice();
+                    let mut seen = HashSet::new(); // allocates only for protos that have some
+                    context_deps[i] = deps()
+                        .filter(|&d| protos[d].scope == Scope::Context && seen.insert(d))
+                        .map(|d| d as u32)
+                        .collect();
                 }
             }
         }
