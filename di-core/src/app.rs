@@ -9,10 +9,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
+use crate::config::{Config, Sources};
 use crate::error::{BoxError, DiError};
 use crate::graph::Graph;
 use crate::pending::Pending;
-use crate::proto::{AnyArc, HookFuture, ProtoDef, ProtoDescriptor, downcast};
+use crate::proto::{AnyArc, BuildFuture, Factory, HookFuture, InjectKind, ProtoDef, ProtoDescriptor, downcast};
 use crate::resolver::Resolver;
 use crate::scope::{self, ContextFuture, TryContextFuture};
 
@@ -24,6 +25,7 @@ pub(crate) struct AppInner {
     /// Indexed by proto; `None` for context protos.
     pub(crate) singletons: Vec<Option<AnyArc>>,
     pub(crate) background_timeout: Duration,
+    pub(crate) config: Config,
     shutdown_timeout: Duration,
     shut_down: AtomicBool,
     /// Scopes whose end (background tasks, destroy hooks) is still running.
@@ -71,6 +73,8 @@ impl App {
             linked: Vec::new(),
             inventory: true,
             overrides: Vec::new(),
+            excluded: Vec::new(),
+            config: Sources::default(),
             background_timeout: Duration::from_secs(5),
             shutdown_timeout: Duration::from_secs(10),
         }
@@ -295,6 +299,12 @@ impl App {
         crate::export::mermaid(&self.inner.graph)
     }
 
+    /// The merged configuration: what `#[config_proto]` sections were read from, for code
+    /// that needs a key at run time. Empty when the builder was given no source.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
     /// How many protos the App holds.
     pub fn proto_count(&self) -> usize {
         self.inner.graph.protos.len()
@@ -404,11 +414,87 @@ pub struct AppBuilder {
     linked: Vec<&'static ProtoDescriptor>,
     inventory: bool,
     overrides: Vec<Override>,
+    excluded: Vec<(TypeId, &'static str)>,
+    config: Sources,
     background_timeout: Duration,
     shutdown_timeout: Duration,
 }
 
 impl AppBuilder {
+    /// Adds a TOML configuration file. A missing file is skipped (for optional layers such as
+    /// `app.local.toml`; see [`config_file_required`](Self::config_file_required)); a malformed
+    /// one fails [`build`](Self::build). With a [`profile`](Self::profile), the file's profile
+    /// variant is read right after it, if it exists: `config/app.prod.toml` for
+    /// `config/app.toml` and profile `prod`.
+    ///
+    /// Precedence, lowest first: files (in the order added), then
+    /// [`config_env`](Self::config_env), then [`config_value`](Self::config_value), whatever
+    /// the order of the calls. A relative path is relative to the working directory.
+    pub fn config_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.config.file(path.into(), false);
+        self
+    }
+
+    /// As [`config_file`](Self::config_file), but a missing file fails [`build`](Self::build).
+    pub fn config_file_required(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.config.file(path.into(), true);
+        self
+    }
+
+    /// Adds the environment variables starting with `prefix` as configuration: `__` separates
+    /// the levels of a key, and names are lowercased, so with `config_env("APP_")`,
+    /// `APP_DB__URL` sets `db.url`. Values are parsed like TOML scalars (`4` is a number,
+    /// `true` a boolean, anything else a string). Overrides files; overridden by values.
+    pub fn config_env(mut self, prefix: impl Into<String>) -> Self {
+        self.config.env(prefix.into());
+        self
+    }
+
+    /// Sets configuration key `key` (a dotted path: `db.pool`) to `value`, any serializable
+    /// value: the highest precedence, for tests and for values computed at start-up.
+    ///
+    /// # Examples
+    ///
+    /// ```rust,standalone_crate
+    /// use di_core::{App, config_proto};
+    ///
+    /// #[config_proto(prefix = "db")]
+    /// #[derive(serde::Deserialize)]
+    /// pub struct DbConfig {
+    ///     url: String,
+    ///     #[serde(default = "four")]
+    ///     pool: u32,
+    /// }
+    /// fn four() -> u32 { 4 }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder().config_value("db.url", "sqlite::memory:").build().await?;
+    /// let db = app.get_object::<DbConfig>()?;
+    /// assert_eq!((db.url.as_str(), db.pool), ("sqlite::memory:", 4));
+    /// # Ok(()) }
+    /// ```
+    #[track_caller]
+    pub fn config_value(mut self, key: impl Into<String>, value: impl serde::Serialize) -> Self {
+        let value = figment::value::Value::serialize(value).map_err(|e| e.kind.to_string());
+        self.config.value(key.into(), value, std::panic::Location::caller());
+        self
+    }
+
+    /// Sets the active profile: protos declared with `profile = "..."` (or
+    /// [`ProtoDef::profile`]) register only under their profile, and each configuration file
+    /// is followed by its profile variant (`app.prod.toml`). No profile by default.
+    pub fn profile(mut self, profile: impl Into<String>) -> Self {
+        self.config.profile = Some(profile.into());
+        self
+    }
+
+    /// Leaves out every proto of type `T`, annotated or registered by hand. A dependency that
+    /// only `T` provided is then a build error naming it.
+    pub fn exclude<T: ?Sized + 'static>(mut self) -> Self {
+        self.excluded.push((TypeId::of::<T>(), core::any::type_name::<T>()));
+        self
+    }
+
     /// Registers a proto by hand.
     pub fn register(mut self, def: ProtoDef) -> Self {
         self.defs.push(def);
@@ -499,13 +585,27 @@ impl AppBuilder {
             }
         }
         defs.extend(self.defs);
+
+        let mut errors = Vec::new();
+        let profile = self.config.profile.clone();
+        let inactive = select_active(&mut defs, profile.as_deref(), &self.excluded, &mut errors);
+        let config = match self.config.load() {
+            Ok(config) => config,
+            Err(e) => {
+                errors.extend(e);
+                Config::default()
+            }
+        };
+        let overridden = |def: &ProtoDef| self.overrides.iter().any(|o| o.type_id == def.type_id && o.name.is_none());
+        defs = load_config(defs, &config, overridden, &mut errors);
+        defs = expand_instances(defs);
         for o in self.overrides {
             let mut hit = false;
             for def in
                 defs.iter_mut().filter(|d| d.type_id == o.type_id && o.name.as_deref().is_none_or(|n| d.name == n))
             {
                 let value = o.value.clone();
-                def.factory = Arc::new(move |_: &Resolver<'_>| Ok(value.clone()));
+                def.factory = Factory::Sync(Arc::new(move |_: &Resolver<'_>| Ok(value.clone())));
                 def.deps = Cow::Borrowed(&[]);
                 def.init = None;
                 def.complete = None;
@@ -513,27 +613,50 @@ impl AppBuilder {
                 hit = true;
             }
             if !hit {
-                return Err(DiError::OverrideUnknown { type_name: o.type_name });
+                errors.push(DiError::OverrideUnknown { type_name: o.type_name });
             }
         }
 
-        let graph = Graph::new(defs)?;
+        let graph = Graph::new(defs, &inactive);
+        DiError::collect(errors.into_iter().chain(graph.as_ref().err().cloned()).collect())?;
+        let graph = graph?;
         let id = NEXT_APP_ID.fetch_add(1, Ordering::Relaxed);
         let mut singletons: Vec<Option<AnyArc>> = vec![None; graph.protos.len()];
         let mut ready: Vec<usize> = Vec::new();
         for level in &graph.levels {
+            let mut constructions: Vec<(usize, BuildFuture)> = Vec::new();
             for &p in level {
-                let resolver = Resolver { graph: &graph, singletons: &singletons, app_id: id, proto: p, scope: None };
-                match (graph.protos[p].factory)(&resolver) {
-                    Ok(obj) => singletons[p] = Some(obj),
-                    Err(e) => return Err(abort(&graph, &singletons, &ready, e).await),
+                let resolver = Resolver {
+                    graph: &graph,
+                    singletons: &singletons,
+                    app_id: id,
+                    proto: p,
+                    scope: None,
+                    config: &config,
+                };
+                let built = match &graph.protos[p].factory {
+                    Factory::Sync(factory) => factory(&resolver).map(|obj| singletons[p] = Some(obj)),
+                    Factory::Async(factory) => factory(&resolver).map(|fut| constructions.push((p, fut))),
+                    Factory::Config(_) => unreachable!("config sections are read before the graph is built"),
+                };
+                if let Err(e) = built {
+                    return Err(abort(&graph, &singletons, &ready, e).await);
                 }
+            }
+            // The async constructors of one level run concurrently, like their init hooks.
+            let (built, failed) = join_all(constructions).await;
+            for (p, obj) in built {
+                singletons[p] = Some(obj);
+            }
+            if let Some((p, e)) = failed.into_iter().next() {
+                let e = DiError::hook("construction", &graph.protos[p], e);
+                return Err(abort(&graph, &singletons, &ready, e).await);
             }
             let hooks: Vec<(usize, HookFuture)> = level
                 .iter()
                 .filter_map(|&p| Some((p, graph.protos[p].init.as_ref()?(singletons[p].clone()?))))
                 .collect();
-            let failed = join_all(hooks).await;
+            let (_, failed) = join_all(hooks).await;
             ready.extend(level.iter().filter(|p| !failed.iter().any(|(f, _)| f == *p)));
             if let Some((p, e)) = failed.into_iter().next() {
                 let e = DiError::hook("init", &graph.protos[p], e);
@@ -546,6 +669,7 @@ impl AppBuilder {
                 graph,
                 singletons,
                 background_timeout: self.background_timeout,
+                config,
                 shutdown_timeout: self.shutdown_timeout,
                 shut_down: AtomicBool::new(false),
                 ending: Pending::default(),
@@ -591,20 +715,135 @@ async fn destroy_singletons(graph: &Graph, singletons: &[Option<AnyArc>], order:
     }
 }
 
-/// Polls every hook to completion; returns the failures in registration order.
-async fn join_all(mut hooks: Vec<(usize, HookFuture)>) -> Vec<(usize, BoxError)> {
+/// A hook's or an async constructor's future.
+type Fallible<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
+
+/// Polls every future to completion; returns the outputs and the failures, each in
+/// registration order.
+async fn join_all<T>(mut futures: Vec<(usize, Fallible<T>)>) -> (Vec<(usize, T)>, Vec<(usize, BoxError)>) {
+    let mut done = Vec::new();
     let mut failed = Vec::new();
     std::future::poll_fn(|cx| {
-        hooks.retain_mut(|(p, hook)| match hook.as_mut().poll(cx) {
-            Poll::Ready(Ok(())) => false,
+        futures.retain_mut(|(p, fut)| match fut.as_mut().poll(cx) {
+            Poll::Ready(Ok(t)) => {
+                done.push((*p, t));
+                false
+            }
             Poll::Ready(Err(e)) => {
                 failed.push((*p, e));
                 false
             }
             Poll::Pending => true,
         });
-        if hooks.is_empty() { Poll::Ready(()) } else { Poll::Pending }
+        if futures.is_empty() { Poll::Ready(()) } else { Poll::Pending }
     })
     .await;
-    failed
+    done.sort_by_key(|(p, _)| *p);
+    failed.sort_by_key(|(p, _)| *p);
+    (done, failed)
+}
+
+/// Moves the protos of another profile, and the excluded ones, out of `defs`: returned with
+/// why, for the errors of the dependencies that only they would provide.
+fn select_active(
+    defs: &mut Vec<ProtoDef>,
+    profile: Option<&str>,
+    excluded: &[(TypeId, &'static str)],
+    errors: &mut Vec<DiError>,
+) -> Vec<(ProtoDef, String)> {
+    for &(ty, type_name) in excluded {
+        if !defs.iter().any(|d| d.type_id == ty) {
+            errors.push(DiError::ExcludeUnknown { type_name });
+        }
+    }
+    let mut inactive = Vec::new();
+    defs.retain(|def| {
+        let why = if excluded.iter().any(|&(ty, _)| ty == def.type_id) {
+            "excluded".to_owned()
+        } else {
+            match def.profile.as_deref() {
+                Some(p) if Some(p) != profile => format!("profile \"{p}\""),
+                _ => return true,
+            }
+        };
+        inactive.push((def.clone(), why));
+        false
+    });
+    inactive
+}
+
+/// Reads every config section (but those overridden by type): a section becomes a proto
+/// holding its value; a multi-instance one, one proto per table under its prefix.
+fn load_config(
+    defs: Vec<ProtoDef>,
+    config: &Config,
+    overridden: impl Fn(&ProtoDef) -> bool,
+    errors: &mut Vec<DiError>,
+) -> Vec<ProtoDef> {
+    let value_factory = |value: AnyArc| Factory::Sync(Arc::new(move |_: &Resolver<'_>| Ok(value.clone())));
+    let mut out = Vec::with_capacity(defs.len());
+    for mut def in defs {
+        let Factory::Config(section) = &def.factory else {
+            out.push(def);
+            continue;
+        };
+        if overridden(&def) {
+            out.push(def);
+            continue;
+        }
+        let section = section.clone();
+        if !section.instances {
+            match (section.load)(config, &section.prefix, def.type_name) {
+                Ok(value) => def.factory = value_factory(value),
+                Err(e) => errors.push(e),
+            }
+            out.push(def);
+            continue;
+        }
+        let names = match config.instance_names(&section.prefix, def.type_name) {
+            Ok(names) => names,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        for name in names {
+            let mut instance = def.clone();
+            match (section.load)(config, &format!("{}.{name}", section.prefix), def.type_name) {
+                Ok(value) => instance.factory = value_factory(value),
+                Err(e) => errors.push(e),
+            }
+            instance.name = Cow::Owned(name);
+            out.push(instance);
+        }
+    }
+    out
+}
+
+/// Replaces each `instances_of` template with one proto per proto of the type it follows,
+/// named like it, whose unqualified dependencies on that type name it.
+fn expand_instances(defs: Vec<ProtoDef>) -> Vec<ProtoDef> {
+    if defs.iter().all(|d| d.instances_of.is_none()) {
+        return defs;
+    }
+    let (templates, mut out): (Vec<ProtoDef>, Vec<ProtoDef>) = defs.into_iter().partition(|d| d.instances_of.is_some());
+    for template in templates {
+        let Some((of, _)) = template.instances_of else { continue };
+        let mut names: Vec<String> = out.iter().filter(|d| d.type_id == of).map(|d| d.name.to_string()).collect();
+        names.sort();
+        for name in names {
+            let mut instance = template.clone();
+            instance.instances_of = None;
+            let deps = instance.deps.to_mut();
+            for dep in deps.iter_mut() {
+                let follows = matches!(dep.kind, InjectKind::Arc | InjectKind::Optional);
+                if follows && (dep.type_id)() == of && dep.qualifier.is_none() {
+                    dep.qualifier = Some(Cow::Owned(name.clone()));
+                }
+            }
+            instance.name = Cow::Owned(name);
+            out.push(instance);
+        }
+    }
+    out
 }

@@ -169,3 +169,71 @@ impl<T: ?Sized> fmt::Debug for ContextRef<T> {
         write!(f, "ContextRef<{}>", core::any::type_name::<T>())
     }
 }
+
+/// A proxy to the current context scope's object of a context proto that is built
+/// asynchronously: one with an async constructor or init hook, or that takes such a context
+/// proto by value. It has only [`get_async`](Self::get_async): the macros refuse a
+/// `ContextRef<T>` of such a proto at compile time, so that no `get()` call site can meet it.
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use std::sync::Arc;
+/// use di_core::{context_proto, singleton_proto, App, AsyncContextRef};
+///
+/// pub struct Session { user: String }
+/// #[context_proto]
+/// impl Session {
+///     async fn new() -> Session {
+///         Session { user: "ada".into() } // a real one would await a session store
+///     }
+/// }
+///
+/// #[singleton_proto]
+/// pub struct Greeter {
+///     #[inject]
+///     session: AsyncContextRef<Session>,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().build().await?;
+/// let greeter = app.get_object::<Greeter>()?;
+/// let user = app.run_in_context(async { greeter.session.get_async().await.map(|s| s.user.clone()) }).await?;
+/// assert_eq!(user, "ada");
+/// # Ok(()) }
+/// ```
+pub struct AsyncContextRef<T: ?Sized> {
+    inner: ContextRef<T>,
+}
+
+impl<T: Send + Sync + 'static> AsyncContextRef<T> {
+    /// The current scope's `T`, built now (awaiting its constructor and init hooks, and those
+    /// of the context objects it takes by value) if this is the scope's first use of it.
+    ///
+    /// # Errors
+    ///
+    /// As [`ContextRef::get_async`].
+    pub async fn get_async(&self) -> Result<Arc<T>, DiError> {
+        self.inner.get_async().await
+    }
+}
+
+impl<T: Send + Sync + 'static> From<ContextRef<T>> for AsyncContextRef<T> {
+    fn from(inner: ContextRef<T>) -> Self {
+        AsyncContextRef { inner }
+    }
+}
+
+impl<T: ?Sized> Clone for AsyncContextRef<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: ?Sized> Copy for AsyncContextRef<T> {}
+
+impl<T: ?Sized> fmt::Debug for AsyncContextRef<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AsyncContextRef<{}>", core::any::type_name::<T>())
+    }
+}

@@ -143,6 +143,56 @@ pub enum DiError {
         /// The type of the fake.
         type_name: &'static str,
     },
+    /// `exclude` names a type that no proto has.
+    #[error("cannot exclude `{type_name}`: no proto of that type is registered")]
+    ExcludeUnknown {
+        /// The excluded type.
+        type_name: &'static str,
+    },
+    /// A dependency is provided only by protos that are not registered under the active
+    /// profile, or that `exclude` dropped.
+    #[error(
+        "`{by}` injects `{wanted}`, which only inactive protos provide: {}; activate the profile with `AppBuilder::profile`, or register a provider for every profile",
+        .inactive.join(", ")
+    )]
+    Inactive {
+        /// The requested type.
+        wanted: &'static str,
+        /// The proto that asked for it.
+        by: String,
+        /// The inactive candidates, as `type ("name")` and why: `profile "test"` or `excluded`.
+        inactive: Vec<String>,
+    },
+    /// A configuration key has a value that does not fit its section's field.
+    #[error("config key {key} of `{section}`: {message}{}", .origin.as_ref().map(|o| format!(" (from {o})")).unwrap_or_default())]
+    ConfigInvalid {
+        /// The full key, as `db.pool`.
+        key: String,
+        /// The config section (type) that reads it.
+        section: &'static str,
+        /// What was found and what was expected.
+        message: String,
+        /// Where the value came from: `file app.toml`, `env APP_DB__POOL`, `config_value("db.pool") at ...`.
+        origin: Option<String>,
+    },
+    /// A configuration key that a section needs is set by no source.
+    #[error("config key {key} is missing (`{section}` needs it; {hint})")]
+    ConfigMissing {
+        /// The full key, as `db.url`.
+        key: String,
+        /// The config section (type) that needs it.
+        section: &'static str,
+        /// Where it could be set, from the App's sources.
+        hint: String,
+    },
+    /// A configuration source cannot be read: a malformed or missing required file.
+    #[error("{source_name}: {message}")]
+    ConfigSource {
+        /// The source: `file app.toml`, `config_value("db")`.
+        source_name: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A factory asked the resolver for a dependency it did not declare, or with another type.
     #[error("factory of `{by}` asked for dependency #{index} as `{asked}`, but it is declared as {declared}")]
     Undeclared {
@@ -189,8 +239,11 @@ pub enum DiError {
         /// The requested type.
         wanted: &'static str,
     },
-    /// `get()` was called on a context proto that has an async init hook.
-    #[error("`{wanted}` (or something it is built from) has an async init hook; use `ContextRef::get_async().await`")]
+    /// `get()` was called on a context proto that is built asynchronously (an async
+    /// constructor or init hook, its own or a by-value dependency's).
+    #[error(
+        "`{wanted}` (or something it is built from) has an async constructor or init hook; use `get_async().await`"
+    )]
     AsyncInit {
         /// The requested type.
         wanted: &'static str,
@@ -203,12 +256,38 @@ pub enum DiError {
         /// The requested name, if any.
         name: Option<String>,
     },
+    /// [`Keyed::get`](crate::Keyed::get) was given a name that none of the providers has.
+    #[error("no instance of `{wanted}` is named \"{name}\"; the instances are: {}", if .known.is_empty() { "none".to_owned() } else { .known.join(", ") })]
+    UnknownInstance {
+        /// The type.
+        wanted: &'static str,
+        /// The name asked for.
+        name: String,
+        /// The names there are, quoted.
+        known: Vec<String>,
+    },
     /// Several graph errors found in one build, in a stable order.
     #[error("{} errors in the object graph:\n{}", .0.len(), .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
     Multiple(Vec<DiError>),
 }
 
 impl DiError {
+    /// No error, one, or several as [`DiError::Multiple`] (flattened).
+    pub(crate) fn collect(errors: Vec<DiError>) -> Result<(), DiError> {
+        let mut flat = Vec::with_capacity(errors.len());
+        for e in errors {
+            match e {
+                DiError::Multiple(inner) => flat.extend(inner),
+                e => flat.push(e),
+            }
+        }
+        match flat.len() {
+            0 => Ok(()),
+            1 => Err(flat.remove(0)),
+            _ => Err(DiError::Multiple(flat)),
+        }
+    }
+
     /// A hook of proto `def` failed at `stage` with `source`.
     pub(crate) fn hook(stage: &'static str, def: &crate::proto::ProtoDef, source: BoxError) -> Self {
         DiError::Hook { stage, type_name: def.type_name, name: def.name.to_string(), source: Arc::from(source) }

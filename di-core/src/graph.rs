@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::error::DiError;
-use crate::proto::{Access, InjectKind, ProtoDef, Scope};
+use crate::proto::{Access, Factory, InjectKind, ProtoDef, Scope};
 
 /// A `TypeId` already is a good hash; hashing it again with SipHash costs more than the lookup.
 #[derive(Default)]
@@ -73,7 +73,9 @@ pub(crate) struct Graph {
 }
 
 impl Graph {
-    pub(crate) fn new(protos: Vec<ProtoDef>) -> Result<Graph, DiError> {
+    /// Validates `protos`. `inactive` are the protos left out (another profile, excluded), with
+    /// why: a dependency only they provide is reported as such.
+    pub(crate) fn new(protos: Vec<ProtoDef>, inactive: &[(ProtoDef, String)]) -> Result<Graph, DiError> {
         let mut errors = Vec::new();
         let mut by_type: FastMap<TypeId, Vec<usize>> = FastMap::default();
         let mut providers = Providers::default();
@@ -104,21 +106,19 @@ impl Graph {
             .map(|p| {
                 p.deps
                     .iter()
-                    .filter_map(|dep| match resolve_dep(&protos, &providers, p, dep) {
-                        Ok(r) => Some(r),
-                        Err(e) => {
-                            errors.push(e);
-                            None
+                    .filter_map(|dep| {
+                        match resolve_dep(&protos, &providers, p, dep).map_err(|e| inactive_only(e, dep, inactive)) {
+                            Ok(r) => Some(r),
+                            Err(e) => {
+                                errors.push(e);
+                                None
+                            }
                         }
                     })
                     .collect()
             })
             .collect();
-        match errors.len() {
-            0 => {}
-            1 => return Err(errors.remove(0)),
-            _ => return Err(DiError::Multiple(errors)),
-        }
+        DiError::collect(errors)?;
 
         let order = topo_order(&protos, &resolved)?;
         let mut level = vec![0usize; protos.len()];
@@ -136,7 +136,9 @@ impl Graph {
                     levels[level[i]].push(i);
                 }
                 Scope::Context => {
-                    needs_async[i] = protos[i].init.is_some() || deps().any(|d| needs_async[d]);
+                    needs_async[i] = protos[i].init.is_some()
+                        || matches!(protos[i].factory, Factory::Async(_))
+                        || deps().any(|d| needs_async[d]);
                     let mut seen = HashSet::new(); // allocates only for protos that have some
                     context_deps[i] = deps()
                         .filter(|&d| protos[d].scope == Scope::Context && seen.insert(d))
@@ -207,7 +209,7 @@ fn resolve_dep(
         InjectKind::Arc => Resolved::One(one()?),
         InjectKind::Optional if chosen.is_empty() => Resolved::Maybe(None),
         InjectKind::Optional => Resolved::Maybe(Some(one()?)),
-        InjectKind::All => Resolved::Many(chosen),
+        InjectKind::All | InjectKind::Keyed => Resolved::Many(chosen),
         InjectKind::ContextRef => {
             let t = one()?;
             let target = &protos[t.proto];
@@ -220,6 +222,24 @@ fn resolve_dep(
             Resolved::Context(t.proto)
         }
     })
+}
+
+/// A `Missing` dependency that an inactive proto would provide: say which, and why it is off.
+fn inactive_only(e: DiError, dep: &crate::proto::Dependency, inactive: &[(ProtoDef, String)]) -> DiError {
+    let DiError::Missing { wanted, by } = e else { return e };
+    let candidates: Vec<String> = inactive
+        .iter()
+        .filter(|(def, _)| {
+            def.provides.iter().any(|p| p.type_id == (dep.type_id)())
+                && dep.qualifier.as_deref().is_none_or(|q| def.name == q)
+        })
+        .map(|(def, why)| format!("{} ({why})", def.label()))
+        .collect();
+    if candidates.is_empty() {
+        DiError::Missing { wanted, by }
+    } else {
+        DiError::Inactive { wanted, by, inactive: candidates }
+    }
 }
 
 /// Orders protos so that every construction dependency comes first; reports the first cycle.

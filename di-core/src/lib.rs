@@ -59,10 +59,12 @@
 //! repository.
 
 mod app;
+mod config;
 mod context_ref;
 mod error;
 mod export;
 mod graph;
+mod keyed;
 mod pending;
 mod private;
 mod proto;
@@ -70,16 +72,18 @@ mod resolver;
 mod scope;
 
 pub use app::{App, AppBuilder, ContextSlot};
-pub use context_ref::ContextRef;
+pub use config::{Config, LoadFn, load_section};
+pub use context_ref::{AsyncContextRef, ContextRef};
 pub use error::{BoxError, DiError};
+pub use keyed::Keyed;
 pub use proto::{
-    Access, AnyArc, CastFn, ContextProto, Dependency, FactoryFn, HookFn, HookFuture, InjectKind, Proto, ProtoDef,
-    ProtoDescriptor, Provide, Scope, SingletonProto, cast_to, default_name,
+    Access, AnyArc, AsyncFactoryFn, BuildFuture, CastFn, ContextProto, Dependency, FactoryFn, HookFn, HookFuture,
+    InjectKind, Proto, ProtoDef, ProtoDescriptor, Provide, Scope, SingletonProto, cast_to, default_name,
 };
 pub use resolver::Resolver;
 
 #[cfg(feature = "macros")]
-pub use di_macros::{context_proto, singleton_proto};
+pub use di_macros::{config_proto, context_proto, singleton_proto};
 
 pub use scope::{CompleteScope, ContextFuture, TryContextFuture, complete_scope, in_scope, spawn, spawn_blocking};
 
@@ -98,9 +102,12 @@ pub mod __private {
     pub type CastOutput = Box<dyn ::core::any::Any + Send>;
 
     pub use crate::error::panic_message;
-    pub use crate::private::{HookOutput, assert_context, assert_proto, assert_singleton, downcast, hook, provide};
+    pub use crate::private::{
+        CtorOutput, HookOutput, assert_context, assert_proto, assert_singleton, construct_async, constructed, downcast,
+        hook, provide,
+    };
     pub use crate::{
-        Access, AnyArc, ContextProto, ContextRef, Dependency, DiError, HookFuture, InjectKind, Proto, ProtoDescriptor,
-        Provide, Resolver, Scope, SingletonProto, cast_to,
+        Access, AnyArc, AsyncContextRef, BuildFuture, ContextProto, ContextRef, Dependency, DiError, HookFuture,
+        InjectKind, Keyed, Proto, ProtoDescriptor, Provide, Resolver, Scope, SingletonProto, cast_to, load_section,
     };
 }

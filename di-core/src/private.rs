@@ -58,3 +58,45 @@ pub const fn assert_singleton<T: SingletonProto>() {}
 
 /// `#[inject] x: ContextRef<T>`: `T` must be a context proto.
 pub const fn assert_context<T: ContextProto>() {}
+
+/// What a constructor may return: `Self`, or `Result<Self, E>` with `E: Into<BoxError>`.
+#[diagnostic::on_unimplemented(
+    message = "a constructor returns `Self` or `Result<Self, E>` where `E: Into<BoxError>`, not `{Self}`",
+    note = "constructors are `fn new(deps...) -> Self` or `async fn new(deps...) -> Result<Self, E>`"
+)]
+pub trait CtorOutput<T> {
+    /// Normalises the constructor's output.
+    fn into_ctor_result(self) -> Result<T, BoxError>;
+}
+
+impl<T> CtorOutput<T> for T {
+    fn into_ctor_result(self) -> Result<T, BoxError> {
+        Ok(self)
+    }
+}
+
+impl<T, E: Into<BoxError>> CtorOutput<T> for Result<T, E> {
+    fn into_ctor_result(self) -> Result<T, BoxError> {
+        self.map_err(Into::into)
+    }
+}
+
+/// A sync constructor's output as a factory's result; its error names the proto.
+pub fn constructed<T: Send + Sync + 'static>(
+    r: &crate::Resolver<'_>,
+    out: impl CtorOutput<T>,
+) -> Result<AnyArc, crate::DiError> {
+    match out.into_ctor_result() {
+        Ok(t) => Ok(Arc::new(t)),
+        Err(e) => Err(r.construction_error(e)),
+    }
+}
+
+/// An async constructor's future, erased.
+pub fn construct_async<T, Fut>(fut: Fut) -> crate::proto::BuildFuture
+where
+    T: Send + Sync + 'static,
+    Fut: Future<Output: CtorOutput<T>> + Send + 'static,
+{
+    Box::pin(async move { fut.await.into_ctor_result().map(|t| Arc::new(t) as AnyArc) })
+}

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use crate::config::LoadFn;
 use crate::error::{BoxError, DiError};
 use crate::resolver::Resolver;
 
@@ -19,6 +20,13 @@ pub type HookFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send +
 /// A type-erased factory in a static descriptor.
 pub type FactoryFn = fn(&Resolver<'_>) -> Result<AnyArc, DiError>;
 
+/// What an async constructor returns, erased: the object, or the constructor's error.
+pub type BuildFuture = Pin<Box<dyn Future<Output = Result<AnyArc, BoxError>> + Send + 'static>>;
+
+/// A type-erased async factory in a static descriptor: it takes its dependencies from the
+/// [`Resolver`] at once and returns the construction to await.
+pub type AsyncFactoryFn = fn(&Resolver<'_>) -> Result<BuildFuture, DiError>;
+
 /// A type-erased lifecycle hook in a static descriptor.
 pub type HookFn = fn(AnyArc) -> HookFuture;
 
@@ -26,6 +34,7 @@ pub type HookFn = fn(AnyArc) -> HookFuture;
 pub type CastFn = fn(AnyArc) -> Box<dyn Any + Send>;
 
 pub(crate) type DynFactory = dyn Fn(&Resolver<'_>) -> Result<AnyArc, DiError> + Send + Sync;
+pub(crate) type DynAsyncFactory = dyn Fn(&Resolver<'_>) -> Result<BuildFuture, DiError> + Send + Sync;
 pub(crate) type DynHook = dyn Fn(AnyArc) -> HookFuture + Send + Sync;
 pub(crate) type DynCast = dyn Fn(AnyArc) -> Box<dyn Any + Send> + Send + Sync;
 
@@ -60,6 +69,8 @@ pub enum InjectKind {
     Optional,
     /// `Vec<Arc<T>>`: every provider, ordered by object name then type name.
     All,
+    /// `Keyed<T>`: every provider, by object name.
+    Keyed,
 }
 
 impl InjectKind {
@@ -69,6 +80,7 @@ impl InjectKind {
             InjectKind::ContextRef => format!("ContextRef<{ty}>"),
             InjectKind::Optional => format!("Option<Arc<{ty}>>"),
             InjectKind::All => format!("Vec<Arc<{ty}>>"),
+            InjectKind::Keyed => format!("Keyed<{ty}>"),
         }
     }
 }
@@ -197,8 +209,10 @@ pub struct ProtoDescriptor {
     pub(crate) krate: &'static str,
     pub(crate) deps: &'static [Dependency],
     pub(crate) provides: &'static [Provide],
-    pub(crate) factory: FactoryFn,
+    pub(crate) construct: Construct,
     pub(crate) cast_self: CastFn,
+    pub(crate) instances_of: Option<TypeRef>,
+    pub(crate) profile: Option<&'static str>,
     pub(crate) init: Option<HookFn>,
     pub(crate) complete: Option<HookFn>,
     pub(crate) destroy: Option<HookFn>,
@@ -213,6 +227,41 @@ impl ProtoDescriptor {
         factory: FactoryFn,
         cast_self: CastFn,
     ) -> Self {
+        Self::with::<T>(name, scope, Construct::Sync(factory), cast_self)
+    }
+
+    /// A proto of type `T` built by an async constructor: `factory` takes the dependencies from
+    /// the resolver and returns the construction, which [`build`](crate::AppBuilder::build)
+    /// awaits for a singleton, and [`get_async`](crate::ContextRef::get_async) for a context
+    /// proto.
+    pub const fn new_async<T: Send + Sync + 'static>(
+        name: &'static str,
+        scope: Scope,
+        factory: AsyncFactoryFn,
+        cast_self: CastFn,
+    ) -> Self {
+        Self::with::<T>(name, scope, Construct::Async(factory), cast_self)
+    }
+
+    /// A singleton whose value is the configuration section at `prefix`, deserialized by `load`
+    /// ([`load_section::<T>`](crate::load_section)) when the App is built. With `instances`,
+    /// each table under `prefix` is an instance, named by its key.
+    pub const fn config<T: Send + Sync + 'static>(
+        name: &'static str,
+        prefix: &'static str,
+        instances: bool,
+        load: LoadFn,
+        cast_self: CastFn,
+    ) -> Self {
+        Self::with::<T>(name, Scope::Singleton, Construct::Config { prefix, instances, load }, cast_self)
+    }
+
+    const fn with<T: Send + Sync + 'static>(
+        name: &'static str,
+        scope: Scope,
+        construct: Construct,
+        cast_self: CastFn,
+    ) -> Self {
         ProtoDescriptor {
             type_id: TypeId::of::<T>,
             type_name: core::any::type_name::<T>,
@@ -222,12 +271,29 @@ impl ProtoDescriptor {
             krate: "",
             deps: &[],
             provides: &[],
-            factory,
+            construct,
             cast_self,
+            instances_of: None,
+            profile: None,
             init: None,
             complete: None,
             destroy: None,
         }
+    }
+
+    /// Makes this proto a template with one instance per instance of `C` (usually a
+    /// multi-instance config section), named like it; in each, a dependency on `Arc<C>` (or
+    /// `Option<Arc<C>>`) with no qualifier gets that instance.
+    pub const fn instances_of<C: ?Sized + 'static>(mut self) -> Self {
+        self.instances_of = Some(TypeRef { type_id: TypeId::of::<C>, type_name: core::any::type_name::<C> });
+        self
+    }
+
+    /// Registers this proto only when `profile` is the App's active profile
+    /// ([`AppBuilder::profile`](crate::AppBuilder::profile)).
+    pub const fn profile(mut self, profile: &'static str) -> Self {
+        self.profile = Some(profile);
+        self
     }
 
     /// Sets the declared dependencies, in the order the factory asks for them.
@@ -290,7 +356,15 @@ impl ProtoDescriptor {
             krate: Cow::Borrowed(crate_of(self.krate)),
             deps: Cow::Borrowed(self.deps),
             provides,
-            factory: Arc::new(self.factory),
+            factory: match self.construct {
+                Construct::Sync(f) => Factory::Sync(Arc::new(f)),
+                Construct::Async(f) => Factory::Async(Arc::new(f)),
+                Construct::Config { prefix, instances, load } => {
+                    Factory::Config(ConfigDef { prefix: Cow::Borrowed(prefix), instances, load })
+                }
+            },
+            instances_of: self.instances_of.map(|c| ((c.type_id)(), (c.type_name)())),
+            profile: self.profile.map(Cow::Borrowed),
             init: hook(self.init),
             complete: hook(self.complete),
             destroy: hook(self.destroy),
@@ -310,6 +384,40 @@ impl fmt::Debug for ProtoDescriptor {
 }
 
 inventory::collect!(ProtoDescriptor);
+
+/// How a descriptor's object is made.
+#[derive(Clone, Copy)]
+pub(crate) enum Construct {
+    Sync(FactoryFn),
+    Async(AsyncFactoryFn),
+    Config { prefix: &'static str, instances: bool, load: LoadFn },
+}
+
+/// A type named in a `const` descriptor.
+#[derive(Clone, Copy)]
+pub(crate) struct TypeRef {
+    type_id: fn() -> TypeId,
+    type_name: fn() -> &'static str,
+}
+
+/// How a def's object is made.
+#[derive(Clone)]
+pub(crate) enum Factory {
+    /// By a function, now.
+    Sync(Arc<DynFactory>),
+    /// By an async constructor, awaited.
+    Async(Arc<DynAsyncFactory>),
+    /// From the configuration, read when the App is built (and then replaced by `Sync`).
+    Config(ConfigDef),
+}
+
+/// A config section: where it is and how to read it.
+#[derive(Clone)]
+pub(crate) struct ConfigDef {
+    pub(crate) prefix: Cow<'static, str>,
+    pub(crate) instances: bool,
+    pub(crate) load: LoadFn,
+}
 
 /// The standard [`CastFn`] for a proto's own type: `Arc<dyn Any>` back to `Box<Arc<T>>`.
 pub fn cast_to<T: Send + Sync + 'static>(obj: AnyArc) -> Box<dyn Any + Send> {
@@ -369,7 +477,11 @@ pub struct ProtoDef {
     pub(crate) krate: Cow<'static, str>,
     pub(crate) deps: Cow<'static, [Dependency]>,
     pub(crate) provides: Vec<ProvideDef>,
-    pub(crate) factory: Arc<DynFactory>,
+    pub(crate) factory: Factory,
+    /// A template: one instance per proto of this type (usually a multi-instance config).
+    pub(crate) instances_of: Option<(TypeId, &'static str)>,
+    /// Registered only under this profile.
+    pub(crate) profile: Option<Cow<'static, str>>,
     pub(crate) init: Option<Arc<DynHook>>,
     pub(crate) complete: Option<Arc<DynHook>>,
     pub(crate) destroy: Option<Arc<DynHook>>,
@@ -395,6 +507,119 @@ impl ProtoDef {
         scope: Scope,
         factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
     ) -> Self {
+        Self::with::<T>(
+            scope,
+            Factory::Sync(Arc::new(move |r: &Resolver<'_>| factory(r).map(|t| Arc::new(t) as AnyArc))),
+        )
+    }
+
+    /// A proto of type `T` in `scope` built by an async constructor: `factory` takes the
+    /// dependencies from the resolver and returns the future that builds the object. A
+    /// singleton's is awaited by [`build`](crate::AppBuilder::build), in dependency order; a
+    /// context proto's by [`ContextRef::get_async`](crate::ContextRef::get_async) (its `get`
+    /// fails with [`DiError::AsyncInit`]). An error of the future fails the construction.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, BoxError, Dependency, InjectKind, ProtoDef, Scope};
+    ///
+    /// struct Url(String);
+    /// struct Pool { url: String }
+    /// impl Pool {
+    ///     async fn connect(url: Arc<Url>) -> Result<Pool, BoxError> { Ok(Pool { url: url.0.clone() }) }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Url>(|_| Ok(Url("sqlite::memory:".into()))))
+    ///     .register(
+    ///         ProtoDef::new_async::<Pool, _, _>(Scope::Singleton, |r| Ok(Pool::connect(r.arc(0)?)))
+    ///             .dep(Dependency::new::<Url>(InjectKind::Arc, None)),
+    ///     )
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_object::<Pool>()?.url, "sqlite::memory:");
+    /// # Ok(()) }
+    /// ```
+    pub fn new_async<T, F, Fut>(scope: Scope, factory: F) -> Self
+    where
+        T: Send + Sync + 'static,
+        F: Fn(&Resolver<'_>) -> Result<Fut, DiError> + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, BoxError>> + Send + 'static,
+    {
+        Self::with::<T>(
+            scope,
+            Factory::Async(Arc::new(move |r: &Resolver<'_>| {
+                let fut = factory(r)?;
+                Ok(Box::pin(async move { fut.await.map(|t| Arc::new(t) as AnyArc) }) as BuildFuture)
+            })),
+        )
+    }
+
+    /// A singleton whose value is the configuration section at `prefix` (a dotted path),
+    /// deserialized when the App is built: what `#[config_proto(prefix = "...")]` registers,
+    /// for a type that cannot carry the attribute (generic, or from another crate).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::config::<BTreeMap<String, u32>>("limits"))
+    ///     .config_value("limits.upload", 10)
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_object::<BTreeMap<String, u32>>()?["upload"], 10);
+    /// # Ok(()) }
+    /// ```
+    pub fn config<T: serde::de::DeserializeOwned + Send + Sync + 'static>(
+        prefix: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        Self::with::<T>(
+            Scope::Singleton,
+            Factory::Config(ConfigDef {
+                prefix: prefix.into(),
+                instances: false,
+                load: crate::config::load_section::<T>,
+            }),
+        )
+    }
+
+    /// Makes a config section multi-instance: each table under its prefix is an instance of
+    /// the section, named by its key (`[redis.cache]` is the instance `"cache"`).
+    ///
+    /// # Panics
+    ///
+    /// If this def is not a config section ([`ProtoDef::config`]).
+    pub fn instances(mut self) -> Self {
+        match &mut self.factory {
+            Factory::Config(config) => config.instances = true,
+            _ => panic!("`instances()` on `{}`, which is not a config section (ProtoDef::config)", self.type_name),
+        }
+        self
+    }
+
+    /// Makes this def a template with one instance per proto of type `C` (usually the instances
+    /// of a multi-instance config section), each named like its `C`; a dependency on `Arc<C>`
+    /// or `Option<Arc<C>>` with no qualifier gets the instance's own `C`.
+    pub fn instances_of<C: ?Sized + 'static>(mut self) -> Self {
+        self.instances_of = Some((TypeId::of::<C>(), core::any::type_name::<C>()));
+        self
+    }
+
+    /// Registers this proto only when `profile` is the App's active profile
+    /// ([`AppBuilder::profile`](crate::AppBuilder::profile)).
+    pub fn profile(mut self, profile: impl Into<Cow<'static, str>>) -> Self {
+        self.profile = Some(profile.into());
+        self
+    }
+
+    fn with<T: Send + Sync + 'static>(scope: Scope, factory: Factory) -> Self {
         ProtoDef {
             type_id: TypeId::of::<T>(),
             type_name: core::any::type_name::<T>(),
@@ -408,7 +633,9 @@ impl ProtoDef {
                 type_name: core::any::type_name::<T>(),
                 cast: Arc::new(cast_to::<T>),
             }],
-            factory: Arc::new(move |r: &Resolver<'_>| factory(r).map(|t| Arc::new(t) as AnyArc)),
+            factory,
+            instances_of: None,
+            profile: None,
             init: None,
             complete: None,
             destroy: None,
@@ -600,26 +827,32 @@ pub fn default_name(type_name: &str) -> String {
     }
 }
 
-/// A type registered as a proto by `#[singleton_proto]` or `#[context_proto]`.
+/// A type registered as a proto by `#[singleton_proto]`, `#[context_proto]` or `#[config_proto]`.
 ///
 /// Implemented by the macros; the compiler uses it to reject `#[inject]` of a type that is not a
 /// proto. [`AppBuilder::link`](crate::AppBuilder::link) uses [`Proto::descriptor`] to register a
 /// proto even where the linker dropped its `inventory` entry.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a proto",
-    label = "not annotated with `#[singleton_proto]` or `#[context_proto]`",
-    note = "annotate `{Self}` with `#[singleton_proto]` or `#[context_proto]`, or inject a `dyn Trait` that a proto provides"
+    label = "not annotated with `#[singleton_proto]`, `#[context_proto]` or `#[config_proto]`",
+    note = "annotate `{Self}` (or an `impl` block with its constructor), inject a `dyn Trait` that a proto provides, or, if `{Self}` is registered by hand with `ProtoDef`, mark the dependency `#[inject(external)]`"
 )]
 pub trait Proto: Send + Sync + 'static {
+    /// Whether a context scope builds it asynchronously: a context proto with an async
+    /// constructor or init hook, or one that takes such a context proto by value. Always
+    /// `false` for singletons, which exist before any scope. The macros check it where a
+    /// `ContextRef<Self>` is injected, so that `get()` cannot meet it at run time.
+    const NEEDS_ASYNC: bool;
+
     /// The proto's static description, the one submitted to `inventory`.
     fn descriptor() -> &'static ProtoDescriptor;
 }
 
 /// A proto built once per App: what a singleton may take by value (`Arc<T>`).
 #[diagnostic::on_unimplemented(
-    message = "a singleton cannot take `{Self}` by value",
+    message = "a singleton cannot take `{Self}` by value: it is not an annotated singleton",
     label = "`{Self}` is not a singleton proto",
-    note = "if `{Self}` is a context proto, hold `ContextRef<{Self}>`, which resolves the current request's object; if it is not a proto yet, annotate it with `#[singleton_proto]`"
+    note = "if `{Self}` is a context proto, hold `ContextRef<{Self}>`, which resolves the current request's object; if it is registered by hand with `ProtoDef`, mark the dependency `#[inject(external)]` (checked at build instead); otherwise annotate it with `#[singleton_proto]`"
 )]
 pub trait SingletonProto: Proto {}
 
@@ -627,6 +860,6 @@ pub trait SingletonProto: Proto {}
 #[diagnostic::on_unimplemented(
     message = "`ContextRef<{Self}>` needs a context proto",
     label = "`{Self}` is not a context proto",
-    note = "a singleton is injected as `Arc<{Self}>`; a per-request type is annotated with `#[context_proto]`"
+    note = "a singleton is injected as `Arc<{Self}>`; a per-request type is annotated with `#[context_proto]`; a context proto registered by hand with `ProtoDef` is injected with `#[inject(external)]`"
 )]
 pub trait ContextProto: Proto {}

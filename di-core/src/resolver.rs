@@ -4,9 +4,11 @@ use std::any::{Any, TypeId};
 use std::fmt;
 use std::sync::Arc;
 
-use crate::context_ref::ContextRef;
-use crate::error::DiError;
+use crate::config::Config;
+use crate::context_ref::{AsyncContextRef, ContextRef};
+use crate::error::{BoxError, DiError};
 use crate::graph::{Graph, Resolved, Target};
+use crate::keyed::Keyed;
 use crate::proto::{AnyArc, InjectKind, Scope};
 use crate::scope::ScopeShared;
 
@@ -50,6 +52,7 @@ pub struct Resolver<'a> {
     pub(crate) app_id: u64,
     pub(crate) proto: usize,
     pub(crate) scope: Option<&'a ScopeShared>,
+    pub(crate) config: &'a Config,
 }
 
 impl Resolver<'_> {
@@ -88,6 +91,46 @@ impl Resolver<'_> {
             Resolved::Many(ts) => ts.iter().map(|t| self.cast::<T>(*t)).collect(),
             _ => unreachable!("a collection dependency resolves to a list"),
         }
+    }
+
+    /// Dependency `index`, declared as `Keyed<T>` ([`InjectKind::Keyed`]): every provider,
+    /// by object name.
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::Undeclared`] if dependency `index` is not a `Keyed<T>`.
+    pub fn keyed<T: ?Sized + 'static>(&self, index: usize) -> Result<Keyed<T>, DiError> {
+        match self.declared(index, InjectKind::Keyed, TypeId::of::<T>(), core::any::type_name::<T>())? {
+            Resolved::Many(ts) => {
+                let entries = ts
+                    .iter()
+                    .map(|t| Ok((self.graph.protos[t.proto].name.to_string(), self.cast::<T>(*t)?)))
+                    .collect::<Result<Vec<_>, DiError>>()?;
+                Ok(Keyed::new(entries))
+            }
+            _ => unreachable!("a keyed dependency resolves to a list"),
+        }
+    }
+
+    /// Dependency `index`, declared as `ContextRef<T>` ([`InjectKind::ContextRef`]), as an
+    /// [`AsyncContextRef`]: for a context proto built asynchronously.
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::Undeclared`] if dependency `index` is not a `ContextRef<T>`.
+    pub fn async_context_ref<T: Send + Sync + 'static>(&self, index: usize) -> Result<AsyncContextRef<T>, DiError> {
+        self.context_ref(index).map(AsyncContextRef::from)
+    }
+
+    /// The App's configuration, for a factory that reads a key itself.
+    pub fn config(&self) -> &Config {
+        self.config
+    }
+
+    /// A failure of the constructor of the proto being built, as
+    /// [`DiError::Hook`] (stage `"construction"`) naming it.
+    pub fn construction_error(&self, source: impl Into<BoxError>) -> DiError {
+        DiError::hook("construction", &self.graph.protos[self.proto], source.into())
     }
 
     /// Dependency `index`, declared as `ContextRef<T>` ([`InjectKind::ContextRef`]).

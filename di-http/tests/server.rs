@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{Next, from_fn};
 use axum::response::Response;
 use axum::{Json, Router};
-use di_core::{App, ContextRef, context_proto, singleton_proto};
+use di_core::{App, AsyncContextRef, ContextRef, context_proto, singleton_proto};
 use di_http::{RequestHead, Server, http_controller, http_routes};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -76,7 +76,7 @@ pub struct Reporter {
     #[inject]
     tracer: ContextRef<Tracer>,
     #[inject]
-    counted: ContextRef<Counted>,
+    counted: AsyncContextRef<Counted>,
     #[inject]
     exploding: ContextRef<Exploding>,
 }
@@ -173,7 +173,7 @@ impl EchoController {
     async fn slow(&self) -> &'static str {
         self.reporter.counted.get_async().await.unwrap();
         tokio::time::sleep(Duration::from_millis(400)).await;
-        self.reporter.counted.get().stats.slow_finished.fetch_add(1, Ordering::SeqCst);
+        self.reporter.counted.get_async().await.unwrap().stats.slow_finished.fetch_add(1, Ordering::SeqCst);
         "slow done"
     }
 }

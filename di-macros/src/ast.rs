@@ -1,12 +1,13 @@
 //! The validated model of an annotated struct.
 
 use proc_macro2::TokenStream;
+use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::{GenericArgument, PathArguments, Type};
 
 use crate::attr::{InjectAttr, ProtoAttr};
 use crate::ctxt::Ctxt;
-use crate::symbol::{INJECT, MIDDLEWARE};
+use crate::symbol::{CONSTRUCTOR, INJECT, MIDDLEWARE};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ProtoScope {
@@ -14,6 +15,8 @@ pub(crate) enum ProtoScope {
     Context,
     /// `#[http_controller]`: a singleton whose routes `#[http_routes]` registers with di-http.
     Controller,
+    /// `#[config_proto]`: a singleton read from the configuration.
+    Config,
 }
 
 impl ProtoScope {
@@ -22,21 +25,38 @@ impl ProtoScope {
             ProtoScope::Singleton => "#[singleton_proto]",
             ProtoScope::Context => "#[context_proto]",
             ProtoScope::Controller => "#[http_controller]",
+            ProtoScope::Config => "#[config_proto]",
         }
+    }
+
+    /// Whether the proto is built once per App.
+    pub(crate) fn is_singleton(self) -> bool {
+        self != ProtoScope::Context
     }
 }
 
-/// How an `#[inject]` field is filled, read off its type.
+/// How a dependency is filled, read off its type.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     /// `Arc<T>`
     Arc,
     /// `ContextRef<T>`
     ContextRef,
+    /// `AsyncContextRef<T>`
+    AsyncContextRef,
     /// `Option<Arc<T>>`
     Optional,
     /// `Vec<Arc<T>>`
     All,
+    /// `Keyed<T>`
+    Keyed,
+}
+
+impl Kind {
+    /// Whether the dependency is built before the dependent (not a lazy reference).
+    pub(crate) fn by_value(self) -> bool {
+        !matches!(self, Kind::ContextRef | Kind::AsyncContextRef)
+    }
 }
 
 pub(crate) struct Inject {
@@ -44,6 +64,8 @@ pub(crate) struct Inject {
     /// The `T` inside the wrapper.
     pub(crate) target: Type,
     pub(crate) name: Option<syn::LitStr>,
+    /// Provided by a proto registered by hand: no compile-time check.
+    pub(crate) external: bool,
 }
 
 pub(crate) struct Field {
@@ -52,71 +74,222 @@ pub(crate) struct Field {
     pub(crate) inject: Option<Inject>,
 }
 
+/// The constructor of an annotated `impl` block.
+pub(crate) struct Ctor {
+    pub(crate) ident: syn::Ident,
+    pub(crate) is_async: bool,
+    /// One dependency per parameter, in order; named `_{i}` where the pattern is not a name.
+    pub(crate) params: Vec<(syn::Ident, Inject)>,
+}
+
+/// What the attribute is on.
+pub(crate) enum Body {
+    /// A struct: `#[inject]` fields are dependencies, the others `Default::default()`.
+    Struct { item: syn::ItemStruct, fields: Vec<Field>, is_tuple: bool },
+    /// An inherent `impl` block whose constructor takes the dependencies.
+    Impl { item: syn::ItemImpl, ctor: Option<Ctor> },
+}
+
 pub(crate) struct ProtoItem {
     pub(crate) scope: ProtoScope,
     pub(crate) attr: ProtoAttr,
-    /// The struct as it will be emitted: `#[inject]` markers removed.
-    pub(crate) item: syn::ItemStruct,
-    pub(crate) fields: Vec<Field>,
-    pub(crate) is_tuple: bool,
+    /// The item as it will be emitted: our markers (`#[inject]`, `#[constructor]`) removed.
+    pub(crate) body: Body,
+    /// The proto's type name.
+    pub(crate) ident: syn::Ident,
     /// `#[middleware(layer)]` attributes of a controller, in source order.
     pub(crate) middleware: Vec<syn::Expr>,
 }
 
-impl ProtoItem {
-    /// Parses the struct; `None` (with an error recorded) only if it is not a struct at all.
-    pub(crate) fn from_tokens(cx: &Ctxt, args: TokenStream, item: TokenStream, scope: ProtoScope) -> Option<ProtoItem> {
-        let attr = ProtoAttr::parse(cx, args, scope);
-        let mut item: syn::ItemStruct = match syn::parse2(item) {
-            Ok(item) => item,
-            Err(err) => {
-                cx.push(syn::Error::new(err.span(), format!("{} applies to structs", scope.attribute())));
-                return None;
-            }
-        };
-        let is_tuple = matches!(item.fields, syn::Fields::Unnamed(_));
-        let middleware =
-            if scope == ProtoScope::Controller { take_middleware(cx, &mut item.attrs) } else { Vec::new() };
-        let mut fields = Vec::new();
-        for (i, field) in item.fields.iter_mut().enumerate() {
-            let mut inject_attr = None;
-            field.attrs.retain(|a| {
-                if !a.path().is_ident(INJECT) {
-                    return true;
-                }
-                if inject_attr.is_some() {
-                    cx.error_spanned_by(a, "`#[inject]` specified more than once");
-                } else {
-                    inject_attr = Some(InjectAttr::parse(cx, a));
-                }
-                false
-            });
-            let inject = inject_attr.and_then(|a| {
-                let Some((kind, target)) = classify(&field.ty) else {
-                    cx.error_spanned_by(
-                        &field.ty,
-                        "an `#[inject]` field is `Arc<T>`, `ContextRef<T>`, `Option<Arc<T>>` or `Vec<Arc<T>>`",
-                    );
-                    return None;
-                };
-                Some(Inject { kind, target, name: a.name })
-            });
-            let ident = field.ident.clone().unwrap_or_else(|| syn::Ident::new(&format!("_{i}"), field.ty.span()));
-            fields.push(Field { ident, ty: field.ty.clone(), inject });
+impl ToTokens for Body {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        match self {
+            Body::Struct { item, .. } => item.to_tokens(tokens),
+            Body::Impl { item, .. } => item.to_tokens(tokens),
         }
-        Some(ProtoItem { scope, attr, item, fields, is_tuple, middleware })
-    }
-
-    pub(crate) fn ident(&self) -> &syn::Ident {
-        &self.item.ident
-    }
-
-    pub(crate) fn injected(&self) -> impl Iterator<Item = (&Field, &Inject)> {
-        self.fields.iter().filter_map(|f| Some((f, f.inject.as_ref()?)))
     }
 }
 
-/// `Arc<T>`, `ContextRef<T>`, `Option<Arc<T>>`, `Vec<Arc<T>>`: the kind and `T`.
+impl ProtoItem {
+    /// Parses the item; `None` (with an error recorded) only if it is neither a struct nor an
+    /// `impl` block.
+    pub(crate) fn from_tokens(cx: &Ctxt, args: TokenStream, item: TokenStream, scope: ProtoScope) -> Option<ProtoItem> {
+        let attr = ProtoAttr::parse(cx, args, scope);
+        let applies = match scope {
+            ProtoScope::Singleton | ProtoScope::Context => "structs and `impl` blocks with a constructor",
+            ProtoScope::Controller | ProtoScope::Config => "structs",
+        };
+        let not_applicable = |span: proc_macro2::Span| {
+            cx.push(syn::Error::new(span, format!("{} applies to {applies}", scope.attribute())));
+        };
+        let (body, ident, middleware) = match syn::parse2::<syn::Item>(item) {
+            Ok(syn::Item::Struct(mut item)) => {
+                let middleware =
+                    if scope == ProtoScope::Controller { take_middleware(cx, &mut item.attrs) } else { Vec::new() };
+                let ident = item.ident.clone();
+                (struct_body(cx, item), ident, middleware)
+            }
+            Ok(syn::Item::Impl(item)) if matches!(scope, ProtoScope::Singleton | ProtoScope::Context) => {
+                let ident = impl_ident(cx, &item)?;
+                (impl_body(cx, item), ident, Vec::new())
+            }
+            Ok(other) => {
+                not_applicable(other.span());
+                return None;
+            }
+            Err(err) => {
+                not_applicable(err.span());
+                return None;
+            }
+        };
+        Some(ProtoItem { scope, attr, body, ident, middleware })
+    }
+
+    pub(crate) fn ident(&self) -> &syn::Ident {
+        &self.ident
+    }
+
+    /// The dependencies, in the order the factory resolves them, with the name of the field
+    /// or parameter each fills.
+    pub(crate) fn injected(&self) -> Box<dyn Iterator<Item = (&syn::Ident, &Inject)> + '_> {
+        match &self.body {
+            Body::Struct { fields, .. } => Box::new(fields.iter().filter_map(|f| Some((&f.ident, f.inject.as_ref()?)))),
+            Body::Impl { ctor, .. } => Box::new(ctor.iter().flat_map(|c| c.params.iter().map(|(i, inj)| (i, inj)))),
+        }
+    }
+
+    /// The constructor, for an `impl` block.
+    pub(crate) fn ctor(&self) -> Option<&Ctor> {
+        match &self.body {
+            Body::Impl { ctor, .. } => ctor.as_ref(),
+            Body::Struct { .. } => None,
+        }
+    }
+}
+
+fn struct_body(cx: &Ctxt, mut item: syn::ItemStruct) -> Body {
+    let is_tuple = matches!(item.fields, syn::Fields::Unnamed(_));
+    let mut fields = Vec::new();
+    for (i, field) in item.fields.iter_mut().enumerate() {
+        let inject =
+            take_inject(cx, &mut field.attrs).and_then(|a| classify_inject(cx, &field.ty, a, "an `#[inject]` field"));
+        let ident = field.ident.clone().unwrap_or_else(|| syn::Ident::new(&format!("_{i}"), field.ty.span()));
+        fields.push(Field { ident, ty: field.ty.clone(), inject });
+    }
+    Body::Struct { item, fields, is_tuple }
+}
+
+/// Removes the `#[inject]` attribute from `attrs` and parses it (a second one is an error).
+fn take_inject(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>) -> Option<InjectAttr> {
+    let mut inject_attr = None;
+    attrs.retain(|a| {
+        if !a.path().is_ident(INJECT) {
+            return true;
+        }
+        if inject_attr.is_some() {
+            cx.error_spanned_by(a, "`#[inject]` specified more than once");
+        } else {
+            inject_attr = Some(InjectAttr::parse(cx, a));
+        }
+        false
+    });
+    inject_attr
+}
+
+fn classify_inject(cx: &Ctxt, ty: &Type, attr: InjectAttr, what: &str) -> Option<Inject> {
+    let Some((kind, target)) = classify(ty) else {
+        cx.error_spanned_by(
+            ty,
+            format!(
+                "{what} is `Arc<T>`, `ContextRef<T>`, `AsyncContextRef<T>`, `Option<Arc<T>>`, `Vec<Arc<T>>` or `Keyed<T>`; a plain value comes from a `#[config_proto]` section (`config: Arc<MyConfig>`)"
+            ),
+        );
+        return None;
+    };
+    Some(Inject { kind, target, name: attr.name, external: attr.external })
+}
+
+/// The type an inherent, non-generic `impl` block is for.
+fn impl_ident(cx: &Ctxt, item: &syn::ItemImpl) -> Option<syn::Ident> {
+    if let Some((_, path, _)) = &item.trait_ {
+        cx.error_spanned_by(path, "a proto's constructor is in an inherent `impl` block, not a trait impl");
+        return None;
+    }
+    let Type::Path(path) = ungroup(&item.self_ty) else {
+        cx.error_spanned_by(&item.self_ty, "a proto's `impl` block is for a named struct type");
+        return None;
+    };
+    match path.path.segments.last() {
+        Some(last) if path.qself.is_none() => Some(last.ident.clone()),
+        _ => {
+            cx.error_spanned_by(&item.self_ty, "a proto's `impl` block is for a named struct type");
+            None
+        }
+    }
+}
+
+/// Finds the constructor (`#[constructor]`, else `new`) and reads its parameters.
+fn impl_body(cx: &Ctxt, mut item: syn::ItemImpl) -> Body {
+    let mut marked = Vec::new();
+    for (i, impl_item) in item.items.iter_mut().enumerate() {
+        if let syn::ImplItem::Fn(f) = impl_item {
+            let before = f.attrs.len();
+            f.attrs.retain(|a| !a.path().is_ident(CONSTRUCTOR));
+            if f.attrs.len() != before {
+                marked.push(i);
+            }
+        }
+    }
+    let index = match marked.as_slice() {
+        [one] => Some(*one),
+        [] => item.items.iter().position(|i| matches!(i, syn::ImplItem::Fn(f) if f.sig.ident == "new")),
+        [_, second, ..] => {
+            if let syn::ImplItem::Fn(f) = &item.items[*second] {
+                cx.error_spanned_by(&f.sig.ident, "only one function of the `impl` block can be `#[constructor]`");
+            }
+            None
+        }
+    };
+    let Some(index) = index else {
+        if marked.len() <= 1 {
+            cx.error_spanned_by(
+                &item.self_ty,
+                "no constructor in this `impl` block: name it `new`, or mark another associated function `#[constructor]`",
+            );
+        }
+        return Body::Impl { item, ctor: None };
+    };
+    let syn::ImplItem::Fn(f) = &mut item.items[index] else { unreachable!("found as a function above") };
+    let ctor = ctor(cx, &mut f.sig);
+    Body::Impl { item, ctor }
+}
+
+fn ctor(cx: &Ctxt, sig: &mut syn::Signature) -> Option<Ctor> {
+    if !sig.generics.params.is_empty() {
+        cx.error_spanned_by(&sig.generics, "a constructor takes no generic parameters");
+    }
+    let mut params = Vec::new();
+    for (i, input) in sig.inputs.iter_mut().enumerate() {
+        match input {
+            syn::FnArg::Receiver(r) => {
+                cx.error_spanned_by(r, "a constructor is an associated function: it takes no `self`");
+            }
+            syn::FnArg::Typed(arg) => {
+                let attr = take_inject(cx, &mut arg.attrs).unwrap_or_default();
+                let name = match &*arg.pat {
+                    syn::Pat::Ident(p) => syn::Ident::new(&p.ident.to_string(), p.ident.span()),
+                    _ => syn::Ident::new(&format!("_{i}"), arg.pat.span()),
+                };
+                let what = "a constructor parameter is injected, so it";
+                if let Some(inject) = classify_inject(cx, &arg.ty, attr, what) {
+                    params.push((name, inject));
+                }
+            }
+        }
+    }
+    Some(Ctor { ident: sig.ident.clone(), is_async: sig.asyncness.is_some(), params })
+}
+
 /// Removes the `#[middleware(layer)]` attributes from `attrs` and returns their layers.
 pub(crate) fn take_middleware(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>) -> Vec<syn::Expr> {
     let mut layers = Vec::new();
@@ -133,11 +306,14 @@ pub(crate) fn take_middleware(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>) -> Vec
     layers
 }
 
+/// `Arc<T>`, `ContextRef<T>`, `Option<Arc<T>>`, `Vec<Arc<T>>`...: the kind and `T`.
 fn classify(ty: &Type) -> Option<(Kind, Type)> {
     let (wrapper, inner) = single_generic(ty)?;
     match wrapper.as_str() {
         "Arc" => Some((Kind::Arc, inner.clone())),
         "ContextRef" => Some((Kind::ContextRef, inner.clone())),
+        "AsyncContextRef" => Some((Kind::AsyncContextRef, inner.clone())),
+        "Keyed" => Some((Kind::Keyed, inner.clone())),
         "Option" | "Vec" => {
             let (arc, target) = single_generic(inner)?;
             let kind = if wrapper == "Option" { Kind::Optional } else { Kind::All };

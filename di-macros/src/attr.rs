@@ -9,7 +9,8 @@ use syn::{Token, Type};
 use crate::ast::ProtoScope;
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    ACCESS, COMPLETE, CONTROLLER_OPTIONS, CRATE, DESTROY, INIT, NAME, PATH, PRIVATE, PROTO_OPTIONS, PROVIDES, PUBLIC,
+    ACCESS, COMPLETE, CONFIG_OPTIONS, CONTROLLER_OPTIONS, CRATE, DESTROY, EXTERNAL, INIT, INSTANCES, INSTANCES_OF,
+    NAME, PATH, PREFIX, PRIVATE, PROFILE, PROTO_OPTIONS, PROVIDES, PUBLIC,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -31,6 +32,14 @@ pub(crate) struct ProtoAttr {
     pub(crate) krate: Option<syn::Path>,
     /// `#[http_controller(path = "...")]`: the prefix of the controller's routes.
     pub(crate) path: Option<syn::LitStr>,
+    /// Registered only under this profile.
+    pub(crate) profile: Option<syn::LitStr>,
+    /// One instance per instance of this type.
+    pub(crate) instances_of: Option<Type>,
+    /// `#[config_proto(prefix = "...")]`: the section's key.
+    pub(crate) prefix: Option<syn::LitStr>,
+    /// `#[config_proto(instances)]`: one instance per table under the prefix.
+    pub(crate) instances: Option<syn::Path>,
 }
 
 /// Sets `slot` once; a second occurrence is reported at its own span.
@@ -59,6 +68,7 @@ fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
 impl ProtoAttr {
     pub(crate) fn parse(cx: &Ctxt, args: TokenStream, scope: ProtoScope) -> ProtoAttr {
         let mut attr = ProtoAttr::default();
+        let config = scope == ProtoScope::Config;
         let parser = syn::meta::parser(|meta| {
             if meta.path.is_ident(NAME) {
                 let lit: syn::LitStr = meta.value()?.parse()?;
@@ -66,7 +76,25 @@ impl ProtoAttr {
                     cx.error_spanned_by(&lit, "an object name cannot be empty");
                 }
                 once(cx, &meta, &mut attr.name, lit);
-            } else if meta.path.is_ident(PROVIDES) {
+            } else if meta.path.is_ident(PROFILE) {
+                let lit: syn::LitStr = meta.value()?.parse()?;
+                if lit.value().is_empty() {
+                    cx.error_spanned_by(&lit, "a profile name cannot be empty");
+                }
+                once(cx, &meta, &mut attr.profile, lit);
+            } else if config && meta.path.is_ident(PREFIX) {
+                let lit: syn::LitStr = meta.value()?.parse()?;
+                let prefix = lit.value();
+                if prefix.is_empty() || prefix.split('.').any(str::is_empty) {
+                    cx.error_spanned_by(&lit, "a config prefix is a key such as \"db\" or \"services.db\"");
+                }
+                once(cx, &meta, &mut attr.prefix, lit);
+            } else if config && meta.path.is_ident(INSTANCES) {
+                once(cx, &meta, &mut attr.instances, meta.path.clone());
+            } else if !config && meta.path.is_ident(INSTANCES_OF) {
+                let ty: Type = meta.value()?.parse()?;
+                once(cx, &meta, &mut attr.instances_of, ty);
+            } else if !config && meta.path.is_ident(PROVIDES) {
                 let content;
                 syn::parenthesized!(content in meta.input);
                 let types = Punctuated::<Type, Token![,]>::parse_terminated(&content)?;
@@ -91,13 +119,13 @@ impl ProtoAttr {
                     return Ok(());
                 };
                 once(cx, &meta, &mut attr.access, access);
-            } else if meta.path.is_ident(INIT) {
+            } else if !config && meta.path.is_ident(INIT) {
                 let method: syn::Ident = meta.value()?.parse()?;
                 once(cx, &meta, &mut attr.init, method);
-            } else if meta.path.is_ident(COMPLETE) {
+            } else if !config && meta.path.is_ident(COMPLETE) {
                 let method: syn::Ident = meta.value()?.parse()?;
                 once(cx, &meta, &mut attr.complete, method);
-            } else if meta.path.is_ident(DESTROY) {
+            } else if !config && meta.path.is_ident(DESTROY) {
                 let method: syn::Ident = meta.value()?.parse()?;
                 once(cx, &meta, &mut attr.destroy, method);
             } else if meta.path.is_ident(CRATE) {
@@ -110,7 +138,11 @@ impl ProtoAttr {
                 }
                 once(cx, &meta, &mut attr.path, lit);
             } else {
-                let expected = if scope == ProtoScope::Controller { CONTROLLER_OPTIONS } else { PROTO_OPTIONS };
+                let expected = match scope {
+                    ProtoScope::Controller => CONTROLLER_OPTIONS,
+                    ProtoScope::Config => CONFIG_OPTIONS,
+                    ProtoScope::Singleton | ProtoScope::Context => PROTO_OPTIONS,
+                };
                 cx.error_spanned_by(
                     &meta.path,
                     format!("unknown option `{}`; expected {expected}", path_name(&meta.path)),
@@ -127,22 +159,35 @@ impl ProtoAttr {
 }
 
 /// The options of one `#[inject]`.
+#[derive(Default)]
 pub(crate) struct InjectAttr {
     pub(crate) name: Option<syn::LitStr>,
+    /// `#[inject(external)]`: provided by a proto registered by hand; checked at build.
+    pub(crate) external: bool,
 }
 
 impl InjectAttr {
     pub(crate) fn parse(cx: &Ctxt, attr: &syn::Attribute) -> InjectAttr {
         let mut name = None;
+        let mut external = None;
         if let syn::Meta::List(_) = attr.meta {
             let result = attr.parse_nested_meta(|meta| {
                 if meta.path.is_ident(NAME) {
                     let lit: syn::LitStr = meta.value()?.parse()?;
                     once(cx, &meta, &mut name, lit);
+                } else if meta.path.is_ident(EXTERNAL) {
+                    if !meta.input.is_empty() && !meta.input.peek(Token![,]) {
+                        cx.error_spanned_by(&meta.path, "`external` takes no value: write `#[inject(external)]`");
+                        skip_value(&meta)?;
+                    }
+                    once(cx, &meta, &mut external, ());
                 } else {
                     cx.error_spanned_by(
                         &meta.path,
-                        format!("unknown `#[inject]` option `{}`; expected `name = \"...\"`", path_name(&meta.path)),
+                        format!(
+                            "unknown `#[inject]` option `{}`; expected `name = \"...\"` or `external`",
+                            path_name(&meta.path)
+                        ),
                     );
                     skip_value(&meta)?;
                 }
@@ -154,7 +199,7 @@ impl InjectAttr {
         } else if let syn::Meta::NameValue(nv) = &attr.meta {
             cx.error_spanned_by(nv, "write `#[inject(name = \"...\")]`");
         }
-        InjectAttr { name }
+        InjectAttr { name, external: external.is_some() }
     }
 }
 

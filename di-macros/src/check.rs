@@ -2,7 +2,7 @@
 
 use syn::spanned::Spanned;
 
-use crate::ast::{Kind, ProtoItem, ProtoScope, is_dyn};
+use crate::ast::{Body, Kind, ProtoItem, ProtoScope, is_dyn};
 use crate::ctxt::Ctxt;
 
 pub(crate) fn check(cx: &Ctxt, model: &ProtoItem) {
@@ -11,10 +11,12 @@ pub(crate) fn check(cx: &Ctxt, model: &ProtoItem) {
     context_ref_names_a_type(cx, model);
     context_ref_needs_inject(cx, model);
     complete_needs_a_context_proto(cx, model);
+    config_has_a_prefix(cx, model);
+    config_injects_nothing(cx, model);
 }
 
 fn complete_needs_a_context_proto(cx: &Ctxt, model: &ProtoItem) {
-    if let (Some(method), ProtoScope::Singleton | ProtoScope::Controller) = (&model.attr.complete, model.scope) {
+    if let (Some(method), true) = (&model.attr.complete, model.scope.is_singleton()) {
         cx.error_spanned_by(
             method,
             format!(
@@ -26,12 +28,15 @@ fn complete_needs_a_context_proto(cx: &Ctxt, model: &ProtoItem) {
 }
 
 fn no_generics(cx: &Ctxt, model: &ProtoItem) {
-    let generics = &model.item.generics;
+    let (generics, what) = match &model.body {
+        Body::Struct { item, .. } => (&item.generics, "generic structs"),
+        Body::Impl { item, .. } => (&item.generics, "generic `impl` blocks"),
+    };
     if !generics.params.is_empty() || generics.where_clause.is_some() {
         cx.error_spanned_by(
             generics,
             format!(
-                "{} does not support generic structs; register each instantiation by hand with `di_core::ProtoDef`",
+                "{} does not support {what}; register each instantiation by hand with `di_core::ProtoDef`",
                 model.scope.attribute()
             ),
         );
@@ -39,11 +44,11 @@ fn no_generics(cx: &Ctxt, model: &ProtoItem) {
 }
 
 fn named_fields(cx: &Ctxt, model: &ProtoItem) {
-    if model.is_tuple {
+    if let (Body::Struct { item, is_tuple: true, .. }, false) = (&model.body, model.scope == ProtoScope::Config) {
         cx.error_spanned_by(
-            &model.item.fields,
+            &item.fields,
             format!(
-                "{} needs a struct with named fields (or a unit struct), not a tuple struct",
+                "{} needs a struct with named fields (or a unit struct), not a tuple struct; or annotate an `impl` block with its constructor",
                 model.scope.attribute()
             ),
         );
@@ -52,7 +57,7 @@ fn named_fields(cx: &Ctxt, model: &ProtoItem) {
 
 fn context_ref_names_a_type(cx: &Ctxt, model: &ProtoItem) {
     for (_, inject) in model.injected() {
-        if inject.kind == Kind::ContextRef && is_dyn(&inject.target) {
+        if !inject.kind.by_value() && is_dyn(&inject.target) {
             cx.error_spanned_by(
                 &inject.target,
                 "`ContextRef` names the context proto's own type, not a trait object; inject the concrete type",
@@ -62,9 +67,10 @@ fn context_ref_names_a_type(cx: &Ctxt, model: &ProtoItem) {
 }
 
 fn context_ref_needs_inject(cx: &Ctxt, model: &ProtoItem) {
-    for field in model.fields.iter().filter(|f| f.inject.is_none()) {
+    let Body::Struct { fields, .. } = &model.body else { return };
+    for field in fields.iter().filter(|f| f.inject.is_none()) {
         if let syn::Type::Path(p) = crate::ast::ungroup(&field.ty) {
-            if p.path.segments.last().is_some_and(|s| s.ident == "ContextRef") {
+            if p.path.segments.last().is_some_and(|s| s.ident == "ContextRef" || s.ident == "AsyncContextRef") {
                 cx.push(syn::Error::new(
                     field.ty.span(),
                     format!(
@@ -75,4 +81,35 @@ fn context_ref_needs_inject(cx: &Ctxt, model: &ProtoItem) {
             }
         }
     }
+}
+
+fn config_has_a_prefix(cx: &Ctxt, model: &ProtoItem) {
+    if model.scope == ProtoScope::Config && model.attr.prefix.is_none() {
+        cx.error_spanned_by(
+            model.ident(),
+            "`#[config_proto]` needs the key of its section: `#[config_proto(prefix = \"db\")]` reads `[db]`",
+        );
+    }
+}
+
+fn config_injects_nothing(cx: &Ctxt, model: &ProtoItem) {
+    if model.scope != ProtoScope::Config {
+        return;
+    }
+    for (ident, _) in model.injected() {
+        cx.error_spanned_by(
+            ident,
+            "a `#[config_proto]` is read from the configuration, not injected: remove `#[inject]`, and build what needs both from a constructor",
+        );
+    }
+}
+
+/// Whether the dependency is checked at compile time: not a trait object, not `external`.
+pub(crate) fn checked(inject: &crate::ast::Inject) -> bool {
+    !is_dyn(&inject.target) && !inject.external
+}
+
+/// `ContextRef<T>` gives `get()`; `AsyncContextRef<T>` only `get_async()`.
+pub(crate) fn sync_reference(kind: Kind) -> bool {
+    kind == Kind::ContextRef
 }

@@ -1,10 +1,10 @@
-//! The only file that calls `quote!`.
+//! The expansion of the proto attributes (`#[http_routes]` expands in `http.rs`).
 
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::{Kind, ProtoItem, ProtoScope, is_dyn};
+use crate::ast::{Body, Kind, ProtoItem, ProtoScope};
 use crate::attr::Access;
 use crate::check;
 use crate::ctxt::Ctxt;
@@ -15,7 +15,7 @@ pub(crate) fn proto(args: TokenStream, item: TokenStream, scope: ProtoScope) -> 
     if let Some(model) = &model {
         check::check(&cx, model);
     }
-    finish(cx, model.as_ref().map(|m| (&m.item, m)), item, expand)
+    finish(cx, model.as_ref().map(|m| (&m.body, m)), item, expand)
 }
 
 /// The output of an attribute macro: the expansion of `model` if `cx` holds no error; else the
@@ -58,69 +58,53 @@ fn expand(model: &ProtoItem) -> TokenStream {
         _ => quote!(::di_core),
     };
     let krate = model.attr.krate.clone().map_or(default_krate, |p| quote!(#p));
-    let item = &model.item;
+    let item = &model.body;
     let ident = model.ident();
-    let name = model.attr.name.as_ref().map_or_else(|| default_name(ident), syn::LitStr::value);
-    let (scope, scope_trait) = match model.scope {
-        ProtoScope::Singleton | ProtoScope::Controller => (quote!(Singleton), quote!(SingletonProto)),
-        ProtoScope::Context => (quote!(Context), quote!(ContextProto)),
+    let scope_trait = match model.scope {
+        ProtoScope::Singleton | ProtoScope::Controller | ProtoScope::Config => quote!(SingletonProto),
+        ProtoScope::Context => quote!(ContextProto),
     };
     let access = match model.attr.access {
         Some(Access::Private) => quote!(Private),
         _ => quote!(Public),
     };
 
-    // Each dependency is resolved in its own `let` statement: a `?` inside the struct literal
-    // would keep every earlier field's temporary alive to the end of the literal, and drop
-    // elaboration of those early exits grows quadratically (400 fields: 38 s instead of 5 s).
-    let lets = model.injected().enumerate().map(|(i, (field, inject))| {
-        let call = match inject.kind {
-            Kind::Arc => quote!(arc),
-            Kind::ContextRef => quote!(context_ref),
-            Kind::Optional => quote!(optional),
-            Kind::All => quote!(all),
-        };
-        let local = format_ident!("__di_{}", field.ident);
-        // Naming the type keeps type checking linear: inferred from the struct literal at the
-        // end, every `let` left obligations that each later one re-walked (4000 fields: 75 s of
-        // `cargo check` against 7.8 s; see benches/RESULTS.md).
-        let target = &inject.target;
-        quote!(let #local = __di_r.#call::<#target>(#i)?;)
-    });
-    let fields = model.fields.iter().map(|field| {
-        let ident = &field.ident;
-        match &field.inject {
-            None => quote!(#ident: __di::Default::default()),
-            Some(_) => {
-                let local = format_ident!("__di_{}", field.ident);
-                quote!(#ident: #local)
-            }
-        }
-    });
-    let deps = model.injected().map(|(field, inject)| {
+    let deps = model.injected().map(|(label, inject)| {
         let target = &inject.target;
         let kind = match inject.kind {
             Kind::Arc => quote!(Arc),
-            Kind::ContextRef => quote!(ContextRef),
+            Kind::ContextRef | Kind::AsyncContextRef => quote!(ContextRef),
             Kind::Optional => quote!(Optional),
             Kind::All => quote!(All),
+            Kind::Keyed => quote!(Keyed),
         };
         let qualifier = match &inject.name {
             Some(name) => quote!(__di::Option::Some(#name)),
             None => quote!(__di::Option::None),
         };
-        let field_name = field.ident.to_string();
-        quote!(__di::Dependency::new::<#target>(__di::InjectKind::#kind, #qualifier).field(#field_name))
+        let label = label.to_string();
+        quote!(__di::Dependency::new::<#target>(__di::InjectKind::#kind, #qualifier).field(#label))
     });
-    let checks = model.injected().filter(|(_, inject)| !is_dyn(&inject.target)).map(|(_, inject)| {
+    let checks = model.injected().filter(|(_, inject)| check::checked(inject)).map(|(_, inject)| {
         let target = &inject.target;
-        let assert = match (inject.kind, model.scope) {
-            (Kind::ContextRef, _) => quote!(assert_context),
-            (_, ProtoScope::Singleton | ProtoScope::Controller) => quote!(assert_singleton),
-            (_, ProtoScope::Context) => quote!(assert_proto),
+        let assert = match (inject.kind, model.scope.is_singleton()) {
+            (Kind::ContextRef | Kind::AsyncContextRef, _) => quote!(assert_context),
+            (_, true) => quote!(assert_singleton),
+            // `Proto::NEEDS_ASYNC` of the proto reads it, which checks that it is a proto.
+            (Kind::Arc | Kind::Optional, false) => return quote!(),
+            (Kind::All | Kind::Keyed, false) => quote!(assert_proto),
         };
-        quote_spanned!(target.span()=> const _: () = __di::#assert::<#target>();)
+        let sync_only = check::sync_reference(inject.kind).then(|| {
+            let shown = type_text(target);
+            let message = format!(
+                "`{shown}` is built asynchronously (an async constructor or init hook, its own or a by-value dependency's), so `ContextRef::get` could not return it: hold `AsyncContextRef<{shown}>` and call `get_async().await`"
+            );
+            quote_spanned!(target.span()=> const _: () = if <#target as __di::Proto>::NEEDS_ASYNC { ::core::panic!(#message) };)
+        });
+        quote_spanned!(target.span()=> const _: () = __di::#assert::<#target>(); #sync_only)
     });
+    let needs_async = needs_async(model);
+    let (factory, constructor) = factory(model);
     let casts = model.attr.provides.iter().enumerate().map(|(i, ty)| {
         let cast = format_ident!("__di_provide_{}", i);
         let coerce = quote_spanned!(ty.span()=> |__di_this| __di_this);
@@ -156,6 +140,8 @@ fn expand(model: &ProtoItem) -> TokenStream {
     let (init_fn, init_set) = hook(&model.attr.init, "__di_init", "init");
     let (complete_fn, complete_set) = hook(&model.attr.complete, "__di_complete", "complete");
     let (destroy_fn, destroy_set) = hook(&model.attr.destroy, "__di_destroy", "destroy");
+    let profile_set = model.attr.profile.as_ref().map(|p| quote!(.profile(#p)));
+    let instances_of_set = model.attr.instances_of.as_ref().map(|c| quote!(.instances_of::<#c>()));
     let controller = (model.scope == ProtoScope::Controller).then(|| {
         let path = model.attr.path.as_ref().map_or_else(String::new, syn::LitStr::value);
         // Listed outermost first, as in `tower::ServiceBuilder`: the last `.layer` wraps the rest.
@@ -179,6 +165,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
             #(#checks)*
 
             impl __di::Proto for #ident {
+                const NEEDS_ASYNC: bool = #needs_async;
                 fn descriptor() -> &'static __di::ProtoDescriptor {
                     &__DI_DESCRIPTOR
                 }
@@ -186,10 +173,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
             impl __di::#scope_trait for #ident {}
             #controller
 
-            fn __di_factory(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::AnyArc, __di::DiError> {
-                #(#lets)*
-                __di::Result::Ok(__di::Arc::new(#ident { #(#fields,)* }))
-            }
+            #factory
             #(#casts)*
             #init_fn
             #complete_fn
@@ -197,15 +181,12 @@ fn expand(model: &ProtoItem) -> TokenStream {
 
             const __DI_DEPS: &[__di::Dependency] = &[#(#deps),*];
             const __DI_PROVIDES: &[__di::Provide] = &[#(#provides),*];
-            const __DI_DESCRIPTOR: __di::ProtoDescriptor = __di::ProtoDescriptor::new::<#ident>(
-                #name,
-                __di::Scope::#scope,
-                __di_factory,
-                __di::cast_to::<#ident>,
-            )
+            const __DI_DESCRIPTOR: __di::ProtoDescriptor = #constructor
             .deps(__DI_DEPS)
             .provides(__DI_PROVIDES)
             .access(__di::Access::#access, __di::module_path!())
+            #profile_set
+            #instances_of_set
             #init_set
             #complete_set
             #destroy_set;
@@ -213,4 +194,119 @@ fn expand(model: &ProtoItem) -> TokenStream {
             __di::inventory::submit! { __DI_DESCRIPTOR }
         };
     }
+}
+
+/// `Proto::NEEDS_ASYNC`: whether a scope must build this proto asynchronously. A context
+/// proto's own async constructor or init hook, or a by-value dependency that needs it;
+/// `false` for singletons, which exist before any scope. Trait objects and `external`
+/// dependencies are unknown here: the run-time check covers them.
+fn needs_async(model: &ProtoItem) -> TokenStream {
+    if model.scope != ProtoScope::Context {
+        return quote!(false);
+    }
+    let own = model.attr.init.is_some() || model.ctor().is_some_and(|c| c.is_async);
+    let deps = model
+        .injected()
+        .filter(|(_, inject)| matches!(inject.kind, Kind::Arc | Kind::Optional) && check::checked(inject))
+        .map(|(_, inject)| {
+            let target = &inject.target;
+            quote!(<#target as __di::Proto>::NEEDS_ASYNC)
+        });
+    quote!(#own #(|| #deps)*)
+}
+
+/// The factory function and the descriptor constructor that takes it.
+fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
+    let ident = model.ident();
+    let name = model.attr.name.as_ref().map_or_else(|| default_name(ident), syn::LitStr::value);
+    let scope = match model.scope {
+        ProtoScope::Context => quote!(Context),
+        _ => quote!(Singleton),
+    };
+    if model.scope == ProtoScope::Config {
+        let prefix = model.attr.prefix.as_ref().map_or_else(String::new, syn::LitStr::value);
+        let instances = model.attr.instances.is_some();
+        // `load_section::<T>` requires `T: Deserialize`, which is the check.
+        return (
+            quote!(),
+            quote!(__di::ProtoDescriptor::config::<#ident>(#name, #prefix, #instances, __di::load_section::<#ident>, __di::cast_to::<#ident>)),
+        );
+    }
+    // Each dependency is resolved in its own `let` statement: a `?` inside the struct literal
+    // would keep every earlier field's temporary alive to the end of the literal, and drop
+    // elaboration of those early exits grows quadratically (400 fields: 38 s instead of 5 s).
+    let locals: Vec<syn::Ident> = model.injected().map(|(label, _)| format_ident!("__di_{}", label)).collect();
+    let lets = model.injected().zip(&locals).enumerate().map(|(i, ((_, inject), local))| {
+        let call = match inject.kind {
+            Kind::Arc => quote!(arc),
+            Kind::ContextRef => quote!(context_ref),
+            Kind::AsyncContextRef => quote!(async_context_ref),
+            Kind::Optional => quote!(optional),
+            Kind::All => quote!(all),
+            Kind::Keyed => quote!(keyed),
+        };
+        // Naming the type keeps type checking linear: inferred from the struct literal at the
+        // end, every `let` left obligations that each later one re-walked (4000 fields: 75 s of
+        // `cargo check` against 7.8 s; see benches/RESULTS.md).
+        let target = &inject.target;
+        quote!(let #local = __di_r.#call::<#target>(#i)?;)
+    });
+    match &model.body {
+        Body::Struct { fields, .. } => {
+            let fields = fields.iter().map(|field| {
+                let ident = &field.ident;
+                match &field.inject {
+                    None => quote!(#ident: __di::Default::default()),
+                    Some(_) => {
+                        let local = format_ident!("__di_{}", field.ident);
+                        quote!(#ident: #local)
+                    }
+                }
+            });
+            (
+                quote! {
+                    fn __di_factory(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::AnyArc, __di::DiError> {
+                        #(#lets)*
+                        __di::Result::Ok(__di::Arc::new(#ident { #(#fields,)* }))
+                    }
+                },
+                quote!(__di::ProtoDescriptor::new::<#ident>(#name, __di::Scope::#scope, __di_factory, __di::cast_to::<#ident>)),
+            )
+        }
+        Body::Impl { .. } => {
+            let Some(ctor) = model.ctor() else { unreachable!("a constructor-less impl block is an error") };
+            let ctor_ident = &ctor.ident;
+            // Spanned at the constructor, so a wrong return type points there.
+            let call = quote_spanned!(ctor_ident.span()=> #ident::#ctor_ident(#(#locals),*));
+            if ctor.is_async {
+                let construct = quote_spanned!(ctor_ident.span()=> __di::construct_async::<#ident, _>(#call));
+                (
+                    quote! {
+                        fn __di_factory(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::BuildFuture, __di::DiError> {
+                            #(#lets)*
+                            __di::Result::Ok(#construct)
+                        }
+                    },
+                    quote!(__di::ProtoDescriptor::new_async::<#ident>(#name, __di::Scope::#scope, __di_factory, __di::cast_to::<#ident>)),
+                )
+            } else {
+                let construct = quote_spanned!(ctor_ident.span()=> __di::constructed::<#ident>(__di_r, #call));
+                (
+                    quote! {
+                        fn __di_factory(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::AnyArc, __di::DiError> {
+                            #(#lets)*
+                            #construct
+                        }
+                    },
+                    quote!(__di::ProtoDescriptor::new::<#ident>(#name, __di::Scope::#scope, __di_factory, __di::cast_to::<#ident>)),
+                )
+            }
+        }
+    }
+}
+
+/// A type as a message shows it: `crate::Db`, not `crate :: Db`.
+fn type_text(ty: &syn::Type) -> String {
+    let text = quote!(#ty).to_string();
+    text.replace(" :: ", "::").replace(" < ", "<").replace(" >", ">").replace("< ", "<")
 }

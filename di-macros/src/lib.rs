@@ -142,6 +142,48 @@ pub fn context_proto(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::proto(args.into(), item.into(), ProtoScope::Context).into()
 }
 
+/// Registers a `#[derive(serde::Deserialize)]` struct as a configuration section: a singleton
+/// whose value is the section at `prefix` of the App's configuration, deserialized when the App
+/// is built. Inject it like any singleton (`#[inject] db: Arc<DbConfig>`, or a constructor
+/// parameter `config: Arc<DbConfig>`); its fields may use serde defaults, and an absent section
+/// reads as an empty table.
+///
+/// Options: `prefix = "db"` (required; a dotted key such as `"services.db"` works),
+/// `instances` (each table under the prefix is an instance, named by its key: `[redis.cache]`
+/// is the instance `"cache"`), `name`, `access`, `profile`, `crate`.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::{config_proto, singleton_proto, App};
+///
+/// #[config_proto(prefix = "http")]
+/// #[derive(serde::Deserialize)]
+/// pub struct HttpConfig {
+///     #[serde(default = "default_port")]
+///     port: u16,
+/// }
+/// fn default_port() -> u16 { 7001 }
+///
+/// #[singleton_proto]
+/// pub struct Server {
+///     #[inject]
+///     config: Arc<HttpConfig>,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().build().await?;
+/// assert_eq!(app.get_object::<Server>()?.config.port, 7001);
+/// let app = App::builder().config_value("http.port", 8080).build().await?;
+/// assert_eq!(app.get_object::<Server>()?.config.port, 8080);
+/// # Ok(()) }
+/// ```
+#[proc_macro_attribute]
+pub fn config_proto(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::proto(args.into(), item.into(), ProtoScope::Config).into()
+}
+
 /// Makes a struct an HTTP controller: a singleton proto (same fields and options as
 /// [`macro@singleton_proto`]) whose routes, declared by [`macro@http_routes`] on its impl block,
 /// `di_http::router` serves.

@@ -11,12 +11,22 @@ pub(crate) const CRATE: &str = "crate";
 pub(crate) const PUBLIC: &str = "public";
 pub(crate) const PRIVATE: &str = "private";
 
-pub(crate) const PROTO_OPTIONS: &str = "`name`, `provides`, `access`, `init`, `complete`, `destroy` or `crate`";
+pub(crate) const PROFILE: &str = "profile";
+pub(crate) const INSTANCES_OF: &str = "instances_of";
+pub(crate) const PREFIX: &str = "prefix";
+pub(crate) const INSTANCES: &str = "instances";
+pub(crate) const EXTERNAL: &str = "external";
+pub(crate) const CONSTRUCTOR: &str = "constructor";
+
+pub(crate) const PROTO_OPTIONS: &str =
+    "`name`, `provides`, `access`, `init`, `complete`, `destroy`, `profile`, `instances_of` or `crate`";
+pub(crate) const CONFIG_OPTIONS: &str = "`prefix`, `instances`, `name`, `access`, `profile` or `crate`";
 pub(crate) const PATH: &str = "path";
 pub(crate) const MIDDLEWARE: &str = "middleware";
 pub(crate) const METHOD: &str = "method";
 
-pub(crate) const CONTROLLER_OPTIONS: &str = "`path`, `name`, `provides`, `access`, `init`, `destroy` or `crate`";
+pub(crate) const CONTROLLER_OPTIONS: &str =
+    "`path`, `name`, `provides`, `access`, `init`, `destroy`, `profile` or `crate`";
 /// The route attributes of `#[http_routes]` and the HTTP method each stands for.
 pub(crate) const ROUTE_ATTRS: &[(&str, &str)] = &[
     ("get", "GET"),

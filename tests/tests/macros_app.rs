@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use di_core::{App, ContextRef, DiError, context_proto, singleton_proto};
+use di_core::{App, AsyncContextRef, DiError, context_proto, singleton_proto};
 
 /// Records lifecycle events across the whole test binary, per test by prefix.
 static EVENTS: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -83,7 +83,7 @@ struct HelloService {
     #[inject]
     memory: Option<Arc<Memory>>,
     #[inject]
-    tracer: ContextRef<Tracer>,
+    tracer: AsyncContextRef<Tracer>,
     calls: AtomicU64,
 }
 
@@ -107,13 +107,13 @@ struct HelloWorldController {
     #[inject]
     service: Arc<HelloService>,
     #[inject]
-    tracer: ContextRef<Tracer>,
+    tracer: AsyncContextRef<Tracer>,
 }
 
 impl HelloWorldController {
     async fn get(&self, name: &str) -> (u64, String) {
         let reply = self.service.hello(name).await;
-        (self.tracer.get().id(), reply)
+        (self.tracer.get_async().await.unwrap().id(), reply)
     }
 }
 

@@ -19,7 +19,7 @@ use super::SmallMap;
 use crate::app::AppInner;
 use crate::error::DiError;
 use crate::pending::Pending;
-use crate::proto::AnyArc;
+use crate::proto::{AnyArc, Factory};
 use crate::resolver::Resolver;
 
 tokio::task_local! {
@@ -374,16 +374,35 @@ impl ScopeShared {
         }
     }
 
-    /// Runs proto `key`'s factory, marked as its construction.
-    fn build(&self, key: u32) -> Result<AnyArc, DiError> {
-        let resolver = Resolver {
+    fn resolver(&self, key: u32) -> Resolver<'_> {
+        Resolver {
             graph: &self.app.graph,
             singletons: &self.app.singletons,
             app_id: self.app.id,
             proto: key as usize,
             scope: Some(self),
-        };
-        building((self.addr(), key), || (self.app.graph.protos[key as usize].factory)(&resolver))
+            config: &self.app.config,
+        }
+    }
+
+    /// Runs proto `key`'s sync factory, marked as its construction.
+    fn build(&self, key: u32) -> Result<AnyArc, DiError> {
+        let resolver = self.resolver(key);
+        building((self.addr(), key), || match &self.app.graph.protos[key as usize].factory {
+            Factory::Sync(factory) => factory(&resolver),
+            Factory::Async(_) | Factory::Config(_) => {
+                unreachable!("a context proto built asynchronously goes through `resolve_async`")
+            }
+        })
+    }
+
+    /// Runs proto `key`'s factory, awaiting its constructor if it is async.
+    async fn construct(&self, key: u32) -> Result<AnyArc, DiError> {
+        let def = &self.app.graph.protos[key as usize];
+        let Factory::Async(factory) = &def.factory else { return self.build(key) };
+        let resolver = self.resolver(key);
+        let construction = building((self.addr(), key), || factory(&resolver))?;
+        BUILDING.scope((self.addr(), key), construction).await.map_err(|e| DiError::hook("construction", def, e))
     }
 
     /// Builds a claimed object with a sync factory and no init hook.
@@ -396,7 +415,7 @@ impl ScopeShared {
     async fn build_async(&self, claim: Claim<'_>) -> Result<AnyArc, DiError> {
         let key = claim.key;
         let def = &self.app.graph.protos[key as usize];
-        let built = match (self.build(key), &def.init) {
+        let built = match (self.construct(key).await, &def.init) {
             (Ok(obj), Some(init)) => BUILDING
                 .scope((self.addr(), key), init(obj.clone()))
                 .await

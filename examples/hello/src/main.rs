@@ -1,7 +1,7 @@
 //! Run with: cargo run -p example-hello
 //!
 //! The tegg article's `HelloWorldController`, without HTTP yet: the controller and the service
-//! are singletons holding a `ContextRef<Tracer>` instead of a per-request `Tracer`. The
+//! are singletons holding an `AsyncContextRef<Tracer>` (the tracer has an async init hook) instead of a per-request `Tracer`. The
 //! trade-off it shows: the service graph is built once at start-up, and each "request" (a
 //! context scope) builds only what it touches, its tracer, destroyed when the request ends.
 
@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use di_core::{App, ContextRef, DiError, context_proto, singleton_proto};
+use di_core::{App, AsyncContextRef, DiError, context_proto, singleton_proto};
 
 static REQUESTS: AtomicU64 = AtomicU64::new(1);
 
@@ -43,7 +43,7 @@ impl Tracer {
 #[singleton_proto]
 struct HelloService {
     #[inject]
-    tracer: ContextRef<Tracer>,
+    tracer: AsyncContextRef<Tracer>,
 }
 
 impl HelloService {
@@ -61,7 +61,7 @@ struct HelloWorldController {
     #[inject]
     service: Arc<HelloService>,
     #[inject]
-    tracer: ContextRef<Tracer>,
+    tracer: AsyncContextRef<Tracer>,
 }
 
 impl HelloWorldController {
