@@ -589,15 +589,18 @@ impl AppBuilder {
         let mut errors = Vec::new();
         let profile = self.config.profile.clone();
         let inactive = select_active(&mut defs, profile.as_deref(), &self.excluded, &mut errors);
+        let overridden = |def: &ProtoDef| self.overrides.iter().any(|o| o.type_id == def.type_id && o.name.is_none());
         let config = match self.config.load() {
-            Ok(config) => config,
+            Ok(config) => {
+                defs = load_config(defs, &config, overridden, &mut errors);
+                config
+            }
+            // Sections are not read from a broken source: each would only repeat its error.
             Err(e) => {
                 errors.extend(e);
                 Config::default()
             }
         };
-        let overridden = |def: &ProtoDef| self.overrides.iter().any(|o| o.type_id == def.type_id && o.name.is_none());
-        defs = load_config(defs, &config, overridden, &mut errors);
         defs = expand_instances(defs);
         for o in self.overrides {
             let mut hit = false;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use figment::providers::{Env, Format, Serialized, Toml};
-use figment::value::{Dict, Map, Value};
+use figment::value::{Dict, Empty, Map, Tag, Value};
 use figment::{Figment, Metadata, Profile, Provider};
 use serde::de::DeserializeOwned;
 
@@ -209,10 +209,10 @@ impl Config {
     /// as `Option` has), [`DiError::ConfigInvalid`] if the value does not fit `T`, naming where
     /// it came from.
     pub fn get<T: DeserializeOwned>(&self, key: &str) -> Result<T, DiError> {
-        let empty = Value::from(Dict::new());
         match self.inner.merged.find_ref(key) {
             Some(value) => T::deserialize(value).map_err(|e| self.error(e, key, "App::config().get")),
-            None => T::deserialize(&empty).map_err(|_| self.missing(key, "App::config().get")),
+            None => T::deserialize(&Value::Empty(Tag::Default, Empty::None))
+                .map_err(|_| self.missing(key, "App::config().get")),
         }
     }
 

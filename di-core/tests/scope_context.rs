@@ -447,7 +447,7 @@ struct Web {
 }
 
 #[tokio::test]
-async fn async_init_hook_runs_once_through_get_async_and_get_explains_itself() {
+async fn async_init_hook_runs_once_through_get_async_and_get_always_explains_itself() {
     let inits = Arc::new(AtomicUsize::new(0));
     let counter = inits.clone();
     let app = App::builder()
@@ -482,8 +482,14 @@ async fn async_init_hook_runs_once_through_get_async_and_get_explains_itself() {
         assert_eq!(account.session.user.lock().unwrap().as_deref(), Some("ada"));
         let session = web.session.get_async().await.unwrap();
         assert!(Arc::ptr_eq(&session, &account.session));
-        // Once built, plain get works.
-        assert!(Arc::ptr_eq(&web.session.get(), &session));
+        // Built or not, `get` refuses it: whether it works never depends on what ran first.
+        assert!(matches!(web.session.try_get(), Err(DiError::AsyncInit { .. })));
+        assert!(matches!(web.account.try_get(), Err(DiError::AsyncInit { .. })));
+        let spawned = di_core::spawn({
+            let web = web.clone();
+            async move { web.session.try_get().err() }
+        });
+        assert!(matches!(spawned.await.unwrap(), Some(DiError::AsyncInit { .. })));
     })
     .await;
     assert_eq!(inits.load(Ordering::SeqCst), 1);

@@ -235,7 +235,8 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
     // Each dependency is resolved in its own `let` statement: a `?` inside the struct literal
     // would keep every earlier field's temporary alive to the end of the literal, and drop
     // elaboration of those early exits grows quadratically (400 fields: 38 s instead of 5 s).
-    let locals: Vec<syn::Ident> = model.injected().map(|(label, _)| format_ident!("__di_{}", label)).collect();
+    // Named by position: a name built from the field's could break a lint (`_x` gives `__di__x`).
+    let locals: Vec<syn::Ident> = (0..model.injected().count()).map(|i| format_ident!("__di_dep{}", i)).collect();
     let lets = model.injected().zip(&locals).enumerate().map(|(i, ((_, inject), local))| {
         let call = match inject.kind {
             Kind::Arc => quote!(arc),
@@ -253,14 +254,12 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
     });
     match &model.body {
         Body::Struct { fields, .. } => {
+            let mut next = locals.iter();
             let fields = fields.iter().map(|field| {
                 let ident = &field.ident;
-                match &field.inject {
-                    None => quote!(#ident: __di::Default::default()),
-                    Some(_) => {
-                        let local = format_ident!("__di_{}", field.ident);
-                        quote!(#ident: #local)
-                    }
+                match (&field.inject, field.inject.as_ref().and_then(|_| next.next())) {
+                    (Some(_), Some(local)) => quote!(#ident: #local),
+                    _ => quote!(#ident: __di::Default::default()),
                 }
             });
             (

@@ -73,6 +73,9 @@ impl ScopeHandle {
         }
         let obj = match &self.seed {
             Some((seeded, obj)) if *seeded == key => obj.clone(),
+            // Refused even when it is built already: whether a `get` works must not depend on
+            // whether some `get_async` happened to run first.
+            _ if self.app.graph.needs_async[key as usize] => return Err(DiError::AsyncInit { wanted }),
             _ => self.shared().resolve_sync(key as usize)?,
         };
         self.remember(key, &obj);
@@ -179,15 +182,21 @@ pub(crate) fn with_cached<R, F: FnOnce(&(dyn Any + Send + Sync)) -> R>(app_id: u
     }
 }
 
+/// Where a task caches an object that needs async construction: apart from the keys `get`
+/// looks up, so that a sync `get` (of a hand-registered proto, which the macros cannot check)
+/// fails the same way whether or not a `get_async` built the object first.
+const ASYNC_KEY: u32 = 1 << 31;
+
 pub(crate) async fn current_async(app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
-    if let Some(obj) = cached(app_id, key) {
+    if let Some(obj) = cached(app_id, key | ASYNC_KEY).or_else(|| cached(app_id, key)) {
         return Ok(obj);
     }
     let shared = CURRENT
         .try_with(|h| (h.app_id == app_id).then(|| h.shared().clone()).ok_or(DiError::ForeignScope { wanted }))
         .unwrap_or(Err(DiError::NoScope { wanted }))?;
     let obj = shared.resolve_async(key as usize).await?;
-    let _ = CURRENT.try_with(|h| h.remember(key, &obj));
+    let slot = if shared.app.graph.needs_async[key as usize] { key | ASYNC_KEY } else { key };
+    let _ = CURRENT.try_with(|h| h.remember(slot, &obj));
     Ok(obj)
 }
 

@@ -431,7 +431,8 @@ impl ScopeShared {
     pub(crate) fn resolve_sync(&self, key: usize) -> Result<AnyArc, DiError> {
         let key = key as u32;
         if self.app.graph.needs_async[key as usize] {
-            // Only a finished object can be handed out without awaiting an init hook.
+            // A factory takes it once built (its construction built it first); user code never
+            // gets here for it (`ScopeHandle::miss` refuses it).
             return match self.table().slots.get(key) {
                 Some(Slot::Ready(result)) => ready(result),
                 _ => Err(DiError::AsyncInit { wanted: self.app.graph.protos[key as usize].type_name }),
