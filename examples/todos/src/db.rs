@@ -10,33 +10,41 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use di_core::{context_proto, singleton_proto};
+use di_core::{config_proto, context_proto, singleton_proto};
 use di_http::RequestHead;
 use rusqlite::{Connection, OpenFlags};
+use serde::Deserialize;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-/// Where the database lives. Override it in tests with `AppBuilder::override_with`.
-#[singleton_proto]
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// The SQLite file: `TODOS_DB`, or `todos.sqlite3` beside this example's `Cargo.toml`.
-    pub db_path: DbPath,
+/// The `[db]` section of `config/todos.toml` (`TODOS_DB__PATH`, `TODOS_DB__READERS`).
+#[config_proto(prefix = "db")]
+#[derive(Debug, Clone, Deserialize)]
+pub struct DbConfig {
+    /// The SQLite file; a relative path is relative to this example's folder.
+    #[serde(default = "default_path")]
+    pub path: PathBuf,
+    /// How many read-only connections to open.
+    #[serde(default = "default_readers")]
+    pub readers: usize,
 }
 
-/// The path of the SQLite file, absolute.
-#[derive(Debug, Clone)]
-pub struct DbPath(pub String);
+fn default_path() -> PathBuf {
+    PathBuf::from("todos.sqlite3")
+}
 
-impl Default for DbPath {
-    /// `TODOS_DB`, or `todos.sqlite3` in this example's folder: the same file whatever the
-    /// directory the service starts from (a relative default served an empty database when
-    /// started elsewhere). Made absolute, so that the start-up line says exactly which file.
-    fn default() -> Self {
-        let path = std::env::var_os("TODOS_DB")
-            .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("todos.sqlite3"), PathBuf::from);
-        let path = std::path::absolute(&path).unwrap_or(path);
-        DbPath(path.display().to_string())
+fn default_readers() -> usize {
+    4
+}
+
+impl DbConfig {
+    /// The database file, absolute: a relative `path` is taken from this example's folder (a
+    /// path relative to the working directory served an empty database when the service was
+    /// started elsewhere), so that the start-up line says exactly which file.
+    pub fn file(&self) -> PathBuf {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(&self.path);
+        std::path::absolute(&path).unwrap_or(path)
     }
 }
 
@@ -62,73 +70,55 @@ impl DbError {
     }
 }
 
-/// The connections, opened (and the schema created) when the App is built. SQLite runs one
-/// write transaction at a time, so units of work that write take turns on the writer, waiting
-/// asynchronously. Reads of requests that did not write go through one of a few read-only
-/// connections, which in WAL mode never wait for a writer (only for another read on the same
-/// connection).
-#[singleton_proto(init = open)]
+/// The connections, opened (and the schema created) by the async constructor when the App is
+/// built. SQLite runs one write transaction at a time, so units of work that write take turns
+/// on the writer, waiting asynchronously. Reads of requests that did not write go through one of
+/// a few read-only connections, which in WAL mode never wait for a writer (only for another
+/// read on the same connection).
 #[derive(Debug)]
 pub struct Db {
-    #[inject]
-    config: Arc<Config>,
-    /// Set by `open`.
-    conns: std::sync::OnceLock<Conns>,
-}
-
-#[derive(Debug)]
-struct Conns {
+    file: PathBuf,
     writer: Arc<Mutex<Connection>>,
     readers: Vec<Mutex<Connection>>,
-    next_reader: std::sync::atomic::AtomicUsize,
+    next_reader: AtomicUsize,
 }
 
-/// How many read-only connections `Db` opens.
-const READERS: usize = 4;
-
+#[singleton_proto]
 impl Db {
-    async fn open(&self) -> Result<(), DbError> {
-        let path = &self.config.db_path.0;
-        let writer = Connection::open(path).map_err(DbError::new("opening the database"))?;
-        writer
-            .execute_batch(
-                "PRAGMA journal_mode = WAL;
-                 CREATE TABLE IF NOT EXISTS todos (
-                     id    INTEGER PRIMARY KEY AUTOINCREMENT,
-                     user  TEXT    NOT NULL,
-                     title TEXT    NOT NULL,
-                     done  INTEGER NOT NULL DEFAULT 0
-                 );
-                 CREATE INDEX IF NOT EXISTS todos_by_user ON todos (user, id);",
-            )
-            .map_err(DbError::new("creating the schema"))?;
-        let readers = (0..READERS)
-            .map(|_| {
-                let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-                Connection::open_with_flags(path, flags).map(Mutex::new)
-            })
-            .collect::<Result<_, _>>()
-            .map_err(DbError::new("opening the database for reading"))?;
-        let conns = Conns { writer: Arc::new(Mutex::new(writer)), readers, next_reader: Default::default() };
-        let _ = self.conns.set(conns);
-        tracing::info!(%path, "database open");
-        Ok(())
+    /// Opens the database that `config` names, creating the schema.
+    ///
+    /// # Errors
+    ///
+    /// A `DbError` if the file cannot be opened or the schema created: `App::build` fails with
+    /// it, naming `Db`.
+    pub async fn new(config: Arc<DbConfig>) -> Result<Self, DbError> {
+        let file = config.file();
+        let readers = config.readers.max(1);
+        // SQLite's calls block: open on a blocking thread, not on the runtime's workers.
+        let (writer, readers) = tokio::task::spawn_blocking({
+            let file = file.clone();
+            move || open(&file, readers)
+        })
+        .await
+        .expect("opening the database panicked")?;
+        tracing::info!(file = %file.display(), "database open");
+        Ok(Db { file, writer: Arc::new(Mutex::new(writer)), readers, next_reader: AtomicUsize::new(0) })
     }
 
-    fn conns(&self) -> &Conns {
-        self.conns.get().expect("Db::open runs when the App is built")
+    /// The database file.
+    pub fn file(&self) -> &std::path::Path {
+        &self.file
     }
 
     /// Waits for the writer.
     async fn writer(&self) -> OwnedMutexGuard<Connection> {
-        Arc::clone(&self.conns().writer).lock_owned().await
+        Arc::clone(&self.writer).lock_owned().await
     }
 
     /// Runs `f` on a read-only connection (the next one, round robin).
     async fn read<R>(&self, f: impl FnOnce(&Connection) -> R) -> R {
-        let conns = self.conns();
-        let next = conns.next_reader.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % conns.readers.len();
-        f(&*conns.readers[next].lock().await)
+        let next = self.next_reader.fetch_add(1, Ordering::Relaxed) % self.readers.len();
+        f(&*self.readers[next].lock().await)
     }
 
     /// Runs `f` on the writer between units of work, outside any transaction: for maintenance
@@ -233,6 +223,31 @@ impl UnitOfWork {
             tracing::info!(status = ?self.head.response_status(), "transaction rolled back");
         }
     }
+}
+
+/// Opens the writer (creating the schema) and `readers` read-only connections on `file`.
+fn open(file: &std::path::Path, readers: usize) -> Result<(Connection, Vec<Mutex<Connection>>), DbError> {
+    let writer = Connection::open(file).map_err(DbError::new("opening the database"))?;
+    writer
+        .execute_batch(
+            "PRAGMA journal_mode = WAL;
+             CREATE TABLE IF NOT EXISTS todos (
+                 id    INTEGER PRIMARY KEY AUTOINCREMENT,
+                 user  TEXT    NOT NULL,
+                 title TEXT    NOT NULL,
+                 done  INTEGER NOT NULL DEFAULT 0
+             );
+             CREATE INDEX IF NOT EXISTS todos_by_user ON todos (user, id);",
+        )
+        .map_err(DbError::new("creating the schema"))?;
+    let readers = (0..readers)
+        .map(|_| {
+            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            Connection::open_with_flags(file, flags).map(Mutex::new)
+        })
+        .collect::<Result<_, _>>()
+        .map_err(DbError::new("opening the database for reading"))?;
+    Ok((writer, readers))
 }
 
 /// Rolls back an open transaction: a writer never goes back with one open.

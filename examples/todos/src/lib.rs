@@ -1,7 +1,9 @@
 //! The flagship example: todos per user on an embedded SQLite database.
 //!
-//! - [`db::Db`] (singleton): a writer and four read-only connections, opened when the App is
-//!   built.
+//! - [`db::DbConfig`], [`HttpConfig`] (config sections): `config/todos.toml`, overridden by
+//!   `TODOS_*` environment variables.
+//! - [`db::Db`] (singleton): a writer and a few read-only connections, opened by its async
+//!   constructor when the App is built.
 //! - [`db::UnitOfWork`] (context): the request's write transaction, begun on first write and
 //!   ended in its completion hook: committed if the request succeeded (a failed COMMIT answers
 //!   500), rolled back if not; its destroy hook rolls back after a panic or a disconnect. Reads
@@ -15,17 +17,43 @@
 pub mod db;
 pub mod todo;
 
-use di_core::{App, DiError};
+use std::path::PathBuf;
 
-pub use db::{Config, DbPath};
+use di_core::{App, AppBuilder, DiError, config_proto};
+use serde::Deserialize;
 
-/// Builds the App: every proto of the binary (they register themselves), with `config`.
+/// The `[http]` section of `config/todos.toml` (`TODOS_HTTP__ADDR`).
+#[config_proto(prefix = "http")]
+#[derive(Debug, Deserialize)]
+pub struct HttpConfig {
+    /// Where the service listens.
+    #[serde(default = "default_addr")]
+    pub addr: String,
+}
+
+fn default_addr() -> String {
+    "127.0.0.1:7001".to_owned()
+}
+
+/// The example's configuration file, `config/todos.toml` in its folder.
+pub fn config_file() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("config/todos.toml")
+}
+
+/// The App's builder: every proto of the binary (they register themselves), configured by
+/// [`config_file`] and `TODOS_*` environment variables. Tests add `config_value`s on top.
+pub fn builder() -> AppBuilder {
+    App::builder().config_file_required(config_file()).config_env("TODOS_")
+}
+
+/// Builds the App with the configuration of [`builder`].
 ///
 /// # Errors
 ///
-/// [`DiError`] if the object graph is broken or the database cannot be opened.
-pub async fn app(config: Config) -> Result<App, DiError> {
-    App::builder().override_with(config).build().await
+/// [`DiError`] if the configuration or the object graph is broken, or the database cannot be
+/// opened.
+pub async fn app() -> Result<App, DiError> {
+    builder().build().await
 }
 
 /// The curl commands `main` prints, for the service on `addr`.

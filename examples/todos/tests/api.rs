@@ -13,7 +13,6 @@ use axum::response::Response;
 use di_core::{App, context_proto};
 use todos::db::Db;
 use todos::todo::Todo;
-use todos::{Config, DbPath};
 
 #[path = "../../../tests/support/http_client.rs"]
 mod http_client;
@@ -40,7 +39,7 @@ impl Service {
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
         }
-        let app = todos::app(Config { db_path: DbPath(db.display().to_string()) }).await.unwrap();
+        let app = todos::builder().config_value("db.path", db.display().to_string()).build().await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -239,4 +238,65 @@ async fn reads_do_not_wait_for_a_writer() {
     assert!(started.elapsed() < Duration::from_secs(2), "the read waited {:?} for the writer", started.elapsed());
     writer.execute_batch("COMMIT").unwrap();
     service.stop().await;
+}
+
+/// `true` in a child process running test `test` with `vars` set (the only way to set
+/// environment variables without `unsafe`); in the parent, runs it and asserts it passed.
+fn in_child(test: &str, vars: &[(&str, &str)]) -> bool {
+    if std::env::var_os("TODOS_TEST_CHILD").is_some() {
+        return true;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--test-threads=1"])
+        .env("TODOS_TEST_CHILD", "1")
+        .envs(vars.iter().copied())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "child run of {test} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
+}
+
+#[tokio::test]
+async fn the_configuration_file_is_read_and_environment_variables_override_it() {
+    let db = std::env::temp_dir().join(format!("todos-test-env-{}.sqlite3", std::process::id()));
+    let db_text = db.display().to_string();
+    let name = "the_configuration_file_is_read_and_environment_variables_override_it";
+    if !in_child(name, &[("TODOS_DB__PATH", &db_text), ("TODOS_DB__READERS", "2")]) {
+        return;
+    }
+    let app = todos::app().await.unwrap();
+    let expected = PathBuf::from(std::env::var("TODOS_DB__PATH").unwrap()); // the parent's file
+    assert_eq!(app.get_object::<Db>().unwrap().file(), expected, "TODOS_DB__PATH wins over the file");
+    let config = app.config();
+    assert_eq!(config.get::<usize>("db.readers").unwrap(), 2);
+    assert_eq!(config.get::<String>("http.addr").unwrap(), "127.0.0.1:7001", "from config/todos.toml");
+    assert_eq!(config.origin("http.addr"), Some(format!("file {}", todos::config_file().display())));
+    assert_eq!(config.origin("db.path").as_deref(), Some("env TODOS_DB__PATH"));
+    app.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_bad_setting_fails_the_start_naming_the_key_and_the_variable() {
+    if !in_child("a_bad_setting_fails_the_start_naming_the_key_and_the_variable", &[("TODOS_DB__READERS", "many")]) {
+        return;
+    }
+    let e = todos::app().await.unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "config key db.readers of `todos::db::DbConfig`: invalid type: found string \"many\", expected usize (from env TODOS_DB__READERS)"
+    );
+}
+
+#[tokio::test]
+async fn a_database_that_cannot_be_opened_fails_the_start_naming_db() {
+    let e = todos::builder().config_value("db.path", "/nonexistent-dir/todos.sqlite3").build().await.unwrap_err();
+    assert!(
+        e.to_string().starts_with("construction of `todos::db::Db` (\"db\") failed: opening the database: "),
+        "{e}"
+    );
 }
