@@ -394,4 +394,41 @@ mod app {
             drop(black_box(rt.block_on(App::builder().without_inventory().register_all(defs).build())));
         });
     }
+
+    /// A config section of the `build_config` benchmark.
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)] // read by serde only
+    struct Section {
+        url: String,
+        pool: u32,
+        #[serde(default)]
+        tags: Vec<String>,
+    }
+
+    /// As `build` with `n` fillers, plus 1000 config sections read from one TOML file and an
+    /// environment prefix (issue 10's target: within 2x of `build` at 10000).
+    #[divan::bench(args = [10_000])]
+    fn build_config(b: Bencher, n: usize) {
+        let rt = runtime();
+        let dir = std::env::temp_dir().join(format!("di-bench-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temp folder");
+        let file = dir.join("app.toml");
+        let toml: String = (0..1000)
+            .map(|i| format!("[s{i}]\nurl = \"postgres://db{i}\"\npool = {i}\ntags = [\"a\", \"b\"]\n\n"))
+            .collect();
+        std::fs::write(&file, toml).expect("the config file");
+        let defs: Vec<ProtoDef> = fillers(n)
+            .chain((0..1000).map(|i| ProtoDef::config::<Section>(format!("s{i}")).name(format!("s{i}"))))
+            .chain([
+                ProtoDef::context::<Tracer>(|_| Ok(Tracer { id: 42 })),
+                ProtoDef::singleton::<Holder>(|r| Ok(Holder { t: r.context_ref(0)? }))
+                    .dep(Dependency::new::<Tracer>(InjectKind::ContextRef, None)),
+            ])
+            .collect();
+        b.with_inputs(|| defs.clone()).bench_local_values(|defs| {
+            let builder =
+                App::builder().without_inventory().register_all(defs).config_file(&file).config_env("DI_BENCH_");
+            drop(black_box(rt.block_on(builder.build()).expect("the config is valid")));
+        });
+    }
 }

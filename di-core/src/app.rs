@@ -592,7 +592,7 @@ impl AppBuilder {
         let overridden = |def: &ProtoDef| self.overrides.iter().any(|o| o.type_id == def.type_id && o.name.is_none());
         let config = match self.config.load() {
             Ok(config) => {
-                defs = load_config(defs, &config, overridden, &mut errors);
+                load_config(&mut defs, &config, overridden, &mut errors);
                 config
             }
             // Sections are not read from a broken source: each would only repeat its error.
@@ -776,33 +776,30 @@ fn select_active(
 }
 
 /// Reads every config section (but those overridden by type): a section becomes a proto
-/// holding its value; a multi-instance one, one proto per table under its prefix.
+/// holding its value; a multi-instance one, one proto per table under its prefix (appended).
+/// Works in place: a def is a few hundred bytes, and an App may have tens of thousands.
 fn load_config(
-    defs: Vec<ProtoDef>,
+    defs: &mut Vec<ProtoDef>,
     config: &Config,
     overridden: impl Fn(&ProtoDef) -> bool,
     errors: &mut Vec<DiError>,
-) -> Vec<ProtoDef> {
+) {
     let value_factory = |value: AnyArc| Factory::Sync(Arc::new(move |_: &Resolver<'_>| Ok(value.clone())));
-    let mut out = Vec::with_capacity(defs.len());
-    for mut def in defs {
-        let Factory::Config(section) = &def.factory else {
-            out.push(def);
-            continue;
-        };
-        if overridden(&def) {
-            out.push(def);
+    let mut instances = Vec::new();
+    let mut templates = false;
+    for def in defs.iter_mut() {
+        let Factory::Config(section) = &def.factory else { continue };
+        if overridden(def) {
             continue;
         }
-        let section = section.clone();
         if !section.instances {
             match (section.load)(config, &section.prefix, def.type_name) {
                 Ok(value) => def.factory = value_factory(value),
                 Err(e) => errors.push(e),
             }
-            out.push(def);
             continue;
         }
+        templates = true;
         let names = match config.instance_names(&section.prefix, def.type_name) {
             Ok(names) => names,
             Err(e) => {
@@ -817,10 +814,13 @@ fn load_config(
                 Err(e) => errors.push(e),
             }
             instance.name = Cow::Owned(name);
-            out.push(instance);
+            instances.push(instance);
         }
     }
-    out
+    if templates {
+        defs.retain(|d| !matches!(&d.factory, Factory::Config(c) if c.instances) || overridden(d));
+    }
+    defs.extend(instances);
 }
 
 /// Replaces each `instances_of` template with one proto per proto of the type it follows,

@@ -10,7 +10,7 @@ use std::panic::Location;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use figment::providers::{Env, Format, Serialized, Toml};
+use figment::providers::{Env, Serialized};
 use figment::value::{Dict, Empty, Map, Tag, Value};
 use figment::{Figment, Metadata, Profile, Provider};
 use serde::de::DeserializeOwned;
@@ -75,7 +75,7 @@ impl Sources {
                         }
                         let name = format!("file {}", path.display());
                         hints.files.push(path.display().to_string());
-                        figment = figment.merge(Named::new(Toml::file_exact(&path), Metadata::from(name, &*path)));
+                        figment = figment.merge(Named::new(TomlFile(path.clone()), Metadata::from(name, &*path)));
                     }
                 }
                 Source::Env { prefix } => {
@@ -98,7 +98,8 @@ impl Sources {
                 },
             }
         }
-        let merged = match figment.extract::<Value>() {
+        // The merged tree with each value's tag, by a clone rather than a serde round trip.
+        let merged = match figment.find_value("") {
             Ok(value) => value,
             Err(e) => {
                 let source_name =
@@ -151,6 +152,48 @@ impl<P: Provider> Provider for Named<P> {
     fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
         self.inner.data()
     }
+}
+
+/// A TOML file, parsed with `toml` 1's parser and converted to figment's values directly:
+/// figment's own TOML provider (`toml` 0.8 through serde) spent about twice the instructions on
+/// a file of many sections (callgrind, 1000 sections; `benches/RESULTS.md`).
+struct TomlFile(PathBuf);
+
+impl Provider for TomlFile {
+    fn metadata(&self) -> Metadata {
+        Metadata::from("TOML file", &*self.0)
+    }
+
+    fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
+        let text = std::fs::read_to_string(&self.0).map_err(|e| figment::Error::from(e.to_string()))?;
+        let table = toml::de::DeTable::parse(&text).map_err(|mut e| {
+            e.set_input(Some(&text)); // so that the message shows the line
+            figment::Error::from(e.to_string())
+        })?;
+        Ok(Profile::Default.collect(from_toml_table(table.get_ref()).map_err(figment::Error::from)?))
+    }
+}
+
+fn from_toml_table(table: &toml::de::DeTable<'_>) -> Result<Dict, String> {
+    table.iter().map(|(k, v)| Ok((k.get_ref().to_string(), from_toml(v.get_ref())?))).collect()
+}
+
+fn from_toml(value: &toml::de::DeValue<'_>) -> Result<Value, String> {
+    use toml::de::DeValue;
+    Ok(match value {
+        DeValue::String(s) => Value::from(s.to_string()),
+        DeValue::Integer(i) => match i64::from_str_radix(i.as_str(), i.radix()) {
+            Ok(n) => Value::from(n),
+            Err(_) => Value::from(
+                u64::from_str_radix(i.as_str(), i.radix()).map_err(|_| format!("integer `{i}` is out of range"))?,
+            ),
+        },
+        DeValue::Float(f) => Value::from(f.as_str().parse::<f64>().map_err(|_| format!("invalid float `{f}`"))?),
+        DeValue::Boolean(b) => Value::from(*b),
+        DeValue::Datetime(d) => Value::from(d.to_string()),
+        DeValue::Array(a) => Value::from(a.iter().map(|v| from_toml(v.get_ref())).collect::<Result<Vec<Value>, _>>()?),
+        DeValue::Table(t) => Value::from(from_toml_table(t)?),
+    })
 }
 
 /// Where a missing key could be set, for the error's hint.

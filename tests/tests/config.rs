@@ -306,10 +306,7 @@ struct Db {
 /// The example, as written.
 #[singleton_proto(destroy = close)]
 impl Db {
-    async fn new(
-        config: Arc<DbConfig>,
-        #[inject(name = "primary")] clock: Arc<dyn Clock>,
-    ) -> Result<Self, DbError> {
+    async fn new(config: Arc<DbConfig>, #[inject(name = "primary")] clock: Arc<dyn Clock>) -> Result<Self, DbError> {
         tokio::task::yield_now().await; // a real pool would connect here
         if config.url.starts_with("bad:") {
             return Err(DbError(format!("cannot connect to {}", config.url)));
