@@ -1,18 +1,25 @@
-//! The App's configuration: layered sources merged with figment, typed sections read at build.
+//! The App's configuration: layered sources merged into one tree of figment values, typed
+//! sections read from it at build.
 //!
 //! Sources, lowest precedence first: TOML files (each followed by its profile variant,
 //! `app.prod.toml` after `app.toml`), environment variables (`APP_DB__URL` is `db.url`), and
-//! values set in code. Every value keeps where it came from, so an error names the file, the
-//! variable or the call that set it.
+//! values set in code. An error names the file, the variable or the call that set the value.
+//!
+//! figment provides the value model (its `Value`, its serde deserializer with key paths in
+//! errors) and the environment provider; the layers are merged here, by moving each source's
+//! tree into the result: `Figment` keeps every layer and clones the merged tree to hand it out,
+//! which cost a third of `build()` with 1000 sections (`benches/RESULTS.md`). Where a value
+//! came from is asked of the sources again, from the highest layer down, only when an error or
+//! [`Config::origin`] needs it.
 
 use std::fmt;
 use std::panic::Location;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use figment::providers::{Env, Serialized};
-use figment::value::{Dict, Empty, Map, Tag, Value};
-use figment::{Figment, Metadata, Profile, Provider};
+use figment::Provider;
+use figment::providers::Env;
+use figment::value::{Dict, Empty, Tag, Value};
 use serde::de::DeserializeOwned;
 
 use crate::error::DiError;
@@ -32,6 +39,33 @@ pub(crate) struct Sources {
     pub(crate) profile: Option<String>,
 }
 
+/// A source that was read: what to ask again where a value came from.
+enum Layer {
+    File(PathBuf),
+    Env(String),
+    /// The key, the value set there (as a tree from the root), and the caller.
+    Value(String, Dict, &'static Location<'static>),
+}
+
+impl Layer {
+    /// The layer's values. A file is read again (only errors and `origin` ask).
+    fn data(&self) -> Result<Dict, String> {
+        match self {
+            Layer::File(path) => read_toml(path),
+            Layer::Env(prefix) => env_data(prefix),
+            Layer::Value(_, dict, _) => Ok(dict.clone()),
+        }
+    }
+
+    fn describe(&self, keys: &[&str]) -> String {
+        match self {
+            Layer::File(path) => format!("file {}", path.display()),
+            Layer::Env(prefix) => format!("env {}", env_name(prefix, keys)),
+            Layer::Value(key, _, at) => format!("config_value(\"{key}\") at {at}"),
+        }
+    }
+}
+
 impl Sources {
     pub(crate) fn file(&mut self, path: PathBuf, required: bool) {
         self.sources.push(Source::File { path, required });
@@ -49,7 +83,8 @@ impl Sources {
     /// are those of the sources themselves: a malformed file, a missing required one, a value
     /// that is not serializable.
     pub(crate) fn load(self) -> Result<Config, Vec<DiError>> {
-        let mut figment = Figment::new();
+        let mut merged = Dict::new();
+        let mut layers = Vec::new();
         let mut errors = Vec::new();
         let mut hints = Hints::default();
         let rank = |s: &Source| match s {
@@ -64,32 +99,36 @@ impl Sources {
                 Source::File { path, required } => {
                     let variant = self.profile.as_deref().and_then(|p| profile_variant(&path, p));
                     for (path, required) in std::iter::once((path, required)).chain(variant.map(|v| (v, false))) {
+                        let source_name = format!("file {}", path.display());
                         if !path.is_file() {
                             if required {
-                                errors.push(DiError::ConfigSource {
-                                    source_name: format!("file {}", path.display()),
-                                    message: "not found".to_owned(),
-                                });
+                                errors.push(DiError::ConfigSource { source_name, message: "not found".to_owned() });
                             }
                             continue;
                         }
-                        let name = format!("file {}", path.display());
+                        match read_toml(&path) {
+                            Ok(dict) => merge(&mut merged, dict),
+                            Err(message) => errors.push(DiError::ConfigSource { source_name, message }),
+                        }
                         hints.files.push(path.display().to_string());
-                        figment = figment.merge(Named::new(TomlFile(path.clone()), Metadata::from(name, &*path)));
+                        layers.push(Layer::File(path));
                     }
                 }
                 Source::Env { prefix } => {
                     let upper = prefix.to_ascii_uppercase();
-                    let interpolate = upper.clone();
-                    let metadata = Metadata::named(format!("env {upper}"))
-                        .interpolater(move |_: &Profile, keys: &[&str]| env_name(&interpolate, keys));
+                    match env_data(&prefix) {
+                        Ok(dict) => merge(&mut merged, dict),
+                        Err(message) => {
+                            errors.push(DiError::ConfigSource { source_name: format!("env {upper}*"), message })
+                        }
+                    }
                     hints.env.push(upper);
-                    figment = figment.merge(Named::new(Env::prefixed(&prefix).split("__"), metadata));
+                    layers.push(Layer::Env(prefix));
                 }
-                Source::Value { key, value, at } => match value {
-                    Ok(value) => {
-                        let metadata = Metadata::named(format!("config_value(\"{key}\")")).source(at);
-                        figment = figment.merge(Named::new(Serialized::default(&key, value), metadata));
+                Source::Value { key, value, at } => match value.map(|v| nest(&key, v)) {
+                    Ok(dict) => {
+                        merge(&mut merged, dict.clone());
+                        layers.push(Layer::Value(key, dict, at));
                     }
                     Err(message) => errors.push(DiError::ConfigSource {
                         source_name: format!("config_value(\"{key}\") at {at}"),
@@ -98,22 +137,47 @@ impl Sources {
                 },
             }
         }
-        // The merged tree with each value's tag, by a clone rather than a serde round trip.
-        let merged = match figment.find_value("") {
-            Ok(value) => value,
-            Err(e) => {
-                let source_name =
-                    e.metadata.as_ref().map_or_else(|| "configuration".to_owned(), |m| m.name.to_string());
-                errors.push(DiError::ConfigSource { source_name, message: e.kind.to_string() });
-                Value::from(Dict::new())
-            }
-        };
         if errors.is_empty() {
-            Ok(Config { inner: Arc::new(Inner { figment, merged, hints, profile: self.profile }) })
+            let merged = Value::Dict(Tag::Default, merged);
+            Ok(Config { inner: Arc::new(Inner { merged, layers, hints, profile: self.profile }) })
         } else {
             Err(errors)
         }
     }
+}
+
+/// Merges `from` into `into`: tables key by key, anything else replaced.
+fn merge(into: &mut Dict, from: Dict) {
+    if into.is_empty() {
+        *into = from; // the first layer, usually the biggest: moved whole
+        return;
+    }
+    for (key, value) in from {
+        match (into.get_mut(&key), value) {
+            (Some(Value::Dict(_, old)), Value::Dict(_, new)) => merge(old, new),
+            (_, value) => {
+                into.insert(key, value);
+            }
+        }
+    }
+}
+
+/// `value` at dotted `key`, as a tree from the root: `db.pool` and 4 give `{db: {pool: 4}}`.
+fn nest(key: &str, value: Value) -> Dict {
+    let mut value = value;
+    for part in key.rsplit('.').filter(|p| !p.is_empty()) {
+        value = Value::from(Dict::from([(part.to_owned(), value)]));
+    }
+    match value {
+        Value::Dict(_, dict) => dict,
+        _ => Dict::new(), // an empty key sets nothing
+    }
+}
+
+/// The variables under `prefix`, `__` separating levels, names lowercased (figment's `Env`).
+fn env_data(prefix: &str) -> Result<Dict, String> {
+    let data = Env::prefixed(prefix).split("__").data().map_err(|e| e.to_string())?;
+    Ok(data.into_values().next().unwrap_or_default())
 }
 
 /// `app.toml` with profile `prod`: `app.prod.toml`, in the same folder.
@@ -128,50 +192,19 @@ fn profile_variant(path: &Path, profile: &str) -> Option<PathBuf> {
 
 /// The variable that sets `keys` under `prefix`: `APP_` and `db.url` give `APP_DB__URL`.
 fn env_name(prefix: &str, keys: &[&str]) -> String {
-    format!("{prefix}{}", keys.join("__").to_ascii_uppercase())
-}
-
-/// A provider with the metadata we name it by, so that errors say `env APP_DB__URL` or
-/// `file config/app.toml` rather than figment's provider names.
-struct Named<P> {
-    inner: P,
-    metadata: Metadata,
-}
-
-impl<P: Provider> Named<P> {
-    fn new(inner: P, metadata: Metadata) -> Self {
-        Named { inner, metadata }
-    }
-}
-
-impl<P: Provider> Provider for Named<P> {
-    fn metadata(&self) -> Metadata {
-        self.metadata.clone()
-    }
-
-    fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
-        self.inner.data()
-    }
+    format!("{}{}", prefix.to_ascii_uppercase(), keys.join("__").to_ascii_uppercase())
 }
 
 /// A TOML file, parsed with `toml` 1's parser and converted to figment's values directly:
 /// figment's own TOML provider (`toml` 0.8 through serde) spent about twice the instructions on
 /// a file of many sections (callgrind, 1000 sections; `benches/RESULTS.md`).
-struct TomlFile(PathBuf);
-
-impl Provider for TomlFile {
-    fn metadata(&self) -> Metadata {
-        Metadata::from("TOML file", &*self.0)
-    }
-
-    fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
-        let text = std::fs::read_to_string(&self.0).map_err(|e| figment::Error::from(e.to_string()))?;
-        let table = toml::de::DeTable::parse(&text).map_err(|mut e| {
-            e.set_input(Some(&text)); // so that the message shows the line
-            figment::Error::from(e.to_string())
-        })?;
-        Ok(Profile::Default.collect(from_toml_table(table.get_ref()).map_err(figment::Error::from)?))
-    }
+fn read_toml(path: &Path) -> Result<Dict, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let table = toml::de::DeTable::parse(&text).map_err(|mut e| {
+        e.set_input(Some(&text)); // so that the message shows the line
+        e.to_string()
+    })?;
+    from_toml_table(table.get_ref())
 }
 
 fn from_toml_table(table: &toml::de::DeTable<'_>) -> Result<Dict, String> {
@@ -204,9 +237,10 @@ struct Hints {
 }
 
 struct Inner {
-    figment: Figment,
-    /// The merged values, computed once: each section reads its part of it.
+    /// The merged values: each section reads its part of it.
     merged: Value,
+    /// The sources read, lowest first: asked again where a value came from.
+    layers: Vec<Layer>,
     hints: Hints,
     profile: Option<String>,
 }
@@ -266,10 +300,21 @@ impl Config {
 
     /// Where the value at `key` came from: `file config/app.toml`, `env APP_DB__URL`,
     /// `config_value("db.url") at src/main.rs:12:5`.
+    ///
+    /// Asks the sources again, from the highest down (a file is read again): meant for errors
+    /// and diagnostics, not for a hot path.
     pub fn origin(&self, key: &str) -> Option<String> {
-        let metadata = self.inner.figment.find_metadata(key)?;
+        if !self.contains(key) {
+            return None;
+        }
         let keys: Vec<&str> = key.split('.').collect();
-        Some(describe(metadata, &keys))
+        let layer = self
+            .inner
+            .layers
+            .iter()
+            .rev()
+            .find(|layer| layer.data().is_ok_and(|dict| Value::Dict(Tag::Default, dict).find_ref(key).is_some()))?;
+        Some(layer.describe(&keys))
     }
 
     /// The active profile, if one was set with [`AppBuilder::profile`](crate::AppBuilder::profile).
@@ -322,18 +367,6 @@ impl Config {
             [rest @ .., last] => format!("set it in {} or {last}", rest.join(", ")),
         };
         DiError::ConfigMissing { key: key.to_owned(), section, hint }
-    }
-}
-
-/// A value's provider, as errors name it.
-fn describe(metadata: &Metadata, keys: &[&str]) -> String {
-    if metadata.name.starts_with("env ") {
-        format!("env {}", metadata.interpolate(&Profile::Default, keys))
-    } else {
-        match metadata.source.as_ref() {
-            Some(figment::Source::Code(at)) => format!("{} at {at}", metadata.name),
-            _ => metadata.name.to_string(),
-        }
     }
 }
 
