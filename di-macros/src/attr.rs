@@ -91,7 +91,7 @@ impl ProtoAttr {
                 once(cx, &meta, &mut attr.prefix, lit);
             } else if config && meta.path.is_ident(INSTANCES) {
                 once(cx, &meta, &mut attr.instances, meta.path.clone());
-            } else if !config && meta.path.is_ident(INSTANCES_OF) {
+            } else if matches!(scope, ProtoScope::Singleton | ProtoScope::Context) && meta.path.is_ident(INSTANCES_OF) {
                 let ty: Type = meta.value()?.parse()?;
                 once(cx, &meta, &mut attr.instances_of, ty);
             } else if !config && meta.path.is_ident(PROVIDES) {
