@@ -383,16 +383,21 @@ mod app {
     #[divan::bench(args = [100, 1000, 10_000])]
     fn build(b: Bencher, n: usize) {
         let rt = runtime();
-        let defs: Vec<ProtoDef> = fillers(n)
+        let defs = app_defs(n);
+        b.with_inputs(|| defs.clone()).bench_local_values(|defs| {
+            drop(black_box(rt.block_on(App::builder().without_inventory().register_all(defs).build())));
+        });
+    }
+
+    /// `n` fillers, the tracer and its holder.
+    fn app_defs(n: usize) -> Vec<ProtoDef> {
+        fillers(n)
             .chain([
                 ProtoDef::context::<Tracer>(|_| Ok(Tracer { id: 42 })),
                 ProtoDef::singleton::<Holder>(|r| Ok(Holder { t: r.context_ref(0)? }))
                     .dep(Dependency::new::<Tracer>(InjectKind::ContextRef, None)),
             ])
-            .collect();
-        b.with_inputs(|| defs.clone()).bench_local_values(|defs| {
-            drop(black_box(rt.block_on(App::builder().without_inventory().register_all(defs).build())));
-        });
+            .collect()
     }
 
     /// A config section of the `build_config` benchmark.
@@ -417,14 +422,8 @@ mod app {
             .map(|i| format!("[s{i}]\nurl = \"postgres://db{i}\"\npool = {i}\ntags = [\"a\", \"b\"]\n\n"))
             .collect();
         std::fs::write(&file, toml).expect("the config file");
-        let defs: Vec<ProtoDef> = fillers(n)
-            .chain((0..1000).map(|i| ProtoDef::config::<Section>(format!("s{i}")).name(format!("s{i}"))))
-            .chain([
-                ProtoDef::context::<Tracer>(|_| Ok(Tracer { id: 42 })),
-                ProtoDef::singleton::<Holder>(|r| Ok(Holder { t: r.context_ref(0)? }))
-                    .dep(Dependency::new::<Tracer>(InjectKind::ContextRef, None)),
-            ])
-            .collect();
+        let mut defs = app_defs(n);
+        defs.extend((0..1000).map(|i| ProtoDef::config::<Section>(format!("s{i}")).name(format!("s{i}"))));
         b.with_inputs(|| defs.clone()).bench_local_values(|defs| {
             let builder =
                 App::builder().without_inventory().register_all(defs).config_file(&file).config_env("DI_BENCH_");

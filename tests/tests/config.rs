@@ -6,12 +6,15 @@
 //! setting them in this process would need `unsafe` and would leak into concurrent tests.
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use di_core::{App, AsyncContextRef, DiError, Keyed, ProtoDef, config_proto, context_proto, singleton_proto};
 use serde::Deserialize;
+
+#[path = "../support/child_env.rs"]
+mod child_env;
+use child_env::in_child;
 
 #[config_proto(prefix = "db")]
 #[derive(Debug, Deserialize)]
@@ -60,27 +63,6 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path
-}
-
-/// `true` in the child process, where the test body runs with `vars` set; in the parent, runs
-/// the child, asserts that it passed, and returns `false`.
-fn in_child(test: &str, vars: &[(&str, &str)]) -> bool {
-    if std::env::var_os("DI_CONFIG_TEST_CHILD").is_some() {
-        return true;
-    }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([test, "--exact", "--test-threads=1"])
-        .env("DI_CONFIG_TEST_CHILD", "1")
-        .envs(vars.iter().copied())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("1 passed"),
-        "child run of {test} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    false
 }
 
 fn db_app() -> di_core::AppBuilder {

@@ -14,8 +14,11 @@ use di_core::{App, context_proto};
 use todos::db::Db;
 use todos::todo::Todo;
 
+#[path = "../../../tests/support/child_env.rs"]
+mod child_env;
 #[path = "../../../tests/support/http_client.rs"]
 mod http_client;
+use child_env::in_child;
 use http_client::{send, send_json};
 
 struct Service {
@@ -238,27 +241,6 @@ async fn reads_do_not_wait_for_a_writer() {
     assert!(started.elapsed() < Duration::from_secs(2), "the read waited {:?} for the writer", started.elapsed());
     writer.execute_batch("COMMIT").unwrap();
     service.stop().await;
-}
-
-/// `true` in a child process running test `test` with `vars` set (the only way to set
-/// environment variables without `unsafe`); in the parent, runs it and asserts it passed.
-fn in_child(test: &str, vars: &[(&str, &str)]) -> bool {
-    if std::env::var_os("TODOS_TEST_CHILD").is_some() {
-        return true;
-    }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([test, "--exact", "--test-threads=1"])
-        .env("TODOS_TEST_CHILD", "1")
-        .envs(vars.iter().copied())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("1 passed"),
-        "child run of {test} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    false
 }
 
 #[tokio::test]
