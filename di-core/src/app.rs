@@ -443,8 +443,9 @@ impl AppBuilder {
 
     /// Adds the environment variables starting with `prefix` as configuration: `__` separates
     /// the levels of a key, and names are lowercased, so with `config_env("APP_")`,
-    /// `APP_DB__URL` sets `db.url`. Values are parsed like TOML scalars (`4` is a number,
-    /// `true` a boolean, anything else a string). Overrides files; overridden by values.
+    /// `APP_DB__URL` sets `db.url`. Values are strings, read as the field's type asks:
+    /// `APP_DB__POOL=4` fills a `u32`, `APP_DB__PASSWORD=1234` a `String`, `true` / `yes` / `1`
+    /// a `bool`. Overrides files; overridden by values.
     pub fn config_env(mut self, prefix: impl Into<String>) -> Self {
         self.config.env(prefix.into());
         self

@@ -17,7 +17,6 @@ use std::panic::Location;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use figment::Provider;
 use figment::providers::Env;
 use figment::value::{Dict, Empty, Tag, Value};
 use serde::de::DeserializeOwned;
@@ -84,6 +83,7 @@ impl Sources {
     /// that is not serializable.
     pub(crate) fn load(self) -> Result<Config, Vec<DiError>> {
         let mut merged = Dict::new();
+        let mut env = Dict::new();
         let mut layers = Vec::new();
         let mut errors = Vec::new();
         let mut hints = Hints::default();
@@ -117,7 +117,10 @@ impl Sources {
                 Source::Env { prefix } => {
                     let upper = prefix.to_ascii_uppercase();
                     match env_data(&prefix) {
-                        Ok(dict) => merge(&mut merged, dict),
+                        Ok(dict) => {
+                            merge(&mut env, dict.clone());
+                            merge(&mut merged, dict);
+                        }
                         Err(message) => {
                             errors.push(DiError::ConfigSource { source_name: format!("env {upper}*"), message })
                         }
@@ -139,7 +142,8 @@ impl Sources {
         }
         if errors.is_empty() {
             let merged = Value::Dict(Tag::Default, merged);
-            Ok(Config { inner: Arc::new(Inner { merged, layers, hints, profile: self.profile }) })
+            let env = Value::Dict(Tag::Default, env);
+            Ok(Config { inner: Arc::new(Inner { merged, layers, env, hints, profile: self.profile }) })
         } else {
             Err(errors)
         }
@@ -174,10 +178,15 @@ fn nest(key: &str, value: Value) -> Dict {
     }
 }
 
-/// The variables under `prefix`, `__` separating levels, names lowercased (figment's `Env`).
+/// The variables under `prefix`, `__` separating levels, names lowercased (figment's `Env`),
+/// their values kept as strings: the type they are read as decides (`"1234"` is a fine
+/// password, and a fine port), see [`Config::read`].
 fn env_data(prefix: &str) -> Result<Dict, String> {
-    let data = Env::prefixed(prefix).split("__").data().map_err(|e| e.to_string())?;
-    Ok(data.into_values().next().unwrap_or_default())
+    let mut dict = Dict::new();
+    for (key, value) in Env::prefixed(prefix).split("__").iter() {
+        merge(&mut dict, nest(key.as_str(), Value::from(value)));
+    }
+    Ok(dict)
 }
 
 /// `app.toml` with profile `prod`: `app.prod.toml`, in the same folder.
@@ -241,6 +250,8 @@ struct Inner {
     merged: Value,
     /// The sources read, lowest first: asked again where a value came from.
     layers: Vec<Layer>,
+    /// What the environment set (strings, read leniently).
+    env: Value,
     hints: Hints,
     profile: Option<String>,
 }
@@ -287,7 +298,7 @@ impl Config {
     /// it came from.
     pub fn get<T: DeserializeOwned>(&self, key: &str) -> Result<T, DiError> {
         match self.inner.merged.find_ref(key) {
-            Some(value) => T::deserialize(value).map_err(|e| self.error(e, key, "App::config().get")),
+            Some(value) => self.read(key, value, "App::config().get"),
             None => T::deserialize(&Value::Empty(Tag::Default, Empty::None))
                 .map_err(|_| self.missing(key, "App::config().get")),
         }
@@ -328,7 +339,26 @@ impl Config {
     pub(crate) fn section<T: DeserializeOwned>(&self, prefix: &str, section: &'static str) -> Result<T, DiError> {
         let empty = Value::from(Dict::new());
         let value = self.inner.merged.find_ref(prefix).unwrap_or(&empty);
-        T::deserialize(value).map_err(|e| self.error(e, prefix, section))
+        self.read(prefix, value, section)
+    }
+
+    /// Deserializes `value`, found at `key`. Values from the environment are strings; where
+    /// the environment set something under `key`, strings are read leniently, as numbers or
+    /// booleans where the type asks for them (figment's lossy reading, through a small figment
+    /// of this value only). Elsewhere, the values are read as typed, straight from the tree.
+    fn read<T: DeserializeOwned>(&self, key: &str, value: &Value, section: &'static str) -> Result<T, DiError> {
+        let from_env = self.inner.env.find_ref(key).is_some();
+        if !from_env {
+            return T::deserialize(value).map_err(|e| self.error(e, key, section));
+        }
+        const AT: &str = "value";
+        let figment = figment::Figment::from(figment::providers::Serialized::default(AT, value));
+        figment.extract_inner_lossy::<T>(AT).map_err(|mut e| {
+            if e.path.last().is_some_and(|p| p == AT) {
+                e.path.pop();
+            }
+            self.error(e, key, section)
+        })
     }
 
     /// The names of the tables under `prefix`, in order: the instances of a multi-instance

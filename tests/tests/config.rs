@@ -101,6 +101,19 @@ async fn files_then_env_then_values_whatever_the_call_order() {
 }
 
 #[tokio::test]
+async fn environment_values_are_read_as_the_field_asks() {
+    let name = "environment_values_are_read_as_the_field_asks";
+    if !in_child(name, &[("CFG3_DB__URL", "1234"), ("CFG3_DB__POOL", "7"), ("CFG3_FLAGS__BETA", "true")]) {
+        return;
+    }
+    let app = db_app().config_env("CFG3_").build().await.unwrap();
+    let db = app.get_object::<DbConfig>().unwrap();
+    assert_eq!((db.url.as_str(), db.pool), ("1234", 7), "digits are a fine string, and a fine number");
+    assert!(app.config().get::<bool>("flags.beta").unwrap());
+    assert_eq!(app.config().get::<String>("flags.beta").unwrap(), "true");
+}
+
+#[tokio::test]
 async fn absent_sections_and_fields_take_their_serde_defaults() {
     let app = App::builder().without_inventory().link::<HttpConfig>().build().await.unwrap();
     let http = app.get_object::<HttpConfig>().unwrap();
