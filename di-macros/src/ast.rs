@@ -149,6 +149,15 @@ impl ProtoItem {
         &self.ident
     }
 
+    /// The proto's type as the item names it: the struct's name, or the `impl` block's self
+    /// type (a path such as `super::Db` resolves where the block is).
+    pub(crate) fn self_ty(&self) -> TokenStream {
+        match &self.body {
+            Body::Struct { item, .. } => item.ident.to_token_stream(),
+            Body::Impl { item, .. } => item.self_ty.to_token_stream(),
+        }
+    }
+
     /// The dependencies, in the order the factory resolves them, with the name of the field
     /// or parameter each fills.
     pub(crate) fn injected(&self) -> Box<dyn Iterator<Item = (&syn::Ident, &Inject)> + '_> {

@@ -59,7 +59,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
     };
     let krate = model.attr.krate.clone().map_or(default_krate, |p| quote!(#p));
     let item = &model.body;
-    let ident = model.ident();
+    let self_ty = model.self_ty();
     let scope_trait = match model.scope {
         ProtoScope::Singleton | ProtoScope::Controller | ProtoScope::Config => quote!(SingletonProto),
         ProtoScope::Context => quote!(ContextProto),
@@ -110,7 +110,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
         let coerce = quote_spanned!(ty.span()=> |__di_this| __di_this);
         quote! {
             fn #cast(__di_obj: __di::AnyArc) -> __di::CastOutput {
-                __di::provide::<#ident, #ty>(__di_obj, #coerce)
+                __di::provide::<#self_ty, #ty>(__di_obj, #coerce)
             }
         }
     });
@@ -124,8 +124,8 @@ fn expand(model: &ProtoItem) -> TokenStream {
         let setter = syn::Ident::new(setter, Span::call_site());
         // Spanned at the method name, so a misspelled name or a wrong return type points there.
         let call = quote_spanned! {method.span()=>
-            __di::hook::<#ident, _, _>(__di_obj, |__di_this: __di::Arc<#ident>| async move {
-                #ident::#method(&__di_this).await
+            __di::hook::<#self_ty, _, _>(__di_obj, |__di_this: __di::Arc<#self_ty>| async move {
+                <#self_ty>::#method(&__di_this).await
             })
         };
         (
@@ -147,7 +147,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
         // Listed outermost first, as in `tower::ServiceBuilder`: the last `.layer` wraps the rest.
         let layers = model.middleware.iter().rev();
         quote! {
-            impl __di::Controller for #ident {
+            impl __di::Controller for #self_ty {
                 const PATH: &'static str = #path;
                 fn layers(__di_router: __di::Router) -> __di::Router {
                     __di_router #(.layer(#layers))*
@@ -164,13 +164,13 @@ fn expand(model: &ProtoItem) -> TokenStream {
 
             #(#checks)*
 
-            impl __di::Proto for #ident {
+            impl __di::Proto for #self_ty {
                 const NEEDS_ASYNC: bool = #needs_async;
                 fn descriptor() -> &'static __di::ProtoDescriptor {
                     &__DI_DESCRIPTOR
                 }
             }
-            impl __di::#scope_trait for #ident {}
+            impl __di::#scope_trait for #self_ty {}
             #controller
 
             #factory
@@ -218,6 +218,7 @@ fn needs_async(model: &ProtoItem) -> TokenStream {
 /// The factory function and the descriptor constructor that takes it.
 fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
     let ident = model.ident();
+    let self_ty = model.self_ty();
     let name = model.attr.name.as_ref().map_or_else(|| default_name(ident), syn::LitStr::value);
     let scope = match model.scope {
         ProtoScope::Context => quote!(Context),
@@ -229,7 +230,7 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
         // `load_section::<T>` requires `T: Deserialize`, which is the check.
         return (
             quote!(),
-            quote!(__di::ProtoDescriptor::config::<#ident>(#name, #prefix, #instances, __di::load_section::<#ident>, __di::cast_to::<#ident>)),
+            quote!(__di::ProtoDescriptor::config::<#self_ty>(#name, #prefix, #instances, __di::load_section::<#self_ty>, __di::cast_to::<#self_ty>)),
         );
     }
     // Each dependency is resolved in its own `let` statement: a `?` inside the struct literal
@@ -269,16 +270,16 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
                         __di::Result::Ok(__di::Arc::new(#ident { #(#fields,)* }))
                     }
                 },
-                quote!(__di::ProtoDescriptor::new::<#ident>(#name, __di::Scope::#scope, __di_factory, __di::cast_to::<#ident>)),
+                quote!(__di::ProtoDescriptor::new::<#self_ty>(#name, __di::Scope::#scope, __di_factory, __di::cast_to::<#self_ty>)),
             )
         }
         Body::Impl { .. } => {
             let Some(ctor) = model.ctor() else { unreachable!("a constructor-less impl block is an error") };
             let ctor_ident = &ctor.ident;
             // Spanned at the constructor, so a wrong return type points there.
-            let call = quote_spanned!(ctor_ident.span()=> #ident::#ctor_ident(#(#locals),*));
+            let call = quote_spanned!(ctor_ident.span()=> <#self_ty>::#ctor_ident(#(#locals),*));
             if ctor.is_async {
-                let construct = quote_spanned!(ctor_ident.span()=> __di::construct_async::<#ident, _>(#call));
+                let construct = quote_spanned!(ctor_ident.span()=> __di::construct_async::<#self_ty, _>(#call));
                 (
                     quote! {
                         fn __di_factory(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::BuildFuture, __di::DiError> {
@@ -286,10 +287,10 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
                             __di::Result::Ok(#construct)
                         }
                     },
-                    quote!(__di::ProtoDescriptor::new_async::<#ident>(#name, __di::Scope::#scope, __di_factory, __di::cast_to::<#ident>)),
+                    quote!(__di::ProtoDescriptor::new_async::<#self_ty>(#name, __di::Scope::#scope, __di_factory, __di::cast_to::<#self_ty>)),
                 )
             } else {
-                let construct = quote_spanned!(ctor_ident.span()=> __di::constructed::<#ident>(__di_r, #call));
+                let construct = quote_spanned!(ctor_ident.span()=> __di::constructed::<#self_ty>(__di_r, #call));
                 (
                     quote! {
                         fn __di_factory(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::AnyArc, __di::DiError> {
@@ -297,7 +298,7 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
                             #construct
                         }
                     },
-                    quote!(__di::ProtoDescriptor::new::<#ident>(#name, __di::Scope::#scope, __di_factory, __di::cast_to::<#ident>)),
+                    quote!(__di::ProtoDescriptor::new::<#self_ty>(#name, __di::Scope::#scope, __di_factory, __di::cast_to::<#self_ty>)),
                 )
             }
         }

@@ -62,3 +62,17 @@ impl Service {
 }
 
 fn main() {}
+
+/// The `impl` block may name the type by a path: it resolves where the block is.
+mod models {
+    pub struct Remote {
+        pub port: u16,
+    }
+}
+
+#[singleton_proto(name = "remote")]
+impl models::Remote {
+    fn new() -> Self {
+        models::Remote { port: 7001 }
+    }
+}
