@@ -590,7 +590,9 @@ impl AppBuilder {
         let mut errors = Vec::new();
         let profile = self.config.profile.clone();
         let inactive = select_active(&mut defs, profile.as_deref(), &self.excluded, &mut errors);
-        let overridden = |def: &ProtoDef| self.overrides.iter().any(|o| o.type_id == def.type_id && o.name.is_none());
+        let overridden = |ty: TypeId, name: &str| {
+            self.overrides.iter().any(|o| o.type_id == ty && o.name.as_deref().is_none_or(|n| n == name))
+        };
         let config = match self.config.load() {
             Ok(config) => {
                 load_config(&mut defs, &config, overridden, &mut errors);
@@ -776,13 +778,14 @@ fn select_active(
     inactive
 }
 
-/// Reads every config section (but those overridden by type): a section becomes a proto
-/// holding its value; a multi-instance one, one proto per table under its prefix (appended).
-/// Works in place: a def is a few hundred bytes, and an App may have tens of thousands.
+/// Reads every config section (but those overridden): a section becomes a proto holding its
+/// value; a multi-instance one, one proto per table under its prefix (appended; an overridden
+/// instance is left for its override). Works in place: a def is a few hundred bytes, and an
+/// App may have tens of thousands.
 fn load_config(
     defs: &mut Vec<ProtoDef>,
     config: &Config,
-    overridden: impl Fn(&ProtoDef) -> bool,
+    overridden: impl Fn(TypeId, &str) -> bool,
     errors: &mut Vec<DiError>,
 ) {
     let value_factory = |value: AnyArc| Factory::Sync(Arc::new(move |_: &Resolver<'_>| Ok(value.clone())));
@@ -790,13 +793,12 @@ fn load_config(
     let mut templates = false;
     for def in defs.iter_mut() {
         let Factory::Config(section) = &def.factory else { continue };
-        if overridden(def) {
-            continue;
-        }
         if !section.instances {
-            match (section.load)(config, &section.prefix, def.type_name) {
-                Ok(value) => def.factory = value_factory(value),
-                Err(e) => errors.push(e),
+            if !overridden(def.type_id, &def.name) {
+                match (section.load)(config, &section.prefix, def.type_name) {
+                    Ok(value) => def.factory = value_factory(value),
+                    Err(e) => errors.push(e),
+                }
             }
             continue;
         }
@@ -810,43 +812,58 @@ fn load_config(
         };
         for name in names {
             let mut instance = def.clone();
-            match (section.load)(config, &format!("{}.{name}", section.prefix), def.type_name) {
-                Ok(value) => instance.factory = value_factory(value),
-                Err(e) => errors.push(e),
+            if !overridden(def.type_id, &name) {
+                match (section.load)(config, &format!("{}.{name}", section.prefix), def.type_name) {
+                    Ok(value) => instance.factory = value_factory(value),
+                    Err(e) => errors.push(e),
+                }
             }
             instance.name = Cow::Owned(name);
             instances.push(instance);
         }
     }
     if templates {
-        defs.retain(|d| !matches!(&d.factory, Factory::Config(c) if c.instances) || overridden(d));
+        defs.retain(|d| !matches!(&d.factory, Factory::Config(c) if c.instances));
     }
     defs.extend(instances);
 }
 
 /// Replaces each `instances_of` template with one proto per proto of the type it follows,
-/// named like it, whose unqualified dependencies on that type name it.
+/// named like it, whose unqualified dependencies on that type name it. A template may follow
+/// another template's type: those are expanded first (a cycle of templates expands to nothing).
 fn expand_instances(defs: Vec<ProtoDef>) -> Vec<ProtoDef> {
     if defs.iter().all(|d| d.instances_of.is_none()) {
         return defs;
     }
-    let (templates, mut out): (Vec<ProtoDef>, Vec<ProtoDef>) = defs.into_iter().partition(|d| d.instances_of.is_some());
-    for template in templates {
-        let Some((of, _)) = template.instances_of else { continue };
-        let mut names: Vec<String> = out.iter().filter(|d| d.type_id == of).map(|d| d.name.to_string()).collect();
-        names.sort();
-        for name in names {
-            let mut instance = template.clone();
-            instance.instances_of = None;
-            let deps = instance.deps.to_mut();
-            for dep in deps.iter_mut() {
-                let follows = matches!(dep.kind, InjectKind::Arc | InjectKind::Optional);
-                if follows && (dep.type_id)() == of && dep.qualifier.is_none() {
-                    dep.qualifier = Some(Cow::Owned(name.clone()));
+    let (mut templates, mut out): (Vec<ProtoDef>, Vec<ProtoDef>) =
+        defs.into_iter().partition(|d| d.instances_of.is_some());
+    loop {
+        // The templates whose followed type no other pending template produces.
+        let ready: Vec<ProtoDef>;
+        (ready, templates) = {
+            let pending: Vec<TypeId> = templates.iter().map(|t| t.type_id).collect();
+            templates.into_iter().partition(|t| t.instances_of.is_some_and(|(of, _)| !pending.contains(&of)))
+        };
+        if ready.is_empty() {
+            break;
+        }
+        for template in ready {
+            let Some((of, _)) = template.instances_of else { continue };
+            let mut names: Vec<String> = out.iter().filter(|d| d.type_id == of).map(|d| d.name.to_string()).collect();
+            names.sort();
+            names.dedup();
+            for name in names {
+                let mut instance = template.clone();
+                instance.instances_of = None;
+                for dep in instance.deps.to_mut().iter_mut() {
+                    let follows = matches!(dep.kind, InjectKind::Arc | InjectKind::Optional);
+                    if follows && (dep.type_id)() == of && dep.qualifier.is_none() {
+                        dep.qualifier = Some(Cow::Owned(name.clone()));
+                    }
                 }
+                instance.name = Cow::Owned(name);
+                out.push(instance);
             }
-            instance.name = Cow::Owned(name);
-            out.push(instance);
         }
     }
     out

@@ -152,7 +152,7 @@ pub enum DiError {
     /// A dependency is provided only by protos that are not registered under the active
     /// profile, or that `exclude` dropped.
     #[error(
-        "`{by}` injects `{wanted}`, which only inactive protos provide: {}; activate the profile with `AppBuilder::profile`, or register a provider for every profile",
+        "`{by}` injects `{wanted}`, which only inactive protos provide: {}; activate the profile (`AppBuilder::profile`), stop excluding it, or register a provider that is active",
         .inactive.join(", ")
     )]
     Inactive {

@@ -28,8 +28,12 @@ impl Hasher for IdHasher {
         tail[..rest.len()].copy_from_slice(rest);
         self.write_u64(u64::from_le_bytes(tail) ^ (rest.len() as u64) << 56);
     }
+    /// A folded multiply: the 128-bit product's halves xor-ed, so that every input bit reaches
+    /// the low bits hash tables index by (a plain multiply only carries bits up: names that
+    /// differ past their first bytes shared a handful of buckets).
     fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let product = u128::from(self.0 ^ n) * 0x9E37_79B9_7F4A_7C15;
+        self.0 = (product as u64) ^ ((product >> 64) as u64);
     }
     fn write_u32(&mut self, n: u32) {
         self.write_u64(u64::from(n));
@@ -249,7 +253,18 @@ fn resolve_dep(
         InjectKind::Arc => Resolved::One(one()?),
         InjectKind::Optional if chosen.is_empty() => Resolved::Maybe(None),
         InjectKind::Optional => Resolved::Maybe(Some(one()?)),
-        InjectKind::All | InjectKind::Keyed => Resolved::Many(chosen),
+        InjectKind::All => Resolved::Many(chosen),
+        InjectKind::Keyed => {
+            // By name: two providers of one name would make `get(name)` pick one silently.
+            if let Some(w) = chosen.windows(2).find(|w| protos[w[0].proto].name == protos[w[1].proto].name) {
+                return Err(DiError::Ambiguous {
+                    wanted,
+                    by: by(),
+                    candidates: w.iter().map(|t| protos[t.proto].label()).collect(),
+                });
+            }
+            Resolved::Many(chosen)
+        }
         InjectKind::ContextRef => {
             let t = one()?;
             let target = &protos[t.proto];
@@ -340,4 +355,25 @@ fn topo_order(protos: &[ProtoDef], resolved: &[Vec<Resolved>]) -> Result<Vec<usi
         }
     }
     Ok(order)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+
+    use super::IdHasher;
+
+    /// Hash tables take the low bits: names that differ only past their first bytes must still
+    /// spread over them (before `finish` rotated, 10000 such names shared one bucket).
+    #[test]
+    fn names_spread_over_the_low_bits() {
+        let build = BuildHasherDefault::<IdHasher>::default();
+        let buckets: std::collections::HashSet<u64> =
+            (0..10_000).map(|i| build.hash_one(format!("node{i:04}")) & 1023).collect();
+        assert!(buckets.len() > 900, "{} of 1024 buckets used", buckets.len());
+        let typed: std::collections::HashSet<u64> = (0..10_000u64)
+            .map(|i| build.hash_one((std::any::TypeId::of::<u8>(), format!("filler{i}"))) & 1023)
+            .collect();
+        assert!(typed.len() > 900, "{} of 1024 buckets used", typed.len());
+    }
 }

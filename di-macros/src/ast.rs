@@ -286,7 +286,7 @@ fn ctor(cx: &Ctxt, sig: &mut syn::Signature) -> Option<Ctor> {
             syn::FnArg::Typed(arg) => {
                 let attr = take_inject(cx, &mut arg.attrs).unwrap_or_default();
                 let name = match &*arg.pat {
-                    syn::Pat::Ident(p) => syn::Ident::new(&p.ident.to_string(), p.ident.span()),
+                    syn::Pat::Ident(p) => p.ident.clone(),
                     _ => syn::Ident::new(&format!("_{i}"), arg.pat.span()),
                 };
                 let what = "a constructor parameter is injected, so it";

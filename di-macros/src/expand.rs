@@ -91,8 +91,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
             (Kind::ContextRef | Kind::AsyncContextRef, _) => quote!(assert_context),
             (_, true) => quote!(assert_singleton),
             // `Proto::NEEDS_ASYNC` of the proto reads it, which checks that it is a proto.
-            (Kind::Arc | Kind::Optional, false) => return quote!(),
-            (Kind::All | Kind::Keyed, false) => quote!(assert_proto),
+            (_, false) => return quote!(),
         };
         let sync_only = check::sync_reference(inject.kind).then(|| {
             let shown = type_text(target);
@@ -122,10 +121,12 @@ fn expand(model: &ProtoItem) -> TokenStream {
         let Some(method) = method else { return (quote!(), quote!()) };
         let hook_fn = syn::Ident::new(fn_name, Span::call_site());
         let setter = syn::Ident::new(setter, Span::call_site());
-        // Spanned at the method name, so a misspelled name or a wrong return type points there.
+        // Spanned at the method name, so a misspelled name or a wrong return type points there;
+        // the locals are made at the call site, so that they resolve whatever that span is.
+        let (obj, this) = (quote!(__di_obj), quote!(__di_this));
         let call = quote_spanned! {method.span()=>
-            __di::hook::<#self_ty, _, _>(__di_obj, |__di_this: __di::Arc<#self_ty>| async move {
-                <#self_ty>::#method(&__di_this).await
+            __di::hook::<#self_ty, _, _>(#obj, |#this: __di::Arc<#self_ty>| async move {
+                <#self_ty>::#method(&#this).await
             })
         };
         (
@@ -205,10 +206,8 @@ fn needs_async(model: &ProtoItem) -> TokenStream {
         return quote!(false);
     }
     let own = model.attr.init.is_some() || model.ctor().is_some_and(|c| c.is_async);
-    let deps = model
-        .injected()
-        .filter(|(_, inject)| matches!(inject.kind, Kind::Arc | Kind::Optional) && check::checked(inject))
-        .map(|(_, inject)| {
+    let deps =
+        model.injected().filter(|(_, inject)| inject.kind.by_value() && check::checked(inject)).map(|(_, inject)| {
             let target = &inject.target;
             quote!(<#target as __di::Proto>::NEEDS_ASYNC)
         });
@@ -290,7 +289,10 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
                     quote!(__di::ProtoDescriptor::new_async::<#self_ty>(#name, __di::Scope::#scope, __di_factory, __di::cast_to::<#self_ty>)),
                 )
             } else {
-                let construct = quote_spanned!(ctor_ident.span()=> __di::constructed::<#self_ty>(__di_r, #call));
+                // `__di_r` is made here, at the call site: spanned at the constructor, it would not
+                // resolve when the constructor's name comes from a `macro_rules!` argument.
+                let resolver = quote!(__di_r);
+                let construct = quote_spanned!(ctor_ident.span()=> __di::constructed::<#self_ty>(#resolver, #call));
                 (
                     quote! {
                         fn __di_factory(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::AnyArc, __di::DiError> {

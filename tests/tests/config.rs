@@ -487,6 +487,86 @@ async fn one_instance_per_config_table_injected_by_name_as_a_list_and_keyed() {
     );
 }
 
+/// Follows `Redis`, itself a template: expanded after it, whatever the registration order.
+struct Pinger {
+    redis: Arc<Redis>,
+}
+
+#[singleton_proto(instances_of = Redis)]
+impl Pinger {
+    fn new(redis: Arc<Redis>) -> Pinger {
+        Pinger { redis }
+    }
+}
+
+#[tokio::test]
+async fn templates_of_templates_and_overrides_of_instances() {
+    let two = |b: di_core::AppBuilder| {
+        b.config_value("redis.cache.url", "redis://cache").config_value("redis.session.url", "redis://session")
+    };
+    // `Pinger` registered before `Redis` and `RedisConfig`.
+    let app = two(App::builder().without_inventory().link::<Pinger>().link::<Redis>().link::<RedisConfig>())
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(app.get_object_named::<Pinger>("session").unwrap().redis.url, "redis://session");
+    assert_eq!(app.get_object_named::<Pinger>("cache").unwrap().redis.url, "redis://cache");
+
+    // A fake of the section type replaces every instance, and keeps them.
+    let app = two(redis_graph()).override_with(RedisConfig { url: "redis://fake".into() }).build().await.unwrap();
+    assert_eq!(app.get_object_named::<Redis>("session").unwrap().url, "redis://fake");
+    assert_eq!(app.get_object_named::<Redis>("cache").unwrap().url, "redis://fake");
+
+    // A fake of one instance: that instance's table is not read (here it would fail).
+    let app = redis_graph()
+        .config_value("redis.cache.port", 1) // no url: reading it would be an error
+        .config_value("redis.session.url", "redis://session")
+        .override_named("cache", RedisConfig { url: "redis://fake".into() })
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(app.get_object_named::<Redis>("cache").unwrap().url, "redis://fake");
+    assert_eq!(app.get_object_named::<Redis>("session").unwrap().url, "redis://session");
+}
+
+trait Health: Send + Sync {}
+struct DiskHealth;
+impl Health for DiskHealth {}
+struct NetHealth;
+impl Health for NetHealth {}
+struct Checks {
+    _all: Keyed<dyn Health>,
+}
+
+#[tokio::test]
+async fn keyed_refuses_two_providers_of_one_name() {
+    let e = App::builder()
+        .without_inventory()
+        .register(
+            ProtoDef::singleton::<DiskHealth>(|_| Ok(DiskHealth))
+                .name("cache")
+                .provides::<DiskHealth, dyn Health>(|h| h),
+        )
+        .register(
+            ProtoDef::singleton::<NetHealth>(|_| Ok(NetHealth)).name("cache").provides::<NetHealth, dyn Health>(|h| h),
+        )
+        .register(ProtoDef::singleton::<Checks>(|r| Ok(Checks { _all: r.keyed(0)? })).dep(di_core::Dependency::new::<
+            dyn Health,
+        >(
+            di_core::InjectKind::Keyed,
+            None,
+        )))
+        .build()
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string()
+            .contains("which 2 protos provide (config::DiskHealth (\"cache\"), config::NetHealth (\"cache\"))"),
+        "{e}"
+    );
+}
+
 #[tokio::test]
 async fn an_instance_table_with_a_bad_value_names_its_key() {
     let e = redis_graph().config_value("redis.cache.url", 6379).build().await.err().unwrap().to_string();
@@ -538,7 +618,7 @@ async fn a_profile_selects_the_protos_registered_for_it() {
     let e = mail_graph().build().await.err().unwrap();
     assert_eq!(
         e.to_string(),
-        "`config::Signup (\"signup\")` injects `dyn config::Mailer`, which only inactive protos provide: config::FakeMailer (\"mailer\") (profile \"test\"), config::SmtpMailer (\"mailer\") (profile \"prod\"); activate the profile with `AppBuilder::profile`, or register a provider for every profile"
+        "`config::Signup (\"signup\")` injects `dyn config::Mailer`, which only inactive protos provide: config::FakeMailer (\"mailer\") (profile \"test\"), config::SmtpMailer (\"mailer\") (profile \"prod\"); activate the profile (`AppBuilder::profile`), stop excluding it, or register a provider that is active"
     );
 }
 

@@ -35,3 +35,16 @@ pub struct Handler {
 }
 
 fn main() {}
+
+/// Built from a list of async protos: async too.
+#[context_proto]
+pub struct Pages {
+    #[inject]
+    all: Vec<Arc<Page>>,
+}
+
+#[singleton_proto]
+pub struct Index {
+    #[inject]
+    pages: ContextRef<Pages>,
+}
