@@ -589,7 +589,7 @@ impl AppBuilder {
 
         let mut errors = Vec::new();
         let profile = self.config.profile.clone();
-        let inactive = select_active(&mut defs, profile.as_deref(), &self.excluded, &mut errors);
+        let mut inactive = select_active(&mut defs, profile.as_deref(), &self.excluded, &mut errors);
         let overridden = |ty: TypeId, name: &str| {
             self.overrides.iter().any(|o| o.type_id == ty && o.name.as_deref().is_none_or(|n| n == name))
         };
@@ -604,7 +604,7 @@ impl AppBuilder {
                 Config::default()
             }
         };
-        defs = expand_instances(defs);
+        defs = expand_instances(defs, &mut inactive);
         for o in self.overrides {
             let mut hit = false;
             for def in
@@ -765,10 +765,12 @@ fn select_active(
     let mut inactive = Vec::new();
     defs.retain(|def| {
         let why = if excluded.iter().any(|&(ty, _)| ty == def.type_id) {
-            "excluded".to_owned()
+            "excluded by `AppBuilder::exclude`".to_owned()
         } else {
             match def.profile.as_deref() {
-                Some(p) if Some(p) != profile => format!("profile \"{p}\""),
+                Some(p) if Some(p) != profile => {
+                    format!("registered for profile \"{p}\" only: activate it with `AppBuilder::profile(\"{p}\")`")
+                }
                 _ => return true,
             }
         };
@@ -831,7 +833,7 @@ fn load_config(
 /// Replaces each `instances_of` template with one proto per proto of the type it follows,
 /// named like it, whose unqualified dependencies on that type name it. A template may follow
 /// another template's type: those are expanded first (a cycle of templates expands to nothing).
-fn expand_instances(defs: Vec<ProtoDef>) -> Vec<ProtoDef> {
+fn expand_instances(defs: Vec<ProtoDef>, inactive: &mut Vec<(ProtoDef, String)>) -> Vec<ProtoDef> {
     if defs.iter().all(|d| d.instances_of.is_none()) {
         return defs;
     }
@@ -845,13 +847,23 @@ fn expand_instances(defs: Vec<ProtoDef>) -> Vec<ProtoDef> {
             templates.into_iter().partition(|t| t.instances_of.is_some_and(|(of, _)| !pending.contains(&of)))
         };
         if ready.is_empty() {
+            for template in templates {
+                let why = "its `instances_of` chain comes back to its own type".to_owned();
+                inactive.push((template, why));
+            }
             break;
         }
         for template in ready {
-            let Some((of, _)) = template.instances_of else { continue };
+            let Some((of, of_name)) = template.instances_of else { continue };
             let mut names: Vec<String> = out.iter().filter(|d| d.type_id == of).map(|d| d.name.to_string()).collect();
             names.sort();
             names.dedup();
+            if names.is_empty() {
+                let why = format!(
+                    "one instance per `{of_name}`, and there is none (for a config section: no table under its prefix)"
+                );
+                inactive.push((template.clone(), why));
+            }
             for name in names {
                 let mut instance = template.clone();
                 instance.instances_of = None;

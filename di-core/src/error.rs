@@ -149,18 +149,15 @@ pub enum DiError {
         /// The excluded type.
         type_name: &'static str,
     },
-    /// A dependency is provided only by protos that are not registered under the active
-    /// profile, or that `exclude` dropped.
-    #[error(
-        "`{by}` injects `{wanted}`, which only inactive protos provide: {}; activate the profile (`AppBuilder::profile`), stop excluding it, or register a provider that is active",
-        .inactive.join(", ")
-    )]
+    /// A dependency is provided only by protos that are left out: registered for another
+    /// profile, excluded, or templates (`instances_of`) whose followed type has no instance.
+    #[error("`{by}` injects `{wanted}`, but every proto that provides it is left out: {}", .inactive.join(", "))]
     Inactive {
         /// The requested type.
         wanted: &'static str,
         /// The proto that asked for it.
         by: String,
-        /// The inactive candidates, as `type ("name")` and why: `profile "test"` or `excluded`.
+        /// Each candidate, as `type ("name")`, why it is left out and the fix.
         inactive: Vec<String>,
     },
     /// A configuration key has a value that does not fit its section's field.

@@ -288,22 +288,20 @@ fn sorted(protos: &[ProtoDef], mut targets: Vec<Target>) -> Vec<Target> {
     targets
 }
 
-/// A `Missing` dependency that an inactive proto would provide: say which, and why it is off.
+/// A dependency with no provider (`Missing`, or no provider of that name) that a left-out
+/// proto would provide: say which, and why it is left out.
 fn inactive_only(e: DiError, dep: &crate::proto::Dependency, inactive: &[(ProtoDef, String)]) -> DiError {
-    let DiError::Missing { wanted, by } = e else { return e };
+    let (DiError::Missing { wanted, ref by } | DiError::UnknownQualifier { wanted, ref by, .. }) = e else { return e };
     let candidates: Vec<String> = inactive
         .iter()
         .filter(|(def, _)| {
             def.provides.iter().any(|p| p.type_id == (dep.type_id)())
-                && dep.qualifier.as_deref().is_none_or(|q| def.name == q)
+                // A template's instances would take any name.
+                && (def.instances_of.is_some() || dep.qualifier.as_deref().is_none_or(|q| def.name == q))
         })
         .map(|(def, why)| format!("{} ({why})", def.label()))
         .collect();
-    if candidates.is_empty() {
-        DiError::Missing { wanted, by }
-    } else {
-        DiError::Inactive { wanted, by, inactive: candidates }
-    }
+    if candidates.is_empty() { e } else { DiError::Inactive { wanted, by: by.clone(), inactive: candidates } }
 }
 
 /// Orders protos so that every construction dependency comes first; reports the first cycle.

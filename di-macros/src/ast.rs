@@ -130,8 +130,16 @@ impl ProtoItem {
                 (struct_body(cx, item), ident, middleware)
             }
             Ok(syn::Item::Impl(item)) if matches!(scope, ProtoScope::Singleton | ProtoScope::Context) => {
-                let ident = impl_ident(cx, &item)?;
-                (impl_body(cx, item), ident, Vec::new())
+                // A refused block still goes back without our markers (an error is recorded, so
+                // it is emitted, not expanded): `#[constructor]` or a parameter's `#[inject]`
+                // left on it would add "cannot find attribute" errors to the real one.
+                match impl_ident(cx, &item) {
+                    Some(ident) => (impl_body(cx, item), ident, Vec::new()),
+                    None => {
+                        let ident = syn::Ident::new("Refused", item.self_ty.span());
+                        (Body::Impl { item: strip_markers(item), ctor: None }, ident, Vec::new())
+                    }
+                }
             }
             Ok(other) => {
                 not_applicable(other.span());
@@ -235,6 +243,21 @@ fn impl_ident(cx: &Ctxt, item: &syn::ItemImpl) -> Option<syn::Ident> {
             None
         }
     }
+}
+
+/// The block without `#[constructor]` and parameters' `#[inject]`, for a block that is refused.
+fn strip_markers(mut item: syn::ItemImpl) -> syn::ItemImpl {
+    for impl_item in &mut item.items {
+        if let syn::ImplItem::Fn(f) = impl_item {
+            f.attrs.retain(|a| !a.path().is_ident(CONSTRUCTOR));
+            for input in &mut f.sig.inputs {
+                if let syn::FnArg::Typed(arg) = input {
+                    arg.attrs.retain(|a| !a.path().is_ident(INJECT));
+                }
+            }
+        }
+    }
+    item
 }
 
 /// Finds the constructor (`#[constructor]`, else `new`) and reads its parameters.

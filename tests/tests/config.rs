@@ -568,6 +568,36 @@ async fn keyed_refuses_two_providers_of_one_name() {
 }
 
 #[tokio::test]
+async fn a_template_without_instances_and_a_named_inactive_proto_say_so() {
+    // No `[redis.*]` table: no `Redis`, and `Caches` says why.
+    let e = redis_graph().link::<Caches>().build().await.err().unwrap().to_string();
+    assert!(
+        e.contains("injects `config::Redis`, but every proto that provides it is left out: config::Redis (\"redis\") (one instance per `config::RedisConfig`, and there is none"),
+        "{e}"
+    );
+    // The named provider is for another profile, while one of another name is active.
+    let e = App::builder()
+        .without_inventory()
+        .link::<FakeMailer>()
+        .link::<SmtpMailer>()
+        .register(
+            ProtoDef::singleton::<Pool<&'static str>>(|r| Ok(Pool(r.arc::<dyn Mailer>(0)?.kind())))
+                .dep(di_core::Dependency::new::<dyn Mailer>(di_core::InjectKind::Arc, Some("mailer"))),
+        )
+        .register(
+            ProtoDef::singleton::<FakeMailer>(|_| Ok(FakeMailer))
+                .name("other")
+                .provides::<FakeMailer, dyn Mailer>(|m| m),
+        )
+        .build()
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("left out: config::FakeMailer (\"mailer\") (registered for profile \"test\" only"), "{e}");
+}
+
+#[tokio::test]
 async fn an_instance_table_with_a_bad_value_names_its_key() {
     let e = redis_graph().config_value("redis.cache.url", 6379).build().await.err().unwrap().to_string();
     assert!(e.starts_with("config key redis.cache.url of `config::RedisConfig`: invalid type: found signed int `6379`, expected a string"), "{e}");
@@ -618,14 +648,19 @@ async fn a_profile_selects_the_protos_registered_for_it() {
     let e = mail_graph().build().await.err().unwrap();
     assert_eq!(
         e.to_string(),
-        "`config::Signup (\"signup\")` injects `dyn config::Mailer`, which only inactive protos provide: config::FakeMailer (\"mailer\") (profile \"test\"), config::SmtpMailer (\"mailer\") (profile \"prod\"); activate the profile (`AppBuilder::profile`), stop excluding it, or register a provider that is active"
+        "`config::Signup (\"signup\")` injects `dyn config::Mailer`, but every proto that provides it is left out: config::FakeMailer (\"mailer\") (registered for profile \"test\" only: activate it with `AppBuilder::profile(\"test\")`), config::SmtpMailer (\"mailer\") (registered for profile \"prod\" only: activate it with `AppBuilder::profile(\"prod\")`)"
     );
 }
 
 #[tokio::test]
 async fn exclude_drops_a_proto_and_says_so_when_it_was_needed() {
     let e = mail_graph().profile("test").exclude::<FakeMailer>().build().await.err().unwrap();
-    assert!(e.to_string().contains("only inactive protos provide: config::FakeMailer (\"mailer\") (excluded), config::SmtpMailer (\"mailer\") (profile \"prod\")"), "{e}");
+    assert!(
+        e.to_string().contains(
+            "left out: config::FakeMailer (\"mailer\") (excluded by `AppBuilder::exclude`), config::SmtpMailer (\"mailer\") (registered for profile \"prod\" only"
+        ),
+        "{e}"
+    );
     let app = mail_graph().profile("test").exclude::<Signup>().build().await.unwrap();
     assert!(app.get_object::<Signup>().is_err());
     let e = mail_graph().profile("test").exclude::<Tracer>().build().await.err().unwrap();

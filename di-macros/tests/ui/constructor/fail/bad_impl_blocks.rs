@@ -45,3 +45,15 @@ pub struct TraitImpl;
 impl Named for TraitImpl {}
 
 fn main() {}
+
+/// Refused, and re-emitted without its markers: only the real error shows.
+pub trait Build {
+    fn build(n: std::sync::Arc<TraitImpl>) -> Self;
+}
+#[singleton_proto]
+impl Build for TakesSelf {
+    #[constructor]
+    fn build(#[inject] _n: std::sync::Arc<TraitImpl>) -> Self {
+        TakesSelf
+    }
+}
