@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use crate::config::{Config, Sources};
 use crate::error::{BoxError, DiError};
-use crate::graph::Graph;
+use crate::graph::{Graph, Target};
 use crate::pending::Pending;
 use crate::proto::{AnyArc, BuildFuture, Factory, HookFuture, InjectKind, ProtoDef, ProtoDescriptor, downcast};
 use crate::resolver::Resolver;
-use crate::scope::{self, ContextFuture, TryContextFuture};
+use crate::scope::{self, ContextFuture, Seeds, TryContextFuture};
 
 static NEXT_APP_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -73,6 +73,9 @@ impl App {
             linked: Vec::new(),
             inventory: true,
             overrides: Vec::new(),
+            provider_overrides: Vec::new(),
+            expected: Vec::new(),
+            roots: Vec::new(),
             excluded: Vec::new(),
             config: Sources::default(),
             background_timeout: Duration::from_secs(5),
@@ -104,6 +107,90 @@ impl App {
     /// As [`get_object`](Self::get_object); [`DiError::NotFound`] names the missing name.
     pub fn get_object_named<T: Send + Sync + 'static>(&self, name: &str) -> Result<Arc<T>, DiError> {
         self.inner.object(TypeId::of::<T>(), Some(name), core::any::type_name::<T>()).map(downcast::<T>)
+    }
+
+    /// The proto that provides `U`, usually a `dyn Trait` (`provides(dyn Mailer)`): what an
+    /// `#[inject] x: Arc<dyn Mailer>` gets. A singleton anywhere, a context object inside a
+    /// scope. For a proto's own type, [`get_object`](Self::get_object) is the faster way.
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::NotFound`] if no proto provides `U`, [`DiError::Ambiguous`] if several do
+    /// (pick one with [`get_provider_named`](Self::get_provider_named)), and for a context
+    /// proto the errors of [`ContextRef::try_get`](crate::ContextRef::try_get).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// trait Mailer: Send + Sync { fn send(&self, to: &str) -> String; }
+    /// struct Smtp;
+    /// impl Mailer for Smtp { fn send(&self, to: &str) -> String { format!("smtp to {to}") } }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Smtp>(|_| Ok(Smtp)).provides::<Smtp, dyn Mailer>(|s| s))
+    ///     .build()
+    ///     .await?;
+    /// let mailer: Arc<dyn Mailer> = app.get_provider::<dyn Mailer>()?;
+    /// assert_eq!(mailer.send("ada"), "smtp to ada");
+    /// # Ok(()) }
+    /// ```
+    pub fn get_provider<U: ?Sized + 'static>(&self) -> Result<Arc<U>, DiError> {
+        self.inner.provider(TypeId::of::<U>(), None, core::any::type_name::<U>())
+    }
+
+    /// The provider of `U` named `name`.
+    ///
+    /// # Errors
+    ///
+    /// As [`get_provider`](Self::get_provider); [`DiError::NotFound`] names the name.
+    pub fn get_provider_named<U: ?Sized + 'static>(&self, name: &str) -> Result<Arc<U>, DiError> {
+        self.inner.provider(TypeId::of::<U>(), Some(name), core::any::type_name::<U>())
+    }
+
+    /// As [`get_object`](Self::get_object), and for a context proto built asynchronously (an
+    /// async constructor or init hook) inside a scope: builds it as
+    /// [`ContextRef::get_async`](crate::ContextRef::get_async) would.
+    ///
+    /// # Errors
+    ///
+    /// As [`get_object`](Self::get_object), and a failed construction.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Session { user: String }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<Session>(|_| Ok(Session { user: String::new() }))
+    ///         .on_init(|s: Arc<Session>| async move { Ok(()) }))
+    ///     .build()
+    ///     .await?;
+    /// app.run_in_context(async {
+    ///     assert!(app.get_object::<Session>().is_err()); // needs async construction
+    ///     let session = app.get_object_async::<Session>().await?;
+    ///     assert!(session.user.is_empty());
+    ///     Ok::<_, di_core::DiError>(())
+    /// }).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn get_object_async<T: Send + Sync + 'static>(&self) -> Result<Arc<T>, DiError> {
+        if let Some(obj) = self.inner.singleton_of(TypeId::of::<T>()) {
+            return Ok(downcast(obj));
+        }
+        let wanted = core::any::type_name::<T>();
+        let proto = self.inner.proto_of(TypeId::of::<T>(), None, wanted)?;
+        match self.inner.graph.protos[proto].scope {
+            crate::Scope::Singleton => self.inner.instance(proto, wanted).map(downcast::<T>),
+            crate::Scope::Context => scope::current_async(self.inner.id, proto as u32, wanted).await.map(downcast::<T>),
+        }
     }
 
     /// Runs `fut` in a new context scope, then ends the scope.
@@ -148,7 +235,7 @@ impl App {
     /// # Ok(()) }
     /// ```
     pub fn run_in_context<F: Future>(&self, fut: F) -> ContextFuture<F> {
-        scope::run(self.inner.clone(), None, fut)
+        scope::run(self.inner.clone(), Seeds::default(), fut)
     }
 
     /// As [`run_in_context`](Self::run_in_context), returning the completion phase's failure
@@ -237,7 +324,36 @@ impl App {
         fut: F,
     ) -> ContextFuture<F> {
         assert_eq!(slot.app_id, self.inner.id, "a ContextSlot of another App");
-        scope::run(self.inner.clone(), Some((slot.key, value as AnyArc)), fut)
+        scope::run(self.inner.clone(), Seeds::one(slot.key, value as AnyArc), fut)
+    }
+
+    /// A context scope to open with objects given beforehand: the current user, a tenant, a
+    /// fake clock (tegg's `mockModuleContextScope`). Each [`ScopeBuilder::with`] object is the
+    /// scope's object of its context proto: every `ContextRef`, `get_object` and context proto
+    /// injecting it gets it, its factory never runs, and the scope runs no hook for it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef, DiError};
+    ///
+    /// struct User(&'static str);
+    /// struct Tenant(&'static str);
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<User>(|_| Ok(User("anonymous"))))
+    ///     .register(ProtoDef::context::<Tenant>(|_| Ok(Tenant("default"))))
+    ///     .build()
+    ///     .await?;
+    /// let seen = app.scope().with(User("ada"))?.with(Tenant("acme"))?.run(async {
+    ///     (app.get_object::<User>().unwrap().0, app.get_object::<Tenant>().unwrap().0)
+    /// }).await;
+    /// assert_eq!(seen, ("ada", "acme"));
+    /// # Ok(()) }
+    /// ```
+    pub fn scope(&self) -> ScopeBuilder<'_> {
+        ScopeBuilder { app: self, seeds: Seeds::default() }
     }
 
     /// Shuts the App down, once (later calls do nothing): waits for the context scopes that
@@ -340,24 +456,87 @@ impl AppInner {
 
     #[cold]
     fn object(&self, ty: TypeId, name: Option<&str>, wanted: &'static str) -> Result<AnyArc, DiError> {
+        let proto = self.proto_of(ty, name, wanted)?;
+        self.instance(proto, wanted)
+    }
+
+    /// The proto of own type `ty` (named `name`), or why there is not one.
+    fn proto_of(&self, ty: TypeId, name: Option<&str>, wanted: &'static str) -> Result<usize, DiError> {
         let not_found = || DiError::NotFound { wanted, name: name.map(str::to_owned) };
         let list = self.graph.by_type.get(&ty).ok_or_else(not_found)?;
-        let proto = match (name, list.as_slice()) {
-            (None, [one]) => *one,
-            (None, many) => {
-                return Err(DiError::Ambiguous {
-                    wanted,
-                    by: "App::get_object".to_owned(),
-                    candidates: many.iter().map(|&p| self.graph.protos[p].label()).collect(),
-                });
+        match (name, list.as_slice()) {
+            (None, [one]) => Ok(*one),
+            (None, many) => Err(DiError::Ambiguous {
+                wanted,
+                by: "App::get_object".to_owned(),
+                candidates: many.iter().map(|&p| self.graph.protos[p].label()).collect(),
+            }),
+            (Some(name), list) => {
+                list.iter().copied().find(|&p| self.graph.protos[p].name == name).ok_or_else(not_found)
             }
-            (Some(name), list) => *list.iter().find(|&&p| self.graph.protos[p].name == name).ok_or_else(not_found)?,
-        };
+        }
+    }
+
+    /// Proto `proto`'s object: the singleton, or the current scope's.
+    fn instance(&self, proto: usize, wanted: &'static str) -> Result<AnyArc, DiError> {
         match &self.singletons[proto] {
             Some(obj) => Ok(obj.clone()),
+            None if self.graph.protos[proto].scope == crate::Scope::Singleton => Err(DiError::NotBuilt { wanted }),
             None => scope::current(self.id, proto as u32, wanted),
         }
     }
+
+    /// The provider of `ty` (named `name`) as `Arc<U>`, `U` being `ty`.
+    fn provider<U: ?Sized + 'static>(
+        &self,
+        ty: TypeId,
+        name: Option<&str>,
+        wanted: &'static str,
+    ) -> Result<Arc<U>, DiError> {
+        let not_found = || DiError::NotFound { wanted, name: name.map(str::to_owned) };
+        let all = self.graph.provided.get(&ty).map_or(&[][..], Vec::as_slice);
+        let chosen: Vec<Target> =
+            all.iter().copied().filter(|t| name.is_none_or(|n| self.graph.protos[t.proto].name == n)).collect();
+        let target = match chosen.as_slice() {
+            [] => return Err(not_found()),
+            [one] => *one,
+            _ => {
+                return Err(DiError::Ambiguous {
+                    wanted,
+                    by: "App::get_provider".to_owned(),
+                    candidates: crate::graph::sorted(&self.graph.protos, chosen)
+                        .iter()
+                        .map(|t| self.graph.protos[t.proto].label())
+                        .collect(),
+                });
+            }
+        };
+        let obj = self.instance(target.proto, wanted)?;
+        let boxed = (self.graph.protos[target.proto].provides[target.cast].cast)(obj);
+        match boxed.downcast::<Arc<U>>() {
+            Ok(arc) => Ok(*arc),
+            Err(_) => unreachable!("each cast yields the type it was registered for"),
+        }
+    }
+}
+
+/// A fake for whichever proto provides a type: how to make its def under a given name.
+struct ProviderOverride {
+    type_id: TypeId,
+    type_name: &'static str,
+    name: Option<String>,
+    fake: Box<dyn Fn(Cow<'static, str>) -> ProtoDef + Send + Sync>,
+}
+
+/// A singleton holding `value`, providing `U`, named `name`.
+fn fake_def<U: ?Sized + Send + Sync + 'static>(value: Arc<U>, name: Cow<'static, str>) -> ProtoDef {
+    let mut def = ProtoDef::singleton::<Arc<U>>(move |_| Ok(value.clone())).name(name);
+    def.provides.push(crate::proto::ProvideDef {
+        type_id: TypeId::of::<U>(),
+        type_name: core::any::type_name::<U>(),
+        cast: Arc::new(|obj: AnyArc| Box::new((*downcast::<Arc<U>>(obj)).clone()) as Box<dyn std::any::Any + Send>),
+    });
+    def
 }
 
 struct Override {
@@ -365,6 +544,52 @@ struct Override {
     type_name: &'static str,
     name: Option<String>,
     value: AnyArc,
+}
+
+/// A context scope being prepared: the objects it starts with. From [`App::scope`].
+#[must_use = "a ScopeBuilder opens no scope until `run`"]
+pub struct ScopeBuilder<'a> {
+    app: &'a App,
+    seeds: Seeds,
+}
+
+impl ScopeBuilder<'_> {
+    /// Gives the scope `value` as its object of context proto `T` (replacing an earlier one).
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::NotFound`] unless exactly one context proto of type `T` is registered.
+    pub fn with<T: Send + Sync + 'static>(self, value: T) -> Result<Self, DiError> {
+        self.with_arc(Arc::new(value))
+    }
+
+    /// As [`with`](Self::with), for an object the test keeps a handle on.
+    ///
+    /// # Errors
+    ///
+    /// As [`with`](Self::with).
+    pub fn with_arc<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Result<Self, DiError> {
+        let slot = self.app.context_slot::<T>()?;
+        self.seeds.set(slot.key, value);
+        Ok(self)
+    }
+
+    /// Runs `fut` in the scope, as [`App::run_in_context`] does.
+    pub fn run<F: Future>(self, fut: F) -> ContextFuture<F> {
+        scope::run(self.app.inner.clone(), self.seeds, fut)
+    }
+
+    /// Runs `fut` in the scope, returning a failed completion, as
+    /// [`App::try_run_in_context`] does.
+    pub fn try_run<F: Future>(self, fut: F) -> TryContextFuture<F> {
+        self.run(fut).try_complete()
+    }
+}
+
+impl fmt::Debug for ScopeBuilder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScopeBuilder").field("seeds", &self.seeds.iter().count()).finish()
+    }
 }
 
 /// Where a context proto's object lives in an App's scopes: from [`App::context_slot`], for
@@ -414,6 +639,9 @@ pub struct AppBuilder {
     linked: Vec<&'static ProtoDescriptor>,
     inventory: bool,
     overrides: Vec<Override>,
+    provider_overrides: Vec<ProviderOverride>,
+    expected: Vec<(TypeId, &'static str, usize)>,
+    roots: Vec<(TypeId, &'static str)>,
     excluded: Vec<(TypeId, &'static str)>,
     config: Sources,
     background_timeout: Duration,
@@ -489,6 +717,61 @@ impl AppBuilder {
         self
     }
 
+    /// Builds only the singletons that `T` reaches (and those of the other roots): the whole
+    /// graph is still validated, but a test that touches a handful of services does not build
+    /// the thousands of others, nor run their init hooks and their I/O. Reached means: taken by
+    /// value, or by a context proto that a root reaches through a `ContextRef`. `T` is a proto's
+    /// own type or a type one provides (a `dyn Trait`). Asking for a singleton that was not
+    /// built fails with [`DiError::NotBuilt`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, DiError, Dependency, InjectKind, ProtoDef};
+    ///
+    /// struct Clock;
+    /// struct Signup { _clock: Arc<Clock> }
+    /// struct Billing; // slow to build, not needed by this test
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Clock>(|_| Ok(Clock)))
+    ///     .register(ProtoDef::singleton::<Signup>(|r| Ok(Signup { _clock: r.arc(0)? }))
+    ///         .dep(Dependency::new::<Clock>(InjectKind::Arc, None)))
+    ///     .register(ProtoDef::singleton::<Billing>(|_| unreachable!("not built")))
+    ///     .root::<Signup>()
+    ///     .build()
+    ///     .await?;
+    /// assert!(app.get_object::<Clock>().is_ok());
+    /// assert!(matches!(app.get_object::<Billing>(), Err(DiError::NotBuilt { .. })));
+    /// # Ok(()) }
+    /// ```
+    pub fn root<T: ?Sized + 'static>(mut self) -> Self {
+        self.roots.push((TypeId::of::<T>(), core::any::type_name::<T>()));
+        self
+    }
+
+    /// Requires at least `n` providers of `U` (usually a `dyn Trait` that plugins provide):
+    /// `build()` fails naming the ones found, instead of a `Vec<Arc<U>>` coming back short
+    /// because the linker dropped a plugin crate the program never names.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, DiError};
+    ///
+    /// trait Plugin: Send + Sync {}
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let e = App::builder().without_inventory().expect_providers::<dyn Plugin>(1).build().await.unwrap_err();
+    /// assert!(matches!(e, DiError::ExpectedProviders { expected: 1, .. }), "{e}");
+    /// # }
+    /// ```
+    pub fn expect_providers<U: ?Sized + 'static>(mut self, n: usize) -> Self {
+        self.expected.push((TypeId::of::<U>(), core::any::type_name::<U>(), n));
+        self
+    }
+
     /// Leaves out every proto of type `T`, annotated or registered by hand. A dependency that
     /// only `T` provided is then a build error naming it.
     pub fn exclude<T: ?Sized + 'static>(mut self) -> Self {
@@ -537,6 +820,65 @@ impl AppBuilder {
             type_name: core::any::type_name::<T>(),
             name: None,
             value: Arc::new(value),
+        });
+        self
+    }
+
+    /// Replaces whichever proto provides `U` (usually a `dyn Trait`) with `value`: every
+    /// consumer of `Arc<U>`, `Option<Arc<U>>`, `Vec<Arc<U>>` or `Keyed<U>` gets the fake. The
+    /// replaced proto is gone (it is not built, and injecting its own type fails `build()`);
+    /// the fake takes its name, so qualifiers still find it. With several providers, each is
+    /// replaced by the same fake; [`override_provider_named`](Self::override_provider_named)
+    /// picks one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use di_core::{App, Dependency, InjectKind, ProtoDef};
+    ///
+    /// trait Mailer: Send + Sync { fn send(&self, to: &str); }
+    /// struct Smtp;
+    /// impl Mailer for Smtp { fn send(&self, _: &str) { unreachable!("no mail from tests") } }
+    /// #[derive(Default)]
+    /// struct FakeMailer { sent: Mutex<Vec<String>> }
+    /// impl Mailer for FakeMailer { fn send(&self, to: &str) { self.sent.lock().unwrap().push(to.into()) } }
+    /// struct Signup { mailer: Arc<dyn Mailer> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let fake = Arc::new(FakeMailer::default());
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Smtp>(|_| Ok(Smtp)).provides::<Smtp, dyn Mailer>(|s| s))
+    ///     .register(ProtoDef::singleton::<Signup>(|r| Ok(Signup { mailer: r.arc(0)? }))
+    ///         .dep(Dependency::new::<dyn Mailer>(InjectKind::Arc, None)))
+    ///     .override_provider::<dyn Mailer>(fake.clone())
+    ///     .build()
+    ///     .await?;
+    /// app.get_object::<Signup>()?.mailer.send("ada");
+    /// assert_eq!(*fake.sent.lock().unwrap(), ["ada"]);
+    /// # Ok(()) }
+    /// ```
+    pub fn override_provider<U: ?Sized + Send + Sync + 'static>(mut self, value: Arc<U>) -> Self {
+        self.provider_overrides.push(ProviderOverride {
+            type_id: TypeId::of::<U>(),
+            type_name: core::any::type_name::<U>(),
+            name: None,
+            fake: Box::new(move |name| fake_def(value.clone(), name)),
+        });
+        self
+    }
+
+    /// Replaces the provider of `U` named `name` with `value`.
+    pub fn override_provider_named<U: ?Sized + Send + Sync + 'static>(
+        mut self,
+        name: impl Into<String>,
+        value: Arc<U>,
+    ) -> Self {
+        self.provider_overrides.push(ProviderOverride {
+            type_id: TypeId::of::<U>(),
+            type_name: core::any::type_name::<U>(),
+            name: Some(name.into()),
+            fake: Box::new(move |name| fake_def(value.clone(), name)),
         });
         self
     }
@@ -622,16 +964,39 @@ impl AppBuilder {
                 errors.push(DiError::OverrideUnknown { type_name: o.type_name });
             }
         }
+        for o in self.provider_overrides {
+            let provides = |d: &ProtoDef| d.provides.iter().any(|p| p.type_id == o.type_id);
+            let hit = |d: &ProtoDef| provides(d) && o.name.as_deref().is_none_or(|n| d.name == n);
+            let mut names: Vec<Cow<'static, str>> = defs.iter().filter(|d| hit(d)).map(|d| d.name.clone()).collect();
+            names.sort();
+            names.dedup();
+            if names.is_empty() {
+                let mut providers: Vec<String> = defs.iter().filter(|d| provides(d)).map(ProtoDef::label).collect();
+                providers.sort();
+                errors.push(DiError::OverrideNoProvider { wanted: o.type_name, name: o.name, providers });
+                continue;
+            }
+            defs.retain(|d| !hit(d));
+            defs.extend(names.into_iter().map(|name| (o.fake)(name)));
+        }
 
+        for &(ty, wanted, expected) in &self.expected {
+            let found: Vec<String> =
+                defs.iter().filter(|d| d.provides.iter().any(|p| p.type_id == ty)).map(ProtoDef::label).collect();
+            if found.len() < expected {
+                errors.push(DiError::ExpectedProviders { wanted, expected, found });
+            }
+        }
         let graph = Graph::new(defs, &inactive);
         DiError::collect(errors.into_iter().chain(graph.as_ref().err().cloned()).collect())?;
         let graph = graph?;
         let id = NEXT_APP_ID.fetch_add(1, Ordering::Relaxed);
+        let reached = reached_from(&graph, &self.roots)?;
         let mut singletons: Vec<Option<AnyArc>> = vec![None; graph.protos.len()];
         let mut ready: Vec<usize> = Vec::new();
         for level in &graph.levels {
             let mut constructions: Vec<(usize, BuildFuture)> = Vec::new();
-            for &p in level {
+            for &p in level.iter().filter(|&&p| reached.as_ref().is_none_or(|r| r[p])) {
                 let resolver = Resolver {
                     graph: &graph,
                     singletons: &singletons,
@@ -694,6 +1059,33 @@ impl fmt::Debug for AppBuilder {
             .field("shutdown_timeout", &self.shutdown_timeout)
             .finish()
     }
+}
+
+/// With roots, which protos they reach (by value, and through the context protos they reach
+/// by reference); without, `None`: everything is built.
+fn reached_from(graph: &Graph, roots: &[(TypeId, &'static str)]) -> Result<Option<Vec<bool>>, DiError> {
+    if roots.is_empty() {
+        return Ok(None);
+    }
+    let mut reached = vec![false; graph.protos.len()];
+    let mut stack = Vec::new();
+    for &(ty, wanted) in roots {
+        let targets =
+            graph.provided.get(&ty).filter(|t| !t.is_empty()).ok_or(DiError::NotFound { wanted, name: None })?;
+        stack.extend(targets.iter().map(|t| t.proto));
+    }
+    while let Some(p) = stack.pop() {
+        if std::mem::replace(&mut reached[p], true) {
+            continue;
+        }
+        for dep in &graph.resolved[p] {
+            match dep {
+                crate::graph::Resolved::Context(c) => stack.push(*c),
+                other => stack.extend(other.construction_targets()),
+            }
+        }
+    }
+    Ok(Some(reached))
 }
 
 /// Destroys the singletons that finished init (in reverse), then returns the build error.

@@ -143,6 +143,44 @@ pub enum DiError {
         /// The type of the fake.
         type_name: &'static str,
     },
+    /// `override_provider` names a type (or a name) that no proto provides.
+    #[error(
+        "cannot override the provider of `{wanted}`{}: no proto provides it{}; the providers of `{wanted}` are: {}",
+        .name.as_ref().map(|n| format!(" named \"{n}\"")).unwrap_or_default(),
+        if .name.is_some() { " under that name" } else { "" },
+        if .providers.is_empty() { "none".to_owned() } else { .providers.join(", ") }
+    )]
+    OverrideNoProvider {
+        /// The provided type, usually a `dyn Trait`.
+        wanted: &'static str,
+        /// The name asked for, if any.
+        name: Option<String>,
+        /// The protos that do provide it, as `type ("name")`.
+        providers: Vec<String>,
+    },
+    /// Fewer protos provide a type than `AppBuilder::expect_providers` said.
+    #[error(
+        "`{wanted}` should have at least {expected} provider(s), but {} registered ({}); if one lives in a crate the program never names, the linker may have dropped its registration: name one of its protos with `App::builder().link::<ThatProto>()`",
+        match .found.len() { 0 => "none is".to_owned(), 1 => "1 is".to_owned(), n => format!("{n} are") },
+        if .found.is_empty() { "no provider".to_owned() } else { .found.join(", ") }
+    )]
+    ExpectedProviders {
+        /// The provided type, usually a `dyn Trait`.
+        wanted: &'static str,
+        /// How many were expected, at least.
+        expected: usize,
+        /// The protos that do provide it, as `type ("name")`.
+        found: Vec<String>,
+    },
+    /// A singleton was not built: the App was built with roots
+    /// ([`AppBuilder::root`](crate::AppBuilder::root)) and none of them reaches it.
+    #[error(
+        "singleton `{wanted}` was not built: it is not reachable from the roots given to `AppBuilder::root`; add it (or something that injects it) as a root"
+    )]
+    NotBuilt {
+        /// The singleton.
+        wanted: &'static str,
+    },
     /// `exclude` names a type that no proto has.
     #[error("cannot exclude `{type_name}`: no proto of that type is registered")]
     ExcludeUnknown {

@@ -105,6 +105,9 @@ pub(crate) struct Graph {
     pub(crate) context_deps: Vec<Box<[u32]>>,
     /// Protos by their own type, for `get_object`.
     pub(crate) by_type: FastMap<TypeId, Vec<usize>>,
+    /// Providers of each type (own types and `provides`), in registration order, for
+    /// `get_provider`.
+    pub(crate) provided: FastMap<TypeId, Vec<Target>>,
 }
 
 impl Graph {
@@ -182,7 +185,9 @@ impl Graph {
                 }
             }
         }
-        Ok(Graph { protos, resolved, levels, needs_async, context_deps, by_type })
+        let Providers { by_type: provided, by_name } = providers;
+        drop(by_name); // it borrows the names of `protos`
+        Ok(Graph { protos, resolved, levels, needs_async, context_deps, by_type, provided })
     }
 }
 
@@ -280,7 +285,7 @@ fn resolve_dep(
 }
 
 /// `targets` by object name, then type name, then registration.
-fn sorted(protos: &[ProtoDef], mut targets: Vec<Target>) -> Vec<Target> {
+pub(crate) fn sorted(protos: &[ProtoDef], mut targets: Vec<Target>) -> Vec<Target> {
     targets.sort_by(|a, b| {
         let (pa, pb) = (&protos[a.proto], &protos[b.proto]);
         (&pa.name, pa.type_name, a.proto).cmp(&(&pb.name, pb.type_name, b.proto))

@@ -71,7 +71,7 @@ mod proto;
 mod resolver;
 mod scope;
 
-pub use app::{App, AppBuilder, ContextSlot};
+pub use app::{App, AppBuilder, ContextSlot, ScopeBuilder};
 pub use config::{Config, LoadFn, load_section};
 pub use context_ref::{AsyncContextRef, ContextRef};
 pub use error::{BoxError, DiError};

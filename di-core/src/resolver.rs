@@ -173,9 +173,9 @@ impl Resolver<'_> {
     fn instance(&self, proto: usize) -> Result<AnyArc, DiError> {
         let def = &self.graph.protos[proto];
         match def.scope {
-            Scope::Singleton => Ok(self.singletons[proto]
-                .clone()
-                .unwrap_or_else(|| unreachable!("singleton `{}` is built before its dependents", def.type_name))),
+            // Built before its dependents; absent only when the App was built from roots that do
+            // not reach it (a context object outside them asked for it).
+            Scope::Singleton => self.singletons[proto].clone().ok_or(DiError::NotBuilt { wanted: def.type_name }),
             Scope::Context => match self.scope {
                 Some(scope) => scope.resolve_sync(proto),
                 None => Err(DiError::NoScope { wanted: def.type_name }),

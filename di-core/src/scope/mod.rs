@@ -37,19 +37,52 @@ pub(crate) struct ScopeHandle {
     app: Arc<AppInner>,
     shared: OnceCell<Arc<ScopeShared>>,
     cache: RefCell<SmallMap<AnyArc>>,
-    /// An object given by whoever opened the scope (`App::run_in_context_with`): its proto
-    /// index and value. Moved into the shared table when that is created, so that other tasks
-    /// and factories find it there.
-    seed: Option<(u32, AnyArc)>,
+    /// Objects given by whoever opened the scope (`App::run_in_context_with`, `App::scope`).
+    /// Copied into the shared table when that is created, so that other tasks and factories
+    /// find them there.
+    seed: Seeds,
+}
+
+/// Objects a scope starts with: proto index and value. The first is held inline (di-http's
+/// request head: no allocation), more in a `Vec`.
+#[derive(Clone, Default)]
+pub(crate) struct Seeds {
+    first: Option<(u32, AnyArc)>,
+    more: Vec<(u32, AnyArc)>,
+}
+
+impl Seeds {
+    pub(crate) fn one(key: u32, obj: AnyArc) -> Self {
+        Seeds { first: Some((key, obj)), more: Vec::new() }
+    }
+
+    /// Adds `obj` for `key`, replacing what was given for it before.
+    pub(crate) fn set(&mut self, key: u32, obj: AnyArc) {
+        if let Some(slot) = self.first.iter_mut().chain(self.more.iter_mut()).find(|(k, _)| *k == key) {
+            slot.1 = obj;
+        } else if self.first.is_none() {
+            self.first = Some((key, obj));
+        } else {
+            self.more.push((key, obj));
+        }
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &(u32, AnyArc)> {
+        self.first.iter().chain(self.more.iter())
+    }
+
+    fn get(&self, key: u32) -> Option<&AnyArc> {
+        self.iter().find(|(k, _)| *k == key).map(|(_, obj)| obj)
+    }
 }
 
 impl ScopeHandle {
-    fn new(app: Arc<AppInner>, seed: Option<(u32, AnyArc)>) -> Self {
+    fn new(app: Arc<AppInner>, seed: Seeds) -> Self {
         ScopeHandle { app_id: app.id, app, shared: OnceCell::new(), cache: RefCell::new(SmallMap::default()), seed }
     }
 
     fn joining(shared: Arc<ScopeShared>) -> Self {
-        let handle = ScopeHandle::new(shared.app.clone(), None);
+        let handle = ScopeHandle::new(shared.app.clone(), Seeds::default());
         let _ = handle.shared.set(shared);
         handle
     }
@@ -71,8 +104,8 @@ impl ScopeHandle {
         if self.app_id != app_id {
             return Err(DiError::ForeignScope { wanted });
         }
-        let obj = match &self.seed {
-            Some((seeded, obj)) if *seeded == key => obj.clone(),
+        let obj = match self.seed.get(key) {
+            Some(obj) => obj.clone(),
             // Refused even when it is built already: whether a `get` works must not depend on
             // whether some `get_async` happened to run first.
             _ if self.app.graph.needs_async[key as usize] => return Err(DiError::AsyncInit { wanted }),
@@ -134,7 +167,7 @@ impl<V> SmallMap<V> {
 }
 
 /// Runs `fut` in a new scope of `app`, with an object given by the caller.
-pub(crate) fn run<F: Future>(app: Arc<AppInner>, seed: Option<(u32, AnyArc)>, fut: F) -> ContextFuture<F> {
+pub(crate) fn run<F: Future>(app: Arc<AppInner>, seed: Seeds, fut: F) -> ContextFuture<F> {
     ContextFuture::new(CURRENT.scope(ScopeHandle::new(app, seed), fut))
 }
 

@@ -265,11 +265,11 @@ enum Step<'a> {
 }
 
 impl ScopeShared {
-    pub(crate) fn new(app: Arc<AppInner>, seed: Option<(u32, AnyArc)>) -> Arc<Self> {
+    pub(crate) fn new(app: Arc<AppInner>, seeds: super::Seeds) -> Arc<Self> {
         let mut table = Table::default();
-        if let Some((key, obj)) = seed {
+        for (key, obj) in seeds.iter() {
             // Built already: not in `created`, so the scope runs no hook for it.
-            table.slots.insert(key, Slot::Ready(Ok(obj)));
+            table.slots.insert(*key, Slot::Ready(Ok(obj.clone())));
         }
         Arc::new(ScopeShared {
             app,
