@@ -14,6 +14,7 @@ use crate::error::{BoxError, DiError};
 use crate::graph::{Graph, Target};
 use crate::pending::Pending;
 use crate::proto::{AnyArc, BuildFuture, Factory, HookFuture, InjectKind, ProtoDef, ProtoDescriptor, downcast};
+use crate::provider::AppCell;
 use crate::resolver::Resolver;
 use crate::scope::{self, ContextFuture, Seeds, TryContextFuture};
 
@@ -26,6 +27,8 @@ pub(crate) struct AppInner {
     pub(crate) singletons: Vec<Option<AnyArc>>,
     pub(crate) background_timeout: Duration,
     pub(crate) config: Config,
+    /// This App, weakly, for the `Provider`s its singletons hold.
+    pub(crate) cell: AppCell,
     shutdown_timeout: Duration,
     shut_down: AtomicBool,
     /// Scopes whose end (background tasks, destroy hooks) is still running.
@@ -188,7 +191,7 @@ impl App {
         let wanted = core::any::type_name::<T>();
         let proto = self.inner.proto_of(TypeId::of::<T>(), None, wanted)?;
         match self.inner.graph.protos[proto].scope {
-            crate::Scope::Singleton => self.inner.instance(proto, wanted).map(downcast::<T>),
+            crate::Scope::Singleton | crate::Scope::Transient => self.inner.instance(proto, wanted).map(downcast::<T>),
             crate::Scope::Context => scope::current_async(self.inner.id, proto as u32, wanted).await.map(downcast::<T>),
         }
     }
@@ -477,11 +480,33 @@ impl AppInner {
         }
     }
 
+    /// A new object of transient proto `key`, its context dependencies from the current scope
+    /// if there is one of this App.
+    pub(crate) fn build_transient(&self, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
+        let scope = scope::current_shared(self.id);
+        let resolver = Resolver {
+            graph: &self.graph,
+            singletons: &self.singletons,
+            app_id: self.id,
+            proto: key as usize,
+            scope: scope.as_deref(),
+            config: &self.config,
+            cell: &self.cell,
+        };
+        resolver.transient(key as usize).map_err(|e| match e {
+            DiError::NoScope { .. } => DiError::NoScope { wanted },
+            e => e,
+        })
+    }
+
     /// Proto `proto`'s object: the singleton, or the current scope's.
     fn instance(&self, proto: usize, wanted: &'static str) -> Result<AnyArc, DiError> {
         match &self.singletons[proto] {
             Some(obj) => Ok(obj.clone()),
             None if self.graph.protos[proto].scope == crate::Scope::Singleton => Err(DiError::NotBuilt { wanted }),
+            None if self.graph.protos[proto].scope == crate::Scope::Transient => {
+                self.build_transient(proto as u32, wanted)
+            }
             None => scope::current(self.id, proto as u32, wanted),
         }
     }
@@ -997,6 +1022,7 @@ impl AppBuilder {
         let graph = graph?;
         let id = NEXT_APP_ID.fetch_add(1, Ordering::Relaxed);
         let reached = reached_from(&graph, &self.roots)?;
+        let cell = AppCell::default();
         let mut singletons: Vec<Option<AnyArc>> = vec![None; graph.protos.len()];
         let mut ready: Vec<usize> = Vec::new();
         for level in &graph.levels {
@@ -1009,6 +1035,7 @@ impl AppBuilder {
                     proto: p,
                     scope: None,
                     config: &config,
+                    cell: &cell,
                 };
                 let built = match &graph.protos[p].factory {
                     Factory::Sync(factory) => factory(&resolver).map(|obj| singletons[p] = Some(obj)),
@@ -1039,18 +1066,19 @@ impl AppBuilder {
                 return Err(abort(&graph, &singletons, &ready, e).await);
             }
         }
-        Ok(App {
-            inner: Arc::new(AppInner {
-                id,
-                graph,
-                singletons,
-                background_timeout: self.background_timeout,
-                config,
-                shutdown_timeout: self.shutdown_timeout,
-                shut_down: AtomicBool::new(false),
-                ending: Pending::default(),
-            }),
-        })
+        let inner = Arc::new(AppInner {
+            id,
+            graph,
+            singletons,
+            background_timeout: self.background_timeout,
+            config,
+            cell: cell.clone(),
+            shutdown_timeout: self.shutdown_timeout,
+            shut_down: AtomicBool::new(false),
+            ending: Pending::default(),
+        });
+        let _ = cell.set(Arc::downgrade(&inner));
+        Ok(App { inner })
     }
 }
 
@@ -1085,7 +1113,7 @@ fn reached_from(graph: &Graph, roots: &[(TypeId, &'static str)]) -> Result<Optio
         }
         for dep in &graph.resolved[p] {
             match dep {
-                crate::graph::Resolved::Context(c) => stack.push(*c),
+                crate::graph::Resolved::Context(c) | crate::graph::Resolved::Provider(c) => stack.push(*c),
                 other => stack.extend(other.construction_targets()),
             }
         }

@@ -181,6 +181,49 @@ pub enum DiError {
         /// The singleton.
         wanted: &'static str,
     },
+    /// A `Provider` was used before `build()` returned, or after its App was dropped.
+    #[error(
+        "`Provider<{wanted}>` was used while its App is not built (from a singleton's constructor or init hook) or after the App was dropped; use it once `build()` has returned"
+    )]
+    AppNotReady {
+        /// The transient type.
+        wanted: &'static str,
+    },
+    /// A singleton takes a transient proto by value, which would keep one object forever.
+    #[error(
+        "singleton `{singleton}` takes transient proto `{transient}` by value, which would keep one `{transient}` for the App's whole life; hold `Provider<{transient}>` and call `get()` for a new one each time"
+    )]
+    TransientByValue {
+        /// The singleton.
+        singleton: String,
+        /// The transient proto.
+        transient: &'static str,
+    },
+    /// A `Provider<T>` or `ContextRef<T>` points at a proto of the wrong kind.
+    #[error("`{by}` holds `{holds}`, but `{target}` is a {scope} proto; {fix}")]
+    WrongHandle {
+        /// The proto holding it.
+        by: String,
+        /// What it holds: `Provider<T>` or `ContextRef<T>`.
+        holds: String,
+        /// The proto pointed at.
+        target: &'static str,
+        /// `singleton`, `context` or `transient`.
+        scope: &'static str,
+        /// What to hold instead.
+        fix: String,
+    },
+    /// A transient proto has what only kept objects can have: a lifecycle hook or an async
+    /// constructor.
+    #[error(
+        "transient proto `{transient}` has {what}, but the container does not keep transients, so it can neither await nor destroy them; make it a context proto (one per request), or do that work in its factory"
+    )]
+    TransientHook {
+        /// The transient proto.
+        transient: String,
+        /// `an init hook`, `a destroy hook`, `a complete hook` or `an async constructor`.
+        what: &'static str,
+    },
     /// `exclude` names a type that no proto has.
     #[error("cannot exclude `{type_name}`: no proto of that type is registered")]
     ExcludeUnknown {

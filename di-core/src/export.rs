@@ -21,7 +21,7 @@ fn edges(graph: &Graph) -> Vec<Edge<'_>> {
             match resolved {
                 Resolved::One(t) | Resolved::Maybe(Some(t)) => push(t.proto, false),
                 Resolved::Many(ts) => ts.iter().for_each(|t| push(t.proto, false)),
-                Resolved::Context(p) => push(*p, true),
+                Resolved::Context(p) | Resolved::Provider(p) => push(*p, true),
                 Resolved::Maybe(None) => {}
             }
         }

@@ -79,6 +79,8 @@ pub(crate) enum Resolved {
     Maybe(Option<Target>),
     Many(Vec<Target>),
     Context(usize),
+    /// A `Provider<T>` of transient proto `usize`: built on each call, not before.
+    Provider(usize),
 }
 
 impl Resolved {
@@ -86,7 +88,7 @@ impl Resolved {
         let (one, many): (Option<usize>, &[Target]) = match self {
             Resolved::One(t) | Resolved::Maybe(Some(t)) => (Some(t.proto), &[]),
             Resolved::Many(ts) => (None, ts),
-            Resolved::Maybe(None) | Resolved::Context(_) => (None, &[]),
+            Resolved::Maybe(None) | Resolved::Context(_) | Resolved::Provider(_) => (None, &[]),
         };
         one.into_iter().chain(many.iter().map(|t| t.proto))
     }
@@ -125,6 +127,16 @@ impl Graph {
             }
             if p.scope == Scope::Singleton && p.complete.is_some() {
                 errors.push(DiError::CompleteOnSingleton { singleton: p.label() });
+            }
+            if p.scope == Scope::Transient {
+                let hooks = [(p.init.is_some(), "an init hook"), (p.complete.is_some(), "a complete hook")];
+                let more = [
+                    (p.destroy.is_some(), "a destroy hook"),
+                    (matches!(p.factory, Factory::Async(_)), "an async constructor"),
+                ];
+                for (_, what) in hooks.into_iter().chain(more).filter(|(has, _)| *has) {
+                    errors.push(DiError::TransientHook { transient: p.label(), what });
+                }
             }
             by_type.entry(p.type_id).or_default().push(i);
             for (c, provide) in p.provides.iter().enumerate() {
@@ -173,6 +185,9 @@ impl Graph {
                     }
                     levels[level[i]].push(i);
                 }
+                // Built on each injection or `Provider::get`, synchronously (async ones are
+                // refused above): in no level, with no context dependencies to build first.
+                Scope::Transient => {}
                 Scope::Context => {
                     needs_async[i] = protos[i].init.is_some()
                         || matches!(protos[i].factory, Factory::Async(_))
@@ -241,8 +256,12 @@ fn resolve_dep(
                 by_crate: p.krate.to_string(),
             });
         }
-        if dep.kind != InjectKind::ContextRef && p.scope == Scope::Singleton && target.scope == Scope::Context {
+        let by_value = !matches!(dep.kind, InjectKind::ContextRef | InjectKind::Provider);
+        if by_value && p.scope == Scope::Singleton && target.scope == Scope::Context {
             return Err(DiError::ContextByValue { singleton: by(), context: target.type_name });
+        }
+        if by_value && p.scope == Scope::Singleton && target.scope == Scope::Transient {
+            return Err(DiError::TransientByValue { singleton: by(), transient: target.type_name });
         }
     }
     let one = || match chosen.as_slice() {
@@ -270,11 +289,38 @@ fn resolve_dep(
             }
             Resolved::Many(chosen)
         }
+        InjectKind::Provider => {
+            let t = one()?;
+            let target = &protos[t.proto];
+            if target.scope != Scope::Transient {
+                let (scope, fix) = match target.scope {
+                    Scope::Singleton => ("singleton", format!("inject it as `Arc<{}>`", target.type_name)),
+                    _ => ("context", format!("hold `ContextRef<{}>`", target.type_name)),
+                };
+                let holds = format!("Provider<{wanted}>");
+                return Err(DiError::WrongHandle { by: by(), holds, target: target.type_name, scope, fix });
+            }
+            if target.type_id != (dep.type_id)() {
+                return Err(DiError::ContextRefNotConcrete { by: by(), wanted, actual: target.type_name });
+            }
+            Resolved::Provider(t.proto)
+        }
         InjectKind::ContextRef => {
             let t = one()?;
             let target = &protos[t.proto];
             if target.scope == Scope::Singleton {
                 return Err(DiError::ContextRefToSingleton { by: by(), singleton: target.type_name });
+            }
+            if target.scope == Scope::Transient {
+                let holds = format!("ContextRef<{wanted}>");
+                let fix = format!("hold `Provider<{}>` for a new one per call", target.type_name);
+                return Err(DiError::WrongHandle {
+                    by: by(),
+                    holds,
+                    target: target.type_name,
+                    scope: "transient",
+                    fix,
+                });
             }
             if target.type_id != (dep.type_id)() {
                 return Err(DiError::ContextRefNotConcrete { by: by(), wanted, actual: target.type_name });

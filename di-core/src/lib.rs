@@ -68,6 +68,7 @@ mod keyed;
 mod pending;
 mod private;
 mod proto;
+mod provider;
 mod resolver;
 mod scope;
 
@@ -78,12 +79,14 @@ pub use error::{BoxError, DiError};
 pub use keyed::Keyed;
 pub use proto::{
     Access, AnyArc, AsyncFactoryFn, BuildFuture, CastFn, ContextProto, Dependency, FactoryFn, HookFn, HookFuture,
-    InjectKind, Proto, ProtoDef, ProtoDescriptor, Provide, Scope, SingletonProto, cast_to, default_name,
+    InjectKind, Proto, ProtoDef, ProtoDescriptor, Provide, Scope, SingletonProto, TransientProto, cast_to,
+    default_name,
 };
+pub use provider::Provider;
 pub use resolver::Resolver;
 
 #[cfg(feature = "macros")]
-pub use di_macros::{config_proto, context_proto, singleton_proto};
+pub use di_macros::{config_proto, context_proto, singleton_proto, transient_proto};
 
 pub use scope::{CompleteScope, ContextFuture, TryContextFuture, complete_scope, in_scope, spawn, spawn_blocking};
 
@@ -103,11 +106,12 @@ pub mod __private {
 
     pub use crate::error::panic_message;
     pub use crate::private::{
-        CtorOutput, HookOutput, assert_context, assert_proto, assert_singleton, construct_async, constructed, downcast,
-        hook, provide,
+        CtorOutput, HookOutput, assert_context, assert_proto, assert_singleton, assert_transient, construct_async,
+        constructed, downcast, hook, provide,
     };
     pub use crate::{
         Access, AnyArc, AsyncContextRef, BuildFuture, ContextProto, ContextRef, Dependency, DiError, HookFuture,
-        InjectKind, Keyed, Proto, ProtoDescriptor, Provide, Resolver, Scope, SingletonProto, cast_to, load_section,
+        InjectKind, Keyed, Proto, ProtoDescriptor, Provide, Provider, Resolver, Scope, SingletonProto, TransientProto,
+        cast_to, load_section,
     };
 }

@@ -56,6 +56,9 @@ pub const fn assert_proto<T: Proto>() {}
 /// `#[inject] x: Arc<T>` (or `Option`/`Vec`) in a singleton: `T` must be a singleton proto.
 pub const fn assert_singleton<T: SingletonProto>() {}
 
+/// `#[inject] x: Provider<T>`: `T` must be a transient proto.
+pub const fn assert_transient<T: crate::proto::TransientProto>() {}
+
 /// `#[inject] x: ContextRef<T>`: `T` must be a context proto.
 pub const fn assert_context<T: ContextProto>() {}
 

@@ -46,6 +46,10 @@ pub enum Scope {
     /// Built at most once per context scope (one request), on first use, and destroyed when the
     /// scope ends.
     Context,
+    /// Built anew for every injection (and every [`Provider::get`](crate::Provider::get)), and
+    /// not kept: the container runs no hook for it (it has no init, complete or destroy hook,
+    /// and no async constructor). A singleton reaches one only through `Provider<T>`.
+    Transient,
 }
 
 /// Who may inject a proto (tegg's `AccessLevel`).
@@ -71,6 +75,8 @@ pub enum InjectKind {
     All,
     /// `Keyed<T>`: every provider, by object name.
     Keyed,
+    /// `Provider<T>`: a handle that builds a new transient `T` per call.
+    Provider,
 }
 
 impl InjectKind {
@@ -81,6 +87,7 @@ impl InjectKind {
             InjectKind::Optional => format!("Option<Arc<{ty}>>"),
             InjectKind::All => format!("Vec<Arc<{ty}>>"),
             InjectKind::Keyed => format!("Keyed<{ty}>"),
+            InjectKind::Provider => format!("Provider<{ty}>"),
         }
     }
 }
@@ -495,6 +502,36 @@ impl ProtoDef {
         Self::new(Scope::Singleton, factory)
     }
 
+    /// A transient proto of type `T`: `factory` builds a new one for every injection and every
+    /// [`Provider::get`](crate::Provider::get).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use di_core::{App, Dependency, InjectKind, ProtoDef, Provider};
+    ///
+    /// static NEXT: AtomicU64 = AtomicU64::new(1);
+    /// struct Ticket(u64);
+    /// struct Desk { tickets: Provider<Ticket> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::transient::<Ticket>(|_| Ok(Ticket(NEXT.fetch_add(1, Ordering::Relaxed)))))
+    ///     .register(ProtoDef::singleton::<Desk>(|r| Ok(Desk { tickets: r.provider(0)? }))
+    ///         .dep(Dependency::new::<Ticket>(InjectKind::Provider, None)))
+    ///     .build()
+    ///     .await?;
+    /// let desk = app.get_object::<Desk>()?;
+    /// assert_eq!((desk.tickets.get()?.0, desk.tickets.get()?.0), (1, 2));
+    /// # Ok(()) }
+    /// ```
+    pub fn transient<T: Send + Sync + 'static>(
+        factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
+    ) -> Self {
+        Self::new(Scope::Transient, factory)
+    }
+
     /// A context proto of type `T`, built by `factory` on first use in each scope.
     pub fn context<T: Send + Sync + 'static>(
         factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
@@ -852,7 +889,7 @@ pub trait Proto: Send + Sync + 'static {
 #[diagnostic::on_unimplemented(
     message = "a singleton cannot take `{Self}` by value: it is not an annotated singleton",
     label = "`{Self}` is not a singleton proto",
-    note = "if `{Self}` is a context proto, hold `ContextRef<{Self}>`, which resolves the current request's object; if it is registered by hand with `ProtoDef`, mark the dependency `#[inject(external)]` (checked at build instead); otherwise annotate it with `#[singleton_proto]`"
+    note = "if `{Self}` is a context proto, hold `ContextRef<{Self}>`, which resolves the current request's object; if it is a transient proto, hold `Provider<{Self}>`, which builds a new one per call; if it is registered by hand with `ProtoDef`, mark the dependency `#[inject(external)]` (checked at build instead); otherwise annotate it with `#[singleton_proto]`"
 )]
 pub trait SingletonProto: Proto {}
 
@@ -863,3 +900,11 @@ pub trait SingletonProto: Proto {}
     note = "a singleton is injected as `Arc<{Self}>`; a per-request type is annotated with `#[context_proto]`; a context proto registered by hand with `ProtoDef` is injected with `#[inject(external)]`"
 )]
 pub trait ContextProto: Proto {}
+
+/// A proto built anew for every injection: what `Provider<T>` may point at.
+#[diagnostic::on_unimplemented(
+    message = "`Provider<{Self}>` needs a transient proto",
+    label = "`{Self}` is not a transient proto",
+    note = "a singleton is injected as `Arc<{Self}>`, a context proto as `ContextRef<{Self}>`; a proto built per call is annotated with `#[transient_proto]`"
+)]
+pub trait TransientProto: Proto {}

@@ -10,6 +10,7 @@ use crate::error::{BoxError, DiError};
 use crate::graph::{Graph, Resolved, Target};
 use crate::keyed::Keyed;
 use crate::proto::{AnyArc, InjectKind, Scope};
+use crate::provider::{AppCell, Provider};
 use crate::scope::ScopeShared;
 
 /// Hands a factory the dependencies its proto declared, by position.
@@ -53,6 +54,7 @@ pub struct Resolver<'a> {
     pub(crate) proto: usize,
     pub(crate) scope: Option<&'a ScopeShared>,
     pub(crate) config: &'a Config,
+    pub(crate) cell: &'a AppCell,
 }
 
 impl Resolver<'_> {
@@ -122,6 +124,19 @@ impl Resolver<'_> {
         self.context_ref(index).map(AsyncContextRef::from)
     }
 
+    /// Dependency `index`, declared as `Provider<T>` ([`InjectKind::Provider`]): a handle that
+    /// builds a new transient `T` per call.
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::Undeclared`] if dependency `index` is not a `Provider<T>`.
+    pub fn provider<T: Send + Sync + 'static>(&self, index: usize) -> Result<Provider<T>, DiError> {
+        match self.declared(index, InjectKind::Provider, TypeId::of::<T>(), core::any::type_name::<T>())? {
+            Resolved::Provider(p) => Ok(Provider::new(self.cell.clone(), *p as u32)),
+            _ => unreachable!("a Provider dependency resolves to a transient proto"),
+        }
+    }
+
     /// The App's configuration, for a factory that reads a key itself.
     pub fn config(&self) -> &Config {
         self.config
@@ -180,6 +195,18 @@ impl Resolver<'_> {
                 Some(scope) => scope.resolve_sync(proto),
                 None => Err(DiError::NoScope { wanted: def.type_name }),
             },
+            Scope::Transient => self.transient(proto),
+        }
+    }
+
+    /// A new object of transient proto `proto`, built with a resolver of its own in the same
+    /// scope (or none).
+    pub(crate) fn transient(&self, proto: usize) -> Result<AnyArc, DiError> {
+        let resolver = Resolver { proto, ..*self };
+        match &self.graph.protos[proto].factory {
+            crate::proto::Factory::Sync(factory) => factory(&resolver),
+            // Refused by the graph: a transient is built synchronously, where it is asked for.
+            _ => Err(DiError::AsyncInit { wanted: self.graph.protos[proto].type_name }),
         }
     }
 }

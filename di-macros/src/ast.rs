@@ -17,6 +17,8 @@ pub(crate) enum ProtoScope {
     Controller,
     /// `#[config_proto]`: a singleton read from the configuration.
     Config,
+    /// `#[transient_proto]`: built anew for every injection.
+    Transient,
 }
 
 impl ProtoScope {
@@ -26,12 +28,13 @@ impl ProtoScope {
             ProtoScope::Context => "#[context_proto]",
             ProtoScope::Controller => "#[http_controller]",
             ProtoScope::Config => "#[config_proto]",
+            ProtoScope::Transient => "#[transient_proto]",
         }
     }
 
     /// Whether the proto is built once per App.
     pub(crate) fn is_singleton(self) -> bool {
-        self != ProtoScope::Context
+        matches!(self, ProtoScope::Singleton | ProtoScope::Controller | ProtoScope::Config)
     }
 }
 
@@ -50,12 +53,14 @@ pub(crate) enum Kind {
     All,
     /// `Keyed<T>`
     Keyed,
+    /// `Provider<T>`
+    Provider,
 }
 
 impl Kind {
     /// Whether the dependency is built before the dependent (not a lazy reference).
     pub(crate) fn by_value(self) -> bool {
-        !matches!(self, Kind::ContextRef | Kind::AsyncContextRef)
+        !matches!(self, Kind::ContextRef | Kind::AsyncContextRef | Kind::Provider)
     }
 }
 
@@ -116,7 +121,9 @@ impl ProtoItem {
     pub(crate) fn from_tokens(cx: &Ctxt, args: TokenStream, item: TokenStream, scope: ProtoScope) -> Option<ProtoItem> {
         let attr = ProtoAttr::parse(cx, args, scope);
         let applies = match scope {
-            ProtoScope::Singleton | ProtoScope::Context => "structs and `impl` blocks with a constructor",
+            ProtoScope::Singleton | ProtoScope::Context | ProtoScope::Transient => {
+                "structs and `impl` blocks with a constructor"
+            }
             ProtoScope::Controller | ProtoScope::Config => "structs",
         };
         let not_applicable = |span: proc_macro2::Span| {
@@ -129,7 +136,9 @@ impl ProtoItem {
                 let ident = item.ident.clone();
                 (struct_body(cx, item), ident, middleware)
             }
-            Ok(syn::Item::Impl(item)) if matches!(scope, ProtoScope::Singleton | ProtoScope::Context) => {
+            Ok(syn::Item::Impl(item))
+                if matches!(scope, ProtoScope::Singleton | ProtoScope::Context | ProtoScope::Transient) =>
+            {
                 // A refused block still goes back without our markers (an error is recorded, so
                 // it is emitted, not expanded): `#[constructor]` or a parameter's `#[inject]`
                 // left on it would add "cannot find attribute" errors to the real one.
@@ -218,7 +227,7 @@ fn classify_inject(cx: &Ctxt, ty: &Type, attr: InjectAttr, what: &str) -> Option
         cx.error_spanned_by(
             ty,
             format!(
-                "{what} is `Arc<T>`, `ContextRef<T>`, `AsyncContextRef<T>`, `Option<Arc<T>>`, `Vec<Arc<T>>` or `Keyed<T>`; a plain value comes from a `#[config_proto]` section (`config: Arc<MyConfig>`)"
+                "{what} is `Arc<T>`, `ContextRef<T>`, `AsyncContextRef<T>`, `Provider<T>`, `Option<Arc<T>>`, `Vec<Arc<T>>` or `Keyed<T>`; a plain value comes from a `#[config_proto]` section (`config: Arc<MyConfig>`)"
             ),
         );
         return None;
@@ -346,6 +355,7 @@ fn classify(ty: &Type) -> Option<(Kind, Type)> {
         "ContextRef" => Some((Kind::ContextRef, inner.clone())),
         "AsyncContextRef" => Some((Kind::AsyncContextRef, inner.clone())),
         "Keyed" => Some((Kind::Keyed, inner.clone())),
+        "Provider" => Some((Kind::Provider, inner.clone())),
         "Option" | "Vec" => {
             let (arc, target) = single_generic(inner)?;
             let kind = if wrapper == "Option" { Kind::Optional } else { Kind::All };

@@ -10,7 +10,7 @@ use crate::ast::ProtoScope;
 use crate::ctxt::Ctxt;
 use crate::symbol::{
     ACCESS, COMPLETE, CONFIG_OPTIONS, CONTROLLER_OPTIONS, CRATE, DESTROY, EXTERNAL, INIT, INSTANCES, INSTANCES_OF,
-    NAME, PATH, PREFIX, PRIVATE, PROFILE, PROTO_OPTIONS, PROVIDES, PUBLIC,
+    NAME, PATH, PREFIX, PRIVATE, PROFILE, PROTO_OPTIONS, PROVIDES, PUBLIC, TRANSIENT_OPTIONS,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -119,13 +119,13 @@ impl ProtoAttr {
                     return Ok(());
                 };
                 once(cx, &meta, &mut attr.access, access);
-            } else if !config && meta.path.is_ident(INIT) {
+            } else if !config && scope != ProtoScope::Transient && meta.path.is_ident(INIT) {
                 let method: syn::Ident = meta.value()?.parse()?;
                 once(cx, &meta, &mut attr.init, method);
-            } else if !config && meta.path.is_ident(COMPLETE) {
+            } else if !config && scope != ProtoScope::Transient && meta.path.is_ident(COMPLETE) {
                 let method: syn::Ident = meta.value()?.parse()?;
                 once(cx, &meta, &mut attr.complete, method);
-            } else if !config && meta.path.is_ident(DESTROY) {
+            } else if !config && scope != ProtoScope::Transient && meta.path.is_ident(DESTROY) {
                 let method: syn::Ident = meta.value()?.parse()?;
                 once(cx, &meta, &mut attr.destroy, method);
             } else if meta.path.is_ident(CRATE) {
@@ -142,6 +142,7 @@ impl ProtoAttr {
                     ProtoScope::Controller => CONTROLLER_OPTIONS,
                     ProtoScope::Config => CONFIG_OPTIONS,
                     ProtoScope::Singleton | ProtoScope::Context => PROTO_OPTIONS,
+                    ProtoScope::Transient => TRANSIENT_OPTIONS,
                 };
                 cx.error_spanned_by(
                     &meta.path,

@@ -13,6 +13,20 @@ pub(crate) fn check(cx: &Ctxt, model: &ProtoItem) {
     complete_needs_a_context_proto(cx, model);
     config_has_a_prefix(cx, model);
     config_injects_nothing(cx, model);
+    transient_is_built_in_place(cx, model);
+}
+
+/// A transient is built where it is asked for, synchronously, and not kept: no async
+/// constructor (hooks are refused as unknown options).
+fn transient_is_built_in_place(cx: &Ctxt, model: &ProtoItem) {
+    if let (ProtoScope::Transient, Some(ctor)) = (model.scope, model.ctor()) {
+        if ctor.is_async {
+            cx.error_spanned_by(
+                &ctor.ident,
+                "a transient is built where it is asked for, synchronously: its constructor cannot be `async`; make it a context proto (one per request) if it needs to await",
+            );
+        }
+    }
 }
 
 fn complete_needs_a_context_proto(cx: &Ctxt, model: &ProtoItem) {

@@ -63,6 +63,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
     let scope_trait = match model.scope {
         ProtoScope::Singleton | ProtoScope::Controller | ProtoScope::Config => quote!(SingletonProto),
         ProtoScope::Context => quote!(ContextProto),
+        ProtoScope::Transient => quote!(TransientProto),
     };
     let access = match model.attr.access {
         Some(Access::Private) => quote!(Private),
@@ -77,6 +78,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
             Kind::Optional => quote!(Optional),
             Kind::All => quote!(All),
             Kind::Keyed => quote!(Keyed),
+            Kind::Provider => quote!(Provider),
         };
         let qualifier = match &inject.name {
             Some(name) => quote!(__di::Option::Some(#name)),
@@ -89,7 +91,10 @@ fn expand(model: &ProtoItem) -> TokenStream {
         let target = &inject.target;
         let assert = match (inject.kind, model.scope.is_singleton()) {
             (Kind::ContextRef | Kind::AsyncContextRef, _) => quote!(assert_context),
+            (Kind::Provider, _) => quote!(assert_transient),
             (_, true) => quote!(assert_singleton),
+            // A transient's dependencies: no `NEEDS_ASYNC` reads them, so the check is here.
+            (_, false) if model.scope == ProtoScope::Transient => quote!(assert_proto),
             // `Proto::NEEDS_ASYNC` of the proto reads it, which checks that it is a proto.
             (_, false) => return quote!(),
         };
@@ -221,6 +226,7 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
     let name = model.attr.name.as_ref().map_or_else(|| default_name(ident), syn::LitStr::value);
     let scope = match model.scope {
         ProtoScope::Context => quote!(Context),
+        ProtoScope::Transient => quote!(Transient),
         _ => quote!(Singleton),
     };
     if model.scope == ProtoScope::Config {
@@ -245,6 +251,7 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
             Kind::Optional => quote!(optional),
             Kind::All => quote!(all),
             Kind::Keyed => quote!(keyed),
+            Kind::Provider => quote!(provider),
         };
         // Naming the type keeps type checking linear: inferred from the struct literal at the
         // end, every `let` left obligations that each later one re-walked (4000 fields: 75 s of

@@ -184,6 +184,55 @@ pub fn config_proto(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::proto(args.into(), item.into(), ProtoScope::Config).into()
 }
 
+/// Registers a struct (or an `impl` block with its constructor) as a transient proto: built
+/// anew for every injection, and not kept. Context and transient protos take it by value
+/// (`Arc<T>`: a new one each); a singleton holds `Provider<T>` and calls `get()` for a new one
+/// per call (taking it by value would keep one forever, and does not compile).
+///
+/// Same fields and options as [`macro@singleton_proto`], but no hooks: the container does not
+/// keep a transient, so it cannot await or destroy it; for the same reason its constructor
+/// cannot be `async`.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::{singleton_proto, transient_proto, App, Provider};
+///
+/// #[transient_proto]
+/// pub struct Buffer { bytes: std::sync::Mutex<Vec<u8>> }
+///
+/// #[singleton_proto]
+/// pub struct Encoder {
+///     #[inject]
+///     buffers: Provider<Buffer>,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().build().await?;
+/// let encoder = app.get_object::<Encoder>()?;
+/// let (a, b) = (encoder.buffers.get()?, encoder.buffers.get()?);
+/// assert!(!Arc::ptr_eq(&a, &b));
+/// # Ok(()) }
+/// ```
+///
+/// A singleton cannot hold one by value:
+///
+/// ```compile_fail
+/// use std::sync::Arc;
+/// #[di_core::transient_proto]
+/// pub struct Buffer;
+/// #[di_core::singleton_proto]
+/// pub struct Encoder {
+///     #[inject]
+///     buffer: Arc<Buffer>, // error: hold `Provider<Buffer>`
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn transient_proto(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::proto(args.into(), item.into(), ProtoScope::Transient).into()
+}
+
 /// Makes a struct an HTTP controller: a singleton proto (same fields and options as
 /// [`macro@singleton_proto`]) whose routes, declared by [`macro@http_routes`] on its impl block,
 /// `di_http::router` serves.

@@ -20,6 +20,8 @@ pub(crate) const CONSTRUCTOR: &str = "constructor";
 
 pub(crate) const PROTO_OPTIONS: &str =
     "`name`, `provides`, `access`, `init`, `complete`, `destroy`, `profile`, `instances_of` or `crate`";
+pub(crate) const TRANSIENT_OPTIONS: &str =
+    "`name`, `provides`, `access`, `profile` or `crate` (a transient has no hooks: the container does not keep it)";
 pub(crate) const CONFIG_OPTIONS: &str = "`prefix`, `instances`, `name`, `access`, `profile` or `crate`";
 pub(crate) const PATH: &str = "path";
 pub(crate) const MIDDLEWARE: &str = "middleware";

@@ -233,8 +233,13 @@ pub(crate) async fn current_async(app_id: u64, key: u32, wanted: &'static str) -
     Ok(obj)
 }
 
-fn current_shared() -> Option<Arc<ScopeShared>> {
+fn current_shared_any() -> Option<Arc<ScopeShared>> {
     CURRENT.try_with(|h| h.shared().clone()).ok()
+}
+
+/// The current scope's shared part, if the current scope is one of App `app_id`.
+pub(crate) fn current_shared(app_id: u64) -> Option<Arc<ScopeShared>> {
+    CURRENT.try_with(|h| (h.app_id == app_id).then(|| h.shared().clone())).ok().flatten()
 }
 
 /// Spawns `fut` on the tokio runtime inside the current context scope.
@@ -288,7 +293,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    match current_shared() {
+    match current_shared_any() {
         Some(shared) => {
             let guard = PendingGuard::new(shared.clone());
             tokio::spawn(async move {
@@ -311,7 +316,7 @@ where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    match current_shared() {
+    match current_shared_any() {
         Some(shared) => {
             let guard = PendingGuard::new(shared.clone());
             tokio::task::spawn_blocking(move || {

@@ -382,6 +382,7 @@ impl ScopeShared {
             proto: key as usize,
             scope: Some(self),
             config: &self.app.config,
+            cell: &self.app.cell,
         }
     }
 

@@ -1,0 +1,85 @@
+//! `Provider<T>`: a singleton's handle on a transient proto, building a new `T` per call.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock, Weak};
+
+use crate::app::AppInner;
+use crate::error::DiError;
+use crate::proto::downcast;
+
+/// Where a `Provider` finds its App once it is built: the App owns the singletons that hold the
+/// providers, so they hold it weakly, through a cell filled when `build()` returns.
+pub(crate) type AppCell = Arc<OnceLock<Weak<AppInner>>>;
+
+/// A handle that builds a new object of transient proto `T` on every [`get`](Self::get): what
+/// a singleton holds where it needs a fresh `T` each time (a builder, a buffer, a per-call
+/// client). Taking a transient by value would capture one object for the App's whole life, so
+/// the macros refuse `Arc<T>` of a transient in a singleton, naming `Provider<T>`.
+///
+/// Inside a context scope, the new `T` takes its context dependencies from that scope.
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use di_core::{singleton_proto, transient_proto, App, Provider};
+///
+/// static NEXT: AtomicU64 = AtomicU64::new(1);
+///
+/// pub struct Receipt { number: u64 }
+/// #[transient_proto]
+/// impl Receipt {
+///     fn new() -> Self { Receipt { number: NEXT.fetch_add(1, Ordering::Relaxed) } }
+/// }
+///
+/// pub struct Till { receipts: Provider<Receipt> }
+/// #[singleton_proto]
+/// impl Till {
+///     fn new(receipts: Provider<Receipt>) -> Self { Till { receipts } }
+///     fn print(&self) -> u64 { self.receipts.get().unwrap().number }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().build().await?;
+/// let till = app.get_object::<Till>()?;
+/// assert_ne!(till.print(), till.print()); // a new receipt each time
+/// # Ok(()) }
+/// ```
+pub struct Provider<T: ?Sized> {
+    app: AppCell,
+    key: u32,
+    _type: PhantomData<fn() -> Box<T>>,
+}
+
+impl<T: Send + Sync + 'static> Provider<T> {
+    pub(crate) fn new(app: AppCell, key: u32) -> Self {
+        Provider { app, key, _type: PhantomData }
+    }
+
+    /// A new `T`.
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::AppNotReady`] before `build()` has returned (a singleton's constructor or init
+    /// hook cannot use its providers yet) or after the App is dropped; [`DiError::NoScope`]
+    /// when `T` takes a context proto by value outside a scope; any error of `T`'s factory.
+    pub fn get(&self) -> Result<Arc<T>, DiError> {
+        let wanted = core::any::type_name::<T>();
+        let app = self.app.get().and_then(Weak::upgrade).ok_or(DiError::AppNotReady { wanted })?;
+        app.build_transient(self.key, wanted).map(downcast::<T>)
+    }
+}
+
+impl<T: ?Sized> Clone for Provider<T> {
+    fn clone(&self) -> Self {
+        Provider { app: self.app.clone(), key: self.key, _type: PhantomData }
+    }
+}
+
+impl<T: ?Sized> fmt::Debug for Provider<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Provider<{}>", core::any::type_name::<T>())
+    }
+}
