@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::config::{Config, Sources};
 use crate::error::{BoxError, DiError};
-use crate::graph::{Graph, Target};
+use crate::graph::{FastMap, Graph, Target};
 use crate::pending::Pending;
 use crate::proto::{AnyArc, BuildFuture, Factory, HookFuture, InjectKind, ProtoDef, ProtoDescriptor, downcast};
 use crate::provider::AppCell;
@@ -29,6 +29,8 @@ pub(crate) struct AppInner {
     pub(crate) config: Config,
     /// This App, weakly, for the `Provider`s its singletons hold.
     pub(crate) cell: AppCell,
+    /// The lazy singletons `build()` left for their first use, by proto.
+    lazy: FastMap<usize, LazySlot>,
     shutdown_timeout: Duration,
     shut_down: AtomicBool,
     /// Scopes whose end (background tasks, destroy hooks) is still running.
@@ -397,7 +399,9 @@ impl App {
         }
         self.inner.wait_for_endings().await;
         let order: Vec<usize> = self.inner.graph.levels.iter().flatten().copied().collect();
-        destroy_singletons(&self.inner.graph, &self.inner.singletons, &order).await
+        let built: Vec<Option<AnyArc>> =
+            (0..self.inner.singletons.len()).map(|p| self.inner.singleton_now(p)).collect();
+        destroy_singletons(&self.inner.graph, &built, &order).await
     }
 
     /// How many context scopes are ending now: waiting for background tasks or running destroy
@@ -499,11 +503,44 @@ impl AppInner {
         })
     }
 
+    /// Singleton `proto`, built now if it is lazy and this is its first use.
+    pub(crate) fn lazy_singleton(&self, proto: usize, wanted: &'static str) -> Result<AnyArc, DiError> {
+        let slot = self.lazy.get(&proto).ok_or(DiError::NotBuilt { wanted })?;
+        if let Some(obj) = slot.value.get() {
+            return Ok(obj.clone());
+        }
+        // Factories run with no lock of ours but this one; dependencies are acyclic, so a lazy
+        // singleton never waits for itself.
+        let _building = slot.building.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(obj) = slot.value.get() {
+            return Ok(obj.clone());
+        }
+        let resolver = Resolver {
+            graph: &self.graph,
+            singletons: &self.singletons,
+            app_id: self.id,
+            proto,
+            scope: None,
+            config: &self.config,
+            cell: &self.cell,
+        };
+        let obj = match &self.graph.protos[proto].factory {
+            Factory::Sync(factory) => factory(&resolver)?,
+            _ => unreachable!("a lazy singleton has a sync factory (checked by the graph)"),
+        };
+        Ok(slot.value.get_or_init(|| obj).clone())
+    }
+
+    /// Singleton `proto` if it exists, built at start or lazily since.
+    fn singleton_now(&self, proto: usize) -> Option<AnyArc> {
+        self.singletons[proto].clone().or_else(|| self.lazy.get(&proto)?.value.get().cloned())
+    }
+
     /// Proto `proto`'s object: the singleton, or the current scope's.
     fn instance(&self, proto: usize, wanted: &'static str) -> Result<AnyArc, DiError> {
         match &self.singletons[proto] {
             Some(obj) => Ok(obj.clone()),
-            None if self.graph.protos[proto].scope == crate::Scope::Singleton => Err(DiError::NotBuilt { wanted }),
+            None if self.graph.protos[proto].scope == crate::Scope::Singleton => self.lazy_singleton(proto, wanted),
             None if self.graph.protos[proto].scope == crate::Scope::Transient => {
                 self.build_transient(proto as u32, wanted)
             }
@@ -562,6 +599,13 @@ fn fake_def<U: ?Sized + Send + Sync + 'static>(value: Arc<U>, name: Cow<'static,
         cast: Arc::new(|obj: AnyArc| Box::new((*downcast::<Arc<U>>(obj)).clone()) as Box<dyn std::any::Any + Send>),
     });
     def
+}
+
+/// A lazy singleton: built once, by the first that asks (the others wait on the lock).
+#[derive(Default)]
+struct LazySlot {
+    value: std::sync::OnceLock<AnyArc>,
+    building: std::sync::Mutex<()>,
 }
 
 struct Override {
@@ -1066,8 +1110,13 @@ impl AppBuilder {
                 return Err(abort(&graph, &singletons, &ready, e).await);
             }
         }
+        let lazy = (0..graph.protos.len())
+            .filter(|&p| graph.protos[p].lazy && singletons[p].is_none())
+            .map(|p| (p, LazySlot::default()))
+            .collect();
         let inner = Arc::new(AppInner {
             id,
+            lazy,
             graph,
             singletons,
             background_timeout: self.background_timeout,
@@ -1094,10 +1143,12 @@ impl fmt::Debug for AppBuilder {
     }
 }
 
-/// With roots, which protos they reach (by value, and through the context protos they reach
-/// by reference); without, `None`: everything is built.
+/// Which singletons `build()` constructs: with roots, those the roots reach (by value, and
+/// through the context and transient protos they reach by reference); else every singleton
+/// but the lazy ones no eager proto reaches. `None`: all of them.
 fn reached_from(graph: &Graph, roots: &[(TypeId, &'static str)]) -> Result<Option<Vec<bool>>, DiError> {
-    if roots.is_empty() {
+    let lazy = graph.protos.iter().any(|p| p.lazy);
+    if roots.is_empty() && !lazy {
         return Ok(None);
     }
     let mut reached = vec![false; graph.protos.len()];
@@ -1106,6 +1157,12 @@ fn reached_from(graph: &Graph, roots: &[(TypeId, &'static str)]) -> Result<Optio
         let targets =
             graph.provided.get(&ty).filter(|t| !t.is_empty()).ok_or(DiError::NotFound { wanted, name: None })?;
         stack.extend(targets.iter().map(|t| t.proto));
+    }
+    if roots.is_empty() {
+        stack.extend(
+            (0..graph.protos.len())
+                .filter(|&p| graph.protos[p].scope == crate::Scope::Singleton && !graph.protos[p].lazy),
+        );
     }
     while let Some(p) = stack.pop() {
         if std::mem::replace(&mut reached[p], true) {

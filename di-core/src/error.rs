@@ -224,6 +224,15 @@ pub enum DiError {
         /// `an init hook`, `a destroy hook`, `a complete hook` or `an async constructor`.
         what: &'static str,
     },
+    /// A lazy proto cannot be built on first use as declared: it is not a singleton, or it
+    /// needs awaiting.
+    #[error("`{proto}` is declared lazy, but {reason}")]
+    Lazy {
+        /// The proto.
+        proto: String,
+        /// What is wrong, and the fix.
+        reason: &'static str,
+    },
     /// `exclude` names a type that no proto has.
     #[error("cannot exclude `{type_name}`: no proto of that type is registered")]
     ExcludeUnknown {

@@ -128,6 +128,20 @@ impl Graph {
             if p.scope == Scope::Singleton && p.complete.is_some() {
                 errors.push(DiError::CompleteOnSingleton { singleton: p.label() });
             }
+            if p.lazy {
+                let reason = if p.scope != Scope::Singleton {
+                    Some("only a singleton is lazy: a context or transient proto is built on first use already")
+                } else if p.init.is_some() || matches!(p.factory, Factory::Async(_)) {
+                    Some(
+                        "it is built on first use by a synchronous `get_object` or factory, and it has an init hook or an async constructor; drop `lazy`, or do the work synchronously",
+                    )
+                } else {
+                    None
+                };
+                if let Some(reason) = reason {
+                    errors.push(DiError::Lazy { proto: p.label(), reason });
+                }
+            }
             if p.scope == Scope::Transient {
                 let hooks = [(p.init.is_some(), "an init hook"), (p.complete.is_some(), "a complete hook")];
                 let more = [

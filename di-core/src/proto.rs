@@ -220,6 +220,7 @@ pub struct ProtoDescriptor {
     pub(crate) cast_self: CastFn,
     pub(crate) instances_of: Option<TypeRef>,
     pub(crate) profile: Option<&'static str>,
+    pub(crate) lazy: bool,
     pub(crate) init: Option<HookFn>,
     pub(crate) complete: Option<HookFn>,
     pub(crate) destroy: Option<HookFn>,
@@ -282,10 +283,18 @@ impl ProtoDescriptor {
             cast_self,
             instances_of: None,
             profile: None,
+            lazy: false,
             init: None,
             complete: None,
             destroy: None,
         }
+    }
+
+    /// Makes a singleton lazy: validated with the graph, built on first use (unless an eagerly
+    /// built proto takes it by value).
+    pub const fn lazy(mut self) -> Self {
+        self.lazy = true;
+        self
     }
 
     /// Makes this proto a template with one instance per instance of `C` (usually a
@@ -372,6 +381,7 @@ impl ProtoDescriptor {
             },
             instances_of: self.instances_of.map(|c| ((c.type_id)(), (c.type_name)())),
             profile: self.profile.map(Cow::Borrowed),
+            lazy: self.lazy,
             init: hook(self.init),
             complete: hook(self.complete),
             destroy: hook(self.destroy),
@@ -489,6 +499,8 @@ pub struct ProtoDef {
     pub(crate) instances_of: Option<(TypeId, &'static str)>,
     /// Registered only under this profile.
     pub(crate) profile: Option<Cow<'static, str>>,
+    /// A singleton built on first use.
+    pub(crate) lazy: bool,
     pub(crate) init: Option<Arc<DynHook>>,
     pub(crate) complete: Option<Arc<DynHook>>,
     pub(crate) destroy: Option<Arc<DynHook>>,
@@ -649,6 +661,36 @@ impl ProtoDef {
         self
     }
 
+    /// Makes a singleton lazy: validated with the graph at [`build`](crate::AppBuilder::build),
+    /// built on first use (a `get_object`, or a proto built later that takes it by value).
+    /// An eagerly built proto that takes it by value builds it at `build()` anyway. A lazy
+    /// singleton is built synchronously: it has no init hook and no async constructor.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// static BUILT: AtomicBool = AtomicBool::new(false);
+    /// struct Geo;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Geo>(|_| { BUILT.store(true, Ordering::SeqCst); Ok(Geo) }).lazy())
+    ///     .build()
+    ///     .await?;
+    /// assert!(!BUILT.load(Ordering::SeqCst));
+    /// let a = app.get_object::<Geo>()?;
+    /// assert!(BUILT.load(Ordering::SeqCst));
+    /// assert!(std::sync::Arc::ptr_eq(&a, &app.get_object::<Geo>()?)); // once
+    /// # Ok(()) }
+    /// ```
+    pub fn lazy(mut self) -> Self {
+        self.lazy = true;
+        self
+    }
+
     /// Registers this proto only when `profile` is the App's active profile
     /// ([`AppBuilder::profile`](crate::AppBuilder::profile)).
     pub fn profile(mut self, profile: impl Into<Cow<'static, str>>) -> Self {
@@ -673,6 +715,7 @@ impl ProtoDef {
             factory,
             instances_of: None,
             profile: None,
+            lazy: false,
             init: None,
             complete: None,
             destroy: None,

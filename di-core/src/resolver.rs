@@ -190,7 +190,14 @@ impl Resolver<'_> {
         match def.scope {
             // Built before its dependents; absent only when the App was built from roots that do
             // not reach it (a context object outside them asked for it).
-            Scope::Singleton => self.singletons[proto].clone().ok_or(DiError::NotBuilt { wanted: def.type_name }),
+            Scope::Singleton => match &self.singletons[proto] {
+                Some(obj) => Ok(obj.clone()),
+                // Lazy, or not reached from the roots: built now if lazy (after `build()`).
+                None => match self.cell.get().and_then(std::sync::Weak::upgrade) {
+                    Some(app) => app.lazy_singleton(proto, def.type_name),
+                    None => Err(DiError::NotBuilt { wanted: def.type_name }),
+                },
+            },
             Scope::Context => match self.scope {
                 Some(scope) => scope.resolve_sync(proto),
                 None => Err(DiError::NoScope { wanted: def.type_name }),

@@ -10,7 +10,7 @@ use crate::ast::ProtoScope;
 use crate::ctxt::Ctxt;
 use crate::symbol::{
     ACCESS, COMPLETE, CONFIG_OPTIONS, CONTROLLER_OPTIONS, CRATE, DESTROY, EXTERNAL, INIT, INSTANCES, INSTANCES_OF,
-    NAME, PATH, PREFIX, PRIVATE, PROFILE, PROTO_OPTIONS, PROVIDES, PUBLIC, TRANSIENT_OPTIONS,
+    LAZY, NAME, PATH, PREFIX, PRIVATE, PROFILE, PROTO_OPTIONS, PROVIDES, PUBLIC, SINGLETON_OPTIONS, TRANSIENT_OPTIONS,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -40,6 +40,8 @@ pub(crate) struct ProtoAttr {
     pub(crate) prefix: Option<syn::LitStr>,
     /// `#[config_proto(instances)]`: one instance per table under the prefix.
     pub(crate) instances: Option<syn::Path>,
+    /// `#[singleton_proto(lazy)]`: built on first use.
+    pub(crate) lazy: Option<syn::Path>,
 }
 
 /// Sets `slot` once; a second occurrence is reported at its own span.
@@ -91,6 +93,8 @@ impl ProtoAttr {
                 once(cx, &meta, &mut attr.prefix, lit);
             } else if config && meta.path.is_ident(INSTANCES) {
                 once(cx, &meta, &mut attr.instances, meta.path.clone());
+            } else if scope == ProtoScope::Singleton && meta.path.is_ident(LAZY) {
+                once(cx, &meta, &mut attr.lazy, meta.path.clone());
             } else if matches!(scope, ProtoScope::Singleton | ProtoScope::Context) && meta.path.is_ident(INSTANCES_OF) {
                 let ty: Type = meta.value()?.parse()?;
                 once(cx, &meta, &mut attr.instances_of, ty);
@@ -141,7 +145,8 @@ impl ProtoAttr {
                 let expected = match scope {
                     ProtoScope::Controller => CONTROLLER_OPTIONS,
                     ProtoScope::Config => CONFIG_OPTIONS,
-                    ProtoScope::Singleton | ProtoScope::Context => PROTO_OPTIONS,
+                    ProtoScope::Singleton => SINGLETON_OPTIONS,
+                    ProtoScope::Context => PROTO_OPTIONS,
                     ProtoScope::Transient => TRANSIENT_OPTIONS,
                 };
                 cx.error_spanned_by(

@@ -14,6 +14,18 @@ pub(crate) fn check(cx: &Ctxt, model: &ProtoItem) {
     config_has_a_prefix(cx, model);
     config_injects_nothing(cx, model);
     transient_is_built_in_place(cx, model);
+    lazy_is_built_synchronously(cx, model);
+}
+
+/// A lazy singleton is built by the first synchronous `get_object` or factory that needs it.
+fn lazy_is_built_synchronously(cx: &Ctxt, model: &ProtoItem) {
+    let Some(lazy) = &model.attr.lazy else { return };
+    if model.attr.init.is_some() || model.ctor().is_some_and(|c| c.is_async) {
+        cx.error_spanned_by(
+            lazy,
+            "a lazy singleton is built on first use, by a synchronous `get_object` or factory: it cannot have an init hook or an async constructor; drop `lazy`, or do the work synchronously",
+        );
+    }
 }
 
 /// A transient is built where it is asked for, synchronously, and not kept: no async

@@ -148,6 +148,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
     let (destroy_fn, destroy_set) = hook(&model.attr.destroy, "__di_destroy", "destroy");
     let profile_set = model.attr.profile.as_ref().map(|p| quote!(.profile(#p)));
     let instances_of_set = model.attr.instances_of.as_ref().map(|c| quote!(.instances_of::<#c>()));
+    let lazy_set = model.attr.lazy.as_ref().map(|_| quote!(.lazy()));
     let controller = (model.scope == ProtoScope::Controller).then(|| {
         let path = model.attr.path.as_ref().map_or_else(String::new, syn::LitStr::value);
         // Listed outermost first, as in `tower::ServiceBuilder`: the last `.layer` wraps the rest.
@@ -193,6 +194,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
             .access(__di::Access::#access, __di::module_path!())
             #profile_set
             #instances_of_set
+            #lazy_set
             #init_set
             #complete_set
             #destroy_set;

@@ -20,6 +20,9 @@ pub(crate) const CONSTRUCTOR: &str = "constructor";
 
 pub(crate) const PROTO_OPTIONS: &str =
     "`name`, `provides`, `access`, `init`, `complete`, `destroy`, `profile`, `instances_of` or `crate`";
+pub(crate) const LAZY: &str = "lazy";
+pub(crate) const SINGLETON_OPTIONS: &str =
+    "`name`, `provides`, `access`, `init`, `destroy`, `lazy`, `profile`, `instances_of` or `crate`";
 pub(crate) const TRANSIENT_OPTIONS: &str =
     "`name`, `provides`, `access`, `profile` or `crate` (a transient has no hooks: the container does not keep it)";
 pub(crate) const CONFIG_OPTIONS: &str = "`prefix`, `instances`, `name`, `access`, `profile` or `crate`";
