@@ -132,6 +132,23 @@ impl RequestHead {
         }
     }
 
+    /// The head of `req` (its extensions included), as [`ContextLayer`] would make it: for a
+    /// scope opened by hand, such as a test's (`app.scope().with(RequestHead::from_request(&req))?`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use axum::http::Request;
+    /// use di_http::RequestHead;
+    ///
+    /// let head = RequestHead::from_request(&Request::get("/todos").header("x-user", "ada").body(()).unwrap());
+    /// assert_eq!(head.uri().path(), "/todos");
+    /// assert_eq!(head.headers()["x-user"], "ada");
+    /// ```
+    pub fn from_request<B>(req: &Request<B>) -> Self {
+        Self::of(req, true)
+    }
+
     /// The request method.
     pub fn method(&self) -> &Method {
         &self.method

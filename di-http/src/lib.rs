@@ -10,6 +10,8 @@
 //! - [`ContextLayer`] opens one context scope per request, with the [`RequestHead`] as a context
 //!   object and a `tracing` span carrying the request id; panics are answered with 500.
 //! - [`serve`] and [`Server`] serve with graceful shutdown.
+//! - [`testing`]: a guide to testing controllers (a fake by trait, a seeded scope, a request
+//!   through the router).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -69,6 +71,7 @@
 mod controller;
 mod layer;
 mod serve;
+pub mod testing;
 
 pub use controller::{Controller, RouteError, RouteLayer, RouterBuilder, router};
 pub use layer::{
