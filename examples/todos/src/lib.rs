@@ -10,7 +10,9 @@
 //!   of a request that did not write go through read-only connections, which never wait for a
 //!   writer.
 //! - [`todo::RequestTracer`] (context): the request id and what the request did.
-//! - [`todo::TodoRepository`], [`todo::TodoService`] (singletons) and [`todo::TodoController`].
+//! - [`todo::TodoRepository`], [`todo::TodoService`] (singletons) and [`todo::TodoController`];
+//!   the service asks [`todo::Users`] (a trait; [`todo::OpenUsers`] by default, a fake in tests)
+//!   whether a user exists.
 //!
 //! `cargo run -p example-todos` serves it on 127.0.0.1:7001.
 

@@ -146,6 +146,9 @@ pub enum TodoError {
     /// No such todo for this user.
     #[error("todo {0} not found")]
     NotFound(i64),
+    /// No such user.
+    #[error("no user {0:?}")]
+    UnknownUser(String),
     /// The database failed.
     #[error(transparent)]
     Db(#[from] DbError),
@@ -169,7 +172,7 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = match self.error {
             TodoError::Invalid(_) => StatusCode::BAD_REQUEST,
-            TodoError::NotFound(_) => StatusCode::NOT_FOUND,
+            TodoError::NotFound(_) | TodoError::UnknownUser(_) => StatusCode::NOT_FOUND,
             TodoError::Db(ref err) => {
                 tracing::error!(%err, "database error");
                 StatusCode::INTERNAL_SERVER_ERROR
@@ -179,10 +182,31 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// The rules: titles are 1 to 200 characters; a batch is saved whole or not at all.
+/// Who the users are. In a real deployment, an account service; tests replace it with a fake
+/// (`AppBuilder::override_provider::<dyn Users>`).
+pub trait Users: Send + Sync + std::fmt::Debug {
+    /// Whether `user` exists.
+    fn exists(&self, user: &str) -> bool;
+}
+
+/// Every well-formed name is a user: 1 to 64 letters, digits, `-` or `_`.
+#[singleton_proto(provides(dyn Users))]
+#[derive(Debug)]
+pub struct OpenUsers;
+
+impl Users for OpenUsers {
+    fn exists(&self, user: &str) -> bool {
+        (1..=64).contains(&user.len()) && user.chars().all(|c| c.is_alphanumeric() || c == '-' || c == '_')
+    }
+}
+
+/// The rules: the user exists; titles are 1 to 200 characters; a batch is saved whole or not
+/// at all.
 #[singleton_proto]
 #[derive(Debug)]
 pub struct TodoService {
+    #[inject]
+    users: Arc<dyn Users>,
     #[inject]
     repo: Arc<TodoRepository>,
     #[inject]
@@ -190,6 +214,10 @@ pub struct TodoService {
 }
 
 impl TodoService {
+    fn check_user<'u>(&self, user: &'u str) -> Result<&'u str, TodoError> {
+        if self.users.exists(user) { Ok(user) } else { Err(TodoError::UnknownUser(user.to_owned())) }
+    }
+
     fn check_title(title: &str) -> Result<&str, TodoError> {
         let title = title.trim();
         match title.chars().count() {
@@ -201,7 +229,7 @@ impl TodoService {
 
     /// Adds one todo.
     pub async fn create(&self, user: &str, title: &str) -> Result<Todo, TodoError> {
-        let todo = self.repo.insert(user, Self::check_title(title)?).await?;
+        let todo = self.repo.insert(self.check_user(user)?, Self::check_title(title)?).await?;
         self.tracer.get().event(format!("created todo {} for {user}", todo.id));
         Ok(todo)
     }
@@ -218,17 +246,17 @@ impl TodoService {
 
     /// The todos of `user`, oldest first.
     pub async fn list(&self, user: &str) -> Result<Vec<Todo>, TodoError> {
-        Ok(self.repo.list(user).await?)
+        Ok(self.repo.list(self.check_user(user)?).await?)
     }
 
     /// One todo.
     pub async fn get(&self, user: &str, id: i64) -> Result<Todo, TodoError> {
-        self.repo.get(user, id).await?.ok_or(TodoError::NotFound(id))
+        self.repo.get(self.check_user(user)?, id).await?.ok_or(TodoError::NotFound(id))
     }
 
     /// Marks a todo done or not.
     pub async fn set_done(&self, user: &str, id: i64, done: bool) -> Result<Todo, TodoError> {
-        if !self.repo.set_done(user, id, done).await? {
+        if !self.repo.set_done(self.check_user(user)?, id, done).await? {
             return Err(TodoError::NotFound(id));
         }
         self.tracer.get().event(format!("todo {id} done={done}"));
@@ -237,7 +265,7 @@ impl TodoService {
 
     /// Deletes a todo.
     pub async fn delete(&self, user: &str, id: i64) -> Result<(), TodoError> {
-        if !self.repo.delete(user, id).await? {
+        if !self.repo.delete(self.check_user(user)?, id).await? {
             return Err(TodoError::NotFound(id));
         }
         self.tracer.get().event(format!("deleted todo {id}"));

@@ -12,7 +12,7 @@ use axum::middleware::{Next, from_fn_with_state};
 use axum::response::Response;
 use di_core::{App, context_proto};
 use todos::db::Db;
-use todos::todo::Todo;
+use todos::todo::{Todo, TodoService, Users};
 
 #[path = "../../../tests/support/child_env.rs"]
 mod child_env;
@@ -29,6 +29,15 @@ struct Service {
     server: tokio::task::JoinHandle<Result<(), di_http::ServeError>>,
 }
 
+/// A database file for test `name`, removed if a previous run left one.
+fn fresh_db(name: &str) -> PathBuf {
+    let db = std::env::temp_dir().join(format!("todos-test-{name}-{}.sqlite3", std::process::id()));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    db
+}
+
 impl Service {
     async fn start(name: &str) -> Service {
         Service::start_with(name, |_, builder| builder).await
@@ -38,11 +47,17 @@ impl Service {
         name: &str,
         routes: impl FnOnce(&App, di_http::RouterBuilder) -> di_http::RouterBuilder,
     ) -> Service {
-        let db = std::env::temp_dir().join(format!("todos-test-{name}-{}.sqlite3", std::process::id()));
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-        }
-        let app = todos::builder().config_value("db.path", db.display().to_string()).build().await.unwrap();
+        Service::start_built(name, |builder| builder, routes).await
+    }
+
+    /// Starts the service on a fresh database, its App from `todos::builder()` as `app` adapts it.
+    async fn start_built(
+        name: &str,
+        app: impl FnOnce(di_core::AppBuilder) -> di_core::AppBuilder,
+        routes: impl FnOnce(&App, di_http::RouterBuilder) -> di_http::RouterBuilder,
+    ) -> Service {
+        let db = fresh_db(name);
+        let app = app(todos::builder().config_value("db.path", db.display().to_string())).build().await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -281,4 +296,46 @@ async fn a_database_that_cannot_be_opened_fails_the_start_naming_db() {
         e.to_string().starts_with("construction of `todos::db::Db` (\"db\") failed: opening the database: "),
         "{e}"
     );
+}
+
+/// Knows only the users it was given.
+#[derive(Debug)]
+struct KnownUsers(&'static [&'static str]);
+
+impl Users for KnownUsers {
+    fn exists(&self, user: &str) -> bool {
+        self.0.contains(&user)
+    }
+}
+
+#[tokio::test]
+async fn a_fake_user_directory_by_trait() {
+    let users: Arc<dyn Users> = Arc::new(KnownUsers(&["ada"]));
+    let service = Service::start_built("fake-users", |b| b.override_provider::<dyn Users>(users), |_, r| r).await;
+    let reply = send_json(service.addr, "POST", "/users/ada/todos", r#"{"title":"known"}"#).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    let reply = send_json(service.addr, "POST", "/users/bob/todos", r#"{"title":"unknown"}"#).await;
+    assert_eq!(reply.status, 404, "{reply:?}");
+    assert!(reply.body.contains(r#""error":"no user \"bob\"""#), "{}", reply.body);
+    assert!(service.committed_titles("bob").is_empty());
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn the_service_alone_from_a_root_in_a_seeded_scope() {
+    let db = fresh_db("root");
+    // Only what TodoService reaches: the database, the repository, the users; no controller.
+    let app =
+        todos::builder().config_value("db.path", db.display().to_string()).root::<TodoService>().build().await.unwrap();
+    assert!(matches!(app.get_object::<todos::todo::TodoController>(), Err(di_core::DiError::NotBuilt { .. })));
+    let service = app.get_object::<TodoService>().unwrap();
+    // A scope given the request head the request tracer reads (no HTTP request here).
+    let request = axum::http::Request::get("/").header("x-request-id", "seeded-1").body(()).unwrap();
+    let head = di_http::RequestHead::from_request(&request);
+    let listed = app.scope().with(head).unwrap().run(async { service.list("ada").await }).await.unwrap();
+    assert!(listed.is_empty());
+    let unknown =
+        app.scope().with(di_http::RequestHead::from_request(&request)).unwrap().run(service.list("no one")).await;
+    assert!(matches!(unknown, Err(todos::todo::TodoError::UnknownUser(_))), "{unknown:?}");
+    app.shutdown().await.unwrap();
 }
