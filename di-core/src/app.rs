@@ -486,7 +486,7 @@ impl AppInner {
 
     /// A new object of transient proto `key`, its context dependencies from the current scope
     /// if there is one of this App.
-    pub(crate) fn build_transient(&self, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
+    pub(crate) fn build_transient(&self, key: u32) -> Result<AnyArc, DiError> {
         let scope = scope::current_shared(self.id);
         let resolver = Resolver {
             graph: &self.graph,
@@ -497,10 +497,7 @@ impl AppInner {
             config: &self.config,
             cell: &self.cell,
         };
-        resolver.transient(key as usize).map_err(|e| match e {
-            DiError::NoScope { .. } => DiError::NoScope { wanted },
-            e => e,
-        })
+        resolver.transient(key as usize)
     }
 
     /// Singleton `proto`, built now if it is lazy and this is its first use.
@@ -509,6 +506,25 @@ impl AppInner {
         if let Some(obj) = slot.value.get() {
             return Ok(obj.clone());
         }
+        // Built after `shutdown` started, it would never be destroyed.
+        if self.shut_down.load(Ordering::Acquire) {
+            return Err(DiError::ShutDown { wanted });
+        }
+        // Its construction asking for itself (through a provider or a context object) would
+        // wait on its own lock forever: say so instead.
+        let me = (self.id, proto);
+        if LAZY_BUILDING.with(|b| b.borrow().contains(&me)) {
+            let label = self.graph.protos[proto].label();
+            return Err(DiError::EagerCycle { chain: vec![label.clone(), label] });
+        }
+        struct Building((u64, usize));
+        impl Drop for Building {
+            fn drop(&mut self) {
+                LAZY_BUILDING.with(|b| b.borrow_mut().retain(|x| *x != self.0));
+            }
+        }
+        LAZY_BUILDING.with(|b| b.borrow_mut().push(me));
+        let _building_mark = Building(me);
         // Factories run with no lock of ours but this one; dependencies are acyclic, so a lazy
         // singleton never waits for itself.
         let _building = slot.building.lock().unwrap_or_else(|e| e.into_inner());
@@ -541,9 +557,7 @@ impl AppInner {
         match &self.singletons[proto] {
             Some(obj) => Ok(obj.clone()),
             None if self.graph.protos[proto].scope == crate::Scope::Singleton => self.lazy_singleton(proto, wanted),
-            None if self.graph.protos[proto].scope == crate::Scope::Transient => {
-                self.build_transient(proto as u32, wanted)
-            }
+            None if self.graph.protos[proto].scope == crate::Scope::Transient => self.build_transient(proto as u32),
             None => scope::current(self.id, proto as u32, wanted),
         }
     }
@@ -599,6 +613,11 @@ fn fake_def<U: ?Sized + Send + Sync + 'static>(value: Arc<U>, name: Cow<'static,
         cast: Arc::new(|obj: AnyArc| Box::new((*downcast::<Arc<U>>(obj)).clone()) as Box<dyn std::any::Any + Send>),
     });
     def
+}
+
+std::thread_local! {
+    /// The lazy singletons this thread is building: `(app, proto)`.
+    static LAZY_BUILDING: std::cell::RefCell<Vec<(u64, usize)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A lazy singleton: built once, by the first that asks (the others wait on the lock).
@@ -900,8 +919,9 @@ impl AppBuilder {
 
     /// Replaces whichever proto provides `U` (usually a `dyn Trait`) with `value`: every
     /// consumer of `Arc<U>`, `Option<Arc<U>>`, `Vec<Arc<U>>` or `Keyed<U>` gets the fake. The
-    /// replaced proto is gone (it is not built, and injecting its own type fails `build()`);
-    /// the fake takes its name, so qualifiers still find it. With several providers, each is
+    /// replaced proto is gone (it is not built, and injecting its own type fails `build()`),
+    /// unless it provides other traits too: then it stays for those. The fake takes its name,
+    /// so qualifiers still find it. With several providers, each is
     /// replaced by the same fake; [`override_provider_named`](Self::override_provider_named)
     /// picks one.
     ///
@@ -1050,7 +1070,17 @@ impl AppBuilder {
                 errors.push(DiError::OverrideNoProvider { wanted: o.type_name, name: o.name, providers });
                 continue;
             }
-            defs.retain(|d| !hit(d));
+            // A replaced proto that provides other traits too stays, for those: only its
+            // `U` goes to the fake. One that provides nothing else is gone.
+            defs.retain_mut(|d| {
+                if !hit(d) {
+                    return true;
+                }
+                let (own, faked) = (d.type_id, o.type_id);
+                let keeps_others = d.provides.iter().any(|p| p.type_id != own && p.type_id != faked);
+                d.provides.retain(|p| p.type_id != faked);
+                keeps_others
+            });
             defs.extend(names.into_iter().map(|name| (o.fake)(name)));
         }
 
@@ -1170,7 +1200,12 @@ fn reached_from(graph: &Graph, roots: &[(TypeId, &'static str)]) -> Result<Optio
         }
         for dep in &graph.resolved[p] {
             match dep {
-                crate::graph::Resolved::Context(c) | crate::graph::Resolved::Provider(c) => stack.push(*c),
+                // Roots reach what they hold references to; without roots, what builds at start
+                // is what eager singletons take by value (a lazy one a context proto takes is
+                // built when a scope builds that).
+                crate::graph::Resolved::Context(c) | crate::graph::Resolved::Provider(c) if !roots.is_empty() => {
+                    stack.push(*c)
+                }
                 other => stack.extend(other.construction_targets()),
             }
         }

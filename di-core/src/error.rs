@@ -233,6 +233,13 @@ pub enum DiError {
         /// What is wrong, and the fix.
         reason: &'static str,
     },
+    /// A lazy singleton was asked for after `App::shutdown` started: built then, it would
+    /// never be destroyed.
+    #[error("the App has shut down, so lazy singleton `{wanted}` can no longer be built")]
+    ShutDown {
+        /// The singleton.
+        wanted: &'static str,
+    },
     /// `exclude` names a type that no proto has.
     #[error("cannot exclude `{type_name}`: no proto of that type is registered")]
     ExcludeUnknown {

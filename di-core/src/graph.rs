@@ -199,18 +199,28 @@ impl Graph {
                     }
                     levels[level[i]].push(i);
                 }
-                // Built on each injection or `Provider::get`, synchronously (async ones are
-                // refused above): in no level, with no context dependencies to build first.
-                Scope::Transient => {}
-                Scope::Context => {
+                // Built on each injection or `Provider::get`, synchronously (async constructors
+                // are refused above), in no level. What it takes from the scope by value, and
+                // whether that needs awaiting, passes on to the context protos that take it.
+                Scope::Transient | Scope::Context => {
                     needs_async[i] = protos[i].init.is_some()
                         || matches!(protos[i].factory, Factory::Async(_))
                         || deps().any(|d| needs_async[d]);
                     let mut seen = HashSet::new(); // allocates only for protos that have some
-                    context_deps[i] = deps()
-                        .filter(|&d| protos[d].scope == Scope::Context && seen.insert(d))
-                        .map(|d| d as u32)
-                        .collect();
+                    let mut list: Vec<u32> = Vec::new();
+                    for d in deps() {
+                        let through: &[u32] = match protos[d].scope {
+                            Scope::Context => &[],
+                            // A transient's own context dependencies, built before it is.
+                            Scope::Transient => &context_deps[d],
+                            Scope::Singleton => continue,
+                        };
+                        list.extend(through.iter().copied().filter(|&c| seen.insert(c as usize)));
+                        if protos[d].scope == Scope::Context && seen.insert(d) {
+                            list.push(d as u32);
+                        }
+                    }
+                    context_deps[i] = list.into_boxed_slice();
                 }
             }
         }

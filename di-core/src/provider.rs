@@ -68,7 +68,7 @@ impl<T: Send + Sync + 'static> Provider<T> {
     pub fn get(&self) -> Result<Arc<T>, DiError> {
         let wanted = core::any::type_name::<T>();
         let app = self.app.get().and_then(Weak::upgrade).ok_or(DiError::AppNotReady { wanted })?;
-        app.build_transient(self.key, wanted).map(downcast::<T>)
+        app.build_transient(self.key).map(downcast::<T>)
     }
 }
 

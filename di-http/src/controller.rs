@@ -265,9 +265,9 @@ impl RouterBuilder {
             for entry in &entries {
                 match (entry.routes)(&mut routes) {
                     Ok(()) => {}
-                    // A controller the App was built without (a test App, `without_inventory`)
-                    // is not served.
-                    Err(DiError::NotFound { .. }) => continue,
+                    // A controller the App was built without (a test App, `without_inventory`, or
+                    // one its roots do not reach) is not served.
+                    Err(DiError::NotFound { .. } | DiError::NotBuilt { .. }) => continue,
                     Err(source) => errors.push(RouteError::Controller { controller, source }),
                 }
             }

@@ -93,8 +93,6 @@ fn expand(model: &ProtoItem) -> TokenStream {
             (Kind::ContextRef | Kind::AsyncContextRef, _) => quote!(assert_context),
             (Kind::Provider, _) => quote!(assert_transient),
             (_, true) => quote!(assert_singleton),
-            // A transient's dependencies: no `NEEDS_ASYNC` reads them, so the check is here.
-            (_, false) if model.scope == ProtoScope::Transient => quote!(assert_proto),
             // `Proto::NEEDS_ASYNC` of the proto reads it, which checks that it is a proto.
             (_, false) => return quote!(),
         };
@@ -209,7 +207,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
 /// `false` for singletons, which exist before any scope. Trait objects and `external`
 /// dependencies are unknown here: the run-time check covers them.
 fn needs_async(model: &ProtoItem) -> TokenStream {
-    if model.scope != ProtoScope::Context {
+    if !matches!(model.scope, ProtoScope::Context | ProtoScope::Transient) {
         return quote!(false);
     }
     let own = model.attr.init.is_some() || model.ctor().is_some_and(|c| c.is_async);

@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use di_core::{App, Dependency, DiError, InjectKind, ProtoDef, context_proto, singleton_proto};
 
-static GEO_BUILT: AtomicUsize = AtomicUsize::new(0);
 static GEO_DESTROYED: AtomicUsize = AtomicUsize::new(0);
 
 /// Expensive to build; most runs never need it.
@@ -25,9 +24,11 @@ struct Lookup {
     geo: Arc<Geo>,
 }
 
-fn counted() -> ProtoDef {
-    ProtoDef::singleton::<Geo>(|_| {
-        GEO_BUILT.fetch_add(1, Ordering::SeqCst);
+/// `Geo`, lazy, counting its constructions in `built` (each test its own counter: they run
+/// in parallel).
+fn counted(built: &'static AtomicUsize) -> ProtoDef {
+    ProtoDef::singleton::<Geo>(move |_| {
+        built.fetch_add(1, Ordering::SeqCst);
         std::thread::sleep(std::time::Duration::from_millis(20)); // let racing callers pile up
         Ok(Geo)
     })
@@ -44,8 +45,9 @@ struct Eager {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_lazy_singleton_is_built_once_on_first_use_and_destroyed_if_built() {
+    static GEO_BUILT: AtomicUsize = AtomicUsize::new(0);
     let before = (GEO_BUILT.load(Ordering::SeqCst), GEO_DESTROYED.load(Ordering::SeqCst));
-    let app = App::builder().without_inventory().register(counted()).build().await.unwrap();
+    let app = App::builder().without_inventory().register(counted(&GEO_BUILT)).build().await.unwrap();
     assert_eq!(GEO_BUILT.load(Ordering::SeqCst), before.0, "not built by build()");
     let racers: Vec<_> = (0..8)
         .map(|_| {
@@ -63,7 +65,7 @@ async fn a_lazy_singleton_is_built_once_on_first_use_and_destroyed_if_built() {
     assert_eq!(GEO_DESTROYED.load(Ordering::SeqCst), before.1 + 1, "destroyed, being built");
 
     // Never used: never built, never destroyed.
-    let app = App::builder().without_inventory().register(counted()).build().await.unwrap();
+    let app = App::builder().without_inventory().register(counted(&GEO_BUILT)).build().await.unwrap();
     app.shutdown().await.unwrap();
     assert_eq!(GEO_BUILT.load(Ordering::SeqCst), before.0 + 1);
     assert_eq!(GEO_DESTROYED.load(Ordering::SeqCst), before.1 + 1);
@@ -112,4 +114,71 @@ async fn what_cannot_be_lazy_is_refused() {
         .err()
         .unwrap();
     assert!(matches!(e, DiError::Lazy { reason, .. } if reason.starts_with("only a singleton is lazy")), "{e}");
+}
+
+struct Looped {
+    _tickets: di_core::Provider<Ticket>,
+}
+struct Ticket {
+    _looped: Arc<Looped>,
+}
+struct Holder {
+    _lookup: di_core::ContextRef<Lookup>,
+}
+
+#[tokio::test]
+async fn a_lazy_singleton_asking_for_itself_fails_instead_of_hanging() {
+    // Looped's factory builds a Ticket, which takes Looped: a cycle only the run time sees.
+    let app = App::builder()
+        .without_inventory()
+        .register(
+            ProtoDef::singleton::<Looped>(|r| {
+                let tickets: di_core::Provider<Ticket> = r.provider(0)?;
+                tickets.get()?;
+                Ok(Looped { _tickets: tickets })
+            })
+            .lazy()
+            .dep(Dependency::new::<Ticket>(InjectKind::Provider, None)),
+        )
+        .register(
+            ProtoDef::transient::<Ticket>(|r| Ok(Ticket { _looped: r.arc(0)? }))
+                .dep(Dependency::new::<Looped>(InjectKind::Arc, None)),
+        )
+        .build()
+        .await
+        .unwrap();
+    let e = app.get_object::<Looped>().err().unwrap();
+    assert!(matches!(e, DiError::EagerCycle { .. }), "{e}");
+}
+
+#[tokio::test]
+async fn a_reference_does_not_make_a_lazy_singleton_eager_and_shutdown_ends_its_building() {
+    static GEO_BUILT: AtomicUsize = AtomicUsize::new(0);
+    let before = GEO_BUILT.load(Ordering::SeqCst);
+    // Holder (eager) holds a ContextRef to Lookup, which takes Geo (lazy) by value: Geo waits
+    // for a scope to build a Lookup.
+    let app = App::builder()
+        .without_inventory()
+        .register(counted(&GEO_BUILT))
+        .register(
+            ProtoDef::context::<Lookup>(|r| Ok(Lookup { geo: r.arc(0)? }))
+                .dep(Dependency::new::<Geo>(InjectKind::Arc, None)),
+        )
+        .register(ProtoDef::singleton::<Holder>(|r| Ok(Holder { _lookup: r.context_ref(0)? })).dep(Dependency::new::<
+            Lookup,
+        >(
+            InjectKind::ContextRef,
+            None,
+        )))
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(GEO_BUILT.load(Ordering::SeqCst), before, "not built at start");
+    app.run_in_context(async { app.get_object::<Lookup>().unwrap().geo.clone() }).await;
+    assert_eq!(GEO_BUILT.load(Ordering::SeqCst), before + 1, "built by the scope");
+
+    let app = App::builder().without_inventory().register(counted(&GEO_BUILT)).build().await.unwrap();
+    app.shutdown().await.unwrap();
+    let e = app.get_object::<Geo>().err().unwrap();
+    assert_eq!(e.to_string(), "the App has shut down, so lazy singleton `lazy::Geo` can no longer be built");
 }

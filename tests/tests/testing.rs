@@ -76,6 +76,33 @@ async fn a_fake_replaces_the_provider_of_a_trait_for_every_consumer() {
     assert_eq!(app.get_provider_named::<dyn Mailer>("sendmail").unwrap().send("dee"), "fake to dee");
 }
 
+trait Health: Send + Sync {
+    fn ok(&self) -> bool;
+}
+impl Health for Smtp {
+    fn ok(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn a_provider_of_other_traits_too_stays_for_those() {
+    let fake: Arc<dyn Mailer> = Arc::new(FakeMailer::default());
+    let app = App::builder()
+        .without_inventory()
+        .register(
+            ProtoDef::singleton::<Smtp>(|_| Ok(Smtp))
+                .provides::<Smtp, dyn Mailer>(|m| m)
+                .provides::<Smtp, dyn Health>(|m| m),
+        )
+        .override_provider::<dyn Mailer>(fake)
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(app.get_provider::<dyn Mailer>().unwrap().send("ada"), "fake to ada");
+    assert!(app.get_provider::<dyn Health>().unwrap().ok(), "Smtp still provides Health");
+}
+
 #[tokio::test]
 async fn an_override_that_matches_nothing_lists_the_providers() {
     let fake: Arc<dyn Mailer> = Arc::new(FakeMailer::default());

@@ -64,9 +64,10 @@ async fn a_transient_is_new_for_every_injection_and_every_get() {
     let desk = app.get_object::<Desk>().unwrap();
     let (a, b) = (desk.stamps.get().unwrap(), desk.stamps.get().unwrap());
     assert_ne!(a.0, b.0);
-    // Ticket takes a context object (even as an `Option`): it needs a scope.
+    // Ticket takes a context object (even as an `Option`): it needs a scope, and the error
+    // names that object.
     let e = desk.tickets.get().err().unwrap();
-    assert!(matches!(e, DiError::NoScope { wanted: "transient::Ticket" }), "{e}");
+    assert!(matches!(e, DiError::NoScope { wanted: "transient::Tracer" }), "{e}");
     let (first, second, tracer_shared) = app
         .run_in_context(async {
             let booking = desk.booking.get();
@@ -157,4 +158,40 @@ async fn handles_of_the_wrong_kind_and_hooks_on_transients_are_refused() {
         "transient proto `u64 (\"u64\")` has a destroy hook, but the container does not keep transients, so it can neither await nor destroy them; make it a context proto (one per request), or do that work in its factory"
     );
     assert!(matches!(e, DiError::TransientHook { what: "a destroy hook", .. }));
+}
+
+struct Session;
+struct Page {
+    _session: Arc<Session>,
+}
+struct View {
+    _page: Arc<Page>,
+}
+
+#[tokio::test]
+async fn a_context_proto_built_from_a_transient_that_needs_async_context_awaits_it() {
+    // View (context) takes Page (transient) by value, which takes Session (context, async
+    // init): View needs get_async, and gets it.
+    let app = App::builder()
+        .without_inventory()
+        .register(ProtoDef::context::<Session>(|_| Ok(Session)).on_init(|_: Arc<Session>| async {
+            tokio::task::yield_now().await;
+            Ok(())
+        }))
+        .register(
+            ProtoDef::transient::<Page>(|r| Ok(Page { _session: r.arc(0)? }))
+                .dep(Dependency::new::<Session>(InjectKind::Arc, None)),
+        )
+        .register(
+            ProtoDef::context::<View>(|r| Ok(View { _page: r.arc(0)? }))
+                .dep(Dependency::new::<Page>(InjectKind::Arc, None)),
+        )
+        .build()
+        .await
+        .unwrap();
+    app.run_in_context(async {
+        assert!(matches!(app.get_object::<View>(), Err(DiError::AsyncInit { .. })));
+        app.get_object_async::<View>().await.unwrap();
+    })
+    .await;
 }

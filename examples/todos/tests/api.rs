@@ -328,6 +328,15 @@ async fn the_service_alone_from_a_root_in_a_seeded_scope() {
     let app =
         todos::builder().config_value("db.path", db.display().to_string()).root::<TodoService>().build().await.unwrap();
     assert!(matches!(app.get_object::<todos::todo::TodoController>(), Err(di_core::DiError::NotBuilt { .. })));
+    // A router of an App built from roots serves the controllers they reach, and no other.
+    let from_controller = todos::builder()
+        .config_value("db.path", db.display().to_string())
+        .root::<todos::todo::TodoController>()
+        .build()
+        .await
+        .unwrap();
+    assert!(di_http::RouterBuilder::new(&from_controller).build().is_ok());
+    from_controller.shutdown().await.unwrap();
     let service = app.get_object::<TodoService>().unwrap();
     // A scope given the request head the request tracer reads (no HTTP request here).
     let request = axum::http::Request::get("/").header("x-request-id", "seeded-1").body(()).unwrap();
