@@ -325,7 +325,15 @@ fn resolve_dep(
                 return Err(DiError::WrongHandle { by: by(), holds, target: target.type_name, scope, fix });
             }
             if target.type_id != (dep.type_id)() {
-                return Err(DiError::ContextRefNotConcrete { by: by(), wanted, actual: target.type_name });
+                let holds = format!("Provider<{wanted}>");
+                let fix = format!("a `Provider` names the proto's own type: hold `Provider<{}>`", target.type_name);
+                return Err(DiError::WrongHandle {
+                    by: by(),
+                    holds,
+                    target: target.type_name,
+                    scope: "transient",
+                    fix,
+                });
             }
             Resolved::Provider(t.proto)
         }

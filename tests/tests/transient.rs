@@ -146,6 +146,23 @@ async fn handles_of_the_wrong_kind_and_hooks_on_transients_are_refused() {
         e.to_string(),
         "`transient::Eager (\"eager\")` holds `ContextRef<u64>`, but `u64` is a transient proto; hold `Provider<u64>` for a new one per call"
     );
+    // A `Provider` of a trait that a transient provides.
+    let e = App::builder()
+        .without_inventory()
+        .register(ProtoDef::transient::<u64>(|_| Ok(1)).provides::<u64, dyn std::fmt::Debug + Send + Sync>(|n| n))
+        .register(ProtoDef::singleton::<Eager>(|_| Ok(Eager { _ticket: None })).dep(Dependency::new::<
+            dyn std::fmt::Debug + Send + Sync,
+        >(
+            InjectKind::Provider, None
+        )))
+        .build()
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().ends_with("is a transient proto; a `Provider` names the proto's own type: hold `Provider<u64>`"),
+        "{e}"
+    );
     let e = App::builder()
         .without_inventory()
         .register(ProtoDef::transient::<u64>(|_| Ok(1)).on_destroy(|_: Arc<u64>| async { Ok(()) }))
