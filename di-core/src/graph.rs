@@ -316,24 +316,23 @@ fn resolve_dep(
         InjectKind::Provider => {
             let t = one()?;
             let target = &protos[t.proto];
-            if target.scope != Scope::Transient {
-                let (scope, fix) = match target.scope {
-                    Scope::Singleton => ("singleton", format!("inject it as `Arc<{}>`", target.type_name)),
-                    _ => ("context", format!("hold `ContextRef<{}>`", target.type_name)),
-                };
-                let holds = format!("Provider<{wanted}>");
-                return Err(DiError::WrongHandle { by: by(), holds, target: target.type_name, scope, fix });
-            }
-            if target.type_id != (dep.type_id)() {
-                let holds = format!("Provider<{wanted}>");
-                let fix = format!("a `Provider` names the proto's own type: hold `Provider<{}>`", target.type_name);
-                return Err(DiError::WrongHandle {
-                    by: by(),
-                    holds,
-                    target: target.type_name,
-                    scope: "transient",
-                    fix,
-                });
+            let wrong = |scope, fix| DiError::WrongHandle {
+                by: by(),
+                holds: format!("Provider<{wanted}>"),
+                target: target.type_name,
+                scope,
+                fix,
+            };
+            match target.scope {
+                Scope::Singleton => {
+                    return Err(wrong("singleton", format!("inject it as `Arc<{}>`", target.type_name)));
+                }
+                Scope::Context => return Err(wrong("context", format!("hold `ContextRef<{}>`", target.type_name))),
+                Scope::Transient if target.type_id != (dep.type_id)() => {
+                    let fix = format!("a `Provider` names the proto's own type: hold `Provider<{}>`", target.type_name);
+                    return Err(wrong("transient", fix));
+                }
+                Scope::Transient => {}
             }
             Resolved::Provider(t.proto)
         }
@@ -344,14 +343,12 @@ fn resolve_dep(
                 return Err(DiError::ContextRefToSingleton { by: by(), singleton: target.type_name });
             }
             if target.scope == Scope::Transient {
-                let holds = format!("ContextRef<{wanted}>");
-                let fix = format!("hold `Provider<{}>` for a new one per call", target.type_name);
                 return Err(DiError::WrongHandle {
                     by: by(),
-                    holds,
+                    holds: format!("ContextRef<{wanted}>"),
                     target: target.type_name,
                     scope: "transient",
-                    fix,
+                    fix: format!("hold `Provider<{}>` for a new one per call", target.type_name),
                 });
             }
             if target.type_id != (dep.type_id)() {
