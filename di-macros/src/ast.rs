@@ -1,7 +1,7 @@
 //! The validated model of an annotated struct.
 
 use proc_macro2::TokenStream;
-use quote::ToTokens;
+use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{GenericArgument, PathArguments, Type};
 
@@ -271,6 +271,7 @@ fn strip_markers(mut item: syn::ItemImpl) -> syn::ItemImpl {
 
 /// Finds the constructor (`#[constructor]`, else `new`) and reads its parameters.
 fn impl_body(cx: &Ctxt, mut item: syn::ItemImpl) -> Body {
+    let self_ty = (*item.self_ty).clone();
     let mut marked = Vec::new();
     for (i, impl_item) in item.items.iter_mut().enumerate() {
         if let syn::ImplItem::Fn(f) = impl_item {
@@ -301,11 +302,11 @@ fn impl_body(cx: &Ctxt, mut item: syn::ItemImpl) -> Body {
         return Body::Impl { item, ctor: None };
     };
     let syn::ImplItem::Fn(f) = &mut item.items[index] else { unreachable!("found as a function above") };
-    let ctor = ctor(cx, &mut f.sig);
+    let ctor = ctor(cx, &mut f.sig, &self_ty);
     Body::Impl { item, ctor }
 }
 
-fn ctor(cx: &Ctxt, sig: &mut syn::Signature) -> Option<Ctor> {
+fn ctor(cx: &Ctxt, sig: &mut syn::Signature, self_ty: &Type) -> Option<Ctor> {
     if !sig.generics.params.is_empty() {
         cx.error_spanned_by(&sig.generics, "a constructor takes no generic parameters");
     }
@@ -322,7 +323,7 @@ fn ctor(cx: &Ctxt, sig: &mut syn::Signature) -> Option<Ctor> {
                     _ => syn::Ident::new(&format!("_{i}"), arg.pat.span()),
                 };
                 let what = "a constructor parameter is injected, so it";
-                if let Some(inject) = classify_inject(cx, &arg.ty, attr, what) {
+                if let Some(inject) = classify_inject(cx, &replace_self(&arg.ty, self_ty), attr, what) {
                     params.push((name, inject));
                 }
             }
@@ -387,4 +388,24 @@ pub(crate) fn ungroup(ty: &Type) -> &Type {
 /// Whether `T` is a trait object, which no compile-time proto check applies to.
 pub(crate) fn is_dyn(ty: &Type) -> bool {
     matches!(ungroup(ty), Type::TraitObject(_))
+}
+
+/// `ty` with every `Self` replaced by `self_ty`: for types moved out of an `impl` block into
+/// generated free functions, where `Self` means nothing.
+pub(crate) fn replace_self(ty: &syn::Type, self_ty: &syn::Type) -> syn::Type {
+    fn walk(tokens: TokenStream, self_ty: &syn::Type) -> TokenStream {
+        tokens
+            .into_iter()
+            .flat_map(|tree| match tree {
+                proc_macro2::TokenTree::Ident(ident) if ident == "Self" => quote_spanned!(ident.span()=> #self_ty),
+                proc_macro2::TokenTree::Group(group) => {
+                    let mut new = proc_macro2::Group::new(group.delimiter(), walk(group.stream(), self_ty));
+                    new.set_span(group.span());
+                    quote!(#new)
+                }
+                other => quote!(#other),
+            })
+            .collect()
+    }
+    syn::parse2(walk(quote!(#ty), self_ty)).unwrap_or_else(|_| ty.clone())
 }

@@ -192,7 +192,7 @@ fn handler(
                 ok = false;
             }
             // The handler is generated outside the impl block, where `Self` means nothing.
-            syn::FnArg::Typed(pat) => args.push(replace_self(&pat.ty, self_ty)),
+            syn::FnArg::Typed(pat) => args.push(crate::ast::replace_self(&pat.ty, self_ty)),
             syn::FnArg::Receiver(_) => {}
         }
     }
@@ -208,25 +208,6 @@ fn handler(
         output,
         middleware,
     })
-}
-
-/// `ty` with every `Self` replaced by `self_ty`.
-fn replace_self(ty: &syn::Type, self_ty: &syn::Type) -> syn::Type {
-    fn walk(tokens: TokenStream, self_ty: &syn::Type) -> TokenStream {
-        tokens
-            .into_iter()
-            .flat_map(|tree| match tree {
-                proc_macro2::TokenTree::Ident(ident) if ident == "Self" => quote_spanned!(ident.span()=> #self_ty),
-                proc_macro2::TokenTree::Group(group) => {
-                    let mut new = proc_macro2::Group::new(group.delimiter(), walk(group.stream(), self_ty));
-                    new.set_span(group.span());
-                    quote!(#new)
-                }
-                other => quote!(#other),
-            })
-            .collect()
-    }
-    syn::parse2(walk(quote!(#ty), self_ty)).unwrap_or_else(|_| ty.clone())
 }
 
 fn expand(model: &RoutesItem) -> TokenStream {

@@ -76,3 +76,14 @@ impl models::Remote {
         models::Remote { port: 7001 }
     }
 }
+
+/// `Self` in a parameter type names the proto's type (the parameters move into a generated
+/// free function). This compiles; `build()` would report the cycle of a proto on itself.
+pub struct Node;
+
+#[singleton_proto]
+impl Node {
+    fn new(_me: Option<Arc<Self>>) -> Self {
+        Node
+    }
+}
