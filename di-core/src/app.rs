@@ -16,7 +16,7 @@ use crate::pending::Pending;
 use crate::proto::{AnyArc, BuildFuture, Factory, HookFuture, InjectKind, ProtoDef, ProtoDescriptor, downcast};
 use crate::provider::AppCell;
 use crate::resolver::Resolver;
-use crate::scope::{self, ContextFuture, Seeds, TryContextFuture};
+use crate::scope::{self, ContextFuture, ScopeShared, Seeds, TryContextFuture};
 
 static NEXT_APP_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -484,20 +484,24 @@ impl AppInner {
         }
     }
 
+    /// What the factory of `proto` sees, in `scope` (or none).
+    pub(crate) fn resolver<'a>(&'a self, proto: usize, scope: Option<&'a ScopeShared>) -> Resolver<'a> {
+        Resolver {
+            graph: &self.graph,
+            singletons: &self.singletons,
+            app_id: self.id,
+            proto,
+            scope,
+            config: &self.config,
+            cell: &self.cell,
+        }
+    }
+
     /// A new object of transient proto `key`, its context dependencies from the current scope
     /// if there is one of this App.
     pub(crate) fn build_transient(&self, key: u32) -> Result<AnyArc, DiError> {
         let scope = scope::current_shared(self.id);
-        let resolver = Resolver {
-            graph: &self.graph,
-            singletons: &self.singletons,
-            app_id: self.id,
-            proto: key as usize,
-            scope: scope.as_deref(),
-            config: &self.config,
-            cell: &self.cell,
-        };
-        resolver.transient(key as usize)
+        self.resolver(key as usize, scope.as_deref()).transient(key as usize)
     }
 
     /// Singleton `proto`, built now if it is lazy and this is its first use.
@@ -531,17 +535,8 @@ impl AppInner {
         if let Some(obj) = slot.value.get() {
             return Ok(obj.clone());
         }
-        let resolver = Resolver {
-            graph: &self.graph,
-            singletons: &self.singletons,
-            app_id: self.id,
-            proto,
-            scope: None,
-            config: &self.config,
-            cell: &self.cell,
-        };
         let obj = match &self.graph.protos[proto].factory {
-            Factory::Sync(factory) => factory(&resolver)?,
+            Factory::Sync(factory) => factory(&self.resolver(proto, None))?,
             _ => unreachable!("a lazy singleton has a sync factory (checked by the graph)"),
         };
         Ok(slot.value.get_or_init(|| obj).clone())
@@ -588,11 +583,7 @@ impl AppInner {
             }
         };
         let obj = self.instance(target.proto, wanted)?;
-        let boxed = (self.graph.protos[target.proto].provides[target.cast].cast)(obj);
-        match boxed.downcast::<Arc<U>>() {
-            Ok(arc) => Ok(*arc),
-            Err(_) => unreachable!("each cast yields the type it was registered for"),
-        }
+        Ok(crate::resolver::provided_as::<U>(&self.graph, target, obj))
     }
 }
 
@@ -1166,7 +1157,10 @@ impl fmt::Debug for AppBuilder {
         f.debug_struct("AppBuilder")
             .field("added", &self.defs.len())
             .field("inventory", &self.inventory)
-            .field("overrides", &self.overrides.len())
+            .field("overrides", &(self.overrides.len() + self.provider_overrides.len()))
+            .field("excluded", &self.excluded.len())
+            .field("roots", &self.roots.len())
+            .field("profile", &self.config.profile)
             .field("background_timeout", &self.background_timeout)
             .field("shutdown_timeout", &self.shutdown_timeout)
             .finish()
@@ -1231,11 +1225,7 @@ async fn destroy_singletons(graph: &Graph, singletons: &[Option<AnyArc>], order:
             }
         }
     }
-    match errors.len() {
-        0 => Ok(()),
-        1 => Err(errors.remove(0)),
-        _ => Err(DiError::Multiple(errors)),
-    }
+    DiError::collect(errors)
 }
 
 /// A hook's or an async constructor's future.

@@ -51,7 +51,7 @@ impl Layer {
     fn data(&self) -> Result<Dict, String> {
         match self {
             Layer::File(path) => read_toml(path),
-            Layer::Env(prefix) => env_data(prefix),
+            Layer::Env(prefix) => Ok(env_data(prefix)),
             Layer::Value(_, dict, _) => Ok(dict.clone()),
         }
     }
@@ -116,15 +116,9 @@ impl Sources {
                 }
                 Source::Env { prefix } => {
                     let upper = prefix.to_ascii_uppercase();
-                    match env_data(&prefix) {
-                        Ok(dict) => {
-                            merge(&mut env, dict.clone());
-                            merge(&mut merged, dict);
-                        }
-                        Err(message) => {
-                            errors.push(DiError::ConfigSource { source_name: format!("env {upper}*"), message })
-                        }
-                    }
+                    let dict = env_data(&prefix);
+                    merge(&mut env, dict.clone());
+                    merge(&mut merged, dict);
                     hints.env.push(upper);
                     layers.push(Layer::Env(prefix));
                 }
@@ -181,12 +175,12 @@ fn nest(key: &str, value: Value) -> Dict {
 /// The variables under `prefix`, `__` separating levels, names lowercased (figment's `Env`),
 /// their values kept as strings: the type they are read as decides (`"1234"` is a fine
 /// password, and a fine port), see [`Config::read`].
-fn env_data(prefix: &str) -> Result<Dict, String> {
+fn env_data(prefix: &str) -> Dict {
     let mut dict = Dict::new();
     for (key, value) in Env::prefixed(prefix).split("__").iter() {
         merge(&mut dict, nest(key.as_str(), Value::from(value)));
     }
-    Ok(dict)
+    dict
 }
 
 /// `app.toml` with profile `prod`: `app.prod.toml`, in the same folder.

@@ -143,12 +143,13 @@ impl Graph {
                 }
             }
             if p.scope == Scope::Transient {
-                let hooks = [(p.init.is_some(), "an init hook"), (p.complete.is_some(), "a complete hook")];
-                let more = [
+                let kept_only = [
+                    (p.init.is_some(), "an init hook"),
+                    (p.complete.is_some(), "a complete hook"),
                     (p.destroy.is_some(), "a destroy hook"),
                     (matches!(p.factory, Factory::Async(_)), "an async constructor"),
                 ];
-                for (_, what) in hooks.into_iter().chain(more).filter(|(has, _)| *has) {
+                for (_, what) in kept_only.into_iter().filter(|(has, _)| *has) {
                     errors.push(DiError::TransientHook { transient: p.label(), what });
                 }
             }

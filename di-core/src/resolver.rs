@@ -180,9 +180,7 @@ impl Resolver<'_> {
     }
 
     fn cast<T: ?Sized + 'static>(&self, t: Target) -> Result<Arc<T>, DiError> {
-        let obj = self.instance(t.proto)?;
-        let boxed = (self.graph.protos[t.proto].provides[t.cast].cast)(obj);
-        Ok(*unbox::<Arc<T>>(boxed))
+        Ok(provided_as::<T>(self.graph, t, self.instance(t.proto)?))
     }
 
     fn instance(&self, proto: usize) -> Result<AnyArc, DiError> {
@@ -218,9 +216,11 @@ impl Resolver<'_> {
     }
 }
 
-fn unbox<T: 'static>(b: Box<dyn Any + Send>) -> Box<T> {
-    match b.downcast::<T>() {
-        Ok(t) => t,
+/// `obj`, the object of `t.proto`, as the `Arc<T>` its cast `t.cast` yields.
+pub(crate) fn provided_as<T: ?Sized + 'static>(graph: &Graph, t: Target, obj: AnyArc) -> Arc<T> {
+    let boxed: Box<dyn Any + Send> = (graph.protos[t.proto].provides[t.cast].cast)(obj);
+    match boxed.downcast::<Arc<T>>() {
+        Ok(t) => *t,
         Err(_) => unreachable!("each cast yields the type it was registered for"),
     }
 }

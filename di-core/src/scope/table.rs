@@ -375,15 +375,7 @@ impl ScopeShared {
     }
 
     fn resolver(&self, key: u32) -> Resolver<'_> {
-        Resolver {
-            graph: &self.app.graph,
-            singletons: &self.app.singletons,
-            app_id: self.app.id,
-            proto: key as usize,
-            scope: Some(self),
-            config: &self.app.config,
-            cell: &self.app.cell,
-        }
+        self.app.resolver(key as usize, Some(self))
     }
 
     /// Runs proto `key`'s sync factory, marked as its construction.
