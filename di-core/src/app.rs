@@ -13,7 +13,7 @@ use crate::config::{Config, Sources};
 use crate::error::{BoxError, DiError};
 use crate::graph::{FastMap, Graph, Target};
 use crate::pending::Pending;
-use crate::proto::{AnyArc, BuildFuture, Factory, HookFuture, InjectKind, ProtoDef, ProtoDescriptor, downcast};
+use crate::proto::{AnyArc, BuildFuture, Factory, HookFuture, InjectKind, ProtoDef, ProtoDescriptor, Scope, downcast};
 use crate::provider::AppCell;
 use crate::resolver::Resolver;
 use crate::scope::{self, ContextFuture, ScopeShared, Seeds, TryContextFuture};
@@ -152,6 +152,29 @@ impl App {
     /// # Errors
     ///
     /// As [`get_provider`](Self::get_provider); [`DiError::NotFound`] names the name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// trait Store: Send + Sync { fn kind(&self) -> &str; }
+    /// struct Pg;
+    /// impl Store for Pg { fn kind(&self) -> &str { "postgres" } }
+    /// struct Mem;
+    /// impl Store for Mem { fn kind(&self) -> &str { "memory" } }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Pg>(|_| Ok(Pg)).name("primary").provides::<Pg, dyn Store>(|s| s))
+    ///     .register(ProtoDef::singleton::<Mem>(|_| Ok(Mem)).name("cache").provides::<Mem, dyn Store>(|s| s))
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_provider_named::<dyn Store>("cache")?.kind(), "memory");
+    /// assert!(app.get_provider::<dyn Store>().is_err()); // two providers: say which
+    /// assert!(app.get_provider_named::<dyn Store>("replica").is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn get_provider_named<U: ?Sized + 'static>(&self, name: &str) -> Result<Arc<U>, DiError> {
         self.inner.provider(TypeId::of::<U>(), Some(name), core::any::type_name::<U>())
     }
@@ -592,16 +615,25 @@ struct ProviderOverride {
     type_id: TypeId,
     type_name: &'static str,
     name: Option<String>,
-    fake: Box<dyn Fn(Cow<'static, str>) -> ProtoDef + Send + Sync>,
+    fake: Box<dyn Fn(Cow<'static, str>, Scope) -> ProtoDef + Send + Sync>,
 }
 
-/// A singleton holding `value`, providing `U`, named `name`.
-fn fake_def<U: ?Sized + Send + Sync + 'static>(value: Arc<U>, name: Cow<'static, str>) -> ProtoDef {
-    let mut def = ProtoDef::singleton::<Arc<U>>(move |_| Ok(value.clone())).name(name);
+/// A proto holding `value`, providing `U`, named `name`: a context proto where it replaces one
+/// (so that `ContextRef<U>` still finds it; every scope gets the same `value`), else a
+/// singleton.
+fn fake_def<U: ?Sized + Send + Sync + 'static>(value: Arc<U>, name: Cow<'static, str>, scope: Scope) -> ProtoDef {
+    let factory = move |_: &Resolver<'_>| Ok(value.clone());
+    let def = match scope {
+        Scope::Context => ProtoDef::context::<Arc<U>>(factory),
+        Scope::Singleton | Scope::Transient => ProtoDef::singleton::<Arc<U>>(factory),
+    };
+    let mut def = def.name(name);
     def.provides.push(crate::proto::ProvideDef {
         type_id: TypeId::of::<U>(),
         type_name: core::any::type_name::<U>(),
-        cast: Arc::new(|obj: AnyArc| Box::new((*downcast::<Arc<U>>(obj)).clone()) as Box<dyn std::any::Any + Send>),
+        cast: crate::proto::ProvideCast::Closure(Arc::new(|obj: AnyArc, out: &mut dyn std::any::Any| {
+            crate::proto::put(out, (*downcast::<Arc<U>>(obj)).clone());
+        })),
     });
     def
 }
@@ -647,6 +679,26 @@ impl ScopeBuilder<'_> {
     /// # Errors
     ///
     /// As [`with`](Self::with).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// #[derive(Default)]
+    /// struct Audit { lines: Mutex<Vec<String>> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder().register(ProtoDef::context::<Audit>(|_| Ok(Audit::default()))).build().await?;
+    /// let audit = Arc::new(Audit::default());
+    /// app.scope()
+    ///     .with_arc(audit.clone())?
+    ///     .run(async { app.get_object::<Audit>().unwrap().lines.lock().unwrap().push("seen".into()) })
+    ///     .await;
+    /// assert_eq!(*audit.lines.lock().unwrap(), ["seen"]); // the test kept its handle
+    /// # Ok(()) }
+    /// ```
     pub fn with_arc<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Result<Self, DiError> {
         let slot = self.app.context_slot::<T>()?;
         self.seeds.set(slot.key, value);
@@ -660,6 +712,31 @@ impl ScopeBuilder<'_> {
 
     /// Runs `fut` in the scope, returning a failed completion, as
     /// [`App::try_run_in_context`] does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Tenant(&'static str);
+    /// struct Batch;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<Tenant>(|_| Ok(Tenant("default"))))
+    ///     .register(ProtoDef::context::<Batch>(|_| Ok(Batch))
+    ///         .on_complete(|_: Arc<Batch>| async { Err("disk full".into()) }))
+    ///     .build()
+    ///     .await?;
+    /// let result = app
+    ///     .scope()
+    ///     .with(Tenant("acme"))?
+    ///     .try_run(async { app.get_object::<Batch>().map(|_| app.get_object::<Tenant>().unwrap().0) })
+    ///     .await;
+    /// assert!(result.unwrap_err().to_string().ends_with("failed: disk full"));
+    /// # Ok(()) }
+    /// ```
     pub fn try_run<F: Future>(self, fut: F) -> TryContextFuture<F> {
         self.run(fut).try_complete()
     }
@@ -912,9 +989,10 @@ impl AppBuilder {
     /// consumer of `Arc<U>`, `Option<Arc<U>>`, `Vec<Arc<U>>` or `Keyed<U>` gets the fake. The
     /// replaced proto is gone (it is not built, and injecting its own type fails `build()`),
     /// unless it provides other traits too: then it stays for those. The fake takes its name,
-    /// so qualifiers still find it. With several providers, each is
-    /// replaced by the same fake; [`override_provider_named`](Self::override_provider_named)
-    /// picks one.
+    /// so qualifiers still find it, and its scope when it was a context proto, so that a
+    /// `ContextRef<dyn U>` still reaches it (the same `value` in every scope). With several
+    /// providers, each is replaced by the same fake;
+    /// [`override_provider_named`](Self::override_provider_named) picks one.
     ///
     /// # Examples
     ///
@@ -948,12 +1026,42 @@ impl AppBuilder {
             type_id: TypeId::of::<U>(),
             type_name: core::any::type_name::<U>(),
             name: None,
-            fake: Box::new(move |name| fake_def(value.clone(), name)),
+            fake: Box::new(move |name, scope| fake_def(value.clone(), name, scope)),
         });
         self
     }
 
-    /// Replaces the provider of `U` named `name` with `value`.
+    /// Replaces the provider of `U` named `name` with `value`; the others stay.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, Keyed, ProtoDef, Dependency, InjectKind};
+    ///
+    /// trait Store: Send + Sync { fn kind(&self) -> &str; }
+    /// struct Pg;
+    /// impl Store for Pg { fn kind(&self) -> &str { "postgres" } }
+    /// struct Redis;
+    /// impl Store for Redis { fn kind(&self) -> &str { "redis" } }
+    /// struct Fake;
+    /// impl Store for Fake { fn kind(&self) -> &str { "fake" } }
+    /// struct Report { stores: Keyed<dyn Store> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Pg>(|_| Ok(Pg)).name("primary").provides::<Pg, dyn Store>(|s| s))
+    ///     .register(ProtoDef::singleton::<Redis>(|_| Ok(Redis)).name("cache").provides::<Redis, dyn Store>(|s| s))
+    ///     .register(ProtoDef::singleton::<Report>(|r| Ok(Report { stores: r.keyed(0)? }))
+    ///         .dep(Dependency::new::<dyn Store>(InjectKind::Keyed, None)))
+    ///     .override_provider_named::<dyn Store>("cache", Arc::new(Fake))
+    ///     .build()
+    ///     .await?;
+    /// let report = app.get_object::<Report>()?;
+    /// assert_eq!(report.stores.get("cache")?.kind(), "fake");
+    /// assert_eq!(report.stores.get("primary")?.kind(), "postgres");
+    /// # Ok(()) }
+    /// ```
     pub fn override_provider_named<U: ?Sized + Send + Sync + 'static>(
         mut self,
         name: impl Into<String>,
@@ -963,7 +1071,7 @@ impl AppBuilder {
             type_id: TypeId::of::<U>(),
             type_name: core::any::type_name::<U>(),
             name: Some(name.into()),
-            fake: Box::new(move |name| fake_def(value.clone(), name)),
+            fake: Box::new(move |name, scope| fake_def(value.clone(), name, scope)),
         });
         self
     }
@@ -1052,9 +1160,10 @@ impl AppBuilder {
         for o in self.provider_overrides {
             let provides = |d: &ProtoDef| d.provides.iter().any(|p| p.type_id == o.type_id);
             let hit = |d: &ProtoDef| provides(d) && o.name.as_deref().is_none_or(|n| d.name == n);
-            let mut names: Vec<Cow<'static, str>> = defs.iter().filter(|d| hit(d)).map(|d| d.name.clone()).collect();
-            names.sort();
-            names.dedup();
+            let mut names: Vec<(Cow<'static, str>, Scope)> =
+                defs.iter().filter(|d| hit(d)).map(|d| (d.name.clone(), d.scope)).collect();
+            names.sort_by(|a, b| a.0.cmp(&b.0));
+            names.dedup_by(|a, b| a.0 == b.0);
             if names.is_empty() {
                 let mut providers: Vec<String> = defs.iter().filter(|d| provides(d)).map(ProtoDef::label).collect();
                 providers.sort();
@@ -1072,7 +1181,7 @@ impl AppBuilder {
                 d.provides.retain(|p| p.type_id != faked);
                 keeps_others
             });
-            defs.extend(names.into_iter().map(|name| (o.fake)(name)));
+            defs.extend(names.into_iter().map(|(name, scope)| (o.fake)(name, scope)));
         }
 
         for &(ty, wanted, expected) in &self.expected {
@@ -1197,7 +1306,10 @@ fn reached_from(graph: &Graph, roots: &[(TypeId, &'static str)]) -> Result<Optio
                 // Roots reach what they hold references to; without roots, what builds at start
                 // is what eager singletons take by value (a lazy one a context proto takes is
                 // built when a scope builds that).
-                crate::graph::Resolved::Context(c) | crate::graph::Resolved::Provider(c) if !roots.is_empty() => {
+                crate::graph::Resolved::Context(crate::graph::Target { proto: c, .. })
+                | crate::graph::Resolved::Provider(c)
+                    if !roots.is_empty() =>
+                {
                     stack.push(*c)
                 }
                 other => stack.extend(other.construction_targets()),

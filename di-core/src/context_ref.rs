@@ -49,12 +49,100 @@ use crate::scope;
 pub struct ContextRef<T: ?Sized> {
     app_id: u64,
     key: u32,
+    /// Which of the context proto's casts yields `T`: used only when `T` is a `dyn Trait`.
+    cast: u32,
     _type: PhantomData<fn() -> Box<T>>,
 }
 
-impl<T: Send + Sync + 'static> ContextRef<T> {
-    pub(crate) fn new(app_id: u64, key: u32) -> Self {
-        ContextRef { app_id, key, _type: PhantomData }
+/// What a [`ContextRef`] can name: the type of a context proto (every sized type is one), or a
+/// `dyn Trait` declared with `impl di_core::RefTarget for dyn Trait {}`, which the current
+/// scope's object of whichever context proto `provides(dyn Trait)` is reached as.
+///
+/// The declaration is one line beside the trait; the methods are the container's and hidden.
+/// A reference to a concrete type costs nothing more for it: its `get` is an inlined downcast;
+/// one to a trait casts through the proto's `provides` entry (an indirect call, no allocation),
+/// and its [`with`](ContextRef::with) goes through `get`.
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use std::sync::Arc;
+/// use di_core::{context_proto, singleton_proto, App, ContextRef, RefTarget};
+///
+/// pub trait Locale: Send + Sync {
+///     fn greet(&self) -> &'static str;
+/// }
+/// impl RefTarget for dyn Locale {}
+///
+/// #[context_proto(provides(dyn Locale))]
+/// #[derive(Default)]
+/// pub struct French;
+/// impl Locale for French {
+///     fn greet(&self) -> &'static str { "bonjour" }
+/// }
+///
+/// #[singleton_proto]
+/// pub struct Greeter {
+///     #[inject]
+///     locale: ContextRef<dyn Locale>,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().build().await?;
+/// let greeter = app.get_object::<Greeter>()?;
+/// assert_eq!(app.run_in_context(async { greeter.locale.get().greet() }).await, "bonjour");
+/// # Ok(()) }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`ContextRef<{Self}>` names a trait the container was not told about",
+    label = "add `impl di_core::RefTarget for {Self} {{}}` beside the trait",
+    note = "a `ContextRef` names a context proto's type, or a `dyn Trait` it `provides` once the trait is declared a `RefTarget`"
+)]
+pub trait RefTarget: Send + Sync + 'static {
+    /// Whether [`__borrow`](Self::__borrow) works: true for a concrete type.
+    #[doc(hidden)]
+    const __BORROWS: bool = false;
+
+    /// The scope's object `obj` of context proto `key`, as `Self`, through its cast `cast`.
+    #[doc(hidden)]
+    #[inline]
+    fn __cast(obj: AnyArc, key: u32, cast: u32) -> Arc<Self> {
+        scope::cast_in_scope::<Self>(key, cast, obj)
+    }
+
+    /// The scope's object as a `&Self`, for a concrete type (see [`__BORROWS`](Self::__BORROWS)).
+    #[doc(hidden)]
+    fn __borrow(obj: &(dyn Any + Send + Sync)) -> &Self {
+        let _ = obj;
+        unreachable!("`with` borrows through `get` when `__BORROWS` is false")
+    }
+}
+
+impl<T: Send + Sync + 'static> RefTarget for T {
+    const __BORROWS: bool = true;
+
+    #[inline]
+    fn __cast(obj: AnyArc, _: u32, _: u32) -> Arc<T> {
+        downcast(obj)
+    }
+
+    #[inline]
+    fn __borrow(obj: &(dyn Any + Send + Sync)) -> &T {
+        match obj.downcast_ref::<T>() {
+            Some(t) => t,
+            None => wrong_type(core::any::type_name::<T>()),
+        }
+    }
+}
+
+impl<T: ?Sized + RefTarget> ContextRef<T> {
+    pub(crate) fn new(app_id: u64, key: u32, cast: u32) -> Self {
+        ContextRef { app_id, key, cast, _type: PhantomData }
+    }
+
+    #[inline]
+    fn cast(&self, obj: AnyArc) -> Arc<T> {
+        T::__cast(obj, self.key, self.cast)
     }
 
     /// The current scope's `T`, created now if this is the scope's first use of it.
@@ -68,8 +156,8 @@ impl<T: Send + Sync + 'static> ContextRef<T> {
     #[inline]
     pub fn get(&self) -> Arc<T> {
         match scope::cached(self.app_id, self.key) {
-            Some(obj) => downcast(obj),
-            None => downcast(resolve_or_panic(self.app_id, self.key, core::any::type_name::<T>())),
+            Some(obj) => self.cast(obj),
+            None => self.cast(resolve_or_panic(self.app_id, self.key, core::any::type_name::<T>())),
         }
     }
 
@@ -82,7 +170,7 @@ impl<T: Send + Sync + 'static> ContextRef<T> {
     /// has an async init hook, and any error of `T`'s construction.
     #[inline]
     pub fn try_get(&self) -> Result<Arc<T>, DiError> {
-        scope::current(self.app_id, self.key, core::any::type_name::<T>()).map(downcast::<T>)
+        scope::current(self.app_id, self.key, core::any::type_name::<T>()).map(|obj| self.cast(obj))
     }
 
     /// Like [`try_get`](Self::try_get), but also creates `T` when it (or a context object it
@@ -92,11 +180,12 @@ impl<T: Send + Sync + 'static> ContextRef<T> {
     ///
     /// As [`try_get`](Self::try_get), plus [`DiError::Hook`] when an init hook fails.
     pub async fn get_async(&self) -> Result<Arc<T>, DiError> {
-        scope::current_async(self.app_id, self.key, core::any::type_name::<T>()).await.map(downcast::<T>)
+        scope::current_async(self.app_id, self.key, core::any::type_name::<T>()).await.map(|obj| self.cast(obj))
     }
 
     /// Calls `f` with a borrow of the current scope's `T`, without touching its reference count:
-    /// the cheapest access when the object is only read for a moment.
+    /// the cheapest access when the object is only read for a moment. (For a `dyn Trait`, it
+    /// borrows what [`get`](Self::get) returns.)
     ///
     /// # Panics
     ///
@@ -104,10 +193,10 @@ impl<T: Send + Sync + 'static> ContextRef<T> {
     #[track_caller]
     #[inline]
     pub fn with<R>(&self, f: impl FnOnce(&T) -> R) -> R {
-        let call = |obj: &(dyn Any + Send + Sync)| match obj.downcast_ref::<T>() {
-            Some(t) => f(t),
-            None => wrong_type(core::any::type_name::<T>()),
-        };
+        if !T::__BORROWS {
+            return f(&self.get());
+        }
+        let call = |obj: &(dyn Any + Send + Sync)| f(T::__borrow(obj));
         match scope::with_cached(self.app_id, self.key, call) {
             Ok(r) => r,
             Err(call) => call(&*resolve_or_panic(self.app_id, self.key, core::any::type_name::<T>())),
@@ -121,10 +210,10 @@ impl<T: Send + Sync + 'static> ContextRef<T> {
     /// As [`try_get`](Self::try_get).
     #[inline]
     pub fn try_with<R>(&self, f: impl FnOnce(&T) -> R) -> Result<R, DiError> {
-        let call = |obj: &(dyn Any + Send + Sync)| match obj.downcast_ref::<T>() {
-            Some(t) => f(t),
-            None => wrong_type(core::any::type_name::<T>()),
-        };
+        if !T::__BORROWS {
+            return self.try_get().map(|t| f(&t));
+        }
+        let call = |obj: &(dyn Any + Send + Sync)| f(T::__borrow(obj));
         match scope::with_cached(self.app_id, self.key, call) {
             Ok(r) => Ok(r),
             Err(call) => Ok(call(&*scope::resolve(self.app_id, self.key, core::any::type_name::<T>())?)),
@@ -206,7 +295,7 @@ pub struct AsyncContextRef<T: ?Sized> {
     inner: ContextRef<T>,
 }
 
-impl<T: Send + Sync + 'static> AsyncContextRef<T> {
+impl<T: ?Sized + RefTarget> AsyncContextRef<T> {
     /// The current scope's `T`, built now (awaiting its constructor and init hooks, and those
     /// of the context objects it takes by value) if this is the scope's first use of it.
     ///
@@ -218,7 +307,7 @@ impl<T: Send + Sync + 'static> AsyncContextRef<T> {
     }
 }
 
-impl<T: Send + Sync + 'static> From<ContextRef<T>> for AsyncContextRef<T> {
+impl<T: ?Sized + RefTarget> From<ContextRef<T>> for AsyncContextRef<T> {
     fn from(inner: ContextRef<T>) -> Self {
         AsyncContextRef { inner }
     }

@@ -111,17 +111,21 @@ pub enum DiError {
         /// The singleton.
         singleton: &'static str,
     },
-    /// A `ContextRef<T>` names a trait or another type that the context proto only provides.
+    /// A `ContextRef<T>` whose holder calls `get()` (see [`Dependency::sync_only`]) reaches a
+    /// context proto built asynchronously. The macros refuse this at compile time when `T` is
+    /// a proto's type; a `dyn Trait` is only known at `build()`.
+    ///
+    /// [`Dependency::sync_only`]: crate::Dependency::sync_only
     #[error(
-        "`{by}` holds `ContextRef<{wanted}>`, but the context proto is `{actual}`; a `ContextRef` must name the context proto's own type"
+        "`{by}` holds `ContextRef<{wanted}>`, but `{target}` is built asynchronously (an async constructor or init hook, its own or a by-value dependency's), so `get()` could not return it; hold `AsyncContextRef<{wanted}>` and call `get_async().await`"
     )]
-    ContextRefNotConcrete {
+    ContextRefToAsync {
         /// The proto holding the reference.
         by: String,
         /// The type named in the `ContextRef`.
         wanted: &'static str,
-        /// The type of the context proto that matched.
-        actual: &'static str,
+        /// The context proto it reaches.
+        target: &'static str,
     },
     /// A private proto is injected from another crate.
     #[error(

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::graph::{Graph, Resolved};
+use crate::graph::{Graph, Resolved, Target};
 use crate::proto::Scope;
 
 struct Edge<'a> {
@@ -21,7 +21,7 @@ fn edges(graph: &Graph) -> Vec<Edge<'_>> {
             match resolved {
                 Resolved::One(t) | Resolved::Maybe(Some(t)) => push(t.proto, false),
                 Resolved::Many(ts) => ts.iter().for_each(|t| push(t.proto, false)),
-                Resolved::Context(p) | Resolved::Provider(p) => push(*p, true),
+                Resolved::Context(Target { proto: p, .. }) | Resolved::Provider(p) => push(*p, true),
                 Resolved::Maybe(None) => {}
             }
         }

@@ -78,7 +78,8 @@ pub(crate) enum Resolved {
     One(Target),
     Maybe(Option<Target>),
     Many(Vec<Target>),
-    Context(usize),
+    /// A `ContextRef`: the context proto, and its cast to the named type.
+    Context(Target),
     /// A `Provider<T>` of transient proto `usize`: built on each call, not before.
     Provider(usize),
 }
@@ -225,6 +226,19 @@ impl Graph {
                 }
             }
         }
+        // A `ContextRef` whose holder calls `get()` to a proto built asynchronously: known only
+        // now that `needs_async` is (the macros refuse it at compile time for a proto's type).
+        let sync_refs_to_async = protos.iter().zip(&resolved).flat_map(|(p, deps)| {
+            p.deps.iter().zip(deps).filter_map(|(dep, r)| match r {
+                Resolved::Context(t) if dep.sync_only && needs_async[t.proto] => Some(DiError::ContextRefToAsync {
+                    by: p.label(),
+                    wanted: dep.type_name(),
+                    target: protos[t.proto].type_name,
+                }),
+                _ => None,
+            })
+        });
+        DiError::collect(sync_refs_to_async.collect())?;
         let Providers { by_type: provided, by_name } = providers;
         drop(by_name); // it borrows the names of `protos`
         Ok(Graph { protos, resolved, levels, needs_async, context_deps, by_type, provided })
@@ -352,10 +366,7 @@ fn resolve_dep(
                     fix: format!("hold `Provider<{}>` for a new one per call", target.type_name),
                 });
             }
-            if target.type_id != (dep.type_id)() {
-                return Err(DiError::ContextRefNotConcrete { by: by(), wanted, actual: target.type_name });
-            }
-            Resolved::Context(t.proto)
+            Resolved::Context(t)
         }
     })
 }

@@ -74,13 +74,13 @@ mod scope;
 
 pub use app::{App, AppBuilder, ContextSlot, ScopeBuilder};
 pub use config::{Config, LoadFn, load_section};
-pub use context_ref::{AsyncContextRef, ContextRef};
+pub use context_ref::{AsyncContextRef, ContextRef, RefTarget};
 pub use error::{BoxError, DiError};
 pub use keyed::Keyed;
 pub use proto::{
     Access, AnyArc, AsyncFactoryFn, BuildFuture, CastFn, ContextProto, Dependency, FactoryFn, HookFn, HookFuture,
     InjectKind, Proto, ProtoDef, ProtoDescriptor, Provide, Scope, SingletonProto, TransientProto, cast_to,
-    default_name,
+    default_name, put,
 };
 pub use provider::Provider;
 pub use resolver::Resolver;
@@ -101,8 +101,8 @@ pub mod __private {
     pub use ::std::boxed::Box;
     pub use ::std::sync::Arc;
 
-    /// What a `provides` cast returns: `Box<Arc<dyn Trait>>`, erased.
-    pub type CastOutput = Box<dyn ::core::any::Any + Send>;
+    /// Where a `provides` cast writes its `Arc<dyn Trait>`.
+    pub type CastOut<'a> = &'a mut dyn ::core::any::Any;
 
     pub use crate::error::panic_message;
     pub use crate::private::{

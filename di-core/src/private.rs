@@ -41,13 +41,14 @@ where
     Box::pin(async move { f(this).await.into_hook_result() })
 }
 
-/// Casts the erased object to `Arc<U>` through `cast`, boxed for the resolver.
-pub fn provide<T, U>(obj: AnyArc, cast: fn(Arc<T>) -> Arc<U>) -> Box<dyn Any + Send>
+/// Casts the erased object to `Arc<U>` through `cast`, into the resolver's `out`.
+#[inline]
+pub fn provide<T, U>(obj: AnyArc, out: &mut dyn Any, cast: fn(Arc<T>) -> Arc<U>)
 where
     T: Send + Sync + 'static,
     U: ?Sized + Send + Sync + 'static,
 {
-    Box::new(cast(downcast::<T>(obj)))
+    crate::proto::put(out, cast(downcast::<T>(obj)));
 }
 
 /// `#[inject] x: Arc<T>` (or `Option`/`Vec`) in a context proto: `T` must be a proto.

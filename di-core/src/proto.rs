@@ -30,13 +30,15 @@ pub type AsyncFactoryFn = fn(&Resolver<'_>) -> Result<BuildFuture, DiError>;
 /// A type-erased lifecycle hook in a static descriptor.
 pub type HookFn = fn(AnyArc) -> HookFuture;
 
-/// Turns an object into an `Arc<U>` (its own type or a `dyn Trait` it provides), boxed as `Box<Arc<U>>`.
-pub type CastFn = fn(AnyArc) -> Box<dyn Any + Send>;
+/// Turns an object into an `Arc<U>` (its own type or a `dyn Trait` it provides), written into
+/// `out`, an `&mut Option<Arc<U>>` on the caller's stack: a cast allocates nothing. See
+/// [`cast_to`] and [`put`].
+pub type CastFn = fn(AnyArc, &mut dyn Any);
 
 pub(crate) type DynFactory = dyn Fn(&Resolver<'_>) -> Result<AnyArc, DiError> + Send + Sync;
 pub(crate) type DynAsyncFactory = dyn Fn(&Resolver<'_>) -> Result<BuildFuture, DiError> + Send + Sync;
 pub(crate) type DynHook = dyn Fn(AnyArc) -> HookFuture + Send + Sync;
-pub(crate) type DynCast = dyn Fn(AnyArc) -> Box<dyn Any + Send> + Send + Sync;
+pub(crate) type DynCast = dyn Fn(AnyArc, &mut dyn Any) + Send + Sync;
 
 /// How long an object lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -117,6 +119,7 @@ pub struct Dependency {
     pub(crate) kind: InjectKind,
     pub(crate) qualifier: Option<Cow<'static, str>>,
     pub(crate) field: Option<&'static str>,
+    pub(crate) sync_only: bool,
 }
 
 impl Dependency {
@@ -132,6 +135,7 @@ impl Dependency {
                 None => None,
             },
             field: None,
+            sync_only: false,
         }
     }
 
@@ -143,6 +147,38 @@ impl Dependency {
     /// Records the field this dependency fills, for error messages and graph export.
     pub const fn field(mut self, field: &'static str) -> Self {
         self.field = Some(field);
+        self
+    }
+
+    /// Says that the holder of this [`InjectKind::ContextRef`] calls `get()`, not only
+    /// `get_async()`: `build()` then refuses a target built asynchronously
+    /// ([`DiError::ContextRefToAsync`]) instead of `get()` failing in a request. The macros set
+    /// it on every `ContextRef<T>` field (not on `AsyncContextRef<T>`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, Dependency, DiError, InjectKind, ProtoDef};
+    ///
+    /// struct Session;
+    /// struct Handler;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let err = App::builder()
+    ///     .register(ProtoDef::context::<Session>(|_| Ok(Session)).on_init(|_: Arc<Session>| async { Ok(()) }))
+    ///     .register(
+    ///         ProtoDef::singleton::<Handler>(|_| Ok(Handler))
+    ///             .dep(Dependency::new::<Session>(InjectKind::ContextRef, None).sync_only()),
+    ///     )
+    ///     .build()
+    ///     .await
+    ///     .err()
+    ///     .unwrap();
+    /// assert!(matches!(err, DiError::ContextRefToAsync { .. }), "{err}");
+    /// # }
+    /// ```
+    pub const fn sync_only(mut self) -> Self {
+        self.sync_only = true;
         self
     }
 
@@ -191,7 +227,8 @@ pub struct Provide {
 
 impl Provide {
     /// Declares that the proto can be injected as `U`. `cast` receives the object (its concrete
-    /// type erased) and returns `Box<Arc<U>>`; the macros generate it.
+    /// type erased) and [`put`]s it, as an `Arc<U>`, into its second argument; the macros
+    /// generate it.
     pub const fn new<U: ?Sized + 'static>(cast: CastFn) -> Self {
         Provide { type_id: TypeId::of::<U>, type_name: core::any::type_name::<U>, cast }
     }
@@ -356,12 +393,12 @@ impl ProtoDescriptor {
         provides.push(ProvideDef {
             type_id: (self.type_id)(),
             type_name: (self.type_name)(),
-            cast: Arc::new(self.cast_self),
+            cast: ProvideCast::Fn(self.cast_self),
         });
         provides.extend(self.provides.iter().map(|p| ProvideDef {
             type_id: (p.type_id)(),
             type_name: (p.type_name)(),
-            cast: Arc::new(p.cast),
+            cast: ProvideCast::Fn(p.cast),
         }));
         ProtoDef {
             type_id: (self.type_id)(),
@@ -436,9 +473,65 @@ pub(crate) struct ConfigDef {
     pub(crate) load: LoadFn,
 }
 
-/// The standard [`CastFn`] for a proto's own type: `Arc<dyn Any>` back to `Box<Arc<T>>`.
-pub fn cast_to<T: Send + Sync + 'static>(obj: AnyArc) -> Box<dyn Any + Send> {
-    Box::new(downcast::<T>(obj))
+/// The standard [`CastFn`] for a proto's own type: `Arc<dyn Any>` back to `Arc<T>`.
+pub fn cast_to<T: Send + Sync + 'static>(obj: AnyArc, out: &mut dyn Any) {
+    put(out, downcast::<T>(obj));
+}
+
+/// Writes `value` into a cast's `out`, the caller's `Option<Arc<U>>`: the last step of every
+/// [`CastFn`].
+///
+/// # Panics
+///
+/// When `out` is not an `Option<Arc<U>>`: the cast was registered for another type than the
+/// one it yields, a programming error in hand-written registration.
+///
+/// # Examples
+///
+/// ```
+/// use std::any::Any;
+/// use std::sync::Arc;
+/// use di_core::{AnyArc, Provide, put};
+///
+/// trait Greet: Send + Sync { fn hi(&self) -> &str; }
+/// struct English;
+/// impl Greet for English { fn hi(&self) -> &str { "hello" } }
+///
+/// fn english_as_greet(obj: AnyArc, out: &mut dyn Any) {
+///     let english: Arc<dyn Greet> = obj.downcast::<English>().expect("registered as English");
+///     put(out, english);
+/// }
+/// const PROVIDES: &[Provide] = &[Provide::new::<dyn Greet>(english_as_greet)];
+///
+/// let mut out: Option<Arc<dyn Greet>> = None;
+/// english_as_greet(Arc::new(English), &mut out);
+/// assert_eq!(out.unwrap().hi(), "hello");
+/// ```
+pub fn put<U: ?Sized + 'static>(out: &mut dyn Any, value: Arc<U>) {
+    match out.downcast_mut::<Option<Arc<U>>>() {
+        Some(slot) => *slot = Some(value),
+        None => cast_to_another_type(core::any::type_name::<U>()),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn cast_to_another_type(yields: &str) -> ! {
+    panic!("a cast yields `Arc<{yields}>`, but was registered for another type")
+}
+
+/// Runs `cast` on `obj` and returns the `Arc<U>` it yields.
+#[inline]
+pub(crate) fn cast_with<U: ?Sized + 'static>(cast: &ProvideCast, obj: AnyArc) -> Arc<U> {
+    let mut out: Option<Arc<U>> = None;
+    match cast {
+        ProvideCast::Fn(f) => f(obj, &mut out),
+        ProvideCast::Closure(f) => f(obj, &mut out),
+    }
+    match out {
+        Some(value) => value,
+        None => cast_to_another_type(core::any::type_name::<U>()),
+    }
 }
 
 /// The panic of the casts, out of line so that each monomorphized cast stays small.
@@ -456,7 +549,15 @@ fn crate_of(module_path: &str) -> &str {
 pub(crate) struct ProvideDef {
     pub(crate) type_id: TypeId,
     pub(crate) type_name: &'static str,
-    pub(crate) cast: Arc<DynCast>,
+    pub(crate) cast: ProvideCast,
+}
+
+/// A provide entry's cast: a static `fn` (from a descriptor, no allocation) or a closure (from
+/// [`ProtoDef::provides`]).
+#[derive(Clone)]
+pub(crate) enum ProvideCast {
+    Fn(CastFn),
+    Closure(Arc<DynCast>),
 }
 
 /// A proto registered by hand on the [`AppBuilder`](crate::AppBuilder): the same information as
@@ -710,7 +811,7 @@ impl ProtoDef {
             provides: vec![ProvideDef {
                 type_id: TypeId::of::<T>(),
                 type_name: core::any::type_name::<T>(),
-                cast: Arc::new(cast_to::<T>),
+                cast: ProvideCast::Fn(cast_to::<T>),
             }],
             factory,
             instances_of: None,
@@ -755,7 +856,9 @@ impl ProtoDef {
         self.provides.push(ProvideDef {
             type_id: TypeId::of::<U>(),
             type_name: core::any::type_name::<U>(),
-            cast: Arc::new(move |obj: AnyArc| Box::new(cast(downcast::<T>(obj))) as Box<dyn Any + Send>),
+            cast: ProvideCast::Closure(Arc::new(move |obj: AnyArc, out: &mut dyn Any| {
+                put(out, cast(downcast::<T>(obj)))
+            })),
         });
         self
     }

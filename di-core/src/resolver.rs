@@ -1,11 +1,11 @@
 //! What a factory sees: its declared dependencies, resolved.
 
-use std::any::{Any, TypeId};
+use std::any::TypeId;
 use std::fmt;
 use std::sync::Arc;
 
 use crate::config::Config;
-use crate::context_ref::{AsyncContextRef, ContextRef};
+use crate::context_ref::{AsyncContextRef, ContextRef, RefTarget};
 use crate::error::{BoxError, DiError};
 use crate::graph::{Graph, Resolved, Target};
 use crate::keyed::Keyed;
@@ -120,7 +120,7 @@ impl Resolver<'_> {
     /// # Errors
     ///
     /// [`DiError::Undeclared`] if dependency `index` is not a `ContextRef<T>`.
-    pub fn async_context_ref<T: Send + Sync + 'static>(&self, index: usize) -> Result<AsyncContextRef<T>, DiError> {
+    pub fn async_context_ref<T: ?Sized + RefTarget>(&self, index: usize) -> Result<AsyncContextRef<T>, DiError> {
         self.context_ref(index).map(AsyncContextRef::from)
     }
 
@@ -153,9 +153,9 @@ impl Resolver<'_> {
     /// # Errors
     ///
     /// [`DiError::Undeclared`] if dependency `index` is not a `ContextRef<T>`.
-    pub fn context_ref<T: Send + Sync + 'static>(&self, index: usize) -> Result<ContextRef<T>, DiError> {
+    pub fn context_ref<T: ?Sized + RefTarget>(&self, index: usize) -> Result<ContextRef<T>, DiError> {
         match self.declared(index, InjectKind::ContextRef, TypeId::of::<T>(), core::any::type_name::<T>())? {
-            Resolved::Context(p) => Ok(ContextRef::new(self.app_id, *p as u32)),
+            Resolved::Context(t) => Ok(ContextRef::new(self.app_id, t.proto as u32, t.cast as u32)),
             _ => unreachable!("a ContextRef dependency resolves to a context proto"),
         }
     }
@@ -217,12 +217,9 @@ impl Resolver<'_> {
 }
 
 /// `obj`, the object of `t.proto`, as the `Arc<T>` its cast `t.cast` yields.
+#[inline]
 pub(crate) fn provided_as<T: ?Sized + 'static>(graph: &Graph, t: Target, obj: AnyArc) -> Arc<T> {
-    let boxed: Box<dyn Any + Send> = (graph.protos[t.proto].provides[t.cast].cast)(obj);
-    match boxed.downcast::<Arc<T>>() {
-        Ok(t) => *t,
-        Err(_) => unreachable!("each cast yields the type it was registered for"),
-    }
+    crate::proto::cast_with::<T>(&graph.protos[t.proto].provides[t.cast].cast, obj)
 }
 
 impl fmt::Debug for Resolver<'_> {

@@ -30,9 +30,9 @@ struct Greeter {
 fn english(_: &Resolver<'_>) -> Result<di_core::AnyArc, DiError> {
     Ok(Arc::new(English))
 }
-fn english_as_greet(obj: di_core::AnyArc) -> Box<dyn std::any::Any + Send> {
+fn english_as_greet(obj: di_core::AnyArc, out: &mut dyn std::any::Any) {
     let english: Arc<dyn Greet> = obj.downcast::<English>().unwrap();
-    Box::new(english)
+    di_core::put(out, english);
 }
 fn tracer(_: &Resolver<'_>) -> Result<di_core::AnyArc, DiError> {
     Ok(Arc::new(Tracer { id: "t-1" }))

@@ -1,6 +1,5 @@
 //! One context scope per request: [`ContextLayer`], and the request head as a context object.
 
-use std::any::Any;
 use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
@@ -221,12 +220,8 @@ fn head_factory(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
     ))
 }
 
-fn cast_head(obj: AnyArc) -> Box<dyn Any + Send> {
-    di_core::cast_to::<RequestHead>(obj)
-}
-
 const HEAD_DESCRIPTOR: ProtoDescriptor =
-    ProtoDescriptor::new::<RequestHead>("requestHead", Scope::Context, head_factory, cast_head);
+    ProtoDescriptor::new::<RequestHead>("requestHead", Scope::Context, head_factory, di_core::cast_to::<RequestHead>);
 
 inventory::submit! { HEAD_DESCRIPTOR }
 

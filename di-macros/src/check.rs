@@ -8,7 +8,7 @@ use crate::ctxt::Ctxt;
 pub(crate) fn check(cx: &Ctxt, model: &ProtoItem) {
     no_generics(cx, model);
     named_fields(cx, model);
-    context_ref_names_a_type(cx, model);
+    provider_names_a_type(cx, model);
     context_ref_needs_inject(cx, model);
     complete_needs_a_context_proto(cx, model);
     config_has_a_prefix(cx, model);
@@ -81,12 +81,14 @@ fn named_fields(cx: &Ctxt, model: &ProtoItem) {
     }
 }
 
-fn context_ref_names_a_type(cx: &Ctxt, model: &ProtoItem) {
+/// A `ContextRef<dyn Trait>` is fine (the trait declared a `RefTarget`); a `Provider` builds one
+/// proto, named by its own type.
+fn provider_names_a_type(cx: &Ctxt, model: &ProtoItem) {
     for (_, inject) in model.injected() {
-        if !inject.kind.by_value() && is_dyn(&inject.target) {
+        if inject.kind == Kind::Provider && is_dyn(&inject.target) {
             cx.error_spanned_by(
                 &inject.target,
-                "`ContextRef` names the context proto's own type, not a trait object; inject the concrete type",
+                "`Provider` names the transient proto's own type, not a trait object: hold `Provider<TheTransient>`",
             );
         }
     }

@@ -85,7 +85,10 @@ fn expand(model: &ProtoItem) -> TokenStream {
             None => quote!(__di::Option::None),
         };
         let label = label.to_string();
-        quote!(__di::Dependency::new::<#target>(__di::InjectKind::#kind, #qualifier).field(#label))
+        // The holder may call `get()`: `build()` refuses a target built asynchronously (the
+        // compile-time check below covers a proto's type, not a `dyn Trait`).
+        let sync_only = check::sync_reference(inject.kind).then(|| quote!(.sync_only()));
+        quote!(__di::Dependency::new::<#target>(__di::InjectKind::#kind, #qualifier).field(#label) #sync_only)
     });
     let checks = model.injected().filter(|(_, inject)| check::checked(inject)).map(|(_, inject)| {
         let target = &inject.target;
@@ -111,8 +114,8 @@ fn expand(model: &ProtoItem) -> TokenStream {
         let cast = format_ident!("__di_provide_{}", i);
         let coerce = quote_spanned!(ty.span()=> |__di_this| __di_this);
         quote! {
-            fn #cast(__di_obj: __di::AnyArc) -> __di::CastOutput {
-                __di::provide::<#self_ty, #ty>(__di_obj, #coerce)
+            fn #cast(__di_obj: __di::AnyArc, __di_out: __di::CastOut<'_>) {
+                __di::provide::<#self_ty, #ty>(__di_obj, __di_out, #coerce)
             }
         }
     });

@@ -233,6 +233,16 @@ pub(crate) async fn current_async(app_id: u64, key: u32, wanted: &'static str) -
     Ok(obj)
 }
 
+/// `obj`, the current scope's object of context proto `key`, as the `Arc<U>` that proto's
+/// cast `cast` yields: the step after the lookup for a `ContextRef<dyn Trait>`.
+pub(crate) fn cast_in_scope<U: ?Sized + 'static>(key: u32, cast: u32, obj: AnyArc) -> Arc<U> {
+    let target = crate::graph::Target { proto: key as usize, cast: cast as usize };
+    match CURRENT.try_with(|h| crate::resolver::provided_as::<U>(&h.app.graph, target, obj)) {
+        Ok(value) => value,
+        Err(_) => unreachable!("the object was found in the current scope"),
+    }
+}
+
 fn current_shared_any() -> Option<Arc<ScopeShared>> {
     CURRENT.try_with(|h| h.shared().clone()).ok()
 }

@@ -1,4 +1,5 @@
-//! `ContextRef<T>` names the context proto's own type, not a trait it provides.
+//! `ContextRef<dyn Trait>` needs the trait declared a `RefTarget` (`impl RefTarget for dyn
+//! Trait {}`); without it the error says so.
 use di_core::{singleton_proto, ContextRef};
 
 pub trait Tracing: Send + Sync {}
