@@ -701,7 +701,47 @@ impl ScopeBuilder<'_> {
     /// ```
     pub fn with_arc<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Result<Self, DiError> {
         let slot = self.app.context_slot::<T>()?;
-        self.seeds.set(slot.key, value);
+        self.seeds.set(slot.key, value, false);
+        Ok(self)
+    }
+
+    /// As [`with_arc`](Self::with_arc), and the scope runs `value`'s complete and destroy hooks
+    /// when it ends, as for an object it built (its init hook does not run: the caller built
+    /// it). For a test that seeds a unit of work and checks that the scope commits it.
+    ///
+    /// # Errors
+    ///
+    /// As [`with`](Self::with).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// #[derive(Default)]
+    /// struct UnitOfWork { committed: AtomicBool }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<UnitOfWork>(|_| Ok(UnitOfWork::default()))
+    ///         .on_complete(|uow: Arc<UnitOfWork>| async move {
+    ///             uow.committed.store(true, Ordering::SeqCst);
+    ///             Ok(())
+    ///         }))
+    ///     .build()
+    ///     .await?;
+    /// let (plain, hooked) = (Arc::new(UnitOfWork::default()), Arc::new(UnitOfWork::default()));
+    /// app.scope().with_arc(plain.clone())?.run(async {}).await;
+    /// app.scope().with_hooks(hooked.clone())?.run(async {}).await;
+    /// assert!(!plain.committed.load(Ordering::SeqCst)); // counted as built: no hooks
+    /// assert!(hooked.committed.load(Ordering::SeqCst)); // asked for its hooks
+    /// # Ok(()) }
+    /// ```
+    pub fn with_hooks<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Result<Self, DiError> {
+        let slot = self.app.context_slot::<T>()?;
+        self.seeds.set(slot.key, value, true);
         Ok(self)
     }
 

@@ -50,8 +50,13 @@
 //!   hooks, the output, background tasks, destroy hooks); [`App::try_run_in_context`] returns a
 //!   failed completion; [`spawn`] carries the scope into background tasks;
 //!   [`App::run_in_context_with`] gives the scope an object made outside (a request head).
-//! - [`ContextRef`]: `get`, `try_get`, `get_async`, `with`.
-//! - [`App::get_object`], [`AppBuilder::override_with`]: for tests.
+//! - [`ContextRef`]: `get`, `try_get`, `get_async`, `with`; of a proto's type, or of a
+//!   `dyn Trait` a context proto provides ([`RefTarget`]). [`Provider`]: a new transient per call.
+//! - For tests: [`App::get_object`], [`App::get_provider`], [`App::get_object_async`],
+//!   [`AppBuilder::override_provider`], [`AppBuilder::override_with`], [`App::scope`] (a scope
+//!   seeded with objects), [`AppBuilder::root`] (build only what a test reaches),
+//!   [`AppBuilder::expect_providers`]. A guide putting them together on a controller, with an
+//!   HTTP request through the router, is `di_http::testing`.
 //! - [`App::shutdown`]: waits for the scopes still ending, then destroys the singletons.
 //! - [`App::to_dot`], [`App::to_mermaid`]: see the graph.
 //!

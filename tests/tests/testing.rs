@@ -219,6 +219,63 @@ async fn a_scope_starts_with_any_number_of_given_objects_and_runs_no_hook_for_th
     assert_eq!(e.to_string(), "no proto of type `testing::Smtp` is registered in this App");
 }
 
+/// A unit of work that counts its hooks and can be told to fail its commit.
+#[derive(Default)]
+struct UnitOfWork {
+    fail_commit: bool,
+    commits: AtomicUsize,
+    closes: AtomicUsize,
+}
+
+async fn units_of_work() -> App {
+    let def = ProtoDef::context::<UnitOfWork>(|_| Ok(UnitOfWork::default()))
+        .on_complete(|uow: Arc<UnitOfWork>| async move {
+            uow.commits.fetch_add(1, Ordering::SeqCst);
+            if uow.fail_commit { Err("constraint violated".into()) } else { Ok(()) }
+        })
+        .on_destroy(|uow: Arc<UnitOfWork>| async move {
+            uow.closes.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        });
+    App::builder().without_inventory().register(def).build().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_seed_given_with_hooks_is_completed_and_destroyed_by_the_scope() {
+    let app = units_of_work().await;
+    let counts = |u: &UnitOfWork| (u.commits.load(Ordering::SeqCst), u.closes.load(Ordering::SeqCst));
+
+    // Untouched by the scope's work: its hooks run all the same.
+    let hooked = Arc::new(UnitOfWork::default());
+    app.scope().with_hooks(hooked.clone()).unwrap().run(async {}).await;
+    assert_eq!(counts(&hooked), (1, 1));
+
+    // Reached from a spawned task of the scope: the same object, hooks once.
+    let reached = Arc::new(UnitOfWork::default());
+    let same = app
+        .scope()
+        .with_hooks(reached.clone())
+        .unwrap()
+        .run(async {
+            let app = app.clone();
+            di_core::spawn(async move { Arc::as_ptr(&app.get_object::<UnitOfWork>().unwrap()) as usize }).await.unwrap()
+        })
+        .await;
+    assert_eq!(same, Arc::as_ptr(&reached) as usize);
+    assert_eq!(counts(&reached), (1, 1));
+
+    // A failing commit fails `try_run`, and the object is still destroyed.
+    let failing = Arc::new(UnitOfWork { fail_commit: true, ..UnitOfWork::default() });
+    let err = app.scope().with_hooks(failing.clone()).unwrap().try_run(async {}).await.unwrap_err();
+    assert!(err.to_string().ends_with("failed: constraint violated"), "{err}");
+    assert_eq!(counts(&failing), (1, 1));
+
+    // Seeding the same proto again without hooks replaces the object and the request for hooks.
+    let (first, second) = (Arc::new(UnitOfWork::default()), Arc::new(UnitOfWork::default()));
+    app.scope().with_hooks(first.clone()).unwrap().with_arc(second.clone()).unwrap().run(async {}).await;
+    assert_eq!((counts(&first), counts(&second)), ((0, 0), (0, 0)));
+}
+
 static BILLING_BUILT: AtomicUsize = AtomicUsize::new(0);
 
 struct Repo;

@@ -49,15 +49,22 @@ pub(crate) struct ScopeHandle {
 pub(crate) struct Seeds {
     first: Option<(u32, AnyArc)>,
     more: Vec<(u32, AnyArc)>,
+    /// The seeds whose complete and destroy hooks the scope runs, as if it had built them.
+    hooked: Vec<u32>,
 }
 
 impl Seeds {
     pub(crate) fn one(key: u32, obj: AnyArc) -> Self {
-        Seeds { first: Some((key, obj)), more: Vec::new() }
+        Seeds { first: Some((key, obj)), more: Vec::new(), hooked: Vec::new() }
     }
 
-    /// Adds `obj` for `key`, replacing what was given for it before.
-    pub(crate) fn set(&mut self, key: u32, obj: AnyArc) {
+    /// Adds `obj` for `key`, replacing what was given for it before; with `hooks`, the scope
+    /// runs its complete and destroy hooks.
+    pub(crate) fn set(&mut self, key: u32, obj: AnyArc, hooks: bool) {
+        self.hooked.retain(|&k| k != key);
+        if hooks {
+            self.hooked.push(key);
+        }
         if let Some(slot) = self.first.iter_mut().chain(self.more.iter_mut()).find(|(k, _)| *k == key) {
             slot.1 = obj;
         } else if self.first.is_none() {
@@ -74,11 +81,27 @@ impl Seeds {
     fn get(&self, key: u32) -> Option<&AnyArc> {
         self.iter().find(|(k, _)| *k == key).map(|(_, obj)| obj)
     }
+
+    pub(crate) fn hooked(&self, key: u32) -> bool {
+        self.hooked.contains(&key)
+    }
 }
 
 impl ScopeHandle {
     fn new(app: Arc<AppInner>, seed: Seeds) -> Self {
-        ScopeHandle { app_id: app.id, app, shared: OnceCell::new(), cache: RefCell::new(SmallMap::default()), seed }
+        let hooked = !seed.hooked.is_empty();
+        let handle = ScopeHandle {
+            app_id: app.id,
+            app,
+            shared: OnceCell::new(),
+            cache: RefCell::new(SmallMap::default()),
+            seed,
+        };
+        if hooked {
+            // The end of the scope runs their hooks: it needs the table, used or not.
+            handle.shared();
+        }
+        handle
     }
 
     fn joining(shared: Arc<ScopeShared>) -> Self {

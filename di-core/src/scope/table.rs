@@ -268,8 +268,11 @@ impl ScopeShared {
     pub(crate) fn new(app: Arc<AppInner>, seeds: super::Seeds) -> Arc<Self> {
         let mut table = Table::default();
         for (key, obj) in seeds.iter() {
-            // Built already: not in `created`, so the scope runs no hook for it.
             table.slots.insert(*key, Slot::Ready(Ok(obj.clone())));
+            // Built already: in `created` (whose hooks run at the end) only when asked.
+            if seeds.hooked(*key) {
+                table.created.push((*key as usize, obj.clone()));
+            }
         }
         Arc::new(ScopeShared {
             app,
