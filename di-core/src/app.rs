@@ -217,7 +217,7 @@ impl App {
         let proto = self.inner.proto_of(TypeId::of::<T>(), None, wanted)?;
         match self.inner.graph.protos[proto].scope {
             crate::Scope::Singleton | crate::Scope::Transient => self.inner.instance(proto, wanted).map(downcast::<T>),
-            crate::Scope::Context => scope::current_async(self.inner.id, proto as u32, wanted).await.map(downcast::<T>),
+            crate::Scope::Context => scope::current_async::<T>(self.inner.id, proto as u32, 0, wanted).await,
         }
     }
 
@@ -1211,13 +1211,14 @@ impl AppBuilder {
                 continue;
             }
             // A replaced proto that provides other traits too stays, for those: only its
-            // `U` goes to the fake. One that provides nothing else is gone.
+            // `U` goes to the fake. One that provides nothing else is gone, and so is one whose
+            // own type is `U` (its own type stays its first entry, which lookups by type use).
             defs.retain_mut(|d| {
                 if !hit(d) {
                     return true;
                 }
                 let (own, faked) = (d.type_id, o.type_id);
-                let keeps_others = d.provides.iter().any(|p| p.type_id != own && p.type_id != faked);
+                let keeps_others = own != faked && d.provides.iter().any(|p| p.type_id != own && p.type_id != faked);
                 d.provides.retain(|p| p.type_id != faked);
                 keeps_others
             });

@@ -99,30 +99,31 @@ pub struct ContextRef<T: ?Sized> {
     note = "a `ContextRef` names a context proto's type, or a `dyn Trait` it `provides` once the trait is declared a `RefTarget`"
 )]
 pub trait RefTarget: Send + Sync + 'static {
-    /// Whether [`__borrow`](Self::__borrow) works: true for a concrete type.
+    /// Whether `Self` can be a proto's own type, which [`__own`](Self::__own) and
+    /// [`__borrow`](Self::__borrow) downcast to: true for every sized type.
     #[doc(hidden)]
-    const __BORROWS: bool = false;
+    const __SIZED: bool = false;
 
-    /// The scope's object `obj` of context proto `key`, as `Self`, through its cast `cast`.
+    /// The scope's object, of type `Self`, as an `Arc<Self>`.
     #[doc(hidden)]
-    #[inline]
-    fn __cast(obj: AnyArc, key: u32, cast: u32) -> Arc<Self> {
-        scope::cast_in_scope::<Self>(key, cast, obj)
+    fn __own(obj: AnyArc) -> Arc<Self> {
+        let _ = obj;
+        unreachable!("a `dyn` target is reached through its proto's cast")
     }
 
-    /// The scope's object as a `&Self`, for a concrete type (see [`__BORROWS`](Self::__BORROWS)).
+    /// The scope's object, of type `Self`, as a `&Self`.
     #[doc(hidden)]
     fn __borrow(obj: &(dyn Any + Send + Sync)) -> &Self {
         let _ = obj;
-        unreachable!("`with` borrows through `get` when `__BORROWS` is false")
+        unreachable!("a `dyn` target is reached through its proto's cast")
     }
 }
 
 impl<T: Send + Sync + 'static> RefTarget for T {
-    const __BORROWS: bool = true;
+    const __SIZED: bool = true;
 
     #[inline]
-    fn __cast(obj: AnyArc, _: u32, _: u32) -> Arc<T> {
+    fn __own(obj: AnyArc) -> Arc<T> {
         downcast(obj)
     }
 
@@ -140,9 +141,22 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
         ContextRef { app_id, key, cast, _type: PhantomData }
     }
 
+    /// Whether the object is a `T` itself (cast 0 of a proto of type `T`): then the warm path is
+    /// an inlined downcast. Otherwise (a `dyn Trait`, or a type the proto provides, as a fake
+    /// from `override_provider` does) the object is cast through the proto's `provides` entry.
     #[inline]
-    fn cast(&self, obj: AnyArc) -> Arc<T> {
-        T::__cast(obj, self.key, self.cast)
+    fn own_type(&self) -> bool {
+        T::__SIZED && self.cast == 0
+    }
+
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn get_cast(&self) -> Arc<T> {
+        match scope::current_as::<T>(self.app_id, self.key, self.cast, core::any::type_name::<T>()) {
+            Ok(t) => t,
+            Err(e) => fail(e),
+        }
     }
 
     /// The current scope's `T`, created now if this is the scope's first use of it.
@@ -155,9 +169,12 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     #[track_caller]
     #[inline]
     pub fn get(&self) -> Arc<T> {
+        if !self.own_type() {
+            return self.get_cast();
+        }
         match scope::cached(self.app_id, self.key) {
-            Some(obj) => self.cast(obj),
-            None => self.cast(resolve_or_panic(self.app_id, self.key, core::any::type_name::<T>())),
+            Some(obj) => T::__own(obj),
+            None => T::__own(resolve_or_panic(self.app_id, self.key, core::any::type_name::<T>())),
         }
     }
 
@@ -170,7 +187,10 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     /// has an async init hook, and any error of `T`'s construction.
     #[inline]
     pub fn try_get(&self) -> Result<Arc<T>, DiError> {
-        scope::current(self.app_id, self.key, core::any::type_name::<T>()).map(|obj| self.cast(obj))
+        if !self.own_type() {
+            return scope::current_as::<T>(self.app_id, self.key, self.cast, core::any::type_name::<T>());
+        }
+        scope::current(self.app_id, self.key, core::any::type_name::<T>()).map(T::__own)
     }
 
     /// Like [`try_get`](Self::try_get), but also creates `T` when it (or a context object it
@@ -180,7 +200,7 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     ///
     /// As [`try_get`](Self::try_get), plus [`DiError::Hook`] when an init hook fails.
     pub async fn get_async(&self) -> Result<Arc<T>, DiError> {
-        scope::current_async(self.app_id, self.key, core::any::type_name::<T>()).await.map(|obj| self.cast(obj))
+        scope::current_async::<T>(self.app_id, self.key, self.cast, core::any::type_name::<T>()).await
     }
 
     /// Calls `f` with a borrow of the current scope's `T`, without touching its reference count:
@@ -193,7 +213,7 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     #[track_caller]
     #[inline]
     pub fn with<R>(&self, f: impl FnOnce(&T) -> R) -> R {
-        if !T::__BORROWS {
+        if !self.own_type() {
             return f(&self.get());
         }
         let call = |obj: &(dyn Any + Send + Sync)| f(T::__borrow(obj));
@@ -210,7 +230,7 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     /// As [`try_get`](Self::try_get).
     #[inline]
     pub fn try_with<R>(&self, f: impl FnOnce(&T) -> R) -> Result<R, DiError> {
-        if !T::__BORROWS {
+        if !self.own_type() {
             return self.try_get().map(|t| f(&t));
         }
         let call = |obj: &(dyn Any + Send + Sync)| f(T::__borrow(obj));
@@ -262,7 +282,9 @@ impl<T: ?Sized> fmt::Debug for ContextRef<T> {
 /// A proxy to the current context scope's object of a context proto that is built
 /// asynchronously: one with an async constructor or init hook, or that takes such a context
 /// proto by value. It has only [`get_async`](Self::get_async): the macros refuse a
-/// `ContextRef<T>` of such a proto at compile time, so that no `get()` call site can meet it.
+/// `ContextRef<T>` of such a proto at compile time, and `build()` a `ContextRef<dyn Trait>`
+/// whose implementation is such a proto ([`DiError::ContextRefToAsync`]), so that no `get()`
+/// call site meets one in a request.
 ///
 /// # Examples
 ///

@@ -265,7 +265,7 @@ pub struct ProtoDescriptor {
 
 impl ProtoDescriptor {
     /// A proto of type `T` named `name` in `scope`, built by `factory`. `cast_self` turns the
-    /// erased object back into `Box<Arc<T>>` (see [`cast_to`]).
+    /// erased object back into an `Arc<T>` (see [`cast_to`]).
     pub const fn new<T: Send + Sync + 'static>(
         name: &'static str,
         scope: Scope,

@@ -166,3 +166,83 @@ async fn a_context_ref_to_a_trait_whose_implementation_is_async_fails_the_build(
     assert!(text.contains("hold `AsyncContextRef<dyn context_trait::Session>`"), "{text}");
     assert!(text.contains("`context_trait::StoredSession` is built asynchronously"), "{text}");
 }
+
+// The same references used from a spawned task, from a destroy hook, and through `get_async`.
+
+static FAREWELLS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Says goodbye in the request's locale when the scope destroys it.
+#[context_proto(destroy = farewell)]
+struct Farewell {
+    #[inject]
+    greeter: Arc<Greeter>,
+}
+impl Farewell {
+    async fn farewell(&self) {
+        let said = self.greeter.locale.get().greet();
+        FAREWELLS.lock().unwrap().push(said);
+    }
+}
+
+#[tokio::test]
+async fn a_context_ref_to_a_trait_works_from_spawned_tasks_destroy_hooks_and_get_async() {
+    let app = App::builder()
+        .without_inventory()
+        .link::<French>()
+        .link::<English>()
+        .link::<Greeter>()
+        .link::<Farewell>()
+        .build()
+        .await
+        .unwrap();
+    let greeter = app.get_object::<Greeter>().unwrap();
+    let (here, spawned, awaited) = app
+        .run_in_context(async {
+            app.get_object::<Farewell>().unwrap();
+            let here = addr(&greeter.locale.get());
+            let spawned = di_core::spawn({
+                let greeter = greeter.clone();
+                async move { addr(&greeter.locale.get()) }
+            });
+            let awaited = addr(&greeter.locale.get_async().await.unwrap());
+            (here, spawned.await.unwrap(), awaited)
+        })
+        .await;
+    assert_eq!((spawned, awaited), (here, here), "one object per scope, whichever task asks");
+    let farewells = FAREWELLS.lock().unwrap().clone();
+    assert_eq!(farewells.len(), 1, "{farewells:?}");
+    assert!(farewells[0].starts_with("bonjour #"), "{farewells:?}");
+}
+
+/// Holds a context proto by its own type only.
+#[singleton_proto]
+struct FrenchOnly {
+    #[inject]
+    french: ContextRef<French>,
+}
+
+#[tokio::test]
+async fn a_fake_for_a_context_protos_own_type_is_reached_by_every_accessor() {
+    let fake = Arc::new(French { serial: 1000 });
+    let app = App::builder()
+        .without_inventory()
+        .link::<French>()
+        .link::<FrenchOnly>()
+        .override_provider::<French>(fake.clone())
+        .build()
+        .await
+        .unwrap();
+    let holder = app.get_object::<FrenchOnly>().unwrap();
+    let seen = app
+        .run_in_context(async {
+            (
+                holder.french.get().serial,
+                holder.french.try_get().unwrap().serial,
+                holder.french.with(|f| f.serial),
+                holder.french.get_async().await.unwrap().serial,
+                addr(&holder.french.get()) == addr(&fake),
+            )
+        })
+        .await;
+    assert_eq!(seen, (1000, 1000, 1000, 1000, true));
+}

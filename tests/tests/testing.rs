@@ -270,7 +270,15 @@ async fn a_seed_given_with_hooks_is_completed_and_destroyed_by_the_scope() {
     assert!(err.to_string().ends_with("failed: constraint violated"), "{err}");
     assert_eq!(counts(&failing), (1, 1));
 
+    // Cancelled: destroyed (after the end, which `shutdown` waits for), never committed.
+    let cancelled = Arc::new(UnitOfWork::default());
+    let pending = app.scope().with_hooks(cancelled.clone()).unwrap().run(std::future::pending::<()>());
+    assert!(tokio::time::timeout(std::time::Duration::from_millis(20), pending).await.is_err());
+    app.shutdown().await.unwrap();
+    assert_eq!(counts(&cancelled), (0, 1));
+
     // Seeding the same proto again without hooks replaces the object and the request for hooks.
+    let app = units_of_work().await;
     let (first, second) = (Arc::new(UnitOfWork::default()), Arc::new(UnitOfWork::default()));
     app.scope().with_hooks(first.clone()).unwrap().with_arc(second.clone()).unwrap().run(async {}).await;
     assert_eq!((counts(&first), counts(&second)), ((0, 0), (0, 0)));

@@ -105,9 +105,13 @@ impl ScopeHandle {
     }
 
     fn joining(shared: Arc<ScopeShared>) -> Self {
-        let handle = ScopeHandle::new(shared.app.clone(), Seeds::default());
-        let _ = handle.shared.set(shared);
-        handle
+        ScopeHandle {
+            app_id: shared.app.id,
+            app: shared.app.clone(),
+            shared: OnceCell::from(shared),
+            cache: RefCell::new(SmallMap::default()),
+            seed: Seeds::default(),
+        }
     }
 
     fn shared(&self) -> &Arc<ScopeShared> {
@@ -243,9 +247,22 @@ pub(crate) fn with_cached<R, F: FnOnce(&(dyn Any + Send + Sync)) -> R>(app_id: u
 /// fails the same way whether or not a `get_async` built the object first.
 const ASYNC_KEY: u32 = 1 << 31;
 
-pub(crate) async fn current_async(app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
-    if let Some(obj) = cached(app_id, key | ASYNC_KEY).or_else(|| cached(app_id, key)) {
-        return Ok(obj);
+/// The current scope's object for context proto `key` of App `app_id`, built asynchronously if
+/// need be, as the `Arc<U>` its cast `cast` yields (the graph used is that of the App whose
+/// scope holds it, whichever task polls last).
+pub(crate) async fn current_async<U: ?Sized + 'static>(
+    app_id: u64,
+    key: u32,
+    cast: u32,
+    wanted: &'static str,
+) -> Result<Arc<U>, DiError> {
+    let target = crate::graph::Target { proto: key as usize, cast: cast as usize };
+    let warm = CURRENT.try_with(|h| {
+        let obj = h.cached(app_id, key | ASYNC_KEY).or_else(|| h.cached(app_id, key))?;
+        Some(crate::resolver::provided_as::<U>(&h.app.graph, target, obj))
+    });
+    if let Ok(Some(value)) = warm {
+        return Ok(value);
     }
     let shared = CURRENT
         .try_with(|h| (h.app_id == app_id).then(|| h.shared().clone()).ok_or(DiError::ForeignScope { wanted }))
@@ -253,17 +270,28 @@ pub(crate) async fn current_async(app_id: u64, key: u32, wanted: &'static str) -
     let obj = shared.resolve_async(key as usize).await?;
     let slot = if shared.app.graph.needs_async[key as usize] { key | ASYNC_KEY } else { key };
     let _ = CURRENT.try_with(|h| h.remember(slot, &obj));
-    Ok(obj)
+    Ok(crate::resolver::provided_as::<U>(&shared.app.graph, target, obj))
 }
 
-/// `obj`, the current scope's object of context proto `key`, as the `Arc<U>` that proto's
-/// cast `cast` yields: the step after the lookup for a `ContextRef<dyn Trait>`.
-pub(crate) fn cast_in_scope<U: ?Sized + 'static>(key: u32, cast: u32, obj: AnyArc) -> Arc<U> {
+/// The current scope's object for context proto `key` of App `app_id`, as the `Arc<U>` that
+/// proto's cast `cast` yields: a `ContextRef<dyn Trait>`. Looked up and cast in one access to
+/// the task-local, with the graph of the App whose scope holds the object.
+pub(crate) fn current_as<U: ?Sized + 'static>(
+    app_id: u64,
+    key: u32,
+    cast: u32,
+    wanted: &'static str,
+) -> Result<Arc<U>, DiError> {
     let target = crate::graph::Target { proto: key as usize, cast: cast as usize };
-    match CURRENT.try_with(|h| crate::resolver::provided_as::<U>(&h.app.graph, target, obj)) {
-        Ok(value) => value,
-        Err(_) => unreachable!("the object was found in the current scope"),
-    }
+    CURRENT
+        .try_with(|h| {
+            let obj = match h.cached(app_id, key) {
+                Some(obj) => obj,
+                None => h.miss(app_id, key, wanted)?,
+            };
+            Ok(crate::resolver::provided_as::<U>(&h.app.graph, target, obj))
+        })
+        .unwrap_or(Err(DiError::NoScope { wanted }))
 }
 
 fn current_shared_any() -> Option<Arc<ScopeShared>> {
