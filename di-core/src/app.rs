@@ -262,6 +262,7 @@ impl App {
     /// assert_eq!(answer, 42);
     /// # Ok(()) }
     /// ```
+    #[inline]
     pub fn run_in_context<F: Future>(&self, fut: F) -> ContextFuture<F> {
         scope::run(self.inner.clone(), Seeds::default(), fut)
     }
@@ -345,6 +346,7 @@ impl App {
     /// assert_eq!(name, "ada");
     /// # Ok(()) }
     /// ```
+    #[inline]
     pub fn run_in_context_with<T: Send + Sync + 'static, F: Future>(
         &self,
         slot: ContextSlot<T>,

@@ -44,38 +44,48 @@ pub(crate) struct ScopeHandle {
 }
 
 /// Objects a scope starts with: proto index and value. The first is held inline (di-http's
-/// request head: no allocation), more in a `Vec`.
+/// request head: no allocation, and a handle of four words); more, and hooks asked for, are
+/// rare (tests, jobs) and boxed.
 #[derive(Clone, Default)]
 pub(crate) struct Seeds {
     first: Option<(u32, AnyArc)>,
+    rest: Option<Box<MoreSeeds>>,
+}
+
+#[derive(Clone, Default)]
+struct MoreSeeds {
     more: Vec<(u32, AnyArc)>,
     /// The seeds whose complete and destroy hooks the scope runs, as if it had built them.
     hooked: Vec<u32>,
 }
 
 impl Seeds {
+    #[inline]
     pub(crate) fn one(key: u32, obj: AnyArc) -> Self {
-        Seeds { first: Some((key, obj)), more: Vec::new(), hooked: Vec::new() }
+        Seeds { first: Some((key, obj)), rest: None }
     }
 
     /// Adds `obj` for `key`, replacing what was given for it before; with `hooks`, the scope
     /// runs its complete and destroy hooks.
     pub(crate) fn set(&mut self, key: u32, obj: AnyArc, hooks: bool) {
-        self.hooked.retain(|&k| k != key);
-        if hooks {
-            self.hooked.push(key);
+        if let Some(rest) = &mut self.rest {
+            rest.hooked.retain(|&k| k != key);
         }
-        if let Some(slot) = self.first.iter_mut().chain(self.more.iter_mut()).find(|(k, _)| *k == key) {
+        if hooks {
+            self.rest.get_or_insert_default().hooked.push(key);
+        }
+        let more = self.rest.iter_mut().flat_map(|r| r.more.iter_mut());
+        if let Some(slot) = self.first.iter_mut().chain(more).find(|(k, _)| *k == key) {
             slot.1 = obj;
         } else if self.first.is_none() {
             self.first = Some((key, obj));
         } else {
-            self.more.push((key, obj));
+            self.rest.get_or_insert_default().more.push((key, obj));
         }
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = &(u32, AnyArc)> {
-        self.first.iter().chain(self.more.iter())
+        self.first.iter().chain(self.rest.iter().flat_map(|r| r.more.iter()))
     }
 
     fn get(&self, key: u32) -> Option<&AnyArc> {
@@ -83,13 +93,18 @@ impl Seeds {
     }
 
     pub(crate) fn hooked(&self, key: u32) -> bool {
-        self.hooked.contains(&key)
+        self.rest.as_ref().is_some_and(|r| r.hooked.contains(&key))
+    }
+
+    fn any_hooked(&self) -> bool {
+        self.rest.as_ref().is_some_and(|r| !r.hooked.is_empty())
     }
 }
 
 impl ScopeHandle {
+    #[inline]
     fn new(app: Arc<AppInner>, seed: Seeds) -> Self {
-        let hooked = !seed.hooked.is_empty();
+        let hooked = seed.any_hooked();
         let handle = ScopeHandle {
             app_id: app.id,
             app,
@@ -193,7 +208,9 @@ impl<V> SmallMap<V> {
     }
 }
 
-/// Runs `fut` in a new scope of `app`, with an object given by the caller.
+/// Runs `fut` in a new scope of `app`, with an object given by the caller. Inlined, as are its
+/// callers on the request path: a call here would move the request's future once more.
+#[inline]
 pub(crate) fn run<F: Future>(app: Arc<AppInner>, seed: Seeds, fut: F) -> ContextFuture<F> {
     ContextFuture::new(CURRENT.scope(ScopeHandle::new(app, seed), fut))
 }
