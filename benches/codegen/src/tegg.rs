@@ -12,6 +12,11 @@
 //!   resolved on every request as tegg 1 builds its graph per request) and `HandHello{N}`
 //!   (`/handwired/hello{N}`: the same groups of plain `Arc`s, built by hand, routed by plain axum).
 //!   `?touch=true` calls every service of the controller.
+//! - The fair baselines, plain axum behind the hand-written `HandTraceLayer` (the per-request
+//!   tracer in the request's extensions): `/handwired-traced/hello{N}` (`HandHello{N}`'s groups,
+//!   the tracer read through an extractor: the singleton flavour's work) and
+//!   `/handwired-context/hello{N}` (that, plus the context flavour's per-request objects, each
+//!   group and service built with `Arc::new`: `HCG_..` groups of `C{i}`).
 
 use std::fmt::Write;
 use std::ops::Range;
@@ -95,6 +100,14 @@ pub fn app(total: usize) -> String {
         );
     }
     s.push_str("}\n");
+    s.push_str("/// The fair baselines' routes: plain axum behind the hand-written tracer layer.\npub fn handwired_traced_router() -> axum::Router {\n    axum::Router::new()\n");
+    for &n in &ns {
+        let _ = writeln!(
+            s,
+            "        .route(\"/handwired-traced/hello{n}\", axum::routing::get(hand_traced_hello{n}).with_state(Arc::new(HandHello{n}::new())))\n        .route(\"/handwired-context/hello{n}\", axum::routing::get(hand_context_hello{n}))"
+        );
+    }
+    s.push_str("        .layer(HandTraceLayer)\n}\n");
     s
 }
 
@@ -127,6 +140,23 @@ fn group(s: &mut String, total: usize, start: usize, len: usize) {
     }
     s.push_str("        }\n    }\n");
     touch(s, 's');
+    s.push_str("}\n\n");
+    let _ = writeln!(
+        s,
+        "/// Hand-wired, built per request: the context group's services.\npub struct HCG_{start}_{len} {{"
+    );
+    for i in range.clone() {
+        let _ = writeln!(s, "    c{i}: Arc<svc{}::C{i}>,", crate_of(i, total));
+    }
+    let _ = writeln!(
+        s,
+        "}}\nimpl HCG_{start}_{len} {{\n    #[inline(never)]\n    fn new() -> Self {{\n        HCG_{start}_{len} {{"
+    );
+    for i in range.clone() {
+        let _ = writeln!(s, "            c{i}: Arc::new(svc{}::C{i}),", crate_of(i, total));
+    }
+    s.push_str("        }\n    }\n");
+    touch(s, 'c');
     s.push_str("}\n\n");
 }
 
@@ -165,6 +195,28 @@ fn controllers(s: &mut String, n: usize) {
     let _ = writeln!(
         s,
         "    }}\n}}\nasync fn hand_hello{n}(State(c): State<Arc<HandHello{n}>>, uri: Uri) -> &'static str {{\n    if touched(&uri) {{\n        std::hint::black_box(c.touch());\n    }}\n    \"hello world\"\n}}\n"
+    );
+
+    // Hand-wired and traced: the singleton flavour's work, by hand.
+    let _ = writeln!(
+        s,
+        "async fn hand_traced_hello{n}(State(c): State<Arc<HandHello{n}>>, Extension(tracer): Extension<Arc<HandTracer>>, uri: Uri) -> &'static str {{\n    tracer.seen();\n    if touched(&uri) {{\n        std::hint::black_box(c.touch());\n    }}\n    \"hello world\"\n}}\n"
+    );
+
+    // Hand-wired context: the context flavour's per-request objects, built with `Arc::new`.
+    let _ = writeln!(s, "/// The per-request objects of `/handwired-context/hello{n}`.\npub struct HandContext{n} {{");
+    for (g, name) in names.iter().enumerate() {
+        let _ = writeln!(s, "    g{g}: Arc<HCG_{name}>,");
+    }
+    let _ = writeln!(s, "}}\nimpl HandContext{n} {{\n    fn new() -> Self {{\n        HandContext{n} {{");
+    for (g, name) in names.iter().enumerate() {
+        let _ = writeln!(s, "            g{g}: Arc::new(HCG_{name}::new()),");
+    }
+    s.push_str("        }\n    }\n    fn touch(&self) -> u64 {\n");
+    sum(s, "");
+    let _ = writeln!(
+        s,
+        "    }}\n}}\nasync fn hand_context_hello{n}(Extension(tracer): Extension<Arc<HandTracer>>, uri: Uri) -> &'static str {{\n    tracer.seen();\n    let objects = std::hint::black_box(HandContext{n}::new());\n    if touched(&uri) {{\n        std::hint::black_box(objects.touch());\n    }}\n    \"hello world\"\n}}\n"
     );
 }
 
@@ -244,6 +296,9 @@ mod tests {
         assert!(src.contains("pub struct SingletonHello100 {"));
         assert!(src.contains("g0: ContextRef<CG_0_100>,"));
         assert!(src.contains(".route(\"/handwired/hello10\""));
+        assert!(src.contains(".route(\"/handwired-traced/hello10\""));
+        assert!(src.contains(".route(\"/handwired-context/hello100\""));
+        assert!(src.contains("c99: Arc::new(svc3::C99),"));
         assert!(!src.contains("Hello1000"));
         assert_eq!(total_services(None, "release"), 10_000);
         assert_eq!(total_services(None, "debug"), 100);

@@ -2,7 +2,8 @@
 //! project of 10000 services (release builds; 100 in debug builds, see `di_codegen::tegg`).
 //!
 //! ```sh
-//! cargo run --release -p benches --bin tegg-bench -- [--flavour singleton|context|handwired]
+//! cargo run --release -p benches --bin tegg-bench -- [--flavour singleton|context|handwired|
+//!     handwired-traced|handwired-context]
 //!     [--n N] [--touch | --no-touch] [--driver inproc|http] [--seconds S] [--threads T]
 //!     [--concurrency K] [--results DIR]
 //! ```
@@ -36,7 +37,7 @@ use tower::{Service, ServiceExt};
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-const FLAVOURS: [&str; 3] = ["singleton", "context", "handwired"];
+const FLAVOURS: [&str; 5] = ["singleton", "context", "handwired", "handwired-traced", "handwired-context"];
 const DRIVERS: [&str; 2] = ["inproc", "http"];
 
 struct Args {
@@ -143,7 +144,7 @@ fn main() -> ExitCode {
             emit(line);
         }
     }
-    let router = di_http::router(&app).merge(tegg_app::handwired_router());
+    let router = di_http::router(&app).merge(tegg_app::handwired_router()).merge(tegg_app::handwired_traced_router());
     let wrk = args.drivers.contains(&"http") && ensure_wrk();
     for &driver in &args.drivers {
         if driver == "http" && !wrk {
