@@ -35,6 +35,9 @@ pub(crate) struct AppInner {
     shut_down: AtomicBool,
     /// Scopes whose end (background tasks, destroy hooks) is still running.
     ending: Pending,
+    /// The most objects a scope of this App has created, once past the scope table's linear
+    /// range: a table that grows past that range reserves this much at once (`ScopeShared`).
+    pub(crate) large_scope: std::sync::atomic::AtomicUsize,
 }
 
 impl AsRef<Pending> for AppInner {
@@ -1298,6 +1301,7 @@ impl AppBuilder {
             shutdown_timeout: self.shutdown_timeout,
             shut_down: AtomicBool::new(false),
             ending: Pending::default(),
+            large_scope: std::sync::atomic::AtomicUsize::new(0),
         });
         let _ = cell.set(Arc::downgrade(&inner));
         Ok(App { inner })

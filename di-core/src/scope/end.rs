@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 use std::task::{Context, Poll};
 
@@ -13,6 +14,10 @@ use tracing::Instrument;
 
 use super::table::{ScopeShared, Slot, Table};
 use super::{CURRENT, ScopeHandle, SmallMap};
+
+/// The most slots a large scope reserves up front, whatever the largest scope was: one scope of
+/// a million objects must not make every later large scope allocate for a million.
+const LARGE_SCOPE_HINT_MAX: usize = 1 << 16;
 use crate::app::AppInner;
 use crate::error::{DiError, Panicked, panic_message};
 use crate::pending::PendingGuard;
@@ -147,6 +152,11 @@ impl ScopeShared {
     /// Marks the table ended and takes its contents.
     fn take_all(&self, table: &mut Table) -> (SmallMap<Slot>, Vec<(usize, AnyArc)>) {
         table.ended = true;
+        // The size the next large scope reserves; small scopes leave the shared counter alone.
+        let size = table.slots.len().min(LARGE_SCOPE_HINT_MAX);
+        if size > super::LINEAR_LIMIT && size > self.app.large_scope.load(Ordering::Relaxed) {
+            self.app.large_scope.fetch_max(size, Ordering::Relaxed);
+        }
         // A late background task waiting for a slot learns that the scope has ended.
         self.wake(table);
         (std::mem::take(&mut table.slots), std::mem::take(&mut table.created))

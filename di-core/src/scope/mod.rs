@@ -180,9 +180,21 @@ impl<V> Default for SmallMap<V> {
     }
 }
 
-const LINEAR_LIMIT: usize = 16;
+pub(crate) const LINEAR_LIMIT: usize = 16;
 
 impl<V> SmallMap<V> {
+    pub(crate) fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Makes room for `total` entries in all (the index included, once there is one).
+    pub(crate) fn reserve_total(&mut self, total: usize) {
+        self.items.reserve(total.saturating_sub(self.items.len()));
+        if let Some(index) = &mut self.index {
+            index.reserve(total.saturating_sub(index.len()));
+        }
+    }
+
     #[inline]
     fn get(&self, key: u32) -> Option<&V> {
         match &self.index {

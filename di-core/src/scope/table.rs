@@ -11,6 +11,7 @@
 //! needs the first one), or by a construction that waits, directly or not, for one of them.
 
 use std::cell::Cell;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
@@ -330,7 +331,16 @@ impl ScopeShared {
             vacant => {
                 let building = Slot::Building { parent: waiter };
                 match vacant {
-                    None => table.slots.insert(key, building),
+                    None => {
+                        table.slots.insert(key, building);
+                        if table.slots.len() == super::LINEAR_LIMIT + 1 {
+                            // A large scope: room for as many objects as the largest so far at
+                            // once, rather than doubling (and rehashing the index) as it grows.
+                            let hint = self.app.large_scope.load(Ordering::Relaxed);
+                            table.slots.reserve_total(hint);
+                            table.created.reserve(hint.saturating_sub(table.created.len()));
+                        }
+                    }
                     Some(_) => *table.slots.get_mut(key).expect("found above") = building,
                 }
                 let pending = if plan { table.pending_deps(&self.app.graph.context_deps, key) } else { Vec::new() };
@@ -479,5 +489,38 @@ impl ScopeShared {
             }
         }
         self.build_async(claim).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use crate::{App, Dependency, InjectKind, ProtoDef};
+
+    struct Part;
+    struct Whole;
+
+    /// An App whose `Whole` takes `n` context objects by value.
+    async fn app(n: usize) -> App {
+        let parts = (0..n).map(|i| ProtoDef::context::<Part>(|_| Ok(Part)).name(format!("part{i}")));
+        let whole = (0..n).fold(ProtoDef::context::<Whole>(|_| Ok(Whole)), |def, i| {
+            def.dep(Dependency::named::<Part>(InjectKind::Arc, format!("part{i}")))
+        });
+        App::builder().without_inventory().register_all(parts.chain([whole])).build().await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_large_scope_records_its_size_for_the_next_and_a_small_one_does_not() {
+        let small = app(3).await;
+        small.run_in_context(async { small.get_object::<Whole>().unwrap() }).await;
+        assert_eq!(small.inner.large_scope.load(Ordering::Relaxed), 0, "4 objects: no hint");
+
+        let large = app(40).await;
+        for _ in 0..2 {
+            // The second scope reserves 41 slots at the 17th and builds the same objects.
+            large.run_in_context(async { large.get_object::<Whole>().unwrap() }).await;
+            assert_eq!(large.inner.large_scope.load(Ordering::Relaxed), 41);
+        }
     }
 }
