@@ -163,11 +163,15 @@ impl ScopeShared {
     }
 
     /// Drops what `take_all` took, newest object first, catching a panicking `Drop`.
-    fn drop_all((slots, created): (SmallMap<Slot>, Vec<(usize, AnyArc)>), mut objects: Vec<AnyArc>) {
-        objects.extend(created.into_iter().rev().map(|(_, obj)| obj));
+    fn drop_all((slots, created): (SmallMap<Slot>, Vec<(usize, AnyArc)>), destroyed: Vec<AnyArc>) {
         let dropped = std::panic::catch_unwind(AssertUnwindSafe(move || {
-            drop(slots); // the table's references: each object's last one is in `objects`
-            for obj in objects {
+            // The table's references first: each object's last one is in `destroyed` or
+            // `created`, dropped newest first (no list gathered: a scope's end allocates nothing).
+            drop(slots);
+            for obj in destroyed {
+                drop(obj);
+            }
+            for (_, obj) in created.into_iter().rev() {
                 drop(obj);
             }
         }));

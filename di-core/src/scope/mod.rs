@@ -36,7 +36,7 @@ pub(crate) struct ScopeHandle {
     app_id: u64,
     app: Arc<AppInner>,
     shared: OnceCell<Arc<ScopeShared>>,
-    cache: RefCell<SmallMap<AnyArc>>,
+    cache: RefCell<TaskCache>,
     /// Objects given by whoever opened the scope (`App::run_in_context_with`, `App::scope`).
     /// Copied into the shared table when that is created, so that other tasks and factories
     /// find them there.
@@ -109,7 +109,7 @@ impl ScopeHandle {
             app_id: app.id,
             app,
             shared: OnceCell::new(),
-            cache: RefCell::new(SmallMap::default()),
+            cache: RefCell::new(TaskCache::default()),
             seed,
         };
         if hooked {
@@ -124,7 +124,7 @@ impl ScopeHandle {
             app_id: shared.app.id,
             app: shared.app.clone(),
             shared: OnceCell::from(shared),
-            cache: RefCell::new(SmallMap::default()),
+            cache: RefCell::new(TaskCache::default()),
             seed: Seeds::default(),
         }
     }
@@ -163,6 +163,31 @@ impl ScopeHandle {
             if cache.get(key).is_none() {
                 cache.insert(key, obj.clone());
             }
+        }
+    }
+}
+
+/// A task's cache of the scope's objects: the first inline (a request that reaches one context
+/// object allocates nothing for its cache), the rest in a [`SmallMap`].
+#[derive(Default)]
+pub(crate) struct TaskCache {
+    first: Option<(u32, AnyArc)>,
+    rest: SmallMap<AnyArc>,
+}
+
+impl TaskCache {
+    #[inline]
+    fn get(&self, key: u32) -> Option<&AnyArc> {
+        match &self.first {
+            Some((k, obj)) if *k == key => Some(obj),
+            _ => self.rest.get(key),
+        }
+    }
+
+    fn insert(&mut self, key: u32, obj: AnyArc) {
+        match self.first {
+            None => self.first = Some((key, obj)),
+            Some(_) => self.rest.insert(key, obj),
         }
     }
 }
