@@ -119,3 +119,43 @@ fn allocations_per_request_do_not_grow_with_registered_protos() {
     let empty = count(|| rt.block_on(small.run_in_context(async {})));
     assert_eq!(empty, 0);
 }
+
+struct Head;
+struct Tracer(#[allow(dead_code)] Arc<Head>);
+struct Holder(ContextRef<Tracer>);
+
+#[test]
+fn a_seeded_scope_building_one_object_allocates_only_the_object_and_the_scope_table() {
+    // di-http's shape: the request head is given to the scope, the tracer built from it.
+    let rt = runtime();
+    let head_factory = |_: &di_core::Resolver<'_>| Err(di_core::DiError::construction::<Head>("head", "seeded"));
+    let app = rt
+        .block_on(
+            App::builder()
+                .without_inventory()
+                .register(ProtoDef::context::<Head>(head_factory))
+                .register(
+                    ProtoDef::context::<Tracer>(|r| Ok(Tracer(r.arc(0)?)))
+                        .dep(Dependency::new::<Head>(InjectKind::Arc, None)),
+                )
+                .register(
+                    ProtoDef::singleton::<Holder>(|r| Ok(Holder(r.context_ref(0)?)))
+                        .dep(Dependency::new::<Tracer>(InjectKind::ContextRef, None)),
+                )
+                .build(),
+        )
+        .unwrap();
+    let holder = app.get_object::<Holder>().unwrap();
+    let head = Arc::new(Head);
+    let request = || {
+        let slot = app.context_slot::<Head>().unwrap();
+        rt.block_on(app.run_in_context_with(slot, head.clone(), async {
+            holder.0.with(|tracer| std::hint::black_box(tracer as *const Tracer));
+            holder.0.with(|tracer| std::hint::black_box(tracer as *const Tracer)); // cached
+        }))
+    };
+    request();
+    // The tracer, the scope's shared part, its slot table and its list of created objects:
+    // nothing for the task's cache (its first entry is inline) or for the scope's end.
+    assert_eq!(count(request), 4);
+}
