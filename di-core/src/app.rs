@@ -220,7 +220,10 @@ impl App {
         let proto = self.inner.proto_of(TypeId::of::<T>(), None, wanted)?;
         match self.inner.graph.protos[proto].scope {
             crate::Scope::Singleton | crate::Scope::Transient => self.inner.instance(proto, wanted).map(downcast::<T>),
-            crate::Scope::Context => scope::current_async::<T>(self.inner.id, proto as u32, 0, wanted).await,
+            crate::Scope::Context => {
+                let at = scope::RefKey { app_id: self.inner.id, key: proto as u32, cast: 0 };
+                scope::current_async::<T>(at, wanted).await
+            }
         }
     }
 

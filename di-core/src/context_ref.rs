@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::error::DiError;
 use crate::proto::{AnyArc, downcast};
-use crate::scope;
+use crate::scope::{self, RefKey};
 
 /// A proxy to the current context scope's object of context proto `T`.
 ///
@@ -47,10 +47,9 @@ use crate::scope;
 /// # Ok(()) }
 /// ```
 pub struct ContextRef<T: ?Sized> {
-    app_id: u64,
-    key: u32,
-    /// Which of the context proto's casts yields `T`: used only when `T` is a `dyn Trait`.
-    cast: u32,
+    /// The App, the context proto, and which of its casts yields `T` (0, its own type, unless
+    /// `T` is a `dyn Trait` or the proto is a fake from `override_provider`).
+    at: RefKey,
     _type: PhantomData<fn() -> Box<T>>,
 }
 
@@ -136,9 +135,12 @@ impl<T: Send + Sync + 'static> RefTarget for T {
     }
 }
 
+// The handle stays two words whatever `T` is (docs/decisions.md: "Keys are dense proto indices").
+const _: () = assert!(size_of::<ContextRef<u8>>() == 16 && size_of::<ContextRef<dyn Any + Send + Sync>>() == 16);
+
 impl<T: ?Sized + RefTarget> ContextRef<T> {
     pub(crate) fn new(app_id: u64, key: u32, cast: u32) -> Self {
-        ContextRef { app_id, key, cast, _type: PhantomData }
+        ContextRef { at: RefKey { app_id, key, cast }, _type: PhantomData }
     }
 
     /// Whether the object is a `T` itself (cast 0 of a proto of type `T`): then the warm path is
@@ -146,14 +148,14 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     /// from `override_provider` does) the object is cast through the proto's `provides` entry.
     #[inline]
     fn own_type(&self) -> bool {
-        T::__SIZED && self.cast == 0
+        T::__SIZED && self.at.cast == 0
     }
 
     #[cold]
     #[inline(never)]
     #[track_caller]
     fn get_cast(&self) -> Arc<T> {
-        match scope::current_as::<T>(self.app_id, self.key, self.cast, core::any::type_name::<T>()) {
+        match scope::current_as::<T>(self.at, core::any::type_name::<T>()) {
             Ok(t) => t,
             Err(e) => fail(e),
         }
@@ -172,9 +174,9 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
         if !self.own_type() {
             return self.get_cast();
         }
-        match scope::cached(self.app_id, self.key) {
+        match scope::cached(self.at.app_id, self.at.key) {
             Some(obj) => T::__own(obj),
-            None => T::__own(resolve_or_panic(self.app_id, self.key, core::any::type_name::<T>())),
+            None => T::__own(resolve_or_panic(self.at.app_id, self.at.key, core::any::type_name::<T>())),
         }
     }
 
@@ -188,9 +190,9 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     #[inline]
     pub fn try_get(&self) -> Result<Arc<T>, DiError> {
         if !self.own_type() {
-            return scope::current_as::<T>(self.app_id, self.key, self.cast, core::any::type_name::<T>());
+            return scope::current_as::<T>(self.at, core::any::type_name::<T>());
         }
-        scope::current(self.app_id, self.key, core::any::type_name::<T>()).map(T::__own)
+        scope::current(self.at.app_id, self.at.key, core::any::type_name::<T>()).map(T::__own)
     }
 
     /// Like [`try_get`](Self::try_get), but also creates `T` when it (or a context object it
@@ -200,7 +202,7 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     ///
     /// As [`try_get`](Self::try_get), plus [`DiError::Hook`] when an init hook fails.
     pub async fn get_async(&self) -> Result<Arc<T>, DiError> {
-        scope::current_async::<T>(self.app_id, self.key, self.cast, core::any::type_name::<T>()).await
+        scope::current_async::<T>(self.at, core::any::type_name::<T>()).await
     }
 
     /// Calls `f` with a borrow of the current scope's `T`, without touching its reference count:
@@ -217,9 +219,9 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
             return f(&self.get());
         }
         let call = |obj: &(dyn Any + Send + Sync)| f(T::__borrow(obj));
-        match scope::with_cached(self.app_id, self.key, call) {
+        match scope::with_cached(self.at.app_id, self.at.key, call) {
             Ok(r) => r,
-            Err(call) => call(&*resolve_or_panic(self.app_id, self.key, core::any::type_name::<T>())),
+            Err(call) => call(&*resolve_or_panic(self.at.app_id, self.at.key, core::any::type_name::<T>())),
         }
     }
 
@@ -234,9 +236,9 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
             return self.try_get().map(|t| f(&t));
         }
         let call = |obj: &(dyn Any + Send + Sync)| f(T::__borrow(obj));
-        match scope::with_cached(self.app_id, self.key, call) {
+        match scope::with_cached(self.at.app_id, self.at.key, call) {
             Ok(r) => Ok(r),
-            Err(call) => Ok(call(&*scope::resolve(self.app_id, self.key, core::any::type_name::<T>())?)),
+            Err(call) => Ok(call(&*scope::resolve(self.at.app_id, self.at.key, core::any::type_name::<T>())?)),
         }
     }
 }

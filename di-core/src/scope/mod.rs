@@ -301,19 +301,30 @@ pub(crate) fn with_cached<R, F: FnOnce(&(dyn Any + Send + Sync)) -> R>(app_id: u
 /// fails the same way whether or not a `get_async` built the object first.
 const ASYNC_KEY: u32 = 1 << 31;
 
-/// The current scope's object for context proto `key` of App `app_id`, built asynchronously if
-/// need be, as the `Arc<U>` its cast `cast` yields (the graph used is that of the App whose
-/// scope holds it, whichever task polls last).
-pub(crate) async fn current_async<U: ?Sized + 'static>(
-    app_id: u64,
-    key: u32,
-    cast: u32,
-    wanted: &'static str,
-) -> Result<Arc<U>, DiError> {
-    let target = crate::graph::Target { proto: key as usize, cast: cast as usize };
+/// Where a reference's object is: App `app_id`'s context proto `key`, reached as the type its
+/// cast `cast` yields (0: the proto's own type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RefKey {
+    pub(crate) app_id: u64,
+    pub(crate) key: u32,
+    pub(crate) cast: u32,
+}
+
+impl RefKey {
+    /// `obj`, this key's object, as the `Arc<U>` its cast yields in `app`'s graph.
+    fn cast<U: ?Sized + 'static>(self, app: &AppInner, obj: AnyArc) -> Arc<U> {
+        let target = crate::graph::Target { proto: self.key as usize, cast: self.cast as usize };
+        crate::resolver::provided_as::<U>(&app.graph, target, obj)
+    }
+}
+
+/// The current scope's object at `at`, built asynchronously if need be, as the `Arc<U>` its cast
+/// yields (with the graph of the App whose scope holds it, whichever task polls last).
+pub(crate) async fn current_async<U: ?Sized + 'static>(at: RefKey, wanted: &'static str) -> Result<Arc<U>, DiError> {
+    let RefKey { app_id, key, .. } = at;
     let warm = CURRENT.try_with(|h| {
         let obj = h.cached(app_id, key | ASYNC_KEY).or_else(|| h.cached(app_id, key))?;
-        Some(crate::resolver::provided_as::<U>(&h.app.graph, target, obj))
+        Some(at.cast::<U>(&h.app, obj))
     });
     if let Ok(Some(value)) = warm {
         return Ok(value);
@@ -324,26 +335,20 @@ pub(crate) async fn current_async<U: ?Sized + 'static>(
     let obj = shared.resolve_async(key as usize).await?;
     let slot = if shared.app.graph.needs_async[key as usize] { key | ASYNC_KEY } else { key };
     let _ = CURRENT.try_with(|h| h.remember(slot, &obj));
-    Ok(crate::resolver::provided_as::<U>(&shared.app.graph, target, obj))
+    Ok(at.cast::<U>(&shared.app, obj))
 }
 
-/// The current scope's object for context proto `key` of App `app_id`, as the `Arc<U>` that
-/// proto's cast `cast` yields: a `ContextRef<dyn Trait>`. Looked up and cast in one access to
-/// the task-local, with the graph of the App whose scope holds the object.
-pub(crate) fn current_as<U: ?Sized + 'static>(
-    app_id: u64,
-    key: u32,
-    cast: u32,
-    wanted: &'static str,
-) -> Result<Arc<U>, DiError> {
-    let target = crate::graph::Target { proto: key as usize, cast: cast as usize };
+/// The current scope's object at `at`, as the `Arc<U>` its cast yields: a reference whose object
+/// is not its own type (a `ContextRef<dyn Trait>`). Looked up and cast in one access to the
+/// task-local, with the graph of the App whose scope holds the object.
+pub(crate) fn current_as<U: ?Sized + 'static>(at: RefKey, wanted: &'static str) -> Result<Arc<U>, DiError> {
     CURRENT
         .try_with(|h| {
-            let obj = match h.cached(app_id, key) {
+            let obj = match h.cached(at.app_id, at.key) {
                 Some(obj) => obj,
-                None => h.miss(app_id, key, wanted)?,
+                None => h.miss(at.app_id, at.key, wanted)?,
             };
-            Ok(crate::resolver::provided_as::<U>(&h.app.graph, target, obj))
+            Ok(at.cast::<U>(&h.app, obj))
         })
         .unwrap_or(Err(DiError::NoScope { wanted }))
 }
