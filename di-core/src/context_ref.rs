@@ -151,7 +151,9 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
         T::__SIZED && self.at.cast == 0
     }
 
-    #[cold]
+    /// `get` of a reference whose object is not its own type: the normal path of a
+    /// `ContextRef<dyn Trait>` (so not `#[cold]`), kept out of line so that the own-type `get`
+    /// stays small where it is inlined.
     #[inline(never)]
     #[track_caller]
     fn get_cast(&self) -> Arc<T> {
