@@ -525,6 +525,7 @@ impl AppInner {
             scope,
             config: &self.config,
             cell: &self.cell,
+            fresh: crate::resolver::Fresh::default(),
         }
     }
 
@@ -1259,6 +1260,7 @@ impl AppBuilder {
                     scope: None,
                     config: &config,
                     cell: &cell,
+                    fresh: crate::resolver::Fresh::default(),
                 };
                 let built = match &graph.protos[p].factory {
                     Factory::Sync(factory) => factory(&resolver).map(|obj| singletons[p] = Some(obj)),

@@ -99,6 +99,12 @@ impl Resolved {
 pub(crate) struct Graph {
     pub(crate) protos: Vec<ProtoDef>,
     pub(crate) resolved: Vec<Vec<Resolved>>,
+    /// What each dependency was declared as, `(kind, type)`, per proto: what a factory's request
+    /// is checked against without calling each dependency's `TypeId` function or reading its
+    /// `ProtoDef` (both cold memory in a large graph).
+    pub(crate) declared: Vec<Box<[(InjectKind, TypeId)]>>,
+    /// Each proto's scope, dense: the resolver's dispatch reads one byte, not a `ProtoDef`.
+    pub(crate) scopes: Vec<Scope>,
     /// Singletons grouped by construction level: level k only needs levels below k.
     pub(crate) levels: Vec<Vec<usize>>,
     /// Context protos that need `get_async` (an init hook, theirs or a by-value dependency's).
@@ -241,7 +247,9 @@ impl Graph {
         DiError::collect(sync_refs_to_async.collect())?;
         let Providers { by_type: provided, by_name } = providers;
         drop(by_name); // it borrows the names of `protos`
-        Ok(Graph { protos, resolved, levels, needs_async, context_deps, by_type, provided })
+        let declared = protos.iter().map(|p| p.deps.iter().map(|d| (d.kind, (d.type_id)())).collect()).collect();
+        let scopes = protos.iter().map(|p| p.scope).collect();
+        Ok(Graph { protos, resolved, declared, scopes, levels, needs_async, context_deps, by_type, provided })
     }
 }
 

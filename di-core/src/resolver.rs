@@ -9,7 +9,7 @@ use crate::context_ref::{AsyncContextRef, ContextRef, RefTarget};
 use crate::error::{BoxError, DiError};
 use crate::graph::{Graph, Resolved, Target};
 use crate::keyed::Keyed;
-use crate::proto::{AnyArc, InjectKind, Scope};
+use crate::proto::{AnyArc, InjectKind, ProvideCast, Scope};
 use crate::provider::{AppCell, Provider};
 use crate::scope::ScopeShared;
 
@@ -55,6 +55,16 @@ pub struct Resolver<'a> {
     pub(crate) scope: Option<&'a ScopeShared>,
     pub(crate) config: &'a Config,
     pub(crate) cell: &'a AppCell,
+    /// The context objects this proto takes by value, built just before it in the same scope:
+    /// found here without the scope table's lock.
+    pub(crate) fresh: Fresh<'a>,
+}
+
+/// Context objects built for a construction just before it: `objs[i]` is proto `keys[i].0`.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Fresh<'a> {
+    pub(crate) keys: &'a [(u32, u32)],
+    pub(crate) objs: &'a [AnyArc],
 }
 
 impl Resolver<'_> {
@@ -64,10 +74,10 @@ impl Resolver<'_> {
     ///
     /// [`DiError::Undeclared`] if dependency `index` is not an `Arc<T>`.
     pub fn arc<T: ?Sized + 'static>(&self, index: usize) -> Result<Arc<T>, DiError> {
-        match self.declared(index, InjectKind::Arc, TypeId::of::<T>(), core::any::type_name::<T>())? {
-            Resolved::One(t) => self.cast::<T>(*t),
-            _ => unreachable!("an Arc dependency resolves to one target"),
-        }
+        // The generic part is the cast alone: per dependency type, as little code as can be (a
+        // large graph runs thousands of these once each, and each is cold code).
+        let (obj, cast) = self.fetch_one(index, TypeId::of::<T>(), core::any::type_name::<T>())?;
+        Ok(crate::proto::cast_with::<T>(cast, obj))
     }
 
     /// Dependency `index`, declared as `Option<Arc<T>>` ([`InjectKind::Optional`]).
@@ -77,7 +87,7 @@ impl Resolver<'_> {
     /// [`DiError::Undeclared`] if dependency `index` is not an `Option<Arc<T>>`.
     pub fn optional<T: ?Sized + 'static>(&self, index: usize) -> Result<Option<Arc<T>>, DiError> {
         match self.declared(index, InjectKind::Optional, TypeId::of::<T>(), core::any::type_name::<T>())? {
-            Resolved::Maybe(t) => t.map(|t| self.cast::<T>(t)).transpose(),
+            Resolved::Maybe(t) => t.map(|t| self.cast_dep::<T>(t, index)).transpose(),
             _ => unreachable!("an optional dependency resolves to zero or one target"),
         }
     }
@@ -166,16 +176,23 @@ impl Resolver<'_> {
         &self.graph.protos[self.proto].name
     }
 
+    #[inline]
     fn declared(&self, index: usize, kind: InjectKind, ty: TypeId, asked: &'static str) -> Result<&Resolved, DiError> {
+        match self.graph.declared[self.proto].get(index) {
+            Some(&declared) if declared == (kind, ty) => Ok(&self.graph.resolved[self.proto][index]),
+            _ => Err(self.undeclared(index, kind, asked)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn undeclared(&self, index: usize, kind: InjectKind, asked: &'static str) -> DiError {
         let def = &self.graph.protos[self.proto];
-        match def.deps.get(index) {
-            Some(dep) if dep.kind == kind && (dep.type_id)() == ty => Ok(&self.graph.resolved[self.proto][index]),
-            other => Err(DiError::Undeclared {
-                by: def.label(),
-                index,
-                asked: format!("{kind:?} of `{asked}`"),
-                declared: other.map_or_else(|| "nothing".to_owned(), |d| format!("`{}`", d.describe())),
-            }),
+        DiError::Undeclared {
+            by: def.label(),
+            index,
+            asked: format!("{kind:?} of `{asked}`"),
+            declared: def.deps.get(index).map_or_else(|| "nothing".to_owned(), |d| format!("`{}`", d.describe())),
         }
     }
 
@@ -183,22 +200,59 @@ impl Resolver<'_> {
         Ok(provided_as::<T>(self.graph, t, self.instance(t.proto)?))
     }
 
+    /// [`cast`](Self::cast) of dependency `index`: a context object built for this proto just
+    /// now is taken from `fresh`.
+    fn cast_dep<T: ?Sized + 'static>(&self, t: Target, index: usize) -> Result<Arc<T>, DiError> {
+        match self.fresh(t.proto, index) {
+            Some(obj) => Ok(provided_as::<T>(self.graph, t, obj)),
+            None => self.cast(t),
+        }
+    }
+
+    /// Dependency `index`, declared as `Arc<T>` (`ty`, `asked`): its object and the cast that
+    /// makes it an `Arc<T>`. Not generic: one copy for every dependency type.
+    #[inline(never)]
+    fn fetch_one(&self, index: usize, ty: TypeId, asked: &'static str) -> Result<(AnyArc, &ProvideCast), DiError> {
+        let t = match self.declared(index, InjectKind::Arc, ty, asked)? {
+            Resolved::One(t) => *t,
+            _ => unreachable!("an Arc dependency resolves to one target"),
+        };
+        let obj = match self.fresh(t.proto, index) {
+            Some(obj) => obj,
+            None => self.instance(t.proto)?,
+        };
+        Ok((obj, &self.graph.protos[t.proto].provides[t.cast].cast))
+    }
+
+    /// Context proto `proto` among the objects just built for this one. `fresh` follows the
+    /// declaration order of the dependencies, leaving out those built before, so dependency
+    /// `index` is at `index` or a little before it: a short scan back, else the table.
+    #[inline]
+    fn fresh(&self, proto: usize, index: usize) -> Option<AnyArc> {
+        const SCAN: usize = 16;
+        let Fresh { keys, objs } = self.fresh;
+        let end = (index + 1).min(keys.len()).min(objs.len());
+        let start = end.saturating_sub(SCAN);
+        let found = keys[start..end].iter().rposition(|&(k, _)| k as usize == proto)?;
+        Some(objs[start + found].clone())
+    }
+
     fn instance(&self, proto: usize) -> Result<AnyArc, DiError> {
-        let def = &self.graph.protos[proto];
-        match def.scope {
+        let def = || &self.graph.protos[proto];
+        match self.graph.scopes[proto] {
             // Built before its dependents; absent only when the App was built from roots that do
             // not reach it (a context object outside them asked for it).
             Scope::Singleton => match &self.singletons[proto] {
                 Some(obj) => Ok(obj.clone()),
                 // Lazy, or not reached from the roots: built now if lazy (after `build()`).
                 None => match self.cell.get().and_then(std::sync::Weak::upgrade) {
-                    Some(app) => app.lazy_singleton(proto, def.type_name),
-                    None => Err(DiError::NotBuilt { wanted: def.type_name }),
+                    Some(app) => app.lazy_singleton(proto, def().type_name),
+                    None => Err(DiError::NotBuilt { wanted: def().type_name }),
                 },
             },
             Scope::Context => match self.scope {
                 Some(scope) => scope.resolve_sync(proto),
-                None => Err(DiError::NoScope { wanted: def.type_name }),
+                None => Err(DiError::NoScope { wanted: def().type_name }),
             },
             Scope::Transient => self.transient(proto),
         }

@@ -21,7 +21,7 @@ use crate::app::AppInner;
 use crate::error::DiError;
 use crate::pending::Pending;
 use crate::proto::{AnyArc, Factory};
-use crate::resolver::Resolver;
+use crate::resolver::{Fresh, Resolver};
 
 tokio::task_local! {
     /// The context object whose async init hook runs on this task: `(scope, proto)`.
@@ -90,15 +90,42 @@ impl Table {
     }
 
     /// The by-value context dependencies of `key` (`deps` per proto) that are not built yet,
-    /// transitively, deepest first: the order in which to build them so that no factory
-    /// recurses. Allocates nothing when there are none.
-    fn pending_deps(&self, deps: &[Box<[u32]>], key: u32) -> Vec<u32> {
-        let pending = |d: &&u32| !matches!(self.slots.get(**d), Some(Slot::Ready(_)));
+    /// transitively, deepest first (the order in which to build them so that no factory
+    /// recurses), each with its slot reserved: see [`Planned`]. Allocates nothing when there
+    /// are none.
+    fn plan(&mut self, app: &AppInner, key: u32) -> Vec<Planned> {
+        let deps = &app.graph.context_deps;
         let direct = &deps[key as usize];
-        if direct.iter().all(|&d| deps[d as usize].is_empty()) {
-            // The common shape: dependencies with none of their own (listed once each).
-            return direct.iter().filter(pending).copied().collect();
+        // The common shape: dependencies with none of their own (listed once each).
+        let order = if direct.iter().all(|&d| deps[d as usize].is_empty()) {
+            None
+        } else {
+            Some(self.pending_deps(deps, direct))
+        };
+        let order = order.as_deref().unwrap_or(direct);
+        let mut planned = Vec::new();
+        for (i, &dep) in order.iter().enumerate() {
+            let pos = match self.slots.position(dep) {
+                Some(pos) => match self.slots.items[pos].1 {
+                    Slot::Ready(_) => continue,
+                    Slot::Vacant => pos as u32,
+                    Slot::Building { .. } => NOT_RESERVED,
+                },
+                None => self.add(app, dep, Slot::Vacant) as u32,
+            };
+            if planned.capacity() == 0 {
+                // Sized once, at the first dependency that is not built (often none is).
+                planned.reserve_exact(order.len() - i);
+            }
+            planned.push((dep, pos));
         }
+        planned
+    }
+
+    /// The by-value context dependencies in `direct` and theirs, transitively, that are not
+    /// built yet, deepest first.
+    fn pending_deps(&self, deps: &[Box<[u32]>], direct: &[u32]) -> Vec<u32> {
+        let pending = |d: &&u32| !matches!(self.slots.get(**d), Some(Slot::Ready(_)));
         // (proto, whether its dependencies were pushed); pushed in reverse, so popped in
         // declaration order.
         let mut stack: Vec<(u32, bool)> = direct.iter().rev().filter(pending).map(|&d| (d, false)).collect();
@@ -181,29 +208,43 @@ pub(crate) enum Claimed<'a> {
 pub(crate) struct Claim<'a> {
     shared: &'a ScopeShared,
     key: u32,
+    /// Where the slot is in the table, when known: finishing it needs no lookup.
+    pos: Option<usize>,
     done: bool,
     /// With a claim asked to plan: the by-value context dependencies to build first, deepest
     /// first, found under the same lock as the claim.
-    pending: Vec<u32>,
+    pending: Vec<Planned>,
 }
+
+/// A dependency a claim plans to build, and the position of the slot it reserved for it: a
+/// vacant slot that the claimer takes when it gets to it, unless another construction took it
+/// first; [`NOT_RESERVED`] when another construction was building it already.
+type Planned = (u32, u32);
+
+const NOT_RESERVED: u32 = u32::MAX;
 
 impl Claim<'_> {
     /// Stores the outcome of the construction; the object joins the scope's created list.
-    fn finish(mut self, result: Result<AnyArc, DiError>) -> Result<AnyArc, DiError> {
-        self.done = true;
+    fn finish(self, result: Result<AnyArc, DiError>) -> Result<AnyArc, DiError> {
         let mut table = self.shared.table();
+        self.finish_in(&mut table, result)
+    }
+
+    /// [`finish`](Self::finish) under a lock the caller holds.
+    fn finish_in(mut self, table: &mut Table, result: Result<AnyArc, DiError>) -> Result<AnyArc, DiError> {
+        self.done = true;
         if table.ended {
             // The slot went with the table; whoever waits for it learns the scope ended.
-            self.shared.wake(&table);
+            self.shared.wake(table);
             return Err(DiError::ScopeClosed { wanted: self.shared.app.graph.protos[self.key as usize].type_name });
         }
         if let Ok(obj) = &result {
             table.created.push((self.key as usize, obj.clone()));
         }
-        if let Some(slot) = table.slots.get_mut(self.key) {
+        if let Some(slot) = table.slot_mut(self.key, self.pos) {
             *slot = Slot::Ready(result.clone().map_err(Box::new));
         }
-        self.shared.wake(&table);
+        self.shared.wake(table);
         result
     }
 }
@@ -236,6 +277,27 @@ impl Drop for Waiting<'_> {
 }
 
 impl Table {
+    /// The slot of `key`, at `pos` if known.
+    fn slot_mut(&mut self, key: u32, pos: Option<usize>) -> Option<&mut Slot> {
+        match pos {
+            Some(pos) => self.slots.at_mut(pos, key),
+            None => self.slots.get_mut(key),
+        }
+    }
+
+    /// Adds a slot for `key` (absent); returns its position.
+    fn add(&mut self, app: &AppInner, key: u32, slot: Slot) -> usize {
+        let pos = self.slots.insert(key, slot);
+        if self.slots.len() == super::LINEAR_LIMIT + 1 {
+            // A large scope: room for as many objects as the largest so far at once, rather
+            // than doubling (and rehashing the index) as it grows.
+            let hint = app.large_scope.load(Ordering::Relaxed);
+            self.slots.reserve_total(hint, Some(app.graph.protos.len()));
+            self.created.reserve(hint.saturating_sub(self.created.len()));
+        }
+        pos
+    }
+
     fn wait(&mut self, entry: Option<(u32, u32)>) {
         self.waiters += 1;
         self.waits.extend(entry);
@@ -330,21 +392,15 @@ impl ScopeShared {
             }
             vacant => {
                 let building = Slot::Building { parent: waiter };
-                match vacant {
-                    None => {
-                        table.slots.insert(key, building);
-                        if table.slots.len() == super::LINEAR_LIMIT + 1 {
-                            // A large scope: room for as many objects as the largest so far at
-                            // once, rather than doubling (and rehashing the index) as it grows.
-                            let hint = self.app.large_scope.load(Ordering::Relaxed);
-                            table.slots.reserve_total(hint);
-                            table.created.reserve(hint.saturating_sub(table.created.len()));
-                        }
+                let pos = match vacant {
+                    None => table.add(&self.app, key, building),
+                    Some(_) => {
+                        *table.slots.get_mut(key).expect("found above") = building;
+                        table.slots.position(key).expect("found above")
                     }
-                    Some(_) => *table.slots.get_mut(key).expect("found above") = building,
-                }
-                let pending = if plan { table.pending_deps(&self.app.graph.context_deps, key) } else { Vec::new() };
-                Step::Done(Ok(Claimed::Mine(Claim { shared: self, key, done: false, pending })))
+                };
+                let pending = if plan { table.plan(&self.app, key) } else { Vec::new() };
+                Step::Done(Ok(Claimed::Mine(Claim { shared: self, key, pos: Some(pos), done: false, pending })))
             }
         }
     }
@@ -393,7 +449,13 @@ impl ScopeShared {
 
     /// Runs proto `key`'s sync factory, marked as its construction.
     fn build(&self, key: u32) -> Result<AnyArc, DiError> {
-        let resolver = self.resolver(key);
+        self.build_with(key, Fresh::default())
+    }
+
+    /// [`build`](Self::build), with `fresh`, the by-value dependencies just built for it, at
+    /// hand for its resolver (which otherwise finds them in the table, under its lock).
+    fn build_with(&self, key: u32, fresh: Fresh<'_>) -> Result<AnyArc, DiError> {
+        let resolver = Resolver { fresh, ..self.resolver(key) };
         building((self.addr(), key), || match &self.app.graph.protos[key as usize].factory {
             Factory::Sync(factory) => factory(&resolver),
             Factory::Async(_) | Factory::Config(_) => {
@@ -411,10 +473,44 @@ impl ScopeShared {
         BUILDING.scope((self.addr(), key), construction).await.map_err(|e| DiError::hook("construction", def, e))
     }
 
-    /// Builds a claimed object with a sync factory and no init hook.
-    fn build_sync(&self, claim: Claim<'_>) -> Result<AnyArc, DiError> {
-        let built = self.build(claim.key);
-        claim.finish(built)
+    /// Builds the by-value dependencies `pending` of the construction `parent` (all sync),
+    /// deepest first, and returns them in that order. Finishing one and taking the next one's
+    /// reserved slot (if still vacant) share a lock: one lock per object, no lookup. A slot
+    /// another construction took meanwhile is waited for as usual.
+    fn build_deps(&self, parent: u32, pending: &[Planned]) -> Result<Vec<AnyArc>, DiError> {
+        let mut fresh = Vec::with_capacity(pending.len());
+        let mut next = self.take_reserved(&mut self.table(), parent, pending.first());
+        for (i, &(dep, _)) in pending.iter().enumerate() {
+            let claim = match next.take() {
+                Some(claim) => claim,
+                None => match self.claim_sync(dep, Some(parent), false)? {
+                    Claimed::Mine(claim) => claim,
+                    Claimed::Ready(obj) => {
+                        fresh.push(obj);
+                        next = self.take_reserved(&mut self.table(), parent, pending.get(i + 1));
+                        continue;
+                    }
+                },
+            };
+            let built = self.build(dep);
+            let mut table = self.table();
+            fresh.push(claim.finish_in(&mut table, built)?);
+            next = self.take_reserved(&mut table, parent, pending.get(i + 1));
+        }
+        Ok(fresh)
+    }
+
+    /// Claims `planned`'s slot for `parent` if the plan reserved it and it is still vacant.
+    fn take_reserved(&self, table: &mut Table, parent: u32, planned: Option<&Planned>) -> Option<Claim<'_>> {
+        let &(dep, pos) = planned?;
+        if pos == NOT_RESERVED || table.ended {
+            return None;
+        }
+        let slot = table.slots.at_mut(pos as usize, dep)?;
+        matches!(slot, Slot::Vacant).then(|| {
+            *slot = Slot::Building { parent: Some(parent) };
+            Claim { shared: self, key: dep, pos: Some(pos as usize), done: false, pending: Vec::new() }
+        })
     }
 
     /// Builds a claimed object, running its init hook if it has one.
@@ -448,17 +544,12 @@ impl ScopeShared {
             Claimed::Ready(obj) => return Ok(obj),
             Claimed::Mine(claim) => claim,
         };
-        for dep in std::mem::take(&mut claim.pending) {
-            let built = match self.claim_sync(dep, Some(key), false) {
-                Ok(Claimed::Ready(_)) => Ok(()),
-                Ok(Claimed::Mine(dep)) => self.build_sync(dep).map(drop),
-                Err(e) => Err(e),
-            };
-            if let Err(e) = built {
-                return claim.finish(Err(e));
-            }
-        }
-        self.build_sync(claim)
+        let pending = std::mem::take(&mut claim.pending);
+        let built = match self.build_deps(key, &pending) {
+            Ok(fresh) => self.build_with(key, Fresh { keys: &pending, objs: &fresh }),
+            Err(e) => Err(e),
+        };
+        claim.finish(built)
     }
 
     /// Like [`resolve_sync`](Self::resolve_sync), running async init hooks (the object's and
@@ -472,7 +563,7 @@ impl ScopeShared {
             Claimed::Ready(obj) => return Ok(obj),
             Claimed::Mine(claim) => claim,
         };
-        for dep in std::mem::take(&mut claim.pending) {
+        for (dep, _) in std::mem::take(&mut claim.pending) {
             let built = if self.app.graph.needs_async[dep as usize] {
                 match self.claim_async(dep, Some(key), false).await {
                     Ok(Claimed::Ready(_)) => Ok(()),
