@@ -189,6 +189,9 @@ pub(crate) struct ScopeShared {
     built_async: Notify,
     /// The tasks started with `di_core::spawn`, which the scope's end waits for.
     pub(super) tasks: Pending,
+    /// The objects the scope was given (also in the table): a factory taking one (di-http's
+    /// request head) finds it here without the lock.
+    seeds: super::Seeds,
 }
 
 impl AsRef<Pending> for ScopeShared {
@@ -343,6 +346,7 @@ impl ScopeShared {
             built: Condvar::new(),
             built_async: Notify::new(),
             tasks: Pending::default(),
+            seeds,
         })
     }
 
@@ -532,6 +536,9 @@ impl ScopeShared {
     /// No lock is held while a factory runs, so it may resolve other context objects.
     pub(crate) fn resolve_sync(&self, key: usize) -> Result<AnyArc, DiError> {
         let key = key as u32;
+        if let Some(obj) = self.seeds.get(key) {
+            return Ok(obj.clone());
+        }
         if self.app.graph.needs_async[key as usize] {
             // A factory takes it once built (its construction built it first); user code never
             // gets here for it (`ScopeHandle::miss` refuses it).
