@@ -111,8 +111,8 @@ pub mod __private {
 
     pub use crate::error::panic_message;
     pub use crate::private::{
-        CtorOutput, HookOutput, assert_context, assert_proto, assert_singleton, assert_transient, construct_async,
-        constructed, downcast, hook, provide,
+        CtorOutput, HookOutput, arc_of, assert_context, assert_proto, assert_singleton, assert_transient,
+        construct_async, constructed, downcast, hook, provide,
     };
     pub use crate::{
         Access, AnyArc, AsyncContextRef, BuildFuture, ContextProto, ContextRef, Dependency, DiError, HookFuture,

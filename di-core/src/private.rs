@@ -30,6 +30,15 @@ impl<E: Into<BoxError>> HookOutput for Result<(), E> {
     }
 }
 
+/// `#[inject] x: Arc<T>` where `T` is a proto (checked at compile time, so sized): the object,
+/// downcast where it is stored as `T`, the common case. A large graph runs thousands of these
+/// once each, all cold code: this skips the cast function and its output check, two calls per
+/// dependency type.
+#[inline]
+pub fn arc_of<T: Send + Sync + 'static>(r: &crate::Resolver<'_>, index: usize) -> Result<Arc<T>, crate::DiError> {
+    r.arc_of_proto(index)
+}
+
 /// Runs hook `f` on the object behind `obj`, as a boxed future.
 pub fn hook<T, F, Fut>(obj: AnyArc, f: F) -> HookFuture
 where

@@ -80,6 +80,16 @@ impl Resolver<'_> {
         Ok(crate::proto::cast_with::<T>(cast, obj))
     }
 
+    /// [`arc`](Self::arc) for a proto's own type: downcast, the cast only when the object is
+    /// stored as another type (a fake given to `override_provider`).
+    pub(crate) fn arc_of_proto<T: Send + Sync + 'static>(&self, index: usize) -> Result<Arc<T>, DiError> {
+        let (obj, cast) = self.fetch_one(index, TypeId::of::<T>(), core::any::type_name::<T>())?;
+        Ok(match obj.downcast::<T>() {
+            Ok(own) => own,
+            Err(obj) => crate::proto::cast_with::<T>(cast, obj),
+        })
+    }
+
     /// Dependency `index`, declared as `Option<Arc<T>>` ([`InjectKind::Optional`]).
     ///
     /// # Errors

@@ -260,6 +260,10 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
         // end, every `let` left obligations that each later one re-walked (4000 fields: 75 s of
         // `cargo check` against 7.8 s; see benches/RESULTS.md).
         let target = &inject.target;
+        if inject.kind == Kind::Arc && check::checked(inject) {
+            // A proto's own type (the checks above make it sized): downcast, no cast function.
+            return quote!(let #local = __di::arc_of::<#target>(__di_r, #i)?;);
+        }
         quote!(let #local = __di_r.#call::<#target>(#i)?;)
     });
     match &model.body {

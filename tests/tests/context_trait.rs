@@ -246,3 +246,32 @@ async fn a_fake_for_a_context_protos_own_type_is_reached_by_every_accessor() {
         .await;
     assert_eq!(seen, (1000, 1000, 1000, 1000, true));
 }
+
+/// Takes a context proto by value, by its own type: the macros downcast the object rather than
+/// call its cast, and fall back to the cast when the object is stored as another type.
+#[context_proto]
+struct FrenchLesson {
+    #[inject(name = "fr")]
+    french: Arc<French>,
+}
+
+#[tokio::test]
+async fn a_fake_for_an_own_type_reaches_a_by_value_field_and_the_real_one_otherwise() {
+    let fake = Arc::new(French { serial: 2000 });
+    let faked = App::builder()
+        .without_inventory()
+        .link::<French>()
+        .link::<FrenchLesson>()
+        .override_provider::<French>(fake.clone())
+        .build()
+        .await
+        .unwrap();
+    let lesson = faked.run_in_context(async { faked.get_object::<FrenchLesson>().unwrap() }).await;
+    assert!(addr(&lesson.french) == addr(&fake), "the by-value field holds the fake");
+
+    let real = App::builder().without_inventory().link::<French>().link::<FrenchLesson>().build().await.unwrap();
+    let (lesson, french) = real
+        .run_in_context(async { (real.get_object::<FrenchLesson>().unwrap(), real.get_object::<French>().unwrap()) })
+        .await;
+    assert!(Arc::ptr_eq(&lesson.french, &french), "the by-value field holds the scope's object");
+}
