@@ -13,7 +13,9 @@ use crate::config::{Config, Sources};
 use crate::error::{BoxError, DiError};
 use crate::graph::{FastMap, Graph, Target};
 use crate::pending::Pending;
-use crate::proto::{AnyArc, BuildFuture, Factory, HookFuture, InjectKind, ProtoDef, ProtoDescriptor, Scope, downcast};
+use crate::proto::{
+    AnyArc, BuildFuture, Factory, HookFuture, InjectKind, ProtoDef, ProtoDescriptor, Scope, SyncFactory, downcast,
+};
 use crate::provider::AppCell;
 use crate::resolver::Resolver;
 use crate::scope::{self, ContextFuture, ScopeShared, Seeds, TryContextFuture};
@@ -568,7 +570,7 @@ impl AppInner {
             return Ok(obj.clone());
         }
         let obj = match &self.graph.protos[proto].factory {
-            Factory::Sync(factory) => factory(&self.resolver(proto, None))?,
+            Factory::Sync(factory) => factory.call(&self.resolver(proto, None))?,
             _ => unreachable!("a lazy singleton has a sync factory (checked by the graph)"),
         };
         Ok(slot.value.get_or_init(|| obj).clone())
@@ -1195,7 +1197,7 @@ impl AppBuilder {
                 defs.iter_mut().filter(|d| d.type_id == o.type_id && o.name.as_deref().is_none_or(|n| d.name == n))
             {
                 let value = o.value.clone();
-                def.factory = Factory::Sync(Arc::new(move |_: &Resolver<'_>| Ok(value.clone())));
+                def.factory = Factory::Sync(SyncFactory::Closure(Arc::new(move |_: &Resolver<'_>| Ok(value.clone()))));
                 def.deps = Cow::Borrowed(&[]);
                 def.init = None;
                 def.complete = None;
@@ -1263,7 +1265,7 @@ impl AppBuilder {
                     fresh: crate::resolver::Fresh::default(),
                 };
                 let built = match &graph.protos[p].factory {
-                    Factory::Sync(factory) => factory(&resolver).map(|obj| singletons[p] = Some(obj)),
+                    Factory::Sync(factory) => factory.call(&resolver).map(|obj| singletons[p] = Some(obj)),
                     Factory::Async(factory) => factory(&resolver).map(|fut| constructions.push((p, fut))),
                     Factory::Config(_) => unreachable!("config sections are read before the graph is built"),
                 };
@@ -1461,7 +1463,8 @@ fn load_config(
     overridden: impl Fn(TypeId, &str) -> bool,
     errors: &mut Vec<DiError>,
 ) {
-    let value_factory = |value: AnyArc| Factory::Sync(Arc::new(move |_: &Resolver<'_>| Ok(value.clone())));
+    let value_factory =
+        |value: AnyArc| Factory::Sync(SyncFactory::Closure(Arc::new(move |_: &Resolver<'_>| Ok(value.clone()))));
     let mut instances = Vec::new();
     let mut templates = false;
     for def in defs.iter_mut() {

@@ -410,7 +410,7 @@ impl ProtoDescriptor {
             deps: Cow::Borrowed(self.deps),
             provides,
             factory: match self.construct {
-                Construct::Sync(f) => Factory::Sync(Arc::new(f)),
+                Construct::Sync(f) => Factory::Sync(SyncFactory::Fn(f)),
                 Construct::Async(f) => Factory::Async(Arc::new(f)),
                 Construct::Config { prefix, instances, load } => {
                     Factory::Config(ConfigDef { prefix: Cow::Borrowed(prefix), instances, load })
@@ -458,11 +458,30 @@ pub(crate) struct TypeRef {
 #[derive(Clone)]
 pub(crate) enum Factory {
     /// By a function, now.
-    Sync(Arc<DynFactory>),
+    Sync(SyncFactory),
     /// By an async constructor, awaited.
     Async(Arc<DynAsyncFactory>),
     /// From the configuration, read when the App is built (and then replaced by `Sync`).
     Config(ConfigDef),
+}
+
+/// A sync factory: a descriptor's `fn` (called directly: a context object in a large graph is
+/// built once per request, from cold code, so each indirection shows) or a closure (from
+/// [`ProtoDef`]'s constructors).
+#[derive(Clone)]
+pub(crate) enum SyncFactory {
+    Fn(FactoryFn),
+    Closure(Arc<DynFactory>),
+}
+
+impl SyncFactory {
+    #[inline]
+    pub(crate) fn call(&self, r: &Resolver<'_>) -> Result<AnyArc, DiError> {
+        match self {
+            SyncFactory::Fn(f) => f(r),
+            SyncFactory::Closure(f) => f(r),
+        }
+    }
 }
 
 /// A config section: where it is and how to read it.
@@ -659,7 +678,9 @@ impl ProtoDef {
     ) -> Self {
         Self::with::<T>(
             scope,
-            Factory::Sync(Arc::new(move |r: &Resolver<'_>| factory(r).map(|t| Arc::new(t) as AnyArc))),
+            Factory::Sync(SyncFactory::Closure(Arc::new(move |r: &Resolver<'_>| {
+                factory(r).map(|t| Arc::new(t) as AnyArc)
+            }))),
         )
     }
 

@@ -9,7 +9,7 @@ use crate::context_ref::{AsyncContextRef, ContextRef, RefTarget};
 use crate::error::{BoxError, DiError};
 use crate::graph::{Graph, Resolved, Target};
 use crate::keyed::Keyed;
-use crate::proto::{AnyArc, InjectKind, ProvideCast, Scope};
+use crate::proto::{AnyArc, InjectKind, Scope};
 use crate::provider::{AppCell, Provider};
 use crate::scope::ScopeShared;
 
@@ -76,17 +76,17 @@ impl Resolver<'_> {
     pub fn arc<T: ?Sized + 'static>(&self, index: usize) -> Result<Arc<T>, DiError> {
         // The generic part is the cast alone: per dependency type, as little code as can be (a
         // large graph runs thousands of these once each, and each is cold code).
-        let (obj, cast) = self.fetch_one(index, TypeId::of::<T>(), core::any::type_name::<T>())?;
-        Ok(crate::proto::cast_with::<T>(cast, obj))
+        let (obj, t) = self.fetch_one(index, TypeId::of::<T>(), core::any::type_name::<T>())?;
+        Ok(provided_as::<T>(self.graph, t, obj))
     }
 
     /// [`arc`](Self::arc) for a proto's own type: downcast, the cast only when the object is
     /// stored as another type (a fake given to `override_provider`).
     pub(crate) fn arc_of_proto<T: Send + Sync + 'static>(&self, index: usize) -> Result<Arc<T>, DiError> {
-        let (obj, cast) = self.fetch_one(index, TypeId::of::<T>(), core::any::type_name::<T>())?;
+        let (obj, t) = self.fetch_one(index, TypeId::of::<T>(), core::any::type_name::<T>())?;
         Ok(match obj.downcast::<T>() {
             Ok(own) => own,
-            Err(obj) => crate::proto::cast_with::<T>(cast, obj),
+            Err(obj) => provided_as::<T>(self.graph, t, obj),
         })
     }
 
@@ -219,10 +219,11 @@ impl Resolver<'_> {
         }
     }
 
-    /// Dependency `index`, declared as `Arc<T>` (`ty`, `asked`): its object and the cast that
-    /// makes it an `Arc<T>`. Not generic: one copy for every dependency type.
+    /// Dependency `index`, declared as `Arc<T>` (`ty`, `asked`): its object and its target (whose
+    /// cast makes it an `Arc<T>`; not read here, its `ProtoDef` is cold memory). Not generic:
+    /// one copy for every dependency type.
     #[inline(never)]
-    fn fetch_one(&self, index: usize, ty: TypeId, asked: &'static str) -> Result<(AnyArc, &ProvideCast), DiError> {
+    fn fetch_one(&self, index: usize, ty: TypeId, asked: &'static str) -> Result<(AnyArc, Target), DiError> {
         let t = match self.declared(index, InjectKind::Arc, ty, asked)? {
             Resolved::One(t) => *t,
             _ => unreachable!("an Arc dependency resolves to one target"),
@@ -231,7 +232,7 @@ impl Resolver<'_> {
             Some(obj) => obj,
             None => self.instance(t.proto)?,
         };
-        Ok((obj, &self.graph.protos[t.proto].provides[t.cast].cast))
+        Ok((obj, t))
     }
 
     /// Context proto `proto` among the objects just built for this one. `fresh` follows the
@@ -273,7 +274,7 @@ impl Resolver<'_> {
     pub(crate) fn transient(&self, proto: usize) -> Result<AnyArc, DiError> {
         let resolver = Resolver { proto, ..*self };
         match &self.graph.protos[proto].factory {
-            crate::proto::Factory::Sync(factory) => factory(&resolver),
+            crate::proto::Factory::Sync(factory) => factory.call(&resolver),
             // Refused by the graph: a transient is built synchronously, where it is asked for.
             _ => Err(DiError::AsyncInit { wanted: self.graph.protos[proto].type_name }),
         }

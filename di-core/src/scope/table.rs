@@ -461,7 +461,7 @@ impl ScopeShared {
     fn build_with(&self, key: u32, fresh: Fresh<'_>) -> Result<AnyArc, DiError> {
         let resolver = Resolver { fresh, ..self.resolver(key) };
         building((self.addr(), key), || match &self.app.graph.protos[key as usize].factory {
-            Factory::Sync(factory) => factory(&resolver),
+            Factory::Sync(factory) => factory.call(&resolver),
             Factory::Async(_) | Factory::Config(_) => {
                 unreachable!("a context proto built asynchronously goes through `resolve_async`")
             }
