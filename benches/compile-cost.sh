@@ -1,10 +1,25 @@
 #!/usr/bin/env bash
-# Compile cost of the macros against the same registration written by hand (RESULTS.md,
-# "Compile cost of the macros").
+# Compile cost of the container against plain Rust, and of the macros against the same
+# registration written by hand (RESULTS.md, "Compile cost against plain Rust" and "Compile
+# cost of the macros").
 #
-#   benches/compile-cost.sh [--runs K] [--timeout SECS] [--big] [CASE...]
+#   benches/compile-cost.sh [--ns "1000 2000"] [--styles "plain macro hand"] [--big] [--timeout SECS]
+#   benches/compile-cost.sh [--runs K] [--timeout SECS] CASE...
 #
-# Cases (default: the first four; --big adds n10000-macro; any case can be named):
+# Without CASE: the floor table. For each N (1000 and 2000; --big adds 10000) and each style
+# (`plain`: the same services and consumer with no container; `macro`; `hand`), a generated
+# crate (gen-project) is built four ways, each timed with /usr/bin/time (seconds and the peak
+# RSS of the largest process, rustc):
+#   debug        full debug build of the crate (its dependencies prebuilt)
+#   edit-body    incremental debug rebuild after editing one method body (Service0::call)
+#   add-service  incremental debug rebuild after adding one service (and its consumer field)
+#   release      full release build of the crate
+# and the table gives each figure with its ratio to `plain` in the same run. All crates share
+# one target directory (target/compile-cost/floor-target), so the dependencies build once per
+# profile; each crate is cleaned (`cargo clean -p gen-services`) before its full builds.
+#
+# With CASE: the release build time of the named cases (the earlier "Compile cost of the
+# macros" measurements):
 #   fields1000-macro   1000 services + a Consumer injecting all 1000, #[singleton_proto]/#[inject]
 #   fields1000-hand    the same, registered by hand with ProtoDef/Dependency
 #   protos1000-macro   1000 services, no consumer, macros
@@ -30,22 +45,21 @@ RUNS=1
 TIMEOUT=0
 CASES=()
 BIG=0
+NS="1000 2000"
+STYLES="plain macro hand"
 while [ $# -gt 0 ]; do
     case $1 in
         --runs) RUNS=$2; shift 2 ;;
         --timeout) TIMEOUT=$2; shift 2 ;;
         --big) BIG=1; shift ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        --ns) NS=$2; shift 2 ;;
+        --styles) STYLES=$2; shift 2 ;;
+        -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
         -*) echo "compile-cost.sh: unknown option $1" >&2; exit 2 ;;
         *) CASES+=("$1"); shift ;;
     esac
 done
-if [ ${#CASES[@]} -eq 0 ]; then
-    CASES=(fields1000-macro fields1000-hand protos1000-macro protos1000-hand)
-fi
-if [ $BIG = 1 ]; then
-    CASES+=(n10000-macro)
-fi
+[ $BIG = 1 ] && NS="$NS 10000"
 
 # case -> "N style consumer"
 spec() {
@@ -66,6 +80,82 @@ cargo build --release --offline --quiet --manifest-path "$ROOT/Cargo.toml" -p be
 GEN=${CARGO_TARGET_DIR:-$ROOT/target}/release/gen-project
 
 echo "# $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(rustc -V)"
+
+# Runs a cargo command with /usr/bin/time; prints "seconds peak-MB", or the failure.
+timed() {
+    local tfile rc=0
+    tfile=$(mktemp)
+    if [ "$TIMEOUT" -gt 0 ]; then
+        /usr/bin/time -f '%e %M' -o "$tfile" timeout "$TIMEOUT" "$@" >/dev/null 2>&1 || rc=$?
+    else
+        /usr/bin/time -f '%e %M' -o "$tfile" "$@" >/dev/null 2>&1 || rc=$?
+    fi
+    if [ $rc != 0 ]; then
+        [ $rc = 124 ] && echo "TIMEOUT -" || echo "FAILED(rc=$rc) -"
+    else
+        tail -n1 "$tfile" | awk '{ printf "%s %d\n", $1, $2 / 1024 }'
+    fi
+    rm -f "$tfile"
+}
+
+# The output a crate of n services (with its consumer) prints.
+want() { echo "sum=$(($1 * ($1 - 1) / 2)) protos=$(($1 + 1))"; }
+
+floor_table() {
+    export CARGO_TARGET_DIR=$OUT/floor-target
+    local warm=$OUT/floor-warm results=() n style dir
+    # Dependencies once per profile, through a one-service crate with the same Cargo.toml.
+    "$GEN" --n 1 --style macro --out "$warm" >/dev/null
+    cargo build --offline --quiet --manifest-path "$warm/Cargo.toml"
+    cargo build --release --offline --quiet --manifest-path "$warm/Cargo.toml"
+    for n in $NS; do
+        for style in $STYLES; do
+            dir=$OUT/floor-$style-n$n
+            local build=(cargo build --offline --manifest-path "$dir/Cargo.toml")
+            "$GEN" --n "$n" --style "$style" --out "$dir" >/dev/null
+            cargo clean --offline --quiet --manifest-path "$dir/Cargo.toml" -p gen-services
+            local debug edit add release check
+            debug=$(timed "${build[@]}")
+            "$GEN" --n "$n" --style "$style" --edit "$(date +%s)" --out "$dir" >/dev/null
+            edit=$(timed "${build[@]}")
+            "$GEN" --n "$((n + 1))" --style "$style" --out "$dir" >/dev/null
+            add=$(timed "${build[@]}")
+            check=$("$CARGO_TARGET_DIR/debug/gen-services" 2>&1 || true)
+            [ "$check" = "$(want $((n + 1)))" ] || check="WRONG: got '$check', want '$(want $((n + 1)))'"
+            "$GEN" --n "$n" --style "$style" --out "$dir" >/dev/null
+            cargo clean --offline --quiet --manifest-path "$dir/Cargo.toml" -p gen-services
+            release=$(timed "${build[@]}" --release)
+            results+=("$n $style $debug $edit $add $release")
+            printf '# n=%s %-6s debug %s, edit-body %s, add-service %s, release %s (s MB); %s\n' \
+                "$n" "$style" "$debug" "$edit" "$add" "$release" "$check"
+        done
+    done
+    unset CARGO_TARGET_DIR
+    # The table: seconds (peak MB) per measurement and style, and the ratio to plain.
+    printf '%s\n' "${results[@]}" | awk -v styles="$STYLES" '
+        { key = $1 " " $2; t[key, 1] = $3; m[key, 1] = $4; t[key, 2] = $5; m[key, 2] = $6
+          t[key, 3] = $7; m[key, 3] = $8; t[key, 4] = $9; m[key, 4] = $10
+          if (!($1 in seen)) { seen[$1] = 1; ns[++nn] = $1 } }
+        END {
+            split("debug edit-body add-service release", what, " "); ns_ = split(styles, st, " ")
+            printf "| N | build |"; for (i = 1; i <= ns_; i++) printf " %s |", st[i]; print ""
+            printf "| ---: | --- |"; for (i = 1; i <= ns_; i++) printf " ---: |"; print ""
+            for (k = 1; k <= nn; k++) for (w = 1; w <= 4; w++) {
+                printf "| %s | %s |", ns[k], what[w]; base = t[ns[k] " plain", w]
+                for (i = 1; i <= ns_; i++) {
+                    v = t[ns[k] " " st[i], w]; mb = m[ns[k] " " st[i], w]
+                    if (st[i] != "plain" && base + 0 > 0 && v + 0 > 0) printf " %s s, %s MB (%.2fx) |", v, mb, v / base
+                    else printf " %s s, %s MB |", v, mb
+                }
+                print ""
+            }
+        }'
+}
+
+if [ ${#CASES[@]} -eq 0 ]; then
+    floor_table
+    exit 0
+fi
 printf '%-24s %-20s %12s %6s  %s\n' case seconds bytes load output
 for case in "${CASES[@]}"; do
     sp=$(spec "$case") || exit 2
