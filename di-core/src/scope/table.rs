@@ -399,8 +399,9 @@ impl ScopeShared {
                 let pos = match vacant {
                     None => table.add(&self.app, key, building),
                     Some(_) => {
-                        *table.slots.get_mut(key).expect("found above") = building;
-                        table.slots.position(key).expect("found above")
+                        let pos = table.slots.position(key).expect("found above");
+                        table.slots.items[pos].1 = building;
+                        pos
                     }
                 };
                 let pending = if plan { table.plan(&self.app, key) } else { Vec::new() };
@@ -482,6 +483,9 @@ impl ScopeShared {
     /// reserved slot (if still vacant) share a lock: one lock per object, no lookup. A slot
     /// another construction took meanwhile is waited for as usual.
     fn build_deps(&self, parent: u32, pending: &[Planned]) -> Result<Vec<AnyArc>, DiError> {
+        if pending.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut fresh = Vec::with_capacity(pending.len());
         let mut next = self.take_reserved(&mut self.table(), parent, pending.first());
         for (i, &(dep, _)) in pending.iter().enumerate() {
