@@ -539,17 +539,23 @@ fn cast_to_another_type(yields: &str) -> ! {
     panic!("a cast yields `Arc<{yields}>`, but was registered for another type")
 }
 
-/// Runs `cast` on `obj` and returns the `Arc<U>` it yields.
+/// Runs `cast` on `obj` and returns the `Arc<U>` it yields. The dispatch is not generic: per
+/// type, only the output slot and its check are compiled (issue 13: generic code per proto is
+/// what a large project's build spends its time on).
 #[inline]
 pub(crate) fn cast_with<U: ?Sized + 'static>(cast: &ProvideCast, obj: AnyArc) -> Arc<U> {
     let mut out: Option<Arc<U>> = None;
-    match cast {
-        ProvideCast::Fn(f) => f(obj, &mut out),
-        ProvideCast::Closure(f) => f(obj, &mut out),
-    }
+    run_cast(cast, obj, &mut out);
     match out {
         Some(value) => value,
         None => cast_to_another_type(core::any::type_name::<U>()),
+    }
+}
+
+fn run_cast(cast: &ProvideCast, obj: AnyArc, out: &mut dyn Any) {
+    match cast {
+        ProvideCast::Fn(f) => f(obj, out),
+        ProvideCast::Closure(f) => f(obj, out),
     }
 }
 

@@ -284,7 +284,12 @@ impl Resolver<'_> {
 /// `obj`, the object of `t.proto`, as the `Arc<T>` its cast `t.cast` yields.
 #[inline]
 pub(crate) fn provided_as<T: ?Sized + 'static>(graph: &Graph, t: Target, obj: AnyArc) -> Arc<T> {
-    crate::proto::cast_with::<T>(&graph.protos[t.proto].provides[t.cast].cast, obj)
+    crate::proto::cast_with::<T>(cast_of(graph, t), obj)
+}
+
+/// The cast of target `t`: not generic, so not compiled again per type.
+fn cast_of(graph: &Graph, t: Target) -> &crate::proto::ProvideCast {
+    &graph.protos[t.proto].provides[t.cast].cast
 }
 
 impl fmt::Debug for Resolver<'_> {
