@@ -97,7 +97,7 @@ impl Resolver<'_> {
     /// [`DiError::Undeclared`] if dependency `index` is not an `Option<Arc<T>>`.
     pub fn optional<T: ?Sized + 'static>(&self, index: usize) -> Result<Option<Arc<T>>, DiError> {
         match self.declared(index, InjectKind::Optional, TypeId::of::<T>(), core::any::type_name::<T>())? {
-            Resolved::Maybe(t) => t.map(|t| self.cast_dep::<T>(t, index)).transpose(),
+            Resolved::Maybe(t) => t.map(|t| Ok(provided_as::<T>(self.graph, t, self.object(t, index)?))).transpose(),
             _ => unreachable!("an optional dependency resolves to zero or one target"),
         }
     }
@@ -210,12 +210,12 @@ impl Resolver<'_> {
         Ok(provided_as::<T>(self.graph, t, self.instance(t.proto)?))
     }
 
-    /// [`cast`](Self::cast) of dependency `index`: a context object built for this proto just
-    /// now is taken from `fresh`.
-    fn cast_dep<T: ?Sized + 'static>(&self, t: Target, index: usize) -> Result<Arc<T>, DiError> {
+    /// The object of dependency `index`, target `t`: from `fresh` if it was built for this proto
+    /// just now, else where it lives.
+    fn object(&self, t: Target, index: usize) -> Result<AnyArc, DiError> {
         match self.fresh(t.proto, index) {
-            Some(obj) => Ok(provided_as::<T>(self.graph, t, obj)),
-            None => self.cast(t),
+            Some(obj) => Ok(obj),
+            None => self.instance(t.proto),
         }
     }
 
@@ -228,11 +228,7 @@ impl Resolver<'_> {
             Resolved::One(t) => *t,
             _ => unreachable!("an Arc dependency resolves to one target"),
         };
-        let obj = match self.fresh(t.proto, index) {
-            Some(obj) => obj,
-            None => self.instance(t.proto)?,
-        };
-        Ok((obj, t))
+        Ok((self.object(t, index)?, t))
     }
 
     /// Context proto `proto` among the objects just built for this one. `fresh` follows the

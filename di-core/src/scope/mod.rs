@@ -279,13 +279,6 @@ impl<V> SmallMap<V> {
         }
     }
 
-    fn get_mut(&mut self, key: u32) -> Option<&mut V> {
-        match &self.index {
-            None => self.items.iter_mut().find(|(k, _)| *k == key).map(|(_, v)| v),
-            Some(index) => index.get(key).map(|i| &mut self.items[i].1),
-        }
-    }
-
     /// Where `key` is, for [`at_mut`](Self::at_mut).
     fn position(&self, key: u32) -> Option<usize> {
         match &self.index {
@@ -547,7 +540,6 @@ mod tests {
             assert_eq!(map.get(key), Some(&(key * 10)), "key {key}");
             let pos = map.position(key).unwrap();
             assert_eq!(map.at_mut(pos, key).copied(), Some(key * 10));
-            assert_eq!(map.get_mut(key).copied(), Some(key * 10));
         }
         for &key in absent {
             assert_eq!(map.get(key), None, "key {key}");

@@ -211,8 +211,8 @@ pub(crate) enum Claimed<'a> {
 pub(crate) struct Claim<'a> {
     shared: &'a ScopeShared,
     key: u32,
-    /// Where the slot is in the table, when known: finishing it needs no lookup.
-    pos: Option<usize>,
+    /// Where the slot is in the table (entries never move): finishing it needs no lookup.
+    pos: usize,
     done: bool,
     /// With a claim asked to plan: the by-value context dependencies to build first, deepest
     /// first, found under the same lock as the claim.
@@ -244,7 +244,7 @@ impl Claim<'_> {
         if let Ok(obj) = &result {
             table.created.push((self.key as usize, obj.clone()));
         }
-        if let Some(slot) = table.slot_mut(self.key, self.pos) {
+        if let Some(slot) = table.slots.at_mut(self.pos, self.key) {
             *slot = Slot::Ready(result.clone().map_err(Box::new));
         }
         self.shared.wake(table);
@@ -258,7 +258,7 @@ impl Drop for Claim<'_> {
             return;
         }
         let mut table = self.shared.table();
-        if let Some(slot @ Slot::Building { .. }) = table.slots.get_mut(self.key) {
+        if let Some(slot @ Slot::Building { .. }) = table.slots.at_mut(self.pos, self.key) {
             *slot = Slot::Vacant;
         }
         self.shared.wake(&table);
@@ -280,14 +280,6 @@ impl Drop for Waiting<'_> {
 }
 
 impl Table {
-    /// The slot of `key`, at `pos` if known.
-    fn slot_mut(&mut self, key: u32, pos: Option<usize>) -> Option<&mut Slot> {
-        match pos {
-            Some(pos) => self.slots.at_mut(pos, key),
-            None => self.slots.get_mut(key),
-        }
-    }
-
     /// Adds a slot for `key` (absent); returns its position.
     fn add(&mut self, app: &AppInner, key: u32, slot: Slot) -> usize {
         let pos = self.slots.insert(key, slot);
@@ -405,7 +397,7 @@ impl ScopeShared {
                     }
                 };
                 let pending = if plan { table.plan(&self.app, key) } else { Vec::new() };
-                Step::Done(Ok(Claimed::Mine(Claim { shared: self, key, pos: Some(pos), done: false, pending })))
+                Step::Done(Ok(Claimed::Mine(Claim { shared: self, key, pos, done: false, pending })))
             }
         }
     }
@@ -517,7 +509,7 @@ impl ScopeShared {
         let slot = table.slots.at_mut(pos as usize, dep)?;
         matches!(slot, Slot::Vacant).then(|| {
             *slot = Slot::Building { parent: Some(parent) };
-            Claim { shared: self, key: dep, pos: Some(pos as usize), done: false, pending: Vec::new() }
+            Claim { shared: self, key: dep, pos: pos as usize, done: false, pending: Vec::new() }
         })
     }
 
