@@ -76,7 +76,7 @@ spec() {
     esac
 }
 
-cargo build --release --offline --quiet --manifest-path "$ROOT/Cargo.toml" -p benches --bin gen-project
+cargo build --release --offline --quiet --manifest-path "$ROOT/Cargo.toml" -p di-codegen --bin gen-project
 GEN=${CARGO_TARGET_DIR:-$ROOT/target}/release/gen-project
 
 echo "# $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(rustc -V)"

@@ -2,6 +2,7 @@
 //! SVG charts. See `RESULTS.md` for the figures and the commands.
 
 pub mod alloc;
-pub mod args;
+/// The flags of the bench binaries (in di-codegen, which `gen-project` shares).
+pub use di_codegen::args;
 pub mod chart;
 pub mod stats;

@@ -1,5 +1,9 @@
 //! Source generators for projects of N services, shared by the scale test (`tests/scale`, a
-//! build script) and the benchmarks (`gen-project`). No dependencies: it only writes text.
+//! build script) and the benchmarks. No dependencies: it only writes text. Its binary
+//! `gen-project` writes a whole crate for `benches/compile-cost.sh`; it lives here rather than
+//! in `benches` so that building it builds neither di-core nor the benchmarks (a compile-cost
+//! run after a change to di-core no longer waits minutes for the tegg project). [`args`], the
+//! flags of the bench binaries, came along with it.
 //!
 //! A generated module has `n` unit services `Service0..`, each with an `#[inline(never)]`
 //! `call` whose work the optimiser cannot remove, and optionally one `Consumer` that injects all
@@ -119,6 +123,7 @@ pub fn module(spec: Spec) -> String {
     }
     s
 }
+pub mod args;
 pub mod tegg;
 
 /// [`Style::Plain`]'s `build()`: every service with `Arc::new`, one `let` each (the shape of a
