@@ -111,12 +111,12 @@ pub mod __private {
 
     pub use crate::error::panic_message;
     pub use crate::private::{
-        CtorOutput, HookOutput, arc_of, assert_context, assert_proto, assert_singleton, assert_transient,
-        construct_async, constructed, downcast, hook, provide,
+        CtorOutput, HookOutput, assert_context, assert_proto, assert_singleton, assert_transient, construct_async,
+        constructed, downcast, fill, hook_result, unfilled,
     };
     pub use crate::{
         Access, AnyArc, AsyncContextRef, BuildFuture, ContextProto, ContextRef, Dependency, DiError, HookFuture,
         InjectKind, Keyed, Proto, ProtoDescriptor, Provide, Provider, Resolver, Scope, SingletonProto, TransientProto,
-        cast_to, load_section,
+        cast_to, load_section, put,
     };
 }

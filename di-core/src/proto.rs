@@ -493,8 +493,15 @@ pub(crate) struct ConfigDef {
 }
 
 /// The standard [`CastFn`] for a proto's own type: `Arc<dyn Any>` back to `Arc<T>`.
+///
+/// Compiled once per proto type, so written with no generic helper of its own: a large
+/// project's build time goes to code instantiated per type (issue 13).
 pub fn cast_to<T: Send + Sync + 'static>(obj: AnyArc, out: &mut dyn Any) {
-    put(out, downcast::<T>(obj));
+    let Some(slot) = out.downcast_mut::<Option<Arc<T>>>() else { cast_to_another_type(core::any::type_name::<T>()) };
+    match obj.downcast::<T>() {
+        Ok(t) => *slot = Some(t),
+        Err(_) => stored_as_another_type(),
+    }
 }
 
 /// Writes `value` into a cast's `out`, the caller's `Option<Arc<U>>`: the last step of every
@@ -552,7 +559,7 @@ pub(crate) fn cast_with<U: ?Sized + 'static>(cast: &ProvideCast, obj: AnyArc) ->
     }
 }
 
-fn run_cast(cast: &ProvideCast, obj: AnyArc, out: &mut dyn Any) {
+pub(crate) fn run_cast(cast: &ProvideCast, obj: AnyArc, out: &mut dyn Any) {
     match cast {
         ProvideCast::Fn(f) => f(obj, out),
         ProvideCast::Closure(f) => f(obj, out),
@@ -1050,12 +1057,19 @@ pub fn default_name(type_name: &str) -> String {
 pub trait Proto: Send + Sync + 'static {
     /// Whether a context scope builds it asynchronously: a context proto with an async
     /// constructor or init hook, or one that takes such a context proto by value. Always
-    /// `false` for singletons, which exist before any scope. The macros check it where a
-    /// `ContextRef<Self>` is injected, so that `get()` cannot meet it at run time.
-    const NEEDS_ASYNC: bool;
+    /// `false` for singletons, which exist before any scope (the default). The macros check it
+    /// where a `ContextRef<Self>` is injected, so that `get()` cannot meet it at run time.
+    const NEEDS_ASYNC: bool = false;
 
-    /// The proto's static description, the one submitted to `inventory`.
-    fn descriptor() -> &'static ProtoDescriptor;
+    /// The proto's static description, the one submitted to `inventory`. A constant rather
+    /// than a function so that the macros generate no code for it: in a large project every
+    /// item per proto shows in the build time (issue 13).
+    const DESCRIPTOR: ProtoDescriptor;
+
+    /// [`DESCRIPTOR`](Self::DESCRIPTOR), as a `'static` reference.
+    fn descriptor() -> &'static ProtoDescriptor {
+        const { &Self::DESCRIPTOR }
+    }
 }
 
 /// A proto built once per App: what a singleton may take by value (`Arc<T>`).

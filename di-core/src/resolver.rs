@@ -80,14 +80,22 @@ impl Resolver<'_> {
         Ok(provided_as::<T>(self.graph, t, obj))
     }
 
-    /// [`arc`](Self::arc) for a proto's own type: downcast, the cast only when the object is
-    /// stored as another type (a fake given to `override_provider`).
-    pub(crate) fn arc_of_proto<T: Send + Sync + 'static>(&self, index: usize) -> Result<Arc<T>, DiError> {
-        let (obj, t) = self.fetch_one(index, TypeId::of::<T>(), core::any::type_name::<T>())?;
-        Ok(match obj.downcast::<T>() {
-            Ok(own) => own,
-            Err(obj) => provided_as::<T>(self.graph, t, obj),
-        })
+    /// Dependency `index`, an `Arc<T>` of a proto's own type, written by its cast into `out`,
+    /// the caller's `Option<Arc<T>>`. Not generic: the macros call it for every `Arc<T>` field
+    /// of a proto's type, so that a dependency costs its caller no code per type but the
+    /// slot (issue 13). `T` was checked at compile time, so only the kind is checked here; a
+    /// slot of another type panics in the cast.
+    pub(crate) fn fill_arc(&self, index: usize, out: &mut dyn std::any::Any) -> Result<(), DiError> {
+        let t = match self.graph.declared[self.proto].get(index) {
+            Some(&(InjectKind::Arc, _)) => match &self.graph.resolved[self.proto][index] {
+                Resolved::One(t) => *t,
+                _ => unreachable!("an Arc dependency resolves to one target"),
+            },
+            _ => return Err(self.undeclared(index, InjectKind::Arc, "a proto's own type")),
+        };
+        let obj = self.object(t, index)?;
+        crate::proto::run_cast(cast_of(self.graph, t), obj, out);
+        Ok(())
     }
 
     /// Dependency `index`, declared as `Option<Arc<T>>` ([`InjectKind::Optional`]).

@@ -226,11 +226,7 @@ const HEAD_DESCRIPTOR: ProtoDescriptor =
 inventory::submit! { HEAD_DESCRIPTOR }
 
 impl Proto for RequestHead {
-    const NEEDS_ASYNC: bool = false;
-    fn descriptor() -> &'static ProtoDescriptor {
-        static DESCRIPTOR: ProtoDescriptor = HEAD_DESCRIPTOR;
-        &DESCRIPTOR
-    }
+    const DESCRIPTOR: ProtoDescriptor = HEAD_DESCRIPTOR;
 }
 impl ContextProto for RequestHead {}
 

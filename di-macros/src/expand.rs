@@ -90,38 +90,51 @@ fn expand(model: &ProtoItem) -> TokenStream {
         let sync_only = check::sync_reference(inject.kind).then(|| quote!(.sync_only()));
         quote!(__di::Dependency::new::<#target>(__di::InjectKind::#kind, #qualifier).field(#label) #sync_only)
     });
-    let checks = model.injected().filter(|(_, inject)| check::checked(inject)).map(|(_, inject)| {
+    // The trait-bound checks of every dependency, as calls in one constant: each item costs
+    // the compiler time in a large project (issue 13), and a bound's error is reported for
+    // each call all the same. The `NEEDS_ASYNC` checks panic in const evaluation, which stops
+    // at the first: one item each.
+    let mut asserts = Vec::new();
+    let mut sync_checks = Vec::new();
+    for (_, inject) in model.injected().filter(|(_, inject)| check::checked(inject)) {
         let target = &inject.target;
         let assert = match (inject.kind, model.scope.is_singleton()) {
-            (Kind::ContextRef | Kind::AsyncContextRef, _) => quote!(assert_context),
-            (Kind::Provider, _) => quote!(assert_transient),
-            (_, true) => quote!(assert_singleton),
+            (Kind::ContextRef | Kind::AsyncContextRef, _) => Some(quote!(assert_context)),
+            (Kind::Provider, _) => Some(quote!(assert_transient)),
+            (_, true) => Some(quote!(assert_singleton)),
             // `Proto::NEEDS_ASYNC` of the proto reads it, which checks that it is a proto.
-            (_, false) => return quote!(),
+            (_, false) => None,
         };
-        let sync_only = check::sync_reference(inject.kind).then(|| {
+        let Some(assert) = assert else { continue };
+        asserts.push(quote_spanned!(target.span()=> __di::#assert::<#target>();));
+        if check::sync_reference(inject.kind) {
             let shown = type_text(target);
             let message = format!(
                 "`{shown}` is built asynchronously (an async constructor or init hook, its own or a by-value dependency's), so `ContextRef::get` could not return it: hold `AsyncContextRef<{shown}>` and call `get_async().await`"
             );
-            quote_spanned!(target.span()=> const _: () = if <#target as __di::Proto>::NEEDS_ASYNC { ::core::panic!(#message) };)
-        });
-        quote_spanned!(target.span()=> const _: () = __di::#assert::<#target>(); #sync_only)
-    });
+            sync_checks.push(quote_spanned!(target.span()=> const _: () = if <#target as __di::Proto>::NEEDS_ASYNC { ::core::panic!(#message) };));
+        }
+    }
+    let checks = (!asserts.is_empty()).then(|| quote!(const _: () = { #(#asserts)* };));
     let needs_async = needs_async(model);
     let (factory, constructor) = factory(model);
+    // A cast per provided type: the downcast and the coercion, spanned at the type so that a
+    // trait the proto does not implement is reported there. No generic helper per proto.
     let casts = model.attr.provides.iter().enumerate().map(|(i, ty)| {
         let cast = format_ident!("__di_provide_{}", i);
-        let coerce = quote_spanned!(ty.span()=> |__di_this| __di_this);
+        // The closure's parameter and body share the type's span, so they resolve to each other
+        // whatever context that span has (a `macro_rules!` argument).
+        let coerce = quote_spanned!(ty.span()=> |__di_this: __di::Arc<#self_ty>| -> __di::Arc<#ty> { __di_this });
         quote! {
-            fn #cast(__di_obj: __di::AnyArc, __di_out: __di::CastOut<'_>) {
-                __di::provide::<#self_ty, #ty>(__di_obj, __di_out, #coerce)
+            fn #cast<__DiGen>(__di_obj: __di::AnyArc, __di_out: __di::CastOut<'_>) {
+                let __di_coerce = #coerce;
+                __di::put::<#ty>(__di_out, __di_coerce(__di::downcast::<#self_ty>(__di_obj)))
             }
         }
     });
     let provides = model.attr.provides.iter().enumerate().map(|(i, ty)| {
         let cast = format_ident!("__di_provide_{}", i);
-        quote!(__di::Provide::new::<#ty>(#cast))
+        quote!(__di::Provide::new::<#ty>(#cast::<()>))
     });
     let hook = |method: &Option<syn::Ident>, fn_name: &str, setter: &str| {
         let Some(method) = method else { return (quote!(), quote!()) };
@@ -129,19 +142,18 @@ fn expand(model: &ProtoItem) -> TokenStream {
         let setter = syn::Ident::new(setter, Span::call_site());
         // Spanned at the method name, so a misspelled name or a wrong return type points there;
         // the locals are made at the call site, so that they resolve whatever that span is.
-        let (obj, this) = (quote!(__di_obj), quote!(__di_this));
-        let call = quote_spanned! {method.span()=>
-            __di::hook::<#self_ty, _, _>(#obj, |#this: __di::Arc<#self_ty>| async move {
-                <#self_ty>::#method(&#this).await
-            })
-        };
+        // One function and one async block per hook, no generic helper: code per proto is what
+        // a large project's build spends its time on (issue 13).
+        let this = quote!(__di_this);
+        let call = quote_spanned! {method.span()=> __di::hook_result(<#self_ty>::#method(&#this).await)};
         (
             quote! {
-                fn #hook_fn(__di_obj: __di::AnyArc) -> __di::HookFuture {
-                    #call
+                fn #hook_fn<__DiGen>(__di_obj: __di::AnyArc) -> __di::HookFuture {
+                    let #this = __di::downcast::<#self_ty>(__di_obj);
+                    __di::Box::pin(async move { #call })
                 }
             },
-            quote!(.#setter(#hook_fn)),
+            quote!(.#setter(#hook_fn::<()>)),
         )
     };
     let (init_fn, init_set) = hook(&model.attr.init, "__di_init", "init");
@@ -164,19 +176,42 @@ fn expand(model: &ProtoItem) -> TokenStream {
         }
     });
 
+    let needs_async = needs_async.map(|n| quote!(const NEEDS_ASYNC: bool = #n;));
+    // `Dependency` has drop glue, so its array is not promoted: an inline constant makes it
+    // `'static` (and costs no item of its own).
+    let deps: Vec<_> = deps.collect();
+    let deps = if deps.is_empty() { quote!(&[]) } else { quote!(const { &[#(#deps),*] }) };
+    let provides: Vec<_> = provides.collect();
+    let provides = if provides.is_empty() { quote!(&[]) } else { quote!(const { &[#(#provides),*] }) };
+
+    // The descriptor is the `Proto` impl's constant and the `inventory` entry copies it: no
+    // other item per proto, since each one costs a large project's build time (issue 13).
+    //
+    // The functions (factory, casts, hooks) take an unused type parameter and are used as
+    // `f::<()>`: an incremental build compiles a module's generic code in a codegen unit of its
+    // own, so editing the user's code in the module recompiles none of ours (a one-body edit in
+    // a module of 1000 protos: LLVM's work halves; see docs/decisions.md).
     quote! {
         #item
 
         const _: () = {
             use #krate::__private as __di;
 
-            #(#checks)*
+            #checks
+            #(#sync_checks)*
 
             impl __di::Proto for #self_ty {
-                const NEEDS_ASYNC: bool = #needs_async;
-                fn descriptor() -> &'static __di::ProtoDescriptor {
-                    &__DI_DESCRIPTOR
-                }
+                #needs_async
+                const DESCRIPTOR: __di::ProtoDescriptor = #constructor
+                    .deps(#deps)
+                    .provides(#provides)
+                    .access(__di::Access::#access, __di::module_path!())
+                    #profile_set
+                    #instances_of_set
+                    #lazy_set
+                    #init_set
+                    #complete_set
+                    #destroy_set;
             }
             impl __di::#scope_trait for #self_ty {}
             #controller
@@ -187,31 +222,18 @@ fn expand(model: &ProtoItem) -> TokenStream {
             #complete_fn
             #destroy_fn
 
-            const __DI_DEPS: &[__di::Dependency] = &[#(#deps),*];
-            const __DI_PROVIDES: &[__di::Provide] = &[#(#provides),*];
-            const __DI_DESCRIPTOR: __di::ProtoDescriptor = #constructor
-            .deps(__DI_DEPS)
-            .provides(__DI_PROVIDES)
-            .access(__di::Access::#access, __di::module_path!())
-            #profile_set
-            #instances_of_set
-            #lazy_set
-            #init_set
-            #complete_set
-            #destroy_set;
-
-            __di::inventory::submit! { __DI_DESCRIPTOR }
+            __di::inventory::submit! { <#self_ty as __di::Proto>::DESCRIPTOR }
         };
     }
 }
 
 /// `Proto::NEEDS_ASYNC`: whether a scope must build this proto asynchronously. A context
 /// proto's own async constructor or init hook, or a by-value dependency that needs it;
-/// `false` for singletons, which exist before any scope. Trait objects and `external`
+/// `None` (the trait's default, `false`) for singletons, which exist before any scope. Trait objects and `external`
 /// dependencies are unknown here: the run-time check covers them.
-fn needs_async(model: &ProtoItem) -> TokenStream {
+fn needs_async(model: &ProtoItem) -> Option<TokenStream> {
     if !matches!(model.scope, ProtoScope::Context | ProtoScope::Transient) {
-        return quote!(false);
+        return None;
     }
     let own = model.attr.init.is_some() || model.ctor().is_some_and(|c| c.is_async);
     let deps =
@@ -219,7 +241,7 @@ fn needs_async(model: &ProtoItem) -> TokenStream {
             let target = &inject.target;
             quote!(<#target as __di::Proto>::NEEDS_ASYNC)
         });
-    quote!(#own #(|| #deps)*)
+    Some(quote!(#own #(|| #deps)*))
 }
 
 /// The factory function and the descriptor constructor that takes it.
@@ -246,61 +268,90 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
     // elaboration of those early exits grows quadratically (400 fields: 38 s instead of 5 s).
     // Named by position: a name built from the field's could break a lint (`_x` gives `__di__x`).
     let locals: Vec<syn::Ident> = (0..model.injected().count()).map(|i| format_ident!("__di_dep{}", i)).collect();
-    let lets = model.injected().zip(&locals).enumerate().map(|(i, ((_, inject), local))| {
-        let call = match inject.kind {
-            Kind::Arc => quote!(arc),
-            Kind::ContextRef => quote!(context_ref),
-            Kind::AsyncContextRef => quote!(async_context_ref),
-            Kind::Optional => quote!(optional),
-            Kind::All => quote!(all),
-            Kind::Keyed => quote!(keyed),
-            Kind::Provider => quote!(provider),
-        };
-        // Naming the type keeps type checking linear: inferred from the struct literal at the
-        // end, every `let` left obligations that each later one re-walked (4000 fields: 75 s of
-        // `cargo check` against 7.8 s; see benches/RESULTS.md).
-        let target = &inject.target;
-        if inject.kind == Kind::Arc && check::checked(inject) {
-            // A proto's own type (the checks above make it sized): downcast, no cast function.
-            return quote!(let #local = __di::arc_of::<#target>(__di_r, #i)?;);
+    // The `Arc`s of protos' own types come first, all at once: a slot each, filled by one call
+    // that is not generic, so that a dependency costs its factory a few lines of code and no
+    // function compiled per type (issue 13). Then the others, in order.
+    let slots: Vec<(usize, &syn::Ident, &syn::Type)> = model
+        .injected()
+        .zip(&locals)
+        .enumerate()
+        .filter(|(_, ((_, inject), _))| slot(inject))
+        .map(|(i, ((_, inject), local))| (i, local, &inject.target))
+        .collect();
+    let fill = (!slots.is_empty()).then(|| {
+        let decls = slots
+            .iter()
+            .map(|(_, local, target)| quote!(let mut #local: __di::Option<__di::Arc<#target>> = __di::Option::None;));
+        let indices = slots.iter().map(|(i, _, _)| i);
+        let refs = slots.iter().map(|(_, local, _)| quote!(&mut #local));
+        quote! {
+            #(#decls)*
+            __di::fill(__di_r, &[#(#indices),*], &mut [#(#refs),*])?;
         }
-        quote!(let #local = __di_r.#call::<#target>(#i)?;)
     });
+    let others = model.injected().zip(&locals).enumerate().filter(|(_, ((_, inject), _))| !slot(inject)).map(
+        |(i, ((_, inject), local))| {
+            let call = match inject.kind {
+                Kind::Arc => quote!(arc),
+                Kind::ContextRef => quote!(context_ref),
+                Kind::AsyncContextRef => quote!(async_context_ref),
+                Kind::Optional => quote!(optional),
+                Kind::All => quote!(all),
+                Kind::Keyed => quote!(keyed),
+                Kind::Provider => quote!(provider),
+            };
+            // Naming the type keeps type checking linear: inferred from the struct literal at
+            // the end, every `let` left obligations that each later one re-walked (4000 fields:
+            // 75 s of `cargo check` against 7.8 s; see benches/RESULTS.md).
+            let target = &inject.target;
+            quote!(let #local = __di_r.#call::<#target>(#i)?;)
+        },
+    );
+    let lets = fill.into_iter().chain(others);
+    // What each dependency passes on: a slot's content, else the local itself.
+    let values: Vec<TokenStream> = model
+        .injected()
+        .zip(&locals)
+        .map(|((_, inject), local)| match slot(inject) {
+            true => quote!(match #local { __di::Option::Some(v) => v, __di::Option::None => __di::unfilled() }),
+            false => quote!(#local),
+        })
+        .collect();
     match &model.body {
         Body::Struct { fields, .. } => {
-            let mut next = locals.iter();
+            let mut next = values.iter();
             let fields = fields.iter().map(|field| {
                 let ident = &field.ident;
                 match (&field.inject, field.inject.as_ref().and_then(|_| next.next())) {
-                    (Some(_), Some(local)) => quote!(#ident: #local),
+                    (Some(_), Some(value)) => quote!(#ident: #value),
                     _ => quote!(#ident: __di::Default::default()),
                 }
             });
             (
                 quote! {
-                    fn __di_factory(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::AnyArc, __di::DiError> {
+                    fn __di_factory<__DiGen>(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::AnyArc, __di::DiError> {
                         #(#lets)*
                         __di::Result::Ok(__di::Arc::new(#ident { #(#fields,)* }))
                     }
                 },
-                quote!(__di::ProtoDescriptor::new::<#self_ty>(#name, __di::Scope::#scope, __di_factory, __di::cast_to::<#self_ty>)),
+                quote!(__di::ProtoDescriptor::new::<#self_ty>(#name, __di::Scope::#scope, __di_factory::<()>, __di::cast_to::<#self_ty>)),
             )
         }
         Body::Impl { .. } => {
             let Some(ctor) = model.ctor() else { unreachable!("a constructor-less impl block is an error") };
             let ctor_ident = &ctor.ident;
             // Spanned at the constructor, so a wrong return type points there.
-            let call = quote_spanned!(ctor_ident.span()=> <#self_ty>::#ctor_ident(#(#locals),*));
+            let call = quote_spanned!(ctor_ident.span()=> <#self_ty>::#ctor_ident(#(#values),*));
             if ctor.is_async {
                 let construct = quote_spanned!(ctor_ident.span()=> __di::construct_async::<#self_ty, _>(#call));
                 (
                     quote! {
-                        fn __di_factory(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::BuildFuture, __di::DiError> {
+                        fn __di_factory<__DiGen>(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::BuildFuture, __di::DiError> {
                             #(#lets)*
                             __di::Result::Ok(#construct)
                         }
                     },
-                    quote!(__di::ProtoDescriptor::new_async::<#self_ty>(#name, __di::Scope::#scope, __di_factory, __di::cast_to::<#self_ty>)),
+                    quote!(__di::ProtoDescriptor::new_async::<#self_ty>(#name, __di::Scope::#scope, __di_factory::<()>, __di::cast_to::<#self_ty>)),
                 )
             } else {
                 // `__di_r` is made here, at the call site: spanned at the constructor, it would not
@@ -309,16 +360,22 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
                 let construct = quote_spanned!(ctor_ident.span()=> __di::constructed::<#self_ty>(#resolver, #call));
                 (
                     quote! {
-                        fn __di_factory(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::AnyArc, __di::DiError> {
+                        fn __di_factory<__DiGen>(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::AnyArc, __di::DiError> {
                             #(#lets)*
                             #construct
                         }
                     },
-                    quote!(__di::ProtoDescriptor::new::<#self_ty>(#name, __di::Scope::#scope, __di_factory, __di::cast_to::<#self_ty>)),
+                    quote!(__di::ProtoDescriptor::new::<#self_ty>(#name, __di::Scope::#scope, __di_factory::<()>, __di::cast_to::<#self_ty>)),
                 )
             }
         }
     }
+}
+
+/// Whether dependency `inject` is resolved into a slot (see `factory`): an `Arc` of a proto's
+/// own type.
+fn slot(inject: &crate::ast::Inject) -> bool {
+    inject.kind == Kind::Arc && check::checked(inject)
 }
 
 /// A type as a message shows it: `crate::Db`, not `crate :: Db`.
