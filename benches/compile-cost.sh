@@ -3,7 +3,7 @@
 # registration written by hand (RESULTS.md, "Compile cost against plain Rust" and "Compile
 # cost of the macros").
 #
-#   benches/compile-cost.sh [--ns "1000 2000"] [--styles "plain macro hand"] [--big] [--timeout SECS]
+#   benches/compile-cost.sh [--ns "1000 2000"] [--styles "plain macro hand"] [--big] [--llvm-lines] [--tegg] [--timeout SECS]
 #   benches/compile-cost.sh [--runs K] [--timeout SECS] CASE...
 #
 # Without CASE: the floor table. For each N (1000 and 2000; --big adds 10000) and each style
@@ -17,6 +17,10 @@
 # and the table gives each figure with its ratio to `plain` in the same run. All crates share
 # one target directory (target/compile-cost/floor-target), so the dependencies build once per
 # profile; each crate is cleaned (`cargo clean -p gen-services`) before its full builds.
+# --llvm-lines then lists the ten functions with the most LLVM IR lines (cargo llvm-lines, which
+# the script installs if missing) in the macro crate of the first N and in the largest crate of
+# tegg's 10000-service project; --tegg times the release build of that project (four crates of
+# generated services and the app, in target/compile-cost/tegg-target).
 #
 # With CASE: the release build time of the named cases (the earlier "Compile cost of the
 # macros" measurements):
@@ -45,6 +49,8 @@ RUNS=1
 TIMEOUT=0
 CASES=()
 BIG=0
+LINES=0
+TEGG=0
 NS="1000 2000"
 STYLES="plain macro hand"
 while [ $# -gt 0 ]; do
@@ -52,6 +58,8 @@ while [ $# -gt 0 ]; do
         --runs) RUNS=$2; shift 2 ;;
         --timeout) TIMEOUT=$2; shift 2 ;;
         --big) BIG=1; shift ;;
+        --llvm-lines) LINES=1; shift ;;
+        --tegg) TEGG=1; shift ;;
         --ns) NS=$2; shift 2 ;;
         --styles) STYLES=$2; shift 2 ;;
         -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
@@ -152,8 +160,46 @@ floor_table() {
         }'
 }
 
+# Where the code comes from: the ten functions with the most LLVM IR lines (cargo llvm-lines,
+# installed here if missing), in the macro crate of the first N and in the tegg project's
+# largest generated crate (tegg-services-0, a quarter of its 10000 services; debug, as the
+# tool builds).
+llvm_lines() {
+    command -v cargo-llvm-lines >/dev/null || cargo install --locked --quiet cargo-llvm-lines
+    local n=${NS%% *} dir
+    dir=$OUT/floor-macro-n$n
+    "$GEN" --n "$n" --style macro --out "$dir" >/dev/null
+    echo "# cargo llvm-lines, gen-project --n $n --style macro (debug)"
+    CARGO_TARGET_DIR=$OUT/floor-target cargo llvm-lines --offline --quiet --manifest-path "$dir/Cargo.toml" \
+        --bin gen-services | head -n 13
+    echo "# cargo llvm-lines, tegg-services-0 of the 10000-service project (debug)"
+    TEGG_SERVICES=10000 CARGO_TARGET_DIR=$OUT/tegg-target cargo llvm-lines --offline --quiet \
+        --manifest-path "$ROOT/Cargo.toml" -p tegg-services-0 --lib | head -n 13
+}
+
+# The release build of tegg's 10000-service project (four crates of generated services and the
+# app), its dependencies built first: seconds and the peak RSS of the largest rustc.
+tegg_release() {
+    export CARGO_TARGET_DIR=$OUT/tegg-target
+    # Each crate's own rustc, timed through a wrapper: which crate takes the time and the memory.
+    local wrapper=$OUT/rustc-timed.sh log=$OUT/tegg-crates.txt
+    printf '#!/bin/sh\n# $1 is rustc; the crate name follows --crate-name.\nname=$(echo "$@" | sed -n "s/.*--crate-name \\([^ ]*\\).*/\\1/p")\nexec /usr/bin/time -a -o %s -f "$name %%e s %%M KB" "$@"\n' "$log" >"$wrapper"
+    chmod +x "$wrapper"
+    export RUSTC_WRAPPER=$wrapper
+    # The dependencies and build scripts, through a project of one service per crate; the real
+    # size then re-runs the build scripts and rebuilds the five generated crates only.
+    TEGG_SERVICES=4 cargo build --release --offline --quiet --manifest-path "$ROOT/Cargo.toml" -p tegg-app
+    : >"$log"
+    echo "# tegg project, 10000 services, release: $(TEGG_SERVICES=10000 timed cargo build --release --offline --manifest-path "$ROOT/Cargo.toml" -p tegg-app) (s MB)"
+    unset RUSTC_WRAPPER
+    grep '^tegg_' "$log" | awk '{ printf "#   %s: %s s, %d MB\n", $1, $2, $4 / 1024 }'
+    unset CARGO_TARGET_DIR
+}
+
 if [ ${#CASES[@]} -eq 0 ]; then
     floor_table
+    [ $LINES = 1 ] && llvm_lines
+    [ $TEGG = 1 ] && tegg_release
     exit 0
 fi
 printf '%-24s %-20s %12s %6s  %s\n' case seconds bytes load output

@@ -112,7 +112,7 @@ pub mod __private {
     pub use crate::error::panic_message;
     pub use crate::private::{
         CtorOutput, HookOutput, assert_context, assert_proto, assert_singleton, assert_transient, construct_async,
-        constructed, downcast, fill, hook_result, unfilled,
+        constructed, downcast, fill, hook_result, take,
     };
     pub use crate::{
         Access, AnyArc, AsyncContextRef, BuildFuture, ContextProto, ContextRef, Dependency, DiError, HookFuture,

@@ -80,22 +80,28 @@ impl Resolver<'_> {
         Ok(provided_as::<T>(self.graph, t, obj))
     }
 
-    /// Dependency `index`, an `Arc<T>` of a proto's own type, written by its cast into `out`,
-    /// the caller's `Option<Arc<T>>`. Not generic: the macros call it for every `Arc<T>` field
-    /// of a proto's type, so that a dependency costs its caller no code per type but the
-    /// slot (issue 13). `T` was checked at compile time, so only the kind is checked here; a
-    /// slot of another type panics in the cast.
-    pub(crate) fn fill_arc(&self, index: usize, out: &mut dyn std::any::Any) -> Result<(), DiError> {
-        let t = match self.graph.declared[self.proto].get(index) {
-            Some(&(InjectKind::Arc, _)) => match &self.graph.resolved[self.proto][index] {
-                Resolved::One(t) => *t,
-                _ => unreachable!("an Arc dependency resolves to one target"),
-            },
-            _ => return Err(self.undeclared(index, InjectKind::Arc, "a proto's own type")),
-        };
-        let obj = self.object(t, index)?;
-        crate::proto::run_cast(cast_of(self.graph, t), obj, out);
-        Ok(())
+    /// Dependency `index`, an `Arc<T>` of a proto's own type, as its object (stored as `T`, or a
+    /// fake stored as another type: see [`cast_own`](Self::cast_own)). Not generic: the macros
+    /// fetch every such field of a factory through it (issue 13). `T` was checked at compile
+    /// time, so only the kind is checked here.
+    pub(crate) fn own_object(&self, index: usize) -> Result<AnyArc, DiError> {
+        match self.graph.declared[self.proto].get(index) {
+            Some(&(InjectKind::Arc, _)) => self.object(self.own_target(index), index),
+            _ => Err(self.undeclared(index, InjectKind::Arc, "a proto's own type")),
+        }
+    }
+
+    /// The rare path of [`own_object`](Self::own_object): its object is not a `T` (a fake given
+    /// to `override_provider`), so its target's cast writes it into `out`, an `Option<Arc<T>>`.
+    pub(crate) fn cast_own(&self, index: usize, obj: AnyArc, out: &mut dyn std::any::Any) {
+        crate::proto::run_cast(cast_of(self.graph, self.own_target(index)), obj, out);
+    }
+
+    fn own_target(&self, index: usize) -> Target {
+        match &self.graph.resolved[self.proto][index] {
+            Resolved::One(t) => *t,
+            _ => unreachable!("an Arc dependency resolves to one target"),
+        }
     }
 
     /// Dependency `index`, declared as `Option<Arc<T>>` ([`InjectKind::Optional`]).

@@ -268,9 +268,10 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
     // elaboration of those early exits grows quadratically (400 fields: 38 s instead of 5 s).
     // Named by position: a name built from the field's could break a lint (`_x` gives `__di__x`).
     let locals: Vec<syn::Ident> = (0..model.injected().count()).map(|i| format_ident!("__di_dep{}", i)).collect();
-    // The `Arc`s of protos' own types come first, all at once: a slot each, filled by one call
-    // that is not generic, so that a dependency costs its factory a few lines of code and no
-    // function compiled per type (issue 13). Then the others, in order.
+    // The `Arc`s of protos' own types come first, all at once: one call that is not generic
+    // looks up their objects (so each dependency costs its factory no lookup code of its own:
+    // issue 13), then `take` downcasts each, inline (the request path runs no function per
+    // dependency type: issue 12). The others follow, in order.
     let slots: Vec<(usize, &syn::Ident, &syn::Type)> = model
         .injected()
         .zip(&locals)
@@ -279,14 +280,16 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
         .map(|(i, ((_, inject), local))| (i, local, &inject.target))
         .collect();
     let fill = (!slots.is_empty()).then(|| {
-        let decls = slots
-            .iter()
-            .map(|(_, local, target)| quote!(let mut #local: __di::Option<__di::Arc<#target>> = __di::Option::None;));
+        let count = slots.len();
         let indices = slots.iter().map(|(i, _, _)| i);
-        let refs = slots.iter().map(|(_, local, _)| quote!(&mut #local));
+        // Taken out of the array one by one, not moved into a local each: see `take`.
+        let takes = slots.iter().enumerate().map(|(k, (i, local, target))| {
+            quote!(let #local: __di::Arc<#target> = __di::take::<#target>(__di_r, #i, &mut __di_objs[#k]);)
+        });
         quote! {
-            #(#decls)*
-            __di::fill(__di_r, &[#(#indices),*], &mut [#(#refs),*])?;
+            let mut __di_objs: [__di::Option<__di::AnyArc>; #count] = [const { __di::Option::None }; #count];
+            __di::fill(__di_r, &[#(#indices),*], &mut __di_objs)?;
+            #(#takes)*
         }
     });
     let others = model.injected().zip(&locals).enumerate().filter(|(_, ((_, inject), _))| !slot(inject)).map(
@@ -308,22 +311,13 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
         },
     );
     let lets = fill.into_iter().chain(others);
-    // What each dependency passes on: a slot's content, else the local itself.
-    let values: Vec<TokenStream> = model
-        .injected()
-        .zip(&locals)
-        .map(|((_, inject), local)| match slot(inject) {
-            true => quote!(match #local { __di::Option::Some(v) => v, __di::Option::None => __di::unfilled() }),
-            false => quote!(#local),
-        })
-        .collect();
     match &model.body {
         Body::Struct { fields, .. } => {
-            let mut next = values.iter();
+            let mut next = locals.iter();
             let fields = fields.iter().map(|field| {
                 let ident = &field.ident;
                 match (&field.inject, field.inject.as_ref().and_then(|_| next.next())) {
-                    (Some(_), Some(value)) => quote!(#ident: #value),
+                    (Some(_), Some(local)) => quote!(#ident: #local),
                     _ => quote!(#ident: __di::Default::default()),
                 }
             });
@@ -341,7 +335,7 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
             let Some(ctor) = model.ctor() else { unreachable!("a constructor-less impl block is an error") };
             let ctor_ident = &ctor.ident;
             // Spanned at the constructor, so a wrong return type points there.
-            let call = quote_spanned!(ctor_ident.span()=> <#self_ty>::#ctor_ident(#(#values),*));
+            let call = quote_spanned!(ctor_ident.span()=> <#self_ty>::#ctor_ident(#(#locals),*));
             if ctor.is_async {
                 let construct = quote_spanned!(ctor_ident.span()=> __di::construct_async::<#self_ty, _>(#call));
                 (
@@ -372,8 +366,8 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
     }
 }
 
-/// Whether dependency `inject` is resolved into a slot (see `factory`): an `Arc` of a proto's
-/// own type.
+/// Whether dependency `inject` is fetched with the others of its kind (see `factory`): an `Arc`
+/// of a proto's own type.
 fn slot(inject: &crate::ast::Inject) -> bool {
     inject.kind == Kind::Arc && check::checked(inject)
 }
