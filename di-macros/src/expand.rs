@@ -229,8 +229,8 @@ fn expand(model: &ProtoItem) -> TokenStream {
 
 /// `Proto::NEEDS_ASYNC`: whether a scope must build this proto asynchronously. A context
 /// proto's own async constructor or init hook, or a by-value dependency that needs it;
-/// `None` (the trait's default, `false`) for singletons, which exist before any scope. Trait objects and `external`
-/// dependencies are unknown here: the run-time check covers them.
+/// `None` (the trait's default, `false`) for singletons, which exist before any scope. Trait
+/// objects and `external` dependencies are unknown here: the run-time check covers them.
 fn needs_async(model: &ProtoItem) -> Option<TokenStream> {
     if !matches!(model.scope, ProtoScope::Context | ProtoScope::Transient) {
         return None;
@@ -272,18 +272,18 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
     // looks up their objects (so each dependency costs its factory no lookup code of its own:
     // issue 13), then `take` downcasts each, inline (the request path runs no function per
     // dependency type: issue 12). The others follow, in order.
-    let slots: Vec<(usize, &syn::Ident, &syn::Type)> = model
+    let owns: Vec<(usize, &syn::Ident, &syn::Type)> = model
         .injected()
         .zip(&locals)
         .enumerate()
-        .filter(|(_, ((_, inject), _))| slot(inject))
+        .filter(|(_, ((_, inject), _))| own_type(inject))
         .map(|(i, ((_, inject), local))| (i, local, &inject.target))
         .collect();
-    let fill = (!slots.is_empty()).then(|| {
-        let count = slots.len();
-        let indices = slots.iter().map(|(i, _, _)| i);
+    let fill = (!owns.is_empty()).then(|| {
+        let count = owns.len();
+        let indices = owns.iter().map(|(i, _, _)| i);
         // Taken out of the array one by one, not moved into a local each: see `take`.
-        let takes = slots.iter().enumerate().map(|(k, (i, local, target))| {
+        let takes = owns.iter().enumerate().map(|(k, (i, local, target))| {
             quote!(let #local: __di::Arc<#target> = __di::take::<#target>(__di_r, #i, &mut __di_objs[#k]);)
         });
         quote! {
@@ -292,7 +292,7 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
             #(#takes)*
         }
     });
-    let others = model.injected().zip(&locals).enumerate().filter(|(_, ((_, inject), _))| !slot(inject)).map(
+    let others = model.injected().zip(&locals).enumerate().filter(|(_, ((_, inject), _))| !own_type(inject)).map(
         |(i, ((_, inject), local))| {
             let call = match inject.kind {
                 Kind::Arc => quote!(arc),
@@ -368,7 +368,7 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
 
 /// Whether dependency `inject` is fetched with the others of its kind (see `factory`): an `Arc`
 /// of a proto's own type.
-fn slot(inject: &crate::ast::Inject) -> bool {
+fn own_type(inject: &crate::ast::Inject) -> bool {
     inject.kind == Kind::Arc && check::checked(inject)
 }
 
