@@ -56,7 +56,7 @@ pub fn take<T: Send + Sync + 'static>(r: &crate::Resolver<'_>, index: usize, obj
         Ok(t) => t,
         Err(obj) => {
             let mut slot: Option<Arc<T>> = None;
-            cast_own(r, index, obj, &mut slot);
+            r.cast_own(index, obj, &mut slot);
             match slot {
                 Some(t) => t,
                 None => left_empty(core::any::type_name::<T>()),
@@ -72,14 +72,6 @@ fn taken(obj: &mut Option<AnyArc>) -> AnyArc {
         Some(obj) => obj,
         None => unfilled(),
     }
-}
-
-/// The rare path of [`take`]: the object is a fake stored as another type, which its cast
-/// writes into `slot`, an `Option<Arc<T>>`. Not generic: one copy for every type.
-#[cold]
-#[inline(never)]
-fn cast_own(r: &crate::Resolver<'_>, index: usize, obj: AnyArc, slot: &mut dyn std::any::Any) {
-    r.cast_own(index, obj, slot);
 }
 
 #[cold]

@@ -86,18 +86,22 @@ impl Resolver<'_> {
     /// time, so only the kind is checked here.
     pub(crate) fn own_object(&self, index: usize) -> Result<AnyArc, DiError> {
         match self.graph.declared[self.proto].get(index) {
-            Some(&(InjectKind::Arc, _)) => self.object(self.own_target(index), index),
+            Some(&(InjectKind::Arc, _)) => self.object(self.one_target(index), index),
             _ => Err(self.undeclared(index, InjectKind::Arc, "a proto's own type")),
         }
     }
 
     /// The rare path of [`own_object`](Self::own_object): its object is not a `T` (a fake given
     /// to `override_provider`), so its target's cast writes it into `out`, an `Option<Arc<T>>`.
+    /// Out of line: the factories that inline `take` keep only the call.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn cast_own(&self, index: usize, obj: AnyArc, out: &mut dyn std::any::Any) {
-        crate::proto::run_cast(cast_of(self.graph, self.own_target(index)), obj, out);
+        crate::proto::run_cast(cast_of(self.graph, self.one_target(index)), obj, out);
     }
 
-    fn own_target(&self, index: usize) -> Target {
+    /// The one target of `Arc` dependency `index`.
+    fn one_target(&self, index: usize) -> Target {
         match &self.graph.resolved[self.proto][index] {
             Resolved::One(t) => *t,
             _ => unreachable!("an Arc dependency resolves to one target"),
@@ -238,10 +242,8 @@ impl Resolver<'_> {
     /// one copy for every dependency type.
     #[inline(never)]
     fn fetch_one(&self, index: usize, ty: TypeId, asked: &'static str) -> Result<(AnyArc, Target), DiError> {
-        let t = match self.declared(index, InjectKind::Arc, ty, asked)? {
-            Resolved::One(t) => *t,
-            _ => unreachable!("an Arc dependency resolves to one target"),
-        };
+        self.declared(index, InjectKind::Arc, ty, asked)?;
+        let t = self.one_target(index);
         Ok((self.object(t, index)?, t))
     }
 
