@@ -494,6 +494,16 @@ impl AppInner {
         }
     }
 
+    /// The object of own type `ty`: a singleton, or the current scope's object of a context
+    /// proto. What an advice is.
+    #[inline]
+    pub(crate) fn object_of(&self, ty: TypeId, wanted: &'static str) -> Result<AnyArc, DiError> {
+        match self.singleton_of(ty) {
+            Some(obj) => Ok(obj),
+            None => self.object(ty, None, wanted),
+        }
+    }
+
     #[cold]
     fn object(&self, ty: TypeId, name: Option<&str>, wanted: &'static str) -> Result<AnyArc, DiError> {
         let proto = self.proto_of(ty, name, wanted)?;
@@ -1247,7 +1257,11 @@ impl AppBuilder {
         DiError::collect(errors.into_iter().chain(graph.as_ref().err().cloned()).collect())?;
         let graph = graph?;
         let id = NEXT_APP_ID.fetch_add(1, Ordering::Relaxed);
-        let reached = reached_from(&graph, &self.roots)?;
+        let mut roots = self.roots;
+        if self.inventory {
+            check_advices(&graph, &inactive, &mut roots)?;
+        }
+        let reached = reached_from(&graph, &roots)?;
         let cell = AppCell::default();
         let mut singletons: Vec<Option<AnyArc>> = vec![None; graph.protos.len()];
         let mut ready: Vec<usize> = Vec::new();
@@ -1328,6 +1342,35 @@ impl fmt::Debug for AppBuilder {
             .field("shutdown_timeout", &self.shutdown_timeout)
             .finish()
     }
+}
+
+/// Every advice that an `#[intercept]` in the program names must be registered: a method
+/// would otherwise panic on its first call. An App built from roots builds them too.
+fn check_advices(
+    graph: &Graph,
+    inactive: &[(ProtoDef, String)],
+    roots: &mut Vec<(TypeId, &'static str)>,
+) -> Result<(), DiError> {
+    let mut errors = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for site in crate::advice::sites() {
+        let ty = (site.advice)();
+        if graph.by_type.get(&ty).is_some_and(|l| !l.is_empty()) {
+            if !roots.is_empty() && seen.insert(ty) {
+                roots.push((ty, site.advice_name));
+            }
+            continue;
+        }
+        let why =
+            inactive.iter().find(|(d, _)| d.type_id == ty).map_or("it is not registered", |(_, why)| why.as_str());
+        errors.push(DiError::AdviceMissing {
+            advice: site.advice_name,
+            module: site.module,
+            method: site.method,
+            why: why.to_owned(),
+        });
+    }
+    DiError::collect(errors)
 }
 
 /// Which singletons `build()` constructs: with roots, those the roots reach (by value, and

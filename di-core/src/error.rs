@@ -261,6 +261,18 @@ pub enum DiError {
         /// Each candidate, as `type ("name")`, why it is left out and the fix.
         inactive: Vec<String>,
     },
+    /// An `#[intercept(..)]` names an advice that this App does not register.
+    #[error("method `{method}` of module `{module}` is intercepted by `{advice}`, but {why}")]
+    AdviceMissing {
+        /// The advice type, as written in `#[intercept]`.
+        advice: &'static str,
+        /// The module of the intercepted method.
+        module: &'static str,
+        /// The intercepted method.
+        method: &'static str,
+        /// Why the App has no such proto: excluded, another profile, or not registered.
+        why: String,
+    },
     /// A configuration key has a value that does not fit its section's field.
     #[error("config key {key} of `{section}`: {message}{}", .origin.as_ref().map(|o| format!(" (from {o})")).unwrap_or_default())]
     ConfigInvalid {

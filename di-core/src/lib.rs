@@ -63,6 +63,7 @@
 //! The design and its measurements are in `docs/decisions.md` and `benches/RESULTS.md` of the
 //! repository.
 
+mod advice;
 mod app;
 mod config;
 mod context_ref;
@@ -77,6 +78,7 @@ mod provider;
 mod resolver;
 mod scope;
 
+pub use advice::{Advice, Call, Next};
 pub use app::{App, AppBuilder, ContextSlot, ScopeBuilder};
 pub use config::{Config, LoadFn, load_section};
 pub use context_ref::{AsyncContextRef, ContextRef, RefTarget};
@@ -91,7 +93,7 @@ pub use provider::Provider;
 pub use resolver::Resolver;
 
 #[cfg(feature = "macros")]
-pub use di_macros::{config_proto, context_proto, singleton_proto, transient_proto};
+pub use di_macros::{config_proto, context_proto, intercept, singleton_proto, transient_proto};
 
 pub use scope::{CompleteScope, ContextFuture, TryContextFuture, complete_scope, in_scope, spawn, spawn_blocking};
 
@@ -109,6 +111,9 @@ pub mod __private {
     /// Where a `provides` cast writes its `Arc<dyn Trait>`.
     pub type CastOut<'a> = &'a mut dyn ::core::any::Any;
 
+    pub use ::core::fmt::Formatter;
+
+    pub use crate::advice::{Advice, AdviceSite, Call, Probe, Proceed, ShowDebug, ShowOpaque, advice, body, shower};
     pub use crate::error::panic_message;
     pub use crate::private::{
         CtorOutput, HookOutput, assert_context, assert_proto, assert_singleton, assert_transient, construct_async,

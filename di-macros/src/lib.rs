@@ -13,6 +13,7 @@ mod check;
 mod ctxt;
 mod expand;
 mod http;
+mod intercept;
 mod symbol;
 
 use proc_macro::TokenStream;
@@ -254,4 +255,12 @@ pub fn http_controller(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn http_routes(args: TokenStream, item: TokenStream) -> TokenStream {
     http::routes(args.into(), item.into()).into()
+}
+
+/// Runs advices around a method: `#[intercept(Timing, Transactional)]` on an async method
+/// (outermost first), or on an impl block for each of its `pub async fn`s. See
+/// `di_core::Advice`.
+#[proc_macro_attribute]
+pub fn intercept(args: TokenStream, item: TokenStream) -> TokenStream {
+    intercept::intercept(args.into(), item.into()).into()
 }

@@ -413,6 +413,12 @@ pub(crate) fn current_as<U: ?Sized + 'static>(at: RefKey, wanted: &'static str) 
         .unwrap_or(Err(DiError::NoScope { wanted }))
 }
 
+/// Calls `f` with the App of the current scope; `None` outside a scope.
+#[inline]
+pub(crate) fn with_current_app<R>(f: impl FnOnce(&AppInner) -> R) -> Option<R> {
+    CURRENT.try_with(|h| f(&h.app)).ok()
+}
+
 fn current_shared_any() -> Option<Arc<ScopeShared>> {
     CURRENT.try_with(|h| h.shared().clone()).ok()
 }

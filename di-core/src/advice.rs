@@ -1,0 +1,292 @@
+//! Interceptors (around advice): `#[intercept(Timing)]` on a method runs the advice `Timing`
+//! around each call of it.
+//!
+//! The method's body becomes the innermost [`Next`]; each advice, outermost first, gets the
+//! [`Call`] (which method of which type) and the `Next` that runs the rest of the chain, and
+//! returns the method's output. Everything is generic over the advice, the output and the
+//! `Next`: no box, no dynamic call, no allocation per call. A method without `#[intercept]`
+//! is not touched.
+
+use std::any::TypeId;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use crate::error::DiError;
+
+/// An around advice for methods returning `R`: a proto (so it can inject singletons and
+/// `ContextRef`s) that methods name in `#[intercept(..)]`.
+///
+/// Implement it for every output the advice handles: `impl<R> Advice<R>` for one that only
+/// observes (timing, logging), `impl<T, E: From<Forbidden>> Advice<Result<T, E>>` for one that
+/// short-circuits with an error, `impl<T, E> Advice<Result<T, E>>` for one that commits on
+/// `Ok` and rolls back on `Err`. A method whose output an advice does not handle is a compile
+/// error naming both.
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use di_core::{intercept, singleton_proto, Advice, App, Call, Next};
+///
+/// /// Counts calls, and refuses negative ids without calling the method.
+/// #[singleton_proto]
+/// #[derive(Default)]
+/// pub struct Guard { calls: AtomicUsize }
+///
+/// impl<T: Send> Advice<Result<T, String>> for Guard {
+///     async fn around(&self, call: Call, next: impl Next<Result<T, String>>) -> Result<T, String> {
+///         self.calls.fetch_add(1, Ordering::Relaxed);
+///         if format!("{:?}", next.args()).contains('-') {
+///             return Err(format!("{} refused", call.method()));
+///         }
+///         next.run().await.map_err(|e| format!("{}: {e}", call.method()))
+///     }
+/// }
+///
+/// #[singleton_proto]
+/// pub struct Todos;
+/// impl Todos {
+///     #[intercept(Guard)]
+///     pub async fn get(&self, id: i64) -> Result<String, String> {
+///         if id == 0 { Err("no todo 0".into()) } else { Ok(format!("todo {id}")) }
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().build().await?;
+/// let todos = app.get_object::<Todos>()?;
+/// // Advices are reached through the context scope, as a request's objects are.
+/// app.run_in_context(async {
+///     assert_eq!(todos.get(7).await, Ok("todo 7".to_owned()));
+///     assert_eq!(todos.get(-1).await, Err("get refused".to_owned()));
+///     assert_eq!(todos.get(0).await, Err("get: no todo 0".to_owned()));
+/// }).await;
+/// assert_eq!(app.get_object::<Guard>()?.calls.load(Ordering::Relaxed), 3);
+/// # Ok(()) }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot intercept a method returning `{R}`",
+    label = "`{Self}` does not implement `Advice<{R}>`",
+    note = "an advice is a proto implementing `di_core::Advice<R>` for the outputs it handles: `impl<R> Advice<R> for {Self}` handles any"
+)]
+pub trait Advice<R>: Send + Sync + 'static {
+    /// Runs around one call: usually `next.run().await`, with work before and after; it may
+    /// also return without running `next` (a short circuit) or change what it returns.
+    fn around(&self, call: Call, next: impl Next<R>) -> impl Future<Output = R>;
+}
+
+/// Which method an advice runs around.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Call {
+    target: &'static str,
+    method: &'static str,
+}
+
+impl Call {
+    /// The call of `method` on type `target` (a type name as [`std::any::type_name`] gives it).
+    /// The macros make these; build one to test an advice by hand.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let call = di_core::Call::new("my_app::Todos", "get");
+    /// assert_eq!((call.target(), call.method()), ("my_app::Todos", "get"));
+    /// assert_eq!(call.to_string(), "my_app::Todos::get");
+    /// ```
+    pub const fn new(target: &'static str, method: &'static str) -> Self {
+        Call { target, method }
+    }
+
+    /// The type whose method is called, with its module path (`my_app::Todos`).
+    pub const fn target(&self) -> &'static str {
+        self.target
+    }
+
+    /// The method's name (`get`).
+    pub const fn method(&self) -> &'static str {
+        self.method
+    }
+}
+
+impl fmt::Display for Call {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}::{}", self.target, self.method)
+    }
+}
+
+/// The rest of an intercepted call: the advices inside this one, then the method.
+///
+/// # Examples
+///
+/// ```
+/// use di_core::{Advice, Call, Next};
+///
+/// /// Logs each call with its arguments and how long it took.
+/// struct Timing;
+/// impl<R> Advice<R> for Timing {
+///     async fn around(&self, call: Call, next: impl Next<R>) -> R {
+///         let args = format!("{:?}", next.args()); // before `run`, which takes them
+///         let start = std::time::Instant::now();
+///         let output = next.run().await;
+///         println!("{call}{args} took {:?}", start.elapsed());
+///         output
+///     }
+/// }
+/// ```
+pub trait Next<R> {
+    /// The call's arguments, for logs: `get { id: 7 }`. An argument whose type is not
+    /// `Debug` shows as `_`.
+    fn args(&self) -> &dyn fmt::Debug;
+
+    /// Runs the rest of the chain with the arguments, and returns the method's output.
+    fn run(self) -> impl Future<Output = R>;
+}
+
+/// The `Next` the macros build: the arguments, how to show them, and what runs with them.
+#[doc(hidden)]
+#[allow(missing_debug_implementations)]
+pub struct Proceed<A, D, F> {
+    args: Args<A, D>,
+    run: F,
+}
+
+pub(crate) struct Args<A, D> {
+    values: A,
+    show: D,
+}
+
+impl<A, D: Fn(&A, &mut fmt::Formatter<'_>) -> fmt::Result> fmt::Debug for Args<A, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (self.show)(&self.values, f)
+    }
+}
+
+impl<A, D, F> Proceed<A, D, F> {
+    /// `run` applied to `values`, which `show` formats.
+    #[inline(always)]
+    pub fn new<Fut>(values: A, show: D, run: F) -> Self
+    where
+        F: FnOnce(A) -> Fut,
+    {
+        Proceed { args: Args { values, show }, run }
+    }
+}
+
+impl<R, A, D, F, Fut> Next<R> for Proceed<A, D, F>
+where
+    D: Fn(&A, &mut fmt::Formatter<'_>) -> fmt::Result,
+    F: FnOnce(A) -> Fut,
+    Fut: Future<Output = R>,
+{
+    fn args(&self) -> &dyn fmt::Debug {
+        &self.args
+    }
+
+    #[inline(always)]
+    fn run(self) -> impl Future<Output = R> {
+        (self.run)(self.args.values)
+    }
+}
+
+/// Ties the type of a [`Proceed`]'s formatter to its arguments'.
+#[doc(hidden)]
+#[inline(always)]
+pub fn shower<A, D: Fn(&A, &mut fmt::Formatter<'_>) -> fmt::Result>(_: &A, show: D) -> D {
+    show
+}
+
+/// The method's body as the innermost step of a chain: names its output, so that `?` in the
+/// body converts to it, and takes the arguments' types from `A`.
+#[doc(hidden)]
+#[inline(always)]
+pub fn body<R, A, Fut: Future<Output = R>, F: FnOnce(A) -> Fut>(_: &A, f: F) -> F {
+    f
+}
+
+/// Shows an argument with its `Debug` when it has one, as `_` otherwise: `(&&Probe(x)).shown()`,
+/// with [`ShowDebug`] and [`ShowOpaque`] in scope (autoref specialization).
+#[doc(hidden)]
+#[allow(missing_debug_implementations)]
+pub struct Probe<'a, T>(pub &'a T);
+
+#[doc(hidden)]
+pub trait ShowDebug {
+    fn shown(&self) -> &dyn fmt::Debug;
+}
+
+impl<T: fmt::Debug> ShowDebug for &Probe<'_, T> {
+    fn shown(&self) -> &dyn fmt::Debug {
+        self.0
+    }
+}
+
+#[doc(hidden)]
+pub trait ShowOpaque {
+    fn shown(&self) -> &dyn fmt::Debug;
+}
+
+impl<T> ShowOpaque for Probe<'_, T> {
+    fn shown(&self) -> &dyn fmt::Debug {
+        &Opaque
+    }
+}
+
+struct Opaque;
+
+impl fmt::Debug for Opaque {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("_")
+    }
+}
+
+/// Where `#[intercept(A)]` is used, submitted through `inventory`: `build()` checks that each
+/// advice is registered (and builds it, also for an App built from roots).
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct AdviceSite {
+    pub advice: fn() -> TypeId,
+    pub advice_name: &'static str,
+    /// The module of the intercepted method, for the error.
+    pub module: &'static str,
+    /// The intercepted method.
+    pub method: &'static str,
+}
+
+inventory::collect!(AdviceSite);
+
+/// The advice `A` of `call`: a singleton of the current scope's App, or the scope's object of
+/// a context proto.
+///
+/// # Panics
+///
+/// Outside a context scope, and when the current App has no such proto (built
+/// `without_inventory`, or the advice excluded; `build()` refuses the latter otherwise).
+#[inline]
+pub fn advice<A: Send + Sync + 'static>(call: Call) -> Arc<A> {
+    match crate::scope::with_current_app(|app| app.object_of(TypeId::of::<A>(), core::any::type_name::<A>())) {
+        Some(Ok(obj)) => crate::proto::downcast::<A>(obj),
+        Some(Err(error)) => advice_failed(call, core::any::type_name::<A>(), &error),
+        None => advice_outside(call, core::any::type_name::<A>()),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn advice_failed(call: Call, advice: &str, error: &DiError) -> ! {
+    panic!("`{call}` is intercepted by `{advice}`, which this App cannot give: {error}")
+}
+
+#[cold]
+#[inline(never)]
+fn advice_outside(call: Call, advice: &str) -> ! {
+    panic!(
+        "`{call}` is intercepted by `{advice}`, which is reached through the context scope, but it was called outside \
+         one; call it inside `App::run_in_context` (di-http, events and schedules open one)"
+    )
+}
+
+/// The advices `#[intercept]` names anywhere in the program, with where.
+pub(crate) fn sites() -> impl Iterator<Item = &'static AdviceSite> {
+    inventory::iter::<AdviceSite>.into_iter()
+}

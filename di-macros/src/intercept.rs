@@ -1,0 +1,208 @@
+//! `#[intercept(A, B)]`: on an async method, runs the advices `A` then `B` around it; on an
+//! impl block, around each of its `pub async fn`s (before the method's own advices).
+//!
+//! The method keeps its signature; its body becomes the innermost `Next` of a chain of
+//! `Advice::around` calls, all generic (`di_core::advice` explains the runtime half).
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+
+use crate::ctxt::Ctxt;
+use crate::expand::finish;
+
+const INTERCEPT: &str = "intercept";
+
+/// The advice types of one `#[intercept(..)]`, outermost first.
+type Advices = Vec<syn::Path>;
+
+pub(crate) fn intercept(args: TokenStream, item: TokenStream) -> TokenStream {
+    let cx = Ctxt::new();
+    let advices = parse_advices(&cx, args);
+    let model = if let Ok(mut item) = syn::parse2::<syn::ItemImpl>(item.clone()) {
+        let methods: Vec<&mut syn::ImplItemFn> = item
+            .items
+            .iter_mut()
+            .filter_map(|i| match i {
+                syn::ImplItem::Fn(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        let mut any = false;
+        for method in methods {
+            let mut chain = if matches!(method.vis, syn::Visibility::Public(_)) && method.sig.asyncness.is_some() {
+                any = true;
+                advices.clone()
+            } else {
+                Vec::new()
+            };
+            chain.extend(take_intercepts(&cx, &mut method.attrs));
+            if !chain.is_empty() {
+                rewrite(&cx, method, &chain);
+            }
+        }
+        if !any {
+            cx.error_spanned_by(
+                &item.self_ty,
+                "`#[intercept]` on an impl block applies to its `pub async fn`s; this one has none",
+            );
+        }
+        Some(quote!(#item))
+    } else {
+        match syn::parse2::<syn::ImplItemFn>(item.clone()) {
+            Ok(mut method) => {
+                let mut chain = advices;
+                chain.extend(take_intercepts(&cx, &mut method.attrs));
+                rewrite(&cx, &mut method, &chain);
+                Some(quote!(#method))
+            }
+            Err(_) => {
+                cx.error_spanned_by(&item, "`#[intercept]` applies to an async method, or to an impl block");
+                None
+            }
+        }
+    };
+    finish(cx, model.as_ref().map(|m| (m, m)), item, Clone::clone)
+}
+
+/// `A, B`: the advice types.
+fn parse_advices(cx: &Ctxt, args: TokenStream) -> Advices {
+    let parser = Punctuated::<syn::Path, syn::Token![,]>::parse_terminated;
+    match syn::parse::Parser::parse2(parser, args.clone()) {
+        Ok(list) if list.is_empty() => {
+            cx.push(syn::Error::new(Span::call_site(), "name the advices: `#[intercept(Timing, Transactional)]`"));
+            Vec::new()
+        }
+        Ok(list) => list.into_iter().collect(),
+        Err(err) => {
+            cx.push(syn::Error::new(err.span(), "write the advice types: `#[intercept(Timing, Transactional)]`"));
+            Vec::new()
+        }
+    }
+}
+
+/// Removes the method's own `#[intercept(..)]` attributes and returns their advices, in order:
+/// one expansion handles them all, so that the written order is the order of the chain.
+fn take_intercepts(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>) -> Advices {
+    let mut advices = Vec::new();
+    attrs.retain(|attr| {
+        if attr.path().segments.last().is_none_or(|s| s.ident != INTERCEPT) {
+            return true;
+        }
+        match &attr.meta {
+            syn::Meta::List(list) => advices.extend(parse_advices(cx, list.tokens.clone())),
+            _ => cx.error_spanned_by(attr, "name the advices: `#[intercept(Timing, Transactional)]`"),
+        }
+        false
+    });
+    advices
+}
+
+/// Rewrites `method`'s body into the chain of `advices` (outermost first) around it.
+fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[syn::Path]) {
+    let sig = &mut method.sig;
+    if sig.asyncness.is_none() {
+        cx.error_spanned_by(
+            &sig.fn_token,
+            format!("`#[intercept]` applies to async methods; `{}` is not async", sig.ident),
+        );
+        return;
+    }
+    if !matches!(sig.inputs.first(), Some(syn::FnArg::Receiver(_))) {
+        cx.error_spanned_by(&sig.ident, format!("`#[intercept]` applies to methods; `{}` takes no `self`", sig.ident));
+        return;
+    }
+    let method_name = sig.ident.to_string();
+    // Each argument becomes `__di_aN` in the signature; the body's closure binds the original
+    // patterns, so that patterns and `mut` bindings behave as before.
+    let mut names = Vec::new();
+    let mut patterns = Vec::new();
+    let mut labels = Vec::new();
+    for (i, input) in sig.inputs.iter_mut().skip(1).enumerate() {
+        let syn::FnArg::Typed(arg) = input else { continue };
+        let name = format_ident!("__di_a{}", i);
+        labels.push(match &*arg.pat {
+            syn::Pat::Ident(p) => p.ident.to_string(),
+            pat => quote!(#pat).to_string(),
+        });
+        patterns.push(std::mem::replace(&mut *arg.pat, syn::parse_quote!(#name)));
+        names.push(name);
+    }
+    let output = match &sig.output {
+        syn::ReturnType::Default => quote!(()),
+        syn::ReturnType::Type(_, ty) if contains_impl_trait(ty) => quote!(_),
+        syn::ReturnType::Type(_, ty) => quote!(#ty),
+    };
+    let body = &method.block;
+    let di = quote!(::di_core::__private);
+    let show = quote! {
+        |__di_v, __di_f| {
+            #[allow(unused_imports)]
+            use #di::{ShowDebug as _, ShowOpaque as _};
+            let (#(#names,)*) = __di_v;
+            __di_f.debug_struct(#method_name) #(.field(#labels, (&&#di::Probe(#names)).shown()))* .finish()
+        }
+    };
+    // Innermost first: the method's body, then each advice around what is inside it.
+    let mut next = quote! {
+        {
+            let __di_b = #di::body::<#output, _, _, _>(&__di_v, move |(#(#patterns,)*)| async move #body);
+            #di::Proceed::new(__di_v, __di_show, __di_b)
+        }
+    };
+    let mut checks = Vec::new();
+    let mut sites = Vec::new();
+    for (depth, advice) in advices.iter().enumerate().rev() {
+        let around = quote_spanned!(advice.span()=> <#advice as #di::Advice<#output>>::around);
+        let call = quote! {
+            {
+                let __di_adv = #di::advice::<#advice>(__di_call);
+                #around(&*__di_adv, __di_call, #next).await
+            }
+        };
+        next = if depth == 0 {
+            call
+        } else {
+            quote!(#di::Proceed::new(__di_v, __di_show, move |__di_v| async move #call))
+        };
+        checks.push(quote_spanned!(advice.span()=> #di::assert_proto::<#advice>();));
+        let advice_name = quote!(#advice).to_string().replace(' ', "");
+        sites.push(quote! {
+            #di::inventory::submit! {
+                #di::AdviceSite {
+                    advice: ::core::any::TypeId::of::<#advice>,
+                    advice_name: #advice_name,
+                    module: ::core::module_path!(),
+                    method: #method_name,
+                }
+            }
+        });
+    }
+    let block: syn::Block = syn::parse_quote! {
+        {
+            const _: () = {
+                #(#checks)*
+                #(#sites)*
+            };
+            let __di_call = #di::Call::new(::core::any::type_name::<Self>(), #method_name);
+            let __di_v = (#(#names,)*);
+            let __di_show = #di::shower(&__di_v, #show);
+            #next
+        }
+    };
+    method.block = block;
+}
+
+/// Whether `ty` mentions `impl Trait`, which the expansion cannot name.
+fn contains_impl_trait(ty: &syn::Type) -> bool {
+    struct Finder(bool);
+    impl<'ast> syn::visit::Visit<'ast> for Finder {
+        fn visit_type_impl_trait(&mut self, _: &'ast syn::TypeImplTrait) {
+            self.0 = true;
+        }
+    }
+    let mut finder = Finder(false);
+    syn::visit::visit_type(&mut finder, ty);
+    finder.0
+}
