@@ -37,6 +37,14 @@ pub(crate) struct AppInner {
     shut_down: AtomicBool,
     /// Scopes whose end (background tasks, destroy hooks) is still running.
     ending: Pending,
+    /// The `#[event_handler]`s of the singletons, by event type.
+    pub(crate) handlers: crate::events::Handlers,
+    /// The `#[schedule]` jobs of the singletons.
+    pub(crate) jobs: Vec<crate::schedule::Job>,
+    /// Stops the jobs' timers (`shutdown`); dropped with the App, which stops them too.
+    stop_jobs: tokio::sync::watch::Sender<bool>,
+    /// Set when `shutdown` starts destroying singletons: no event handler starts after it.
+    closed: AtomicBool,
     /// The most objects a scope of this App has created, once past the scope table's linear
     /// range: a table that grows past that range reserves this much at once (`ScopeShared`).
     pub(crate) large_scope: std::sync::atomic::AtomicUsize,
@@ -90,6 +98,7 @@ impl App {
             config: Sources::default(),
             background_timeout: Duration::from_secs(5),
             shutdown_timeout: Duration::from_secs(10),
+            schedules: true,
         }
     }
 
@@ -430,7 +439,9 @@ impl App {
         if self.inner.shut_down.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        self.inner.stop_jobs.send_replace(true);
         self.inner.wait_for_endings().await;
+        self.inner.closed.store(true, Ordering::Release);
         let order: Vec<usize> = self.inner.graph.levels.iter().flatten().copied().collect();
         let built: Vec<Option<AnyArc>> =
             (0..self.inner.singletons.len()).map(|p| self.inner.singleton_now(p)).collect();
@@ -459,6 +470,60 @@ impl App {
     /// that needs a key at run time. Empty when the builder was given no source.
     pub fn config(&self) -> &Config {
         &self.inner.config
+    }
+
+    /// The App's event bus: what an `#[inject] events: Arc<EventBus>` holds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().build().await?;
+    /// app.events().emit("no handler takes a &str: nothing happens");
+    /// assert_eq!(app.events().handler_count::<&str>(), 0);
+    /// # Ok(()) }
+    /// ```
+    pub fn events(&self) -> crate::EventBus {
+        crate::events::EventBus::new(self.inner.cell.clone())
+    }
+
+    /// Runs the `#[schedule]` job `method` of singleton `T` now, in a scope of its own, and
+    /// returns its result: for tests, and for an App built
+    /// [`without_schedules`](AppBuilder::without_schedules).
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::Schedule`] if `T` has no such job in this App or it is running already;
+    /// [`DiError::JobFailed`] if the job returned an error or panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```rust,standalone_crate
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use di_core::{handlers, singleton_proto, App};
+    ///
+    /// #[singleton_proto]
+    /// #[derive(Default)]
+    /// pub struct Purger { runs: AtomicUsize }
+    ///
+    /// #[handlers]
+    /// impl Purger {
+    ///     #[schedule(every = "1h")]
+    ///     async fn purge(&self) -> Result<(), std::io::Error> {
+    ///         self.runs.fetch_add(1, Ordering::Relaxed);
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder().without_schedules().build().await?;
+    /// app.run_schedule::<Purger>("purge").await?;
+    /// assert_eq!(app.get_object::<Purger>()?.runs.load(Ordering::Relaxed), 1);
+    /// assert!(app.run_schedule::<Purger>("vacuum").await.is_err());
+    /// # Ok(()) }
+    /// ```
+    pub async fn run_schedule<T: 'static>(&self, method: &str) -> Result<(), DiError> {
+        crate::schedule::run_by_hand(&self.inner, TypeId::of::<T>(), core::any::type_name::<T>(), method).await
     }
 
     /// How many protos the App holds.
@@ -592,6 +657,17 @@ impl AppInner {
     }
 
     /// Proto `proto`'s object: the singleton, or the current scope's.
+    /// The object of `proto`: a singleton (built now if lazy), a new transient, or the current
+    /// scope's context object.
+    pub(crate) fn instance_of(&self, proto: usize) -> Result<AnyArc, DiError> {
+        self.instance(proto, self.graph.protos[proto].type_name)
+    }
+
+    /// Whether `shutdown` has started destroying the singletons.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
     fn instance(&self, proto: usize, wanted: &'static str) -> Result<AnyArc, DiError> {
         match &self.singletons[proto] {
             Some(obj) => Ok(obj.clone()),
@@ -863,6 +939,7 @@ pub struct AppBuilder {
     config: Sources,
     background_timeout: Duration,
     shutdown_timeout: Duration,
+    schedules: bool,
 }
 
 impl AppBuilder {
@@ -931,6 +1008,13 @@ impl AppBuilder {
     /// is followed by its profile variant (`app.prod.toml`). No profile by default.
     pub fn profile(mut self, profile: impl Into<String>) -> Self {
         self.config.profile = Some(profile.into());
+        self
+    }
+
+    /// Starts no timer for the `#[schedule]` jobs: tests run them by hand with
+    /// [`App::run_schedule`].
+    pub fn without_schedules(mut self) -> Self {
+        self.schedules = false;
         self
     }
 
@@ -1311,8 +1395,19 @@ impl AppBuilder {
             .filter(|&p| graph.protos[p].lazy && singletons[p].is_none())
             .map(|p| (p, LazySlot::default()))
             .collect();
+        let available =
+            |p: usize| singletons[p].is_some() || (graph.protos[p].lazy && graph.protos[p].scope == Scope::Singleton);
+        let handlers = crate::events::handlers(&graph, available);
+        let jobs = match crate::schedule::jobs(&graph, available) {
+            Ok(jobs) => jobs,
+            Err(e) => return Err(abort(&graph, &singletons, &ready, e).await),
+        };
         let inner = Arc::new(AppInner {
             id,
+            handlers,
+            jobs,
+            stop_jobs: tokio::sync::watch::Sender::new(false),
+            closed: AtomicBool::new(false),
             lazy,
             graph,
             singletons,
@@ -1325,6 +1420,9 @@ impl AppBuilder {
             large_scope: std::sync::atomic::AtomicUsize::new(0),
         });
         let _ = cell.set(Arc::downgrade(&inner));
+        if self.schedules {
+            crate::schedule::start(&inner, &inner.stop_jobs);
+        }
         Ok(App { inner })
     }
 }

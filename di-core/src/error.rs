@@ -315,6 +315,23 @@ pub enum DiError {
         /// What was declared at that position (or "nothing").
         declared: String,
     },
+    /// A `#[schedule]` job cannot be set up or run: its cron expression does not parse, or
+    /// `App::run_schedule` names no job or one already running.
+    #[error("scheduled job `{job}` {reason}")]
+    Schedule {
+        /// The job, `Type::method`.
+        job: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A `#[schedule]` job run by `App::run_schedule` failed (returned an error or panicked).
+    #[error("scheduled job `{job}` failed: {source}")]
+    JobFailed {
+        /// The job, `Type::method`.
+        job: String,
+        /// Its error.
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
     /// A factory or a lifecycle hook failed (returned an error or panicked).
     #[error("{stage} of `{type_name}` (\"{name}\") failed: {source}")]
     Hook {

@@ -68,6 +68,7 @@ mod app;
 mod config;
 mod context_ref;
 mod error;
+mod events;
 mod export;
 mod graph;
 mod keyed;
@@ -76,6 +77,7 @@ mod private;
 mod proto;
 mod provider;
 mod resolver;
+mod schedule;
 mod scope;
 
 pub use advice::{Advice, Call, Next};
@@ -83,6 +85,7 @@ pub use app::{App, AppBuilder, ContextSlot, ScopeBuilder};
 pub use config::{Config, LoadFn, load_section};
 pub use context_ref::{AsyncContextRef, ContextRef, RefTarget};
 pub use error::{BoxError, DiError};
+pub use events::EventBus;
 pub use keyed::Keyed;
 pub use proto::{
     Access, AnyArc, AsyncFactoryFn, BuildFuture, CastFn, ContextProto, Dependency, FactoryFn, HookFn, HookFuture,
@@ -93,7 +96,9 @@ pub use provider::Provider;
 pub use resolver::Resolver;
 
 #[cfg(feature = "macros")]
-pub use di_macros::{config_proto, context_proto, intercept, singleton_proto, transient_proto};
+pub use di_macros::{
+    config_proto, context_proto, event_handler, handlers, intercept, schedule, singleton_proto, transient_proto,
+};
 
 pub use scope::{CompleteScope, ContextFuture, TryContextFuture, complete_scope, in_scope, spawn, spawn_blocking};
 
@@ -115,6 +120,8 @@ pub mod __private {
 
     pub use crate::advice::{Advice, AdviceSite, Call, Probe, Proceed, ShowDebug, ShowOpaque, advice, body, shower};
     pub use crate::error::panic_message;
+    pub use crate::events::{AnyEvent, HandlerDescriptor, assert_event, event_ref};
+    pub use crate::schedule::{ScheduleDescriptor, When};
     pub use crate::private::{
         CtorOutput, HookOutput, assert_context, assert_proto, assert_singleton, assert_transient, construct_async,
         constructed, downcast, fill, hook_result, take,

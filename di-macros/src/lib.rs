@@ -11,6 +11,7 @@ mod ast;
 mod attr;
 mod check;
 mod ctxt;
+mod handlers;
 mod expand;
 mod http;
 mod intercept;
@@ -263,4 +264,26 @@ pub fn http_routes(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn intercept(args: TokenStream, item: TokenStream) -> TokenStream {
     intercept::intercept(args.into(), item.into()).into()
+}
+
+/// Registers the `#[event_handler]` and `#[schedule(..)]` methods of a singleton's impl block.
+/// See `di_core::EventBus` and `di_core::App::run_schedule`.
+#[proc_macro_attribute]
+pub fn handlers(args: TokenStream, item: TokenStream) -> TokenStream {
+    handlers::handlers(args.into(), item.into()).into()
+}
+
+/// Marks an event handler, `async fn on_x(&self, event: &MyEvent)`, inside a `#[handlers]`
+/// impl block (which consumes it; alone, it is an error saying so).
+#[proc_macro_attribute]
+pub fn event_handler(_: TokenStream, item: TokenStream) -> TokenStream {
+    handlers::stray("event_handler", item.into()).into()
+}
+
+/// Marks a scheduled job, `#[schedule(every = "30s")]` or `#[schedule(cron = "0 */5 * * * *")]`
+/// on `async fn job(&self)`, inside a `#[handlers]` impl block (which consumes it; alone, it
+/// is an error saying so).
+#[proc_macro_attribute]
+pub fn schedule(_: TokenStream, item: TokenStream) -> TokenStream {
+    handlers::stray("schedule", item.into()).into()
 }

@@ -32,6 +32,12 @@ pub(crate) async fn run_hook(
     stage: &'static str,
     call: impl FnOnce() -> HookFuture,
 ) -> Result<(), DiError> {
+    catch_hook(call).await.map_err(|error| DiError::hook(stage, def, error))
+}
+
+/// Calls a hook and polls it to its end; a panic (in the call or in the future) is returned
+/// as an error holding its message.
+pub(crate) async fn catch_hook(call: impl FnOnce() -> HookFuture) -> Result<(), crate::error::BoxError> {
     let caught = match std::panic::catch_unwind(AssertUnwindSafe(call)) {
         Ok(mut hook) => {
             std::future::poll_fn(|cx| match std::panic::catch_unwind(AssertUnwindSafe(|| hook.as_mut().poll(cx))) {
@@ -45,9 +51,8 @@ pub(crate) async fn run_hook(
         Err(panic) => Err(panic),
     };
     match caught {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(error)) => Err(DiError::hook(stage, def, error)),
-        Err(panic) => Err(DiError::hook(stage, def, Box::new(Panicked(panic_message(&*panic).to_owned())))),
+        Ok(result) => result,
+        Err(panic) => Err(Box::new(Panicked(panic_message(&*panic).to_owned()))),
     }
 }
 
@@ -80,11 +85,17 @@ impl ScopeShared {
     /// which happens at once (objects dropped) when there is no task and no destroy hook.
     fn after_output(&self) -> Next {
         let mut table = self.table();
-        match Self::completion(&self.app, &mut table) {
-            Some(objects) if !objects.is_empty() => Next::Complete(objects),
-            _ if self.close_if_idle(table) => Next::Closed,
-            _ => Next::End,
-        }
+        let table = match Self::completion(&self.app, &mut table) {
+            Some(objects) if !objects.is_empty() => return Next::Complete(objects),
+            // Begun now, with no hook: the phase has succeeded.
+            Some(_) => {
+                drop(table);
+                self.settle_events(true);
+                self.table()
+            }
+            None => table,
+        };
+        if self.close_if_idle(table) { Next::Closed } else { Next::End }
     }
 
     /// Ends the scope at once if that needs no async work (no task to wait for, no destroy
@@ -102,13 +113,28 @@ impl ScopeShared {
 
     /// Runs the completion hooks, newest object first, until one fails: the objects left would
     /// confirm work that the scope no longer answers for.
+    /// Then dispatches the events the scope held, or drops them if a hook failed.
     async fn complete(&self, objects: Vec<(usize, AnyArc)>) -> Result<(), DiError> {
+        let mut result = Ok(());
         for (key, obj) in objects {
             let def = &self.app.graph.protos[key];
             let hook = def.complete.as_ref().expect("only objects with a completion hook are listed");
-            run_hook(def, "complete", || hook(obj)).await?;
+            result = run_hook(def, "complete", || hook(obj)).await;
+            if result.is_err() {
+                break;
+            }
         }
-        Ok(())
+        self.settle_events(result.is_ok());
+        result
+    }
+
+    /// Fails the scope from inside: its completion phase will not run (if it has not), and
+    /// the events it holds are dropped. For work whose result says it failed (an event
+    /// handler, a scheduled job returning `Err`).
+    pub(crate) fn fail(&self) {
+        if !std::mem::replace(&mut self.table().completion_started, true) {
+            self.settle_events(false);
+        }
     }
 
     async fn wait_for_tasks(&self) {
@@ -493,7 +519,11 @@ impl Future for CompleteScope {
         if !std::mem::replace(&mut self.started, true) {
             let work = CURRENT.try_with(|handle| {
                 let shared = handle.shared.get()?;
-                let objects = shared.begin_completion().filter(|objects| !objects.is_empty())?;
+                let objects = shared.begin_completion()?;
+                if objects.is_empty() {
+                    shared.settle_events(true);
+                    return None;
+                }
                 Some((shared.clone(), objects))
             });
             self.hooks = work

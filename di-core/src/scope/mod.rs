@@ -20,7 +20,7 @@ use crate::graph::FastMap;
 use crate::pending::PendingGuard;
 use crate::proto::AnyArc;
 
-pub(crate) use end::run_hook;
+pub(crate) use end::{catch_hook, run_hook};
 pub use end::{CompleteScope, ContextFuture, TryContextFuture, complete_scope};
 pub(crate) use table::ScopeShared;
 
@@ -411,6 +411,31 @@ pub(crate) fn current_as<U: ?Sized + 'static>(at: RefKey, wanted: &'static str) 
             Ok(at.cast::<U>(&h.app, obj))
         })
         .unwrap_or(Err(DiError::NoScope { wanted }))
+}
+
+/// Fails the current scope: its completion phase will not run, its held events are dropped.
+pub(crate) fn fail_current() {
+    if let Ok(Some(shared)) = CURRENT.try_with(|h| h.shared.get().cloned()) {
+        shared.fail();
+    }
+}
+
+/// Runs `work` in a new scope of `app`: its completion phase if `work` succeeds, none (and its
+/// events dropped) if it fails. What an event handler and a scheduled job run in.
+pub(crate) async fn run_job(
+    app: &Arc<AppInner>,
+    work: impl Future<Output = Result<(), crate::error::BoxError>>,
+) -> Result<(), crate::error::BoxError> {
+    run(app.clone(), Seeds::default(), async move {
+        match work.await {
+            Ok(()) => complete_scope().await.map_err(Into::into),
+            Err(error) => {
+                fail_current();
+                Err(error)
+            }
+        }
+    })
+    .await
 }
 
 /// Calls `f` with the App of the current scope; `None` outside a scope.

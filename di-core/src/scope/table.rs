@@ -72,6 +72,8 @@ pub(crate) struct Table {
     pub(super) completion_started: bool,
     /// Whether the scope has ended: its objects are gone and no new one can be created.
     pub(super) ended: bool,
+    /// The events emitted in the scope, held until its completion phase has succeeded.
+    pub(super) events: crate::events::ScopeEvents,
 }
 
 impl Table {
@@ -340,6 +342,25 @@ impl ScopeShared {
             tasks: Pending::default(),
             seeds,
         })
+    }
+
+    /// Holds an event emitted in the scope until the completion phase's end; see
+    /// [`ScopeEvents::hold`](crate::events::ScopeEvents::hold).
+    pub(crate) fn hold_event(&self, event: crate::events::HeldEvent) -> Option<(crate::events::HeldEvent, bool)> {
+        self.table().events.hold(event)
+    }
+
+    /// The completion phase is over: dispatches the held events if it succeeded, drops them if
+    /// not; later events follow the same result at once.
+    pub(crate) fn settle_events(&self, ok: bool) {
+        let held = self.table().events.settle(ok);
+        if ok {
+            for event in held {
+                crate::events::dispatch(&self.app, event);
+            }
+        } else if !held.is_empty() {
+            tracing::debug!(events = held.len(), "the scope failed: the events it held are dropped");
+        }
     }
 
     pub(super) fn table(&self) -> MutexGuard<'_, Table> {

@@ -1,0 +1,292 @@
+//! The event bus: `#[event_handler]` methods of singletons, and [`EventBus::emit`].
+//!
+//! Dispatch rules (also in `docs/decisions.md`):
+//! - an event with no handler costs a map lookup and is dropped;
+//! - inside a context scope of the bus's App, events are held by the scope until its completion
+//!   phase succeeds, then dispatched (before destroy hooks); they are dropped if the phase
+//!   fails, the scope's future panics, or the scope is cancelled; once the phase is over, the
+//!   scope's later events (background tasks, destroy hooks) follow its result at once;
+//! - outside a scope (or in a scope of another App) they are dispatched at once;
+//! - each handler runs on a task of its own, in a new context scope, counted by the App so
+//!   that `App::shutdown` waits for it; a failing or panicking handler is logged with the
+//!   event's and the handler's names and touches no other handler.
+
+use std::any::{Any, TypeId};
+use std::fmt;
+use std::sync::{Arc, Weak};
+
+use crate::app::AppInner;
+use crate::pending::PendingGuard;
+use crate::proto::{AnyArc, HookFuture};
+use crate::provider::AppCell;
+use crate::scope;
+
+/// An event as the bus carries it.
+#[doc(hidden)]
+pub type AnyEvent = Arc<dyn Any + Send + Sync>;
+
+/// `#[event_handler]`'s event type: it crosses tasks, shared by every handler.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an event: events are `Send + Sync + 'static`",
+    label = "taken by an `#[event_handler]`"
+)]
+pub trait Event: Send + Sync + 'static {}
+impl<E: Send + Sync + 'static> Event for E {}
+
+#[doc(hidden)]
+pub const fn assert_event<E: Event>() {}
+
+/// The event a handler takes, which the bus found by its type.
+#[doc(hidden)]
+#[inline]
+pub fn event_ref<E: 'static>(event: &AnyEvent) -> &E {
+    match event.downcast_ref::<E>() {
+        Some(event) => event,
+        None => unreachable!("the bus gives a handler the events of its type"),
+    }
+}
+
+/// What `#[event_handler]` submits through `inventory`: a method of singleton `proto` that
+/// takes `&E`.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct HandlerDescriptor {
+    pub proto: fn() -> TypeId,
+    pub proto_name: fn() -> &'static str,
+    pub event: fn() -> TypeId,
+    pub event_name: fn() -> &'static str,
+    pub method: &'static str,
+    /// Calls the method on the erased object with the erased event.
+    pub call: fn(AnyArc, AnyEvent) -> HookFuture,
+}
+
+inventory::collect!(HandlerDescriptor);
+
+/// One handler of an App: its proto and how to call it.
+#[derive(Clone, Copy)]
+pub(crate) struct Handler {
+    pub(crate) proto: usize,
+    pub(crate) descriptor: &'static HandlerDescriptor,
+}
+
+/// The handlers of an App, by event type, in registration order.
+pub(crate) type Handlers = crate::graph::FastMap<TypeId, Vec<Handler>>;
+
+/// The handlers of the protos in `graph` that `build()` built (or left lazy), from `inventory`.
+pub(crate) fn handlers(graph: &crate::graph::Graph, available: impl Fn(usize) -> bool) -> Handlers {
+    let mut map = Handlers::default();
+    for descriptor in inventory::iter::<HandlerDescriptor> {
+        let protos = graph.by_type.get(&(descriptor.proto)()).map_or(&[][..], Vec::as_slice);
+        for &proto in protos.iter().filter(|&&p| available(p)) {
+            map.entry((descriptor.event)()).or_default().push(Handler { proto, descriptor });
+        }
+    }
+    map
+}
+
+/// An event on its way: its type, for the handlers, and its value.
+pub(crate) struct HeldEvent {
+    ty: TypeId,
+    event: AnyEvent,
+}
+
+/// What a scope does with the events emitted in it.
+pub(crate) enum ScopeEvents {
+    /// Holds them until the completion phase's end.
+    Holding(Vec<HeldEvent>),
+    /// The phase succeeded: dispatch at once.
+    Passing,
+    /// The phase failed: drop them.
+    Dropping,
+}
+
+impl Default for ScopeEvents {
+    fn default() -> Self {
+        ScopeEvents::Holding(Vec::new())
+    }
+}
+
+impl ScopeEvents {
+    /// Holds `event`; or gives it back with whether to dispatch it now (`Passing`) or drop it
+    /// (outside the scope's lock: its `Drop` is user code).
+    pub(crate) fn hold(&mut self, event: HeldEvent) -> Option<(HeldEvent, bool)> {
+        match self {
+            ScopeEvents::Holding(held) => {
+                held.push(event);
+                None
+            }
+            ScopeEvents::Passing => Some((event, true)),
+            ScopeEvents::Dropping => Some((event, false)),
+        }
+    }
+
+    /// Ends the holding: returns what was held, to dispatch if `ok` and drop otherwise.
+    pub(crate) fn settle(&mut self, ok: bool) -> Vec<HeldEvent> {
+        let next = if ok { ScopeEvents::Passing } else { ScopeEvents::Dropping };
+        match std::mem::replace(self, next) {
+            ScopeEvents::Holding(held) => held,
+            // Settled once: the completion phase runs once.
+            other => {
+                *self = other;
+                Vec::new()
+            }
+        }
+    }
+}
+
+/// Emits events to the `#[event_handler]` methods of an App's singletons. Inject it
+/// (`#[inject] events: Arc<EventBus>`) or take it from [`App::events`](crate::App::events).
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// use di_core::{handlers, singleton_proto, App, EventBus};
+///
+/// pub struct TodoCompleted { pub id: u64 }
+///
+/// #[singleton_proto]
+/// #[derive(Default)]
+/// pub struct Stats { completed: AtomicUsize }
+///
+/// #[handlers]
+/// impl Stats {
+///     #[event_handler]
+///     async fn on_completed(&self, _event: &TodoCompleted) {
+///         self.completed.fetch_add(1, Ordering::Relaxed);
+///     }
+/// }
+///
+/// #[singleton_proto]
+/// pub struct Todos {
+///     #[inject]
+///     events: Arc<EventBus>,
+/// }
+///
+/// impl Todos {
+///     pub async fn complete(&self, id: u64) {
+///         // Held by the request's scope, dispatched once it has ended well.
+///         self.events.emit(TodoCompleted { id });
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().build().await?;
+/// let todos = app.get_object::<Todos>()?;
+/// app.run_in_context(todos.complete(1)).await;
+/// app.shutdown().await?; // waits for the handlers
+/// assert_eq!(app.get_object::<Stats>()?.completed.load(Ordering::Relaxed), 1);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct EventBus {
+    app: AppCell,
+}
+
+impl EventBus {
+    pub(crate) fn new(app: AppCell) -> Self {
+        EventBus { app }
+    }
+
+    /// Emits `event` to every `#[event_handler]` taking `&E`: at once outside a context scope,
+    /// at the end of the current scope's completion phase inside one (dropped if the scope
+    /// fails). Each handler runs on a task of its own, in a scope of its own. An event type
+    /// with no handler costs one lookup.
+    ///
+    /// Logs an error (and drops the event) when the App has shut down, is gone, or there is no
+    /// tokio runtime to run the handlers on.
+    pub fn emit<E: Send + Sync + 'static>(&self, event: E) {
+        let Some(app) = self.app.get().and_then(Weak::upgrade) else {
+            tracing::error!(event = core::any::type_name::<E>(), "an event was emitted on the bus of an App that is gone or not built yet; dropped");
+            return;
+        };
+        let ty = TypeId::of::<E>();
+        if !app.handlers.contains_key(&ty) {
+            return;
+        }
+        let held = HeldEvent { ty, event: Arc::new(event) };
+        match scope::current_shared(app.id) {
+            Some(shared) => match shared.hold_event(held) {
+                Some((held, true)) => dispatch(&app, held),
+                Some((held, false)) => {
+                    tracing::debug!(event = core::any::type_name::<E>(), "an event emitted after its scope failed is dropped");
+                    drop(held);
+                }
+                None => {}
+            },
+            None => dispatch(&app, held),
+        }
+    }
+
+    /// How many handlers events of type `E` have in this App.
+    pub fn handler_count<E: 'static>(&self) -> usize {
+        self.app.get().and_then(Weak::upgrade).map_or(0, |app| app.handlers.get(&TypeId::of::<E>()).map_or(0, Vec::len))
+    }
+}
+
+impl fmt::Debug for EventBus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventBus").finish_non_exhaustive()
+    }
+}
+
+/// Starts every handler of `held` on a task of its own, counted by the App.
+pub(crate) fn dispatch(app: &Arc<AppInner>, held: HeldEvent) {
+    let Some(handlers) = app.handlers.get(&held.ty) else { return };
+    if app.is_closed() {
+        let event = handlers.first().map_or("?", |h| (h.descriptor.event_name)());
+        tracing::error!(event, "an event was emitted after the App shut down; dropped");
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        let event = handlers.first().map_or("?", |h| (h.descriptor.event_name)());
+        tracing::error!(event, "an event was emitted outside a tokio runtime; its handlers cannot run, dropped");
+        return;
+    };
+    for &handler in handlers {
+        let guard = PendingGuard::new(app.clone());
+        let app = app.clone();
+        let event = held.event.clone();
+        drop(runtime.spawn(async move {
+            run_handler(&app, handler, event).await;
+            drop(guard);
+        }));
+    }
+}
+
+/// Runs one handler in a new scope; logs its failure.
+async fn run_handler(app: &Arc<AppInner>, handler: Handler, event: AnyEvent) {
+    let d = handler.descriptor;
+    let result = match app.instance_of(handler.proto) {
+        Ok(object) => scope::run_job(app, scope::catch_hook(|| (d.call)(object, event))).await,
+        Err(error) => Err(error.into()),
+    };
+    if let Err(error) = result {
+        tracing::error!(
+            event = (d.event_name)(),
+            handler = %format_args!("{}::{}", (d.proto_name)(), d.method),
+            %error,
+            "an event handler failed; the other handlers of the event are not affected"
+        );
+    }
+}
+
+fn bus_factory(r: &crate::Resolver<'_>) -> Result<AnyArc, crate::DiError> {
+    Ok(Arc::new(EventBus::new(r.cell.clone())))
+}
+
+const BUS: crate::ProtoDescriptor = crate::ProtoDescriptor::new::<EventBus>(
+    "eventBus",
+    crate::Scope::Singleton,
+    bus_factory,
+    crate::cast_to::<EventBus>,
+);
+
+inventory::submit! { BUS }
+
+impl crate::Proto for EventBus {
+    const DESCRIPTOR: crate::ProtoDescriptor = BUS;
+}
+impl crate::SingletonProto for EventBus {}

@@ -1,0 +1,316 @@
+//! `#[handlers]` on an impl block of a singleton: registers its `#[event_handler]` and
+//! `#[schedule(..)]` methods through `inventory` (`di_core::EventBus`, `App::run_schedule`).
+//! Alone, `#[event_handler]` and `#[schedule]` are errors that say where they belong.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use crate::ctxt::Ctxt;
+use crate::expand::finish;
+
+const EVENT_HANDLER: &str = "event_handler";
+const SCHEDULE: &str = "schedule";
+
+enum When {
+    /// Milliseconds.
+    Every(u64),
+    Cron(String),
+}
+
+enum Kind {
+    /// Takes `&E`.
+    Event(syn::Type),
+    Schedule(When),
+}
+
+struct Method {
+    ident: syn::Ident,
+    kind: Kind,
+}
+
+struct HandlersItem {
+    item: syn::ItemImpl,
+    methods: Vec<Method>,
+}
+
+pub(crate) fn handlers(args: TokenStream, item: TokenStream) -> TokenStream {
+    let cx = Ctxt::new();
+    if !args.is_empty() {
+        cx.error_spanned_by(&args, "`#[handlers]` takes no options");
+    }
+    let model = parse(&cx, item.clone());
+    finish(cx, model.as_ref().map(|m| (&m.item, m)), item, expand)
+}
+
+/// `#[event_handler]` or `#[schedule]` outside a `#[handlers]` impl block.
+pub(crate) fn stray(name: &str, item: TokenStream) -> TokenStream {
+    let error = syn::Error::new(
+        Span::call_site(),
+        format!("`#[{name}]` needs `#[di_core::handlers]` on its impl block, which registers the method"),
+    )
+    .to_compile_error();
+    quote!(#item #error)
+}
+
+fn parse(cx: &Ctxt, item: TokenStream) -> Option<HandlersItem> {
+    let mut item: syn::ItemImpl = match syn::parse2(item) {
+        Ok(item) => item,
+        Err(err) => {
+            cx.push(syn::Error::new(err.span(), "`#[handlers]` applies to an inherent impl block of a singleton proto"));
+            return None;
+        }
+    };
+    if let Some((_, path, _)) = &item.trait_ {
+        cx.error_spanned_by(path, "`#[handlers]` applies to an inherent impl block, not a trait impl");
+    }
+    if !item.generics.params.is_empty() {
+        cx.error_spanned_by(&item.generics, "`#[handlers]` applies to a non-generic singleton: the container builds one of it");
+    }
+    let self_ty = (*item.self_ty).clone();
+    let mut methods = Vec::new();
+    let mut marked = false;
+    for impl_item in &mut item.items {
+        let syn::ImplItem::Fn(method) = impl_item else { continue };
+        let mut kinds = Vec::new();
+        method.attrs.retain(|attr| {
+            let name = attr.path().segments.last().map(|s| s.ident.to_string());
+            match name.as_deref() {
+                Some(EVENT_HANDLER) => {
+                    if !matches!(attr.meta, syn::Meta::Path(_)) {
+                        cx.error_spanned_by(attr, "`#[event_handler]` takes no options: the event is the parameter's type");
+                    }
+                    kinds.push((attr.span(), false, None));
+                    false
+                }
+                Some(SCHEDULE) => {
+                    kinds.push((attr.span(), true, schedule_when(cx, attr)));
+                    false
+                }
+                _ => true,
+            }
+        });
+        if kinds.len() > 1 {
+            cx.error_spanned_by(&method.sig.ident, "one `#[event_handler]` or `#[schedule]` per method");
+            continue;
+        }
+        let Some((span, is_schedule, when)) = kinds.pop() else { continue };
+        marked = true;
+        if let Some(kind) = check_signature(cx, &method.sig, &self_ty, span, when, is_schedule) {
+            methods.push(Method { ident: method.sig.ident.clone(), kind });
+        }
+    }
+    if !marked {
+        cx.error_spanned_by(&item.self_ty, "no handlers: mark methods with `#[event_handler]` or `#[schedule(every = \"30s\")]`");
+    }
+    Some(HandlersItem { item, methods })
+}
+
+/// `every = "30s"` or `cron = "0 */5 * * * *"`, checked now.
+fn schedule_when(cx: &Ctxt, attr: &syn::Attribute) -> Option<Kind> {
+    let usage = "write `#[schedule(every = \"30s\")]` or `#[schedule(cron = \"0 */5 * * * *\")]`";
+    let mut when = None;
+    let parsed = attr.parse_nested_meta(|meta| {
+        let key = if meta.path.is_ident("every") {
+            "every"
+        } else if meta.path.is_ident("cron") {
+            "cron"
+        } else {
+            return Err(meta.error(format!("unknown option; {usage}")));
+        };
+        let value: syn::LitStr = meta.value()?.parse()?;
+        if when.is_some() {
+            return Err(meta.error("one of `every` or `cron`, once"));
+        }
+        when = Some(match key {
+            "every" => match parse_duration(&value.value()) {
+                Ok(ms) => When::Every(ms),
+                Err(reason) => return Err(syn::Error::new(value.span(), reason)),
+            },
+            _ => match value.value().parse::<cron::Schedule>() {
+                Ok(_) => When::Cron(value.value()),
+                Err(error) => {
+                    return Err(syn::Error::new(
+                        value.span(),
+                        format!(
+                            "bad cron expression: {error}; write six or seven fields, seconds first: \
+                             `sec min hour day-of-month month day-of-week [year]`, e.g. \"0 */5 * * * *\""
+                        ),
+                    ));
+                }
+            },
+        });
+        Ok(())
+    });
+    match (parsed, when) {
+        (Err(err), _) => {
+            cx.push(err);
+            None
+        }
+        (Ok(()), None) => {
+            cx.error_spanned_by(attr, usage);
+            None
+        }
+        (Ok(()), Some(when)) => Some(Kind::Schedule(when)),
+    }
+}
+
+/// `"30s"`, `"1h30m"`, `"250ms"`, `"1d"`: milliseconds, more than zero.
+fn parse_duration(text: &str) -> Result<u64, String> {
+    let bad = || {
+        format!("bad duration \"{text}\": write numbers with units (`ms`, `s`, `m`, `h`, `d`), e.g. \"30s\" or \"1h30m\"")
+    };
+    let mut total: u64 = 0;
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let number: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let factor = match rest[..unit_len].trim() {
+            "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            _ => return Err(bad()),
+        };
+        total = number.checked_mul(factor).and_then(|n| total.checked_add(n)).ok_or_else(bad)?;
+        rest = &rest[unit_len..];
+    }
+    if total == 0 {
+        return Err(format!("a schedule of \"{text}\" would never wait; give a period longer than zero"));
+    }
+    Ok(total)
+}
+
+/// `async fn m(&self, event: &E)` for an event handler, `async fn m(&self)` for a job.
+fn check_signature(
+    cx: &Ctxt,
+    sig: &syn::Signature,
+    self_ty: &syn::Type,
+    span: Span,
+    when: Option<Kind>,
+    is_schedule: bool,
+) -> Option<Kind> {
+    let (what, usage) = if is_schedule {
+        ("a scheduled job", format!("`async fn {}(&self)`", sig.ident))
+    } else {
+        ("an event handler", format!("`async fn {}(&self, event: &MyEvent)`", sig.ident))
+    };
+    let wrong = |cx: &Ctxt, at: &dyn quote::ToTokens| {
+        cx.error_spanned_by(at, format!("{what} is {usage}, returning `()` or `Result<(), E>`"));
+    };
+    let mut ok = true;
+    if sig.asyncness.is_none() || !sig.generics.params.is_empty() {
+        wrong(cx, &sig.fn_token);
+        ok = false;
+    }
+    match sig.inputs.first() {
+        Some(syn::FnArg::Receiver(r)) if r.reference.is_some() && r.mutability.is_none() => {}
+        _ => {
+            wrong(cx, &sig.ident);
+            ok = false;
+        }
+    }
+    let rest: Vec<&syn::FnArg> = sig.inputs.iter().skip(1).collect();
+    let kind = if is_schedule {
+        if let Some(extra) = rest.first() {
+            wrong(cx, extra);
+            ok = false;
+        }
+        when
+    } else {
+        match rest.as_slice() {
+            [syn::FnArg::Typed(arg)] => match &*arg.ty {
+                syn::Type::Reference(r) if r.mutability.is_none() => {
+                    Some(Kind::Event(crate::ast::replace_self(&r.elem, self_ty)))
+                }
+                other => {
+                    wrong(cx, other);
+                    None
+                }
+            },
+            [] => {
+                cx.push(syn::Error::new(span, format!("{what} takes the event: {usage}")));
+                None
+            }
+            [_, extra, ..] | [extra] => {
+                wrong(cx, extra);
+                None
+            }
+        }
+    };
+    if ok { kind } else { None }
+}
+
+fn expand(model: &HandlersItem) -> TokenStream {
+    let item = &model.item;
+    let self_ty = &model.item.self_ty;
+    let registrations = model.methods.iter().map(|method| {
+        let ident = &method.ident;
+        let name = ident.to_string();
+        let call = format_ident!("__di_call_{}", ident);
+        match &method.kind {
+            Kind::Event(event) => {
+                let check = quote_spanned!(event.span()=> __di::assert_event::<#event>(););
+                quote! {
+                    const _: () = { #check };
+                    fn #call(__di_this: __di::AnyArc, __di_event: __di::AnyEvent) -> __di::HookFuture {
+                        __di::Box::pin(async move {
+                            let __di_this = __di::downcast::<#self_ty>(__di_this);
+                            let __di_event = __di::event_ref::<#event>(&__di_event);
+                            __di::hook_result(<#self_ty>::#ident(&__di_this, __di_event).await)
+                        })
+                    }
+                    __di::inventory::submit! {
+                        __di::HandlerDescriptor {
+                            proto: ::core::any::TypeId::of::<#self_ty>,
+                            proto_name: ::core::any::type_name::<#self_ty>,
+                            event: ::core::any::TypeId::of::<#event>,
+                            event_name: ::core::any::type_name::<#event>,
+                            method: #name,
+                            call: #call,
+                        }
+                    }
+                }
+            }
+            Kind::Schedule(when) => {
+                let when = match when {
+                    When::Every(ms) => quote!(__di::When::Every(#ms)),
+                    When::Cron(expr) => quote!(__di::When::Cron(#expr)),
+                };
+                quote! {
+                    fn #call(__di_this: __di::AnyArc) -> __di::HookFuture {
+                        __di::Box::pin(async move {
+                            let __di_this = __di::downcast::<#self_ty>(__di_this);
+                            __di::hook_result(<#self_ty>::#ident(&__di_this).await)
+                        })
+                    }
+                    __di::inventory::submit! {
+                        __di::ScheduleDescriptor {
+                            proto: ::core::any::TypeId::of::<#self_ty>,
+                            proto_name: ::core::any::type_name::<#self_ty>,
+                            method: #name,
+                            when: #when,
+                            call: #call,
+                        }
+                    }
+                }
+            }
+        }
+    });
+    let singleton = quote_spanned!(self_ty.span()=> __di::assert_singleton::<#self_ty>(););
+    quote! {
+        #item
+
+        const _: () = {
+            use ::di_core::__private as __di;
+            const _: () = { #singleton };
+            #(#registrations)*
+        };
+    }
+}

@@ -1,0 +1,233 @@
+//! The event bus: held until the scope's work has succeeded, dropped when it fails, each
+//! handler in its own scope and task, a failing or panicking handler isolated, shutdown drains.
+
+#![allow(missing_docs, missing_debug_implementations)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use di_core::{App, ContextRef, EventBus, ProtoDef, context_proto, handlers, singleton_proto};
+
+#[derive(Debug)]
+pub struct TodoCompleted {
+    pub id: u64,
+}
+
+#[derive(Debug)]
+pub struct Boom;
+
+/// Unused by any handler.
+pub struct Nobody;
+
+/// One per scope: numbered, to tell the handlers' scopes apart.
+pub struct Unit {
+    log: Arc<Log>,
+    id: usize,
+}
+
+static UNITS: AtomicUsize = AtomicUsize::new(1);
+
+#[context_proto(destroy = destroyed)]
+impl Unit {
+    fn new(log: Arc<Log>) -> Unit {
+        Unit { log, id: UNITS.fetch_add(1, Ordering::Relaxed) }
+    }
+
+    async fn destroyed(&self) {
+        self.log.push(format!("unit {} destroyed", self.id));
+    }
+}
+
+#[singleton_proto]
+#[derive(Default)]
+pub struct Log {
+    lines: Mutex<Vec<String>>,
+}
+
+impl Log {
+    fn push(&self, line: String) {
+        self.lines.lock().unwrap().push(line);
+    }
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+}
+
+#[singleton_proto]
+pub struct Stats {
+    #[inject]
+    log: Arc<Log>,
+    #[inject]
+    unit: ContextRef<Unit>,
+    completed: AtomicUsize,
+}
+
+#[handlers]
+impl Stats {
+    #[event_handler]
+    async fn on_completed(&self, event: &TodoCompleted) {
+        self.completed.fetch_add(1, Ordering::Relaxed);
+        self.log.push(format!("stats saw {} in unit {}", event.id, self.unit.get().id));
+    }
+
+    #[event_handler]
+    async fn on_boom(&self, _: &Boom) -> Result<(), std::io::Error> {
+        Err(std::io::Error::other("stats failed on boom"))
+    }
+}
+
+#[singleton_proto]
+pub struct Mailer {
+    #[inject]
+    log: Arc<Log>,
+    #[inject]
+    unit: ContextRef<Unit>,
+}
+
+#[handlers]
+impl Mailer {
+    #[event_handler]
+    async fn on_completed(&self, event: &TodoCompleted) {
+        self.log.push(format!("mailer saw {} in unit {}", event.id, self.unit.get().id));
+    }
+
+    #[event_handler]
+    async fn on_boom(&self, _: &Boom) {
+        panic!("mailer panicked on boom");
+    }
+}
+
+/// Counts booms, to prove the others' failures do not stop it.
+#[singleton_proto]
+#[derive(Default)]
+pub struct BoomCounter {
+    booms: AtomicUsize,
+}
+
+#[handlers]
+impl BoomCounter {
+    #[event_handler]
+    async fn on_boom(&self, _: &Boom) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        self.booms.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[singleton_proto]
+pub struct Todos {
+    #[inject]
+    events: Arc<EventBus>,
+    #[inject]
+    unit: ContextRef<Unit>,
+}
+
+impl Todos {
+    async fn complete(&self, id: u64, fail: bool) -> usize {
+        self.events.emit(TodoCompleted { id });
+        if fail {
+            panic!("the request fails after emitting");
+        }
+        self.unit.get().id
+    }
+}
+
+async fn settle(app: &App) {
+    // Handlers run on their own tasks: shutdown waits for them (and for ending scopes).
+    app.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn events_are_held_until_the_scope_succeeds_and_each_handler_gets_its_own_scope() {
+    let app = App::builder().build().await.unwrap();
+    let todos = app.get_object::<Todos>().unwrap();
+    let log = app.get_object::<Log>().unwrap();
+    let request_unit = app
+        .run_in_context(async {
+            let unit = todos.complete(7, false).await;
+            // Still held: the scope has not ended.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(log.lines().is_empty(), "{:?}", log.lines());
+            unit
+        })
+        .await;
+    settle(&app).await;
+    let lines = log.lines();
+    assert_eq!(app.get_object::<Stats>().unwrap().completed.load(Ordering::Relaxed), 1);
+    assert!(lines.contains(&format!("unit {request_unit} destroyed")), "{lines:?}");
+    let units: Vec<usize> = lines
+        .iter()
+        .filter(|l| l.contains(" saw 7 in unit "))
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(units.len(), 2, "{lines:?}");
+    assert!(!units.contains(&request_unit) && units[0] != units[1], "each handler in a scope of its own: {lines:?}");
+    for unit in units {
+        assert!(lines.contains(&format!("unit {unit} destroyed")), "the handler's scope ended: {lines:?}");
+    }
+}
+
+#[tokio::test]
+async fn events_of_a_failed_scope_are_dropped() {
+    let app = App::builder().build().await.unwrap();
+    let todos = app.get_object::<Todos>().unwrap();
+    let panicked = tokio::spawn(app.run_in_context(async move { todos.complete(8, true).await })).await;
+    assert!(panicked.is_err());
+    // A completion hook failing drops them too.
+    let app2 = App::builder()
+        .register(ProtoDef::context::<u8>(|_| Ok(0)).on_complete(|_: Arc<u8>| async { Err("commit failed".into()) }))
+        .build()
+        .await
+        .unwrap();
+    let todos2 = app2.get_object::<Todos>().unwrap();
+    let result = app2
+        .try_run_in_context(async {
+            app2.get_object::<u8>().unwrap();
+            todos2.complete(9, false).await
+        })
+        .await;
+    assert!(result.is_err());
+    settle(&app).await;
+    settle(&app2).await;
+    assert_eq!(app.get_object::<Stats>().unwrap().completed.load(Ordering::Relaxed), 0);
+    assert_eq!(app2.get_object::<Stats>().unwrap().completed.load(Ordering::Relaxed), 0);
+    assert!(app2.get_object::<Log>().unwrap().lines().iter().all(|l| !l.contains("saw")));
+}
+
+#[tokio::test]
+async fn outside_a_scope_events_go_at_once_and_a_failing_handler_harms_no_other() {
+    let app = App::builder().build().await.unwrap();
+    let bus = app.events();
+    assert_eq!(bus.handler_count::<Boom>(), 3);
+    assert_eq!(bus.handler_count::<Nobody>(), 0);
+    bus.emit(Nobody);
+    for _ in 0..10 {
+        bus.emit(Boom);
+    }
+    settle(&app).await;
+    assert_eq!(app.get_object::<BoomCounter>().unwrap().booms.load(Ordering::Relaxed), 10);
+}
+
+#[tokio::test]
+async fn shutdown_drains_pending_events() {
+    let app = App::builder().build().await.unwrap();
+    let todos = app.get_object::<Todos>().unwrap();
+    for id in 0..100 {
+        app.run_in_context(todos.complete(id, false)).end_in_background().await;
+    }
+    app.events().emit(Boom);
+    settle(&app).await;
+    assert_eq!(app.get_object::<Stats>().unwrap().completed.load(Ordering::Relaxed), 100);
+    assert_eq!(app.get_object::<BoomCounter>().unwrap().booms.load(Ordering::Relaxed), 1);
+    // After shutdown, nothing runs: dropped and logged.
+    app.events().emit(TodoCompleted { id: 1000 });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(app.get_object::<Stats>().unwrap().completed.load(Ordering::Relaxed), 100);
+}
+
+#[tokio::test]
+async fn an_excluded_proto_handles_nothing() {
+    let app = App::builder().exclude::<Mailer>().build().await.unwrap();
+    assert_eq!(app.events().handler_count::<TodoCompleted>(), 1);
+    assert_eq!(app.events().handler_count::<Boom>(), 2);
+}
