@@ -199,7 +199,10 @@ impl EventBus {
     /// tokio runtime to run the handlers on.
     pub fn emit<E: Send + Sync + 'static>(&self, event: E) {
         let Some(app) = self.app.get().and_then(Weak::upgrade) else {
-            tracing::error!(event = core::any::type_name::<E>(), "an event was emitted on the bus of an App that is gone or not built yet; dropped");
+            tracing::error!(
+                event = core::any::type_name::<E>(),
+                "an event was emitted on the bus of an App that is gone or not built yet; dropped"
+            );
             return;
         };
         let ty = TypeId::of::<E>();
@@ -211,7 +214,10 @@ impl EventBus {
             Some(shared) => match shared.hold_event(held) {
                 Some((held, true)) => dispatch(&app, held),
                 Some((held, false)) => {
-                    tracing::debug!(event = core::any::type_name::<E>(), "an event emitted after its scope failed is dropped");
+                    tracing::debug!(
+                        event = core::any::type_name::<E>(),
+                        "an event emitted after its scope failed is dropped"
+                    );
                     drop(held);
                 }
                 None => {}

@@ -121,11 +121,11 @@ pub mod __private {
     pub use crate::advice::{Advice, AdviceSite, Call, Probe, Proceed, ShowDebug, ShowOpaque, advice, body, shower};
     pub use crate::error::panic_message;
     pub use crate::events::{AnyEvent, HandlerDescriptor, assert_event, event_ref};
-    pub use crate::schedule::{ScheduleDescriptor, When};
     pub use crate::private::{
         CtorOutput, HookOutput, assert_context, assert_proto, assert_singleton, assert_transient, construct_async,
         constructed, downcast, fill, hook_result, take,
     };
+    pub use crate::schedule::{ScheduleDescriptor, When};
     pub use crate::{
         Access, AnyArc, AsyncContextRef, BuildFuture, ContextProto, ContextRef, Dependency, DiError, HookFuture,
         InjectKind, Keyed, Proto, ProtoDescriptor, Provide, Provider, Resolver, Scope, SingletonProto, TransientProto,

@@ -73,7 +73,10 @@ pub(crate) fn jobs(graph: &crate::graph::Graph, available: impl Fn(usize) -> boo
                 When::Cron(expr) => match cron::Schedule::from_str(expr) {
                     Ok(schedule) => Timing::Cron(Box::new(schedule)),
                     Err(error) => {
-                        errors.push(DiError::Schedule { job: name, reason: format!("has a bad cron expression \"{expr}\": {error}") });
+                        errors.push(DiError::Schedule {
+                            job: name,
+                            reason: format!("has a bad cron expression \"{expr}\": {error}"),
+                        });
                         continue;
                     }
                 },
@@ -179,21 +182,20 @@ pub(crate) async fn run_by_hand(
     type_name: &'static str,
     method: &str,
 ) -> Result<(), DiError> {
-    let found = app
-        .jobs
-        .iter()
-        .position(|job| (job.descriptor.proto)() == ty && job.descriptor.method == method)
-        .ok_or_else(|| DiError::Schedule {
-            job: format!("{type_name}::{method}"),
-            reason: format!(
-                "is not a scheduled job of this App; its jobs are: {}",
-                if app.jobs.is_empty() {
-                    "none".to_owned()
-                } else {
-                    app.jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>().join(", ")
-                }
-            ),
-        })?;
+    let found =
+        app.jobs.iter().position(|job| (job.descriptor.proto)() == ty && job.descriptor.method == method).ok_or_else(
+            || DiError::Schedule {
+                job: format!("{type_name}::{method}"),
+                reason: format!(
+                    "is not a scheduled job of this App; its jobs are: {}",
+                    if app.jobs.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        app.jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>().join(", ")
+                    }
+                ),
+            },
+        )?;
     let job = &app.jobs[found];
     if job.running.swap(true, Ordering::AcqRel) {
         return Err(DiError::Schedule { job: job.name.clone(), reason: "is running already".to_owned() });

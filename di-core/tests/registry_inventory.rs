@@ -67,7 +67,8 @@ inventory::submit! {
 #[tokio::test]
 async fn builder_finds_protos_submitted_through_inventory() {
     let app = App::builder().build().await.unwrap();
-    assert_eq!(app.proto_count(), 3);
+    // And di-core's own `EventBus`.
+    assert_eq!(app.proto_count(), 4);
     let greeter = app.get_object::<Greeter>().unwrap();
     assert_eq!(greeter.greetings.len(), 1);
     assert_eq!(greeter.greetings[0].greet(), "hello");

@@ -57,7 +57,10 @@ fn parse(cx: &Ctxt, item: TokenStream) -> Option<HandlersItem> {
     let mut item: syn::ItemImpl = match syn::parse2(item) {
         Ok(item) => item,
         Err(err) => {
-            cx.push(syn::Error::new(err.span(), "`#[handlers]` applies to an inherent impl block of a singleton proto"));
+            cx.push(syn::Error::new(
+                err.span(),
+                "`#[handlers]` applies to an inherent impl block of a singleton proto",
+            ));
             return None;
         }
     };
@@ -65,7 +68,10 @@ fn parse(cx: &Ctxt, item: TokenStream) -> Option<HandlersItem> {
         cx.error_spanned_by(path, "`#[handlers]` applies to an inherent impl block, not a trait impl");
     }
     if !item.generics.params.is_empty() {
-        cx.error_spanned_by(&item.generics, "`#[handlers]` applies to a non-generic singleton: the container builds one of it");
+        cx.error_spanned_by(
+            &item.generics,
+            "`#[handlers]` applies to a non-generic singleton: the container builds one of it",
+        );
     }
     let self_ty = (*item.self_ty).clone();
     let mut methods = Vec::new();
@@ -78,7 +84,10 @@ fn parse(cx: &Ctxt, item: TokenStream) -> Option<HandlersItem> {
             match name.as_deref() {
                 Some(EVENT_HANDLER) => {
                     if !matches!(attr.meta, syn::Meta::Path(_)) {
-                        cx.error_spanned_by(attr, "`#[event_handler]` takes no options: the event is the parameter's type");
+                        cx.error_spanned_by(
+                            attr,
+                            "`#[event_handler]` takes no options: the event is the parameter's type",
+                        );
                     }
                     kinds.push((attr.span(), false, None));
                     false
@@ -101,7 +110,10 @@ fn parse(cx: &Ctxt, item: TokenStream) -> Option<HandlersItem> {
         }
     }
     if !marked {
-        cx.error_spanned_by(&item.self_ty, "no handlers: mark methods with `#[event_handler]` or `#[schedule(every = \"30s\")]`");
+        cx.error_spanned_by(
+            &item.self_ty,
+            "no handlers: mark methods with `#[event_handler]` or `#[schedule(every = \"30s\")]`",
+        );
     }
     Some(HandlersItem { item, methods })
 }
@@ -127,17 +139,9 @@ fn schedule_when(cx: &Ctxt, attr: &syn::Attribute) -> Option<Kind> {
                 Ok(ms) => When::Every(ms),
                 Err(reason) => return Err(syn::Error::new(value.span(), reason)),
             },
-            _ => match value.value().parse::<cron::Schedule>() {
-                Ok(_) => When::Cron(value.value()),
-                Err(error) => {
-                    return Err(syn::Error::new(
-                        value.span(),
-                        format!(
-                            "bad cron expression: {error}; write six or seven fields, seconds first: \
-                             `sec min hour day-of-month month day-of-week [year]`, e.g. \"0 */5 * * * *\""
-                        ),
-                    ));
-                }
+            _ => match check_cron(&value.value()) {
+                Ok(()) => When::Cron(value.value()),
+                Err(reason) => return Err(syn::Error::new(value.span(), reason)),
             },
         });
         Ok(())
@@ -155,10 +159,31 @@ fn schedule_when(cx: &Ctxt, attr: &syn::Attribute) -> Option<Kind> {
     }
 }
 
+/// A cron expression as `cron::Schedule` (which di-core parses at run time) takes it.
+fn check_cron(expr: &str) -> Result<(), String> {
+    let fields = expr.split_whitespace().count();
+    let usage = "six or seven fields, seconds first: `sec min hour day-of-month month day-of-week [year]`, \
+                 e.g. \"0 */5 * * * *\" (every five minutes)";
+    if !(6..=7).contains(&fields) {
+        return Err(format!("bad cron expression \"{expr}\": it has {fields} fields; write {usage}"));
+    }
+    match expr.parse::<cron::Schedule>() {
+        Ok(_) => Ok(()),
+        Err(error) => {
+            // The parser's message repeats the expression with a caret; its last line says why.
+            let error = error.to_string();
+            let why = error.lines().map(str::trim).rfind(|l| !l.is_empty() && !l.starts_with('^')).unwrap_or("");
+            Err(format!("bad cron expression \"{expr}\": {why}; write {usage}"))
+        }
+    }
+}
+
 /// `"30s"`, `"1h30m"`, `"250ms"`, `"1d"`: milliseconds, more than zero.
 fn parse_duration(text: &str) -> Result<u64, String> {
     let bad = || {
-        format!("bad duration \"{text}\": write numbers with units (`ms`, `s`, `m`, `h`, `d`), e.g. \"30s\" or \"1h30m\"")
+        format!(
+            "bad duration \"{text}\": write numbers with units (`ms`, `s`, `m`, `h`, `d`), e.g. \"30s\" or \"1h30m\""
+        )
     };
     let mut total: u64 = 0;
     let mut rest = text.trim();

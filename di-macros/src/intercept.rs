@@ -54,7 +54,9 @@ pub(crate) fn intercept(args: TokenStream, item: TokenStream) -> TokenStream {
             Ok(mut method) => {
                 let mut chain = advices;
                 chain.extend(take_intercepts(&cx, &mut method.attrs));
-                rewrite(&cx, &mut method, &chain);
+                if !chain.is_empty() {
+                    rewrite(&cx, &mut method, &chain);
+                }
                 Some(quote!(#method))
             }
             Err(_) => {

@@ -126,11 +126,10 @@ async fn jobs_run_by_hand() {
 
     let unknown = app.run_schedule::<Jobs>("vacuum").await.unwrap_err();
     assert!(
-        unknown.to_string() == (
-            "scheduled job `schedule::Jobs::vacuum` is not a scheduled job of this App; its jobs are: \
+        unknown.to_string()
+            == ("scheduled job `schedule::Jobs::vacuum` is not a scheduled job of this App; its jobs are: \
              schedule::Jobs::every_ten_seconds, schedule::Jobs::failing, schedule::Jobs::panicking, schedule::Jobs::slow, \
-             schedule::Jobs::tick"
-        ),
+             schedule::Jobs::tick"),
         "{unknown}"
     );
     // Without a timer, nothing runs by itself.

@@ -20,8 +20,8 @@ use crate::graph::FastMap;
 use crate::pending::PendingGuard;
 use crate::proto::AnyArc;
 
-pub(crate) use end::{catch_hook, run_hook};
 pub use end::{CompleteScope, ContextFuture, TryContextFuture, complete_scope};
+pub(crate) use end::{catch_hook, run_hook};
 pub(crate) use table::ScopeShared;
 
 tokio::task_local! {

@@ -1,0 +1,16 @@
+use di_core::singleton_proto;
+
+pub struct Created;
+
+#[singleton_proto]
+pub struct Stats;
+
+impl Stats {
+    #[di_core::event_handler]
+    async fn on_created(&self, _: &Created) {}
+
+    #[di_core::schedule(every = "1m")]
+    async fn tick(&self) {}
+}
+
+fn main() {}

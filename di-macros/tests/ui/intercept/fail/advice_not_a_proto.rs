@@ -1,0 +1,21 @@
+use di_core::{intercept, singleton_proto, Advice, Call, Next};
+
+pub struct Timing;
+
+impl<R> Advice<R> for Timing {
+    async fn around(&self, _: Call, next: impl Next<R>) -> R {
+        next.run().await
+    }
+}
+
+#[singleton_proto]
+pub struct Todos;
+
+impl Todos {
+    #[intercept(Timing)]
+    pub async fn list(&self) -> usize {
+        0
+    }
+}
+
+fn main() {}

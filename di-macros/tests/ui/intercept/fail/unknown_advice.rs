@@ -1,0 +1,13 @@
+use di_core::{intercept, singleton_proto};
+
+#[singleton_proto]
+pub struct Todos;
+
+impl Todos {
+    #[intercept(Timing)]
+    pub async fn list(&self) -> usize {
+        0
+    }
+}
+
+fn main() {}
