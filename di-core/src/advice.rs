@@ -10,7 +10,11 @@
 use std::any::TypeId;
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
 
 use crate::error::DiError;
 
@@ -35,7 +39,7 @@ use crate::error::DiError;
 /// pub struct Guard { calls: AtomicUsize }
 ///
 /// impl<T: Send> Advice<Result<T, String>> for Guard {
-///     async fn around(&self, call: Call, next: impl Next<Result<T, String>>) -> Result<T, String> {
+///     async fn around(&self, call: Call, next: Next<'_, Result<T, String>>) -> Result<T, String> {
 ///         self.calls.fetch_add(1, Ordering::Relaxed);
 ///         if format!("{:?}", next.args()).contains('-') {
 ///             return Err(format!("{} refused", call.method()));
@@ -73,7 +77,7 @@ use crate::error::DiError;
 pub trait Advice<R>: Send + Sync + 'static {
     /// Runs around one call: usually `next.run().await`, with work before and after; it may
     /// also return without running `next` (a short circuit) or change what it returns.
-    fn around(&self, call: Call, next: impl Next<R>) -> impl Future<Output = R>;
+    fn around(&self, call: Call, next: Next<'_, R>) -> impl Future<Output = R>;
 }
 
 /// Which method an advice runs around.
@@ -115,7 +119,12 @@ impl fmt::Display for Call {
     }
 }
 
-/// The rest of an intercepted call: the advices inside this one, then the method.
+/// The rest of an intercepted call: the advices inside this one, then the method. Run it at
+/// most once.
+///
+/// A concrete type (the chain behind it is reached through one `dyn` reference, pinned in
+/// the caller's future, not boxed): an advice's future is `Send` exactly when it holds nothing
+/// that is not, and proving it needs nothing about the method.
 ///
 /// # Examples
 ///
@@ -125,7 +134,7 @@ impl fmt::Display for Call {
 /// /// Logs each call with its arguments and how long it took.
 /// struct Timing;
 /// impl<R> Advice<R> for Timing {
-///     async fn around(&self, call: Call, next: impl Next<R>) -> R {
+///     async fn around(&self, call: Call, next: Next<'_, R>) -> R {
 ///         let args = format!("{:?}", next.args()); // before `run`, which takes them
 ///         let start = std::time::Instant::now();
 ///         let output = next.run().await;
@@ -134,58 +143,131 @@ impl fmt::Display for Call {
 ///     }
 /// }
 /// ```
-pub trait Next<R> {
+pub struct Next<'a, R> {
+    step: Pin<&'a mut (dyn Step<R> + Send + 'a)>,
+}
+
+impl<'a, R> Next<'a, R> {
+    /// The rest of the chain: `step`, which the macros build.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn new(step: Pin<&'a mut (dyn Step<R> + Send + 'a)>) -> Self {
+        Next { step }
+    }
+
     /// The call's arguments, for logs: `get { id: 7 }`. An argument whose type is not
-    /// `Debug` shows as `_`.
-    fn args(&self) -> &dyn fmt::Debug;
+    /// `Debug` shows as `_`; once the call has run, they show as `(moved)`.
+    pub fn args(&self) -> &(dyn fmt::Debug + '_) {
+        self.step.as_ref().get_ref().as_debug()
+    }
 
     /// Runs the rest of the chain with the arguments, and returns the method's output.
-    fn run(self) -> impl Future<Output = R>;
-}
-
-/// The `Next` the macros build: the arguments, how to show them, and what runs with them.
-#[doc(hidden)]
-#[allow(missing_debug_implementations)]
-pub struct Proceed<A, D, F> {
-    args: Args<A, D>,
-    run: F,
-}
-
-pub(crate) struct Args<A, D> {
-    values: A,
-    show: D,
-}
-
-impl<A, D: Fn(&A, &mut fmt::Formatter<'_>) -> fmt::Result> fmt::Debug for Args<A, D> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        (self.show)(&self.values, f)
+    #[inline(always)]
+    pub fn run(self) -> Run<'a, R> {
+        Run { step: self.step }
     }
 }
 
-impl<A, D, F> Proceed<A, D, F> {
-    /// `run` applied to `values`, which `show` formats.
+impl<R> fmt::Debug for Next<'_, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Next").field("args", self.args()).finish()
+    }
+}
+
+/// The future of [`Next::run`]: the rest of the chain.
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct Run<'a, R> {
+    step: Pin<&'a mut (dyn Step<R> + Send + 'a)>,
+}
+
+impl<R> Future for Run<'_, R> {
+    type Output = R;
+
     #[inline(always)]
-    pub fn new<Fut>(values: A, show: D, run: F) -> Self
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R> {
+        self.step.as_mut().poll_step(cx)
+    }
+}
+
+impl<R> fmt::Debug for Run<'_, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Run").finish_non_exhaustive()
+    }
+}
+
+/// One step of an intercepted call, as [`Next`] sees it: its arguments, and running it.
+#[doc(hidden)]
+pub trait Step<R> {
+    /// The step's arguments as `Debug` (`(moved)` once it runs).
+    fn as_debug(&self) -> &dyn fmt::Debug;
+    /// Starts the step on first poll, then polls it.
+    fn poll_step(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R>;
+}
+
+pin_project! {
+    /// The step the macros build: the arguments, how to show them, and what runs with them,
+    /// then the future that runs.
+    #[doc(hidden)]
+    #[project = ProceedProj]
+    #[project_replace = ProceedTaken]
+    pub enum Proceed<A, D, F, Fut> {
+        Ready { args: A, show: D, run: F },
+        Running { #[pin] fut: Fut },
+        Done,
+    }
+}
+
+impl<A, D, F, Fut> Proceed<A, D, F, Fut> {
+    /// `run` applied to `args`, which `show` formats.
+    #[inline(always)]
+    pub fn new(args: A, show: D, run: F) -> Self
     where
         F: FnOnce(A) -> Fut,
     {
-        Proceed { args: Args { values, show }, run }
+        Proceed::Ready { args, show, run }
     }
 }
 
-impl<R, A, D, F, Fut> Next<R> for Proceed<A, D, F>
+impl<A, D, F, Fut> fmt::Debug for Proceed<A, D, F, Fut>
+where
+    D: Fn(&A, &mut fmt::Formatter<'_>) -> fmt::Result,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Proceed::Ready { args, show, .. } => show(args, f),
+            _ => f.write_str("(moved)"),
+        }
+    }
+}
+
+impl<R, A, D, F, Fut> Step<R> for Proceed<A, D, F, Fut>
 where
     D: Fn(&A, &mut fmt::Formatter<'_>) -> fmt::Result,
     F: FnOnce(A) -> Fut,
     Fut: Future<Output = R>,
 {
-    fn args(&self) -> &dyn fmt::Debug {
-        &self.args
+    fn as_debug(&self) -> &dyn fmt::Debug {
+        self
     }
 
-    #[inline(always)]
-    fn run(self) -> impl Future<Output = R> {
-        (self.run)(self.args.values)
+    #[inline]
+    fn poll_step(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R> {
+        loop {
+            match self.as_mut().project() {
+                ProceedProj::Running { fut } => {
+                    let out = std::task::ready!(fut.poll(cx));
+                    self.set(Proceed::Done);
+                    return Poll::Ready(out);
+                }
+                ProceedProj::Ready { .. } => {
+                    let ProceedTaken::Ready { args, run, .. } = self.as_mut().project_replace(Proceed::Done) else {
+                        unreachable!("matched above")
+                    };
+                    self.set(Proceed::Running { fut: run(args) });
+                }
+                ProceedProj::Done => panic!("an intercepted call's `Next` was run twice"),
+            }
+        }
     }
 }
 

@@ -80,7 +80,7 @@ mod resolver;
 mod schedule;
 mod scope;
 
-pub use advice::{Advice, Call, Next};
+pub use advice::{Advice, Call, Next, Run};
 pub use app::{App, AppBuilder, ContextSlot, ScopeBuilder};
 pub use config::{Config, LoadFn, load_section};
 pub use context_ref::{AsyncContextRef, ContextRef, RefTarget};
@@ -118,7 +118,9 @@ pub mod __private {
 
     pub use ::core::fmt::Formatter;
 
-    pub use crate::advice::{Advice, AdviceSite, Call, Probe, Proceed, ShowDebug, ShowOpaque, advice, body, shower};
+    pub use crate::advice::{
+        Advice, AdviceSite, Call, Next, Probe, Proceed, ShowDebug, ShowOpaque, advice, body, shower,
+    };
     pub use crate::error::panic_message;
     pub use crate::events::{AnyEvent, HandlerDescriptor, assert_event, event_ref};
     pub use crate::private::{

@@ -21,7 +21,7 @@ pub struct Audit {
 }
 
 impl<R> Advice<R> for Audit {
-    async fn around(&self, call: Call, next: impl Next<R>) -> R {
+    async fn around(&self, call: Call, next: Next<'_, R>) -> R {
         let head = self.head.get();
         let line = format!("{} {} {} {}", call.method(), head.method(), head.uri().path(), head.id());
         let out = next.run().await;
@@ -38,7 +38,7 @@ pub struct TokenGuard {
 }
 
 impl<T> Advice<Result<T, StatusCode>> for TokenGuard {
-    async fn around(&self, _: Call, next: impl Next<Result<T, StatusCode>>) -> Result<T, StatusCode> {
+    async fn around(&self, _: Call, next: Next<'_, Result<T, StatusCode>>) -> Result<T, StatusCode> {
         if self.head.get().headers().get("x-token").is_none() {
             return Err(StatusCode::UNAUTHORIZED);
         }

@@ -147,27 +147,29 @@ fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[syn::Path]) {
         }
     };
     // Innermost first: the method's body, then each advice around what is inside it.
-    let mut next = quote! {
-        {
-            let __di_b = #di::body::<#output, _, _, _>(&__di_v, move |(#(#patterns,)*)| async move #body);
-            #di::Proceed::new(__di_v, __di_show, __di_b)
-        }
+    // The step that `next` runs: pinned where it is made (in the method's future), reached by
+    // the advice through one `dyn` reference.
+    let mut step = quote! {
+        let __di_b = #di::body::<#output, _, _, _>(&__di_v, move |(#(#patterns,)*)| async move #body);
+        let mut __di_p = ::core::pin::pin!(#di::Proceed::new(__di_v, __di_show, __di_b));
     };
     let mut checks = Vec::new();
     let mut sites = Vec::new();
+    let mut call = TokenStream::new();
     for (depth, advice) in advices.iter().enumerate().rev() {
         let around = quote_spanned!(advice.span()=> <#advice as #di::Advice<#output>>::around);
-        let call = quote! {
+        call = quote! {
             {
+                #step
                 let __di_adv = #di::advice::<#advice>(__di_call);
-                #around(&*__di_adv, __di_call, #next).await
+                #around(&*__di_adv, __di_call, #di::Next::new(__di_p.as_mut())).await
             }
         };
-        next = if depth == 0 {
-            call
-        } else {
-            quote!(#di::Proceed::new(__di_v, __di_show, move |__di_v| async move #call))
-        };
+        if depth > 0 {
+            step = quote! {
+                let mut __di_p = ::core::pin::pin!(#di::Proceed::new(__di_v, __di_show, move |__di_v| async move #call));
+            };
+        }
         checks.push(quote_spanned!(advice.span()=> #di::assert_proto::<#advice>();));
         let advice_name = quote!(#advice).to_string().replace(' ', "");
         sites.push(quote! {
@@ -190,7 +192,7 @@ fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[syn::Path]) {
             let __di_call = #di::Call::new(::core::any::type_name::<Self>(), #method_name);
             let __di_v = (#(#names,)*);
             let __di_show = #di::shower(&__di_v, #show);
-            #next
+            #call
         }
     };
     method.block = block;

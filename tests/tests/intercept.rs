@@ -55,7 +55,7 @@ pub struct Outer {
 }
 
 impl<R> Advice<R> for Outer {
-    async fn around(&self, call: Call, next: impl Next<R>) -> R {
+    async fn around(&self, call: Call, next: Next<'_, R>) -> R {
         self.journal.push(format!("outer before {call} {:?} in request {}", next.args(), self.request.get().get()));
         let out = next.run().await;
         self.journal.push("outer after".to_owned());
@@ -72,7 +72,7 @@ pub struct Inner {
 }
 
 impl<R> Advice<R> for Inner {
-    async fn around(&self, call: Call, next: impl Next<R>) -> R {
+    async fn around(&self, call: Call, next: Next<'_, R>) -> R {
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         self.journal.push(format!("inner before {} (call {n} of this scope)", call.method()));
         let out = next.run().await;
@@ -93,7 +93,7 @@ pub enum ApiError {
 pub struct Guard;
 
 impl<T> Advice<Result<T, ApiError>> for Guard {
-    async fn around(&self, call: Call, next: impl Next<Result<T, ApiError>>) -> Result<T, ApiError> {
+    async fn around(&self, call: Call, next: Next<'_, Result<T, ApiError>>) -> Result<T, ApiError> {
         if format!("{:?}", next.args()).contains("id: -") {
             return Err(ApiError::Forbidden(call.to_string()));
         }
@@ -289,8 +289,10 @@ async fn an_impl_block_intercepts_its_pub_async_methods_before_their_own_advices
 async fn intercepted_futures_stay_send() {
     let app = app().await;
     let todos = app.get_object::<Todos>().unwrap();
-    let handle = tokio::spawn(app.run_in_context(async move { todos.get(3).await }));
-    assert_eq!(handle.await.unwrap(), Ok(30));
+    // Arguments that borrow (`&str`) too: proving the future `Send` needs nothing about the
+    // closures inside it.
+    let handle = tokio::spawn(app.run_in_context(async move { (todos.get(3).await, todos.list("ada", 0).await) }));
+    assert_eq!(handle.await.unwrap(), (Ok(30), vec!["ada".to_owned()]));
 }
 
 #[tokio::test]

@@ -235,11 +235,22 @@ fn open(file: &std::path::Path, readers: usize) -> Result<(Connection, Vec<Mutex
                  id    INTEGER PRIMARY KEY AUTOINCREMENT,
                  user  TEXT    NOT NULL,
                  title TEXT    NOT NULL,
-                 done  INTEGER NOT NULL DEFAULT 0
+                 done  INTEGER NOT NULL DEFAULT 0,
+                 done_at INTEGER
              );
              CREATE INDEX IF NOT EXISTS todos_by_user ON todos (user, id);",
         )
         .map_err(DbError::new("creating the schema"))?;
+    // Files made before `done_at` (the purge job's column) gain it.
+    let has_done_at = writer
+        .prepare("SELECT 1 FROM pragma_table_info('todos') WHERE name = 'done_at'")
+        .and_then(|mut stmt| stmt.exists([]))
+        .map_err(DbError::new("reading the schema"))?;
+    if !has_done_at {
+        writer
+            .execute_batch("ALTER TABLE todos ADD COLUMN done_at INTEGER")
+            .map_err(DbError::new("adding the done_at column"))?;
+    }
     let readers = (0..readers)
         .map(|_| {
             let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;

@@ -13,9 +13,13 @@
 //! - [`todo::TodoRepository`], [`todo::TodoService`] (singletons) and [`todo::TodoController`];
 //!   the service asks [`todo::Users`] (a trait; [`todo::OpenUsers`] by default, a fake in tests)
 //!   whether a user exists.
+//! - [`advice`]: the advices around the service's methods ([`advice::Timing`],
+//!   [`advice::Transactional`]), the [`advice::TodoCompleted`] event counted by
+//!   [`advice::TodoStats`] (`GET /stats`), and the hourly [`advice::TodoPurger`] job.
 //!
 //! `cargo run -p example-todos` serves it on 127.0.0.1:7001.
 
+pub mod advice;
 pub mod db;
 pub mod todo;
 
@@ -66,6 +70,8 @@ pub fn try_it(addr: &str) -> String {
         format!("curl -i {addr}/users/ada/todos"),
         format!("curl -i -X PATCH {addr}/users/ada/todos/1 {json} -d '{{\"done\":true}}'"),
         format!("curl -i {addr}/users/ada/todos/batch {json} -d '[{{\"title\":\"kept?\"}},{{\"title\":\"\"}}]'   # 400: rolled back"),
+        format!("curl -i {addr}/users/ada/todos/import {json} -d '[[{{\"title\":\"a\"}}],[{{\"title\":\"b\"}},{{\"title\":\"\"}}]]'   # a saved, b rolled back"),
+        format!("curl -i {addr}/stats"),
         format!("curl -i -X DELETE {addr}/users/ada/todos/1"),
     ]
     .join("\n  ")

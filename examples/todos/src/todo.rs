@@ -8,11 +8,12 @@ use axum::extract::{Path, Request};
 use axum::http::StatusCode;
 use axum::middleware::{Next, from_fn};
 use axum::response::{IntoResponse, Response};
-use di_core::{ContextRef, context_proto, singleton_proto};
+use di_core::{ContextRef, EventBus, context_proto, intercept, singleton_proto};
 use di_http::{RequestHead, http_controller, http_routes};
 use rusqlite::{OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
+use crate::advice::{Timing, TodoCompleted, Transactional};
 use crate::db::{DbError, UnitOfWork};
 
 /// A todo of a user.
@@ -120,7 +121,10 @@ impl TodoRepository {
         self.uow
             .get()
             .write("updating a todo", |conn| {
-                conn.execute("UPDATE todos SET done = ?3 WHERE user = ?1 AND id = ?2", params![user, id, done])
+                conn.execute(
+                    "UPDATE todos SET done = ?3, done_at = CASE WHEN ?3 THEN unixepoch() END WHERE user = ?1 AND id = ?2",
+                    params![user, id, done],
+                )
             })
             .await
             .map(|n| n == 1)
@@ -211,8 +215,12 @@ pub struct TodoService {
     repo: Arc<TodoRepository>,
     #[inject]
     tracer: ContextRef<RequestTracer>,
+    #[inject]
+    events: Arc<EventBus>,
 }
 
+/// Every `pub async fn` is timed ([`Timing`]).
+#[intercept(Timing)]
 impl TodoService {
     fn check_user<'u>(&self, user: &'u str) -> Result<&'u str, TodoError> {
         if self.users.exists(user) { Ok(user) } else { Err(TodoError::UnknownUser(user.to_owned())) }
@@ -234,8 +242,9 @@ impl TodoService {
         Ok(todo)
     }
 
-    /// Adds several todos: every one, or (on the first invalid title) none, since the unit of
-    /// work rolls back the ones already inserted.
+    /// Adds several todos: every one, or (on the first invalid title) none: the method runs in
+    /// a savepoint of the request's unit of work ([`Transactional`]), rolled back on `Err`.
+    #[intercept(Transactional)]
     pub async fn create_all(&self, user: &str, titles: &[NewTodo]) -> Result<Vec<Todo>, TodoError> {
         let mut created = Vec::with_capacity(titles.len());
         for new in titles {
@@ -260,6 +269,10 @@ impl TodoService {
             return Err(TodoError::NotFound(id));
         }
         self.tracer.get().event(format!("todo {id} done={done}"));
+        if done {
+            // Held until the request has committed; dropped if it fails.
+            self.events.emit(TodoCompleted { user: user.to_owned(), id });
+        }
         self.get(user, id).await
     }
 
@@ -296,6 +309,24 @@ pub struct TodoController {
 
 type ApiResult<T> = Result<T, ApiError>;
 
+/// The answer of `POST /users/{user}/todos/import`.
+#[derive(Debug, Default, Serialize)]
+pub struct ImportReport {
+    /// The todos of the batches that were saved.
+    pub saved: Vec<Todo>,
+    /// The batches that were rolled back.
+    pub failed: Vec<BatchError>,
+}
+
+/// A batch of an import that was rolled back.
+#[derive(Debug, Serialize)]
+pub struct BatchError {
+    /// Its position, from 0.
+    pub batch: usize,
+    /// Why.
+    pub error: String,
+}
+
 #[http_routes]
 impl TodoController {
     #[get("/")]
@@ -318,6 +349,20 @@ impl TodoController {
     ) -> ApiResult<(StatusCode, Json<Vec<Todo>>)> {
         let todos = self.service.create_all(&user, &new).await.map_err(|e| self.service.api_error(e))?;
         Ok((StatusCode::CREATED, Json(todos)))
+    }
+
+    /// Several batches, each all or nothing: a batch with an invalid title is rolled back, the
+    /// others are saved. Answers what was saved and what failed.
+    #[post("/import")]
+    async fn import(&self, Path(user): Path<String>, Json(batches): Json<Vec<Vec<NewTodo>>>) -> Json<ImportReport> {
+        let mut report = ImportReport::default();
+        for (batch, titles) in batches.iter().enumerate() {
+            match self.service.create_all(&user, titles).await {
+                Ok(todos) => report.saved.extend(todos),
+                Err(error) => report.failed.push(BatchError { batch, error: error.to_string() }),
+            }
+        }
+        Json(report)
     }
 
     #[get("/{id}")]

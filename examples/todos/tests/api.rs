@@ -348,3 +348,68 @@ async fn the_service_alone_from_a_root_in_a_seeded_scope() {
     assert!(matches!(unknown, Err(todos::todo::TodoError::UnknownUser(_))), "{unknown:?}");
     app.shutdown().await.unwrap();
 }
+
+/// `Transactional` (an interceptor on `TodoService::create_all`): each batch of an import runs
+/// in a savepoint of the request's transaction, so a bad batch is rolled back while the request
+/// still succeeds and commits the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_keeps_the_good_batches_and_rolls_back_the_bad_one() {
+    let service = Service::start("import").await;
+    let body = r#"[[{"title":"a"},{"title":"b"}], [{"title":"lost"},{"title":" "}], [{"title":"c"}]]"#;
+    let reply = send_json(service.addr, "POST", "/users/ada/todos/import", body).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let report: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
+    let saved: Vec<&str> = report["saved"].as_array().unwrap().iter().map(|t| t["title"].as_str().unwrap()).collect();
+    assert_eq!(saved, ["a", "b", "c"]);
+    assert_eq!(report["failed"], serde_json::json!([{"batch": 1, "error": "a title cannot be empty"}]));
+    assert_eq!(service.committed_titles("ada"), ["a", "b", "c"], "`lost` was rolled back to its savepoint");
+    service.stop().await;
+}
+
+/// `TodoCompleted` (an event): counted by `TodoStats` once the request that completed the todo
+/// has committed, not when the request fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completing_a_todo_is_counted_after_its_request_commits() {
+    let service = Service::start("stats").await;
+    let stats = || async { send(service.addr, "GET", "/stats", &[], b"").await.body };
+    assert_eq!(stats().await, r#"{"completed":0}"#);
+    let reply = send_json(service.addr, "POST", "/users/ada/todos", r#"{"title":"t"}"#).await;
+    let todo: Todo = serde_json::from_str(&reply.body).unwrap();
+    let path = format!("/users/ada/todos/{}", todo.id);
+    assert_eq!(send_json(service.addr, "PATCH", &path, r#"{"done":true}"#).await.status, 200);
+    // Undone, then done again: two completions. Missing todos complete nothing.
+    assert_eq!(send_json(service.addr, "PATCH", &path, r#"{"done":false}"#).await.status, 200);
+    assert_eq!(send_json(service.addr, "PATCH", &path, r#"{"done":true}"#).await.status, 200);
+    assert_eq!(send_json(service.addr, "PATCH", "/users/ada/todos/999", r#"{"done":true}"#).await.status, 404);
+    // The handler runs on its own task after the response: wait for it (the App's ending
+    // scopes and handlers), at most a few seconds.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while stats().await != r#"{"completed":2}"# {
+        assert!(Instant::now() < deadline, "stats: {}", stats().await);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    service.stop().await;
+}
+
+/// `TodoPurger` (a scheduled job), run by hand: deletes the todos done more than a day ago,
+/// and only those.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_purge_job_deletes_todos_done_more_than_a_day_ago() {
+    let service = Service::start("purge").await;
+    for title in ["old done", "recent done", "old undone"] {
+        let reply = send_json(service.addr, "POST", "/users/ada/todos", &format!(r#"{{"title":"{title}"}}"#)).await;
+        assert_eq!(reply.status, 201);
+    }
+    let ids = service.committed_ids("ada");
+    for id in &ids[..2] {
+        let reply = send_json(service.addr, "PATCH", &format!("/users/ada/todos/{id}"), r#"{"done":true}"#).await;
+        assert_eq!(reply.status, 200);
+    }
+    // Two days ago, behind the service's back.
+    let conn = rusqlite::Connection::open(&service.db).unwrap();
+    conn.execute("UPDATE todos SET done_at = unixepoch() - 2 * 86400 WHERE id IN (?1, ?2)", [ids[0], ids[2]]).unwrap();
+    drop(conn);
+    service.app.run_schedule::<todos::advice::TodoPurger>("purge").await.unwrap();
+    assert_eq!(service.committed_titles("ada"), ["recent done", "old undone"]);
+    service.stop().await;
+}

@@ -5,7 +5,7 @@ use di_core::{intercept, singleton_proto, Advice, Call, Next};
 pub struct Transactional;
 
 impl<T, E> Advice<Result<T, E>> for Transactional {
-    async fn around(&self, _: Call, next: impl Next<Result<T, E>>) -> Result<T, E> {
+    async fn around(&self, _: Call, next: Next<'_, Result<T, E>>) -> Result<T, E> {
         next.run().await
     }
 }

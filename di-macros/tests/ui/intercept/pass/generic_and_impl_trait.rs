@@ -7,7 +7,7 @@ use di_core::{intercept, singleton_proto, Advice, Call, Next};
 pub struct Timing;
 
 impl<R> Advice<R> for Timing {
-    async fn around(&self, _: Call, next: impl Next<R>) -> R {
+    async fn around(&self, _: Call, next: Next<'_, R>) -> R {
         next.run().await
     }
 }
