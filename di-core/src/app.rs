@@ -403,9 +403,10 @@ impl App {
         ScopeBuilder { app: self, seeds: Seeds::default() }
     }
 
-    /// Shuts the App down, once (later calls do nothing): waits for the context scopes that
-    /// are still ending (their background tasks and destroy hooks, cancelled requests'
-    /// included), at most [`AppBuilder::shutdown_timeout`], then runs the singletons' destroy
+    /// Shuts the App down, once (later calls do nothing): stops the `#[schedule]` timers, waits
+    /// for the context scopes that are still ending (their background tasks and destroy hooks,
+    /// cancelled requests' included) and for running event handlers and jobs, at most
+    /// [`AppBuilder::shutdown_timeout`], then runs the singletons' destroy
     /// hooks in reverse dependency order (dependents first). Scopes still running are not
     /// waited for: stop them first (di-http's [`Server`] drains its connections before
     /// calling this). The singletons themselves are dropped with the last `App` clone.

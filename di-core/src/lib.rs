@@ -57,7 +57,13 @@
 //!   seeded with objects), [`AppBuilder::root`] (build only what a test reaches),
 //!   [`AppBuilder::expect_providers`]. A guide putting them together on a controller, with an
 //!   HTTP request through the router, is `di_http::testing`.
-//! - [`App::shutdown`]: waits for the scopes still ending, then destroys the singletons.
+//! - [`Advice`] and `#[intercept(..)]`: advices (protos) around methods, outermost first;
+//!   [`EventBus`] and `#[event_handler]`: events held by the scope until it has succeeded, each
+//!   handler in a scope of its own; `#[schedule(every = "30s")]`/`#[schedule(cron = "..")]`:
+//!   jobs on timers, [`App::run_schedule`] by hand. Handlers and jobs live in `#[handlers]`
+//!   impl blocks.
+//! - [`App::shutdown`]: stops the jobs' timers, waits for the scopes still ending and the
+//!   running handlers and jobs, then destroys the singletons.
 //! - [`App::to_dot`], [`App::to_mermaid`]: see the graph.
 //!
 //! The design and its measurements are in `docs/decisions.md` and `benches/RESULTS.md` of the

@@ -91,7 +91,16 @@ pub(crate) fn jobs(graph: &crate::graph::Graph, available: impl Fn(usize) -> boo
 
 /// Starts a timer task per job of `app`, stopped by `stop` (or when the App is gone).
 pub(crate) fn start(app: &Arc<AppInner>, stop: &watch::Sender<bool>) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    if app.jobs.is_empty() {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!(
+            jobs = app.jobs.len(),
+            "the App was built outside a tokio runtime: its scheduled jobs have no timer"
+        );
+        return;
+    };
     for index in 0..app.jobs.len() {
         let weak = Arc::downgrade(app);
         let mut stop = stop.subscribe();

@@ -106,7 +106,7 @@ fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[syn::Path]) {
     let sig = &mut method.sig;
     if sig.asyncness.is_none() {
         cx.error_spanned_by(
-            &sig.fn_token,
+            sig.fn_token,
             format!("`#[intercept]` applies to async methods; `{}` is not async", sig.ident),
         );
         return;

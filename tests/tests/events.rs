@@ -231,3 +231,21 @@ async fn an_excluded_proto_handles_nothing() {
     assert_eq!(app.events().handler_count::<TodoCompleted>(), 1);
     assert_eq!(app.events().handler_count::<Boom>(), 2);
 }
+
+#[tokio::test]
+async fn events_of_a_cancelled_scope_are_dropped() {
+    let app = App::builder().build().await.unwrap();
+    let todos = app.get_object::<Todos>().unwrap();
+    // A request whose client goes away after the event was emitted.
+    let cancelled = tokio::time::timeout(
+        Duration::from_millis(20),
+        app.run_in_context(async {
+            todos.complete(10, false).await;
+            std::future::pending::<()>().await
+        }),
+    )
+    .await;
+    assert!(cancelled.is_err());
+    settle(&app).await;
+    assert_eq!(app.get_object::<Stats>().unwrap().completed.load(Ordering::Relaxed), 0);
+}
