@@ -254,11 +254,9 @@ where
     fn poll_step(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R> {
         loop {
             match self.as_mut().project() {
-                ProceedProj::Running { fut } => {
-                    let out = std::task::ready!(fut.poll(cx));
-                    self.set(Proceed::Done);
-                    return Poll::Ready(out);
-                }
+                // Left `Running` when done: `Run` is awaited once (`Next::run` takes `Next`),
+                // and the finished future is dropped with the step.
+                ProceedProj::Running { fut } => return fut.poll(cx),
                 ProceedProj::Ready { .. } => {
                     let ProceedTaken::Ready { args, run, .. } = self.as_mut().project_replace(Proceed::Done) else {
                         unreachable!("matched above")
