@@ -331,6 +331,9 @@ pub struct AdviceSite {
     pub module: &'static str,
     /// The intercepted method.
     pub method: &'static str,
+    /// Where the `#[intercept]` is.
+    pub file: &'static str,
+    pub line: u32,
 }
 
 inventory::collect!(AdviceSite);

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::config::{Config, Sources};
 use crate::error::{BoxError, DiError};
 use crate::graph::{FastMap, Graph, Target};
-use crate::pending::Pending;
+use crate::pending::{Pending, PendingGuard};
 use crate::proto::{
     AnyArc, BuildFuture, Factory, HookFuture, InjectKind, ProtoDef, ProtoDescriptor, Scope, SyncFactory, downcast,
 };
@@ -43,8 +43,6 @@ pub(crate) struct AppInner {
     pub(crate) jobs: Vec<crate::schedule::Job>,
     /// Stops the jobs' timers (`shutdown`); dropped with the App, which stops them too.
     stop_jobs: tokio::sync::watch::Sender<bool>,
-    /// Set when `shutdown` starts destroying singletons: no event handler starts after it.
-    closed: AtomicBool,
     /// The most objects a scope of this App has created, once past the scope table's linear
     /// range: a table that grows past that range reserves this much at once (`ScopeShared`).
     pub(crate) large_scope: std::sync::atomic::AtomicUsize,
@@ -442,16 +440,16 @@ impl App {
         }
         self.inner.stop_jobs.send_replace(true);
         self.inner.wait_for_endings().await;
-        self.inner.closed.store(true, Ordering::Release);
         let order: Vec<usize> = self.inner.graph.levels.iter().flatten().copied().collect();
         let built: Vec<Option<AnyArc>> =
             (0..self.inner.singletons.len()).map(|p| self.inner.singleton_now(p)).collect();
         destroy_singletons(&self.inner.graph, &built, &order).await
     }
 
-    /// How many context scopes are ending now: waiting for background tasks or running destroy
-    /// hooks after their output left (di-http: after the response was sent), or cancelled and
-    /// cleaning up.
+    /// How many context scopes are ending now (waiting for background tasks or running destroy
+    /// hooks after their output left, di-http: after the response was sent, or cancelled and
+    /// cleaning up), plus the event handlers and scheduled runs still going: what
+    /// [`shutdown`](Self::shutdown) waits for.
     pub fn scopes_ending(&self) -> usize {
         self.inner.ending.count()
     }
@@ -540,14 +538,25 @@ impl fmt::Debug for App {
 }
 
 impl AppInner {
-    /// Waits until no scope is ending, at most the shutdown timeout.
+    /// Waits until no scope is ending and no event handler or scheduled run is going, at most
+    /// the shutdown timeout, then closes the count: no handler or run starts after it.
     async fn wait_for_endings(&self) {
-        if !self.ending.wait(self.shutdown_timeout).await {
-            tracing::error!(
-                scopes = self.ending.count(),
-                timeout = ?self.shutdown_timeout,
-                "context scopes were still ending at the shutdown deadline; destroying singletons without them"
-            );
+        let deadline = std::time::Instant::now() + self.shutdown_timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if !self.ending.wait(left).await {
+                tracing::error!(
+                    pending = self.ending.count(),
+                    timeout = ?self.shutdown_timeout,
+                    "context scopes, event handlers or scheduled jobs were still running at the shutdown deadline; destroying singletons without them"
+                );
+                self.ending.close();
+                return;
+            }
+            // A handler may have started between the wait and now: wait for it too.
+            if self.ending.close_when_idle() {
+                return;
+            }
         }
     }
 
@@ -657,18 +666,24 @@ impl AppInner {
         self.singletons[proto].clone().or_else(|| self.lazy.get(&proto)?.value.get().cloned())
     }
 
-    /// Proto `proto`'s object: the singleton, or the current scope's.
     /// The object of `proto`: a singleton (built now if lazy), a new transient, or the current
     /// scope's context object.
     pub(crate) fn instance_of(&self, proto: usize) -> Result<AnyArc, DiError> {
         self.instance(proto, self.graph.protos[proto].type_name)
     }
 
-    /// Whether `shutdown` has started destroying the singletons.
-    pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+    /// Whether `shutdown` has started.
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shut_down.load(Ordering::Acquire)
     }
 
+    /// Counts an event handler or a scheduled run, unless `shutdown` has stopped waiting for
+    /// them (it is destroying the singletons, or has).
+    pub(crate) fn try_pending(self: &Arc<Self>) -> Option<PendingGuard<AppInner>> {
+        PendingGuard::try_new(self.clone())
+    }
+
+    /// Proto `proto`'s object: the singleton, or the current scope's.
     fn instance(&self, proto: usize, wanted: &'static str) -> Result<AnyArc, DiError> {
         match &self.singletons[proto] {
             Some(obj) => Ok(obj.clone()),
@@ -1396,8 +1411,14 @@ impl AppBuilder {
             .filter(|&p| graph.protos[p].lazy && singletons[p].is_none())
             .map(|p| (p, LazySlot::default()))
             .collect();
-        let available =
-            |p: usize| singletons[p].is_some() || (graph.protos[p].lazy && graph.protos[p].scope == Scope::Singleton);
+        // Handlers and jobs of the singletons built, and of the lazy ones this App may build
+        // (with roots, those the roots reach).
+        let available = |p: usize| {
+            singletons[p].is_some()
+                || (graph.protos[p].lazy
+                    && graph.protos[p].scope == Scope::Singleton
+                    && (roots.is_empty() || reached.as_ref().is_none_or(|r| r[p])))
+        };
         let handlers = crate::events::handlers(&graph, available);
         let jobs = match crate::schedule::jobs(&graph, available) {
             Ok(jobs) => jobs,
@@ -1408,7 +1429,6 @@ impl AppBuilder {
             handlers,
             jobs,
             stop_jobs: tokio::sync::watch::Sender::new(false),
-            closed: AtomicBool::new(false),
             lazy,
             graph,
             singletons,
@@ -1466,6 +1486,7 @@ fn check_advices(
             advice: site.advice_name,
             module: site.module,
             method: site.method,
+            at: format!("{}:{}", site.file, site.line),
             why: why.to_owned(),
         });
     }

@@ -262,7 +262,7 @@ pub enum DiError {
         inactive: Vec<String>,
     },
     /// An `#[intercept(..)]` names an advice that this App does not register.
-    #[error("method `{method}` of module `{module}` is intercepted by `{advice}`, but {why}")]
+    #[error("method `{method}` of module `{module}` ({at}) is intercepted by `{advice}`, but {why}")]
     AdviceMissing {
         /// The advice type, as written in `#[intercept]`.
         advice: &'static str,
@@ -270,6 +270,8 @@ pub enum DiError {
         module: &'static str,
         /// The intercepted method.
         method: &'static str,
+        /// Where: `file:line` of the `#[intercept]`.
+        at: String,
         /// Why the App has no such proto: excluded, another profile, or not registered.
         why: String,
     },

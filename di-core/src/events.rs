@@ -16,7 +16,6 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 
 use crate::app::AppInner;
-use crate::pending::PendingGuard;
 use crate::proto::{AnyArc, HookFuture};
 use crate::provider::AppCell;
 use crate::scope;
@@ -222,6 +221,15 @@ impl EventBus {
                 }
                 None => {}
             },
+            // Once `shutdown` has begun, only what scopes still ending hold is drained: a
+            // steady emitter outside them would keep it waiting until its deadline.
+            None if app.is_shutting_down() => {
+                tracing::error!(
+                    event = core::any::type_name::<E>(),
+                    "an event was emitted outside a scope after shutdown began; dropped"
+                );
+                drop(held);
+            }
             None => dispatch(&app, held),
         }
     }
@@ -241,18 +249,19 @@ impl fmt::Debug for EventBus {
 /// Starts every handler of `held` on a task of its own, counted by the App.
 pub(crate) fn dispatch(app: &Arc<AppInner>, held: HeldEvent) {
     let Some(handlers) = app.handlers.get(&held.ty) else { return };
-    if app.is_closed() {
-        let event = handlers.first().map_or("?", |h| (h.descriptor.event_name)());
-        tracing::error!(event, "an event was emitted after the App shut down; dropped");
-        return;
-    }
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         let event = handlers.first().map_or("?", |h| (h.descriptor.event_name)());
         tracing::error!(event, "an event was emitted outside a tokio runtime; its handlers cannot run, dropped");
         return;
     };
     for &handler in handlers {
-        let guard = PendingGuard::new(app.clone());
+        let Some(guard) = app.try_pending() else {
+            tracing::error!(
+                event = (handler.descriptor.event_name)(),
+                "an event was emitted after the App shut down; dropped"
+            );
+            return;
+        };
         let app = app.clone();
         let event = held.event.clone();
         drop(runtime.spawn(async move {

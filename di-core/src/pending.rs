@@ -9,13 +9,31 @@ use tokio::sync::Notify;
 
 #[derive(Default)]
 pub(crate) struct Pending {
+    /// The count, and [`CLOSED`] once [`close_when_idle`](Pending::close_when_idle) or
+    /// [`close`](Pending::close) ran.
     count: AtomicUsize,
     done: Notify,
 }
 
+/// Set in the count once closed: [`PendingGuard::try_new`] refuses from then on.
+const CLOSED: usize = 1 << (usize::BITS - 1);
+
 impl Pending {
     pub(crate) fn count(&self) -> usize {
-        self.count.load(Ordering::Acquire)
+        self.count.load(Ordering::Acquire) & !CLOSED
+    }
+
+    /// Closes the count if it is zero now; whether it did (or was closed already).
+    pub(crate) fn close_when_idle(&self) -> bool {
+        match self.count.compare_exchange(0, CLOSED, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => true,
+            Err(now) => now & CLOSED != 0,
+        }
+    }
+
+    /// Closes the count, whatever it is.
+    pub(crate) fn close(&self) {
+        self.count.fetch_or(CLOSED, Ordering::AcqRel);
     }
 
     /// Waits until the count is zero, at most `timeout`; `false` if it was not. Needs tokio's
@@ -43,16 +61,34 @@ impl Pending {
 pub(crate) struct PendingGuard<O: AsRef<Pending>>(Arc<O>);
 
 impl<O: AsRef<Pending>> PendingGuard<O> {
+    /// Counts one more, closed or not: what must end (a scope's destroy hooks) is always
+    /// counted.
     pub(crate) fn new(owner: Arc<O>) -> Self {
         (*owner).as_ref().count.fetch_add(1, Ordering::AcqRel);
         PendingGuard(owner)
+    }
+
+    /// Counts one more unless the count is closed: what may be refused (an event handler, a
+    /// scheduled run) once its owner has stopped waiting.
+    pub(crate) fn try_new(owner: Arc<O>) -> Option<Self> {
+        let count = &(*owner).as_ref().count;
+        let mut now = count.load(Ordering::Acquire);
+        loop {
+            if now & CLOSED != 0 {
+                return None;
+            }
+            match count.compare_exchange_weak(now, now + 1, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Some(PendingGuard(owner)),
+                Err(actual) => now = actual,
+            }
+        }
     }
 }
 
 impl<O: AsRef<Pending>> Drop for PendingGuard<O> {
     fn drop(&mut self) {
         let pending = (*self.0).as_ref();
-        if pending.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+        if pending.count.fetch_sub(1, Ordering::AcqRel) & !CLOSED == 1 {
             pending.done.notify_waiters();
         }
     }

@@ -16,7 +16,6 @@ use tokio::sync::watch;
 
 use crate::app::AppInner;
 use crate::error::DiError;
-use crate::pending::PendingGuard;
 use crate::proto::{AnyArc, HookFuture};
 use crate::scope;
 
@@ -155,17 +154,14 @@ async fn timer(app: Weak<AppInner>, index: usize) {
 /// is gone.
 fn fire(app: &Weak<AppInner>, index: usize) -> bool {
     let Some(app) = app.upgrade() else { return false };
-    let job = &app.jobs[index];
-    if job.running.swap(true, Ordering::AcqRel) {
-        tracing::warn!(job = %job.name, "a scheduled run is skipped: the previous one is still going");
+    let Some(guard) = app.try_pending() else { return false };
+    let Some(running) = Running::claim(&app, index) else {
+        tracing::warn!(job = %app.jobs[index].name, "a scheduled run is skipped: the previous one is still going");
         return true;
-    }
-    let guard = PendingGuard::new(app.clone());
+    };
     drop(tokio::spawn(async move {
-        let result = {
-            let _running = Running(&app.jobs[index].running);
-            run(&app, index).await
-        };
+        let result = run(&app, index).await;
+        drop(running);
         if let Err(error) = result {
             tracing::error!(job = %app.jobs[index].name, %error, "a scheduled job failed");
         }
@@ -206,19 +202,35 @@ pub(crate) async fn run_by_hand(
             },
         )?;
     let job = &app.jobs[found];
-    if job.running.swap(true, Ordering::AcqRel) {
+    let Some(_guard) = app.try_pending() else {
+        return Err(DiError::Schedule {
+            job: job.name.clone(),
+            reason: "cannot run: the App has shut down".to_owned(),
+        });
+    };
+    let Some(_running) = Running::claim(app, found) else {
         return Err(DiError::Schedule { job: job.name.clone(), reason: "is running already".to_owned() });
-    }
-    let _running = Running(&job.running);
-    let _guard = PendingGuard::new(app.clone());
+    };
     run(app, found).await
 }
 
-/// Marks a job not running when its run ends, however it ends.
-struct Running<'a>(&'a AtomicBool);
+/// A job marked running, until this is dropped (however its run ends, also when its task is
+/// dropped unpolled).
+struct Running {
+    app: Arc<AppInner>,
+    index: usize,
+}
 
-impl Drop for Running<'_> {
+impl Running {
+    /// Marks job `index` running; `None` if it is already.
+    fn claim(app: &Arc<AppInner>, index: usize) -> Option<Running> {
+        let busy = app.jobs[index].running.swap(true, Ordering::AcqRel);
+        (!busy).then(|| Running { app: app.clone(), index })
+    }
+}
+
+impl Drop for Running {
     fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
+        self.app.jobs[self.index].running.store(false, Ordering::Release);
     }
 }

@@ -356,6 +356,10 @@ impl<F: Future<Output: PanicResponse>> Future for Work<F> {
                 let response = std::task::ready!(this.handler.poll(cx));
                 if let Some(status) = response.status() {
                     this.head.set_status(Some(status));
+                    if status.is_client_error() || status.is_server_error() {
+                        // The request failed: the events it emitted are not dispatched.
+                        di_core::discard_events();
+                    }
                 }
                 this.completing.insert((di_core::complete_scope(), response))
             }

@@ -116,18 +116,20 @@ fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[syn::Path]) {
         return;
     }
     let method_name = sig.ident.to_string();
-    // Each argument becomes `__di_aN` in the signature; the body's closure binds the original
-    // patterns, so that patterns and `mut` bindings behave as before.
+    // A plain `name` (or `mut name`) argument keeps its name in the signature (rustdoc, and
+    // attributes below this one such as `#[instrument(skip(name))]`, see it); a destructuring
+    // pattern becomes `__di_aN`. The body's closure binds the original patterns, so that
+    // patterns and `mut` bindings behave as before.
     let mut names = Vec::new();
     let mut patterns = Vec::new();
     let mut labels = Vec::new();
     for (i, input) in sig.inputs.iter_mut().skip(1).enumerate() {
         let syn::FnArg::Typed(arg) = input else { continue };
-        let name = format_ident!("__di_a{}", i);
-        labels.push(match &*arg.pat {
-            syn::Pat::Ident(p) => p.ident.to_string(),
-            pat => quote!(#pat).to_string(),
-        });
+        let (name, label) = match &*arg.pat {
+            syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => (p.ident.clone(), p.ident.to_string()),
+            pat => (format_ident!("__di_a{}", i), quote!(#pat).to_string()),
+        };
+        labels.push(label);
         patterns.push(std::mem::replace(&mut *arg.pat, syn::parse_quote!(#name)));
         names.push(name);
     }
@@ -179,6 +181,8 @@ fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[syn::Path]) {
                     advice_name: #advice_name,
                     module: ::core::module_path!(),
                     method: #method_name,
+                    file: ::core::file!(),
+                    line: ::core::line!(),
                 }
             }
         });

@@ -249,3 +249,56 @@ async fn events_of_a_cancelled_scope_are_dropped() {
     settle(&app).await;
     assert_eq!(app.get_object::<Stats>().unwrap().completed.load(Ordering::Relaxed), 0);
 }
+
+/// Emits `Chained` and fails: its own event must not go out.
+pub struct Failing;
+pub struct Chained;
+
+#[singleton_proto]
+pub struct Chain {
+    #[inject]
+    events: Arc<EventBus>,
+    chained: AtomicUsize,
+    late: AtomicUsize,
+}
+
+pub struct Late;
+
+#[handlers]
+impl Chain {
+    #[event_handler]
+    async fn on_failing(&self, _: &Failing) -> Result<(), std::io::Error> {
+        self.events.emit(Chained);
+        Err(std::io::Error::other("the handler failed after emitting"))
+    }
+
+    #[event_handler]
+    async fn on_chained(&self, _: &Chained) {
+        self.chained.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[event_handler]
+    async fn on_late(&self, _: &Late) {
+        self.late.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[tokio::test]
+async fn a_failing_handler_drops_the_events_it_emitted_and_late_events_of_a_good_scope_go_at_once() {
+    let app = App::builder().build().await.unwrap();
+    app.events().emit(Failing);
+    // A background task of a request that succeeded emits after the completion phase.
+    let events = app.events();
+    app.run_in_context(async move {
+        di_core::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            events.emit(Late);
+        });
+    })
+    .end_in_background()
+    .await;
+    settle(&app).await;
+    let chain = app.get_object::<Chain>().unwrap();
+    assert_eq!(chain.chained.load(Ordering::Relaxed), 0);
+    assert_eq!(chain.late.load(Ordering::Relaxed), 1);
+}

@@ -314,9 +314,8 @@ async fn an_excluded_advice_fails_build_naming_the_method() {
     let error = App::builder().exclude::<Guard>().build().await.unwrap_err();
     let message = error.to_string();
     assert!(
-        message.contains(
-            "method `get` of module `intercept` is intercepted by `Guard`, but excluded by `AppBuilder::exclude`"
-        ),
+        message.contains("method `get` of module `intercept` (tests/tests/intercept.rs:")
+            && message.contains(") is intercepted by `Guard`, but excluded by `AppBuilder::exclude`"),
         "{message}"
     );
     assert!(matches!(error, DiError::AdviceMissing { .. } | DiError::Multiple(_)), "{error:?}");

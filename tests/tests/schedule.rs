@@ -150,3 +150,11 @@ async fn a_job_running_already_is_not_run_by_hand() {
     running.await.unwrap().unwrap();
     app.run_schedule::<Jobs>("slow").await.unwrap();
 }
+
+#[tokio::test]
+async fn no_job_runs_by_hand_after_shutdown() {
+    let app = App::builder().without_schedules().build().await.unwrap();
+    app.shutdown().await.unwrap();
+    let error = app.run_schedule::<Jobs>("tick").await.unwrap_err();
+    assert_eq!(error.to_string(), "scheduled job `schedule::Jobs::tick` cannot run: the App has shut down");
+}

@@ -255,9 +255,15 @@ pin_project! {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
             let end: Option<BoxFuture<()>> = match std::mem::replace(this.phase, Phase::Done) {
-                Phase::Running => this.inner.take_value().and_then(|handle| handle.shared.into_inner()).and_then(start_end),
+                // Cancelled or panicked: the events the scope holds are dropped (now, rather
+                // than with the scope).
+                Phase::Running => this.inner.take_value().and_then(|handle| handle.shared.into_inner()).and_then(|shared| {
+                    shared.settle_events(false);
+                    start_end(shared)
+                }),
                 Phase::Completing { shared, .. } => {
                     completion_cancelled();
+                    shared.settle_events(false);
                     start_end(shared)
                 }
                 Phase::Ending { end, .. } => Some(end),

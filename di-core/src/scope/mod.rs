@@ -413,6 +413,49 @@ pub(crate) fn current_as<U: ?Sized + 'static>(at: RefKey, wanted: &'static str) 
         .unwrap_or(Err(DiError::NoScope { wanted }))
 }
 
+/// Drops the events the current context scope holds, and those it emits from now on: for a
+/// scope whose work failed without a completion hook failing. di-http calls it when a request
+/// is answered with a 4xx or 5xx status. Does nothing outside a scope.
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use di_core::{handlers, singleton_proto, App};
+///
+/// pub struct Paid;
+///
+/// #[singleton_proto]
+/// #[derive(Default)]
+/// pub struct Receipts { sent: AtomicUsize }
+///
+/// #[handlers]
+/// impl Receipts {
+///     #[event_handler]
+///     async fn on_paid(&self, _: &Paid) { self.sent.fetch_add(1, Ordering::Relaxed); }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().build().await?;
+/// let charged: Result<(), &str> = app
+///     .run_in_context(async {
+///         app.events().emit(Paid);
+///         let result = Err("card declined"); // the job fails after emitting
+///         if result.is_err() {
+///             di_core::discard_events();
+///         }
+///         result
+///     })
+///     .await;
+/// assert!(charged.is_err());
+/// app.shutdown().await?;
+/// assert_eq!(app.get_object::<Receipts>()?.sent.load(Ordering::Relaxed), 0);
+/// # Ok(()) }
+/// ```
+pub fn discard_events() {
+    let _ = CURRENT.try_with(|h| h.shared().settle_events(false));
+}
+
 /// Fails the current scope: its completion phase will not run, its held events are dropped.
 pub(crate) fn fail_current() {
     if let Ok(Some(shared)) = CURRENT.try_with(|h| h.shared.get().cloned()) {
