@@ -138,7 +138,12 @@ async fn timer(app: Weak<AppInner>, index: usize) {
                 // From the later of now and the last due time: a timer woken a little early
                 // does not fire twice, and one whose clock is paused (tests) still advances.
                 let base = last.max(chrono::Utc::now());
-                let Some(next) = schedule.after(&base).next() else { return };
+                let Some(next) = schedule.after(&base).next() else {
+                    if let Some(app) = app.upgrade() {
+                        tracing::warn!(job = %app.jobs[index].name, "a scheduled job's cron expression has no due time left; its timer stops");
+                    }
+                    return;
+                };
                 let wait = (next - base).to_std().unwrap_or_default();
                 tokio::time::sleep(wait).await;
                 last = next;
