@@ -292,16 +292,16 @@ fn bus_factory(r: &crate::Resolver<'_>) -> Result<AnyArc, crate::DiError> {
     Ok(Arc::new(EventBus::new(r.cell.clone())))
 }
 
-const BUS: crate::ProtoDescriptor = crate::ProtoDescriptor::new::<EventBus>(
+const BUS: crate::registry::ProtoDescriptor = crate::registry::ProtoDescriptor::new::<EventBus>(
     "eventBus",
     crate::Scope::Singleton,
     bus_factory,
-    crate::cast_to::<EventBus>,
+    crate::registry::cast_to::<EventBus>,
 );
 
 inventory::submit! { BUS }
 
 impl crate::Proto for EventBus {
-    const DESCRIPTOR: crate::ProtoDescriptor = BUS;
+    const DESCRIPTOR: crate::registry::ProtoDescriptor = BUS;
 }
 impl crate::SingletonProto for EventBus {}

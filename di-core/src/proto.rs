@@ -289,7 +289,7 @@ impl ProtoDescriptor {
     }
 
     /// A singleton whose value is the configuration section at `prefix`, deserialized by `load`
-    /// ([`load_section::<T>`](crate::load_section)) when the App is built. With `instances`,
+    /// ([`load_section::<T>`](crate::registry::load_section)) when the App is built. With `instances`,
     /// each table under `prefix` is an instance, named by its key.
     pub const fn config<T: Send + Sync + 'static>(
         name: &'static str,
@@ -517,7 +517,7 @@ pub fn cast_to<T: Send + Sync + 'static>(obj: AnyArc, out: &mut dyn Any) {
 /// ```
 /// use std::any::Any;
 /// use std::sync::Arc;
-/// use di_core::{AnyArc, Provide, put};
+/// use di_core::registry::{AnyArc, Provide, put};
 ///
 /// trait Greet: Send + Sync { fn hi(&self) -> &str; }
 /// struct English;
@@ -1031,8 +1031,8 @@ pub fn downcast<T: Send + Sync + 'static>(obj: AnyArc) -> Arc<T> {
 /// # Examples
 ///
 /// ```
-/// assert_eq!(di_core::default_name("my_app::UserService"), "userService");
-/// assert_eq!(di_core::default_name("Wrapper<my_app::Inner>"), "wrapper");
+/// assert_eq!(di_core::registry::default_name("my_app::UserService"), "userService");
+/// assert_eq!(di_core::registry::default_name("Wrapper<my_app::Inner>"), "wrapper");
 /// ```
 pub fn default_name(type_name: &str) -> String {
     let base = type_name.split('<').next().unwrap_or(type_name);

@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use di_core::{
-    App, ContextRef, Dependency, DiError, HookFuture, InjectKind, ProtoDescriptor, Provide, Resolver, Scope, cast_to,
-};
+use di_core::registry::{HookFuture, ProtoDescriptor, Provide, cast_to};
+use di_core::{App, ContextRef, Dependency, DiError, InjectKind, Resolver, Scope};
 
 trait Greet: Send + Sync {
     fn greet(&self) -> String;
@@ -27,20 +26,20 @@ struct Greeter {
     tracer: ContextRef<Tracer>,
 }
 
-fn english(_: &Resolver<'_>) -> Result<di_core::AnyArc, DiError> {
+fn english(_: &Resolver<'_>) -> Result<di_core::registry::AnyArc, DiError> {
     Ok(Arc::new(English))
 }
-fn english_as_greet(obj: di_core::AnyArc, out: &mut dyn std::any::Any) {
+fn english_as_greet(obj: di_core::registry::AnyArc, out: &mut dyn std::any::Any) {
     let english: Arc<dyn Greet> = obj.downcast::<English>().unwrap();
-    di_core::put(out, english);
+    di_core::registry::put(out, english);
 }
-fn tracer(_: &Resolver<'_>) -> Result<di_core::AnyArc, DiError> {
+fn tracer(_: &Resolver<'_>) -> Result<di_core::registry::AnyArc, DiError> {
     Ok(Arc::new(Tracer { id: "t-1" }))
 }
-fn greeter(r: &Resolver<'_>) -> Result<di_core::AnyArc, DiError> {
+fn greeter(r: &Resolver<'_>) -> Result<di_core::registry::AnyArc, DiError> {
     Ok(Arc::new(Greeter { greetings: r.all(0)?, tracer: r.context_ref(1)? }))
 }
-fn greeter_init(_: di_core::AnyArc) -> HookFuture {
+fn greeter_init(_: di_core::registry::AnyArc) -> HookFuture {
     Box::pin(async { Ok(()) })
 }
 

@@ -4,7 +4,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use di_core::{App, BoxError, Dependency, DiError, HookFuture as BoxFuture, InjectKind, ProtoDef};
+use di_core::registry::HookFuture as BoxFuture;
+use di_core::{App, BoxError, Dependency, DiError, InjectKind, ProtoDef};
 
 type Log = Arc<Mutex<Vec<String>>>;
 

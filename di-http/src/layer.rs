@@ -9,10 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
-use di_core::{
-    AnyArc, App, CompleteScope, ContextFuture, ContextProto, ContextSlot, DiError, Proto, ProtoDescriptor, Resolver,
-    Scope,
-};
+use di_core::futures::{CompleteScope, ContextFuture};
+use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+use di_core::{App, ContextProto, ContextSlot, DiError, Proto, Resolver, Scope};
 use http::{Extensions, HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri, Version};
 use tracing::instrument::{Instrument, Instrumented};
 
@@ -221,7 +220,7 @@ fn head_factory(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
 }
 
 const HEAD_DESCRIPTOR: ProtoDescriptor =
-    ProtoDescriptor::new::<RequestHead>("requestHead", Scope::Context, head_factory, di_core::cast_to::<RequestHead>);
+    ProtoDescriptor::new::<RequestHead>("requestHead", Scope::Context, head_factory, cast_to::<RequestHead>);
 
 inventory::submit! { HEAD_DESCRIPTOR }
 
@@ -414,13 +413,19 @@ pin_project_lite::pin_project! {
     }
 }
 
-/// What a service answers when it panicked: 500 with an empty body.
-#[doc(hidden)]
-pub trait PanicResponse {
+/// What a service answers when it panicked: 500 with an empty body. Sealed, and not exported:
+/// a bound of [`ResponseFuture`] that only axum's response type meets.
+pub trait PanicResponse: sealed::Sealed {
     /// The 500 response.
     fn internal_error() -> Self;
     /// The status, if this is a response.
     fn status(&self) -> Option<StatusCode>;
+}
+
+mod sealed {
+    /// Only the response type below implements [`PanicResponse`](super::PanicResponse).
+    pub trait Sealed {}
+    impl<RB, E> Sealed for Result<http::Response<RB>, E> {}
 }
 
 impl<RB: Default, E> PanicResponse for Result<Response<RB>, E> {

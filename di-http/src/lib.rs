@@ -74,9 +74,7 @@ mod serve;
 pub mod testing;
 
 pub use controller::{Controller, RouteError, RouteLayer, RouterBuilder, router};
-pub use layer::{
-    ContextLayer, ContextService, PanicResponse, REQUEST_ID_HEADER, RequestHead, RequestId, ResponseFuture,
-};
+pub use layer::{ContextLayer, ContextService, REQUEST_ID_HEADER, RequestHead, RequestId, ResponseFuture};
 pub use serve::{ServeError, Server, serve, shutdown_signal};
 
 pub use di_macros::{http_controller, http_routes};
