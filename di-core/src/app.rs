@@ -1271,7 +1271,7 @@ impl AppBuilder {
     /// Every graph error ([`DiError::Missing`], [`DiError::Cycle`], [`DiError::Ambiguous`],
     /// [`DiError::UnknownQualifier`], [`DiError::Duplicate`], [`DiError::ContextByValue`], ...),
     /// several at once as [`DiError::Multiple`]; [`DiError::OverrideUnknown`]; and a failing
-    /// factory or init hook ([`DiError::Hook`]), after destroying the singletons already built.
+    /// factory ([`DiError::Construction`]) or init hook ([`DiError::Hook`]), after destroying the singletons already built.
     pub async fn build(self) -> Result<App, DiError> {
         let mut defs: Vec<ProtoDef> = Vec::new();
         let mut seen = std::collections::HashSet::new();
@@ -1393,7 +1393,7 @@ impl AppBuilder {
                 singletons[p] = Some(obj);
             }
             if let Some((p, e)) = failed.into_iter().next() {
-                let e = DiError::hook("construction", &graph.protos[p], e);
+                let e = DiError::construction_of(&graph.protos[p], e);
                 return Err(abort(&graph, &singletons, &ready, e).await);
             }
             let hooks: Vec<(usize, HookFuture)> = level

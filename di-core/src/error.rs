@@ -334,16 +334,27 @@ pub enum DiError {
         /// Its error.
         source: Arc<dyn std::error::Error + Send + Sync>,
     },
-    /// A factory or a lifecycle hook failed (returned an error or panicked).
+    /// A factory or a constructor failed (returned an error or panicked): the object could
+    /// not be built.
+    #[error("construction of `{type_name}` (\"{name}\") failed: {source}")]
+    Construction {
+        /// The type of the object.
+        type_name: &'static str,
+        /// Its object name.
+        name: String,
+        /// What the factory or constructor returned.
+        source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+    },
+    /// A lifecycle hook failed (returned an error or panicked).
     #[error("{stage} of `{type_name}` (\"{name}\") failed: {source}")]
     Hook {
-        /// `"construction"`, `"init"`, `"complete"` or `"destroy"`.
+        /// `"init"`, `"complete"` or `"destroy"`.
         stage: &'static str,
         /// The type of the object.
         type_name: &'static str,
         /// Its object name.
         name: String,
-        /// What the hook or factory returned.
+        /// What the hook returned.
         source: Arc<dyn std::error::Error + Send + Sync + 'static>,
     },
     /// A context object was asked for while no context scope is active.
@@ -417,9 +428,20 @@ impl DiError {
         }
     }
 
-    /// A hook of proto `def` failed at `stage` with `source`.
+    /// A hook of proto `def` failed at `stage` with `source`: the one place a
+    /// [`DiError::Hook`] is built.
     pub(crate) fn hook(stage: &'static str, def: &crate::proto::ProtoDef, source: BoxError) -> Self {
         DiError::Hook { stage, type_name: def.type_name, name: def.name.to_string(), source: Arc::from(source) }
+    }
+
+    /// Proto `def` could not be built: its factory or constructor failed with `source`.
+    pub(crate) fn construction_of(def: &crate::proto::ProtoDef, source: BoxError) -> Self {
+        Self::construction_named(def.type_name, &def.name, source)
+    }
+
+    /// The one place a [`DiError::Construction`] is built.
+    fn construction_named(type_name: &'static str, name: &str, source: BoxError) -> Self {
+        DiError::Construction { type_name, name: name.to_owned(), source: Arc::from(source) }
     }
 
     /// Wraps a user error (for instance from a hand-written factory) as a construction failure
@@ -434,16 +456,12 @@ impl DiError {
     /// assert!(err.to_string().ends_with("failed: file not found"));
     /// ```
     pub fn construction<T: ?Sized>(name: &str, source: impl Into<BoxError>) -> Self {
-        DiError::Hook {
-            stage: "construction",
-            type_name: core::any::type_name::<T>(),
-            name: name.to_owned(),
-            source: Arc::from(source.into()),
-        }
+        Self::construction_named(core::any::type_name::<T>(), name, source.into())
     }
 }
 
-/// A panic caught in a hook, as the source of a [`DiError::Hook`].
+/// A panic caught in a hook or a constructor, as the source of a [`DiError::Hook`] or a
+/// [`DiError::Construction`].
 #[derive(Debug)]
 pub(crate) struct Panicked(pub(crate) String);
 

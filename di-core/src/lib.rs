@@ -196,8 +196,8 @@ pub mod __private {
         CtorOutput, HookOutput, assert_context, assert_proto, assert_singleton, assert_transient, construct_async,
         constructed, downcast, fill, hook_result, take,
     };
-    pub use crate::schedule::{ScheduleDescriptor, When};
     pub use crate::registry::{AnyArc, BuildFuture, HookFuture, ProtoDescriptor, Provide, cast_to, load_section, put};
+    pub use crate::schedule::{ScheduleDescriptor, When};
     pub use crate::{
         Access, AsyncContextRef, ContextProto, ContextRef, Dependency, DiError, InjectKind, Keyed, Proto, Provider,
         Resolver, Scope, SingletonProto, TransientProto,

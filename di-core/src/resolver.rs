@@ -181,9 +181,9 @@ impl Resolver<'_> {
     }
 
     /// A failure of the constructor of the proto being built, as
-    /// [`DiError::Hook`] (stage `"construction"`) naming it.
+    /// [`DiError::Construction`] naming it.
     pub fn construction_error(&self, source: impl Into<BoxError>) -> DiError {
-        DiError::hook("construction", &self.graph.protos[self.proto], source.into())
+        DiError::construction_of(&self.graph.protos[self.proto], source.into())
     }
 
     /// Dependency `index`, declared as `ContextRef<T>` ([`InjectKind::ContextRef`]).

@@ -158,7 +158,7 @@ pub enum RouteError {
     },
     /// Several of the above, all found in one pass.
     #[error("{} route errors:{}", .0.len(), .0.iter().map(|e| format!("\n  - {e}")).collect::<String>())]
-    Several(Vec<RouteError>),
+    Multiple(Vec<RouteError>),
 }
 
 /// Builds the axum [`Router`] of an App's controllers; [`router`] with options.
@@ -277,7 +277,7 @@ impl RouterBuilder {
         }
         check_routes(controllers.iter().flat_map(|(_, _, defs)| defs), &mut errors);
         if !errors.is_empty() {
-            return Err(if errors.len() == 1 { errors.remove(0) } else { RouteError::Several(errors) });
+            return Err(if errors.len() == 1 { errors.remove(0) } else { RouteError::Multiple(errors) });
         }
 
         let mut router = Router::new();

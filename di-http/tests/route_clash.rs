@@ -49,7 +49,7 @@ impl LegacyController {
 async fn clashing_and_overlapping_routes_name_both_handlers() {
     let app = App::builder().build().await.unwrap();
     let err = RouterBuilder::new(&app).build().unwrap_err();
-    let RouteError::Several(errors) = &err else { panic!("expected two errors, got {err}") };
+    let RouteError::Multiple(errors) = &err else { panic!("expected two errors, got {err}") };
     assert_eq!(errors.len(), 2, "{err}");
     let message = err.to_string();
     assert!(

@@ -5,38 +5,9 @@ use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{GenericArgument, PathArguments, Type};
 
-use crate::attr::{InjectAttr, ProtoAttr};
+use crate::attr::{InjectAttr, ProtoAttr, ProtoScope};
 use crate::ctxt::Ctxt;
 use crate::symbol::{CONSTRUCTOR, INJECT, MIDDLEWARE};
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ProtoScope {
-    Singleton,
-    Context,
-    /// `#[http_controller]`: a singleton whose routes `#[http_routes]` registers with di-http.
-    Controller,
-    /// `#[config_proto]`: a singleton read from the configuration.
-    Config,
-    /// `#[transient_proto]`: built anew for every injection.
-    Transient,
-}
-
-impl ProtoScope {
-    pub(crate) fn attribute(self) -> &'static str {
-        match self {
-            ProtoScope::Singleton => "#[singleton_proto]",
-            ProtoScope::Context => "#[context_proto]",
-            ProtoScope::Controller => "#[http_controller]",
-            ProtoScope::Config => "#[config_proto]",
-            ProtoScope::Transient => "#[transient_proto]",
-        }
-    }
-
-    /// Whether the proto is built once per App.
-    pub(crate) fn is_singleton(self) -> bool {
-        matches!(self, ProtoScope::Singleton | ProtoScope::Controller | ProtoScope::Config)
-    }
-}
 
 /// How a dependency is filled, read off its type.
 #[derive(Clone, Copy, PartialEq, Eq)]

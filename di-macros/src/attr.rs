@@ -6,12 +6,41 @@ use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::{Token, Type};
 
-use crate::ast::ProtoScope;
 use crate::ctxt::Ctxt;
 use crate::symbol::{
     ACCESS, COMPLETE, CONFIG_OPTIONS, CONTROLLER_OPTIONS, CRATE, DESTROY, EXTERNAL, INIT, INSTANCES, INSTANCES_OF,
     LAZY, NAME, PATH, PREFIX, PRIVATE, PROFILE, PROTO_OPTIONS, PROVIDES, PUBLIC, SINGLETON_OPTIONS, TRANSIENT_OPTIONS,
 };
+
+/// Which proto attribute is being expanded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProtoScope {
+    Singleton,
+    Context,
+    /// `#[http_controller]`: a singleton whose routes `#[http_routes]` registers with di-http.
+    Controller,
+    /// `#[config_proto]`: a singleton read from the configuration.
+    Config,
+    /// `#[transient_proto]`: built anew for every injection.
+    Transient,
+}
+
+impl ProtoScope {
+    pub(crate) fn attribute(self) -> &'static str {
+        match self {
+            ProtoScope::Singleton => "#[singleton_proto]",
+            ProtoScope::Context => "#[context_proto]",
+            ProtoScope::Controller => "#[http_controller]",
+            ProtoScope::Config => "#[config_proto]",
+            ProtoScope::Transient => "#[transient_proto]",
+        }
+    }
+
+    /// Whether the proto is built once per App.
+    pub(crate) fn is_singleton(self) -> bool {
+        matches!(self, ProtoScope::Singleton | ProtoScope::Controller | ProtoScope::Config)
+    }
+}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {

@@ -2,7 +2,8 @@
 
 use syn::spanned::Spanned;
 
-use crate::ast::{Body, Kind, ProtoItem, ProtoScope, is_dyn};
+use crate::ast::{Body, Kind, ProtoItem, is_dyn};
+use crate::attr::ProtoScope;
 use crate::ctxt::Ctxt;
 
 pub(crate) fn check(cx: &Ctxt, model: &ProtoItem) {

@@ -1,11 +1,13 @@
-//! The expansion of the proto attributes (`#[http_routes]` expands in `http.rs`).
+//! The expansion of the proto attributes. `#[http_routes]` expands in `http.rs`, `#[intercept]`
+//! in `intercept.rs`, `#[handlers]` in `handlers.rs`.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::{Body, Kind, ProtoItem, ProtoScope};
+use crate::ast::{Body, Kind, ProtoItem};
 use crate::attr::Access;
+use crate::attr::ProtoScope;
 use crate::check;
 use crate::ctxt::Ctxt;
 

@@ -46,7 +46,10 @@ fn parse(cx: &Ctxt, args: TokenStream, item: TokenStream) -> Option<RoutesItem> 
     let mut krate = None;
     let parser = syn::meta::parser(|meta| {
         if meta.path.is_ident(CRATE) {
-            krate = Some(meta.value()?.call(syn::Path::parse_mod_style)?);
+            let path = meta.value()?.call(syn::Path::parse_mod_style)?;
+            if krate.replace(path).is_some() {
+                cx.error_spanned_by(&meta.path, "`crate` is given twice");
+            }
         } else {
             cx.error_spanned_by(&meta.path, "unknown option; `#[http_routes]` takes only `crate = path`");
         }

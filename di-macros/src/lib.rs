@@ -19,7 +19,7 @@ mod symbol;
 
 use proc_macro::TokenStream;
 
-use crate::ast::ProtoScope;
+use crate::attr::ProtoScope;
 
 /// Registers a struct as a singleton proto: built once when the App is built.
 ///

@@ -345,7 +345,7 @@ async fn async_and_sync_constructors_build_in_dependency_order() {
 async fn a_failing_constructor_fails_the_build_naming_the_proto() {
     let e = db_graph().config_value("db.url", "bad:host").build().await.unwrap_err();
     assert_eq!(e.to_string(), "construction of `config::Db` (\"db\") failed: cannot connect to bad:host");
-    assert!(matches!(e, DiError::Hook { stage: "construction", .. }));
+    assert!(matches!(e, DiError::Construction { .. }));
 }
 
 struct Panicky;

@@ -488,7 +488,7 @@ impl ScopeShared {
         let Factory::Async(factory) = &def.factory else { return self.build(key) };
         let resolver = self.resolver(key);
         let construction = building((self.addr(), key), || factory(&resolver))?;
-        BUILDING.scope((self.addr(), key), construction).await.map_err(|e| DiError::hook("construction", def, e))
+        BUILDING.scope((self.addr(), key), construction).await.map_err(|e| DiError::construction_of(def, e))
     }
 
     /// Builds the by-value dependencies `pending` of the construction `parent` (all sync),
