@@ -2,53 +2,17 @@
 //! touches 3 context objects allocates the same with 10 or 10000 context protos registered, and
 //! likewise with 10 or 10000 singletons. Counted by a global allocator, on this thread only.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::sync::Arc;
 
 use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
-
-struct Counting;
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCS: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: delegates to the system allocator; counting touches only const-initialised
-// thread-locals, which never allocate.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCS.with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCS.with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use di_test_support::alloc::{Counting, count_on_this_thread};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
 /// Allocations made on this thread while `f` runs.
 fn count(f: impl FnOnce()) -> usize {
-    ALLOCS.with(|a| a.set(0));
-    COUNTING.with(|c| c.set(true));
-    f();
-    COUNTING.with(|c| c.set(false));
-    ALLOCS.with(Cell::get)
+    count_on_this_thread(f)
 }
 
 struct Ctx(usize);

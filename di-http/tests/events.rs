@@ -10,8 +10,7 @@ use axum::http::StatusCode;
 use di_core::{App, EventBus, handlers, singleton_proto};
 use di_http::{Server, http_controller, http_routes};
 
-#[path = "../../tests/support/http_client.rs"]
-mod http_client;
+use di_test_support::http_client;
 
 pub struct Ordered;
 

@@ -9,8 +9,7 @@ use axum::http::StatusCode;
 use di_core::{Advice, App, Call, ContextRef, Next, intercept, singleton_proto};
 use di_http::{RequestHead, Server, http_controller, http_routes};
 
-#[path = "../../tests/support/http_client.rs"]
-mod http_client;
+use di_test_support::http_client;
 
 /// Records which request each call belonged to.
 #[singleton_proto]

@@ -15,8 +15,7 @@ use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-#[path = "../../tests/support/http_client.rs"]
-mod http_client;
+use di_test_support::http_client;
 use http_client::send;
 
 /// Per App: what happened, in order.

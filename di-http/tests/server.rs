@@ -18,8 +18,7 @@ use di_http::{RequestHead, Server, http_controller, http_routes};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
-#[path = "../../tests/support/http_client.rs"]
-mod http_client;
+use di_test_support::http_client;
 use http_client::send;
 
 /// Per App: how many `Counted` context objects were built and destroyed, and whether the App

@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex};
 use di_core::App;
 use di_http::{Server, http_controller, http_routes};
 
-#[path = "../../tests/support/http_client.rs"]
-mod http_client;
+use di_test_support::http_client;
 
 #[http_controller]
 pub struct Failing;

@@ -12,9 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use di_core::{App, AsyncContextRef, DiError, Keyed, ProtoDef, config_proto, context_proto, singleton_proto};
 use serde::Deserialize;
 
-#[path = "../support/child_env.rs"]
-mod child_env;
 use child_env::in_child;
+use di_test_support::child_env;
 
 #[config_proto(prefix = "db")]
 #[derive(Debug, Deserialize)]

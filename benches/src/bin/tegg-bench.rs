@@ -27,11 +27,11 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
-use benches::alloc::{Counting, measure};
 use benches::args::{choice, value};
 use benches::chart::{Chart, Series};
 use benches::stats::{Value, field, json_line, percentile_us};
 use di_core::App;
+use di_test_support::alloc::{Counting, measure};
 use tower::{Service, ServiceExt};
 
 #[global_allocator]

@@ -14,11 +14,9 @@ use di_core::{App, context_proto};
 use todos::db::Db;
 use todos::todo::{Todo, TodoService, Users};
 
-#[path = "../../../tests/support/child_env.rs"]
-mod child_env;
-#[path = "../../../tests/support/http_client.rs"]
-mod http_client;
 use child_env::in_child;
+use di_test_support::child_env;
+use di_test_support::http_client;
 use http_client::{send, send_json};
 
 struct Service {

@@ -1,9 +1,6 @@
 //! A raw HTTP/1.1 client for tests over a real socket: one request per connection
 //! (`connection: close`), the reply read to the end. No client library, so a test sees exactly
-//! what went over the wire. Included with `#[path = ...] mod http_client;`.
-
-// Each test binary uses part of it.
-#![allow(dead_code)]
+//! what went over the wire.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -13,13 +10,13 @@ use tokio::net::TcpStream;
 
 /// A parsed reply.
 #[derive(Debug)]
-pub(crate) struct Reply {
+pub struct Reply {
     /// The status code.
-    pub(crate) status: u16,
+    pub status: u16,
     /// The headers, names in lower case.
-    pub(crate) headers: HashMap<String, String>,
+    pub headers: HashMap<String, String>,
     /// The body, as text.
-    pub(crate) body: String,
+    pub body: String,
 }
 
 impl Reply {
@@ -36,13 +33,13 @@ impl Reply {
     }
 
     /// A header's value.
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(String::as_str)
     }
 }
 
 /// Sends one request on its own connection and reads the whole reply.
-pub(crate) async fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+pub async fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     let mut head = format!("{method} {path} HTTP/1.1\r\nhost: test\r\nconnection: close\r\n");
     for (name, value) in headers {
@@ -58,6 +55,6 @@ pub(crate) async fn send(addr: SocketAddr, method: &str, path: &str, headers: &[
 }
 
 /// Sends a JSON body.
-pub(crate) async fn send_json(addr: SocketAddr, method: &str, path: &str, json: &str) -> Reply {
+pub async fn send_json(addr: SocketAddr, method: &str, path: &str, json: &str) -> Reply {
     send(addr, method, path, &[("content-type", "application/json")], json.as_bytes()).await
 }

@@ -1,6 +1,5 @@
 //! Running a test again in a child process with environment variables set: the only way to set
-//! them without `unsafe`, and without leaking them into the tests running beside it. Included
-//! with `#[path = ...] mod child_env;`.
+//! them without `unsafe`, and without leaking them into the tests running beside it.
 
 /// `true` in the child process, where the test body runs with `vars` set; in the parent, runs
 /// test `test` of this binary in a child, asserts that it passed, and returns `false`:
@@ -9,7 +8,7 @@
 /// if !in_child("my_test", &[("APP_DB__URL", "x")]) { return; }
 /// // the body, with APP_DB__URL set
 /// ```
-pub(crate) fn in_child(test: &str, vars: &[(&str, &str)]) -> bool {
+pub fn in_child(test: &str, vars: &[(&str, &str)]) -> bool {
     const MARK: &str = "DI_TEST_CHILD";
     if std::env::var_os(MARK).is_some() {
         return true;
