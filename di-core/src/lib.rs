@@ -6,6 +6,84 @@
 //! reach them through [`ContextRef<T>`] proxies, resolved through a `tokio` task-local, so a
 //! request costs what it touches, not the size of the project.
 //!
+//! # With the macros
+//!
+//! Annotate the types; [`App::builder`] finds them (they register through `inventory`),
+//! validates the graph and builds the singletons:
+//!
+//! ```rust,standalone_crate
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use di_core::{context_proto, singleton_proto, App, ContextRef};
+//!
+//! static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+//!
+//! /// One per request, created the first time a request touches it.
+//! #[context_proto]
+//! pub struct Tracer {
+//!     id: AtomicU64,
+//! }
+//!
+//! impl Tracer {
+//!     fn id(&self) -> u64 {
+//!         let _ = self.id.compare_exchange(0, NEXT_ID.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed, Ordering::Relaxed);
+//!         self.id.load(Ordering::Relaxed)
+//!     }
+//! }
+//!
+//! /// A singleton: built once, holds a proxy to "the current request's tracer".
+//! #[singleton_proto]
+//! pub struct HelloService {
+//!     #[inject]
+//!     tracer: ContextRef<Tracer>,
+//! }
+//!
+//! impl HelloService {
+//!     pub fn hello(&self, name: &str) -> String {
+//!         format!("[trace {}] hello, {name}", self.tracer.get().id())
+//!     }
+//! }
+//!
+//! #[singleton_proto]
+//! pub struct HelloWorldController {
+//!     #[inject]
+//!     hello_service: Arc<HelloService>,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+//! let app = App::builder().build().await?;
+//! let controller = app.get_object::<HelloWorldController>()?;
+//! // One context scope per request (di-http opens one for each HTTP request).
+//! let a = app.run_in_context(async { controller.hello_service.hello("ada") }).await;
+//! let b = app.run_in_context(async { controller.hello_service.hello("bob") }).await;
+//! assert_ne!(a, b); // two requests, two tracers
+//! app.shutdown().await
+//! # }
+//! ```
+//!
+//! The attributes: `#[singleton_proto]`, `#[context_proto]`, `#[transient_proto]` and
+//! `#[config_proto]` (on a struct, or on an `impl` block with a constructor), `#[inject]` on
+//! fields; `#[intercept]`, and `#[handlers]` with `#[event_handler]` and `#[schedule]`. The
+//! README of the repository has a section on each.
+//!
+//! # Scopes, tests, configuration, errors
+//!
+//! - A context scope ([`App::run_in_context`]) ends in one sequence: completion hooks, the
+//!   output, background tasks ([`spawn`]), destroy hooks.
+//! - Tests take objects with [`App::get_object`], replace protos with
+//!   [`AppBuilder::override_provider`] and [`AppBuilder::override_with`], seed scopes with
+//!   [`App::scope`], and build only what they reach with [`AppBuilder::root`].
+//! - Configuration sections are `#[config_proto(prefix = "db")]` structs read from files, the
+//!   environment and values ([`AppBuilder::config_file`], [`AppBuilder::config_env`],
+//!   [`AppBuilder::config_value`]).
+//! - A broken graph fails [`AppBuilder::build`] with a [`DiError`] naming the types involved,
+//!   all of its errors at once.
+//!
+//! # Without macros
+//!
+//! [`ProtoDef`] registers the same protos by hand, with closures and names chosen at run time
+//! (generated projects, many named instances of one type):
+//!
 //! ```
 //! use std::sync::Arc;
 //! use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,7 +118,8 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The pieces:
+//! # The pieces
+//!
 //! - [`ProtoDescriptor`](registry::ProtoDescriptor): the static description the attribute macros submit through `inventory`;
 //!   [`ProtoDef`]: the same, registered by hand on the [`AppBuilder`].
 //! - [`AppBuilder::build`]: validates the graph (missing, ambiguous, cyclic, duplicate,
@@ -65,6 +144,8 @@
 //! - [`App::shutdown`]: stops the jobs' timers, waits for the scopes still ending and the
 //!   running handlers and jobs, then destroys the singletons.
 //! - [`App::to_dot`], [`App::to_mermaid`]: see the graph.
+//! - [`registry`]: what the macros generate, for macro and tool authors; [`futures`]: the
+//!   futures di-core returns, by name.
 //!
 //! The design and its measurements are in `docs/decisions.md` and `benches/RESULTS.md` of the
 //! repository.
