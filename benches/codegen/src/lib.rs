@@ -1,6 +1,6 @@
 //! Source generators for projects of N services, shared by the scale test (`tests/scale`, a
 //! build script) and the benchmarks. No dependencies: it only writes text. Its binary
-//! `gen-project` writes a whole crate for `benches/compile-cost.sh`; it lives here rather than
+//! `gen-project` writes a whole crate for `benches/scripts/compile-cost.sh`; it lives here rather than
 //! in `benches` so that building it builds neither di-core nor the benchmarks (a compile-cost
 //! run after a change to di-core no longer waits minutes for the tegg project). [`args`], the
 //! flags of the bench binaries, came along with it.

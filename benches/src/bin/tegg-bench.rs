@@ -17,7 +17,8 @@
 //!   `call`; no sockets) for S seconds (default 3) on a runtime of T worker threads (default:
 //!   every core). Allocations are counted over a sequential run of the same requests first.
 //! - `http`: the server on loopback, `wrk -t1 -c25 -d{S}s --latency` (default 10 s) after a
-//!   one-second warm-up; wrk is installed with apt when missing.
+//!   one-second warm-up; wrk must be installed (`bash benches/scripts/wrk.sh`), else the driver
+//!   is skipped.
 
 use std::future::IntoFuture;
 use std::net::SocketAddr;
@@ -265,18 +266,13 @@ async fn inproc(router: &Router, path: &str, seconds: f64, concurrency: usize) -
     }
 }
 
-/// Whether `wrk` runs, installing it with apt when it is missing.
+/// Whether `wrk` runs. The benchmark installs nothing: `bash benches/scripts/wrk.sh` does.
 fn ensure_wrk() -> bool {
-    let runs = || Command::new("wrk").arg("--version").output().is_ok();
-    if runs() {
-        return true;
+    let runs = Command::new("wrk").arg("--version").output().is_ok();
+    if !runs {
+        eprintln!("wrk not found: `bash benches/scripts/wrk.sh` installs it (apt-get)");
     }
-    eprintln!("wrk not found; installing it with apt-get");
-    // apt's output goes to stderr: stdout carries only JSON lines.
-    let apt = |args: &[&str]| Command::new("apt-get").args(args).stdout(std::io::stderr()).status();
-    let _ = apt(&["update"]);
-    let _ = apt(&["install", "-y", "wrk"]);
-    runs()
+    runs
 }
 
 fn http(runtime: &tokio::runtime::Runtime, router: &Router, path: &str, seconds: f64) -> Measurement {
@@ -407,7 +403,7 @@ fn write_results(dir: &std::path::Path, lines: &[String]) -> std::io::Result<()>
     Ok(())
 }
 
-/// From the lines of `benches/scaling.sh`: requests/s against worker threads, one line per
+/// From the lines of `benches/scripts/scaling.sh`: requests/s against worker threads, one line per
 /// flavour and touch at the largest N measured; the SVG next to `file`.
 fn scaling_chart(file: &std::path::Path) -> std::io::Result<PathBuf> {
     let text = std::fs::read_to_string(file)?;

@@ -1,5 +1,5 @@
 //! Writes a standalone crate of N generated services, for the compile-cost measurements
-//! (`benches/compile-cost.sh`, figures in `benches/RESULTS.md`).
+//! (`benches/scripts/compile-cost.sh`, figures in `benches/RESULTS.md`).
 //!
 //! ```sh
 //! cargo run --release -p di-codegen --bin gen-project -- --n 1000 --style macro|hand|plain [--no-consumer] [--edit V] --out DIR

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Multi-core scaling of tegg-bench: the inproc table at 1, 2, 4, 8 and 16 worker threads.
 #
-#   bash benches/scaling.sh [SECONDS]      # default 2 s per measurement
+#   bash benches/scripts/scaling.sh [SECONDS]      # default 2 s per measurement
 #
 # Writes benches/results/scaling-<host>.jsonl: a first line describing the machine, then the
 # tegg-bench lines with their `threads`; and scaling-<host>.svg (requests/s against threads).
 # Meant for a machine with 16 cores; on fewer, the thread counts above the core count
 # oversubscribe the CPU and say so in the machine line.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 seconds="${1:-2}"
 cargo build --release -p benches --bin tegg-bench
 host="$(hostname)"

@@ -3,8 +3,8 @@
 # registration written by hand (RESULTS.md, "Compile cost against plain Rust" and "Compile
 # cost of the macros").
 #
-#   benches/compile-cost.sh [--ns "1000 2000"] [--styles "plain macro hand"] [--big] [--llvm-lines] [--tegg] [--timeout SECS]
-#   benches/compile-cost.sh [--runs K] [--timeout SECS] CASE...
+#   benches/scripts/compile-cost.sh [--ns "1000 2000"] [--styles "plain macro hand"] [--big] [--llvm-lines] [--tegg] [--timeout SECS]
+#   benches/scripts/compile-cost.sh [--runs K] [--timeout SECS] CASE...
 #
 # Without CASE: the floor table. For each N (1000 and 2000; --big adds 10000) and each style
 # (`plain`: the same services and consumer with no container; `macro`; `hand`), a generated
@@ -43,7 +43,7 @@
 # expected sum and proto count.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=$ROOT/target/compile-cost
 RUNS=1
 TIMEOUT=0
