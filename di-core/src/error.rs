@@ -334,8 +334,8 @@ pub enum DiError {
         /// Its error.
         source: Arc<dyn std::error::Error + Send + Sync>,
     },
-    /// A factory or a constructor failed (returned an error or panicked): the object could
-    /// not be built.
+    /// A factory or a constructor returned an error: the object could not be built. (A panic
+    /// there propagates to the caller: `build()`, or the request, which di-http answers 500.)
     #[error("construction of `{type_name}` (\"{name}\") failed: {source}")]
     Construction {
         /// The type of the object.
@@ -345,7 +345,8 @@ pub enum DiError {
         /// What the factory or constructor returned.
         source: Arc<dyn std::error::Error + Send + Sync + 'static>,
     },
-    /// A lifecycle hook failed (returned an error or panicked).
+    /// A lifecycle hook failed: returned an error, or (completion and destroy hooks, which
+    /// di-core runs isolated) panicked.
     #[error("{stage} of `{type_name}` (\"{name}\") failed: {source}")]
     Hook {
         /// `"init"`, `"complete"` or `"destroy"`.
