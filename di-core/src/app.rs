@@ -83,6 +83,19 @@ pub struct App {
 impl App {
     /// A builder that starts from every proto registered through `inventory` (the attribute
     /// macros) in the program.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Clock;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder().register(ProtoDef::singleton::<Clock>(|_| Ok(Clock))).build().await?;
+    /// assert!(app.get_object::<Clock>().is_ok());
+    /// # Ok(()) }
+    /// ```
     pub fn builder() -> AppBuilder {
         AppBuilder {
             defs: Vec::new(),
@@ -109,6 +122,21 @@ impl App {
     /// [`DiError::NotFound`] if no proto has type `T`, [`DiError::Ambiguous`] if several do,
     /// [`DiError::NoScope`] for a context proto outside a scope, and the errors of
     /// [`ContextRef::try_get`](crate::ContextRef::try_get).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, DiError, ProtoDef};
+    ///
+    /// struct Clock { now: u64 }
+    /// struct Missing;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder().register(ProtoDef::singleton::<Clock>(|_| Ok(Clock { now: 42 }))).build().await?;
+    /// assert_eq!(app.get_object::<Clock>()?.now, 42);
+    /// assert!(matches!(app.get_object::<Missing>(), Err(DiError::NotFound { .. })));
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn get_object<T: Send + Sync + 'static>(&self) -> Result<Arc<T>, DiError> {
         match self.inner.singleton_of(TypeId::of::<T>()) {
@@ -122,6 +150,24 @@ impl App {
     /// # Errors
     ///
     /// As [`get_object`](Self::get_object); [`DiError::NotFound`] names the missing name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Pool { url: &'static str }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Pool>(|_| Ok(Pool { url: "db://primary" })).name("primary"))
+    ///     .register(ProtoDef::singleton::<Pool>(|_| Ok(Pool { url: "db://replica" })).name("replica"))
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_object_named::<Pool>("replica")?.url, "db://replica");
+    /// assert!(app.get_object::<Pool>().is_err()); // two of them: name one
+    /// # Ok(()) }
+    /// ```
     pub fn get_object_named<T: Send + Sync + 'static>(&self, name: &str) -> Result<Arc<T>, DiError> {
         self.inner.object(TypeId::of::<T>(), Some(name), core::any::type_name::<T>()).map(downcast::<T>)
     }
@@ -450,23 +496,78 @@ impl App {
     /// hooks after their output left, di-http: after the response was sent, or cancelled and
     /// cleaning up), plus the event handlers and scheduled runs still going: what
     /// [`shutdown`](Self::shutdown) waits for.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().build().await?;
+    /// app.run_in_context(async {
+    ///     di_core::spawn(tokio::time::sleep(Duration::from_millis(20)));
+    /// })
+    /// .end_in_background()
+    /// .await;
+    /// assert_eq!(app.scopes_ending(), 1); // waiting for its task
+    /// app.shutdown().await?; // waits for it
+    /// assert_eq!(app.scopes_ending(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn scopes_ending(&self) -> usize {
         self.inner.ending.count()
     }
 
     /// The object graph in Graphviz DOT: singletons as boxes, context protos as ellipses,
     /// `ContextRef` edges dashed. Render with `dot -Tsvg`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Clock;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder().without_inventory().register(ProtoDef::singleton::<Clock>(|_| Ok(Clock))).build().await?;
+    /// let dot = app.to_dot();
+    /// assert!(dot.starts_with("digraph") && dot.contains("clock"), "{dot}");
+    /// # Ok(()) }
+    /// ```
     pub fn to_dot(&self) -> String {
         crate::export::dot(&self.inner.graph)
     }
 
     /// The object graph as a Mermaid flowchart, for Markdown that renders Mermaid.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Clock;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder().without_inventory().register(ProtoDef::singleton::<Clock>(|_| Ok(Clock))).build().await?;
+    /// let chart = app.to_mermaid();
+    /// assert!(chart.starts_with("flowchart") && chart.contains("clock"), "{chart}");
+    /// # Ok(()) }
+    /// ```
     pub fn to_mermaid(&self) -> String {
         crate::export::mermaid(&self.inner.graph)
     }
 
     /// The merged configuration: what `#[config_proto]` sections were read from, for code
     /// that needs a key at run time. Empty when the builder was given no source.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().config_value("http.port", 8080).build().await?;
+    /// assert_eq!(app.config().get::<u16>("http.port")?, 8080);
+    /// # Ok(()) }
+    /// ```
     pub fn config(&self) -> &Config {
         &self.inner.config
     }
@@ -526,6 +627,19 @@ impl App {
     }
 
     /// How many protos the App holds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Clock;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder().without_inventory().register(ProtoDef::singleton::<Clock>(|_| Ok(Clock))).build().await?;
+    /// assert_eq!(app.proto_count(), 1);
+    /// # Ok(()) }
+    /// ```
     pub fn proto_count(&self) -> usize {
         self.inner.graph.protos.len()
     }
@@ -1029,6 +1143,16 @@ impl AppBuilder {
 
     /// Starts no timer for the `#[schedule]` jobs: tests run them by hand with
     /// [`App::run_schedule`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// // Tests run jobs by hand (`App::run_schedule`), never on their timers.
+    /// let app = di_core::App::builder().without_schedules().build().await?;
+    /// # let _ = app;
+    /// # Ok(()) }
+    /// ```
     pub fn without_schedules(mut self) -> Self {
         self.schedules = false;
         self
@@ -1096,18 +1220,63 @@ impl AppBuilder {
 
     /// Leaves out every proto of type `T`, annotated or registered by hand. A dependency that
     /// only `T` provided is then a build error naming it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, DiError, ProtoDef};
+    ///
+    /// struct Metrics;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .without_inventory()
+    ///     .register(ProtoDef::singleton::<Metrics>(|_| Ok(Metrics)))
+    ///     .exclude::<Metrics>()
+    ///     .build()
+    ///     .await?;
+    /// assert!(matches!(app.get_object::<Metrics>(), Err(DiError::NotFound { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn exclude<T: ?Sized + 'static>(mut self) -> Self {
         self.excluded.push((TypeId::of::<T>(), core::any::type_name::<T>()));
         self
     }
 
     /// Registers a proto by hand.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Clock;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder().register(ProtoDef::singleton::<Clock>(|_| Ok(Clock))).build().await?;
+    /// assert!(app.get_object::<Clock>().is_ok());
+    /// # Ok(()) }
+    /// ```
     pub fn register(mut self, def: ProtoDef) -> Self {
         self.defs.push(def);
         self
     }
 
     /// Registers many protos by hand.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Shard(usize);
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let shards = (0..4).map(|i| ProtoDef::singleton::<Shard>(move |_| Ok(Shard(i))).name(format!("shard{i}")));
+    /// let app = App::builder().without_inventory().register_all(shards).build().await?;
+    /// assert_eq!(app.get_object_named::<Shard>("shard3")?.0, 3);
+    /// # Ok(()) }
+    /// ```
     pub fn register_all(mut self, defs: impl IntoIterator<Item = ProtoDef>) -> Self {
         self.defs.extend(defs);
         self
@@ -1128,6 +1297,20 @@ impl AppBuilder {
 
     /// Ignores the protos registered through `inventory`: the App holds only what was added by
     /// hand. For tests and generated graphs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Clock;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// // Only what is registered here: an isolated App for a test.
+    /// let app = App::builder().without_inventory().register(ProtoDef::singleton::<Clock>(|_| Ok(Clock))).build().await?;
+    /// assert_eq!(app.proto_count(), 1);
+    /// # Ok(()) }
+    /// ```
     pub fn without_inventory(mut self) -> Self {
         self.inventory = false;
         self
@@ -1136,6 +1319,23 @@ impl AppBuilder {
     /// Replaces every proto of type `T` with `value`, shared by all who inject it (in every
     /// scope, for a context proto). The fake keeps the proto's name and what it provides, and
     /// drops its dependencies and hooks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Clock { now: u64 }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Clock>(|_| Ok(Clock { now: 1 })))
+    ///     .override_with(Clock { now: 42 }) // a fixed clock for the test
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_object::<Clock>()?.now, 42);
+    /// # Ok(()) }
+    /// ```
     pub fn override_with<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.overrides.push(Override {
             type_id: TypeId::of::<T>(),
@@ -1238,6 +1438,25 @@ impl AppBuilder {
     }
 
     /// Replaces the instance of `T` named `name` with `value`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Pool { url: &'static str }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Pool>(|_| Ok(Pool { url: "db://primary" })).name("primary"))
+    ///     .register(ProtoDef::singleton::<Pool>(|_| Ok(Pool { url: "db://replica" })).name("replica"))
+    ///     .override_named("replica", Pool { url: "memory://" })
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_object_named::<Pool>("replica")?.url, "memory://");
+    /// assert_eq!(app.get_object_named::<Pool>("primary")?.url, "db://primary");
+    /// # Ok(()) }
+    /// ```
     pub fn override_named<T: Send + Sync + 'static>(mut self, name: impl Into<String>, value: T) -> Self {
         self.overrides.push(Override {
             type_id: TypeId::of::<T>(),
@@ -1250,6 +1469,17 @@ impl AppBuilder {
 
     /// How long a context scope waits for the tasks it [`spawn`](crate::spawn)ed before
     /// destroying its objects anyway. Default: 5 seconds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().background_task_timeout(Duration::from_secs(1)).build().await?;
+    /// # let _ = app;
+    /// # Ok(()) }
+    /// ```
     pub fn background_task_timeout(mut self, timeout: Duration) -> Self {
         self.background_timeout = timeout;
         self
@@ -1258,6 +1488,17 @@ impl AppBuilder {
     /// How long [`App::shutdown`] waits for context scopes that are still ending before it
     /// destroys the singletons anyway. Default: 10 seconds (twice the background-task timeout,
     /// so that a scope waiting for its tasks still has time for its destroy hooks).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().shutdown_timeout(Duration::from_secs(20)).build().await?;
+    /// app.shutdown().await?; // waits at most 20 s for scopes still ending
+    /// # Ok(()) }
+    /// ```
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
         self
@@ -1272,6 +1513,26 @@ impl AppBuilder {
     /// [`DiError::UnknownQualifier`], [`DiError::Duplicate`], [`DiError::ContextByValue`], ...),
     /// several at once as [`DiError::Multiple`]; [`DiError::OverrideUnknown`]; and a failing
     /// factory ([`DiError::Construction`]) or init hook ([`DiError::Hook`]), after destroying the singletons already built.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, Dependency, DiError, InjectKind, ProtoDef};
+    ///
+    /// struct Db;
+    /// struct Repo;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// // `Repo` needs a `Db` that nobody registered: `build()` says so before any request.
+    /// let error = App::builder()
+    ///     .without_inventory()
+    ///     .register(ProtoDef::singleton::<Repo>(|r| { r.arc::<Db>(0)?; Ok(Repo) }).dep(Dependency::new::<Db>(InjectKind::Arc, None)))
+    ///     .build()
+    ///     .await
+    ///     .unwrap_err();
+    /// assert!(matches!(error, DiError::Missing { .. }), "{error}");
+    /// # Ok(()) }
+    /// ```
     pub async fn build(self) -> Result<App, DiError> {
         let mut defs: Vec<ProtoDef> = Vec::new();
         let mut seen = std::collections::HashSet::new();

@@ -290,6 +290,16 @@ impl Config {
     /// [`DiError::ConfigMissing`] if no source sets `key` (and `T` has no value for absence,
     /// as `Option` has), [`DiError::ConfigInvalid`] if the value does not fit `T`, naming where
     /// it came from.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().config_value("http.port", 8080).build().await?;
+    /// assert_eq!(app.config().get::<u16>("http.port")?, 8080);
+    /// assert!(app.config().get::<u16>("http.host").is_err()); // missing
+    /// # Ok(()) }
+    /// ```
     pub fn get<T: DeserializeOwned>(&self, key: &str) -> Result<T, DiError> {
         match self.inner.merged.find_ref(key) {
             Some(value) => self.read(key, value, "App::config().get"),
@@ -299,6 +309,15 @@ impl Config {
     }
 
     /// Whether some source sets `key`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().config_value("http.port", 8080).build().await?;
+    /// assert!(app.config().contains("http.port") && !app.config().contains("http.host"));
+    /// # Ok(()) }
+    /// ```
     pub fn contains(&self, key: &str) -> bool {
         self.inner.merged.find_ref(key).is_some()
     }
@@ -308,6 +327,16 @@ impl Config {
     ///
     /// Asks the sources again, from the highest down (a file is read again): meant for errors
     /// and diagnostics, not for a hot path.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().config_value("http.port", 8080).build().await?;
+    /// let origin = app.config().origin("http.port").unwrap_or_default();
+    /// assert!(origin.contains("config_value"), "{origin}");
+    /// # Ok(()) }
+    /// ```
     pub fn origin(&self, key: &str) -> Option<String> {
         if !self.contains(key) {
             return None;
@@ -323,6 +352,15 @@ impl Config {
     }
 
     /// The active profile, if one was set with [`AppBuilder::profile`](crate::AppBuilder::profile).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().profile("test").build().await?;
+    /// assert_eq!(app.config().profile(), Some("test"));
+    /// # Ok(()) }
+    /// ```
     pub fn profile(&self) -> Option<&str> {
         self.inner.profile.as_deref()
     }

@@ -170,6 +170,27 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     /// When [`try_get`](Self::try_get) fails: outside any context scope (the message names `T`
     /// and says how to enter one), in a scope of another App, in a scope that has ended, or when
     /// `T` needs [`get_async`](Self::get_async).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+    ///
+    /// struct User { name: String }
+    /// struct Greeter { user: ContextRef<User> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<User>(|_| Ok(User { name: "ada".into() })))
+    ///     .register(ProtoDef::singleton::<Greeter>(|r| Ok(Greeter { user: r.context_ref(0)? }))
+    ///         .dep(Dependency::new::<User>(InjectKind::ContextRef, None)))
+    ///     .build()
+    ///     .await?;
+    /// let greeter = app.get_object::<Greeter>()?;
+    /// let name = app.run_in_context(async { greeter.user.get().name.clone() }).await;
+    /// assert_eq!(name, "ada");
+    /// # Ok(()) }
+    /// ```
     #[track_caller]
     #[inline]
     pub fn get(&self) -> Arc<T> {
@@ -189,6 +210,29 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     /// [`DiError::NoScope`] outside any context scope, [`DiError::ForeignScope`] inside a scope of
     /// another App, [`DiError::ScopeClosed`] after the scope ended, [`DiError::AsyncInit`] when `T`
     /// has an async init hook, and any error of `T`'s construction.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+    ///
+    /// struct User { name: String }
+    /// struct Greeter { user: ContextRef<User> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<User>(|_| Ok(User { name: "ada".into() })))
+    ///     .register(ProtoDef::singleton::<Greeter>(|r| Ok(Greeter { user: r.context_ref(0)? }))
+    ///         .dep(Dependency::new::<User>(InjectKind::ContextRef, None)))
+    ///     .build()
+    ///     .await?;
+    /// let greeter = app.get_object::<Greeter>()?;
+    /// // Outside a scope there is no request, so no user.
+    /// assert!(matches!(greeter.user.try_get(), Err(di_core::DiError::NoScope { .. })));
+    /// let inside = app.run_in_context(async { greeter.user.try_get().map(|u| u.name.clone()) }).await;
+    /// assert_eq!(inside?, "ada");
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn try_get(&self) -> Result<Arc<T>, DiError> {
         if !self.own_type() {
@@ -203,6 +247,28 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     /// # Errors
     ///
     /// As [`try_get`](Self::try_get), plus [`DiError::Hook`] when an init hook fails.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+    ///
+    /// struct User { name: String }
+    /// struct Greeter { user: ContextRef<User> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<User>(|_| Ok(User { name: "ada".into() })))
+    ///     .register(ProtoDef::singleton::<Greeter>(|r| Ok(Greeter { user: r.context_ref(0)? }))
+    ///         .dep(Dependency::new::<User>(InjectKind::ContextRef, None)))
+    ///     .build()
+    ///     .await?;
+    /// let greeter = app.get_object::<Greeter>()?;
+    /// // Works for every context proto; needed for those built asynchronously.
+    /// let name = app.run_in_context(async { greeter.user.get_async().await.map(|u| u.name.clone()) }).await?;
+    /// assert_eq!(name, "ada");
+    /// # Ok(()) }
+    /// ```
     pub async fn get_async(&self) -> Result<Arc<T>, DiError> {
         scope::current_async::<T>(self.at, core::any::type_name::<T>()).await
     }
@@ -214,6 +280,27 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     /// # Panics
     ///
     /// As [`get`](Self::get).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+    ///
+    /// struct User { name: String }
+    /// struct Greeter { user: ContextRef<User> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<User>(|_| Ok(User { name: "ada".into() })))
+    ///     .register(ProtoDef::singleton::<Greeter>(|r| Ok(Greeter { user: r.context_ref(0)? }))
+    ///         .dep(Dependency::new::<User>(InjectKind::ContextRef, None)))
+    ///     .build()
+    ///     .await?;
+    /// let greeter = app.get_object::<Greeter>()?;
+    /// let len = app.run_in_context(async { greeter.user.with(|user| user.name.len()) }).await;
+    /// assert_eq!(len, 3);
+    /// # Ok(()) }
+    /// ```
     #[track_caller]
     #[inline]
     pub fn with<R>(&self, f: impl FnOnce(&T) -> R) -> R {
@@ -232,6 +319,28 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     /// # Errors
     ///
     /// As [`try_get`](Self::try_get).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+    ///
+    /// struct User { name: String }
+    /// struct Greeter { user: ContextRef<User> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<User>(|_| Ok(User { name: "ada".into() })))
+    ///     .register(ProtoDef::singleton::<Greeter>(|r| Ok(Greeter { user: r.context_ref(0)? }))
+    ///         .dep(Dependency::new::<User>(InjectKind::ContextRef, None)))
+    ///     .build()
+    ///     .await?;
+    /// let greeter = app.get_object::<Greeter>()?;
+    /// assert!(greeter.user.try_with(|user| user.name.len()).is_err()); // no scope
+    /// let len = app.run_in_context(async { greeter.user.try_with(|user| user.name.len()) }).await?;
+    /// assert_eq!(len, 3);
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn try_with<R>(&self, f: impl FnOnce(&T) -> R) -> Result<R, DiError> {
         if !self.own_type() {

@@ -196,6 +196,18 @@ impl EventBus {
     ///
     /// Logs an error (and drops the event) when the App has shut down, is gone, or there is no
     /// tokio runtime to run the handlers on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().build().await?;
+    /// struct Nobody;
+    /// app.events().emit(Nobody); // no handler: a lookup, nothing else
+    /// // In a scope: held until the scope's completion phase succeeds.
+    /// app.run_in_context(async { app.events().emit(Nobody) }).await;
+    /// # Ok(()) }
+    /// ```
     pub fn emit<E: Send + Sync + 'static>(&self, event: E) {
         let Some(app) = self.app.get().and_then(Weak::upgrade) else {
             tracing::error!(
@@ -235,6 +247,15 @@ impl EventBus {
     }
 
     /// How many handlers events of type `E` have in this App.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().build().await?;
+    /// assert_eq!(app.events().handler_count::<String>(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn handler_count<E: 'static>(&self) -> usize {
         self.app.get().and_then(Weak::upgrade).map_or(0, |app| app.handlers.get(&TypeId::of::<E>()).map_or(0, Vec::len))
     }

@@ -49,6 +49,28 @@ impl<T: ?Sized> Keyed<T> {
     /// # Errors
     ///
     /// [`DiError::UnknownInstance`], listing the names there are.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, Dependency, InjectKind, Keyed, ProtoDef};
+    ///
+    /// struct Bucket(&'static str);
+    /// struct Store { buckets: Keyed<Bucket> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Bucket>(|_| Ok(Bucket("photos-eu"))).name("photos"))
+    ///     .register(ProtoDef::singleton::<Bucket>(|_| Ok(Bucket("logs-eu"))).name("logs"))
+    ///     .register(ProtoDef::singleton::<Store>(|r| Ok(Store { buckets: r.keyed(0)? }))
+    ///         .dep(Dependency::new::<Bucket>(InjectKind::Keyed, None)))
+    ///     .build()
+    ///     .await?;
+    /// let buckets = &app.get_object::<Store>()?.buckets;
+    /// assert_eq!(buckets.get("photos")?.0, "photos-eu");
+    /// assert!(buckets.get("videos").is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn get(&self, name: &str) -> Result<Arc<T>, DiError> {
         match self.entries.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
             Ok(i) => Ok(self.entries[i].1.clone()),
@@ -61,21 +83,106 @@ impl<T: ?Sized> Keyed<T> {
     }
 
     /// The names, in order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, Dependency, InjectKind, Keyed, ProtoDef};
+    ///
+    /// struct Bucket(&'static str);
+    /// struct Store { buckets: Keyed<Bucket> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Bucket>(|_| Ok(Bucket("photos-eu"))).name("photos"))
+    ///     .register(ProtoDef::singleton::<Bucket>(|_| Ok(Bucket("logs-eu"))).name("logs"))
+    ///     .register(ProtoDef::singleton::<Store>(|r| Ok(Store { buckets: r.keyed(0)? }))
+    ///         .dep(Dependency::new::<Bucket>(InjectKind::Keyed, None)))
+    ///     .build()
+    ///     .await?;
+    /// let buckets = &app.get_object::<Store>()?.buckets;
+    /// assert_eq!(buckets.names().collect::<Vec<_>>(), ["logs", "photos"]);
+    /// # Ok(()) }
+    /// ```
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|(n, _)| n.as_str())
     }
 
     /// The providers and their names, in name order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, Dependency, InjectKind, Keyed, ProtoDef};
+    ///
+    /// struct Bucket(&'static str);
+    /// struct Store { buckets: Keyed<Bucket> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Bucket>(|_| Ok(Bucket("photos-eu"))).name("photos"))
+    ///     .register(ProtoDef::singleton::<Bucket>(|_| Ok(Bucket("logs-eu"))).name("logs"))
+    ///     .register(ProtoDef::singleton::<Store>(|r| Ok(Store { buckets: r.keyed(0)? }))
+    ///         .dep(Dependency::new::<Bucket>(InjectKind::Keyed, None)))
+    ///     .build()
+    ///     .await?;
+    /// let buckets = &app.get_object::<Store>()?.buckets;
+    /// let all: Vec<(&str, &str)> = buckets.iter().map(|(name, b)| (name, b.0)).collect();
+    /// assert_eq!(all, [("logs", "logs-eu"), ("photos", "photos-eu")]);
+    /// # Ok(()) }
+    /// ```
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Arc<T>)> {
         self.entries.iter().map(|(n, t)| (n.as_str(), t))
     }
 
     /// How many providers there are.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, Dependency, InjectKind, Keyed, ProtoDef};
+    ///
+    /// struct Bucket(&'static str);
+    /// struct Store { buckets: Keyed<Bucket> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Bucket>(|_| Ok(Bucket("photos-eu"))).name("photos"))
+    ///     .register(ProtoDef::singleton::<Bucket>(|_| Ok(Bucket("logs-eu"))).name("logs"))
+    ///     .register(ProtoDef::singleton::<Store>(|r| Ok(Store { buckets: r.keyed(0)? }))
+    ///         .dep(Dependency::new::<Bucket>(InjectKind::Keyed, None)))
+    ///     .build()
+    ///     .await?;
+    /// let buckets = &app.get_object::<Store>()?.buckets;
+    /// assert_eq!(buckets.len(), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// Whether there is none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, Dependency, InjectKind, Keyed, ProtoDef};
+    ///
+    /// struct Bucket(&'static str);
+    /// struct Store { buckets: Keyed<Bucket> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Bucket>(|_| Ok(Bucket("photos-eu"))).name("photos"))
+    ///     .register(ProtoDef::singleton::<Bucket>(|_| Ok(Bucket("logs-eu"))).name("logs"))
+    ///     .register(ProtoDef::singleton::<Store>(|r| Ok(Store { buckets: r.keyed(0)? }))
+    ///         .dep(Dependency::new::<Bucket>(InjectKind::Keyed, None)))
+    ///     .build()
+    ///     .await?;
+    /// let buckets = &app.get_object::<Store>()?.buckets;
+    /// assert!(!buckets.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

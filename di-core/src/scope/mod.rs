@@ -565,6 +565,21 @@ where
 /// # Panics
 ///
 /// Panics if called outside a tokio runtime, like `tokio::task::spawn_blocking`.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main] async fn main() -> Result<(), di_core::DiError> {
+/// let app = di_core::App::builder().build().await?;
+/// let in_scope = app
+///     .run_in_context(async {
+///         // A blocking thread that still sees the request's scope.
+///         di_core::spawn_blocking(di_core::in_scope).await.unwrap()
+///     })
+///     .await;
+/// assert!(in_scope);
+/// # Ok(()) }
+/// ```
 pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
 where
     F: FnOnce() -> R + Send + 'static,
