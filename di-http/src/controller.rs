@@ -212,12 +212,32 @@ impl fmt::Debug for RouterBuilder {
 
 impl RouterBuilder {
     /// The routes of every controller of `app`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let router: axum::Router = di_http::RouterBuilder::new(&app).build()?; // every controller's routes
+    /// # let _ = router;
+    /// # Ok(()) }
+    /// ```
     pub fn new(app: &App) -> Self {
         RouterBuilder { app: app.clone(), body_limit: None, capture_extensions: false, layers: Vec::new() }
     }
 
     /// The largest request body the body extractors (`Json`, `String`, `Bytes`, ...) accept;
     /// a larger one is answered with 413. Default: axum's, 2 MiB.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let router = di_http::RouterBuilder::new(&app).body_limit(64 * 1024).build()?; // 64 KiB, then 413
+    /// # let _ = router;
+    /// # Ok(()) }
+    /// ```
     pub fn body_limit(mut self, bytes: usize) -> Self {
         self.body_limit = Some(bytes);
         self
@@ -225,6 +245,17 @@ impl RouterBuilder {
 
     /// Whether [`RequestHead::extensions`](crate::RequestHead::extensions) holds a copy of the
     /// request's extensions (default: no; it costs allocations on every request).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// // `RequestHead::extensions` then holds the request's extensions (a clone of each).
+    /// let router = di_http::RouterBuilder::new(&app).capture_extensions(true).build()?;
+    /// # let _ = router;
+    /// # Ok(()) }
+    /// ```
     pub fn capture_extensions(mut self, yes: bool) -> Self {
         self.capture_extensions = yes;
         self
@@ -239,6 +270,18 @@ impl RouterBuilder {
 
     /// Wraps every controller route in `layer`, inside the request's context scope: middleware
     /// that uses context objects (say, authentication filling a `CurrentUser`) goes here.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let router = di_http::RouterBuilder::new(&app)
+    ///     .layer(tower::layer::util::Identity::new()) // any tower layer, around every route
+    ///     .build()?;
+    /// # let _ = router;
+    /// # Ok(()) }
+    /// ```
     pub fn layer(mut self, layer: impl RouteLayer) -> Self {
         self.layers.push((None, Box::new(move |router| layer.wrap(router))));
         self
@@ -251,6 +294,19 @@ impl RouterBuilder {
     ///
     /// [`RouteError`] if two routes clash or overlap, or a controller is not in
     /// the App; every problem found is reported.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// match di_http::RouterBuilder::new(&app).build() {
+    ///     Ok(router) => { let _: axum::Router = router; }
+    ///     // Two controllers declaring the same route, say: each clash named.
+    ///     Err(error) => panic!("{error}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn build(mut self) -> Result<Router, RouteError> {
         // One group per controller, in type-name order so that errors read the same every run.
         let mut groups: BTreeMap<&'static str, Vec<&'static ControllerRoutes>> = BTreeMap::new();
@@ -367,6 +423,16 @@ fn shape(path: &str) -> String {
 ///
 /// Panics with the [`RouteError`] message if two routes clash or overlap, like axum
 /// does on a conflicting `route`; use [`RouterBuilder::build`] to handle it.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let app = di_core::App::builder().build().await?;
+/// let router: axum::Router = di_http::router(&app).route("/ping", axum::routing::get(|| async { "pong" }));
+/// # let _ = router;
+/// # Ok(()) }
+/// ```
 pub fn router(app: &App) -> Router {
     match RouterBuilder::new(app).build() {
         Ok(router) => router,

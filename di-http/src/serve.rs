@@ -143,6 +143,18 @@ impl fmt::Debug for Server {
 
 impl Server {
     /// Serves `router` for `app`, until [`shutdown_signal`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let router = di_http::router(&app);
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let server = di_http::Server::new(app, router).with_graceful_shutdown(async {}); // stops at once
+    /// server.run(listener).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn new(app: App, router: Router) -> Self {
         Server {
             app,
@@ -155,6 +167,22 @@ impl Server {
     }
 
     /// Shuts down when `signal` resolves instead of on SIGINT/SIGTERM.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let router = di_http::router(&app);
+    /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let server = tokio::spawn(
+    ///     di_http::Server::new(app, router).with_graceful_shutdown(async { let _ = stopped.await; }).run(listener),
+    /// );
+    /// stop.send(()).unwrap(); // drains open requests, then `app.shutdown()`
+    /// server.await??;
+    /// # Ok(()) }
+    /// ```
     pub fn with_graceful_shutdown(mut self, signal: impl Future<Output = ()> + Send + 'static) -> Self {
         self.shutdown = Box::pin(signal);
         self
@@ -171,6 +199,17 @@ impl Server {
     /// How long a client may take to send a request head, on a new connection or between the
     /// requests of a keep-alive connection; then the connection is closed. `None` waits
     /// forever. Default: 30 seconds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let router = di_http::router(&app);
+    /// let server = di_http::Server::new(app, router).header_read_timeout(std::time::Duration::from_secs(10));
+    /// # let _ = server;
+    /// # Ok(()) }
+    /// ```
     pub fn header_read_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
         self.header_read_timeout = timeout.into();
         self
@@ -182,6 +221,18 @@ impl Server {
     /// own [`shutdown_timeout`](di_core::AppBuilder::shutdown_timeout) (10 s) for scopes still
     /// ending, plus the singletons' destroy hooks. Keep the sum under your orchestrator's grace
     /// period (Kubernetes: 30 s unless `terminationGracePeriodSeconds` says otherwise).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let router = di_http::router(&app);
+    /// // On Kubernetes' default 30 s grace period: leave time for `app.shutdown()`.
+    /// let server = di_http::Server::new(app, router).shutdown_timeout(std::time::Duration::from_secs(15));
+    /// # let _ = server;
+    /// # Ok(()) }
+    /// ```
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
         self
@@ -210,6 +261,18 @@ impl Server {
     ///
     /// [`ServeError::Shutdown`] if a destroy hook fails, [`ServeError::Forced`] after a second
     /// signal.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let router = di_http::router(&app);
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// println!("listening on {}", listener.local_addr()?);
+    /// di_http::Server::new(app, router).with_graceful_shutdown(async {}).run(listener).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn run(self, listener: TcpListener) -> Result<(), ServeError> {
         let Server { app, router, mut shutdown, forced, header_read_timeout, shutdown_timeout } = self;
         if let Ok(addr) = listener.local_addr() {
