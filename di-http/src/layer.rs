@@ -148,21 +148,61 @@ impl RequestHead {
     }
 
     /// The request method.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use http::Request;
+    /// use di_http::RequestHead;
+    ///
+    /// let head = RequestHead::from_request(&Request::post("/todos?limit=5").header("x-request-id", "req-7").body(()).unwrap());
+    /// assert_eq!(head.method(), http::Method::POST);
+    /// ```
     pub fn method(&self) -> &Method {
         &self.method
     }
 
     /// The request URI.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use http::Request;
+    /// use di_http::RequestHead;
+    ///
+    /// let head = RequestHead::from_request(&Request::post("/todos?limit=5").header("x-request-id", "req-7").body(()).unwrap());
+    /// assert_eq!((head.uri().path(), head.uri().query()), ("/todos", Some("limit=5")));
+    /// ```
     pub fn uri(&self) -> &Uri {
         &self.uri
     }
 
     /// The HTTP version.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use http::Request;
+    /// use di_http::RequestHead;
+    ///
+    /// let head = RequestHead::from_request(&Request::post("/todos?limit=5").header("x-request-id", "req-7").body(()).unwrap());
+    /// assert_eq!(head.version(), http::Version::HTTP_11);
+    /// ```
     pub fn version(&self) -> Version {
         self.version
     }
 
     /// The request headers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use http::Request;
+    /// use di_http::RequestHead;
+    ///
+    /// let head = RequestHead::from_request(&Request::post("/todos?limit=5").header("x-request-id", "req-7").body(()).unwrap());
+    /// assert_eq!(head.headers()["x-request-id"], "req-7");
+    /// ```
     pub fn headers(&self) -> &HeaderMap {
         &self.headers
     }
@@ -177,6 +217,17 @@ impl RequestHead {
     }
 
     /// The request id: `x-request-id`, or generated. Also recorded on the request's span.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use http::Request;
+    /// use di_http::RequestHead;
+    ///
+    /// let head = RequestHead::from_request(&Request::post("/todos?limit=5").header("x-request-id", "req-7").body(()).unwrap());
+    /// assert_eq!(head.id().to_string(), "req-7");
+    /// assert!(head.id().is_from_header());
+    /// ```
     pub fn id(&self) -> &RequestId {
         &self.id
     }
@@ -185,6 +236,16 @@ impl RequestHead {
     /// if it panicked or a completion hook failed; `None` before, or if the request was
     /// cancelled (the client went away). Completion hooks read it to decide whether to commit,
     /// destroy hooks to tell a request that succeeded from one that failed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use http::Request;
+    /// use di_http::RequestHead;
+    ///
+    /// let head = RequestHead::from_request(&Request::post("/todos?limit=5").header("x-request-id", "req-7").body(()).unwrap());
+    /// assert_eq!(head.response_status(), None); // not answered yet
+    /// ```
     pub fn response_status(&self) -> Option<StatusCode> {
         StatusCode::from_u16(self.status.load(Ordering::Acquire)).ok()
     }
@@ -195,6 +256,16 @@ impl RequestHead {
     }
 
     /// Whether the handler answered with a 1xx, 2xx or 3xx status.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use http::Request;
+    /// use di_http::RequestHead;
+    ///
+    /// let head = RequestHead::from_request(&Request::post("/todos?limit=5").header("x-request-id", "req-7").body(()).unwrap());
+    /// assert!(!head.succeeded()); // no answer yet: not a success
+    /// ```
     pub fn succeeded(&self) -> bool {
         self.response_status().is_some_and(|s| !s.is_client_error() && !s.is_server_error())
     }
