@@ -76,8 +76,8 @@
 //! - Configuration sections are `#[config_proto(prefix = "db")]` structs read from files, the
 //!   environment and values ([`AppBuilder::config_file`], [`AppBuilder::config_env`],
 //!   [`AppBuilder::config_value`]).
-//! - A broken graph fails [`AppBuilder::build`] with a [`DiError`] naming the types involved,
-//!   all of its errors at once.
+//! - A broken graph fails [`AppBuilder::build`] with a [`DiError`] naming the types involved;
+//!   the errors found in one pass come together, as [`DiError::Multiple`].
 //!
 //! # Without macros
 //!
