@@ -125,6 +125,17 @@ pub struct Dependency {
 impl Dependency {
     /// A dependency on `T` (a proto type or a `dyn Trait`), injected as `kind`, optionally
     /// qualified by an object name. Usable in `const` and `static` items.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{Dependency, InjectKind};
+    ///
+    /// struct Db;
+    /// // What `#[inject(name = "primary")] db: Arc<Db>` declares.
+    /// const DEP: Dependency = Dependency::new::<Db>(InjectKind::Arc, Some("primary"));
+    /// assert_eq!((DEP.kind(), DEP.qualifier()), (InjectKind::Arc, Some("primary")));
+    /// ```
     pub const fn new<T: ?Sized + 'static>(kind: InjectKind, qualifier: Option<&'static str>) -> Self {
         Dependency {
             type_id: TypeId::of::<T>,
@@ -140,6 +151,18 @@ impl Dependency {
     }
 
     /// Like [`Dependency::new`], with a qualifier computed at run time (for generated graphs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{Dependency, InjectKind};
+    ///
+    /// struct Db;
+    /// // A qualifier chosen at run time (`#[inject(name = "...")]` with a literal uses `new`).
+    /// let name = format!("shard{}", 3);
+    /// let dep = Dependency::named::<Db>(InjectKind::Arc, name);
+    /// assert_eq!(dep.qualifier(), Some("shard3"));
+    /// ```
     pub fn named<T: ?Sized + 'static>(kind: InjectKind, qualifier: impl Into<String>) -> Self {
         Dependency { qualifier: Some(Cow::Owned(qualifier.into())), ..Dependency::new::<T>(kind, None) }
     }
@@ -183,16 +206,46 @@ impl Dependency {
     }
 
     /// How the dependency is injected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{Dependency, InjectKind};
+    ///
+    /// struct Db;
+    /// let dep = Dependency::new::<Db>(InjectKind::ContextRef, None);
+    /// assert_eq!(dep.kind(), InjectKind::ContextRef);
+    /// ```
     pub fn kind(&self) -> InjectKind {
         self.kind
     }
 
     /// The requested object name, if any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{Dependency, InjectKind};
+    ///
+    /// struct Db;
+    /// let dep = Dependency::named::<Db>(InjectKind::Arc, "primary");
+    /// assert_eq!(dep.qualifier(), Some("primary"));
+    /// ```
     pub fn qualifier(&self) -> Option<&str> {
         self.qualifier.as_deref()
     }
 
     /// The requested type's name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{Dependency, InjectKind};
+    ///
+    /// struct Db;
+    /// let dep = Dependency::new::<Db>(InjectKind::Arc, None);
+    /// assert!(dep.type_name().ends_with("Db"));
+    /// ```
     pub fn type_name(&self) -> &'static str {
         (self.type_name)()
     }
@@ -641,6 +694,19 @@ pub struct ProtoDef {
 
 impl ProtoDef {
     /// A singleton of type `T`, built once by `factory` when the App is built.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Clock { started: u64 }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder().register(ProtoDef::singleton::<Clock>(|_| Ok(Clock { started: 42 }))).build().await?;
+    /// assert_eq!(app.get_object::<Clock>()?.started, 42);
+    /// # Ok(()) }
+    /// ```
     pub fn singleton<T: Send + Sync + 'static>(
         factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
     ) -> Self {
@@ -678,6 +744,21 @@ impl ProtoDef {
     }
 
     /// A context proto of type `T`, built by `factory` on first use in each scope.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Tracer { id: u32 }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder().register(ProtoDef::context::<Tracer>(|_| Ok(Tracer { id: 7 }))).build().await?;
+    /// let id = app.run_in_context(async { app.get_object::<Tracer>().map(|t| t.id) }).await?;
+    /// assert_eq!(id, 7);
+    /// assert!(app.get_object::<Tracer>().is_err()); // no scope, no tracer
+    /// # Ok(()) }
+    /// ```
     pub fn context<T: Send + Sync + 'static>(
         factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
     ) -> Self {
@@ -685,6 +766,20 @@ impl ProtoDef {
     }
 
     /// A proto of type `T` in `scope`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef, Scope};
+    ///
+    /// struct Clock;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let scope = if cfg!(test) { Scope::Context } else { Scope::Singleton };
+    /// let app = App::builder().register(ProtoDef::new::<Clock>(scope, |_| Ok(Clock))).build().await?;
+    /// assert!(app.get_object::<Clock>().is_ok());
+    /// # Ok(()) }
+    /// ```
     pub fn new<T: Send + Sync + 'static>(
         scope: Scope,
         factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
@@ -858,12 +953,49 @@ impl ProtoDef {
     }
 
     /// Sets the object name (default: the type name in lowerCamelCase, as tegg does).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Pool(&'static str);
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Pool>(|_| Ok(Pool("primary"))).name("primary"))
+    ///     .register(ProtoDef::singleton::<Pool>(|_| Ok(Pool("replica"))).name("replica"))
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_object_named::<Pool>("replica")?.0, "replica");
+    /// # Ok(()) }
+    /// ```
     pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
         self.name = name.into();
         self
     }
 
     /// Appends a dependency; the factory asks for it by its position.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, Dependency, InjectKind, ProtoDef};
+    ///
+    /// struct Db;
+    /// struct Repo { db: Arc<Db> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Db>(|_| Ok(Db)))
+    ///     // Dependency #0, which the factory asks for by index.
+    ///     .register(ProtoDef::singleton::<Repo>(|r| Ok(Repo { db: r.arc(0)? })).dep(Dependency::new::<Db>(InjectKind::Arc, None)))
+    ///     .build()
+    ///     .await?;
+    /// assert!(Arc::ptr_eq(&app.get_object::<Repo>()?.db, &app.get_object::<Db>()?));
+    /// # Ok(()) }
+    /// ```
     pub fn dep(mut self, dep: Dependency) -> Self {
         self.deps.to_mut().push(dep);
         self
@@ -876,6 +1008,25 @@ impl ProtoDef {
     ///
     /// The stored cast panics if the def's type is not `T`; `ProtoDef::singleton::<T>` and
     /// `provides::<T, _>` are written together, so this is a programming error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// trait Mailer: Send + Sync { fn send(&self) -> &'static str; }
+    /// struct Smtp;
+    /// impl Mailer for Smtp { fn send(&self) -> &'static str { "smtp" } }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Smtp>(|_| Ok(Smtp)).provides::<Smtp, dyn Mailer>(|s| s as Arc<dyn Mailer>))
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_provider::<dyn Mailer>()?.send(), "smtp");
+    /// # Ok(()) }
+    /// ```
     pub fn provides<T: Send + Sync + 'static, U: ?Sized + Send + Sync + 'static>(
         mut self,
         cast: impl Fn(Arc<T>) -> Arc<U> + Send + Sync + 'static,
@@ -975,16 +1126,40 @@ impl ProtoDef {
     }
 
     /// The object name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// struct Clock;
+    /// let def = di_core::ProtoDef::singleton::<Clock>(|_| Ok(Clock));
+    /// assert_eq!(def.object_name(), "clock"); // tegg's default: the type in lowerCamelCase
+    /// ```
     pub fn object_name(&self) -> &str {
         &self.name
     }
 
     /// The scope.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// struct Clock;
+    /// let def = di_core::ProtoDef::singleton::<Clock>(|_| Ok(Clock));
+    /// assert_eq!(def.scope(), di_core::Scope::Singleton);
+    /// ```
     pub fn scope(&self) -> Scope {
         self.scope
     }
 
     /// The type name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// struct Clock;
+    /// let def = di_core::ProtoDef::singleton::<Clock>(|_| Ok(Clock));
+    /// assert!(def.type_name().ends_with("Clock"));
+    /// ```
     pub fn type_name(&self) -> &'static str {
         self.type_name
     }
