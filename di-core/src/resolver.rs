@@ -73,6 +73,25 @@ impl Resolver<'_> {
     /// # Errors
     ///
     /// [`DiError::Undeclared`] if dependency `index` is not an `Arc<T>`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, Dependency, InjectKind, ProtoDef};
+    ///
+    /// struct Db;
+    /// struct Repo { db: Arc<Db> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Db>(|_| Ok(Db)))
+    ///     .register(ProtoDef::singleton::<Repo>(|r| Ok(Repo { db: r.arc(0)? })).dep(Dependency::new::<Db>(InjectKind::Arc, None)))
+    ///     .build()
+    ///     .await?;
+    /// assert!(Arc::ptr_eq(&app.get_object::<Repo>()?.db, &app.get_object::<Db>()?));
+    /// # Ok(()) }
+    /// ```
     pub fn arc<T: ?Sized + 'static>(&self, index: usize) -> Result<Arc<T>, DiError> {
         // The generic part is the cast alone: per dependency type, as little code as can be (a
         // large graph runs thousands of these once each, and each is cold code).
@@ -113,6 +132,26 @@ impl Resolver<'_> {
     /// # Errors
     ///
     /// [`DiError::Undeclared`] if dependency `index` is not an `Option<Arc<T>>`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, Dependency, InjectKind, ProtoDef};
+    ///
+    /// struct Cache;
+    /// struct Repo { cache: Option<Arc<Cache>> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .without_inventory()
+    ///     .register(ProtoDef::singleton::<Repo>(|r| Ok(Repo { cache: r.optional(0)? }))
+    ///         .dep(Dependency::new::<Cache>(InjectKind::Optional, None)))
+    ///     .build()
+    ///     .await?;
+    /// assert!(app.get_object::<Repo>()?.cache.is_none()); // nobody registered a Cache
+    /// # Ok(()) }
+    /// ```
     pub fn optional<T: ?Sized + 'static>(&self, index: usize) -> Result<Option<Arc<T>>, DiError> {
         match self.declared(index, InjectKind::Optional, TypeId::of::<T>(), core::any::type_name::<T>())? {
             Resolved::Maybe(t) => t.map(|t| Ok(provided_as::<T>(self.graph, t, self.object(t, index)?))).transpose(),
@@ -126,6 +165,28 @@ impl Resolver<'_> {
     /// # Errors
     ///
     /// [`DiError::Undeclared`] if dependency `index` is not a `Vec<Arc<T>>`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, Dependency, InjectKind, ProtoDef};
+    ///
+    /// struct Shard(u8);
+    /// struct Router { shards: Vec<Arc<Shard>> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Shard>(|_| Ok(Shard(2))).name("b"))
+    ///     .register(ProtoDef::singleton::<Shard>(|_| Ok(Shard(1))).name("a"))
+    ///     .register(ProtoDef::singleton::<Router>(|r| Ok(Router { shards: r.all(0)? }))
+    ///         .dep(Dependency::new::<Shard>(InjectKind::All, None)))
+    ///     .build()
+    ///     .await?;
+    /// let ids: Vec<u8> = app.get_object::<Router>()?.shards.iter().map(|s| s.0).collect();
+    /// assert_eq!(ids, [1, 2]); // ordered by object name
+    /// # Ok(()) }
+    /// ```
     pub fn all<T: ?Sized + 'static>(&self, index: usize) -> Result<Vec<Arc<T>>, DiError> {
         match self.declared(index, InjectKind::All, TypeId::of::<T>(), core::any::type_name::<T>())? {
             Resolved::Many(ts) => ts.iter().map(|t| self.cast::<T>(*t)).collect(),
@@ -168,6 +229,26 @@ impl Resolver<'_> {
     /// # Errors
     ///
     /// [`DiError::Undeclared`] if dependency `index` is not a `Provider<T>`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, Dependency, InjectKind, ProtoDef, Provider};
+    ///
+    /// struct Buffer(Vec<u8>);
+    /// struct Encoder { buffers: Provider<Buffer> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::transient::<Buffer>(|_| Ok(Buffer(Vec::with_capacity(64)))))
+    ///     .register(ProtoDef::singleton::<Encoder>(|r| Ok(Encoder { buffers: r.provider(0)? }))
+    ///         .dep(Dependency::new::<Buffer>(InjectKind::Provider, None)))
+    ///     .build()
+    ///     .await?;
+    /// let encoder = app.get_object::<Encoder>()?;
+    /// assert!(!std::sync::Arc::ptr_eq(&encoder.buffers.get()?, &encoder.buffers.get()?)); // a new one each time
+    /// # Ok(()) }
+    /// ```
     pub fn provider<T: Send + Sync + 'static>(&self, index: usize) -> Result<Provider<T>, DiError> {
         match self.declared(index, InjectKind::Provider, TypeId::of::<T>(), core::any::type_name::<T>())? {
             Resolved::Provider(p) => Ok(Provider::new(self.cell.clone(), *p as u32)),
@@ -176,12 +257,48 @@ impl Resolver<'_> {
     }
 
     /// The App's configuration, for a factory that reads a key itself.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Port(u16);
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .config_value("http.port", 8080)
+    ///     .register(ProtoDef::singleton::<Port>(|r| Ok(Port(r.config().get("http.port")?))))
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_object::<Port>()?.0, 8080);
+    /// # Ok(()) }
+    /// ```
     pub fn config(&self) -> &Config {
         self.config
     }
 
     /// A failure of the constructor of the proto being built, as
     /// [`DiError::Construction`] naming it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, DiError, ProtoDef};
+    ///
+    /// struct Socket;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let error = App::builder()
+    ///     .without_inventory()
+    ///     .register(ProtoDef::singleton::<Socket>(|r| Err(r.construction_error("port 80 is taken"))))
+    ///     .build()
+    ///     .await
+    ///     .unwrap_err();
+    /// assert!(matches!(error, DiError::Construction { .. }));
+    /// assert!(error.to_string().ends_with("failed: port 80 is taken"), "{error}");
+    /// # Ok(()) }
+    /// ```
     pub fn construction_error(&self, source: impl Into<BoxError>) -> DiError {
         DiError::construction_of(&self.graph.protos[self.proto], source.into())
     }
@@ -191,6 +308,26 @@ impl Resolver<'_> {
     /// # Errors
     ///
     /// [`DiError::Undeclared`] if dependency `index` is not a `ContextRef<T>`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+    ///
+    /// struct User(&'static str);
+    /// struct Greeter { user: ContextRef<User> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<User>(|_| Ok(User("ada"))))
+    ///     .register(ProtoDef::singleton::<Greeter>(|r| Ok(Greeter { user: r.context_ref(0)? }))
+    ///         .dep(Dependency::new::<User>(InjectKind::ContextRef, None)))
+    ///     .build()
+    ///     .await?;
+    /// let greeter = app.get_object::<Greeter>()?;
+    /// assert_eq!(app.run_in_context(async { greeter.user.get().0 }).await, "ada");
+    /// # Ok(()) }
+    /// ```
     pub fn context_ref<T: ?Sized + RefTarget>(&self, index: usize) -> Result<ContextRef<T>, DiError> {
         match self.declared(index, InjectKind::ContextRef, TypeId::of::<T>(), core::any::type_name::<T>())? {
             Resolved::Context(t) => Ok(ContextRef::new(self.app_id, t.proto as u32, t.cast as u32)),
@@ -200,6 +337,23 @@ impl Resolver<'_> {
 
     /// The object name of the proto being built (handy for one factory shared by many named
     /// instances).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Queue(String);
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// // One factory for every named instance: each learns its own name.
+    /// let app = App::builder()
+    ///     .register_all(["mail", "sms"].map(|name| ProtoDef::singleton::<Queue>(|r| Ok(Queue(r.object_name().to_owned()))).name(name)))
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_object_named::<Queue>("sms")?.0, "sms");
+    /// # Ok(()) }
+    /// ```
     pub fn object_name(&self) -> &str {
         &self.graph.protos[self.proto].name
     }
