@@ -122,15 +122,11 @@ impl ScopeEvents {
 
     /// Ends the holding: returns what was held, to dispatch if `ok` and drop otherwise.
     pub(crate) fn settle(&mut self, ok: bool) -> Vec<HeldEvent> {
-        let next = if ok { ScopeEvents::Passing } else { ScopeEvents::Dropping };
-        match std::mem::replace(self, next) {
-            ScopeEvents::Holding(held) => held,
-            // Settled once: the completion phase runs once.
-            other => {
-                *self = other;
-                Vec::new()
-            }
-        }
+        // Settled once: what a later call says changes nothing.
+        let ScopeEvents::Holding(held) = self else { return Vec::new() };
+        let held = std::mem::take(held);
+        *self = if ok { ScopeEvents::Passing } else { ScopeEvents::Dropping };
+        held
     }
 }
 

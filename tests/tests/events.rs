@@ -302,3 +302,15 @@ async fn a_failing_handler_drops_the_events_it_emitted_and_late_events_of_a_good
     assert_eq!(chain.chained.load(Ordering::Relaxed), 0);
     assert_eq!(chain.late.load(Ordering::Relaxed), 1);
 }
+
+#[tokio::test]
+async fn events_emitted_after_discard_are_dropped_even_in_a_scope_that_had_emitted_nothing() {
+    let app = App::builder().build().await.unwrap();
+    app.run_in_context(async {
+        di_core::discard_events(); // nothing held yet
+        app.events().emit(TodoCompleted { id: 11 });
+    })
+    .await;
+    settle(&app).await;
+    assert_eq!(app.get_object::<Stats>().unwrap().completed.load(Ordering::Relaxed), 0);
+}

@@ -41,6 +41,8 @@ pub(crate) struct ScopeHandle {
     /// Copied into the shared table when that is created, so that other tasks and factories
     /// find them there.
     seed: Seeds,
+    /// [`discard_events`] ran before the shared part existed: it starts dropping events.
+    discarded: std::cell::Cell<bool>,
 }
 
 /// Objects a scope starts with: proto index and value. The first is held inline (di-http's
@@ -111,6 +113,7 @@ impl ScopeHandle {
             shared: OnceCell::new(),
             cache: RefCell::new(TaskCache::default()),
             seed,
+            discarded: std::cell::Cell::new(false),
         };
         if hooked {
             // The end of the scope runs their hooks: it needs the table, used or not.
@@ -126,11 +129,18 @@ impl ScopeHandle {
             shared: OnceCell::from(shared),
             cache: RefCell::new(TaskCache::default()),
             seed: Seeds::default(),
+            discarded: std::cell::Cell::new(false),
         }
     }
 
     fn shared(&self) -> &Arc<ScopeShared> {
-        self.shared.get_or_init(|| ScopeShared::new(self.app.clone(), self.seed.clone()))
+        self.shared.get_or_init(|| {
+            let shared = ScopeShared::new(self.app.clone(), self.seed.clone());
+            if self.discarded.get() {
+                shared.settle_events(false);
+            }
+            shared
+        })
     }
 
     #[inline]
@@ -453,7 +463,13 @@ pub(crate) fn current_as<U: ?Sized + 'static>(at: RefKey, wanted: &'static str) 
 /// # Ok(()) }
 /// ```
 pub fn discard_events() {
-    let _ = CURRENT.try_with(|h| h.shared().settle_events(false));
+    // Without a shared part the scope has emitted nothing, and no other task of it exists
+    // (`spawn` creates the part): marking this task's handle is enough, and allocates nothing
+    // (di-http calls this for every 4xx and 5xx response).
+    let _ = CURRENT.try_with(|h| match h.shared.get() {
+        Some(shared) => shared.settle_events(false),
+        None => h.discarded.set(true),
+    });
 }
 
 /// Fails the current scope: its completion phase will not run, its held events are dropped.
