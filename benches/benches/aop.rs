@@ -15,12 +15,11 @@
 //!   runtime, against spawning and running an empty task the same way; and `emit` of an event
 //!   with no handler (a lookup).
 
-use std::future::Future;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll, Waker};
 
+use benches::micro::{poll_once, runtime};
 use di_core::{Advice, App, Call, EventBus, Next, context_proto, handlers, intercept, singleton_proto};
 use divan::Bencher;
 use tokio::runtime::Runtime;
@@ -95,10 +94,6 @@ impl Counter {
     }
 }
 
-fn runtime() -> Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime")
-}
-
 /// The benchmark's App: only its own protos (the benchmark binary links tegg's projects).
 fn app(rt: &Runtime) -> App {
     let builder = App::builder()
@@ -109,14 +104,6 @@ fn app(rt: &Runtime) -> App {
         .link::<Counter>()
         .link::<EventBus>();
     rt.block_on(builder.build()).expect("the benchmark graph is valid")
-}
-
-fn poll_once<F: Future>(fut: F) -> F::Output {
-    let mut fut = std::pin::pin!(fut);
-    match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(out) => out,
-        Poll::Pending => unreachable!("the benchmarked future completes on its first poll"),
-    }
 }
 
 mod intercept {

@@ -11,11 +11,10 @@
 //! task-local is set for every iteration.
 
 use std::any::Any;
-use std::future::Future;
 use std::hint::black_box;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 
+use benches::micro::{poll_once, runtime};
 use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
 use divan::Bencher;
 use tokio::runtime::Runtime;
@@ -33,22 +32,6 @@ const SCOPE_SAMPLE: u32 = 64;
 
 fn main() {
     divan::main();
-}
-
-/// A current-thread runtime with every driver on, as a service would have.
-fn runtime() -> Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime")
-}
-
-/// Polls `fut` once with a no-op waker, inside whatever runtime context the caller is in: a
-/// scope's own cost without `block_on`'s (about 200 ns here). The futures benchmarked with it
-/// complete on their first poll.
-fn poll_once<F: Future>(fut: F) -> F::Output {
-    let mut fut = std::pin::pin!(fut);
-    match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(out) => out,
-        Poll::Pending => unreachable!("the benchmarked future completes on its first poll"),
-    }
 }
 
 /// The context object the benchmarks reach.

@@ -4,4 +4,5 @@
 /// The flags of the bench binaries (in di-codegen, which `gen-project` shares).
 pub use di_codegen::args;
 pub mod chart;
+pub mod micro;
 pub mod stats;

@@ -1735,7 +1735,7 @@ fn check_advices(
     let mut seen = std::collections::HashSet::new();
     for site in crate::advice::sites() {
         let ty = (site.advice)();
-        if graph.by_type.get(&ty).is_some_and(|l| !l.is_empty()) {
+        if !graph.of_type(ty).is_empty() {
             if !roots.is_empty() && seen.insert(ty) {
                 roots.push((ty, site.advice_name));
             }

@@ -76,8 +76,7 @@ pub(crate) type Handlers = crate::graph::FastMap<TypeId, Vec<Handler>>;
 pub(crate) fn handlers(graph: &crate::graph::Graph, available: impl Fn(usize) -> bool) -> Handlers {
     let mut map = Handlers::default();
     for descriptor in inventory::iter::<HandlerDescriptor> {
-        let protos = graph.by_type.get(&(descriptor.proto)()).map_or(&[][..], Vec::as_slice);
-        for &proto in protos.iter().filter(|&&p| available(p)) {
+        for &proto in graph.of_type((descriptor.proto)()).iter().filter(|&&p| available(p)) {
             map.entry((descriptor.event)()).or_default().push(Handler { proto, descriptor });
         }
     }

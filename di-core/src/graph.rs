@@ -120,6 +120,11 @@ pub(crate) struct Graph {
 }
 
 impl Graph {
+    /// The protos whose own type is `ty` (none if there is no such proto).
+    pub(crate) fn of_type(&self, ty: TypeId) -> &[usize] {
+        self.by_type.get(&ty).map_or(&[], Vec::as_slice)
+    }
+
     /// Validates `protos`. `inactive` are the protos left out (another profile, excluded), with
     /// why: a dependency only they provide is reported as such.
     pub(crate) fn new(protos: Vec<ProtoDef>, inactive: &[(ProtoDef, String)]) -> Result<Graph, DiError> {

@@ -43,6 +43,7 @@ pub struct ScheduleDescriptor {
 
 inventory::collect!(ScheduleDescriptor);
 
+#[derive(Clone)]
 enum Timing {
     Every(Duration),
     Cron(Box<cron::Schedule>),
@@ -64,8 +65,7 @@ pub(crate) fn jobs(graph: &crate::graph::Graph, available: impl Fn(usize) -> boo
     let mut jobs = Vec::new();
     let mut errors = Vec::new();
     for descriptor in inventory::iter::<ScheduleDescriptor> {
-        let protos = graph.by_type.get(&(descriptor.proto)()).map_or(&[][..], Vec::as_slice);
-        for &proto in protos.iter().filter(|&&p| available(p)) {
+        for &proto in graph.of_type((descriptor.proto)()).iter().filter(|&&p| available(p)) {
             let name = format!("{}::{}", (descriptor.proto_name)(), descriptor.method);
             let timing = match descriptor.when {
                 When::Every(ms) => Timing::Every(Duration::from_millis(ms.max(1))),
@@ -114,13 +114,7 @@ pub(crate) fn start(app: &Arc<AppInner>, stop: &watch::Sender<bool>) {
 
 /// Runs job `index` at each due time until the App is gone.
 async fn timer(app: Weak<AppInner>, index: usize) {
-    let timing = match app.upgrade() {
-        Some(app) => match &app.jobs[index].timing {
-            Timing::Every(period) => Timing::Every(*period),
-            Timing::Cron(schedule) => Timing::Cron(schedule.clone()),
-        },
-        None => return,
-    };
+    let Some(timing) = app.upgrade().map(|app| app.jobs[index].timing.clone()) else { return };
     match timing {
         Timing::Every(period) => {
             let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
