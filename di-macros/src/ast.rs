@@ -5,9 +5,9 @@ use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{GenericArgument, PathArguments, Type};
 
-use crate::attr::{InjectAttr, ProtoAttr, ProtoScope};
+use crate::attr::{InjectAttr, ProtoAttr, ProtoScope, take_middleware};
 use crate::ctxt::Ctxt;
-use crate::symbol::{CONSTRUCTOR, INJECT, MIDDLEWARE};
+use crate::symbol::{CONSTRUCTOR, INJECT};
 
 /// How a dependency is filled, read off its type.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -301,22 +301,6 @@ fn ctor(cx: &Ctxt, sig: &mut syn::Signature, self_ty: &Type) -> Option<Ctor> {
         }
     }
     Some(Ctor { ident: sig.ident.clone(), is_async: sig.asyncness.is_some(), params })
-}
-
-/// Removes the `#[middleware(layer)]` attributes from `attrs` and returns their layers.
-pub(crate) fn take_middleware(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>) -> Vec<syn::Expr> {
-    let mut layers = Vec::new();
-    attrs.retain(|a| {
-        if !a.path().is_ident(MIDDLEWARE) {
-            return true;
-        }
-        match a.parse_args::<syn::Expr>() {
-            Ok(expr) => layers.push(expr),
-            Err(_) => cx.error_spanned_by(a, "write `#[middleware(layer)]`, with a tower `Layer` expression"),
-        }
-        false
-    });
-    layers
 }
 
 /// `Arc<T>`, `ContextRef<T>`, `Option<Arc<T>>`, `Vec<Arc<T>>`...: the kind and `T`.

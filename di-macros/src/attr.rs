@@ -9,7 +9,8 @@ use syn::{Token, Type};
 use crate::ctxt::Ctxt;
 use crate::symbol::{
     ACCESS, COMPLETE, CONFIG_OPTIONS, CONTROLLER_OPTIONS, CRATE, DESTROY, EXTERNAL, INIT, INSTANCES, INSTANCES_OF,
-    LAZY, NAME, PATH, PREFIX, PRIVATE, PROFILE, PROTO_OPTIONS, PROVIDES, PUBLIC, SINGLETON_OPTIONS, TRANSIENT_OPTIONS,
+    LAZY, MIDDLEWARE, NAME, PATH, PREFIX, PRIVATE, PROFILE, PROTO_OPTIONS, PROVIDES, PUBLIC, SINGLETON_OPTIONS,
+    TRANSIENT_OPTIONS,
 };
 
 /// Which proto attribute is being expanded.
@@ -236,6 +237,22 @@ impl InjectAttr {
         }
         InjectAttr { name, external: external.is_some() }
     }
+}
+
+/// Removes the `#[middleware(layer)]` attributes from `attrs` and returns their layers.
+pub(crate) fn take_middleware(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>) -> Vec<syn::Expr> {
+    let mut layers = Vec::new();
+    attrs.retain(|a| {
+        if !a.path().is_ident(MIDDLEWARE) {
+            return true;
+        }
+        match a.parse_args::<syn::Expr>() {
+            Ok(expr) => layers.push(expr),
+            Err(_) => cx.error_spanned_by(a, "write `#[middleware(layer)]`, with a tower `Layer` expression"),
+        }
+        false
+    });
+    layers
 }
 
 /// A controller prefix is empty or a route path without a catch-all.

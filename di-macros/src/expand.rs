@@ -1,4 +1,4 @@
-//! The expansion of the proto attributes. `#[http_routes]` expands in `http.rs`, `#[intercept]`
+//! The expansion of the proto attributes. `#[http_routes]` expands in `http/expand.rs`, `#[intercept]`
 //! in `intercept.rs`, `#[handlers]` in `handlers.rs`.
 
 use proc_macro2::{Span, TokenStream};

@@ -4,7 +4,8 @@
 //!
 //! The pipeline follows serde: parse the attribute and the struct into a validated model
 //! (`ast`), check rules that need the whole model (`check`), then expand (`expand`, the only
-//! file that calls `quote!` for protos; `http` parses and expands `#[http_routes]`). Errors accumulate in a `Ctxt`, so one compile reports them all.
+//! file that calls `quote!` for protos). `#[http_routes]` follows the same stages in `http/`.
+//! Errors accumulate in a `Ctxt`, so one compile reports them all.
 //! `DI_MACROS_DEBUG=1` prints each expansion to stderr.
 
 mod ast;

@@ -1,0 +1,32 @@
+//! Rules that need the whole impl block.
+
+use std::collections::HashMap;
+
+use super::ast::RoutesItem;
+use crate::ctxt::Ctxt;
+
+pub(super) fn check(cx: &Ctxt, model: &RoutesItem) {
+    route_declared_once(cx, model);
+}
+
+/// The same method and path twice in one block would fail at start-up, when di-http merges
+/// the routes; here it fails at compile time, at the second declaration.
+fn route_declared_once(cx: &Ctxt, model: &RoutesItem) {
+    let mut seen: HashMap<(&str, String), &syn::Ident> = HashMap::new();
+    for handler in &model.handlers {
+        for route in &handler.routes {
+            let key = (route.http_method.as_str(), route.path.value());
+            if let Some(first) = seen.insert(key, &handler.ident) {
+                cx.error_spanned_by(
+                    &route.path,
+                    format!(
+                        "route `{} {}` is declared twice in this block: by `{first}` and by `{}`",
+                        route.http_method,
+                        route.path.value(),
+                        handler.ident
+                    ),
+                );
+            }
+        }
+    }
+}
