@@ -77,10 +77,63 @@ use crate::error::DiError;
 pub trait Advice<R>: Send + Sync + 'static {
     /// Runs around one call: usually `next.run().await`, with work before and after; it may
     /// also return without running `next` (a short circuit) or change what it returns.
+    ///
+    /// # Examples
+    ///
+    /// A cache in front of a method: `around` answers without running `next` when it can.
+    ///
+    /// ```rust,standalone_crate
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use di_core::{intercept, singleton_proto, Advice, App, Call, Next};
+    ///
+    /// #[singleton_proto]
+    /// #[derive(Default)]
+    /// pub struct Cache { hits: AtomicUsize }
+    ///
+    /// impl Advice<u64> for Cache {
+    ///     async fn around(&self, _call: Call, next: Next<'_, u64>) -> u64 {
+    ///         if format!("{:?}", next.args()).contains("n: 0") {
+    ///             self.hits.fetch_add(1, Ordering::Relaxed);
+    ///             return 1; // 0! without the call
+    ///         }
+    ///         next.run().await
+    ///     }
+    /// }
+    ///
+    /// #[singleton_proto]
+    /// pub struct Maths;
+    /// impl Maths {
+    ///     #[intercept(Cache)]
+    ///     pub async fn factorial(&self, n: u64) -> u64 {
+    ///         (1..=n).product()
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder().build().await?;
+    /// let maths = app.get_object::<Maths>()?;
+    /// app.run_in_context(async {
+    ///     assert_eq!(maths.factorial(5).await, 120);
+    ///     assert_eq!(maths.factorial(0).await, 1);
+    /// }).await;
+    /// assert_eq!(app.get_object::<Cache>()?.hits.load(Ordering::Relaxed), 1);
+    /// # Ok(()) }
+    /// ```
     fn around(&self, call: Call, next: Next<'_, R>) -> impl Future<Output = R>;
 }
 
 /// Which method an advice runs around.
+///
+/// # Examples
+///
+/// ```
+/// use di_core::Call;
+///
+/// // What an advice receives for `Todos::get`; it prints as the path of the method.
+/// let call = Call::new("my_app::Todos", "get");
+/// assert_eq!(call, Call::new("my_app::Todos", "get"));
+/// assert_eq!(format!("calling {call}"), "calling my_app::Todos::get");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Call {
     target: &'static str,
@@ -103,11 +156,25 @@ impl Call {
     }
 
     /// The type whose method is called, with its module path (`my_app::Todos`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let call = di_core::Call::new("my_app::Todos", "get");
+    /// assert_eq!(call.target(), "my_app::Todos");
+    /// ```
     pub const fn target(&self) -> &'static str {
         self.target
     }
 
     /// The method's name (`get`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let call = di_core::Call::new("my_app::Todos", "get");
+    /// assert_eq!(call.method(), "get");
+    /// ```
     pub const fn method(&self) -> &'static str {
         self.method
     }
@@ -157,11 +224,88 @@ impl<'a, R> Next<'a, R> {
 
     /// The call's arguments, for logs: `get { id: 7 }`. An argument whose type is not
     /// `Debug` shows as `_`; once the call has run, they show as `(moved)`.
+    ///
+    /// # Examples
+    ///
+    /// ```rust,standalone_crate
+    /// use std::sync::Mutex;
+    /// use di_core::{intercept, singleton_proto, Advice, App, Call, Next};
+    ///
+    /// /// Remembers the arguments of each call.
+    /// #[singleton_proto]
+    /// #[derive(Default)]
+    /// pub struct Audit { seen: Mutex<Vec<String>> }
+    ///
+    /// impl<R> Advice<R> for Audit {
+    ///     async fn around(&self, _call: Call, next: Next<'_, R>) -> R {
+    ///         self.seen.lock().unwrap().push(format!("{:?}", next.args()));
+    ///         next.run().await
+    ///     }
+    /// }
+    ///
+    /// /// Not `Debug`: shown as `_`.
+    /// pub struct Secret(#[allow(dead_code)] String);
+    ///
+    /// #[singleton_proto]
+    /// pub struct Accounts;
+    /// impl Accounts {
+    ///     #[intercept(Audit)]
+    ///     pub async fn login(&self, user: &str, password: Secret) -> bool {
+    ///         drop(password);
+    ///         user == "ada"
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder().build().await?;
+    /// let accounts = app.get_object::<Accounts>()?;
+    /// let ok = app.run_in_context(accounts.login("ada", Secret("hunter2".into()))).await;
+    /// assert!(ok);
+    /// let seen = app.get_object::<Audit>()?.seen.lock().unwrap().clone();
+    /// assert_eq!(seen.len(), 1);
+    /// assert!(seen[0].contains("\"ada\"") && !seen[0].contains("hunter2"), "{seen:?}");
+    /// # Ok(()) }
+    /// ```
     pub fn args(&self) -> &(dyn fmt::Debug + '_) {
         self.step.as_ref().get_ref().as_debug()
     }
 
     /// Runs the rest of the chain with the arguments, and returns the method's output.
+    ///
+    /// # Examples
+    ///
+    /// An advice that runs the method and changes its output: errors get the method's name.
+    ///
+    /// ```rust,standalone_crate
+    /// use di_core::{intercept, singleton_proto, Advice, App, Call, Next};
+    ///
+    /// #[singleton_proto]
+    /// pub struct Named;
+    ///
+    /// impl<T> Advice<Result<T, String>> for Named {
+    ///     async fn around(&self, call: Call, next: Next<'_, Result<T, String>>) -> Result<T, String> {
+    ///         next.run().await.map_err(|e| format!("{}: {e}", call.method()))
+    ///     }
+    /// }
+    ///
+    /// #[singleton_proto]
+    /// pub struct Parser;
+    /// impl Parser {
+    ///     #[intercept(Named)]
+    ///     pub async fn port(&self, text: &str) -> Result<u16, String> {
+    ///         text.parse().map_err(|_| format!("`{text}` is no port"))
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder().build().await?;
+    /// let parser = app.get_object::<Parser>()?;
+    /// app.run_in_context(async {
+    ///     assert_eq!(parser.port("8080").await, Ok(8080));
+    ///     assert_eq!(parser.port("http").await, Err("port: `http` is no port".to_owned()));
+    /// }).await;
+    /// # Ok(()) }
+    /// ```
     #[inline(always)]
     pub fn run(self) -> Run<'a, R> {
         Run { step: self.step }
@@ -175,6 +319,48 @@ impl<R> fmt::Debug for Next<'_, R> {
 }
 
 /// The future of [`Next::run`]: the rest of the chain.
+///
+/// # Examples
+///
+/// An advice that races the rest of the call against a timer:
+///
+/// ```rust,standalone_crate
+/// use std::time::Duration;
+/// use di_core::futures::Run;
+/// use di_core::{intercept, singleton_proto, Advice, App, Call, Next};
+///
+/// /// Gives up on a call after 100 ms.
+/// #[singleton_proto]
+/// pub struct Deadline;
+///
+/// impl<T> Advice<Result<T, String>> for Deadline {
+///     async fn around(&self, call: Call, next: Next<'_, Result<T, String>>) -> Result<T, String> {
+///         let rest: Run<'_, Result<T, String>> = next.run(); // a future like any other
+///         tokio::time::timeout(Duration::from_millis(100), rest)
+///             .await
+///             .unwrap_or_else(|_| Err(format!("{} timed out", call.method())))
+///     }
+/// }
+///
+/// #[singleton_proto]
+/// pub struct Slow;
+/// impl Slow {
+///     #[intercept(Deadline)]
+///     pub async fn wait(&self, ms: u64) -> Result<u64, String> {
+///         tokio::time::sleep(Duration::from_millis(ms)).await;
+///         Ok(ms)
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().build().await?;
+/// let slow = app.get_object::<Slow>()?;
+/// app.run_in_context(async {
+///     assert_eq!(slow.wait(1).await, Ok(1));
+///     assert_eq!(slow.wait(60_000).await, Err("wait timed out".to_owned()));
+/// }).await;
+/// # Ok(()) }
+/// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Run<'a, R> {
     step: Pin<&'a mut (dyn Step<R> + Send + 'a)>,

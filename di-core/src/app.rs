@@ -367,6 +367,26 @@ impl App {
     /// # Errors
     ///
     /// [`DiError::NotFound`] unless exactly one context proto of type `T` is registered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, DiError, ProtoDef};
+    ///
+    /// struct Session(u32);
+    /// struct Unregistered;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().register(ProtoDef::context::<Session>(|_| Ok(Session(0)))).build().await?;
+    /// let slot = app.context_slot::<Session>()?; // once, at start-up
+    /// for id in 1..=3 {
+    ///     let seen = app.run_in_context_with(slot, Arc::new(Session(id)), async { app.get_object::<Session>().map(|s| s.0) });
+    ///     assert_eq!(seen.await?, id);
+    /// }
+    /// assert!(matches!(app.context_slot::<Unregistered>(), Err(DiError::NotFound { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn context_slot<T: Send + Sync + 'static>(&self) -> Result<ContextSlot<T>, DiError> {
         let graph = &self.inner.graph;
         let wanted = core::any::type_name::<T>();
@@ -885,6 +905,22 @@ struct Override {
 }
 
 /// A context scope being prepared: the objects it starts with. From [`App::scope`].
+///
+/// # Examples
+///
+/// ```
+/// use di_core::{App, ProtoDef};
+///
+/// struct User(&'static str);
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().register(ProtoDef::context::<User>(|_| Ok(User("anonymous")))).build().await?;
+/// // Without seeds, the scope builds its own object; with one, it uses what it was given.
+/// let built = app.run_in_context(async { app.get_object::<User>().map(|u| u.0) }).await?;
+/// let given = app.scope().with(User("ada"))?.run(async { app.get_object::<User>().map(|u| u.0) }).await?;
+/// assert_eq!((built, given), ("anonymous", "ada"));
+/// # Ok(()) }
+/// ```
 #[must_use = "a ScopeBuilder opens no scope until `run`"]
 pub struct ScopeBuilder<'a> {
     app: &'a App,
@@ -897,6 +933,33 @@ impl ScopeBuilder<'_> {
     /// # Errors
     ///
     /// [`DiError::NotFound`] unless exactly one context proto of type `T` is registered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, DiError, ProtoDef};
+    ///
+    /// struct User(&'static str);
+    /// struct Locale(&'static str);
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<User>(|_| Ok(User("anonymous"))))
+    ///     .register(ProtoDef::context::<Locale>(|_| Ok(Locale("en"))))
+    ///     .build()
+    ///     .await?;
+    /// let seen = app
+    ///     .scope()
+    ///     .with(User("ada"))?
+    ///     .with(Locale("fr"))?
+    ///     .with(Locale("de"))? // replaces "fr"
+    ///     .run(async { (app.get_object::<User>().unwrap().0, app.get_object::<Locale>().unwrap().0) })
+    ///     .await;
+    /// assert_eq!(seen, ("ada", "de"));
+    /// // A type that is no context proto of this App is refused, naming it.
+    /// assert!(matches!(app.scope().with(42_u8), Err(DiError::NotFound { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn with<T: Send + Sync + 'static>(self, value: T) -> Result<Self, DiError> {
         self.with_arc(Arc::new(value))
     }
@@ -973,6 +1036,30 @@ impl ScopeBuilder<'_> {
     }
 
     /// Runs `fut` in the scope, as [`App::run_in_context`] does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// #[derive(Default)]
+    /// struct Connection { closed: AtomicBool }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<Connection>(|_| Ok(Connection::default()))
+    ///         .on_destroy(|c: Arc<Connection>| async move { c.closed.store(true, Ordering::SeqCst); Ok(()) }))
+    ///     .build()
+    ///     .await?;
+    /// let given = Arc::new(Connection::default());
+    /// // `run` returns the future's output once the scope has ended.
+    /// let answer = app.scope().with_hooks(given.clone())?.run(async { 42 }).await;
+    /// assert_eq!(answer, 42);
+    /// assert!(given.closed.load(Ordering::SeqCst)); // its destroy hook ran as the scope ended
+    /// # Ok(()) }
+    /// ```
     pub fn run<F: Future>(self, fut: F) -> ContextFuture<F> {
         scope::run(self.app.inner.clone(), self.seeds, fut)
     }
@@ -1017,6 +1104,26 @@ impl fmt::Debug for ScopeBuilder<'_> {
 
 /// Where a context proto's object lives in an App's scopes: from [`App::context_slot`], for
 /// [`App::run_in_context_with`].
+///
+/// # Examples
+///
+/// A slot is `Copy`: look it up once and hand it to every scope.
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::{App, ContextSlot, ProtoDef};
+///
+/// struct Tenant(&'static str);
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().register(ProtoDef::context::<Tenant>(|_| Ok(Tenant("none")))).build().await?;
+/// let slot: ContextSlot<Tenant> = app.context_slot()?;
+/// let (a, b) = (slot, slot);
+/// let first = app.run_in_context_with(a, Arc::new(Tenant("acme")), async { app.get_object::<Tenant>().map(|t| t.0) });
+/// let second = app.run_in_context_with(b, Arc::new(Tenant("initech")), async { app.get_object::<Tenant>().map(|t| t.0) });
+/// assert_eq!((first.await?, second.await?), ("acme", "initech"));
+/// # Ok(()) }
+/// ```
 pub struct ContextSlot<T> {
     app_id: u64,
     key: u32,
@@ -1082,12 +1189,47 @@ impl AppBuilder {
     /// Precedence, lowest first: files (in the order added), then
     /// [`config_env`](Self::config_env), then [`config_value`](Self::config_value), whatever
     /// the order of the calls. A relative path is relative to the working directory.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::App;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = std::env::temp_dir().join(format!("di-config-file-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// std::fs::write(dir.join("app.toml"), "[http]\nport = 8080\nhost = \"0.0.0.0\"\n")?;
+    /// std::fs::write(dir.join("app.prod.toml"), "[http]\nport = 80\n")?;
+    ///
+    /// let app = App::builder()
+    ///     .config_file(dir.join("app.toml"))
+    ///     .config_file(dir.join("app.local.toml")) // missing: skipped
+    ///     .profile("prod")
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.config().get::<u16>("http.port")?, 80); // app.prod.toml, read after app.toml
+    /// assert_eq!(app.config().get::<String>("http.host")?, "0.0.0.0");
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(()) }
+    /// ```
     pub fn config_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.config.file(path.into(), false);
         self
     }
 
     /// As [`config_file`](Self::config_file), but a missing file fails [`build`](Self::build).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::App;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let missing = std::env::temp_dir().join("di-no-such-dir/app.toml");
+    /// let error = App::builder().config_file_required(&missing).build().await.unwrap_err();
+    /// assert!(error.to_string().contains("app.toml"), "{error}"); // the error names the file
+    /// # }
+    /// ```
     pub fn config_file_required(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.config.file(path.into(), true);
         self
@@ -1098,6 +1240,27 @@ impl AppBuilder {
     /// `APP_DB__URL` sets `db.url`. Values are strings, read as the field's type asks:
     /// `APP_DB__POOL=4` fills a `u32`, `APP_DB__PASSWORD=1234` a `String`, `true` / `yes` / `1`
     /// a `bool`. Overrides files; overridden by values.
+    ///
+    /// # Examples
+    ///
+    /// ```rust,standalone_crate
+    /// use di_core::App;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// // SAFETY: this program's only thread; usually the variables come from the shell.
+    /// unsafe {
+    ///     std::env::set_var("SHOP_DB__POOL", "8");
+    ///     std::env::set_var("SHOP_DB__URL", "postgres://db/shop");
+    /// }
+    /// let app = App::builder()
+    ///     .config_value("db.url", "sqlite::memory:") // values win over the environment
+    ///     .config_env("SHOP_")
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.config().get::<u32>("db.pool")?, 8); // a string read as a u32
+    /// assert_eq!(app.config().get::<String>("db.url")?, "sqlite::memory:");
+    /// # Ok(()) }
+    /// ```
     pub fn config_env(mut self, prefix: impl Into<String>) -> Self {
         self.config.env(prefix.into());
         self
@@ -1136,6 +1299,32 @@ impl AppBuilder {
     /// Sets the active profile: protos declared with `profile = "..."` (or
     /// [`ProtoDef::profile`]) register only under their profile, and each configuration file
     /// is followed by its profile variant (`app.prod.toml`). No profile by default.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// trait Mailer: Send + Sync { fn kind(&self) -> &'static str; }
+    /// struct Smtp;
+    /// impl Mailer for Smtp { fn kind(&self) -> &'static str { "smtp" } }
+    /// struct Printer;
+    /// impl Mailer for Printer { fn kind(&self) -> &'static str { "printer" } }
+    ///
+    /// fn builder() -> di_core::AppBuilder {
+    ///     App::builder()
+    ///         .register(ProtoDef::singleton::<Smtp>(|_| Ok(Smtp)).provides::<Smtp, dyn Mailer>(|s| s as Arc<dyn Mailer>).profile("prod"))
+    ///         .register(ProtoDef::singleton::<Printer>(|_| Ok(Printer)).provides::<Printer, dyn Mailer>(|p| p as Arc<dyn Mailer>).profile("dev"))
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let prod = builder().profile("prod").build().await?;
+    /// let dev = builder().profile("dev").build().await?;
+    /// assert_eq!(prod.get_provider::<dyn Mailer>()?.kind(), "smtp");
+    /// assert_eq!(dev.get_provider::<dyn Mailer>()?.kind(), "printer");
+    /// # Ok(()) }
+    /// ```
     pub fn profile(mut self, profile: impl Into<String>) -> Self {
         self.config.profile = Some(profile.into());
         self
@@ -1290,6 +1479,21 @@ impl AppBuilder {
     /// (inventory issue 7, rust-lang/rust#133491). Naming one of its protos here references it:
     /// `T` is registered for sure, and so, in practice, are the other protos of its module.
     /// Registering a proto both ways is harmless; the duplicate is dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```rust,standalone_crate
+    /// use di_core::{singleton_proto, App};
+    ///
+    /// #[singleton_proto]
+    /// pub struct Clock;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// // Named here, `Clock` is registered even in an App that ignores inventory.
+    /// let app = App::builder().without_inventory().link::<Clock>().build().await?;
+    /// assert!(app.get_object::<Clock>().is_ok());
+    /// # Ok(()) }
+    /// ```
     pub fn link<T: crate::Proto>(mut self) -> Self {
         self.linked.push(T::descriptor());
         self

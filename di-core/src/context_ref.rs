@@ -437,6 +437,34 @@ impl<T: ?Sized + RefTarget> AsyncContextRef<T> {
     /// # Errors
     ///
     /// As [`ContextRef::get_async`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, AsyncContextRef, BoxError, Dependency, InjectKind, ProtoDef, Scope};
+    ///
+    /// struct Token(String);
+    /// struct Client { token: AsyncContextRef<Token> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::new_async::<Token, _, _>(Scope::Context, |_| {
+    ///         Ok(async { Ok::<_, BoxError>(Token("t-1".into())) })
+    ///     }))
+    ///     .register(ProtoDef::singleton::<Client>(|r| Ok(Client { token: r.async_context_ref(0)? }))
+    ///         .dep(Dependency::new::<Token>(InjectKind::ContextRef, None)))
+    ///     .build()
+    ///     .await?;
+    /// let client = app.get_object::<Client>()?;
+    /// let same = app.run_in_context(async {
+    ///     let (a, b) = (client.token.get_async().await?, client.token.get_async().await?);
+    ///     Ok::<_, di_core::DiError>(std::sync::Arc::ptr_eq(&a, &b) && a.0 == "t-1")
+    /// }).await?;
+    /// assert!(same); // built once per scope
+    /// // Outside a scope there is no current token.
+    /// assert!(client.token.get_async().await.is_err());
+    /// # Ok(()) }
+    /// ```
     pub async fn get_async(&self) -> Result<Arc<T>, DiError> {
         self.inner.get_async().await
     }

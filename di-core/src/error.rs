@@ -3,6 +3,25 @@
 use std::sync::Arc;
 
 /// A boxed error, as returned by lifecycle hooks and user factories.
+///
+/// # Examples
+///
+/// Any error converts into one with `?` or `.into()`: what hooks and factories return.
+///
+/// ```
+/// use di_core::BoxError;
+///
+/// fn parse_port(text: &str) -> Result<u16, BoxError> {
+///     if text.is_empty() {
+///         return Err("no port given".into());
+///     }
+///     Ok(text.parse()?) // a ParseIntError, boxed
+/// }
+///
+/// assert_eq!(parse_port("8080").unwrap(), 8080);
+/// assert_eq!(parse_port("").unwrap_err().to_string(), "no port given");
+/// assert!(parse_port("http").is_err());
+/// ```
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Everything that can go wrong while building an [`App`](crate::App) or resolving an object.
@@ -13,6 +32,33 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 ///
 /// `DiError` is `Clone`: a context object whose construction failed reports the same error to
 /// every task of the scope that asks for it.
+///
+/// # Examples
+///
+/// ```
+/// use di_core::{App, DiError, ProtoDef};
+///
+/// #[derive(Debug)]
+/// struct Clock;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let app = App::builder().without_inventory().build().await.unwrap();
+/// match app.get_object::<Clock>() {
+///     Err(DiError::NotFound { wanted, .. }) => assert!(wanted.ends_with("Clock")),
+///     other => panic!("expected NotFound, got {other:?}"),
+/// }
+/// // The message names the type and says what to do.
+/// let message = app.get_object::<Clock>().err().unwrap().to_string();
+/// assert!(message.contains("Clock"), "{message}");
+///
+/// // A failing constructor fails `build()`, naming the type.
+/// let failed = App::builder()
+///     .register(ProtoDef::singleton::<Clock>(|_| Err(DiError::construction::<Clock>("clock", "no time source"))))
+///     .build()
+///     .await;
+/// assert!(failed.unwrap_err().to_string().contains("no time source"));
+/// # }
+/// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum DiError {

@@ -12,27 +12,212 @@ use crate::error::{BoxError, DiError};
 use crate::resolver::Resolver;
 
 /// A type-erased, shareable object as the container stores it.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::registry::AnyArc;
+///
+/// struct Clock { now: u64 }
+///
+/// // What a factory returns: the object, its type erased.
+/// let obj: AnyArc = Arc::new(Clock { now: 42 });
+/// assert!(obj.is::<Clock>());
+/// let clock: Arc<Clock> = obj.downcast::<Clock>().expect("stored as a Clock");
+/// assert_eq!(clock.now, 42);
+/// ```
 pub type AnyArc = Arc<dyn Any + Send + Sync>;
 
 /// The future returned by lifecycle hooks.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use di_core::registry::{AnyArc, HookFuture};
+///
+/// #[derive(Default)]
+/// struct Pool { open: AtomicBool }
+///
+/// /// An init hook as the macros write it: the erased object in, a boxed future out.
+/// fn open(obj: AnyArc) -> HookFuture {
+///     let pool = obj.downcast::<Pool>().expect("registered as a Pool");
+///     Box::pin(async move {
+///         pool.open.store(true, Ordering::SeqCst);
+///         Ok(())
+///     })
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::BoxError> {
+/// let pool = Arc::new(Pool::default());
+/// let hook: HookFuture = open(pool.clone());
+/// assert!(!pool.open.load(Ordering::SeqCst)); // nothing runs until it is polled
+/// tokio::spawn(hook).await??; // `Send + 'static`: it may run on a task of its own
+/// assert!(pool.open.load(Ordering::SeqCst));
+/// # Ok(()) }
+/// ```
 pub type HookFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send + 'static>>;
 
 /// A type-erased factory in a static descriptor.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::registry::{AnyArc, FactoryFn, ProtoDescriptor, cast_to};
+/// use di_core::{App, DiError, Proto, Resolver, Scope};
+///
+/// struct Clock { started: u64 }
+///
+/// /// What `#[singleton_proto]` generates for `Clock`: its dependencies (none) from the
+/// /// resolver, then the object, erased.
+/// fn clock(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+///     Ok(Arc::new(Clock { started: 42 }))
+/// }
+/// const FACTORY: FactoryFn = clock;
+///
+/// impl Proto for Clock {
+///     const DESCRIPTOR: ProtoDescriptor =
+///         ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, FACTORY, cast_to::<Clock>);
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+/// let app = App::builder().without_inventory().link::<Clock>().build().await?;
+/// assert_eq!(app.get_object::<Clock>()?.started, 42);
+/// # Ok(()) }
+/// ```
 pub type FactoryFn = fn(&Resolver<'_>) -> Result<AnyArc, DiError>;
 
 /// What an async constructor returns, erased: the object, or the constructor's error.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::registry::{AnyArc, BuildFuture};
+///
+/// struct Pool { size: usize }
+///
+/// /// An async construction, erased as the container awaits it.
+/// fn connect(size: usize) -> BuildFuture {
+///     Box::pin(async move {
+///         tokio::task::yield_now().await; // the I/O of a real constructor
+///         Ok(Arc::new(Pool { size }) as AnyArc)
+///     })
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::BoxError> {
+/// let obj: AnyArc = connect(4).await?;
+/// assert_eq!(obj.downcast::<Pool>().expect("a Pool").size, 4);
+/// # Ok(()) }
+/// ```
 pub type BuildFuture = Pin<Box<dyn Future<Output = Result<AnyArc, BoxError>> + Send + 'static>>;
 
 /// A type-erased async factory in a static descriptor: it takes its dependencies from the
 /// [`Resolver`] at once and returns the construction to await.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::registry::{AnyArc, AsyncFactoryFn, BuildFuture, ProtoDescriptor, cast_to};
+/// use di_core::{App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
+///
+/// struct Url(&'static str);
+/// struct Client { url: &'static str }
+///
+/// fn url(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+///     Ok(Arc::new(Url("http://db")))
+/// }
+/// /// The dependencies now, from the resolver; the construction later, awaited by `build()`.
+/// fn client(r: &Resolver<'_>) -> Result<BuildFuture, DiError> {
+///     let url: Arc<Url> = r.arc(0)?;
+///     let build: BuildFuture = Box::pin(async move { Ok(Arc::new(Client { url: url.0 }) as AnyArc) });
+///     Ok(build)
+/// }
+/// const CLIENT: AsyncFactoryFn = client;
+/// const CLIENT_DEPS: &[Dependency] = &[Dependency::new::<Url>(InjectKind::Arc, None)];
+///
+/// impl Proto for Url {
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Url>("url", Scope::Singleton, url, cast_to::<Url>);
+/// }
+/// impl Proto for Client {
+///     const DESCRIPTOR: ProtoDescriptor =
+///         ProtoDescriptor::new_async::<Client>("client", Scope::Singleton, CLIENT, cast_to::<Client>).deps(CLIENT_DEPS);
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+/// let app = App::builder().without_inventory().link::<Url>().link::<Client>().build().await?;
+/// assert_eq!(app.get_object::<Client>()?.url, "http://db");
+/// # Ok(()) }
+/// ```
 pub type AsyncFactoryFn = fn(&Resolver<'_>) -> Result<BuildFuture, DiError>;
 
 /// A type-erased lifecycle hook in a static descriptor.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use di_core::registry::{AnyArc, HookFn, HookFuture};
+///
+/// #[derive(Default)]
+/// struct Conn { log: Mutex<Vec<&'static str>> }
+///
+/// fn open(obj: AnyArc) -> HookFuture {
+///     let conn = obj.downcast::<Conn>().expect("a Conn");
+///     Box::pin(async move { conn.log.lock().unwrap().push("open"); Ok(()) })
+/// }
+/// fn close(obj: AnyArc) -> HookFuture {
+///     let conn = obj.downcast::<Conn>().expect("a Conn");
+///     Box::pin(async move { conn.log.lock().unwrap().push("close"); Ok(()) })
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::BoxError> {
+/// // What `ProtoDescriptor::init` and `destroy` hold, and the container calls.
+/// let hooks: [HookFn; 2] = [open, close];
+/// let conn = Arc::new(Conn::default());
+/// for hook in hooks {
+///     hook(conn.clone()).await?;
+/// }
+/// assert_eq!(*conn.log.lock().unwrap(), ["open", "close"]);
+/// # Ok(()) }
+/// ```
 pub type HookFn = fn(AnyArc) -> HookFuture;
 
 /// Turns an object into an `Arc<U>` (its own type or a `dyn Trait` it provides), written into
 /// `out`, an `&mut Option<Arc<U>>` on the caller's stack: a cast allocates nothing. See
 /// [`cast_to`] and [`put`].
+///
+/// # Examples
+///
+/// ```
+/// use std::any::Any;
+/// use std::sync::Arc;
+/// use di_core::registry::{AnyArc, CastFn, cast_to, put};
+///
+/// trait Tick: Send + Sync { fn now(&self) -> u64; }
+/// struct Clock;
+/// impl Tick for Clock { fn now(&self) -> u64 { 42 } }
+///
+/// /// The cast `#[singleton_proto(provides(dyn Tick))]` generates.
+/// fn clock_as_tick(obj: AnyArc, out: &mut dyn Any) {
+///     let clock: Arc<dyn Tick> = obj.downcast::<Clock>().expect("registered as a Clock");
+///     put(out, clock);
+/// }
+///
+/// // A descriptor holds two kinds: to its own type, and to each type it provides.
+/// let casts: [CastFn; 2] = [cast_to::<Clock>, clock_as_tick];
+/// let obj: AnyArc = Arc::new(Clock);
+/// let mut own: Option<Arc<Clock>> = None;
+/// casts[0](obj.clone(), &mut own);
+/// let mut tick: Option<Arc<dyn Tick>> = None;
+/// casts[1](obj, &mut tick);
+/// assert!(own.is_some());
+/// assert_eq!(tick.expect("written by the cast").now(), 42);
+/// ```
 pub type CastFn = fn(AnyArc, &mut dyn Any);
 
 pub(crate) type DynFactory = dyn Fn(&Resolver<'_>) -> Result<AnyArc, DiError> + Send + Sync;
@@ -41,6 +226,37 @@ pub(crate) type DynHook = dyn Fn(AnyArc) -> HookFuture + Send + Sync;
 pub(crate) type DynCast = dyn Fn(AnyArc, &mut dyn Any) + Send + Sync;
 
 /// How long an object lives.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::{App, DiError, ProtoDef, Scope};
+///
+/// struct Settings(u8);
+/// struct Request(u8);
+/// struct Buffer(u8);
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+/// let app = App::builder()
+///     .register(ProtoDef::new::<Settings>(Scope::Singleton, |_| Ok(Settings(0))))
+///     .register(ProtoDef::new::<Request>(Scope::Context, |_| Ok(Request(0))))
+///     .register(ProtoDef::new::<Buffer>(Scope::Transient, |_| Ok(Buffer(0))))
+///     .build()
+///     .await?;
+/// // Singleton: one per App.
+/// assert!(Arc::ptr_eq(&app.get_object::<Settings>()?, &app.get_object::<Settings>()?));
+/// // Context: one per scope, and none outside a scope.
+/// let same = app
+///     .run_in_context(async { Ok::<_, DiError>(Arc::ptr_eq(&app.get_object::<Request>()?, &app.get_object::<Request>()?)) })
+///     .await?;
+/// assert!(same);
+/// assert!(app.get_object::<Request>().is_err());
+/// // Transient: a new one every time.
+/// let (a, b) = (app.get_object::<Buffer>()?, app.get_object::<Buffer>()?);
+/// assert!(!Arc::ptr_eq(&a, &b));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scope {
     /// Built once, when the [`App`](crate::App) is built, and shared by everything.
@@ -55,6 +271,43 @@ pub enum Scope {
 }
 
 /// Who may inject a proto (tegg's `AccessLevel`).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+/// use di_core::{Access, App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
+///
+/// struct Ledger;
+/// struct Report { ledger: Arc<Ledger> }
+///
+/// fn ledger(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+///     Ok(Arc::new(Ledger))
+/// }
+/// fn report(r: &Resolver<'_>) -> Result<AnyArc, DiError> {
+///     Ok(Arc::new(Report { ledger: r.arc(0)? }))
+/// }
+/// const REPORT_DEPS: &[Dependency] = &[Dependency::new::<Ledger>(InjectKind::Arc, None)];
+///
+/// // `#[singleton_proto(access = private)]`: only protos of this crate may inject it.
+/// impl Proto for Ledger {
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Ledger>("ledger", Scope::Singleton, ledger, cast_to::<Ledger>)
+///         .access(Access::Private, module_path!());
+/// }
+/// impl Proto for Report {
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Report>("report", Scope::Singleton, report, cast_to::<Report>)
+///         .deps(REPORT_DEPS)
+///         .access(Access::Public, module_path!());
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+/// assert_eq!(Access::default(), Access::Public);
+/// // `Report` is in the same crate as `Ledger`: allowed.
+/// let app = App::builder().without_inventory().link::<Ledger>().link::<Report>().build().await?;
+/// assert!(Arc::ptr_eq(&app.get_object::<Report>()?.ledger, &app.get_object::<Ledger>()?));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Access {
     /// Any crate may inject it.
@@ -65,6 +318,35 @@ pub enum Access {
 }
 
 /// How a dependency is injected.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::{App, Dependency, InjectKind, ProtoDef};
+///
+/// trait Plugin: Send + Sync {}
+/// struct Gzip;
+/// impl Plugin for Gzip {}
+/// struct Cache;
+/// struct Server { plugins: Vec<Arc<dyn Plugin>>, cache: Option<Arc<Cache>> }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder()
+///     .without_inventory()
+///     .register(ProtoDef::singleton::<Gzip>(|_| Ok(Gzip)).provides::<Gzip, dyn Plugin>(|g| g))
+///     .register(
+///         ProtoDef::singleton::<Server>(|r| Ok(Server { plugins: r.all(0)?, cache: r.optional(1)? }))
+///             .dep(Dependency::new::<dyn Plugin>(InjectKind::All, None)) // `Vec<Arc<dyn Plugin>>`
+///             .dep(Dependency::new::<Cache>(InjectKind::Optional, None)), // `Option<Arc<Cache>>`
+///     )
+///     .build()
+///     .await?;
+/// let server = app.get_object::<Server>()?;
+/// assert_eq!(server.plugins.len(), 1);
+/// assert!(server.cache.is_none()); // nobody registered a `Cache`
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum InjectKind {
     /// `Arc<T>`: exactly one provider, built before the dependent.
@@ -168,6 +450,29 @@ impl Dependency {
     }
 
     /// Records the field this dependency fills, for error messages and graph export.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, Dependency, InjectKind, ProtoDef};
+    ///
+    /// struct Db;
+    /// struct Repo { db: Arc<Db> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .without_inventory()
+    ///     .register(ProtoDef::singleton::<Db>(|_| Ok(Db)))
+    ///     .register(ProtoDef::singleton::<Repo>(|r| Ok(Repo { db: r.arc(0)? }))
+    ///         // What `#[inject] db: Arc<Db>` declares.
+    ///         .dep(Dependency::new::<Db>(InjectKind::Arc, None).field("db")))
+    ///     .build()
+    ///     .await?;
+    /// let dot = app.to_dot();
+    /// assert!(dot.contains("[label=\"db\"]"), "{dot}"); // the edge is labelled with the field
+    /// # Ok(()) }
+    /// ```
     pub const fn field(mut self, field: &'static str) -> Self {
         self.field = Some(field);
         self
@@ -271,6 +576,28 @@ impl fmt::Debug for Dependency {
 }
 
 /// A type a proto can be injected as, besides its own: usually a `dyn Trait`.
+///
+/// # Examples
+///
+/// ```
+/// use std::any::Any;
+/// use std::sync::Arc;
+/// use di_core::registry::{AnyArc, Provide, put};
+///
+/// trait Greet: Send + Sync { fn hi(&self) -> &str; }
+/// struct English;
+/// impl Greet for English { fn hi(&self) -> &str { "hello" } }
+///
+/// fn english_as_greet(obj: AnyArc, out: &mut dyn Any) {
+///     let english: Arc<dyn Greet> = obj.downcast::<English>().expect("registered as English");
+///     put(out, english);
+/// }
+///
+/// // The list `#[singleton_proto(provides(dyn Greet))]` on `English` declares.
+/// const PROVIDES: &[Provide] = &[Provide::new::<dyn Greet>(english_as_greet)];
+/// assert_eq!(PROVIDES.len(), 1);
+/// assert!(format!("{:?}", PROVIDES[0]).contains("Greet"), "{:?}", PROVIDES[0]);
+/// ```
 #[derive(Clone, Copy)]
 pub struct Provide {
     type_id: fn() -> TypeId,
@@ -282,6 +609,38 @@ impl Provide {
     /// Declares that the proto can be injected as `U`. `cast` receives the object (its concrete
     /// type erased) and [`put`]s it, as an `Arc<U>`, into its second argument; the macros
     /// generate it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::any::Any;
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, Provide, cast_to, put};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// trait Greet: Send + Sync { fn hi(&self) -> &str; }
+    /// struct English;
+    /// impl Greet for English { fn hi(&self) -> &str { "hello" } }
+    ///
+    /// fn english(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(English))
+    /// }
+    /// fn english_as_greet(obj: AnyArc, out: &mut dyn Any) {
+    ///     let english: Arc<dyn Greet> = obj.downcast::<English>().expect("registered as English");
+    ///     put(out, english);
+    /// }
+    ///
+    /// impl Proto for English {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new::<English>("english", Scope::Singleton, english, cast_to::<English>)
+    ///             .provides(const { &[Provide::new::<dyn Greet>(english_as_greet)] });
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<English>().build().await?;
+    /// assert_eq!(app.get_provider::<dyn Greet>()?.hi(), "hello");
+    /// # Ok(()) }
+    /// ```
     pub const fn new<U: ?Sized + 'static>(cast: CastFn) -> Self {
         Provide { type_id: TypeId::of::<U>, type_name: core::any::type_name::<U>, cast }
     }
@@ -297,6 +656,38 @@ impl fmt::Debug for Provide {
 /// to [`inventory`]. Built in `const` context; every callback is a plain `fn` pointer.
 ///
 /// Hand-written registration usually goes through [`ProtoDef`] on the builder instead.
+///
+/// # Examples
+///
+/// What `#[context_proto]` on `Tracer` generates, linked into an App:
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+/// use di_core::{Access, App, ContextProto, DiError, Proto, Resolver, Scope};
+///
+/// struct Tracer { id: u32 }
+///
+/// fn tracer(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+///     Ok(Arc::new(Tracer { id: 7 }))
+/// }
+///
+/// impl Proto for Tracer {
+///     const DESCRIPTOR: ProtoDescriptor =
+///         ProtoDescriptor::new::<Tracer>("tracer", Scope::Context, tracer, cast_to::<Tracer>)
+///             .deps(&[])
+///             .provides(&[])
+///             .access(Access::Public, module_path!());
+/// }
+/// impl ContextProto for Tracer {}
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+/// let app = App::builder().without_inventory().link::<Tracer>().build().await?;
+/// let id = app.run_in_context(async { app.get_object::<Tracer>().map(|t| t.id) }).await?;
+/// assert_eq!(id, 7);
+/// assert!(format!("{:?}", Tracer::descriptor()).contains("name: \"tracer\""));
+/// # Ok(()) }
+/// ```
 pub struct ProtoDescriptor {
     pub(crate) type_id: fn() -> TypeId,
     pub(crate) type_name: fn() -> &'static str,
@@ -319,6 +710,30 @@ pub struct ProtoDescriptor {
 impl ProtoDescriptor {
     /// A proto of type `T` named `name` in `scope`, built by `factory`. `cast_self` turns the
     /// erased object back into an `Arc<T>` (see [`cast_to`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// struct Clock { started: u64 }
+    ///
+    /// fn clock(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Clock { started: 42 }))
+    /// }
+    ///
+    /// impl Proto for Clock {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new::<Clock>("systemClock", Scope::Singleton, clock, cast_to::<Clock>);
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<Clock>().build().await?;
+    /// assert_eq!(app.get_object_named::<Clock>("systemClock")?.started, 42);
+    /// # Ok(()) }
+    /// ```
     pub const fn new<T: Send + Sync + 'static>(
         name: &'static str,
         scope: Scope,
@@ -332,6 +747,36 @@ impl ProtoDescriptor {
     /// the resolver and returns the construction, which [`build`](crate::AppBuilder::build)
     /// awaits for a singleton, and [`get_async`](crate::ContextRef::get_async) for a context
     /// proto.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, BuildFuture, ProtoDescriptor, cast_to};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// struct Pool { size: usize }
+    ///
+    /// /// What the macros generate for an async constructor: no dependency to take here, and
+    /// /// the construction, which `build()` awaits.
+    /// fn connect(_: &Resolver<'_>) -> Result<BuildFuture, DiError> {
+    ///     let build: BuildFuture = Box::pin(async {
+    ///         tokio::task::yield_now().await;
+    ///         Ok(Arc::new(Pool { size: 4 }) as AnyArc)
+    ///     });
+    ///     Ok(build)
+    /// }
+    ///
+    /// impl Proto for Pool {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new_async::<Pool>("pool", Scope::Singleton, connect, cast_to::<Pool>);
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<Pool>().build().await?;
+    /// assert_eq!(app.get_object::<Pool>()?.size, 4);
+    /// # Ok(()) }
+    /// ```
     pub const fn new_async<T: Send + Sync + 'static>(
         name: &'static str,
         scope: Scope,
@@ -344,6 +789,32 @@ impl ProtoDescriptor {
     /// A singleton whose value is the configuration section at `prefix`, deserialized by `load`
     /// ([`load_section::<T>`](crate::registry::load_section)) when the App is built. With `instances`,
     /// each table under `prefix` is an instance, named by its key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::registry::{ProtoDescriptor, cast_to, load_section};
+    /// use di_core::{App, DiError, Proto};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct DbConfig { url: String }
+    ///
+    /// // What `#[config_proto(prefix = "db")]` generates.
+    /// impl Proto for DbConfig {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::config::<DbConfig>("dbConfig", "db", false, load_section::<DbConfig>, cast_to::<DbConfig>);
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder()
+    ///     .without_inventory()
+    ///     .link::<DbConfig>()
+    ///     .config_value("db.url", "sqlite::memory:")
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_object::<DbConfig>()?.url, "sqlite::memory:");
+    /// # Ok(()) }
+    /// ```
     pub const fn config<T: Send + Sync + 'static>(
         name: &'static str,
         prefix: &'static str,
@@ -382,6 +853,36 @@ impl ProtoDescriptor {
 
     /// Makes a singleton lazy: validated with the graph, built on first use (unless an eagerly
     /// built proto takes it by value).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// static BUILT: AtomicBool = AtomicBool::new(false);
+    /// struct Geo;
+    ///
+    /// fn geo(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     BUILT.store(true, Ordering::SeqCst);
+    ///     Ok(Arc::new(Geo))
+    /// }
+    ///
+    /// // `#[singleton_proto(lazy)]`
+    /// impl Proto for Geo {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new::<Geo>("geo", Scope::Singleton, geo, cast_to::<Geo>).lazy();
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<Geo>().build().await?;
+    /// assert!(!BUILT.load(Ordering::SeqCst)); // not by `build()`
+    /// app.get_object::<Geo>()?;
+    /// assert!(BUILT.load(Ordering::SeqCst)); // on first use
+    /// # Ok(()) }
+    /// ```
     pub const fn lazy(mut self) -> Self {
         self.lazy = true;
         self
@@ -390,6 +891,50 @@ impl ProtoDescriptor {
     /// Makes this proto a template with one instance per instance of `C` (usually a
     /// multi-instance config section), named like it; in each, a dependency on `Arc<C>` (or
     /// `Option<Arc<C>>`) with no qualifier gets that instance.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to, load_section};
+    /// use di_core::{App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct RedisConfig { url: String }
+    /// struct Redis { url: String }
+    ///
+    /// fn redis(r: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     let config: Arc<RedisConfig> = r.arc(0)?; // this instance's own section
+    ///     Ok(Arc::new(Redis { url: config.url.clone() }))
+    /// }
+    /// const REDIS_DEPS: &[Dependency] = &[Dependency::new::<RedisConfig>(InjectKind::Arc, None)];
+    ///
+    /// // `#[config_proto(prefix = "redis", instances)]`: one section per table under `redis`.
+    /// impl Proto for RedisConfig {
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::config::<RedisConfig>(
+    ///         "redisConfig", "redis", true, load_section::<RedisConfig>, cast_to::<RedisConfig>,
+    ///     );
+    /// }
+    /// // `#[singleton_proto(instances_of = RedisConfig)]`: one client per section.
+    /// impl Proto for Redis {
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Redis>("redis", Scope::Singleton, redis, cast_to::<Redis>)
+    ///         .deps(REDIS_DEPS)
+    ///         .instances_of::<RedisConfig>();
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder()
+    ///     .without_inventory()
+    ///     .link::<RedisConfig>()
+    ///     .link::<Redis>()
+    ///     .config_value("redis.cache.url", "redis://cache")
+    ///     .config_value("redis.queue.url", "redis://queue")
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_object_named::<Redis>("cache")?.url, "redis://cache");
+    /// assert_eq!(app.get_object_named::<Redis>("queue")?.url, "redis://queue");
+    /// # Ok(()) }
+    /// ```
     pub const fn instances_of<C: ?Sized + 'static>(mut self) -> Self {
         self.instances_of = Some(TypeRef { type_id: TypeId::of::<C>, type_name: core::any::type_name::<C> });
         self
@@ -397,24 +942,153 @@ impl ProtoDescriptor {
 
     /// Registers this proto only when `profile` is the App's active profile
     /// ([`AppBuilder::profile`](crate::AppBuilder::profile)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// struct FakeMailer;
+    ///
+    /// fn fake_mailer(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(FakeMailer))
+    /// }
+    ///
+    /// // `#[singleton_proto(profile = "test")]`
+    /// impl Proto for FakeMailer {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new::<FakeMailer>("fakeMailer", Scope::Singleton, fake_mailer, cast_to::<FakeMailer>)
+    ///             .profile("test");
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let test = App::builder().without_inventory().link::<FakeMailer>().profile("test").build().await?;
+    /// assert!(test.get_object::<FakeMailer>().is_ok());
+    /// let prod = App::builder().without_inventory().link::<FakeMailer>().profile("prod").build().await?;
+    /// assert!(prod.get_object::<FakeMailer>().is_err()); // not registered under "prod"
+    /// # Ok(()) }
+    /// ```
     pub const fn profile(mut self, profile: &'static str) -> Self {
         self.profile = Some(profile);
         self
     }
 
     /// Sets the declared dependencies, in the order the factory asks for them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::{App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
+    ///
+    /// struct Db;
+    /// struct Repo { db: Arc<Db> }
+    ///
+    /// fn db(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Db))
+    /// }
+    /// fn repo(r: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Repo { db: r.arc(0)? })) // dependency #0
+    /// }
+    ///
+    /// impl Proto for Db {
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Db>("db", Scope::Singleton, db, cast_to::<Db>);
+    /// }
+    /// impl Proto for Repo {
+    ///     // `#[inject] db: Arc<Db>`
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Repo>("repo", Scope::Singleton, repo, cast_to::<Repo>)
+    ///         .deps(const { &[Dependency::new::<Db>(InjectKind::Arc, None).field("db")] });
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<Db>().link::<Repo>().build().await?;
+    /// assert!(Arc::ptr_eq(&app.get_object::<Repo>()?.db, &app.get_object::<Db>()?));
+    /// # Ok(()) }
+    /// ```
     pub const fn deps(mut self, deps: &'static [Dependency]) -> Self {
         self.deps = deps;
         self
     }
 
     /// Sets the extra types (usually `dyn Trait`) this proto can be injected as.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::any::Any;
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, Provide, cast_to, put};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// trait Mailer: Send + Sync { fn send(&self) -> &'static str; }
+    /// struct Smtp;
+    /// impl Mailer for Smtp { fn send(&self) -> &'static str { "smtp" } }
+    ///
+    /// fn smtp(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Smtp))
+    /// }
+    /// fn smtp_as_mailer(obj: AnyArc, out: &mut dyn Any) {
+    ///     let smtp: Arc<dyn Mailer> = obj.downcast::<Smtp>().expect("registered as Smtp");
+    ///     put(out, smtp);
+    /// }
+    ///
+    /// // `#[singleton_proto(provides(dyn Mailer))]`
+    /// impl Proto for Smtp {
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Smtp>("smtp", Scope::Singleton, smtp, cast_to::<Smtp>)
+    ///         .provides(const { &[Provide::new::<dyn Mailer>(smtp_as_mailer)] });
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<Smtp>().build().await?;
+    /// assert_eq!(app.get_provider::<dyn Mailer>()?.send(), "smtp");
+    /// assert!(app.get_object::<Smtp>().is_ok()); // and as its own type
+    /// # Ok(()) }
+    /// ```
     pub const fn provides(mut self, provides: &'static [Provide]) -> Self {
         self.provides = provides;
         self
     }
 
     /// Sets the access level and the crate it is checked against (`module_path!()` works).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::{Access, App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
+    ///
+    /// struct Ledger;
+    /// struct Report;
+    ///
+    /// fn ledger(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Ledger))
+    /// }
+    /// fn report(r: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     r.arc::<Ledger>(0)?;
+    ///     Ok(Arc::new(Report))
+    /// }
+    ///
+    /// // Private to crate `billing` (only the first segment of the path counts) ...
+    /// impl Proto for Ledger {
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Ledger>("ledger", Scope::Singleton, ledger, cast_to::<Ledger>)
+    ///         .access(Access::Private, "billing::ledger");
+    /// }
+    /// // ... and injected by a proto of crate `web`.
+    /// impl Proto for Report {
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Report>("report", Scope::Singleton, report, cast_to::<Report>)
+    ///         .deps(const { &[Dependency::new::<Ledger>(InjectKind::Arc, None)] })
+    ///         .access(Access::Public, "web::reports");
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let err = App::builder().without_inventory().link::<Ledger>().link::<Report>().build().await.unwrap_err();
+    /// assert!(matches!(err, DiError::Private { .. }), "{err}");
+    /// # }
+    /// ```
     pub const fn access(mut self, access: Access, krate: &'static str) -> Self {
         self.access = access;
         self.krate = krate;
@@ -422,6 +1096,40 @@ impl ProtoDescriptor {
     }
 
     /// Sets the async init hook, run once after construction.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor, cast_to};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// #[derive(Default)]
+    /// struct Pool { warm: AtomicBool }
+    ///
+    /// fn pool(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Pool::default()))
+    /// }
+    /// fn warm_up(obj: AnyArc) -> HookFuture {
+    ///     let pool = obj.downcast::<Pool>().expect("registered as a Pool");
+    ///     Box::pin(async move {
+    ///         pool.warm.store(true, Ordering::SeqCst);
+    ///         Ok(())
+    ///     })
+    /// }
+    ///
+    /// // `#[singleton_proto(init = warm_up)]`
+    /// impl Proto for Pool {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new::<Pool>("pool", Scope::Singleton, pool, cast_to::<Pool>).init(warm_up);
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<Pool>().build().await?;
+    /// assert!(app.get_object::<Pool>()?.warm.load(Ordering::SeqCst)); // run by `build()`
+    /// # Ok(()) }
+    /// ```
     pub const fn init(mut self, hook: HookFn) -> Self {
         self.init = Some(hook);
         self
@@ -429,12 +1137,83 @@ impl ProtoDescriptor {
 
     /// Sets the async completion hook of a context proto, run when its scope's work is done
     /// and before its output leaves (see [`App::run_in_context`](crate::App::run_in_context)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor, cast_to};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// #[derive(Default)]
+    /// struct UnitOfWork { committed: AtomicBool }
+    ///
+    /// fn unit_of_work(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(UnitOfWork::default()))
+    /// }
+    /// fn commit(obj: AnyArc) -> HookFuture {
+    ///     let uow = obj.downcast::<UnitOfWork>().expect("registered as a UnitOfWork");
+    ///     Box::pin(async move {
+    ///         uow.committed.store(true, Ordering::SeqCst);
+    ///         Ok(())
+    ///     })
+    /// }
+    ///
+    /// // `#[context_proto(complete = commit)]`
+    /// impl Proto for UnitOfWork {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new::<UnitOfWork>("unitOfWork", Scope::Context, unit_of_work, cast_to::<UnitOfWork>)
+    ///             .complete(commit);
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<UnitOfWork>().build().await?;
+    /// let uow = app.try_run_in_context(async { app.get_object::<UnitOfWork>() }).await??;
+    /// assert!(uow.committed.load(Ordering::SeqCst)); // when the scope's work was done
+    /// # Ok(()) }
+    /// ```
     pub const fn complete(mut self, hook: HookFn) -> Self {
         self.complete = Some(hook);
         self
     }
 
     /// Sets the async destroy hook, run once before the object is dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor, cast_to};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// static CLOSED: AtomicBool = AtomicBool::new(false);
+    /// struct Pool;
+    ///
+    /// fn pool(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Pool))
+    /// }
+    /// fn close(_: AnyArc) -> HookFuture {
+    ///     Box::pin(async {
+    ///         CLOSED.store(true, Ordering::SeqCst);
+    ///         Ok(())
+    ///     })
+    /// }
+    ///
+    /// // `#[singleton_proto(destroy = close)]`
+    /// impl Proto for Pool {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new::<Pool>("pool", Scope::Singleton, pool, cast_to::<Pool>).destroy(close);
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<Pool>().build().await?;
+    /// assert!(!CLOSED.load(Ordering::SeqCst));
+    /// app.shutdown().await?; // a singleton's destroy hook runs at shutdown
+    /// assert!(CLOSED.load(Ordering::SeqCst));
+    /// # Ok(()) }
+    /// ```
     pub const fn destroy(mut self, hook: HookFn) -> Self {
         self.destroy = Some(hook);
         self
@@ -549,6 +1328,22 @@ pub(crate) struct ConfigDef {
 ///
 /// Compiled once per proto type, so written with no generic helper of its own: a large
 /// project's build time goes to code instantiated per type (issue 13).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::registry::{AnyArc, cast_to};
+///
+/// struct Clock(u64);
+///
+/// let obj: AnyArc = Arc::new(Clock(42));
+/// let mut out: Option<Arc<Clock>> = None; // on the caller's stack
+/// cast_to::<Clock>(obj.clone(), &mut out);
+/// let clock = out.expect("written by the cast");
+/// assert_eq!(clock.0, 42);
+/// assert_eq!(Arc::strong_count(&clock), 2); // the same object as `obj`, not a copy
+/// ```
 pub fn cast_to<T: Send + Sync + 'static>(obj: AnyArc, out: &mut dyn Any) {
     let Some(slot) = out.downcast_mut::<Option<Arc<T>>>() else { cast_to_another_type(core::any::type_name::<T>()) };
     match obj.downcast::<T>() {
@@ -875,6 +1670,27 @@ impl ProtoDef {
     /// # Panics
     ///
     /// If this def is not a config section ([`ProtoDef::config`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Redis { url: String }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::config::<Redis>("redis").instances())
+    ///     .config_value("redis.cache.url", "redis://cache")
+    ///     .config_value("redis.queue.url", "redis://queue")
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_object_named::<Redis>("cache")?.url, "redis://cache");
+    /// assert_eq!(app.get_object_named::<Redis>("queue")?.url, "redis://queue");
+    /// assert!(app.get_object::<Redis>().is_err()); // two instances: name one
+    /// # Ok(()) }
+    /// ```
     pub fn instances(mut self) -> Self {
         match &mut self.factory {
             Factory::Config(config) => config.instances = true,
@@ -886,6 +1702,33 @@ impl ProtoDef {
     /// Makes this def a template with one instance per proto of type `C` (usually the instances
     /// of a multi-instance config section), each named like its `C`; a dependency on `Arc<C>`
     /// or `Option<Arc<C>>` with no qualifier gets the instance's own `C`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, Dependency, InjectKind, ProtoDef};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct RedisConfig { url: String }
+    /// struct Redis { url: String }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::config::<RedisConfig>("redis").instances())
+    ///     // One client per section, each given its own section as dependency #0.
+    ///     .register(
+    ///         ProtoDef::singleton::<Redis>(|r| Ok(Redis { url: r.arc::<RedisConfig>(0)?.url.clone() }))
+    ///             .dep(Dependency::new::<RedisConfig>(InjectKind::Arc, None))
+    ///             .instances_of::<RedisConfig>(),
+    ///     )
+    ///     .config_value("redis.cache.url", "redis://cache")
+    ///     .config_value("redis.queue.url", "redis://queue")
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_object_named::<Redis>("cache")?.url, "redis://cache");
+    /// assert_eq!(app.get_object_named::<Redis>("queue")?.url, "redis://queue");
+    /// # Ok(()) }
+    /// ```
     pub fn instances_of<C: ?Sized + 'static>(mut self) -> Self {
         self.instances_of = Some((TypeId::of::<C>(), core::any::type_name::<C>()));
         self
@@ -923,6 +1766,28 @@ impl ProtoDef {
 
     /// Registers this proto only when `profile` is the App's active profile
     /// ([`AppBuilder::profile`](crate::AppBuilder::profile)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Mailer { fake: bool }
+    ///
+    /// fn mailers() -> [ProtoDef; 2] {
+    ///     [
+    ///         ProtoDef::singleton::<Mailer>(|_| Ok(Mailer { fake: false })).profile("prod"),
+    ///         ProtoDef::singleton::<Mailer>(|_| Ok(Mailer { fake: true })).profile("test"),
+    ///     ]
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder().without_inventory().register_all(mailers()).profile("test").build().await?;
+    /// assert!(app.get_object::<Mailer>()?.fake);
+    /// let app = App::builder().without_inventory().register_all(mailers()).build().await?;
+    /// assert!(app.get_object::<Mailer>().is_err()); // no profile: neither
+    /// # Ok(()) }
+    /// ```
     pub fn profile(mut self, profile: impl Into<Cow<'static, str>>) -> Self {
         self.profile = Some(profile.into());
         self
@@ -1049,6 +1914,33 @@ impl ProtoDef {
     }
 
     /// Restricts injection to protos of crate `krate` (tegg's private access level).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, Dependency, DiError, InjectKind, ProtoDef};
+    ///
+    /// struct Ledger;
+    /// struct Report;
+    ///
+    /// fn ledger() -> ProtoDef {
+    ///     ProtoDef::singleton::<Ledger>(|_| Ok(Ledger)).private_to("billing")
+    /// }
+    /// fn report(krate: &'static str) -> ProtoDef {
+    ///     ProtoDef::singleton::<Report>(|r| { r.arc::<Ledger>(0)?; Ok(Report) })
+    ///         .dep(Dependency::new::<Ledger>(InjectKind::Arc, None))
+    ///         .in_crate(krate)
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// // Injected by a proto of its own crate: allowed.
+    /// let app = App::builder().without_inventory().register(ledger()).register(report("billing")).build().await?;
+    /// assert!(app.get_object::<Report>().is_ok());
+    /// // By another crate's: refused by `build()`.
+    /// let err = App::builder().without_inventory().register(ledger()).register(report("web")).build().await.unwrap_err();
+    /// assert!(matches!(err, DiError::Private { .. }), "{err}");
+    /// # Ok(()) }
+    /// ```
     pub fn private_to(mut self, krate: impl Into<Cow<'static, str>>) -> Self {
         self.access = Access::Private;
         self.krate = krate.into();
@@ -1056,6 +1948,30 @@ impl ProtoDef {
     }
 
     /// Sets the crate this proto belongs to, which private protos are checked against.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, Dependency, DiError, InjectKind, ProtoDef};
+    ///
+    /// struct Ledger;
+    /// struct Audit { ledger: Arc<Ledger> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let audit = || {
+    ///     ProtoDef::singleton::<Audit>(|r| Ok(Audit { ledger: r.arc(0)? }))
+    ///         .dep(Dependency::new::<Ledger>(InjectKind::Arc, None))
+    /// };
+    /// let ledger = ProtoDef::singleton::<Ledger>(|_| Ok(Ledger)).private_to("billing");
+    /// // With no crate set, `Audit` may not inject a private proto of `billing`...
+    /// let err = App::builder().without_inventory().register(ledger.clone()).register(audit()).build().await.unwrap_err();
+    /// assert!(matches!(err, DiError::Private { .. }), "{err}");
+    /// // ... in `billing`, it may.
+    /// let app = App::builder().without_inventory().register(ledger).register(audit().in_crate("billing")).build().await?;
+    /// assert!(Arc::ptr_eq(&app.get_object::<Audit>()?.ledger, &app.get_object::<Ledger>()?));
+    /// # Ok(()) }
+    /// ```
     pub fn in_crate(mut self, krate: impl Into<Cow<'static, str>>) -> Self {
         self.krate = krate.into();
         self
@@ -1064,6 +1980,29 @@ impl ProtoDef {
     /// Sets an async init hook, run once after construction (for singletons during
     /// [`build`](crate::AppBuilder::build); for context protos on first
     /// [`get_async`](crate::ContextRef::get_async)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// #[derive(Default)]
+    /// struct Pool { warm: AtomicBool }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Pool>(|_| Ok(Pool::default()))
+    ///         .on_init(|pool: Arc<Pool>| async move {
+    ///             pool.warm.store(true, Ordering::SeqCst);
+    ///             Ok(())
+    ///         }))
+    ///     .build()
+    ///     .await?;
+    /// assert!(app.get_object::<Pool>()?.warm.load(Ordering::SeqCst)); // run by `build()`
+    /// # Ok(()) }
+    /// ```
     pub fn on_init<T, F, Fut>(mut self, hook: F) -> Self
     where
         T: Send + Sync + 'static,
@@ -1115,6 +2054,32 @@ impl ProtoDef {
 
     /// Sets an async destroy hook, run once before the object is dropped (singletons on
     /// [`App::shutdown`](crate::App::shutdown), context objects when their scope ends).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// static CLOSED: AtomicUsize = AtomicUsize::new(0);
+    /// struct Conn;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<Conn>(|_| Ok(Conn))
+    ///         .on_destroy(|_: Arc<Conn>| async {
+    ///             CLOSED.fetch_add(1, Ordering::SeqCst);
+    ///             Ok(())
+    ///         }))
+    ///     .build()
+    ///     .await?;
+    /// app.run_in_context(async { app.get_object::<Conn>().map(|_| ()) }).await?;
+    /// assert_eq!(CLOSED.load(Ordering::SeqCst), 1); // when its scope ended
+    /// app.run_in_context(async {}).await; // no `Conn` created, none destroyed
+    /// assert_eq!(CLOSED.load(Ordering::SeqCst), 1);
+    /// # Ok(()) }
+    /// ```
     pub fn on_destroy<T, F, Fut>(mut self, hook: F) -> Self
     where
         T: Send + Sync + 'static,
@@ -1224,6 +2189,36 @@ pub fn default_name(type_name: &str) -> String {
 /// Implemented by the macros; the compiler uses it to reject `#[inject]` of a type that is not a
 /// proto. [`AppBuilder::link`](crate::AppBuilder::link) uses [`Proto::descriptor`] to register a
 /// proto even where the linker dropped its `inventory` entry.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+/// use di_core::{App, DiError, Proto, Resolver, Scope};
+///
+/// struct Clock;
+///
+/// fn clock(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+///     Ok(Arc::new(Clock))
+/// }
+///
+/// // What `#[singleton_proto]` on `Clock` implements.
+/// impl Proto for Clock {
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, clock, cast_to::<Clock>);
+/// }
+///
+/// /// An App of `T` alone: code generic over protos.
+/// async fn app_of<T: Proto>() -> Result<App, DiError> {
+///     App::builder().without_inventory().link::<T>().build().await
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+/// let app = app_of::<Clock>().await?;
+/// assert!(app.get_object::<Clock>().is_ok());
+/// assert_eq!(app.proto_count(), 1);
+/// # Ok(()) }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a proto",
     label = "not annotated with `#[singleton_proto]`, `#[context_proto]` or `#[config_proto]`",
@@ -1234,20 +2229,135 @@ pub trait Proto: Send + Sync + 'static {
     /// constructor or init hook, or one that takes such a context proto by value. Always
     /// `false` for singletons, which exist before any scope (the default). The macros check it
     /// where a `ContextRef<Self>` is injected, so that `get()` cannot meet it at run time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor, cast_to};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// struct Session;
+    ///
+    /// fn session(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Session))
+    /// }
+    /// fn load(_: AnyArc) -> HookFuture {
+    ///     Box::pin(async { Ok(()) })
+    /// }
+    ///
+    /// // A context proto with an init hook: a scope builds it asynchronously.
+    /// impl Proto for Session {
+    ///     const NEEDS_ASYNC: bool = true;
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new::<Session>("session", Scope::Context, session, cast_to::<Session>).init(load);
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// assert!(<Session as Proto>::NEEDS_ASYNC);
+    /// let app = App::builder().without_inventory().link::<Session>().build().await?;
+    /// let (sync, not_sync) = app
+    ///     .run_in_context(async { (app.get_object::<Session>().is_ok(), app.get_object_async::<Session>().await.is_ok()) })
+    ///     .await;
+    /// assert!(!sync && not_sync); // reached with `get_async`, not `get`
+    /// # Ok(()) }
+    /// ```
     const NEEDS_ASYNC: bool = false;
 
     /// The proto's static description, the one submitted to `inventory`. A constant rather
     /// than a function so that the macros generate no code for it: in a large project every
     /// item per proto shows in the build time (issue 13).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::{Access, App, DiError, Proto, Resolver, Scope};
+    ///
+    /// struct Tracer { id: u32 }
+    ///
+    /// fn tracer(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Tracer { id: 7 }))
+    /// }
+    ///
+    /// // Built in `const` context, as `#[context_proto]` writes it.
+    /// impl Proto for Tracer {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new::<Tracer>("tracer", Scope::Context, tracer, cast_to::<Tracer>)
+    ///             .access(Access::Public, module_path!());
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// // Linked twice (as `link` and `inventory` may both do): registered once.
+    /// let app = App::builder().without_inventory().link::<Tracer>().link::<Tracer>().build().await?;
+    /// assert_eq!(app.proto_count(), 1);
+    /// let id = app.run_in_context(async { app.get_object::<Tracer>().map(|t| t.id) }).await?;
+    /// assert_eq!(id, 7);
+    /// # Ok(()) }
+    /// ```
     const DESCRIPTOR: ProtoDescriptor;
 
     /// [`DESCRIPTOR`](Self::DESCRIPTOR), as a `'static` reference.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::{DiError, Proto, Resolver, Scope};
+    ///
+    /// struct Clock;
+    ///
+    /// fn clock(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Clock))
+    /// }
+    ///
+    /// impl Proto for Clock {
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, clock, cast_to::<Clock>);
+    /// }
+    ///
+    /// // What `AppBuilder::link` keeps, and a tool can list.
+    /// let descriptor: &'static ProtoDescriptor = Clock::descriptor();
+    /// let shown = format!("{descriptor:?}");
+    /// assert!(shown.contains("name: \"clock\"") && shown.contains("scope: Singleton"), "{shown}");
+    /// ```
     fn descriptor() -> &'static ProtoDescriptor {
         const { &Self::DESCRIPTOR }
     }
 }
 
 /// A proto built once per App: what a singleton may take by value (`Arc<T>`).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+/// use di_core::{App, DiError, Proto, Resolver, Scope, SingletonProto};
+///
+/// struct Clock;
+///
+/// fn clock(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+///     Ok(Arc::new(Clock))
+/// }
+///
+/// // What `#[singleton_proto]` on `Clock` implements.
+/// impl Proto for Clock {
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, clock, cast_to::<Clock>);
+/// }
+/// impl SingletonProto for Clock {}
+///
+/// /// The App's `T`: only a singleton is the same object everywhere.
+/// fn shared<T: SingletonProto>(app: &App) -> Result<Arc<T>, DiError> {
+///     app.get_object::<T>()
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+/// let app = App::builder().without_inventory().link::<Clock>().build().await?;
+/// assert!(Arc::ptr_eq(&shared::<Clock>(&app)?, &shared::<Clock>(&app)?));
+/// # Ok(()) }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a singleton cannot take `{Self}` by value: it is not an annotated singleton",
     label = "`{Self}` is not a singleton proto",
@@ -1256,6 +2366,40 @@ pub trait Proto: Send + Sync + 'static {
 pub trait SingletonProto: Proto {}
 
 /// A proto built per context scope: what `ContextRef<T>` may point at.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+/// use di_core::{App, ContextProto, DiError, Proto, Resolver, Scope};
+///
+/// struct Tracer;
+///
+/// fn tracer(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+///     Ok(Arc::new(Tracer))
+/// }
+///
+/// // What `#[context_proto]` on `Tracer` implements.
+/// impl Proto for Tracer {
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Tracer>("tracer", Scope::Context, tracer, cast_to::<Tracer>);
+/// }
+/// impl ContextProto for Tracer {}
+///
+/// /// The current scope's `T`.
+/// fn current<T: ContextProto>(app: &App) -> Result<Arc<T>, DiError> {
+///     app.get_object::<T>()
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+/// let app = App::builder().without_inventory().link::<Tracer>().build().await?;
+/// let same = app
+///     .run_in_context(async { Ok::<_, DiError>(Arc::ptr_eq(&current::<Tracer>(&app)?, &current::<Tracer>(&app)?)) })
+///     .await?;
+/// assert!(same); // one per scope
+/// assert!(current::<Tracer>(&app).is_err()); // and none outside a scope
+/// # Ok(()) }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`ContextRef<{Self}>` needs a context proto",
     label = "`{Self}` is not a context proto",
@@ -1264,6 +2408,38 @@ pub trait SingletonProto: Proto {}
 pub trait ContextProto: Proto {}
 
 /// A proto built anew for every injection: what `Provider<T>` may point at.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+/// use di_core::{App, DiError, Proto, Resolver, Scope, TransientProto};
+///
+/// static NEXT: AtomicU64 = AtomicU64::new(1);
+/// struct Ticket(u64);
+///
+/// fn ticket(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+///     Ok(Arc::new(Ticket(NEXT.fetch_add(1, Ordering::Relaxed))))
+/// }
+///
+/// // What `#[transient_proto]` on `Ticket` implements.
+/// impl Proto for Ticket {
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Ticket>("ticket", Scope::Transient, ticket, cast_to::<Ticket>);
+/// }
+/// impl TransientProto for Ticket {}
+///
+/// /// A new `T`.
+/// fn fresh<T: TransientProto>(app: &App) -> Result<Arc<T>, DiError> {
+///     app.get_object::<T>()
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+/// let app = App::builder().without_inventory().link::<Ticket>().build().await?;
+/// assert_eq!((fresh::<Ticket>(&app)?.0, fresh::<Ticket>(&app)?.0), (1, 2));
+/// # Ok(()) }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`Provider<{Self}>` needs a transient proto",
     label = "`{Self}` is not a transient proto",

@@ -65,6 +65,32 @@ impl<T: Send + Sync + 'static> Provider<T> {
     /// [`DiError::AppNotReady`] before `build()` has returned (a singleton's constructor or init
     /// hook cannot use its providers yet) or after the App is dropped; [`DiError::NoScope`]
     /// when `T` takes a context proto by value outside a scope; any error of `T`'s factory.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, Dependency, DiError, InjectKind, ProtoDef, Provider};
+    ///
+    /// struct Buffer(Vec<u8>);
+    /// struct Encoder { buffers: Provider<Buffer> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::transient::<Buffer>(|_| Ok(Buffer(Vec::with_capacity(64)))))
+    ///     .register(ProtoDef::singleton::<Encoder>(|r| Ok(Encoder { buffers: r.provider(0)? }))
+    ///         .dep(Dependency::new::<Buffer>(InjectKind::Provider, None)))
+    ///     .build()
+    ///     .await?;
+    /// let encoder = app.get_object::<Encoder>()?;
+    /// let (a, b) = (encoder.buffers.get()?, encoder.buffers.get()?);
+    /// assert!(!Arc::ptr_eq(&a, &b) && a.0.capacity() >= 64);
+    /// // Once the App is gone, a provider has nothing to build with.
+    /// let buffers = encoder.buffers.clone();
+    /// drop((encoder, app));
+    /// assert!(matches!(buffers.get(), Err(DiError::AppNotReady { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn get(&self) -> Result<Arc<T>, DiError> {
         let wanted = core::any::type_name::<T>();
         let app = self.app.get().and_then(Weak::upgrade).ok_or(DiError::AppNotReady { wanted })?;

@@ -200,6 +200,35 @@ impl Resolver<'_> {
     /// # Errors
     ///
     /// [`DiError::Undeclared`] if dependency `index` is not a `Keyed<T>`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, Dependency, InjectKind, Keyed, ProtoDef};
+    ///
+    /// trait Store: Send + Sync { fn region(&self) -> &'static str; }
+    /// struct Bucket(&'static str);
+    /// impl Store for Bucket { fn region(&self) -> &'static str { self.0 } }
+    /// struct Router { stores: Keyed<dyn Store> }
+    ///
+    /// fn bucket(name: &'static str) -> ProtoDef {
+    ///     ProtoDef::singleton::<Bucket>(move |_| Ok(Bucket(name))).name(name).provides::<Bucket, dyn Store>(|b| b as Arc<dyn Store>)
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(bucket("eu"))
+    ///     .register(bucket("us"))
+    ///     .register(ProtoDef::singleton::<Router>(|r| Ok(Router { stores: r.keyed(0)? }))
+    ///         .dep(Dependency::new::<dyn Store>(InjectKind::Keyed, None)))
+    ///     .build()
+    ///     .await?;
+    /// let router = app.get_object::<Router>()?;
+    /// assert_eq!(router.stores.names().collect::<Vec<_>>(), ["eu", "us"]);
+    /// assert_eq!(router.stores.get("us")?.region(), "us");
+    /// # Ok(()) }
+    /// ```
     pub fn keyed<T: ?Sized + 'static>(&self, index: usize) -> Result<Keyed<T>, DiError> {
         match self.declared(index, InjectKind::Keyed, TypeId::of::<T>(), core::any::type_name::<T>())? {
             Resolved::Many(ts) => {
@@ -219,6 +248,32 @@ impl Resolver<'_> {
     /// # Errors
     ///
     /// [`DiError::Undeclared`] if dependency `index` is not a `ContextRef<T>`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, AsyncContextRef, BoxError, Dependency, InjectKind, ProtoDef, Scope};
+    ///
+    /// struct Session { user: String }
+    /// struct Greeter { session: AsyncContextRef<Session> }
+    ///
+    /// async fn load_session() -> Result<Session, BoxError> {
+    ///     Ok(Session { user: "ada".into() }) // a real one would await a store
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::new_async::<Session, _, _>(Scope::Context, |_| Ok(load_session())))
+    ///     .register(ProtoDef::singleton::<Greeter>(|r| Ok(Greeter { session: r.async_context_ref(0)? }))
+    ///         .dep(Dependency::new::<Session>(InjectKind::ContextRef, None)))
+    ///     .build()
+    ///     .await?;
+    /// let greeter: Arc<Greeter> = app.get_object()?;
+    /// let user = app.run_in_context(async { greeter.session.get_async().await.map(|s| s.user.clone()) }).await?;
+    /// assert_eq!(user, "ada");
+    /// # Ok(()) }
+    /// ```
     pub fn async_context_ref<T: ?Sized + RefTarget>(&self, index: usize) -> Result<AsyncContextRef<T>, DiError> {
         self.context_ref(index).map(AsyncContextRef::from)
     }

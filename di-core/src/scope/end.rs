@@ -243,6 +243,32 @@ pin_project! {
     /// Dropped early (a cancelled request) or when the inner future panics, it skips the
     /// completion phase and ends the scope on a spawned task that the App tracks
     /// ([`App::shutdown`](crate::App::shutdown) waits for it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use di_core::futures::ContextFuture;
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// static DESTROYED: AtomicBool = AtomicBool::new(false);
+    /// struct Tx;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<Tx>(|_| Ok(Tx)).on_destroy(|_: Arc<Tx>| async {
+    ///         DESTROYED.store(true, Ordering::SeqCst);
+    ///         Ok(())
+    ///     }))
+    ///     .build()
+    ///     .await?;
+    /// let scope: ContextFuture<_> = app.run_in_context(async { app.get_object::<Tx>().is_ok() });
+    /// assert!(!DESTROYED.load(Ordering::SeqCst)); // nothing runs until it is awaited
+    /// assert!(scope.await);
+    /// assert!(DESTROYED.load(Ordering::SeqCst)); // the scope ended before the output came back
+    /// # Ok(()) }
+    /// ```
     #[must_use = "futures do nothing unless you `.await` or poll them"]
     pub struct ContextFuture<F: Future> {
         #[pin]
@@ -346,6 +372,30 @@ impl<F: Future> ContextFuture<F> {
     /// Returns the completion phase's failure with the output: the future resolves to
     /// `Err` if a completion hook failed or panicked, as
     /// [`App::try_run_in_context`](crate::App::try_run_in_context).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, DiError, ProtoDef};
+    ///
+    /// struct Ledger;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<Ledger>(|_| Ok(Ledger))
+    ///         .on_complete(|_: Arc<Ledger>| async { Err("the disk is full".into()) }))
+    ///     .build()
+    ///     .await?;
+    /// let work = async { app.get_object::<Ledger>().map(|_| "written") };
+    /// // Awaited as is, the scope logs the failure and returns the output...
+    /// assert_eq!(app.run_in_context(work).await?, "written");
+    /// // ... with `try_complete`, it returns the failure instead.
+    /// let work = async { app.get_object::<Ledger>().map(|_| "written") };
+    /// let result = app.run_in_context(work).try_complete().await;
+    /// assert!(matches!(result, Err(DiError::Hook { stage: "complete", .. })), "{result:?}");
+    /// # Ok(()) }
+    /// ```
     pub fn try_complete(self) -> TryContextFuture<F> {
         TryContextFuture { inner: self }
     }
@@ -440,6 +490,30 @@ pin_project! {
     /// The future returned by [`App::try_run_in_context`](crate::App::try_run_in_context) and
     /// [`ContextFuture::try_complete`]: a [`ContextFuture`] that resolves to `Err` when the
     /// completion phase fails.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::futures::TryContextFuture;
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// struct Tx;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<Tx>(|_| Ok(Tx))
+    ///         .on_complete(|_: Arc<Tx>| async { Err("rolled back".into()) }))
+    ///     .build()
+    ///     .await?;
+    /// // No `Tx` in this scope, so no completion hook to fail.
+    /// let untouched: TryContextFuture<_> = app.try_run_in_context(async { 42 });
+    /// assert_eq!(untouched.await?, 42);
+    /// // A `Tx` whose completion fails: the scope's result is that failure.
+    /// let failed = app.try_run_in_context(async { app.get_object::<Tx>().map(|_| 42) }).await;
+    /// assert!(failed.is_err());
+    /// # Ok(()) }
+    /// ```
     #[must_use = "futures do nothing unless you `.await` or poll them"]
     #[derive(Debug)]
     pub struct TryContextFuture<F: Future> {
@@ -450,6 +524,27 @@ pin_project! {
 
 impl<F: Future> TryContextFuture<F> {
     /// As [`ContextFuture::end_in_background`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let answer = app
+    ///     .try_run_in_context(async {
+    ///         di_core::spawn(tokio::time::sleep(Duration::from_millis(20)));
+    ///         42
+    ///     })
+    ///     .end_in_background()
+    ///     .await?; // back at once: the scope waits for the sleep on a task of its own
+    /// assert_eq!(answer, 42);
+    /// assert_eq!(app.scopes_ending(), 1);
+    /// app.shutdown().await?; // waits for it
+    /// assert_eq!(app.scopes_ending(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn end_in_background(self) -> Self {
         TryContextFuture { inner: self.inner.end_in_background() }
     }
@@ -512,6 +607,37 @@ pub fn complete_scope() -> CompleteScope {
 
 /// The future of [`complete_scope`]. The phase starts when it is first polled; dropped before
 /// its end, it logs that the hooks it had not reached did not run.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use di_core::futures::CompleteScope;
+/// use di_core::{App, ProtoDef};
+///
+/// static COMMITS: AtomicUsize = AtomicUsize::new(0);
+/// struct Tx;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder()
+///     .register(ProtoDef::context::<Tx>(|_| Ok(Tx)).on_complete(|_: Arc<Tx>| async {
+///         COMMITS.fetch_add(1, Ordering::SeqCst);
+///         Ok(())
+///     }))
+///     .build()
+///     .await?;
+/// app.run_in_context(async {
+///     app.get_object::<Tx>().unwrap();
+///     let phase: CompleteScope = di_core::complete_scope();
+///     assert_eq!(COMMITS.load(Ordering::SeqCst), 0); // it starts when first polled
+///     phase.await.unwrap();
+///     assert_eq!(COMMITS.load(Ordering::SeqCst), 1);
+/// })
+/// .await;
+/// assert_eq!(COMMITS.load(Ordering::SeqCst), 1); // the scope's end did not run it again
+/// # Ok(()) }
+/// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct CompleteScope {
     hooks: Option<BoxFuture<Result<(), DiError>>>,
