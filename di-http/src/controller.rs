@@ -16,6 +16,38 @@ use di_core::{App, DiError};
 use crate::layer::ContextLayer;
 
 /// Implemented by `#[http_controller]`: the path prefix and the middleware of a controller.
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use axum::body::Body;
+/// use axum::http::{Request, StatusCode};
+/// use di_http::{Controller, http_controller, http_routes};
+/// use tower::ServiceExt; // `oneshot`
+///
+/// #[http_controller(path = "/todos")]
+/// pub struct TodoController;
+///
+/// #[http_routes]
+/// impl TodoController {
+///     #[get("/")]
+///     fn list(&self) -> &'static str {
+///         "[]"
+///     }
+/// }
+///
+/// /// Where a controller's routes are served: under its `PATH`.
+/// fn mount_point<C: Controller>() -> &'static str {
+///     C::PATH
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// assert_eq!(mount_point::<TodoController>(), "/todos");
+/// let app = di_core::App::builder().build().await?;
+/// let response = di_http::router(&app).oneshot(Request::get("/todos").body(Body::empty())?).await?;
+/// assert_eq!(response.status(), StatusCode::OK); // `#[get("/")]`, under `/todos`
+/// # Ok(()) }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an HTTP controller",
     label = "`#[http_routes]` needs a controller",
@@ -23,8 +55,56 @@ use crate::layer::ContextLayer;
 )]
 pub trait Controller: Send + Sync + 'static {
     /// The prefix of every route of the controller (`""` for none).
+    ///
+    /// # Examples
+    ///
+    /// ```rust,standalone_crate
+    /// use di_http::{Controller, http_controller};
+    ///
+    /// #[http_controller(path = "/todos")]
+    /// pub struct TodoController;
+    ///
+    /// #[http_controller]
+    /// pub struct HealthController;
+    ///
+    /// # fn main() {
+    /// assert_eq!(<TodoController as Controller>::PATH, "/todos");
+    /// assert_eq!(<HealthController as Controller>::PATH, ""); // no `path`: no prefix
+    /// # }
+    /// ```
     const PATH: &'static str;
     /// Wraps the controller's routes in its `#[middleware(...)]` layers.
+    ///
+    /// # Examples
+    ///
+    /// ```rust,standalone_crate
+    /// use axum::body::Body;
+    /// use axum::extract::Request;
+    /// use axum::http::HeaderValue;
+    /// use axum::middleware::{Next, from_fn};
+    /// use axum::response::Response;
+    /// use axum::routing::get;
+    /// use di_http::{Controller, http_controller};
+    /// use tower::ServiceExt; // `oneshot`
+    ///
+    /// async fn no_store(request: Request, next: Next) -> Response {
+    ///     let mut response = next.run(request).await;
+    ///     response.headers_mut().insert("cache-control", HeaderValue::from_static("no-store"));
+    ///     response
+    /// }
+    ///
+    /// #[http_controller(path = "/account")]
+    /// #[middleware(from_fn(no_store))]
+    /// pub struct AccountController;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // What the router does with the controller's routes.
+    /// let routes = axum::Router::new().route("/account", get(|| async { "your account" }));
+    /// let routes = <AccountController as Controller>::layers(routes);
+    /// let response = routes.oneshot(axum::http::Request::get("/account").body(Body::empty())?).await?;
+    /// assert_eq!(response.headers()["cache-control"], "no-store");
+    /// # Ok(()) }
+    /// ```
     fn layers(router: Router) -> Router;
 }
 
@@ -118,6 +198,48 @@ fn short_name(type_name: &str) -> &str {
 
 /// Why the routes of an App's controllers cannot be served. Found when the router is built, at
 /// start-up, never during a request.
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use di_http::{RouteError, http_controller, http_routes};
+///
+/// #[http_controller(path = "/things")]
+/// pub struct ThingController;
+///
+/// #[http_routes]
+/// impl ThingController {
+///     #[get("/")]
+///     fn list(&self) -> &'static str {
+///         "things"
+///     }
+/// }
+///
+/// /// Another controller, the same route.
+/// #[http_controller]
+/// pub struct LegacyController;
+///
+/// #[http_routes]
+/// impl LegacyController {
+///     #[get("/things")]
+///     fn things(&self) -> &'static str {
+///         "old things"
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let app = di_core::App::builder().build().await?;
+/// let error = di_http::RouterBuilder::new(&app).build().err().expect("GET /things is declared twice");
+/// match &error {
+///     RouteError::Clash { http_method, path, .. } => assert_eq!((http_method.as_str(), path.as_str()), ("GET", "/things")),
+///     other => panic!("not a clash: {other}"),
+/// }
+/// assert_eq!(
+///     error.to_string(),
+///     "route `GET /things` is declared twice: by `LegacyController::things` and by `ThingController::list`"
+/// );
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum RouteError {
@@ -186,8 +308,52 @@ type RouterFn = Box<dyn FnOnce(Router) -> Router + Send>;
 /// A tower layer that axum's `Router::layer` accepts (any `tower::Layer` whose service answers
 /// every request with a response, `Clone + Send + Sync`): what [`RouterBuilder::layer`] and
 /// [`RouterBuilder::layer_for`] take. Implemented for every such layer; not to implement.
+///
+/// # Examples
+///
+/// ```
+/// use axum::{Router, body::Body, routing::get};
+/// use axum::extract::Request;
+/// use axum::http::HeaderValue;
+/// use axum::middleware::{Next, from_fn};
+/// use axum::response::Response;
+/// use di_http::RouteLayer;
+/// use tower::ServiceExt; // `oneshot`
+///
+/// async fn no_store(request: Request, next: Next) -> Response {
+///     let mut response = next.run(request).await;
+///     response.headers_mut().insert("cache-control", HeaderValue::from_static("no-store"));
+///     response
+/// }
+///
+/// /// Takes any layer that `Router::layer` takes, as `RouterBuilder::layer` does.
+/// fn wrapped(router: Router, layer: impl RouteLayer) -> Router {
+///     layer.wrap(router)
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let router = wrapped(Router::new().route("/", get(|| async { "hi" })), from_fn(no_store));
+/// let response = router.oneshot(axum::http::Request::get("/").body(Body::empty())?).await?;
+/// assert_eq!(response.headers()["cache-control"], "no-store");
+/// # Ok(()) }
+/// ```
 pub trait RouteLayer: Send + 'static {
     /// `router.layer(self)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use axum::{Extension, Router, body::Body, routing::get};
+    /// use di_http::RouteLayer;
+    /// use tower::ServiceExt; // `oneshot`
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let router = Router::new().route("/", get(|Extension(name): Extension<&'static str>| async move { format!("hello, {name}") }));
+    /// let router = Extension("ada").wrap(router); // the same as `router.layer(Extension("ada"))`
+    /// let response = router.oneshot(axum::http::Request::get("/").body(Body::empty())?).await?;
+    /// assert_eq!(axum::body::to_bytes(response.into_body(), 64).await?, "hello, ada");
+    /// # Ok(()) }
+    /// ```
     fn wrap(self, router: Router) -> Router;
 }
 
@@ -263,6 +429,56 @@ impl RouterBuilder {
 
     /// Wraps every route of controller `C` in `layer`, inside its `#[middleware]` layers: the
     /// same as `#[middleware(layer)]` on its struct, written in code.
+    ///
+    /// # Examples
+    ///
+    /// ```rust,standalone_crate
+    /// use axum::body::Body;
+    /// use axum::extract::Request;
+    /// use axum::http::HeaderValue;
+    /// use axum::middleware::{Next, from_fn};
+    /// use axum::response::Response;
+    /// use di_http::{http_controller, http_routes};
+    /// use tower::ServiceExt; // `oneshot`
+    ///
+    /// async fn no_store(request: Request, next: Next) -> Response {
+    ///     let mut response = next.run(request).await;
+    ///     response.headers_mut().insert("cache-control", HeaderValue::from_static("no-store"));
+    ///     response
+    /// }
+    ///
+    /// #[http_controller(path = "/account")]
+    /// pub struct AccountController;
+    ///
+    /// #[http_routes]
+    /// impl AccountController {
+    ///     #[get("/")]
+    ///     fn show(&self) -> &'static str {
+    ///         "your account"
+    ///     }
+    /// }
+    ///
+    /// #[http_controller(path = "/news")]
+    /// pub struct NewsController;
+    ///
+    /// #[http_routes]
+    /// impl NewsController {
+    ///     #[get("/")]
+    ///     fn latest(&self) -> &'static str {
+    ///         "all quiet"
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let router = di_http::RouterBuilder::new(&app).layer_for::<AccountController>(from_fn(no_store)).build()?;
+    /// let get = |path: &str| axum::http::Request::get(path).body(Body::empty());
+    /// let account = router.clone().oneshot(get("/account")?).await?;
+    /// assert_eq!(account.headers()["cache-control"], "no-store");
+    /// let news = router.oneshot(get("/news")?).await?;
+    /// assert!(news.headers().get("cache-control").is_none()); // not `AccountController`'s
+    /// # Ok(()) }
+    /// ```
     pub fn layer_for<C: Controller>(mut self, layer: impl RouteLayer) -> Self {
         self.layers.push((Some(TypeId::of::<C>()), Box::new(move |router| layer.wrap(router))));
         self

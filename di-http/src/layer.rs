@@ -16,9 +16,35 @@ use http::{Extensions, HeaderMap, HeaderValue, Method, Request, Response, Status
 use tracing::instrument::{Instrument, Instrumented};
 
 /// The header a request id is read from.
+///
+/// # Examples
+///
+/// ```
+/// use di_http::{REQUEST_ID_HEADER, RequestHead};
+///
+/// assert_eq!(REQUEST_ID_HEADER, "x-request-id");
+/// let request = http::Request::get("/todos").header(REQUEST_ID_HEADER, "req-7").body(()).unwrap();
+/// assert_eq!(RequestHead::from_request(&request).id().to_string(), "req-7");
+/// ```
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
 /// The id of a request: its `x-request-id` header, or one generated for it.
+///
+/// # Examples
+///
+/// ```
+/// use di_http::{RequestHead, RequestId};
+///
+/// let sent = RequestHead::from_request(&http::Request::get("/").header("x-request-id", "req-7").body(()).unwrap());
+/// let id: &RequestId = sent.id();
+/// assert_eq!(id.to_string(), "req-7");
+/// assert_eq!(format!("{id:?}"), "RequestId(req-7)");
+///
+/// // Without the header, each request gets an id of its own, unique in the process.
+/// let a = RequestHead::from_request(&http::Request::get("/").body(()).unwrap());
+/// let b = RequestHead::from_request(&http::Request::get("/").body(()).unwrap());
+/// assert_ne!(a.id(), b.id());
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct RequestId(Repr);
 
@@ -57,6 +83,18 @@ impl RequestId {
     }
 
     /// Whether the id came from the request's `x-request-id` header.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_http::RequestHead;
+    ///
+    /// let head = |request: http::request::Builder| RequestHead::from_request(&request.body(()).unwrap());
+    /// assert!(head(http::Request::get("/").header("x-request-id", "req-7")).id().is_from_header());
+    /// assert!(!head(http::Request::get("/")).id().is_from_header()); // generated
+    /// // A header longer than 128 characters is not used either.
+    /// assert!(!head(http::Request::get("/").header("x-request-id", "x".repeat(129))).id().is_from_header());
+    /// ```
     pub fn is_from_header(&self) -> bool {
         matches!(self.0, Repr::Header(_))
     }
@@ -212,6 +250,20 @@ impl RequestHead {
     /// [`RouterBuilder::capture_extensions`](crate::RouterBuilder::capture_extensions)); empty
     /// otherwise. Off by default: the copy costs an allocation per extension and per request, and
     /// axum inserts two before the layer (5 of a request's 33 allocations, measured).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_http::RequestHead;
+    ///
+    /// #[derive(Clone, Debug, PartialEq)]
+    /// struct Tenant(&'static str);
+    ///
+    /// let mut request = http::Request::get("/todos").body(()).unwrap();
+    /// request.extensions_mut().insert(Tenant("acme"));
+    /// let head = RequestHead::from_request(&request); // `from_request` copies them
+    /// assert_eq!(head.extensions().get::<Tenant>(), Some(&Tenant("acme")));
+    /// ```
     pub fn extensions(&self) -> &Extensions {
         &self.extensions
     }
@@ -339,6 +391,25 @@ pub struct ContextLayer {
 
 impl ContextLayer {
     /// Scopes of `app`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use axum::{Router, body::Body, routing::get};
+    /// use di_http::ContextLayer;
+    /// use tower::ServiceExt; // `oneshot`
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let routes = Router::new().route("/", get(|| async { if di_core::in_scope() { "in a scope" } else { "no scope" } }));
+    /// let request = || axum::http::Request::get("/").body(Body::empty());
+    ///
+    /// let response = routes.clone().oneshot(request()?).await?;
+    /// assert_eq!(axum::body::to_bytes(response.into_body(), 64).await?, "no scope");
+    /// let response = routes.layer(ContextLayer::new(app)).oneshot(request()?).await?;
+    /// assert_eq!(axum::body::to_bytes(response.into_body(), 64).await?, "in a scope");
+    /// # Ok(()) }
+    /// ```
     pub fn new(app: App) -> Self {
         let head = app.context_slot::<RequestHead>().ok();
         ContextLayer { app, capture_extensions: false, head }
@@ -346,6 +417,40 @@ impl ContextLayer {
 
     /// Whether [`RequestHead::extensions`] holds a copy of the request's extensions (default:
     /// no, see there).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use axum::body::Body;
+    /// use axum::http::{Request, Response};
+    /// use di_http::{ContextLayer, RequestHead};
+    /// use tower::{Layer, ServiceExt};
+    ///
+    /// #[derive(Clone)]
+    /// struct Tenant(&'static str);
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// // Answers with the tenant the request head holds, read in the request's scope.
+    /// let in_scope = app.clone();
+    /// let reader = tower::service_fn(move |_: Request<Body>| {
+    ///     let app = in_scope.clone();
+    ///     async move {
+    ///         let head = app.get_object::<RequestHead>().expect("in the request's scope");
+    ///         let tenant = head.extensions().get::<Tenant>().map_or("none", |tenant| tenant.0);
+    ///         Ok::<_, Infallible>(Response::new(Body::from(tenant)))
+    ///     }
+    /// });
+    /// for (capture, expected) in [(false, "none"), (true, "acme")] {
+    ///     let mut request = Request::new(Body::empty());
+    ///     request.extensions_mut().insert(Tenant("acme"));
+    ///     let service = ContextLayer::new(app.clone()).capture_extensions(capture).layer(reader.clone());
+    ///     let response = service.oneshot(request).await?;
+    ///     assert_eq!(axum::body::to_bytes(response.into_body(), 64).await?, expected);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn capture_extensions(mut self, yes: bool) -> Self {
         self.capture_extensions = yes;
         self
@@ -361,6 +466,27 @@ impl<S> tower_layer::Layer<S> for ContextLayer {
 }
 
 /// The service of a [`ContextLayer`].
+///
+/// # Examples
+///
+/// ```
+/// use std::convert::Infallible;
+/// use axum::body::Body;
+/// use axum::http::{Request, Response};
+/// use di_http::{ContextLayer, ContextService};
+/// use tower::{Layer, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let app = di_core::App::builder().build().await?;
+/// // Any service from a `Request` to a `Response`: here one that tells whether it runs in a scope.
+/// let inner = tower::service_fn(|_: Request<Body>| async {
+///     Ok::<_, Infallible>(Response::new(Body::from(if di_core::in_scope() { "in a scope" } else { "no scope" })))
+/// });
+/// let service: ContextService<_> = ContextLayer::new(app).layer(inner);
+/// let response = service.oneshot(Request::get("/").body(Body::empty())?).await?;
+/// assert_eq!(axum::body::to_bytes(response.into_body(), 64).await?, "in a scope");
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug)]
 pub struct ContextService<S> {
     layer: ContextLayer,
@@ -449,6 +575,32 @@ impl<F: Future<Output: PanicResponse>> Future for Work<F> {
 
 pin_project_lite::pin_project! {
     /// The future of a [`ContextService`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use axum::body::Body;
+    /// use axum::http::{Request, Response, StatusCode};
+    /// use di_http::{ContextLayer, ResponseFuture};
+    /// use tower::{Layer, Service, ServiceExt};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// // A service that panics on any path but `/fine`.
+    /// let inner = tower::service_fn(|request: Request<Body>| async move {
+    ///     assert_eq!(request.uri().path(), "/fine", "the handler gave up");
+    ///     Ok::<_, Infallible>(Response::new(Body::from("fine")))
+    /// });
+    /// let mut service = ContextLayer::new(app).layer(inner);
+    ///
+    /// let future: ResponseFuture<_> = service.ready().await?.call(Request::get("/fine").body(Body::empty())?);
+    /// assert_eq!(future.await?.status(), StatusCode::OK);
+    /// // A panic is answered with 500 (and logged); the request's scope still ends.
+    /// let future: ResponseFuture<_> = service.ready().await?.call(Request::get("/broken").body(Body::empty())?);
+    /// assert_eq!(future.await?.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    /// # Ok(()) }
+    /// ```
     pub struct ResponseFuture<F: Future>
     where
         F::Output: PanicResponse,

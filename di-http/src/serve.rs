@@ -16,6 +16,24 @@ use tokio::task::JoinSet;
 use crate::controller::{RouteError, RouterBuilder};
 
 /// Why serving stopped with an error.
+///
+/// # Examples
+///
+/// ```
+/// use di_http::ServeError;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let taken = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// let app = di_core::App::builder().build().await?;
+/// // The address is in use: serving fails before the first request.
+/// let error = di_http::serve(app, taken.local_addr()?).await.unwrap_err();
+/// match &error {
+///     ServeError::Io(io) => assert_eq!(io.kind(), std::io::ErrorKind::AddrInUse),
+///     other => panic!("not an I/O error: {other}"),
+/// }
+/// assert!(error.to_string().starts_with("serving failed: "), "{error}");
+/// # Ok(()) }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
@@ -46,6 +64,19 @@ pub enum ServeError {
 /// # Errors
 ///
 /// [`ServeError`]: invalid routes (before binding), an I/O error, a failed or forced shutdown.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+///
+/// let app = di_core::App::builder().build().await?;
+/// // Serves until Ctrl-C or SIGTERM: after 100 ms, still serving.
+/// let served = tokio::time::timeout(Duration::from_millis(100), di_http::serve(app, "127.0.0.1:0")).await;
+/// assert!(served.is_err(), "serve returned: {served:?}");
+/// # Ok(()) }
+/// ```
 pub async fn serve(app: App, addr: impl ToSocketAddrs) -> Result<(), ServeError> {
     let router = RouterBuilder::new(&app).build()?;
     let listener = TcpListener::bind(addr).await?;
@@ -54,6 +85,22 @@ pub async fn serve(app: App, addr: impl ToSocketAddrs) -> Result<(), ServeError>
 
 /// Resolves on SIGINT (Ctrl-C) or, on Unix, SIGTERM: the default shutdown signal of
 /// [`serve`] and [`Server`].
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use std::time::Duration;
+///
+/// // No signal comes: the timer wins.
+/// let signalled = tokio::select! {
+///     () = di_http::shutdown_signal() => true,
+///     () = tokio::time::sleep(Duration::from_millis(50)) => false,
+/// };
+/// assert!(!signalled);
+/// // To do more on the signal: `server.with_graceful_shutdown(async { shutdown_signal().await; /* log */ })`.
+/// # }
+/// ```
 pub async fn shutdown_signal() {
     signals().await;
 }
@@ -191,6 +238,39 @@ impl Server {
     /// Cuts a shutdown short when `signal` resolves: open connections are dropped at once and
     /// [`run`](Self::run) returns [`ServeError::Forced`] without shutting the App down. By
     /// default, a SIGINT or SIGTERM received after the shutdown began (the second Ctrl-C).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::{sync::Arc, time::Duration};
+    /// use tokio::io::AsyncWriteExt;
+    ///
+    /// // A route that never answers, and says when it is called.
+    /// let called = Arc::new(tokio::sync::Notify::new());
+    /// let notify = Arc::clone(&called);
+    /// let router = axum::Router::new().route("/hang", axum::routing::get(move || {
+    ///     notify.notify_one();
+    ///     std::future::pending::<&'static str>()
+    /// }));
+    /// let app = di_core::App::builder().build().await?;
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let mut client = tokio::net::TcpStream::connect(listener.local_addr()?).await?;
+    /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    /// let server = tokio::spawn(
+    ///     di_http::Server::new(app, router)
+    ///         .with_graceful_shutdown(async { let _ = stopped.await; })
+    ///         .with_forced_shutdown(tokio::time::sleep(Duration::from_millis(100))) // not a second Ctrl-C
+    ///         .run(listener),
+    /// );
+    /// client.write_all(b"GET /hang HTTP/1.1\r\nhost: localhost\r\n\r\n").await?;
+    /// called.notified().await; // the request is open
+    /// stop.send(()).unwrap();
+    /// let result = server.await?; // the drain would wait 30 s for `/hang`: cut instead
+    /// assert!(matches!(result, Err(di_http::ServeError::Forced { connections: 1 })), "{result:?}");
+    /// # drop(client);
+    /// # Ok(()) }
+    /// ```
     pub fn with_forced_shutdown(mut self, signal: impl Future<Output = ()> + Send + 'static) -> Self {
         self.forced = Some(Box::pin(signal));
         self
