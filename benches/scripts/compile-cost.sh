@@ -8,8 +8,8 @@
 #
 # Without CASE: the floor table. For each N (1000 and 2000; --big adds 10000) and each style
 # (`plain`: the same services and consumer with no container; `macro`; `hand`), a generated
-# crate (gen-project) is built four ways, each timed with /usr/bin/time (seconds and the peak
-# RSS of the largest process, rustc):
+# crate (gen-project, in tests/codegen) is built four ways, each timed with /usr/bin/time
+# (seconds and the peak RSS of the largest process, rustc):
 #   debug        full debug build of the crate (its dependencies prebuilt)
 #   edit-body    incremental debug rebuild after editing one method body (Service0::call)
 #   add-service  incremental debug rebuild after adding one service (and its consumer field)

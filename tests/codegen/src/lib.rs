@@ -1,9 +1,15 @@
 //! Source generators for projects of N services, shared by the scale test (`tests/scale`, a
-//! build script) and the benchmarks. No dependencies: it only writes text. Its binary
-//! `gen-project` writes a whole crate for `benches/scripts/compile-cost.sh`; it lives here rather than
-//! in `benches` so that building it builds neither di-core nor the benchmarks (a compile-cost
-//! run after a change to di-core no longer waits minutes for the tegg project). [`args`], the
-//! flags of the bench binaries, came along with it.
+//! build script) and the benchmarks (`benches`, `benches/tegg`); it lives in `tests/` because
+//! both use it. No dependencies: the library writes text ([`write_if_changed`] puts it in a
+//! file), its binaries put it in crates and run the tools. Building them builds neither di-core
+//! nor the benchmarks (a compile-cost run after a change to di-core no longer waits minutes for
+//! the tegg project):
+//!
+//! - `gen-project` writes a whole crate for `benches/scripts/compile-cost.sh`;
+//! - `codesize` writes, builds and measures the crates of [`codesize`]: di-core's code size per
+//!   registered type.
+//!
+//! [`args`], the flags of the bench binaries, came along with them.
 //!
 //! A generated module has `n` unit services `Service0..`, each with an `#[inline(never)]`
 //! `call` whose work the optimiser cannot remove, and optionally one `Consumer` that injects all
@@ -14,6 +20,7 @@
 //! no container, built by hand in `build()`.
 
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
 /// How the services are registered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +131,25 @@ pub fn module(spec: Spec) -> String {
     s
 }
 pub mod args;
+pub mod codesize;
 pub mod tegg;
+
+/// The workspace root: `tests/codegen/../..`, from this crate's manifest directory at compile
+/// time. The binaries write their crates under it and copy its `Cargo.lock`.
+pub fn workspace_root() -> PathBuf {
+    let codegen = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = codegen.ancestors().nth(2).unwrap_or(codegen);
+    root.canonicalize().unwrap_or_else(|_| root.to_path_buf())
+}
+
+/// Writes `content` to `path` unless the file already holds exactly that, so that its mtime
+/// (and cargo's cached build of it) stays.
+pub fn write_if_changed(path: &Path, content: &[u8]) -> std::io::Result<()> {
+    if std::fs::read(path).is_ok_and(|old| old == content) {
+        return Ok(());
+    }
+    std::fs::write(path, content)
+}
 
 /// [`Style::Plain`]'s `build()`: every service with `Arc::new`, one `let` each (the shape of a
 /// factory), and the consumer from them, or the services in a `Services` struct without one.
