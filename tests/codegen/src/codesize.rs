@@ -50,26 +50,8 @@ pub fn crate_dir(style: Style, n: usize) -> String {
 /// The crate's `Cargo.toml`: not a member of the surrounding workspace, `di-core` by the path
 /// `di_core`, tokio from the registry, release builds without debug info.
 pub fn cargo_toml(style: Style, n: usize, di_core: &Path) -> String {
-    format!(
-        r#"[package]
-name = "codesize-{style}-{n}"
-version = "0.0.0"
-edition = "2024"
-publish = false
-
-# Not a member of the surrounding workspace.
-[workspace]
-
-[dependencies]
-di-core = {{ path = "{di_core}" }}
-tokio = {{ version = "1", default-features = false, features = ["rt"] }}
-
-[profile.release]
-debug = 0
-"#,
-        style = style.name(),
-        di_core = di_core.display(),
-    )
+    let name = format!("codesize-{}-{n}", style.name());
+    crate::standalone_manifest(&name, di_core, "\"rt\"", "\n[profile.release]\ndebug = 0\n")
 }
 
 /// The crate's `src/main.rs`: a header, the items of each type `0..n` (each block followed by a

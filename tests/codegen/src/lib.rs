@@ -142,6 +142,35 @@ pub fn workspace_root() -> PathBuf {
     root.canonicalize().unwrap_or_else(|_| root.to_path_buf())
 }
 
+/// The `Cargo.toml` of a throwaway crate outside the workspace (its own `[workspace]`): package
+/// `name`, `di-core` by its path, tokio with `tokio_features`, then `extra` (a profile, say).
+/// The binaries' crates start from it.
+///
+/// # Examples
+///
+/// ```
+/// let toml = di_codegen::standalone_manifest("gen-services", std::path::Path::new("/ws/di-core"), "\"rt\"", "");
+/// assert!(toml.starts_with("[package]\nname = \"gen-services\"\n"));
+/// assert!(toml.contains("\n[workspace]\n") && toml.contains("di-core = { path = \"/ws/di-core\" }"));
+/// ```
+pub fn standalone_manifest(name: &str, di_core: &Path, tokio_features: &str, extra: &str) -> String {
+    format!(
+        r#"[package]
+name = "{name}"
+version = "0.0.0"
+edition = "2024"
+publish = false
+
+# Not a member of the surrounding workspace.
+[workspace]
+
+[dependencies]
+di-core = {{ path = {di_core:?} }}
+tokio = {{ version = "1", default-features = false, features = [{tokio_features}] }}
+{extra}"#
+    )
+}
+
 /// Writes `content` to `path` unless the file already holds exactly that, so that its mtime
 /// (and cargo's cached build of it) stays.
 pub fn write_if_changed(path: &Path, content: &[u8]) -> std::io::Result<()> {
