@@ -75,7 +75,7 @@ pub(crate) struct ProtoAttr {
 }
 
 /// Sets `slot` once; a second occurrence is reported at its own span.
-fn once<T>(cx: &Ctxt, meta: &ParseNestedMeta<'_>, slot: &mut Option<T>, value: T) {
+pub(crate) fn once<T>(cx: &Ctxt, meta: &ParseNestedMeta<'_>, slot: &mut Option<T>, value: T) {
     if slot.is_some() {
         cx.error_spanned_by(&meta.path, format!("`{}` specified more than once", path_name(&meta.path)));
     } else {
@@ -88,7 +88,7 @@ fn path_name(path: &syn::Path) -> String {
 }
 
 /// Skips the value of an unknown or malformed option, so parsing goes on with the next one.
-fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+pub(crate) fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
     if meta.input.peek(Token![=]) {
         meta.value()?.parse::<syn::Expr>()?;
     } else if meta.input.peek(syn::token::Paren) {

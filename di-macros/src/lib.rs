@@ -4,7 +4,7 @@
 //!
 //! The pipeline follows serde: parse the attribute and the struct into a validated model
 //! (`ast`), check rules that need the whole model (`check`), then expand (`expand`, the only
-//! file that calls `quote!` for protos). `#[http_routes]` follows the same stages in `http/`.
+//! file that emits the generated code of protos). `#[http_routes]` follows the same stages in `http/`.
 //! Errors accumulate in a `Ctxt`, so one compile reports them all.
 //! `DI_MACROS_DEBUG=1` prints each expansion to stderr.
 

@@ -4,7 +4,7 @@
 use proc_macro2::{Span, TokenStream};
 use syn::spanned::Spanned;
 
-use crate::attr::check_route_path;
+use crate::attr::{check_route_path, once, skip_value};
 use crate::ctxt::Ctxt;
 use crate::symbol::{CRATE, HTTP_METHODS, METHOD, ROUTE, ROUTE_ATTRS};
 
@@ -20,14 +20,10 @@ impl RoutesAttr {
         let parser = syn::meta::parser(|meta| {
             if meta.path.is_ident(CRATE) {
                 let path = meta.value()?.call(syn::Path::parse_mod_style)?;
-                if attr.krate.replace(path).is_some() {
-                    cx.error_spanned_by(&meta.path, "`crate` is given twice");
-                }
+                once(cx, &meta, &mut attr.krate, path);
             } else {
                 cx.error_spanned_by(&meta.path, "unknown option; `#[http_routes]` takes only `crate = path`");
-                if meta.input.peek(syn::Token![=]) {
-                    meta.value()?.parse::<syn::Expr>()?;
-                }
+                skip_value(&meta)?;
             }
             Ok(())
         });

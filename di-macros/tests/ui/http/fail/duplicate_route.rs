@@ -1,11 +1,11 @@
-//! One block declares `GET /` twice and has an unknown option: both are reported in one
-//! compile.
+//! One block declares `GET /` twice, `GET /about` twice on one method, and has two unknown
+//! options: each is reported, in one compile.
 use di_http::{http_controller, http_routes};
 
 #[http_controller]
 pub struct Pages;
 
-#[http_routes(krate = di_http)]
+#[http_routes(krate = di_http, tracing(level = "debug"))]
 impl Pages {
     #[get("/")]
     async fn index(&self) -> &'static str {
@@ -19,6 +19,7 @@ impl Pages {
 
     #[get("/about")]
     #[post("/about")]
+    #[get("/about")]
     async fn about(&self) -> &'static str {
         "about"
     }
