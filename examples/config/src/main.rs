@@ -108,7 +108,7 @@ async fn main() -> Result<(), DiError> {
 mod tests {
     use std::path::{Path, PathBuf};
 
-    use di_test_support::child_env::in_child;
+    use di_test_support::child_env::in_clean_child;
 
     use super::*;
 
@@ -131,6 +131,11 @@ mod tests {
 
     #[tokio::test]
     async fn values_come_from_the_file_and_the_dev_outbox_prints() {
+        // In a child process without the shell's NEWS_* variables, as every test here that
+        // builds with `builder`: they would override the file.
+        if !in_clean_child("tests::values_come_from_the_file_and_the_dev_outbox_prints", "NEWS_", &[]) {
+            return;
+        }
         let app = builder(config_file(), "dev").build().await.unwrap();
         let mail = app.get_object::<MailConfig>().unwrap();
         assert_eq!((mail.host.as_str(), mail.port, mail.from.as_str()), ("localhost", 2525, "news@example.invalid"));
@@ -146,6 +151,9 @@ mod tests {
 
     #[tokio::test]
     async fn the_prod_profile_reads_its_variant_and_registers_its_outbox() {
+        if !in_clean_child("tests::the_prod_profile_reads_its_variant_and_registers_its_outbox", "NEWS_", &[]) {
+            return;
+        }
         let app = builder(config_file(), "prod").build().await.unwrap();
         let mail = app.get_object::<MailConfig>().unwrap();
         assert_eq!((mail.host.as_str(), mail.port, mail.retries), ("smtp.example.invalid", 587, 5));
@@ -167,7 +175,7 @@ mod tests {
     #[tokio::test]
     async fn an_environment_variable_overrides_the_file_and_a_value_overrides_both() {
         let name = "tests::an_environment_variable_overrides_the_file_and_a_value_overrides_both";
-        if !in_child(name, &[("NEWS_MAIL__PORT", "2600"), ("NEWS_MAIL__RETRIES", "7")]) {
+        if !in_clean_child(name, "NEWS_", &[("NEWS_MAIL__PORT", "2600"), ("NEWS_MAIL__RETRIES", "7")]) {
             return;
         }
         let app = builder(config_file(), "dev").build().await.unwrap();
@@ -192,7 +200,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_bad_value_names_the_key_the_section_and_the_variable() {
-        if !in_child("tests::a_bad_value_names_the_key_the_section_and_the_variable", &[("NEWS_MAIL__PORT", "many")]) {
+        if !in_clean_child(
+            "tests::a_bad_value_names_the_key_the_section_and_the_variable",
+            "NEWS_",
+            &[("NEWS_MAIL__PORT", "many")],
+        ) {
             return;
         }
         let e = builder(config_file(), "dev").build().await.unwrap_err();
@@ -204,6 +216,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_key_says_where_it_could_be_set() {
+        if !in_clean_child("tests::a_missing_key_says_where_it_could_be_set", "NEWS_", &[]) {
+            return;
+        }
         let file = write("missing-key", "config.toml", "[mail]\nhost = \"localhost\"\nport = 2525\n");
         let e = builder(file.clone(), "dev").build().await.unwrap_err();
         assert_eq!(
@@ -213,5 +228,6 @@ mod tests {
                 file.display()
             )
         );
+        std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
     }
 }

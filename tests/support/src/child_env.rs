@@ -9,11 +9,35 @@
 /// // the body, with APP_DB__URL set
 /// ```
 pub fn in_child(test: &str, vars: &[(&str, &str)]) -> bool {
+    run_in_child(test, None, vars)
+}
+
+/// As [`in_child`], with every variable whose name starts with `prefix` removed before `vars`
+/// are set: the test sees only the `vars` of that prefix, whatever the shell exported (a
+/// developer's `APP_DB__URL` cannot change its result).
+///
+/// ```ignore
+/// if !in_clean_child("my_test", "APP_", &[]) { return; }
+/// // the body, with no APP_* variable set
+/// ```
+pub fn in_clean_child(test: &str, prefix: &str, vars: &[(&str, &str)]) -> bool {
+    run_in_child(test, Some(prefix), vars)
+}
+
+fn run_in_child(test: &str, clear: Option<&str>, vars: &[(&str, &str)]) -> bool {
     const MARK: &str = "DI_TEST_CHILD";
     if std::env::var_os(MARK).is_some() {
         return true;
     }
-    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+    let mut command = std::process::Command::new(std::env::current_exe().expect("the test binary"));
+    if let Some(prefix) = clear {
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(|name| name.starts_with(prefix)) {
+                command.env_remove(name);
+            }
+        }
+    }
+    let out = command
         .args([test, "--exact", "--test-threads=1"])
         .env(MARK, "1")
         .envs(vars.iter().copied())
