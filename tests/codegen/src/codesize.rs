@@ -28,8 +28,25 @@ pub enum Style {
 }
 
 impl Style {
+    /// Every style, in the order of the variants.
+    pub const ALL: [Style; 3] = [Style::Descriptor, Style::Builder, Style::Macros];
+
     /// The names `--style` takes, in the order of the variants.
     pub const NAMES: [&'static str; 3] = ["descriptor", "builder", "macros"];
+
+    /// The style named `name` (one of [`NAMES`](Self::NAMES)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_codegen::codesize::Style;
+    /// assert_eq!(Style::from_name("builder"), Some(Style::Builder));
+    /// assert!(Style::ALL.iter().all(|s| Style::from_name(s.name()) == Some(*s)));
+    /// assert_eq!(Style::from_name("plain"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<Style> {
+        Style::ALL.into_iter().find(|s| s.name() == name)
+    }
 
     /// The style's name, as `--style` takes it and the crate's name holds it.
     pub fn name(self) -> &'static str {
@@ -239,7 +256,7 @@ fn is_item(symbol: &str, item: &str) -> bool {
 /// ```
 /// use di_codegen::codesize::category;
 /// assert_eq!(category("codesize_builder_100::touch12"), "touch_i: the ContextRef::get shim");
-/// assert_eq!(category("di_core::registry::cast_to::<codesize_builder_100::C3>"), "di_core::cast_to::<T>");
+/// assert_eq!(category("di_core::proto::cast_to::<codesize_builder_100::C3>"), "di_core::cast_to::<T>");
 /// ```
 pub fn category(symbol: &str) -> &'static str {
     let has = |needles: &[&str]| needles.iter().any(|&needle| symbol.contains(needle));
@@ -445,8 +462,6 @@ pub fn report(style: Style, results: &[(usize, Measurement)]) -> String {
 mod tests {
     use super::*;
 
-    const STYLES: [Style; 3] = [Style::Descriptor, Style::Builder, Style::Macros];
-
     /// The distinct `C{i}`/`S{i}` struct names declared in `src`.
     fn struct_names(src: &str, prefix: char) -> Vec<String> {
         let mut names: Vec<String> = src
@@ -463,7 +478,7 @@ mod tests {
 
     #[test]
     fn n_types_are_n_distinct_pairs_of_structs_in_every_style() {
-        for style in STYLES {
+        for style in Style::ALL {
             let src = main_rs(style, 12);
             assert_eq!(struct_names(&src, 'C').len(), 12, "{style:?}");
             assert_eq!(struct_names(&src, 'S').len(), 12, "{style:?}");

@@ -19,6 +19,10 @@
 //! is the floor the compile-cost benchmark measures against: the same structs and consumer with
 //! no container, built by hand in `build()`.
 
+pub mod args;
+pub mod codesize;
+pub mod tegg;
+
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -130,9 +134,6 @@ pub fn module(spec: Spec) -> String {
     }
     s
 }
-pub mod args;
-pub mod codesize;
-pub mod tegg;
 
 /// The workspace root: `tests/codegen/../..`, from this crate's manifest directory at compile
 /// time. The binaries write their crates under it and copy its `Cargo.lock`.

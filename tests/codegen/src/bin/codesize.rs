@@ -46,11 +46,8 @@ fn parse() -> Result<Args, String> {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--style" => {
-                style = match choice(&mut args, "--style", &Style::NAMES)? {
-                    "descriptor" => Style::Descriptor,
-                    "builder" => Style::Builder,
-                    _ => Style::Macros,
-                };
+                let name = choice(&mut args, "--style", &Style::NAMES)?;
+                style = Style::from_name(name).expect("choice returns one of Style::NAMES");
             }
             "-h" | "--help" => return Err(String::new()),
             other if other.starts_with('-') => return Err(format!("unknown argument {other}")),
