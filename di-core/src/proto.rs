@@ -275,37 +275,26 @@ pub enum Scope {
 /// # Examples
 ///
 /// ```
-/// use std::sync::Arc;
-/// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
-/// use di_core::{Access, App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
+/// use di_core::{Access, App, AppBuilder, Dependency, DiError, InjectKind, ProtoDef};
 ///
 /// struct Ledger;
-/// struct Report { ledger: Arc<Ledger> }
+/// struct Report;
 ///
-/// fn ledger(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
-///     Ok(Arc::new(Ledger))
-/// }
-/// fn report(r: &Resolver<'_>) -> Result<AnyArc, DiError> {
-///     Ok(Arc::new(Report { ledger: r.arc(0)? }))
-/// }
-/// const REPORT_DEPS: &[Dependency] = &[Dependency::new::<Ledger>(InjectKind::Arc, None)];
-///
-/// // `#[singleton_proto(access = private)]`: only protos of this crate may inject it.
-/// impl Proto for Ledger {
-///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Ledger>("ledger", Scope::Singleton, ledger, cast_to::<Ledger>)
-///         .access(Access::Private, module_path!());
-/// }
-/// impl Proto for Report {
-///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Report>("report", Scope::Singleton, report, cast_to::<Report>)
-///         .deps(REPORT_DEPS)
-///         .access(Access::Public, module_path!());
+/// /// `Ledger` is private to crate `billing` (`#[singleton_proto(access = private)]` there);
+/// /// `Report`, in crate `report_crate`, injects it.
+/// fn app(report_crate: &'static str) -> AppBuilder {
+///     App::builder()
+///         .register(ProtoDef::singleton::<Ledger>(|_| Ok(Ledger)).private_to("billing"))
+///         .register(ProtoDef::singleton::<Report>(|r| r.arc::<Ledger>(0).map(|_| Report))
+///             .in_crate(report_crate)
+///             .dep(Dependency::new::<Ledger>(InjectKind::Arc, None)))
 /// }
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
-/// assert_eq!(Access::default(), Access::Public);
-/// // `Report` is in the same crate as `Ledger`: allowed.
-/// let app = App::builder().without_inventory().link::<Ledger>().link::<Report>().build().await?;
-/// assert!(Arc::ptr_eq(&app.get_object::<Report>()?.ledger, &app.get_object::<Ledger>()?));
+/// assert_eq!(Access::default(), Access::Public); // unless a proto says otherwise
+/// assert!(app("billing").build().await.is_ok());
+/// let refused = app("web").build().await.unwrap_err();
+/// assert!(matches!(refused, DiError::Private { .. }), "{refused}");
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -595,8 +584,11 @@ impl fmt::Debug for Dependency {
 ///
 /// // The list `#[singleton_proto(provides(dyn Greet))]` on `English` declares.
 /// const PROVIDES: &[Provide] = &[Provide::new::<dyn Greet>(english_as_greet)];
-/// assert_eq!(PROVIDES.len(), 1);
 /// assert!(format!("{:?}", PROVIDES[0]).contains("Greet"), "{:?}", PROVIDES[0]);
+/// // The container calls the cast with the built object and a slot of the provided type.
+/// let mut slot: Option<Arc<dyn Greet>> = None;
+/// english_as_greet(Arc::new(English), &mut slot);
+/// assert_eq!(slot.expect("filled by the cast").hi(), "hello");
 /// ```
 #[derive(Clone, Copy)]
 pub struct Provide {
