@@ -520,16 +520,16 @@ impl App {
     /// # Examples
     ///
     /// ```
-    /// use std::time::Duration;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// # #[tokio::main] async fn main() -> Result<(), di_core::DiError> {
     /// let app = di_core::App::builder().build().await?;
+    /// let (finish, finished) = tokio::sync::oneshot::channel::<()>();
     /// app.run_in_context(async {
-    ///     di_core::spawn(tokio::time::sleep(Duration::from_millis(20)));
+    ///     di_core::spawn(async { finished.await.ok(); }); // runs until `finish` is sent
     /// })
     /// .end_in_background()
     /// .await;
-    /// assert_eq!(app.scopes_ending(), 1); // waiting for its task
+    /// assert_eq!(app.scopes_ending(), 1); // waiting for its task, on any runtime
+    /// finish.send(()).unwrap();
     /// app.shutdown().await?; // waits for it
     /// assert_eq!(app.scopes_ending(), 0);
     /// # Ok(()) }

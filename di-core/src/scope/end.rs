@@ -528,19 +528,19 @@ impl<F: Future> TryContextFuture<F> {
     /// # Examples
     ///
     /// ```
-    /// use std::time::Duration;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// # #[tokio::main] async fn main() -> Result<(), di_core::DiError> {
     /// let app = di_core::App::builder().build().await?;
+    /// let (finish, finished) = tokio::sync::oneshot::channel::<()>();
     /// let answer = app
     ///     .try_run_in_context(async {
-    ///         di_core::spawn(tokio::time::sleep(Duration::from_millis(20)));
+    ///         di_core::spawn(async { finished.await.ok(); }); // runs until `finish` is sent
     ///         42
     ///     })
     ///     .end_in_background()
-    ///     .await?; // back at once: the scope waits for the sleep on a task of its own
+    ///     .await?; // back at once: the scope waits for its task on a task of its own
     /// assert_eq!(answer, 42);
     /// assert_eq!(app.scopes_ending(), 1);
+    /// finish.send(()).unwrap();
     /// app.shutdown().await?; // waits for it
     /// assert_eq!(app.scopes_ending(), 0);
     /// # Ok(()) }
