@@ -109,7 +109,8 @@ fn parse(cx: &Ctxt, item: TokenStream) -> Option<HandlersItem> {
             methods.push(Method { ident: method.sig.ident.clone(), kind });
         }
     }
-    if !marked {
+    // A trait impl is reported as such above; "no handlers" would only repeat it.
+    if !marked && item.trait_.is_none() {
         cx.error_spanned_by(
             &item.self_ty,
             "no handlers: mark methods with `#[event_handler]` or `#[schedule(every = \"30s\")]`",

@@ -1,0 +1,46 @@
+//! `#[handlers]` takes no options and applies to an inherent impl block of a non-generic
+//! singleton with at least one handler; `#[event_handler]` takes no options; a method has one
+//! handler attribute.
+use di_core::{handlers, singleton_proto};
+
+pub struct Ping;
+
+#[singleton_proto]
+pub struct Audit;
+
+#[handlers(strict)]
+impl Audit {
+    #[event_handler(priority = 1)]
+    async fn on_ping(&self, _ping: &Ping) {}
+
+    #[event_handler]
+    #[schedule(every = "1m")]
+    async fn both(&self) {}
+}
+
+pub trait Listener {
+    fn listen(&self);
+}
+
+#[handlers]
+impl Listener for Audit {
+    fn listen(&self) {}
+}
+
+pub struct Generic<T>(T);
+
+#[handlers]
+impl<T> Generic<T> {
+    #[event_handler]
+    async fn on_ping(&self, _ping: &Ping) {}
+}
+
+#[handlers]
+impl Audit {
+    fn helper(&self) {}
+}
+
+#[handlers]
+pub struct NotAnImpl;
+
+fn main() {}

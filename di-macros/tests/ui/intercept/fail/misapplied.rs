@@ -1,0 +1,28 @@
+//! `#[intercept]` on something that is neither an async method nor an impl block, with an
+//! advice list that is not types, and on an associated function without `self`.
+use di_core::{intercept, singleton_proto};
+
+#[singleton_proto]
+pub struct Timing;
+
+impl<R> di_core::Advice<R> for Timing {
+    async fn around(&self, _call: di_core::Call, next: di_core::Next<'_, R>) -> R {
+        next.run().await
+    }
+}
+
+#[intercept(Timing)]
+pub struct NotAMethod;
+
+#[singleton_proto]
+pub struct Todos;
+
+impl Todos {
+    #[intercept("Timing")]
+    pub async fn quoted(&self) {}
+
+    #[intercept(Timing)]
+    pub async fn no_self() {}
+}
+
+fn main() {}
