@@ -347,6 +347,30 @@ pub(crate) fn is_dyn(ty: &Type) -> bool {
 
 /// `ty` with every `Self` replaced by `self_ty`: for types moved out of an `impl` block into
 /// generated free functions, where `Self` means nothing.
+/// The impl block an attribute such as `#[handlers]` is on: inherent and not generic, since
+/// the container builds one object of its type (`owner`, "singleton proto" or "controller").
+/// Errors name `attribute`; `None` (with the error recorded) if `item` is no impl block.
+pub(crate) fn inherent_impl(cx: &Ctxt, item: TokenStream, attribute: &str, owner: &str) -> Option<syn::ItemImpl> {
+    let item: syn::ItemImpl = match syn::parse2(item) {
+        Ok(item) => item,
+        Err(err) => {
+            let message = format!("`{attribute}` applies to an inherent impl block of a {owner}");
+            cx.push(syn::Error::new(err.span(), message));
+            return None;
+        }
+    };
+    if let Some((_, path, _)) = &item.trait_ {
+        cx.error_spanned_by(path, format!("`{attribute}` applies to an inherent impl block, not a trait impl"));
+    }
+    if !item.generics.params.is_empty() {
+        cx.error_spanned_by(
+            &item.generics,
+            format!("`{attribute}` applies to the impl block of a non-generic {owner}: the container builds one of it"),
+        );
+    }
+    Some(item)
+}
+
 pub(crate) fn replace_self(ty: &syn::Type, self_ty: &syn::Type) -> syn::Type {
     fn walk(tokens: TokenStream, self_ty: &syn::Type) -> TokenStream {
         tokens

@@ -54,25 +54,7 @@ pub(crate) fn stray(name: &str, item: TokenStream) -> TokenStream {
 }
 
 fn parse(cx: &Ctxt, item: TokenStream) -> Option<HandlersItem> {
-    let mut item: syn::ItemImpl = match syn::parse2(item) {
-        Ok(item) => item,
-        Err(err) => {
-            cx.push(syn::Error::new(
-                err.span(),
-                "`#[handlers]` applies to an inherent impl block of a singleton proto",
-            ));
-            return None;
-        }
-    };
-    if let Some((_, path, _)) = &item.trait_ {
-        cx.error_spanned_by(path, "`#[handlers]` applies to an inherent impl block, not a trait impl");
-    }
-    if !item.generics.params.is_empty() {
-        cx.error_spanned_by(
-            &item.generics,
-            "`#[handlers]` applies to a non-generic singleton: the container builds one of it",
-        );
-    }
+    let mut item = crate::ast::inherent_impl(cx, item, "#[handlers]", "singleton proto")?;
     let self_ty = (*item.self_ty).clone();
     let mut methods = Vec::new();
     let mut marked = false;

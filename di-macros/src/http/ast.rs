@@ -4,7 +4,7 @@
 use proc_macro2::TokenStream;
 
 use super::attr::{Route, RoutesAttr, take_routes};
-use crate::ast::replace_self;
+use crate::ast::{inherent_impl, replace_self};
 use crate::attr::take_middleware;
 use crate::ctxt::Ctxt;
 
@@ -31,22 +31,7 @@ pub(super) struct Handler {
 impl RoutesItem {
     /// Parses the impl block; `None` (with the error recorded) if it is no impl block.
     pub(super) fn from_tokens(cx: &Ctxt, attr: RoutesAttr, item: TokenStream) -> Option<RoutesItem> {
-        let mut item: syn::ItemImpl = match syn::parse2(item) {
-            Ok(item) => item,
-            Err(err) => {
-                cx.push(syn::Error::new(
-                    err.span(),
-                    "#[http_routes] applies to an inherent impl block of a controller",
-                ));
-                return None;
-            }
-        };
-        if let Some((_, path, _)) = &item.trait_ {
-            cx.error_spanned_by(path, "#[http_routes] applies to an inherent impl block, not a trait impl");
-        }
-        if !item.generics.params.is_empty() {
-            cx.error_spanned_by(&item.generics, "a controller cannot be generic: the container builds one of it");
-        }
+        let mut item = inherent_impl(cx, item, "#[http_routes]", "controller")?;
         let self_ty = (*item.self_ty).clone();
         let mut handlers = Vec::new();
         let mut any_route = false;
