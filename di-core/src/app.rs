@@ -35,6 +35,10 @@ pub(crate) struct AppInner {
     lazy: FastMap<usize, LazySlot>,
     shutdown_timeout: Duration,
     shut_down: AtomicBool,
+    /// `shutdown` destroys the singletons: a lazy one is no longer built (it would never be
+    /// destroyed). Set once `shutdown` has stopped waiting for scopes, handlers and jobs, which
+    /// may still build one (an event's handler, say).
+    destroying: AtomicBool,
     /// Scopes whose end (background tasks, destroy hooks) is still running.
     ending: Pending,
     /// The `#[event_handler]`s of the singletons, by event type.
@@ -51,6 +55,27 @@ pub(crate) struct AppInner {
 impl AsRef<Pending> for AppInner {
     fn as_ref(&self) -> &Pending {
         &self.ending
+    }
+}
+
+impl Drop for AppInner {
+    /// Drops the singletons one at a time, dependents first (the order of their destroy
+    /// hooks), each `Drop` isolated: a panic in one is logged and the others are still dropped,
+    /// where a second panic while the first unwinds would abort the process.
+    fn drop(&mut self) {
+        let mut singletons = std::mem::take(&mut self.singletons);
+        let mut lazy = std::mem::take(&mut self.lazy);
+        for &p in self.graph.levels.iter().flatten().rev() {
+            if let Some(obj) = singletons.get_mut(p).and_then(Option::take) {
+                crate::scope::drop_isolated(obj);
+            }
+            if let Some(slot) = lazy.remove(&p) {
+                crate::scope::drop_isolated(slot);
+            }
+        }
+        // Whatever no level lists (none, as built): dropped the same way.
+        singletons.into_iter().flatten().for_each(crate::scope::drop_isolated);
+        lazy.into_values().for_each(crate::scope::drop_isolated);
     }
 }
 
@@ -506,9 +531,10 @@ impl App {
         }
         self.inner.stop_jobs.send_replace(true);
         self.inner.wait_for_endings().await;
+        self.inner.destroying.store(true, Ordering::Release);
         let order: Vec<usize> = self.inner.graph.levels.iter().flatten().copied().collect();
         let built: Vec<Option<AnyArc>> =
-            (0..self.inner.singletons.len()).map(|p| self.inner.singleton_now(p)).collect();
+            (0..self.inner.singletons.len()).map(|p| self.inner.singleton_to_destroy(p)).collect();
         destroy_singletons(&self.inner.graph, &built, &order).await
     }
 
@@ -536,6 +562,66 @@ impl App {
     /// ```
     pub fn scopes_ending(&self) -> usize {
         self.inner.ending.count()
+    }
+
+    /// Counts work that uses this App's singletons outside a request until the returned
+    /// [`AppHold`] is dropped: [`shutdown`](Self::shutdown) waits for it (with scopes still
+    /// ending, handlers and jobs, within its deadline) before it destroys any singleton, and
+    /// [`scopes_ending`](Self::scopes_ending) counts it. For long-lived work a server started
+    /// and must let finish: an upgraded connection (di-http's `ConnectionScope` takes one), a
+    /// consumer loop.
+    ///
+    /// `None` once `shutdown` has stopped waiting (it is destroying the singletons, or has).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use di_core::{App, ProtoDef};
+    ///
+    /// #[derive(Default)]
+    /// struct Pool { closed: AtomicBool }
+    ///
+    /// # #[tokio::main] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Pool>(|_| Ok(Pool::default()))
+    ///         .on_destroy(|pool: Arc<Pool>| async move { pool.closed.store(true, Ordering::SeqCst); Ok(()) }))
+    ///     .build()
+    ///     .await?;
+    /// let hold = app.hold().expect("not shut down");
+    /// let pool = app.get_object::<Pool>()?;
+    /// let worker = tokio::spawn(async move {
+    ///     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    ///     let open = !pool.closed.load(Ordering::SeqCst); // still open: shutdown waits
+    ///     drop(hold);
+    ///     open
+    /// });
+    /// app.shutdown().await?;
+    /// assert!(worker.await.unwrap());
+    /// assert!(app.hold().is_none()); // shut down
+    /// # Ok(()) }
+    /// ```
+    pub fn hold(&self) -> Option<AppHold> {
+        self.inner.try_pending().map(|guard| AppHold { _guard: guard })
+    }
+
+    /// The App of the current context scope: what code inside a request reaches its App
+    /// with, to open scopes of its own later (an upgraded connection's). `None` outside a
+    /// scope.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().build().await?;
+    /// assert!(di_core::App::current().is_none());
+    /// let inside = app.run_in_context(async { di_core::App::current() }).await;
+    /// assert_eq!(format!("{:?}", inside.unwrap()), format!("{app:?}"));
+    /// # Ok(()) }
+    /// ```
+    pub fn current() -> Option<App> {
+        scope::current_app().map(|inner| App { inner })
     }
 
     /// The object graph in Graphviz DOT: singletons as boxes, context protos as ellipses,
@@ -763,8 +849,9 @@ impl AppInner {
         if let Some(obj) = slot.value.get() {
             return Ok(obj.clone());
         }
-        // Built after `shutdown` started, it would never be destroyed.
-        if self.shut_down.load(Ordering::Acquire) {
+        // Built once `shutdown` destroys the singletons, it would never be destroyed. Until then
+        // (while it waits for scopes, handlers and jobs) it is built as usual, and destroyed.
+        if self.destroying.load(Ordering::Acquire) {
             return Err(DiError::ShutDown { wanted });
         }
         // Its construction asking for itself (through a provider or a context object) would
@@ -788,6 +875,10 @@ impl AppInner {
         if let Some(obj) = slot.value.get() {
             return Ok(obj.clone());
         }
+        // Checked again under the lock, which `shutdown` takes to see what it must destroy.
+        if self.destroying.load(Ordering::Acquire) {
+            return Err(DiError::ShutDown { wanted });
+        }
         let obj = match &self.graph.protos[proto].factory {
             Factory::Sync(factory) => factory.call(&self.resolver(proto, None))?,
             _ => unreachable!("a lazy singleton has a sync factory (checked by the graph)"),
@@ -795,9 +886,16 @@ impl AppInner {
         Ok(slot.value.get_or_init(|| obj).clone())
     }
 
-    /// Singleton `proto` if it exists, built at start or lazily since.
-    fn singleton_now(&self, proto: usize) -> Option<AnyArc> {
-        self.singletons[proto].clone().or_else(|| self.lazy.get(&proto)?.value.get().cloned())
+
+    /// Singleton `proto` for `shutdown` to destroy, once `destroying` is set: a lazy one being
+    /// built now is waited for (its construction holds the slot's lock), and none starts after.
+    fn singleton_to_destroy(&self, proto: usize) -> Option<AnyArc> {
+        if let Some(obj) = &self.singletons[proto] {
+            return Some(obj.clone());
+        }
+        let slot = self.lazy.get(&proto)?;
+        let _built = slot.building.lock().unwrap_or_else(|e| e.into_inner());
+        slot.value.get().cloned()
     }
 
     /// The object of `proto`: a singleton (built now if lazy), a new transient, or the current
@@ -888,6 +986,19 @@ fn fake_def<U: ?Sized + Send + Sync + 'static>(value: Arc<U>, name: Cow<'static,
 std::thread_local! {
     /// The lazy singletons this thread is building: `(app, proto)`.
     static LAZY_BUILDING: std::cell::RefCell<Vec<(u64, usize)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Work that [`App::shutdown`] waits for before destroying singletons, counted until dropped:
+/// see [`App::hold`].
+#[must_use = "the App stops waiting for the work when its hold is dropped"]
+pub struct AppHold {
+    _guard: PendingGuard<AppInner>,
+}
+
+impl fmt::Debug for AppHold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AppHold").finish_non_exhaustive()
+    }
 }
 
 /// A lazy singleton: built once, by the first that asks (the others wait on the lock).
@@ -1902,6 +2013,7 @@ impl AppBuilder {
             cell: cell.clone(),
             shutdown_timeout: self.shutdown_timeout,
             shut_down: AtomicBool::new(false),
+            destroying: AtomicBool::new(false),
             ending: Pending::default(),
             large_scope: std::sync::atomic::AtomicUsize::new(0),
         });

@@ -420,6 +420,18 @@ pub enum DiError {
         /// The requested type.
         wanted: &'static str,
     },
+    /// A context object with a completion hook was first asked for after its scope's
+    /// completion phase was over: by a background task, a streamed response body, a destroy
+    /// hook. Created then, it would never be completed (a unit of work would take writes that
+    /// no commit follows), so it is not created. Objects created *while* the phase runs (by a
+    /// completion hook) are completed in a further pass instead.
+    #[error(
+        "`{wanted}` has a completion hook, but its context scope's completion phase is over (the scope's work has returned; for HTTP, the response is fixed), so it would never be completed; create it before the work returns (in a handler: touch it before answering), or give the late work a scope of its own (`App::run_in_context`)"
+    )]
+    LateCompletion {
+        /// The requested type.
+        wanted: &'static str,
+    },
     /// A `ContextRef` or `get_object` of one `App` was used inside a scope of another `App`.
     #[error("`{wanted}` was requested inside a context scope of another App")]
     ForeignScope {

@@ -170,7 +170,7 @@ mod schedule;
 mod scope;
 
 pub use advice::{Advice, Call, Next};
-pub use app::{App, AppBuilder, ContextSlot, ScopeBuilder};
+pub use app::{App, AppBuilder, AppHold, ContextSlot, ScopeBuilder};
 pub use config::Config;
 pub use context_ref::{AsyncContextRef, ContextRef, RefTarget};
 pub use error::{BoxError, DiError};
@@ -186,7 +186,7 @@ pub use di_macros::{
     config_proto, context_proto, event_handler, handlers, intercept, schedule, singleton_proto, transient_proto,
 };
 
-pub use scope::{complete_scope, discard_events, in_scope, spawn, spawn_blocking};
+pub use scope::{ScopeHold, complete_scope, discard_events, hold_scope, in_scope, spawn, spawn_blocking};
 
 /// What the attribute macros generate and submit, for macro and tool authors: the static
 /// description of a proto ([`ProtoDescriptor`](registry::ProtoDescriptor)), the erased object

@@ -42,18 +42,33 @@ impl Pending {
         if self.count() == 0 {
             return true;
         }
-        let zero = async {
-            loop {
-                let notified = self.done.notified();
-                tokio::pin!(notified);
-                notified.as_mut().enable();
-                if self.count() == 0 {
-                    return;
-                }
-                notified.await;
+        tokio::time::timeout(timeout, self.idle()).await.is_ok()
+    }
+
+    /// Waits until the count is zero, however long that takes.
+    pub(crate) async fn idle(&self) {
+        loop {
+            let notified = self.done.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.count() == 0 {
+                return;
             }
-        };
-        tokio::time::timeout(timeout, zero).await.is_ok()
+            notified.await;
+        }
+    }
+
+    /// Counts one more (closed or not); [`release`](Self::release) counts it off. For a count
+    /// whose owner is reached otherwise than through a [`PendingGuard`].
+    pub(crate) fn acquire(&self) {
+        self.count.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Counts one off, waking the waiters when the count reaches zero.
+    pub(crate) fn release(&self) {
+        if self.count.fetch_sub(1, Ordering::AcqRel) & !CLOSED == 1 {
+            self.done.notify_waiters();
+        }
     }
 }
 
@@ -64,7 +79,7 @@ impl<O: AsRef<Pending>> PendingGuard<O> {
     /// Counts one more, closed or not: what must end (a scope's destroy hooks) is always
     /// counted.
     pub(crate) fn new(owner: Arc<O>) -> Self {
-        (*owner).as_ref().count.fetch_add(1, Ordering::AcqRel);
+        (*owner).as_ref().acquire();
         PendingGuard(owner)
     }
 
@@ -87,9 +102,6 @@ impl<O: AsRef<Pending>> PendingGuard<O> {
 
 impl<O: AsRef<Pending>> Drop for PendingGuard<O> {
     fn drop(&mut self) {
-        let pending = (*self.0).as_ref();
-        if pending.count.fetch_sub(1, Ordering::AcqRel) & !CLOSED == 1 {
-            pending.done.notify_waiters();
-        }
+        (*self.0).as_ref().release();
     }
 }

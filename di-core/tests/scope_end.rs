@@ -288,14 +288,17 @@ async fn complete_scope_runs_the_phase_once_and_reports_to_its_caller() {
     let inside = app.try_run_in_context(async {
         ab.0.get();
         let first = di_core::complete_scope().await.map_err(|e| e.to_string());
-        ab.1.get(); // created after the phase: not completed
+        // After the phase, b (which has a completion hook) would never be completed: refused.
+        let late = ab.1.try_get().map(drop);
         let second = di_core::complete_scope().await;
-        (first, second.is_ok())
+        (first, late, second.is_ok())
     });
-    let (first, second) = inside.await.expect("the caller of complete_scope received the failure, not the scope");
+    let (first, late, second) =
+        inside.await.expect("the caller of complete_scope received the failure, not the scope");
     assert!(first.unwrap_err().ends_with("complete a: refused"));
+    assert!(matches!(late, Err(DiError::LateCompletion { .. })), "{late:?}");
     assert!(second, "the phase ran once");
-    assert_eq!(log.take(), Vec::<String>::new(), "b was created after the phase started");
+    assert_eq!(log.take(), Vec::<String>::new(), "b was never created");
     assert!(di_core::complete_scope().await.is_ok(), "outside a scope there is nothing to complete");
 }
 

@@ -12,7 +12,7 @@ use pin_project_lite::pin_project;
 use tokio::task::futures::TaskLocalFuture;
 use tracing::Instrument;
 
-use super::table::{ScopeShared, Slot, Table};
+use super::table::{Completion, ScopeShared, Slot, Table};
 use super::{CURRENT, ScopeHandle, SmallMap};
 
 /// The most slots a large scope reserves up front, whatever the largest scope was: one scope of
@@ -74,15 +74,27 @@ impl ScopeShared {
     }
 
     fn completion(app: &AppInner, table: &mut Table) -> Option<Vec<(usize, AnyArc)>> {
-        if std::mem::replace(&mut table.completion_started, true) {
+        if table.completion != Completion::Pending {
             return None;
         }
+        let objects = Self::unlisted(app, table);
+        // With no hook to run, the phase is over as soon as it begins.
+        table.completion = if objects.is_empty() { Completion::Over } else { Completion::Running };
+        Some(objects)
+    }
+
+    /// The objects with a completion hook that the phase has not listed yet, newest first.
+    fn unlisted(app: &AppInner, table: &mut Table) -> Vec<(usize, AnyArc)> {
         let protos = &app.graph.protos;
-        Some(table.created.iter().rev().filter(|(key, _)| protos[*key].complete.is_some()).cloned().collect())
+        let new = table.created[table.listed..].iter().rev().filter(|(key, _)| protos[*key].complete.is_some());
+        let new = new.cloned().collect();
+        table.listed = table.created.len();
+        new
     }
 
     /// After the output: the completion phase if it has not run and has hooks, else the end,
-    /// which happens at once (objects dropped) when there is no task and no destroy hook.
+    /// which happens at once (objects dropped) when there is no task, no hold and no destroy
+    /// hook.
     fn after_output(&self) -> Next {
         let mut table = self.table();
         let table = match Self::completion(&self.app, &mut table) {
@@ -98,11 +110,14 @@ impl ScopeShared {
         if self.close_if_idle(table) { Next::Closed } else { Next::End }
     }
 
-    /// Ends the scope at once if that needs no async work (no task to wait for, no destroy
-    /// hook to run); whether it did.
+    /// Ends the scope at once if that needs no async work (no task to wait for, no hold, no
+    /// destroy hook to run); whether it did.
     fn close_if_idle(&self, mut table: MutexGuard<'_, Table>) -> bool {
         let protos = &self.app.graph.protos;
-        if self.tasks.count() > 0 || table.created.iter().any(|(key, _)| protos[*key].destroy.is_some()) {
+        if self.tasks.count() > 0
+            || self.holds.count() > 0
+            || table.created.iter().any(|(key, _)| protos[*key].destroy.is_some())
+        {
             return false;
         }
         let parts = self.take_all(&mut table);
@@ -112,27 +127,59 @@ impl ScopeShared {
     }
 
     /// Runs the completion hooks, newest object first, until one fails: the objects left would
-    /// confirm work that the scope no longer answers for.
+    /// confirm work that the scope no longer answers for. Objects with a completion hook
+    /// created meanwhile (by a hook, or by another task of the scope) get a further pass,
+    /// newest first, until a pass creates none; then the phase is over, and creating one is
+    /// refused ([`DiError::LateCompletion`]).
     /// Then dispatches the events the scope held, or drops them if a hook failed.
-    async fn complete(&self, objects: Vec<(usize, AnyArc)>) -> Result<(), DiError> {
-        let mut result = Ok(());
-        for (key, obj) in objects {
-            let def = &self.app.graph.protos[key];
-            let hook = def.complete.as_ref().expect("only objects with a completion hook are listed");
-            result = run_hook(def, "complete", || hook(obj)).await;
-            if result.is_err() {
-                break;
+    async fn complete(&self, mut objects: Vec<(usize, AnyArc)>) -> Result<(), DiError> {
+        let result = loop {
+            let mut failed = None;
+            for (key, obj) in objects {
+                let def = &self.app.graph.protos[key];
+                let hook = def.complete.as_ref().expect("only objects with a completion hook are listed");
+                if let Err(error) = run_hook(def, "complete", || hook(obj)).await {
+                    failed = Some(error);
+                    break;
+                }
             }
-        }
+            let mut table = self.table();
+            if let Some(error) = failed {
+                table.completion = Completion::Over;
+                break Err(error);
+            }
+            objects = Self::unlisted(&self.app, &mut table);
+            if objects.is_empty() {
+                table.completion = Completion::Over;
+                break Ok(());
+            }
+        };
         self.settle_events(result.is_ok());
         result
+    }
+
+    /// The completion phase ran before this table existed (so with nothing to complete):
+    /// events follow its result at once.
+    pub(super) fn completed_before(&self, ok: bool) {
+        self.table().completion = Completion::Over;
+        self.settle_events(ok);
+    }
+
+    /// Ends the completion phase without running it (the scope was cancelled or its future
+    /// panicked), or where it stopped (its future was dropped): objects with a completion hook
+    /// can no longer be created.
+    fn abandon_completion(&self) {
+        self.table().completion = Completion::Over;
     }
 
     /// Fails the scope from inside: its completion phase will not run (if it has not), and
     /// the events it holds are dropped. For work whose result says it failed (an event
     /// handler, a scheduled job returning `Err`).
     pub(crate) fn fail(&self) {
-        if !std::mem::replace(&mut self.table().completion_started, true) {
+        let mut table = self.table();
+        if table.completion == Completion::Pending {
+            table.completion = Completion::Over;
+            drop(table);
             self.settle_events(false);
         }
     }
@@ -152,7 +199,17 @@ impl ScopeShared {
     /// Objects created meanwhile (a destroy hook may resolve context objects) are destroyed
     /// too. Runs inside the scope. Each object is destroyed at most once.
     async fn finish(&self) {
-        self.wait_for_tasks().await;
+        // The holds first (a streamed response, with no deadline), then the tasks; a task may
+        // take a hold while it runs, so until both are done.
+        loop {
+            self.holds.idle().await;
+            self.wait_for_tasks().await;
+            let mut table = self.table();
+            if self.holds.count() == 0 {
+                table.destroying = true;
+                break;
+            }
+        }
         let mut destroyed = Vec::new();
         loop {
             let Some((key, obj)) = self.table().created.pop() else { break };
@@ -188,22 +245,28 @@ impl ScopeShared {
         (std::mem::take(&mut table.slots), std::mem::take(&mut table.created))
     }
 
-    /// Drops what `take_all` took, newest object first, catching a panicking `Drop`.
+    /// Drops what `take_all` took, newest object first, each on its own: a panicking `Drop` is
+    /// caught and logged, and the next object is still dropped (a second panic while the first
+    /// unwinds would abort the process).
     fn drop_all((slots, created): (SmallMap<Slot>, Vec<(usize, AnyArc)>), destroyed: Vec<AnyArc>) {
-        let dropped = std::panic::catch_unwind(AssertUnwindSafe(move || {
-            // The table's references first: each object's last one is in `destroyed` or
-            // `created`, dropped newest first (no list gathered: a scope's end allocates nothing).
-            drop(slots);
-            for obj in destroyed {
-                drop(obj);
-            }
-            for (_, obj) in created.into_iter().rev() {
-                drop(obj);
-            }
-        }));
-        if let Err(panic) = dropped {
-            tracing::error!(panic = panic_message(&*panic), "dropping a context object panicked");
+        // The table's references first: each object's last one is in `destroyed` or `created`,
+        // dropped newest first (no list gathered: a scope's end allocates nothing).
+        for (_, slot) in slots.into_items() {
+            drop_isolated(slot);
         }
+        for obj in destroyed {
+            drop_isolated(obj);
+        }
+        for (_, obj) in created.into_iter().rev() {
+            drop_isolated(obj);
+        }
+    }
+}
+
+/// Drops `value`, catching and logging a panic of its `Drop`.
+pub(crate) fn drop_isolated<T>(value: T) {
+    if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
+        tracing::error!(panic = panic_message(&*panic), "dropping an object panicked; the others are still dropped");
     }
 }
 
@@ -284,11 +347,13 @@ pin_project! {
                 // Cancelled or panicked: the events the scope holds are dropped (now, rather
                 // than with the scope).
                 Phase::Running => this.inner.take_value().and_then(|handle| handle.shared.into_inner()).and_then(|shared| {
+                    shared.abandon_completion();
                     shared.settle_events(false);
                     start_end(shared)
                 }),
                 Phase::Completing { shared, .. } => {
                     completion_cancelled();
+                    shared.abandon_completion();
                     shared.settle_events(false);
                     start_end(shared)
                 }
@@ -404,7 +469,9 @@ impl<F: Future> ContextFuture<F> {
     fn poll_scope(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(F::Output, Result<(), DiError>)> {
         let mut this = self.project();
         loop {
-            let (end, output, result): (Option<BoxFuture<()>>, _, _) = match this.phase {
+            // `held`: a hold outlives the output (it is in it, or elsewhere); the end waits for
+            // it, so it cannot run before the output is handed back.
+            let (end, output, result, held): (Option<BoxFuture<()>>, _, _, bool) = match this.phase {
                 Phase::Running => {
                     let output = std::task::ready!(this.inner.as_mut().poll(cx));
                     let Some(shared) = this.inner.as_mut().take_value().and_then(|handle| handle.shared.into_inner())
@@ -427,12 +494,16 @@ impl<F: Future> ContextFuture<F> {
                             *this.phase = Phase::Done;
                             return Poll::Ready((output, Ok(())));
                         }
-                        Next::End => (Some(Box::pin(ending(shared))), output, Ok(())),
+                        Next::End => {
+                            let held = shared.holds.count() > 0;
+                            (Some(Box::pin(ending(shared))), output, Ok(()), held)
+                        }
                     }
                 }
                 Phase::Completing { shared, hooks, output } => {
                     let result = std::task::ready!(hooks.as_mut().poll(cx));
-                    (start_end(shared.clone()), output.take().expect("taken once"), result)
+                    let held = shared.holds.count() > 0;
+                    (start_end(shared.clone()), output.take().expect("taken once"), result, held)
                 }
                 Phase::Ending { .. } => {
                     // Out of the phase while it is polled: if it panics, `Drop` must not spawn
@@ -448,7 +519,7 @@ impl<F: Future> ContextFuture<F> {
                 }
                 Phase::Done => panic!("ContextFuture polled after completion"),
             };
-            let end = if *this.in_background { end.and_then(spawn_end) } else { end };
+            let end = if *this.in_background || held { end.and_then(spawn_end) } else { end };
             if let Some(end) = end {
                 *this.phase = Phase::Ending { end, output: Some((output, result)) };
                 continue;
@@ -566,9 +637,11 @@ impl<F: Future> Future for TryContextFuture<F> {
 ///
 /// The phase starts when the future is first polled, and runs once per scope: later calls,
 /// and the scope's own end, do not run it again (the end does not report a failure returned
-/// here). Objects created after it started get no completion hook call. Dropped before its end,
-/// the future leaves the hooks it had not reached unrun, and logs it. Outside any scope, or in
-/// a scope with no object yet, there is nothing to complete and it returns `Ok(())`.
+/// here). An object with a completion hook created while the hooks run (by one of them) is
+/// completed in a further pass; once the phase is over, creating one is refused with
+/// [`DiError::LateCompletion`]. Dropped before its end, the future leaves the hooks it had not
+/// reached unrun, and logs it. Outside any scope, or in a scope with no object yet, there is
+/// nothing to complete and it returns `Ok(())`.
 ///
 /// # Errors
 ///
@@ -650,7 +723,11 @@ impl Future for CompleteScope {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         if !std::mem::replace(&mut self.started, true) {
             let work = CURRENT.try_with(|handle| {
-                let shared = handle.shared.get()?;
+                let Some(shared) = handle.shared.get() else {
+                    // Nothing to complete yet; a table made later starts with the phase over.
+                    handle.completed.set(true);
+                    return None;
+                };
                 let objects = shared.begin_completion()?;
                 if objects.is_empty() {
                     shared.settle_events(true);

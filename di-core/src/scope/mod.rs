@@ -5,6 +5,7 @@
 //! - `end.rs`: completion, destruction, and the futures that run a scope.
 
 mod end;
+mod hold;
 mod table;
 
 use std::any::Any;
@@ -21,7 +22,8 @@ use crate::pending::PendingGuard;
 use crate::proto::AnyArc;
 
 pub use end::{CompleteScope, ContextFuture, TryContextFuture, complete_scope};
-pub(crate) use end::{catch_hook, run_hook};
+pub(crate) use end::{catch_hook, drop_isolated, run_hook};
+pub use hold::{ScopeHold, hold_scope};
 pub(crate) use table::ScopeShared;
 
 tokio::task_local! {
@@ -43,6 +45,9 @@ pub(crate) struct ScopeHandle {
     seed: Seeds,
     /// [`discard_events`] ran before the shared part existed: it starts dropping events.
     discarded: std::cell::Cell<bool>,
+    /// [`complete_scope`] ran before the shared part existed: it starts with the completion
+    /// phase over.
+    completed: std::cell::Cell<bool>,
 }
 
 /// Objects a scope starts with: proto index and value. The first is held inline (di-http's
@@ -114,6 +119,7 @@ impl ScopeHandle {
             cache: RefCell::new(TaskCache::default()),
             seed,
             discarded: std::cell::Cell::new(false),
+            completed: std::cell::Cell::new(false),
         };
         if hooked {
             // The end of the scope runs their hooks: it needs the table, used or not.
@@ -123,20 +129,28 @@ impl ScopeHandle {
     }
 
     fn joining(shared: Arc<ScopeShared>) -> Self {
+        Self::joining_with(shared, TaskCache::default())
+    }
+
+    /// A task's handle on an existing scope, starting from the objects it resolved before.
+    fn joining_with(shared: Arc<ScopeShared>, cache: TaskCache) -> Self {
         ScopeHandle {
             app_id: shared.app.id,
             app: shared.app.clone(),
             shared: OnceCell::from(shared),
-            cache: RefCell::new(TaskCache::default()),
+            cache: RefCell::new(cache),
             seed: Seeds::default(),
             discarded: std::cell::Cell::new(false),
+            completed: std::cell::Cell::new(false),
         }
     }
 
     fn shared(&self) -> &Arc<ScopeShared> {
         self.shared.get_or_init(|| {
             let shared = ScopeShared::new(self.app.clone(), self.seed.clone());
-            if self.discarded.get() {
+            if self.completed.get() {
+                shared.completed_before(!self.discarded.get());
+            } else if self.discarded.get() {
                 shared.settle_events(false);
             }
             shared
@@ -261,6 +275,11 @@ const DENSE_SHARE: usize = 64;
 impl<V> SmallMap<V> {
     pub(crate) fn len(&self) -> usize {
         self.items.len()
+    }
+
+    /// The entries, in insertion order.
+    pub(crate) fn into_items(self) -> std::vec::IntoIter<(u32, V)> {
+        self.items.into_iter()
     }
 
     /// Makes room for `total` entries in all (the index included, once there is one). With
@@ -495,6 +514,11 @@ pub(crate) async fn run_job(
         }
     })
     .await
+}
+
+/// The App of the current scope; `None` outside a scope.
+pub(crate) fn current_app() -> Option<Arc<AppInner>> {
+    CURRENT.try_with(|h| h.app.clone()).ok()
 }
 
 /// Calls `f` with the App of the current scope; `None` outside a scope.

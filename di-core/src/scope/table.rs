@@ -68,15 +68,44 @@ pub(crate) struct Table {
     waits: Vec<(u32, u32)>,
     /// Tasks waiting for a slot to leave `Building` (user code included).
     waiters: usize,
-    /// Whether the completion phase has started (it runs once).
-    pub(super) completion_started: bool,
+    /// Where the completion phase stands (it runs once).
+    pub(super) completion: Completion,
+    /// How many of `created` the completion phase has listed: those after it were created
+    /// while it ran, and get a further pass.
+    pub(super) listed: usize,
+    /// Whether the destroy hooks have begun: nothing can hold the scope open any more.
+    pub(super) destroying: bool,
     /// Whether the scope has ended: its objects are gone and no new one can be created.
     pub(super) ended: bool,
     /// The events emitted in the scope, held until its completion phase has succeeded.
     pub(super) events: crate::events::ScopeEvents,
 }
 
+/// Where a scope's completion phase stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Completion {
+    /// Not begun: any object may be created.
+    #[default]
+    Pending,
+    /// The completion hooks run: an object created now is completed in a further pass.
+    Running,
+    /// Over (it ran, failed, was cancelled, or the scope failed before it): an object with a
+    /// completion hook created now would never be completed, so its creation is refused.
+    Over,
+}
+
 impl Table {
+    /// Why `key` cannot be created now: it has a completion hook, and the completion phase is
+    /// over.
+    #[inline]
+    pub(super) fn refuse_late(&self, app: &AppInner, key: u32) -> Option<DiError> {
+        if self.completion != Completion::Over {
+            return None;
+        }
+        let def = &app.graph.protos[key as usize];
+        def.complete.is_some().then(|| DiError::LateCompletion { wanted: def.type_name })
+    }
+
     /// The construction that asked for `key`, while `key` is being built.
     fn parent(&self, key: u32) -> Option<u32> {
         match self.slots.get(key) {
@@ -191,6 +220,9 @@ pub(crate) struct ScopeShared {
     built_async: Notify,
     /// The tasks started with `di_core::spawn`, which the scope's end waits for.
     pub(super) tasks: Pending,
+    /// The [`ScopeHold`](super::ScopeHold)s alive, which the scope's end waits for with no
+    /// deadline.
+    pub(super) holds: Pending,
     /// The objects the scope was given (also in the table): a factory taking one (di-http's
     /// request head) finds it here without the lock.
     seeds: super::Seeds,
@@ -246,6 +278,12 @@ impl Claim<'_> {
         if let Ok(obj) = &result {
             table.created.push((self.key as usize, obj.clone()));
         }
+        // Claimed before the completion phase ended, finished after it: not handed out (it
+        // would never be completed), but destroyed with the others.
+        let result = match (result, table.refuse_late(&self.shared.app, self.key)) {
+            (Ok(_), Some(late)) => Err(late),
+            (result, _) => result,
+        };
         if let Some(slot) = table.slots.at_mut(self.pos, self.key) {
             *slot = Slot::Ready(result.clone().map_err(Box::new));
         }
@@ -340,6 +378,7 @@ impl ScopeShared {
             built: Condvar::new(),
             built_async: Notify::new(),
             tasks: Pending::default(),
+            holds: Pending::default(),
             seeds,
         })
     }
@@ -408,6 +447,9 @@ impl ScopeShared {
                 Step::Done(Err(DiError::ScopeClosed { wanted: self.app.graph.protos[key as usize].type_name }))
             }
             vacant => {
+                if let Some(late) = table.refuse_late(&self.app, key) {
+                    return Step::Done(Err(late));
+                }
                 let building = Slot::Building { parent: waiter };
                 let pos = match vacant {
                     None => table.add(&self.app, key, building),
@@ -524,7 +566,9 @@ impl ScopeShared {
     /// Claims `planned`'s slot for `parent` if the plan reserved it and it is still vacant.
     fn take_reserved(&self, table: &mut Table, parent: u32, planned: Option<&Planned>) -> Option<Claim<'_>> {
         let &(dep, pos) = planned?;
-        if pos == NOT_RESERVED || table.ended {
+        // A claim refused (the scope ended, the dependency would be created too late) is left to
+        // `claim_sync`, which says why.
+        if pos == NOT_RESERVED || table.ended || table.refuse_late(&self.app, dep).is_some() {
             return None;
         }
         let slot = table.slots.at_mut(pos as usize, dep)?;

@@ -1,0 +1,114 @@
+//! Holding a context scope open past its work: [`hold_scope`] and [`ScopeHold`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::table::ScopeShared;
+use super::{CURRENT, ScopeHandle, TaskCache};
+
+/// Keeps the current context scope open after its work has returned, for what the work handed
+/// on and that still runs in the scope: a streamed response body (di-http takes one for every
+/// body it cannot send whole), a reply produced frame by frame.
+///
+/// The scope's end (step 4 of [`App::run_in_context`](crate::App::run_in_context)) waits until
+/// every hold is dropped, with no deadline, then for its background tasks, then runs the destroy
+/// hooks. A scope with a hold alive when its work returns ends on a task of its own, as with
+/// [`ContextFuture::end_in_background`](crate::futures::ContextFuture::end_in_background)
+/// (awaiting the scope returns its output at once). The completion phase does not wait: it runs
+/// when the work returns, as always, so an object with a completion hook cannot be created
+/// under a hold ([`DiError::LateCompletion`](crate::DiError::LateCompletion)).
+///
+/// `None` outside a scope, and once the scope's destroy hooks have begun (a hold taken then
+/// could not keep its objects alive).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use di_core::{App, ContextRef, ProtoDef};
+///
+/// #[derive(Default)]
+/// struct Tracer { destroyed: AtomicBool }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder()
+///     .register(ProtoDef::context::<Tracer>(|_| Ok(Tracer::default()))
+///         .on_destroy(|t: Arc<Tracer>| async move { t.destroyed.store(true, Ordering::SeqCst); Ok(()) }))
+///     .build()
+///     .await?;
+/// // The work returns a hold with its output: the scope stays open for it.
+/// let (tracer, mut hold) = app
+///     .run_in_context(async { (app.get_object::<Tracer>().unwrap(), di_core::hold_scope().unwrap()) })
+///     .await;
+/// // Later (a body polled by the server), code runs in the same scope.
+/// let same = hold.enter(|| Arc::ptr_eq(&app.get_object::<Tracer>().unwrap(), &tracer));
+/// assert!(same && !tracer.destroyed.load(Ordering::SeqCst));
+/// drop(hold); // the scope's end goes on: destroy hooks, on a task of its own
+/// app.shutdown().await?; // waits for it
+/// assert!(tracer.destroyed.load(Ordering::SeqCst));
+/// # Ok(()) }
+/// ```
+pub fn hold_scope() -> Option<ScopeHold> {
+    let shared = CURRENT.try_with(|h| h.shared().clone()).ok()?;
+    shared.hold().then(|| ScopeHold { shared, cache: TaskCache::default() })
+}
+
+/// A hold on a context scope, from [`hold_scope`]: the scope's end waits until it is dropped,
+/// and [`enter`](Self::enter) runs code inside the scope.
+pub struct ScopeHold {
+    shared: Arc<ScopeShared>,
+    /// The objects code entered through this hold resolved, kept between calls so that a warm
+    /// `ContextRef::get` takes no lock, as in the scope's own tasks.
+    cache: TaskCache,
+}
+
+impl ScopeHold {
+    /// Runs `f` inside the held scope: `ContextRef::get`, `App::get_object` and
+    /// [`spawn`](crate::spawn) see its objects, as in the scope's own tasks. Synchronous, so
+    /// that a `poll` can be wrapped in it (what di-http does for each frame of a body).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let mut hold = app.run_in_context(async { di_core::hold_scope().unwrap() }).await;
+    /// assert!(!di_core::in_scope());
+    /// assert!(hold.enter(di_core::in_scope));
+    /// # Ok(()) }
+    /// ```
+    pub fn enter<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        let handle = ScopeHandle::joining_with(self.shared.clone(), std::mem::take(&mut self.cache));
+        let (out, cache) = CURRENT.sync_scope(handle, || {
+            let out = f();
+            (out, CURRENT.with(|h| h.cache.take()))
+        });
+        self.cache = cache;
+        out
+    }
+}
+
+impl Drop for ScopeHold {
+    fn drop(&mut self) {
+        self.shared.holds.release();
+    }
+}
+
+impl fmt::Debug for ScopeHold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScopeHold").finish_non_exhaustive()
+    }
+}
+
+impl ScopeShared {
+    /// Counts a hold, unless the destroy hooks have begun; whether it did.
+    fn hold(&self) -> bool {
+        let table = self.table();
+        if table.destroying || table.ended {
+            return false;
+        }
+        self.holds.acquire();
+        true
+    }
+}
