@@ -494,9 +494,11 @@ impl App {
 
     /// Shuts the App down, once (later calls do nothing): stops the `#[schedule]` timers, waits
     /// for the context scopes that are still ending (their background tasks and destroy hooks,
-    /// cancelled requests' included) and for running event handlers and jobs, at most
-    /// [`AppBuilder::shutdown_timeout`], then runs the singletons' destroy
-    /// hooks in reverse dependency order (dependents first). Scopes still running are not
+    /// cancelled requests' included), for running event handlers and jobs and for
+    /// [`hold`](Self::hold)s, at most [`AppBuilder::shutdown_timeout`], then runs the
+    /// singletons' destroy hooks in reverse dependency order (dependents first). Until then a
+    /// lazy singleton is still built on first use (an event's handler may need it), and
+    /// destroyed with the others; from then on it is refused ([`DiError::ShutDown`]). Scopes still running are not
     /// waited for: stop them first (di-http's [`Server`] drains its connections before
     /// calling this). The singletons themselves are dropped with the last `App` clone.
     ///

@@ -283,8 +283,9 @@ pub enum DiError {
         /// What is wrong, and the fix.
         reason: &'static str,
     },
-    /// A lazy singleton was asked for after `App::shutdown` started: built then, it would
-    /// never be destroyed.
+    /// A lazy singleton was asked for once `App::shutdown` had begun destroying singletons:
+    /// built then, it would never be destroyed. (While shutdown still waits for scopes, event
+    /// handlers and jobs, lazy singletons are built as usual, and destroyed with the others.)
     #[error("the App has shut down, so lazy singleton `{wanted}` can no longer be built")]
     ShutDown {
         /// The singleton.

@@ -314,3 +314,53 @@ async fn events_emitted_after_discard_are_dropped_even_in_a_scope_that_had_emitt
     settle(&app).await;
     assert_eq!(app.get_object::<Stats>().unwrap().completed.load(Ordering::Relaxed), 0);
 }
+
+/// Emitted only by the test below, handled by a lazy singleton.
+#[derive(Debug)]
+pub struct Shipped(pub u64);
+
+/// Lazy: built by the first event it handles.
+#[singleton_proto(lazy)]
+#[derive(Default)]
+pub struct ShippingLog {
+    seen: Mutex<Vec<u64>>,
+}
+
+#[handlers]
+impl ShippingLog {
+    #[event_handler]
+    async fn on_shipped(&self, event: &Shipped) {
+        self.seen.lock().unwrap().push(event.0);
+    }
+}
+
+/// Shutdown drains the events committed just before it and those of the scopes it waits for:
+/// their handlers reach a lazy singleton as they reach an eager one (it is built then, and
+/// destroyed with the others), instead of finding it refused.
+#[tokio::test]
+async fn shutdown_drains_events_to_a_lazy_singletons_handler() {
+    let app = App::builder().build().await.unwrap();
+    // Committed just before shutdown: its handler's task runs once shutdown has begun.
+    app.run_in_context(async { app.events().emit(Shipped(1)) }).await;
+    // Emitted by a scope that shutdown waits for, after shutdown began.
+    let (go, wait) = tokio::sync::oneshot::channel::<()>();
+    let bus = app.events();
+    app.run_in_context(async move {
+        di_core::spawn(async move {
+            wait.await.ok();
+            bus.emit(Shipped(2));
+        });
+    })
+    .end_in_background()
+    .await;
+    let shutdown = tokio::spawn({
+        let app = app.clone();
+        async move { app.shutdown().await }
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    go.send(()).unwrap();
+    shutdown.await.unwrap().unwrap();
+    let mut seen = app.get_object::<ShippingLog>().expect("built by its handler").seen.lock().unwrap().clone();
+    seen.sort_unstable();
+    assert_eq!(seen, [1, 2]);
+}
