@@ -6,9 +6,10 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
+use axum::body::Body;
 use di_core::futures::{CompleteScope, ContextFuture};
 use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
 use di_core::{App, ContextProto, ContextSlot, DiError, Proto, Resolver, Scope};
@@ -28,7 +29,8 @@ use tracing::instrument::{Instrument, Instrumented};
 /// ```
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
-/// The id of a request: its `x-request-id` header, or one generated for it.
+/// The id of a request: its `x-request-id` header if that is a plain id
+/// ([`is_valid`](Self::is_valid)), or one generated for it.
 ///
 /// # Examples
 ///
@@ -57,14 +59,35 @@ enum Repr {
 }
 
 impl RequestId {
-    /// The id a request's headers carry, or a new one.
+    /// The id a request's headers carry, if it is one ([`is_valid`](Self::is_valid)), or a new
+    /// one.
     fn of(headers: &HeaderMap) -> Self {
         match headers.get(REQUEST_ID_HEADER) {
-            Some(value) if !value.is_empty() && value.len() <= 128 && value.to_str().is_ok() => {
-                RequestId(Repr::Header(value.clone()))
-            }
+            Some(value) if Self::is_valid(value.as_bytes()) => RequestId(Repr::Header(value.clone())),
             _ => RequestId::generate(),
         }
+    }
+
+    /// Whether a client's `x-request-id` is used as the request's id: 1 to 128 bytes of ASCII
+    /// letters, digits, `-`, `_`, `.` and `:` (what UUIDs, trace ids and the ids proxies
+    /// generate are made of). Anything else (a space, `=`, a brace, a quote, a control
+    /// character) could make the request's log lines read as if they had fields the client
+    /// chose (`x} user=admin request{id=y`); such a request gets a generated id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_http::RequestId;
+    ///
+    /// assert!(RequestId::is_valid(b"7f3a9c2e-1b4d-4e8f-9a6b-2c5d8e1f0a3b"));
+    /// assert!(RequestId::is_valid(b"trace:span.42_a"));
+    /// assert!(!RequestId::is_valid(b"x} status=200 user=admin request{id=y"));
+    /// assert!(!RequestId::is_valid(b""));
+    /// assert!(!RequestId::is_valid("x".repeat(129).as_bytes()));
+    /// ```
+    pub fn is_valid(id: &[u8]) -> bool {
+        (1..=128).contains(&id.len())
+            && id.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
     }
 
     fn generate() -> Self {
@@ -92,8 +115,9 @@ impl RequestId {
     /// let head = |request: http::request::Builder| RequestHead::from_request(&request.body(()).unwrap());
     /// assert!(head(http::Request::get("/").header("x-request-id", "req-7")).id().is_from_header());
     /// assert!(!head(http::Request::get("/")).id().is_from_header()); // generated
-    /// // A header longer than 128 characters is not used either.
+    /// // Nor is a header that is no id (see `is_valid`): too long, or with a space or a `=`.
     /// assert!(!head(http::Request::get("/").header("x-request-id", "x".repeat(129))).id().is_from_header());
+    /// assert!(!head(http::Request::get("/").header("x-request-id", "a user=admin")).id().is_from_header());
     /// ```
     pub fn is_from_header(&self) -> bool {
         matches!(self.0, Repr::Header(_))
@@ -103,7 +127,7 @@ impl RequestId {
 impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
-            // Checked to be visible ASCII when read.
+            // Checked to be of `is_valid`'s alphabet when read.
             Repr::Header(value) => f.write_str(value.to_str().unwrap_or_default()),
             Repr::Generated(prefix, n) => write!(f, "{prefix:x}-{n:x}"),
         }
@@ -153,6 +177,8 @@ pub struct RequestHead {
     id: RequestId,
     /// The response status as a number; 0 until the handler answers.
     status: AtomicU16,
+    /// Whether a streamed response body broke off (an error, a panic, dropped before its end).
+    body_failed: AtomicBool,
 }
 
 impl RequestHead {
@@ -165,6 +191,7 @@ impl RequestHead {
             extensions: if capture_extensions { req.extensions().clone() } else { Extensions::new() },
             id: RequestId::of(req.headers()),
             status: AtomicU16::new(0),
+            body_failed: AtomicBool::new(false),
         }
     }
 
@@ -307,7 +334,10 @@ impl RequestHead {
         self.status.store(status.map_or(0, |s| s.as_u16()), Ordering::Release);
     }
 
-    /// Whether the handler answered with a 1xx, 2xx or 3xx status.
+    /// Whether the handler answered with a 1xx, 2xx or 3xx status, and the response's body, if
+    /// it was streamed, has not broken off ([`body_failed`](Self::body_failed)). Completion
+    /// hooks run before a streamed body is sent, so there it says how the handler answered;
+    /// destroy hooks run after the body's end, and see a body that broke off as a failure.
     ///
     /// # Examples
     ///
@@ -319,7 +349,29 @@ impl RequestHead {
     /// assert!(!head.succeeded()); // no answer yet: not a success
     /// ```
     pub fn succeeded(&self) -> bool {
-        self.response_status().is_some_and(|s| !s.is_client_error() && !s.is_server_error())
+        self.response_status().is_some_and(|s| !s.is_client_error() && !s.is_server_error()) && !self.body_failed()
+    }
+
+    /// Whether the response's body broke off: it was streamed (sent frame by frame after the
+    /// handler returned, inside the request's scope) and yielded an error, panicked, or was
+    /// dropped before its end (the client went away, the server cut the connection). The
+    /// status was sent already; destroy hooks read this to tell a complete response from a
+    /// truncated one. Always `false` for a buffered body, which is sent whole.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_http::RequestHead;
+    ///
+    /// let head = RequestHead::from_request(&http::Request::get("/export.csv").body(()).unwrap());
+    /// assert!(!head.body_failed()); // nothing sent yet
+    /// ```
+    pub fn body_failed(&self) -> bool {
+        self.body_failed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_body_failed(&self) {
+        self.body_failed.store(true, Ordering::Release);
     }
 }
 
@@ -493,12 +545,11 @@ pub struct ContextService<S> {
     inner: S,
 }
 
-impl<S, B, RB> tower_service::Service<Request<B>> for ContextService<S>
+impl<S, B> tower_service::Service<Request<B>> for ContextService<S>
 where
-    S: tower_service::Service<Request<B>, Response = Response<RB>>,
-    RB: Default,
+    S: tower_service::Service<Request<B>, Response = Response<Body>>,
 {
-    type Response = Response<RB>;
+    type Response = Response<Body>;
     type Error = S::Error;
     type Future = ResponseFuture<S::Future>;
 
@@ -563,7 +614,7 @@ impl<F: Future<Output: PanicResponse>> Future for Work<F> {
         let completed = std::task::ready!(Pin::new(complete).poll(cx));
         let (_, response) = this.completing.take().expect("set above");
         Poll::Ready(match completed {
-            Ok(()) => response,
+            Ok(()) => response.scope_body(this.head),
             Err(error) => {
                 tracing::error!(%error, "completing the request failed; answering 500 instead");
                 this.head.set_status(Some(StatusCode::INTERNAL_SERVER_ERROR));
@@ -636,30 +687,44 @@ pin_project_lite::pin_project! {
     }
 }
 
-/// What a service answers when it panicked: 500 with an empty body. Sealed, and not exported:
-/// a bound of [`ResponseFuture`] that only axum's response type meets.
+/// What the layer needs of a service's answer: its status, a 500 for a panic, and its body
+/// kept in the request's scope while it streams. Sealed, and not exported: a bound of
+/// [`ResponseFuture`] that only axum's response type meets.
 pub trait PanicResponse: sealed::Sealed {
     /// The 500 response.
     fn internal_error() -> Self;
     /// The status, if this is a response.
     fn status(&self) -> Option<StatusCode>;
+    /// The response with its body, if streamed, produced inside the current scope (held open
+    /// until the body ends). Called inside the scope, after the completion phase.
+    fn scope_body(self, head: &Arc<RequestHead>) -> Self;
 }
 
 mod sealed {
     /// Only the response type below implements [`PanicResponse`](super::PanicResponse).
     pub trait Sealed {}
-    impl<RB, E> Sealed for Result<http::Response<RB>, E> {}
+    impl<E> Sealed for Result<http::Response<axum::body::Body>, E> {}
 }
 
-impl<RB: Default, E> PanicResponse for Result<Response<RB>, E> {
+impl<E> PanicResponse for Result<Response<Body>, E> {
     fn internal_error() -> Self {
-        let mut response = Response::new(RB::default());
+        let mut response = Response::new(Body::empty());
         *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
         Ok(response)
     }
 
     fn status(&self) -> Option<StatusCode> {
         self.as_ref().ok().map(Response::status)
+    }
+
+    #[inline]
+    fn scope_body(self, head: &Arc<RequestHead>) -> Self {
+        let response = self?;
+        if !crate::body::is_streamed(response.body(), head, response.status()) {
+            return Ok(response); // a buffered body pays nothing
+        }
+        let Some(hold) = di_core::hold_scope() else { return Ok(response) };
+        Ok(response.map(|body| crate::body::scoped(body, hold, Arc::clone(head))))
     }
 }
 

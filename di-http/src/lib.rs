@@ -68,6 +68,7 @@
 //! # Ok(()) }
 //! ```
 
+mod body;
 mod controller;
 mod layer;
 mod serve;
@@ -75,7 +76,7 @@ pub mod testing;
 
 pub use controller::{Controller, RouteError, RouteLayer, RouterBuilder, router};
 pub use layer::{ContextLayer, ContextService, REQUEST_ID_HEADER, RequestHead, RequestId, ResponseFuture};
-pub use serve::{ServeError, Server, serve, shutdown_signal};
+pub use serve::{DEFAULT_BACKLOG, ServeError, Server, listen, serve, shutdown_signal};
 
 pub use di_macros::{http_controller, http_routes};
 

@@ -10,7 +10,7 @@ use axum::Router;
 use di_core::{App, DiError};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
+use tokio::net::{TcpListener, TcpSocket, TcpStream, ToSocketAddrs};
 use tokio::task::JoinSet;
 
 use crate::controller::{RouteError, RouterBuilder};
@@ -56,7 +56,8 @@ pub enum ServeError {
 }
 
 /// Serves `app`'s controllers on `addr` until SIGINT (Ctrl-C) or SIGTERM, then shuts down as
-/// [`Server::run`] describes, with its defaults (30 s to read a request head, 30 s to drain).
+/// [`Server::run`] describes, with its defaults (30 s to read a request head, 30 s to drain),
+/// listening with a backlog of [`DEFAULT_BACKLOG`] ([`listen`] binds with another).
 ///
 /// [`Server`] does the same with a router of your own, a listener, a shutdown signal and
 /// other timeouts.
@@ -79,8 +80,55 @@ pub enum ServeError {
 /// ```
 pub async fn serve(app: App, addr: impl ToSocketAddrs) -> Result<(), ServeError> {
     let router = RouterBuilder::new(&app).build()?;
-    let listener = TcpListener::bind(addr).await?;
+    let listener = listen(addr, DEFAULT_BACKLOG).await?;
     Server::new(app, router).run(listener).await
+}
+
+/// The listen backlog of [`serve`], and the one to give [`listen`] unless you know better: how
+/// many connections the kernel queues for the server before it accepts them. 1024, in line with
+/// production servers (nginx 511, HAProxy and Go's net/http the kernel's maximum), where
+/// `std` and tokio's `TcpListener::bind` ask for 128: a burst of a few hundred connects then
+/// overflows the queue, and the clients whose SYNs were dropped retry a second later.
+pub const DEFAULT_BACKLOG: u32 = 1024;
+
+/// Binds a TCP listener on `addr` (the first of its addresses that binds) with a listen backlog
+/// of `backlog`, `SO_REUSEADDR` set as `TcpListener::bind` sets it: what to give
+/// [`Server::run`] for another backlog than [`serve`]'s [`DEFAULT_BACKLOG`].
+///
+/// The kernel caps the backlog at its own limit (on Linux `net.core.somaxconn`: 4096 since
+/// Linux 5.4, 128 before), silently; raise that limit to go beyond it.
+///
+/// # Errors
+///
+/// The I/O error of the last address tried (in use, not allowed), or one saying that `addr`
+/// resolved to no address.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let app = di_core::App::builder().build().await?;
+/// let listener = di_http::listen("127.0.0.1:0", 4096).await?;
+/// let server = di_http::Server::new(app.clone(), di_http::router(&app)).with_graceful_shutdown(async {});
+/// server.run(listener).await?;
+/// # Ok(()) }
+/// ```
+pub async fn listen(addr: impl ToSocketAddrs, backlog: u32) -> io::Result<TcpListener> {
+    let mut last = None;
+    for addr in tokio::net::lookup_host(addr).await? {
+        let bound = (|| {
+            let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+            #[cfg(unix)]
+            socket.set_reuseaddr(true)?;
+            socket.bind(addr)?;
+            socket.listen(backlog)
+        })();
+        match bound {
+            Ok(listener) => return Ok(listener),
+            Err(error) => last = Some(error),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the address resolved to no address")))
 }
 
 /// Resolves on SIGINT (Ctrl-C) or, on Unix, SIGTERM: the default shutdown signal of

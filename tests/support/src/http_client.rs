@@ -36,6 +36,27 @@ impl Reply {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(String::as_str)
     }
+
+    /// The chunks of a `transfer-encoding: chunked` body, in order, and whether the body ended
+    /// with its last (empty) chunk: `false` for a response cut short. `None` if the body is not
+    /// chunked.
+    pub fn chunks(&self) -> Option<(Vec<String>, bool)> {
+        if self.header("transfer-encoding") != Some("chunked") {
+            return None;
+        }
+        let mut chunks = Vec::new();
+        let mut rest = self.body.as_str();
+        while let Some((size, after)) = rest.split_once("\r\n") {
+            let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
+            if size == 0 {
+                return Some((chunks, true));
+            }
+            let Some(chunk) = after.get(..size) else { break };
+            chunks.push(chunk.to_owned());
+            rest = after.get(size + 2..).unwrap_or_default();
+        }
+        Some((chunks, false))
+    }
 }
 
 /// Sends one request on its own connection and reads the whole reply.
