@@ -73,9 +73,12 @@ mod controller;
 mod layer;
 mod serve;
 pub mod testing;
+mod tracked;
+mod upgrade;
 
 pub use controller::{Controller, RouteError, RouteLayer, RouterBuilder, router};
 pub use layer::{ContextLayer, ContextService, REQUEST_ID_HEADER, RequestHead, RequestId, ResponseFuture};
+pub use upgrade::ConnectionScope;
 pub use serve::{DEFAULT_BACKLOG, ServeError, Server, listen, serve, shutdown_signal};
 
 pub use di_macros::{http_controller, http_routes};

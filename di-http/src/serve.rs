@@ -4,6 +4,7 @@ use std::fmt;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -14,6 +15,7 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream, ToSocketAddrs};
 use tokio::task::JoinSet;
 
 use crate::controller::{RouteError, RouterBuilder};
+use crate::tracked::{TrackedStream, Tracker};
 
 /// Why serving stopped with an error.
 ///
@@ -369,11 +371,13 @@ impl Server {
     /// Accepts connections on `listener` until the shutdown signal, then:
     ///
     /// 1. stops accepting, and asks every connection to close after its current request
-    ///    (idle ones close at once);
-    /// 2. waits for them, at most [`shutdown_timeout`](Self::shutdown_timeout); past the
-    ///    deadline the connections still open are dropped (logged with their number): their
-    ///    requests are cancelled and their context scopes end as cancelled scopes do, destroy
-    ///    hooks included;
+    ///    (idle ones close at once; a streamed response is sent to its end first);
+    /// 2. waits for them, at most [`shutdown_timeout`](Self::shutdown_timeout), upgraded
+    ///    connections (WebSockets) included until their socket is dropped; past the deadline
+    ///    the connections still open are cut (logged with their number): their requests are
+    ///    cancelled and their context scopes end as cancelled scopes do, destroy hooks
+    ///    included, and an upgraded socket fails its next read or write
+    ///    (`ConnectionAborted`), which ends the task serving it (given 1 s);
     /// 3. shuts the App down ([`App::shutdown`]): it waits for the scopes still ending, at most
     ///    [`AppBuilder::shutdown_timeout`](di_core::AppBuilder::shutdown_timeout), then runs the
     ///    singletons' destroy hooks, last.
@@ -410,13 +414,15 @@ impl Server {
         // Without a timer hyper applies no header timeout at all.
         http.timer(TokioTimer::new()).header_read_timeout(header_read_timeout);
         let (closing, closed) = tokio::sync::watch::channel(());
+        let (cutting, cut) = tokio::sync::watch::channel(());
+        let told = Told { closed, cut };
         let mut connections = JoinSet::new();
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _)) => {
-                        connections.spawn(connection(&http, stream, router.clone(), closed.clone()));
+                        connections.spawn(connection(&http, stream, router.clone(), told.clone()));
                     }
                     Err(error) if is_connection_error(&error) => {}
                     Err(error) => {
@@ -448,16 +454,20 @@ impl Server {
             tracing::warn!(
                 connections = connections.len(),
                 deadline = ?shutdown_timeout,
-                "shutdown deadline passed; closing the connections still open (their requests are cancelled, their scopes still destroyed)"
+                "shutdown deadline passed; cutting the connections still open (their requests are cancelled, their scopes still destroyed; upgraded ones fail their next read or write)"
             );
-            connections.abort_all();
-            // Aborting is cooperative: a connection stuck in blocking code cannot be stopped.
+            drop(cutting);
+            // Cutting is cooperative: a connection stuck in blocking code, or a WebSocket task
+            // that never polls its socket again, cannot be stopped.
             match drain_within(&mut connections, ABORT_GRACE, &mut forced).await {
                 None => return Err(force(&mut connections)),
-                Some(false) => tracing::error!(
-                    connections = connections.len(),
-                    "connections did not stop when cut (blocking code in a handler?); shutting down without them"
-                ),
+                Some(false) => {
+                    tracing::error!(
+                        connections = connections.len(),
+                        "connections did not stop when cut (blocking code in a handler, a WebSocket task not reading?); shutting down without them"
+                    );
+                    connections.abort_all();
+                }
                 Some(true) => {}
             }
         }
@@ -473,26 +483,72 @@ impl Server {
 /// How long cut connections get to stop before the shutdown goes on without them.
 const ABORT_GRACE: Duration = Duration::from_secs(1);
 
-/// Serves one connection until it ends, or closes it gracefully once `closed` fires.
+/// What the server tells its connections: close after the current request (`closed`), stop
+/// now (`cut`). Each fires when its sender is dropped.
+#[derive(Clone)]
+struct Told {
+    closed: tokio::sync::watch::Receiver<()>,
+    cut: tokio::sync::watch::Receiver<()>,
+}
+
+/// Serves one connection until it ends, or closes it gracefully once `closed` fires. An
+/// upgraded connection (a WebSocket: hyper hands its socket to the upgrade's owner, and its
+/// future ends) stays counted until that socket is dropped. `cut` ends it: the requests are
+/// cancelled (the future is dropped), an upgraded socket fails its next read or write; so does
+/// dropping this task (a forced shutdown aborts it).
 fn connection(
     http: &hyper::server::conn::http1::Builder,
     stream: TcpStream,
     router: Router,
-    mut closed: tokio::sync::watch::Receiver<()>,
+    Told { mut closed, mut cut }: Told,
 ) -> impl Future<Output = ()> + Send + 'static {
-    let connection = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router)).with_upgrades();
+    let tracker = Arc::new(Tracker::default());
+    let io = TokioIo::new(TrackedStream::new(stream, tracker.clone()));
+    let connection = http.serve_connection(io, TowerToHyperService::new(router)).with_upgrades();
     async move {
-        tokio::pin!(connection);
-        let result = tokio::select! {
-            result = connection.as_mut() => result,
-            _ = closed.changed() => {
-                connection.as_mut().graceful_shutdown();
-                connection.await
+        let cut_on_drop = CutOnDrop(tracker);
+        // In a future of its own, so that the connection (and a socket it still holds) is
+        // dropped when it ends.
+        let served = async {
+            tokio::pin!(connection);
+            tokio::select! {
+                result = connection.as_mut() => Some(result),
+                _ = closed.changed() => {
+                    connection.as_mut().graceful_shutdown();
+                    tokio::select! {
+                        result = connection.as_mut() => Some(result),
+                        _ = cut.changed() => None,
+                    }
+                }
+                _ = cut.changed() => None,
             }
         };
+        let Some(result) = served.await else { return };
         if let Err(error) = result {
             // A header timeout, a client that hung up: the client's business, not an error of ours.
             tracing::debug!(%error, "connection closed");
+        }
+        let tracker = &cut_on_drop.0;
+        if tracker.alive() {
+            // Upgraded: wait for its owner to let go of the socket, or for the deadline.
+            tokio::select! {
+                () = tracker.gone() => {}
+                _ = cut.changed() => {
+                    tracker.cut();
+                    tracker.gone().await;
+                }
+            }
+        }
+    }
+}
+
+/// Cuts an upgraded socket when its connection's task ends early (aborted, or cut).
+struct CutOnDrop(Arc<Tracker>);
+
+impl Drop for CutOnDrop {
+    fn drop(&mut self) {
+        if self.0.alive() {
+            self.0.cut();
         }
     }
 }
