@@ -344,6 +344,33 @@ pub enum DiError {
         /// Where it could be set, from the App's sources.
         hint: String,
     },
+    /// An environment variable under the App's prefix sets a key inside a section that the
+    /// section's type has no field for (a typo, or a field that was renamed). Keys match fields
+    /// whatever their case (`APP_POOL__MAXCONN` sets `maxConn`); one that matches none would be
+    /// silently ignored, so it is refused.
+    #[error(
+        "environment variable {variable} sets config key {key}, but `{section}` has no such field{}; check the variable's name (keys match fields whatever their case)",
+        if .fields.is_empty() { String::new() } else { format!(" (its fields there: {})", .fields.join(", ")) }
+    )]
+    ConfigUnknownEnv {
+        /// The variable, as `APP_POOL__MAXCONNS`.
+        variable: String,
+        /// The key it sets, as `db.pool.maxconns`.
+        key: String,
+        /// The config section (type) that reads the key's table.
+        section: &'static str,
+        /// The fields the type has at that place, if it is a struct.
+        fields: Vec<String>,
+    },
+    /// The App's profile is not a plain name: it is joined into file names
+    /// (`app.{profile}.toml`).
+    #[error(
+        "profile {profile:?} is not a profile name: use 1 to 64 ASCII letters, digits, `-` and `_` (it names files such as app.{{profile}}.toml)"
+    )]
+    InvalidProfile {
+        /// The profile given.
+        profile: String,
+    },
     /// A configuration source cannot be read: a malformed or missing required file.
     #[error("{source_name}: {message}")]
     ConfigSource {

@@ -157,7 +157,7 @@ async fn config_get_reads_any_key_at_run_time() {
         "config key features.limit is missing (`App::config().get` needs it; set it with `config_file`, `config_env` or `config_value` on the AppBuilder)"
     );
     let e = app.config().get::<u32>("features.beta").unwrap_err().to_string();
-    assert!(e.starts_with("config key features.beta of `App::config().get`: invalid type: found sequence, expected u32 (from config_value(\"features\") at tests/tests/config.rs:"), "{e}");
+    assert!(e.starts_with("config key features.beta of `App::config().get`: invalid type: expected u32, found a list (from config_value(\"features\") at tests/tests/config.rs:"), "{e}");
 }
 
 fn serde_json_like() -> std::collections::BTreeMap<&'static str, Vec<&'static str>> {
@@ -174,7 +174,7 @@ async fn a_value_of_the_wrong_type_names_the_key_the_section_and_the_variable() 
     let e = db_app().config_value("db.url", "x").config_env("CFG2_").build().await.unwrap_err();
     assert_eq!(
         e.to_string(),
-        "config key db.pool of `config::DbConfig`: invalid type: found string \"many\", expected u32 (from env CFG2_DB__POOL)"
+        "config key db.pool of `config::DbConfig`: invalid type: expected u32, found a string of 4 characters (from env CFG2_DB__POOL)"
     );
 }
 
@@ -205,13 +205,13 @@ async fn errors_from_files_and_values_name_them() {
     assert_eq!(
         e.to_string(),
         format!(
-            "config key db.pool of `config::DbConfig`: invalid value signed int `-3`, expected u32 (from file {})",
+            "config key db.pool of `config::DbConfig`: invalid value: expected u32, found a negative integer (from file {})",
             file.display()
         )
     );
     let e = db_app().config_value("db", "sqlite::memory:").build().await.unwrap_err().to_string();
     assert!(
-        e.starts_with("config key db of `config::DbConfig`: invalid type: found string \"sqlite::memory:\", expected struct DbConfig (from config_value(\"db\") at tests/tests/config.rs:"),
+        e.starts_with("config key db of `config::DbConfig`: invalid type: expected struct DbConfig, found a string of 15 characters (from config_value(\"db\") at tests/tests/config.rs:"),
         "{e}"
     );
 }
@@ -235,7 +235,7 @@ async fn every_config_error_comes_back_at_once_with_the_graph_errors() {
     assert!(text.iter().any(|t| t.starts_with("config key db.url is missing")), "{text:#?}");
     assert!(
         text.iter().any(|t| t.starts_with(
-            "config key http.port of `config::HttpConfig`: invalid type: found string \"high\", expected u16"
+            "config key http.port of `config::HttpConfig`: invalid type: expected u16, found a string of 4 characters"
         )),
         "{text:#?}"
     );
@@ -599,7 +599,7 @@ async fn a_template_without_instances_and_a_named_inactive_proto_say_so() {
 #[tokio::test]
 async fn an_instance_table_with_a_bad_value_names_its_key() {
     let e = redis_graph().config_value("redis.cache.url", 6379).build().await.err().unwrap().to_string();
-    assert!(e.starts_with("config key redis.cache.url of `config::RedisConfig`: invalid type: found signed int `6379`, expected a string"), "{e}");
+    assert!(e.starts_with("config key redis.cache.url of `config::RedisConfig`: invalid type: expected a string, found an integer"), "{e}");
     let e = redis_graph().config_value("redis", 1).build().await.err().unwrap().to_string();
     assert!(e.starts_with("config key redis of `config::RedisConfig`: expected a table of instances"), "{e}");
 }
@@ -713,4 +713,187 @@ async fn a_hand_registered_config_section_works_like_an_annotated_one() {
         .unwrap();
     assert_eq!(app.get_object::<Pool<u64>>().unwrap().0, 10);
     assert!(SEEN.load(Ordering::SeqCst), "a factory reads the configuration through its resolver");
+}
+
+// ---- secrets, case, lists, profiles --------------------------------------------------------
+
+/// Credentials: no error about them may show them.
+#[config_proto(prefix = "vault")]
+#[derive(Debug, Deserialize)]
+struct VaultConfig {
+    password: String,
+    #[serde(default)]
+    endpoint: Option<Endpoint>,
+}
+
+/// A type whose own `Deserialize` error quotes the value it refused.
+#[derive(Debug)]
+struct Endpoint(String);
+
+impl<'de> Deserialize<'de> for Endpoint {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.starts_with("https://") {
+            Ok(Endpoint(text))
+        } else {
+            Err(serde::de::Error::custom(format!("{text} is not an https URL")))
+        }
+    }
+}
+
+const SECRET: &str = "postgres://app:S3cr3t@db/app";
+
+#[tokio::test]
+async fn no_configuration_error_shows_a_value() {
+    if !in_child("no_configuration_error_shows_a_value", &[("SEC1_DB", SECRET), ("SEC1_VAULT__PASSWORD", "pw")]) {
+        return;
+    }
+    // A string where a table belongs, from the environment.
+    let e = db_app().config_env("SEC1_").build().await.unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "config key db of `config::DbConfig`: invalid type: expected struct DbConfig, found a string of 28 characters (from env SEC1_DB)"
+    );
+    // A number typed unquoted into a password.
+    let dir = folder("secrets");
+    let vault = || App::builder().without_inventory().link::<VaultConfig>();
+    let file = write(&dir, "app.toml", "[vault]\npassword = 48151623\n");
+    let e = vault().config_file(&file).build().await.unwrap_err().to_string();
+    assert!(!e.contains("48151623"), "{e}");
+    assert!(e.contains("invalid type: expected a string, found an integer"), "{e}");
+    // A syntax error on the line of a secret: its place, not its text.
+    let file = write(&dir, "broken.toml", "[vault]\npassword = \"S3cr3t\nendpoint = 1\n");
+    let e = vault().config_file(&file).build().await.unwrap_err().to_string();
+    assert!(!e.contains("S3cr3t"), "{e}");
+    assert!(e.starts_with(&format!("file {}: line 2, column ", file.display())), "{e}");
+    // A type's own error quoting the value.
+    let file = write(&dir, "endpoint.toml", &format!("[vault]\npassword = \"pw\"\nendpoint = \"{SECRET}\"\n"));
+    let e = vault().config_file(&file).build().await.unwrap_err().to_string();
+    assert!(!e.contains("S3cr3t"), "{e}");
+    assert!(e.contains("<a string of 28 characters> is not an https URL"), "{e}");
+    // Out-of-range numbers in a file.
+    let file = write(&dir, "huge.toml", "[db]\nurl = \"x\"\npool = 184467440737095516150\n");
+    let e = db_app().config_file(&file).build().await.unwrap_err().to_string();
+    assert!(!e.contains("184467440737095516150"), "{e}");
+    assert!(e.contains("an integer out of the range of 64 bits"), "{e}");
+    assert!(e.contains("db.pool"), "{e}");
+}
+
+/// A camelCase section: what `rename_all` makes of Rust's snake_case fields.
+#[config_proto(prefix = "pool")]
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PoolConfig {
+    max_conn: u32,
+    #[serde(default)]
+    min_idle: u32,
+    #[serde(default)]
+    retry: Retry,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Retry {
+    #[serde(default)]
+    back_off_ms: u64,
+}
+
+#[tokio::test]
+async fn environment_keys_match_fields_whatever_their_case() {
+    let vars = [("CASE1_POOL__MAXCONN", "50"), ("CASE1_POOL__MINIDLE", "3"), ("CASE1_POOL__RETRY__BACKOFFMS", "250")];
+    if !in_child("environment_keys_match_fields_whatever_their_case", &vars) {
+        return;
+    }
+    let dir = folder("case");
+    let file = write(&dir, "app.toml", "[pool]\nmaxConn = 5\n");
+    let app = App::builder()
+        .without_inventory()
+        .link::<PoolConfig>()
+        .config_file(&file)
+        .config_env("CASE1_")
+        .build()
+        .await
+        .unwrap();
+    let pool = app.get_object::<PoolConfig>().unwrap();
+    // `maxConn` is in the file; `minIdle` and `retry.backOffMs` only in the type.
+    assert_eq!((pool.max_conn, pool.min_idle, pool.retry.back_off_ms), (50, 3, 250));
+    assert_eq!(app.config().origin("pool.maxConn").as_deref(), Some("env CASE1_POOL__MAXCONN"));
+}
+
+#[tokio::test]
+async fn an_environment_variable_that_names_no_field_is_refused() {
+    if !in_child("an_environment_variable_that_names_no_field_is_refused", &[("CASE2_POOL__MAXCONNS", "50")]) {
+        return;
+    }
+    let e = App::builder()
+        .without_inventory()
+        .link::<PoolConfig>()
+        .config_value("pool.maxConn", 5)
+        .config_env("CASE2_")
+        .build()
+        .await
+        .unwrap_err();
+    assert!(matches!(&e, DiError::ConfigUnknownEnv { variable, .. } if variable == "CASE2_POOL__MAXCONNS"), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "environment variable CASE2_POOL__MAXCONNS sets config key pool.maxconns, but `config::PoolConfig` has no such field (its fields there: maxConn, minIdle, retry); check the variable's name (keys match fields whatever their case)"
+    );
+}
+
+#[config_proto(prefix = "net")]
+#[derive(Debug, Deserialize)]
+struct NetConfig {
+    hosts: Vec<String>,
+    #[serde(default)]
+    ports: Vec<u16>,
+}
+
+#[tokio::test]
+async fn lists_are_set_from_the_environment_item_by_item() {
+    let vars = [("LIST1_NET__HOSTS__1", "c"), ("LIST1_NET__HOSTS__2", "d"), ("LIST1_NET__PORTS__0", "80"), ("LIST1_NET__PORTS__1", "443")];
+    if !in_child("lists_are_set_from_the_environment_item_by_item", &vars) {
+        return;
+    }
+    let dir = folder("lists");
+    let file = write(&dir, "app.toml", "[net]\nhosts = [\"a\", \"b\"]\n");
+    let net = || App::builder().without_inventory().link::<NetConfig>().config_file(&file);
+    let app = net().config_env("LIST1_").build().await.unwrap();
+    let config = app.get_object::<NetConfig>().unwrap();
+    // Item 1 replaced, item 2 appended; the ports, in no file, made a list of their own.
+    assert_eq!(config.hosts, ["a", "c", "d"]);
+    assert_eq!(config.ports, [80, 443]);
+}
+
+#[tokio::test]
+async fn a_list_item_past_the_end_is_refused_naming_its_variable() {
+    if !in_child("a_list_item_past_the_end_is_refused_naming_its_variable", &[("LIST2_NET__HOSTS__5", "z")]) {
+        return;
+    }
+    let dir = folder("list-gap");
+    let file = write(&dir, "app.toml", "[net]\nhosts = [\"a\", \"b\"]\n");
+    let e = App::builder()
+        .without_inventory()
+        .link::<NetConfig>()
+        .config_file(&file)
+        .config_env("LIST2_")
+        .build()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "env LIST2_*: LIST2_NET__HOSTS__5 sets item 5 of a list of 2 item(s): items are numbered from 0, and one is added at the end only"
+    );
+}
+
+#[tokio::test]
+async fn a_profile_name_that_reads_as_a_path_is_refused() {
+    let dir = folder("profile-path");
+    let file = write(&dir, "app.toml", "[db]\nurl = \"x\"\n");
+    for profile in ["a/../../x", "", "prod.toml", "x y"] {
+        let e = db_app().config_file(&file).profile(profile).build().await.unwrap_err();
+        assert!(matches!(&e, DiError::InvalidProfile { profile: p } if p == profile), "{e}");
+        assert!(e.to_string().starts_with(&format!("profile {profile:?} is not a profile name")), "{e}");
+    }
+    assert!(db_app().config_file(&file).profile("prod-eu_2").build().await.is_ok());
 }

@@ -210,7 +210,7 @@ mod tests {
         let e = builder(config_file(), "dev").build().await.unwrap_err();
         assert_eq!(
             e.to_string(),
-            "config key mail.port of `example_config::MailConfig`: invalid type: found string \"many\", expected u16 (from env NEWS_MAIL__PORT)"
+            "config key mail.port of `example_config::MailConfig`: invalid type: expected u16, found a string of 4 characters (from env NEWS_MAIL__PORT)"
         );
     }
 

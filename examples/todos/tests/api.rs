@@ -283,7 +283,7 @@ async fn a_bad_setting_fails_the_start_naming_the_key_and_the_variable() {
     let e = todos::app().await.unwrap_err();
     assert_eq!(
         e.to_string(),
-        "config key db.readers of `todos::db::DbConfig`: invalid type: found string \"many\", expected usize (from env TODOS_DB__READERS)"
+        "config key db.readers of `todos::db::DbConfig`: invalid type: expected usize, found a string of 4 characters (from env TODOS_DB__READERS)"
     );
 }
 

@@ -12,12 +12,16 @@
 //! came from is asked of the sources again, from the highest layer down, only when an error or
 //! [`Config::origin`] needs it.
 
+mod describe;
+mod env;
+mod probe;
+
+use std::cell::RefCell;
 use std::fmt;
 use std::panic::Location;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use figment::providers::Env;
 use figment::value::{Dict, Empty, Tag, Value};
 use serde::de::DeserializeOwned;
 
@@ -51,7 +55,7 @@ impl Layer {
     fn data(&self) -> Result<Dict, String> {
         match self {
             Layer::File(path) => read_toml(path),
-            Layer::Env(prefix) => Ok(env_data(prefix)),
+            Layer::Env(prefix) => Ok(env::data(prefix)),
             Layer::Value(_, dict, _) => Ok(dict.clone()),
         }
     }
@@ -59,7 +63,7 @@ impl Layer {
     fn describe(&self, keys: &[&str]) -> String {
         match self {
             Layer::File(path) => format!("file {}", path.display()),
-            Layer::Env(prefix) => format!("env {}", env_name(prefix, keys)),
+            Layer::Env(prefix) => format!("env {}", env::name(prefix, keys)),
             Layer::Value(key, _, at) => format!("config_value(\"{key}\") at {at}"),
         }
     }
@@ -94,10 +98,17 @@ impl Sources {
         };
         let mut sources = self.sources;
         sources.sort_by_key(rank); // stable: files keep their order among themselves
+        let profile = match self.profile.as_deref() {
+            Some(profile) if !is_profile_name(profile) => {
+                errors.push(DiError::InvalidProfile { profile: profile.to_owned() });
+                None // no variant file is read for it
+            }
+            profile => profile,
+        };
         for source in sources {
             match source {
                 Source::File { path, required } => {
-                    let variant = self.profile.as_deref().and_then(|p| profile_variant(&path, p));
+                    let variant = profile.and_then(|p| profile_variant(&path, p));
                     for (path, required) in std::iter::once((path, required)).chain(variant.map(|v| (v, false))) {
                         let source_name = format!("file {}", path.display());
                         if !path.is_file() {
@@ -116,9 +127,15 @@ impl Sources {
                 }
                 Source::Env { prefix } => {
                     let upper = prefix.to_ascii_uppercase();
-                    let dict = env_data(&prefix);
-                    merge(&mut env, dict.clone());
-                    merge(&mut merged, dict);
+                    match env::fit(env::data(&prefix), Some(&merged), &prefix, &mut Vec::new()) {
+                        Ok(dict) => {
+                            merge(&mut env, dict.clone());
+                            merge(&mut merged, dict);
+                        }
+                        Err(message) => {
+                            errors.push(DiError::ConfigSource { source_name: format!("env {upper}*"), message });
+                        }
+                    }
                     hints.env.push(upper);
                     layers.push(Layer::Env(prefix));
                 }
@@ -172,17 +189,6 @@ fn nest(key: &str, value: Value) -> Dict {
     }
 }
 
-/// The variables under `prefix`, `__` separating levels, names lowercased (figment's `Env`),
-/// their values kept as strings: the type they are read as decides (`"1234"` is a fine
-/// password, and a fine port), see [`Config::read`].
-fn env_data(prefix: &str) -> Dict {
-    let mut dict = Dict::new();
-    for (key, value) in Env::prefixed(prefix).split("__").iter() {
-        merge(&mut dict, nest(key.as_str(), Value::from(value)));
-    }
-    dict
-}
-
 /// `app.toml` with profile `prod`: `app.prod.toml`, in the same folder.
 fn profile_variant(path: &Path, profile: &str) -> Option<PathBuf> {
     let stem = path.file_stem()?.to_str()?;
@@ -193,42 +199,72 @@ fn profile_variant(path: &Path, profile: &str) -> Option<PathBuf> {
     Some(path.with_file_name(name))
 }
 
-/// The variable that sets `keys` under `prefix`: `APP_` and `db.url` give `APP_DB__URL`.
-fn env_name(prefix: &str, keys: &[&str]) -> String {
-    format!("{}{}", prefix.to_ascii_uppercase(), keys.join("__").to_ascii_uppercase())
+/// Whether `profile` can name a profile: 1 to 64 ASCII letters, digits, `-` and `_`. It is
+/// joined into file names (`app.{profile}.toml`), so nothing that reads as a path (`a/../../x`).
+fn is_profile_name(profile: &str) -> bool {
+    (1..=64).contains(&profile.len()) && profile.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// A TOML file, parsed with `toml` 1's parser and converted to figment's values directly:
 /// figment's own TOML provider (`toml` 0.8 through serde) spent about twice the instructions on
 /// a file of many sections (callgrind, 1000 sections; `benches/RESULTS.md`).
+///
+/// Errors show no text of the file (a line may hold a secret): a syntax error gives its line,
+/// column and what was expected.
 fn read_toml(path: &Path) -> Result<Dict, String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let table = toml::de::DeTable::parse(&text).map_err(|mut e| {
-        e.set_input(Some(&text)); // so that the message shows the line
-        e.to_string()
+    let table = toml::de::DeTable::parse(&text).map_err(|e| {
+        let at = match e.span() {
+            Some(span) => {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                format!("line {line}, column {column}: ")
+            }
+            None => String::new(),
+        };
+        format!("{at}{}", e.message().trim_end())
     })?;
-    from_toml_table(table.get_ref())
+    from_toml_table(table.get_ref(), &mut Vec::new())
 }
 
-fn from_toml_table(table: &toml::de::DeTable<'_>) -> Result<Dict, String> {
-    table.iter().map(|(k, v)| Ok((k.get_ref().to_string(), from_toml(v.get_ref())?))).collect()
+fn from_toml_table<'a>(table: &'a toml::de::DeTable<'_>, path: &mut Vec<&'a str>) -> Result<Dict, String> {
+    let mut dict = Dict::new();
+    for (key, value) in table.iter() {
+        path.push(key.get_ref());
+        let value = from_toml(value.get_ref(), path)?;
+        path.pop();
+        dict.insert(key.get_ref().to_string(), value);
+    }
+    Ok(dict)
 }
 
-fn from_toml(value: &toml::de::DeValue<'_>) -> Result<Value, String> {
+/// A TOML value as figment's; a number out of range is an error naming the key, not the value.
+fn from_toml<'a>(value: &'a toml::de::DeValue<'_>, path: &mut Vec<&'a str>) -> Result<Value, String> {
     use toml::de::DeValue;
+    let out_of_range = |what: &str, path: &[&str]| format!("key {}: {what}", path.join("."));
     Ok(match value {
         DeValue::String(s) => Value::from(s.to_string()),
         DeValue::Integer(i) => match i64::from_str_radix(i.as_str(), i.radix()) {
             Ok(n) => Value::from(n),
             Err(_) => Value::from(
-                u64::from_str_radix(i.as_str(), i.radix()).map_err(|_| format!("integer `{i}` is out of range"))?,
+                u64::from_str_radix(i.as_str(), i.radix())
+                    .map_err(|_| out_of_range("an integer out of the range of 64 bits", path))?,
             ),
         },
-        DeValue::Float(f) => Value::from(f.as_str().parse::<f64>().map_err(|_| format!("invalid float `{f}`"))?),
+        DeValue::Float(f) => {
+            Value::from(f.as_str().parse::<f64>().map_err(|_| out_of_range("a float that does not parse", path))?)
+        }
         DeValue::Boolean(b) => Value::from(*b),
         DeValue::Datetime(d) => Value::from(d.to_string()),
-        DeValue::Array(a) => Value::from(a.iter().map(|v| from_toml(v.get_ref())).collect::<Result<Vec<Value>, _>>()?),
-        DeValue::Table(t) => Value::from(from_toml_table(t)?),
+        DeValue::Array(a) => {
+            let mut items = Vec::with_capacity(a.len());
+            for item in a.iter() {
+                items.push(from_toml(item.get_ref(), path)?);
+            }
+            Value::from(items)
+        }
+        DeValue::Table(t) => Value::from(from_toml_table(t, path)?),
     })
 }
 
@@ -342,12 +378,12 @@ impl Config {
             return None;
         }
         let keys: Vec<&str> = key.split('.').collect();
-        let layer = self
-            .inner
-            .layers
-            .iter()
-            .rev()
-            .find(|layer| layer.data().is_ok_and(|dict| Value::Dict(Tag::Default, dict).find_ref(key).is_some()))?;
+        let lower = key.to_ascii_lowercase();
+        let layer = self.inner.layers.iter().rev().find(|layer| {
+            // The environment's keys are lowercase until fitted to the files' spelling.
+            let key = if matches!(layer, Layer::Env(_)) { lower.as_str() } else { key };
+            layer.data().is_ok_and(|dict| Value::Dict(Tag::Default, dict).find_ref(key).is_some())
+        })?;
         Some(layer.describe(&keys))
     }
 
@@ -377,20 +413,37 @@ impl Config {
     /// Deserializes `value`, found at `key`. Values from the environment are strings; where
     /// the environment set something under `key`, strings are read leniently, as numbers or
     /// booleans where the type asks for them (figment's lossy reading, through a small figment
-    /// of this value only). Elsewhere, the values are read as typed, straight from the tree.
+    /// of this value only), and every key the environment set must be one that `T` takes: a
+    /// lowercased key is matched to the field it names whatever its case (`maxconn` to
+    /// `maxConn`), one that names no field is refused ([`DiError::ConfigUnknownEnv`]).
+    /// Elsewhere, the values are read as typed, straight from the tree.
     fn read<T: DeserializeOwned>(&self, key: &str, value: &Value, section: &'static str) -> Result<T, DiError> {
-        let from_env = self.inner.env.find_ref(key).is_some();
-        if !from_env {
+        let Some(env) = self.inner.env.find_ref(key) else {
             return T::deserialize(value).map_err(|e| self.error(e, key, section));
-        }
-        const AT: &str = "value";
-        let figment = figment::Figment::from(figment::providers::Serialized::default(AT, value));
-        figment.extract_inner_lossy::<T>(AT).map_err(|mut e| {
-            if e.path.last().is_some_and(|p| p == AT) {
-                e.path.pop();
+        };
+        let mut value = value.clone();
+        loop {
+            let (read, ignored) = read_lossy::<T>(&value);
+            let read = read.map_err(|e| self.error(e, key, section))?;
+            let Some(path) = ignored.into_iter().find(|path| find(env, path).is_some()) else { return Ok(read) };
+            let (last, parent) = path.split_last().expect("an ignored key has a path");
+            let parent: Vec<&str> = parent.iter().map(String::as_str).collect();
+            let fields = probe::fields_at::<T>(&parent).unwrap_or_default();
+            match fields.iter().find(|f| f.eq_ignore_ascii_case(last) && *f != last) {
+                Some(field) => rename(&mut value, &parent, last, field),
+                None => {
+                    let mut keys: Vec<&str> = key.split('.').filter(|k| !k.is_empty()).collect();
+                    keys.extend(path.iter().map(String::as_str));
+                    let prefixes = self.inner.layers.iter().filter_map(|layer| match layer {
+                        Layer::Env(prefix) => Some(prefix.as_str()),
+                        _ => None,
+                    });
+                    let variable = prefixes.last().map(|prefix| env::name(prefix, &keys)).unwrap_or_default();
+                    let fields = fields.iter().map(|f| (*f).to_owned()).collect();
+                    return Err(DiError::ConfigUnknownEnv { variable, key: keys.join("."), section, fields });
+                }
             }
-            self.error(e, key, section)
-        })
+        }
     }
 
     /// The names of the tables under `prefix`, in order: the instances of a multi-instance
@@ -416,19 +469,102 @@ impl Config {
             return self.missing(&path.join("."), section);
         }
         let key = path.join(".");
-        DiError::ConfigInvalid { origin: self.origin(&key), key, section, message: e.kind.to_string() }
+        let message = describe::kind(&e.kind, self.inner.merged.find_ref(&key));
+        DiError::ConfigInvalid { origin: self.origin(&key), key, section, message }
     }
 
     fn missing(&self, key: &str, section: &'static str) -> DiError {
         let keys: Vec<&str> = key.split('.').collect();
         let mut places: Vec<String> = self.inner.hints.files.clone();
-        places.extend(self.inner.hints.env.iter().map(|prefix| env_name(prefix, &keys)));
+        places.extend(self.inner.hints.env.iter().map(|prefix| env::name(prefix, &keys)));
         let hint = match places.as_slice() {
             [] => "set it with `config_file`, `config_env` or `config_value` on the AppBuilder".to_owned(),
             [one] => format!("set it in {one}"),
             [rest @ .., last] => format!("set it in {} or {last}", rest.join(", ")),
         };
         DiError::ConfigMissing { key: key.to_owned(), section, hint }
+    }
+}
+
+std::thread_local! {
+    /// The keys the current [`read_lossy`] left unread, each as its path from the value read.
+    static IGNORED: RefCell<Vec<Vec<String>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `T` as `serde_ignored` sees it: deserialized through a wrapper that records the keys `T`
+/// does not take (into [`IGNORED`]: a `Deserialize` impl has no state of its own), whatever
+/// deserializer figment hands it.
+struct Watched<T>(T);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Watched<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde_ignored::deserialize(deserializer, |path| IGNORED.with(|i| i.borrow_mut().push(segments(&path))))
+            .map(Watched)
+    }
+}
+
+/// `value` read leniently as `T`, and the keys it left unread.
+fn read_lossy<T: DeserializeOwned>(value: &Value) -> (Result<T, figment::Error>, Vec<Vec<String>>) {
+    const AT: &str = "value";
+    let figment = figment::Figment::from(figment::providers::Serialized::default(AT, value));
+    IGNORED.with(|i| i.borrow_mut().clear());
+    let read = figment.extract_inner_lossy::<Watched<T>>(AT).map(|w| w.0).map_err(|mut e| {
+        if e.path.last().is_some_and(|p| p == AT) {
+            e.path.pop();
+        }
+        e
+    });
+    (read, IGNORED.with(|i| std::mem::take(&mut *i.borrow_mut())))
+}
+
+/// The keys of a `serde_ignored` path, from the value read.
+fn segments(path: &serde_ignored::Path<'_>) -> Vec<String> {
+    use serde_ignored::Path;
+    let mut keys = match path {
+        Path::Root => return Vec::new(),
+        Path::Seq { parent, .. }
+        | Path::Map { parent, .. }
+        | Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => segments(parent),
+    };
+    match path {
+        Path::Seq { index, .. } => keys.push(index.to_string()),
+        Path::Map { key, .. } => keys.push(key.clone()),
+        _ => {}
+    }
+    keys
+}
+
+/// The value at `path` under `value`: tables by key, lists by index.
+fn find<'v>(value: &'v Value, path: &[String]) -> Option<&'v Value> {
+    path.iter().try_fold(value, |value, key| match value {
+        Value::Dict(_, dict) => dict.get(key),
+        Value::Array(_, items) => items.get(key.parse::<usize>().ok()?),
+        _ => None,
+    })
+}
+
+/// Renames key `from` of the table at `parent` under `value` to `to`.
+fn rename(value: &mut Value, parent: &[&str], from: &str, to: &str) {
+    let mut at = value;
+    for key in parent {
+        at = match at {
+            Value::Dict(_, dict) => match dict.get_mut(*key) {
+                Some(next) => next,
+                None => return,
+            },
+            Value::Array(_, items) => match key.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
+                Some(next) => next,
+                None => return,
+            },
+            _ => return,
+        };
+    }
+    if let Value::Dict(_, dict) = at
+        && let Some(moved) = dict.remove(from)
+    {
+        dict.insert(to.to_owned(), moved);
     }
 }
 
