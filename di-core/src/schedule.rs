@@ -127,25 +127,133 @@ async fn timer(app: Weak<AppInner>, index: usize) {
             }
         }
         Timing::Cron(schedule) => {
-            let mut last = chrono::Utc::now();
-            loop {
-                // From the later of now and the last due time: a timer woken a little early
-                // does not fire twice, and one whose clock is paused (tests) still advances.
-                let base = last.max(chrono::Utc::now());
-                let Some(next) = schedule.after(&base).next() else {
-                    if let Some(app) = app.upgrade() {
-                        tracing::warn!(job = %app.jobs[index].name, "a scheduled job's cron expression has no due time left; its timer stops");
-                    }
-                    return;
-                };
-                let wait = (next - base).to_std().unwrap_or_default();
-                tokio::time::sleep(wait).await;
-                last = next;
-                if !fire(&app, index) {
-                    return;
-                }
+            cron_timer(&schedule, wall_now, || fire(&app, index)).await;
+            if let Some(app) = app.upgrade() {
+                tracing::warn!(job = %app.jobs[index].name, "a scheduled job's cron expression has no due time left; its timer stops");
             }
         }
+    }
+}
+
+/// How long a cron timer sleeps at most before it looks at the wall clock again: a clock
+/// stepped forward or back meanwhile (NTP, a VM resumed) is noticed within this.
+const RECHECK: Duration = Duration::from_secs(60);
+
+/// Calls `fire` at each due time of `schedule` by the wall clock `now` until it returns
+/// `false`, or the schedule has no due time left. A due time is fired once: after the clock
+/// steps back, the next one is the first after both the last fired and now, and it fires when
+/// the clock reads it (not one old interval later); after it steps forward, within [`RECHECK`].
+async fn cron_timer(
+    schedule: &cron::Schedule,
+    now: impl Fn() -> chrono::DateTime<chrono::Utc>,
+    mut fire: impl FnMut() -> bool,
+) {
+    let mut last: Option<chrono::DateTime<chrono::Utc>> = None;
+    loop {
+        let base = last.map_or_else(&now, |last| last.max(now()));
+        let Some(next) = schedule.after(&base).next() else { return };
+        // Sleeps are measured by tokio's (monotonic) clock, the due time by the wall clock:
+        // sleep in steps, until the wall clock says it is time.
+        loop {
+            let left = (next - now()).to_std().unwrap_or_default();
+            if left.is_zero() {
+                break;
+            }
+            tokio::time::sleep(left.min(RECHECK)).await;
+        }
+        last = Some(next);
+        if !fire() {
+            return;
+        }
+    }
+}
+
+/// The wall clock, as tokio's clock moves it: the system time, plus however far tokio's clock
+/// has run ahead of the monotonic one (nothing, unless a test paused and advanced tokio's time,
+/// which the system time knows nothing of).
+fn wall_now() -> chrono::DateTime<chrono::Utc> {
+    let ahead = tokio::time::Instant::now().into_std().saturating_duration_since(std::time::Instant::now());
+    chrono::Utc::now() + chrono::Duration::from_std(ahead).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use chrono::{DateTime, TimeZone, Utc};
+
+    /// A wall clock that follows tokio's (paused) clock from `start`, stepped by `step` once.
+    #[derive(Clone)]
+    struct Clock {
+        origin: tokio::time::Instant,
+        start: DateTime<Utc>,
+        step: Arc<Mutex<chrono::Duration>>,
+    }
+
+    impl Clock {
+        fn now(&self) -> DateTime<Utc> {
+            let elapsed = chrono::Duration::from_std(self.origin.elapsed()).unwrap();
+            self.start + elapsed + *self.step.lock().unwrap()
+        }
+    }
+
+    /// An hourly job; the wall clock is stepped back an hour after its first run: it runs next
+    /// when the clock reads the next hour (two hours of real time later), not an hour later,
+    /// and then every hour on the hour again; no due time runs twice.
+    #[tokio::test(start_paused = true)]
+    async fn a_clock_stepped_back_delays_the_next_run_to_its_due_time() {
+        let schedule = cron::Schedule::from_str("0 0 * * * *").unwrap();
+        let clock = Clock {
+            origin: tokio::time::Instant::now(),
+            start: Utc.with_ymd_and_hms(2026, 12, 1, 11, 30, 0).unwrap(),
+            step: Arc::new(Mutex::new(chrono::Duration::zero())),
+        };
+        let runs: Arc<Mutex<Vec<(DateTime<Utc>, Duration)>>> = Arc::default();
+        let (c, r) = (clock.clone(), runs.clone());
+        let timer = tokio::spawn(async move {
+            super::cron_timer(&schedule, || c.now(), || {
+                let mut runs = r.lock().unwrap();
+                runs.push((c.now(), c.origin.elapsed()));
+                if runs.len() == 1 {
+                    *c.step.lock().unwrap() = chrono::Duration::hours(-1); // NTP steps the clock back
+                }
+                runs.len() < 3
+            })
+            .await
+        });
+        timer.await.unwrap();
+        let runs = runs.lock().unwrap().clone();
+        let at = |h: u32| Utc.with_ymd_and_hms(2026, 12, 1, h, 0, 0).unwrap();
+        let minutes = |d: Duration| d.as_secs() / 60;
+        // 12:00 (30 min in), then the clock reads 11:00 again: 13:00 is next, 2 h later.
+        assert_eq!(runs.iter().map(|r| r.0).collect::<Vec<_>>(), [at(12), at(13), at(14)]);
+        assert_eq!(runs.iter().map(|r| minutes(r.1)).collect::<Vec<_>>(), [30, 150, 210]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_clock_stepped_forward_runs_within_a_minute_of_the_due_time() {
+        let schedule = cron::Schedule::from_str("0 0 * * * *").unwrap();
+        let clock = Clock {
+            origin: tokio::time::Instant::now(),
+            start: Utc.with_ymd_and_hms(2026, 12, 1, 11, 30, 0).unwrap(),
+            step: Arc::new(Mutex::new(chrono::Duration::zero())),
+        };
+        let stepper = clock.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            *stepper.step.lock().unwrap() = chrono::Duration::minutes(29); // 11:31 reads 12:00
+        });
+        let fired = Arc::new(Mutex::new(None));
+        let (c, f) = (clock.clone(), fired.clone());
+        super::cron_timer(&schedule, || c.now(), || {
+            *f.lock().unwrap() = Some(c.origin.elapsed());
+            false
+        })
+        .await;
+        let after = fired.lock().unwrap().unwrap();
+        assert!(after <= Duration::from_secs(120), "ran {after:?} in, not half an hour later");
     }
 }
 
