@@ -385,21 +385,10 @@ async fn request_extensions_are_captured_only_when_asked() {
     }
 }
 
-/// The backlog of the listening socket on `port`, as the kernel reports it (`ss`, Send-Q).
-fn backlog_of(port: u16) -> u32 {
-    let out = std::process::Command::new("ss")
-        .args(["-ltnH", &format!("sport = :{port}")])
-        .output()
-        .expect("`ss` (iproute2) reads a socket's backlog; install iproute2");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().next().unwrap_or_else(|| panic!("no listener on port {port}: {text:?}"));
-    line.split_whitespace().nth(2).and_then(|q| q.parse().ok()).unwrap_or_else(|| panic!("{line}"))
-}
-
-/// What the kernel grants of a backlog: at most `net.core.somaxconn`.
-fn granted(backlog: u32) -> u32 {
-    let max = std::fs::read_to_string("/proc/sys/net/core/somaxconn").map_or(backlog, |m| m.trim().parse().unwrap());
-    backlog.min(max)
+/// The backlog of the socket listening on `port`, and what the kernel grants of `asked`.
+fn backlog_of(port: u16, asked: u32) -> (u32, u32) {
+    let (backlog, max) = di_test_support::listen_backlog(port);
+    (backlog, asked.min(max))
 }
 
 /// `serve` listens with a backlog of 1024 (std's and tokio's `bind` ask for 128, which a burst
@@ -413,16 +402,18 @@ async fn serve_listens_with_a_production_backlog_and_listen_with_any() {
     let mut backlog = None;
     for _ in 0..200 {
         if TcpStream::connect(free).await.is_ok() {
-            backlog = Some(backlog_of(free.port()));
+            backlog = Some(backlog_of(free.port(), 1024));
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     served.abort();
-    assert_eq!(backlog, Some(granted(1024)));
+    let (backlog, granted) = backlog.expect("serving");
+    assert_eq!(backlog, granted);
 
     let listener = di_http::listen("127.0.0.1:0", 300).await.unwrap();
-    assert_eq!(backlog_of(listener.local_addr().unwrap().port()), granted(300));
+    let (backlog, granted) = backlog_of(listener.local_addr().unwrap().port(), 300);
+    assert_eq!(backlog, granted);
     let taken = listener.local_addr().unwrap();
     let error = di_http::listen(taken, 300).await.unwrap_err();
     assert_eq!(error.kind(), std::io::ErrorKind::AddrInUse);

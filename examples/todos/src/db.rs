@@ -6,7 +6,8 @@
 //! fails (a full disk) answers 500 and nothing is acknowledged that was not stored; ROLLBACK
 //! when it answered an error, so the writer is free at once. Its **destroy hook** rolls back
 //! what no completion hook ended (a panic, a client gone), after the response; `Drop` is the
-//! last resort.
+//! last resort. It follows SQLite's real state: a transaction SQLite rolled back itself after
+//! an error aborts the unit of work, which then refuses every write and fails the request.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -54,19 +55,30 @@ impl DbConfig {
 pub struct DbError {
     doing: &'static str,
     #[source]
-    source: rusqlite::Error,
+    source: Box<dyn std::error::Error + Send + Sync>,
 }
 
 impl DbError {
     pub(crate) fn new(doing: &'static str) -> impl FnOnce(rusqlite::Error) -> DbError {
-        move |source| DbError { doing, source }
+        move |source| DbError { doing, source: Box::new(source) }
+    }
+
+    /// `doing` could not even start: `why`.
+    pub(crate) fn refused(doing: &'static str, why: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> DbError {
+        DbError { doing, source: why.into() }
     }
 
     /// A write after the unit of work completed.
     fn completed(doing: &'static str) -> DbError {
-        let misuse = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_MISUSE);
-        let message = "the request's unit of work has completed; write in a transaction of your own".to_owned();
-        DbError { doing, source: rusqlite::Error::SqliteFailure(misuse, Some(message)) }
+        Self::refused(doing, "the request's unit of work has completed; write in a transaction of your own")
+    }
+
+    /// A write after SQLite rolled the request's transaction back.
+    fn aborted(doing: &'static str) -> DbError {
+        Self::refused(
+            doing,
+            "SQLite rolled the request's transaction back after an earlier error: nothing of it is saved, and it takes no more writes",
+        )
     }
 }
 
@@ -130,8 +142,18 @@ impl Db {
 
 /// The request's unit of work: a write transaction begun on first write, ended in the
 /// completion phase (before the response): committed if the request succeeded, rolled back if
-/// not. Once it has completed it takes no more writes: a background task of the request that
-/// writes needs a transaction of its own.
+/// not.
+///
+/// It follows SQLite's own state: after any statement, if SQLite has ended the transaction
+/// itself (some errors do, a full disk or an I/O error among them, and a `RAISE(ROLLBACK)`),
+/// the unit of work is **aborted**: nothing of it is saved, it refuses every later write and
+/// savepoint (one would otherwise run outside any transaction and commit on its own), and its
+/// completion fails the request (500) unless the request had failed already.
+///
+/// Once it has completed (or been destroyed) it takes no more writes: work that outlives the
+/// response (a background task) needs a transaction of its own, and one that first touches the
+/// unit of work after the response is fixed is refused by the container itself
+/// (`DiError::LateCompletion`).
 #[context_proto(complete = complete, destroy = roll_back)]
 #[derive(Debug)]
 pub struct UnitOfWork {
@@ -150,8 +172,10 @@ enum Tx {
     None,
     /// Open, holding the writer.
     Open(OwnedMutexGuard<Connection>),
-    /// Ended by the completion hook.
+    /// Ended by the completion or destroy hook (committed or rolled back).
     Completed,
+    /// Ended by SQLite itself after an error: nothing saved; the request fails.
+    Aborted,
 }
 
 impl UnitOfWork {
@@ -159,7 +183,8 @@ impl UnitOfWork {
     ///
     /// # Errors
     ///
-    /// A `DbError` if SQLite fails, or if the unit of work has already completed.
+    /// A `DbError` if SQLite fails (and if that ended the transaction, every later write fails
+    /// too), or if the unit of work has completed or was aborted.
     pub async fn write<R>(
         &self,
         doing: &'static str,
@@ -171,10 +196,23 @@ impl UnitOfWork {
             conn.execute_batch("BEGIN IMMEDIATE").map_err(DbError::new("beginning a transaction"))?;
             *tx = Tx::Open(conn);
         }
-        match &*tx {
-            Tx::Open(conn) => f(conn).map_err(DbError::new(doing)),
-            _ => Err(DbError::completed(doing)),
+        let (result, ended) = match &*tx {
+            // In autocommit mode already: something ended the transaction behind our back.
+            Tx::Open(conn) if conn.is_autocommit() => (Err(DbError::aborted(doing)), true),
+            Tx::Open(conn) => {
+                let result = f(conn).map_err(DbError::new(doing));
+                (result, conn.is_autocommit())
+            }
+            Tx::Aborted => return Err(DbError::aborted(doing)),
+            Tx::None | Tx::Completed => return Err(DbError::completed(doing)),
+        };
+        if ended {
+            // The writer goes back with no transaction open; the request's writes are lost.
+            *tx = Tx::Aborted;
+            tracing::error!(doing, "SQLite ended the request's transaction itself; nothing of it is saved");
+            return Err(result.err().unwrap_or_else(|| DbError::aborted(doing)));
         }
+        result
     }
 
     /// Runs `f` on what the request can see: its own transaction if it wrote, else the last
@@ -199,10 +237,15 @@ impl UnitOfWork {
 
     /// The completion hook: COMMIT if the request succeeded, else ROLLBACK, freeing the writer
     /// before the response leaves. A failed COMMIT fails the request (di-http answers 500) and
-    /// is rolled back.
+    /// is rolled back; so does a transaction SQLite aborted, in a request that answered as if
+    /// it had succeeded.
     async fn complete(&self) -> Result<(), DbError> {
         let mut tx = self.tx.lock().await;
-        let Tx::Open(conn) = std::mem::replace(&mut *tx, Tx::Completed) else { return Ok(()) };
+        let conn = match std::mem::replace(&mut *tx, Tx::Completed) {
+            Tx::Open(conn) => conn,
+            Tx::Aborted if self.head.succeeded() => return Err(DbError::aborted("completing the request")),
+            _ => return Ok(()),
+        };
         if !self.head.succeeded() {
             end_transaction(&conn);
             tracing::info!(status = ?self.head.response_status(), "transaction rolled back");
@@ -216,9 +259,10 @@ impl UnitOfWork {
         committed
     }
 
-    /// The destroy hook: ROLLBACK what no completion hook ended (a panic, a client gone).
+    /// The destroy hook: ROLLBACK what no completion hook ended (a panic, a client gone). The
+    /// unit of work stays completed: a kept reference cannot write through it.
     async fn roll_back(&self) {
-        if let Tx::Open(conn) = std::mem::take(&mut *self.tx.lock().await) {
+        if let Tx::Open(conn) = std::mem::replace(&mut *self.tx.lock().await, Tx::Completed) {
             end_transaction(&conn);
             tracing::info!(status = ?self.head.response_status(), "transaction rolled back");
         }

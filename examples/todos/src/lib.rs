@@ -28,17 +28,36 @@ use std::path::PathBuf;
 use di_core::{App, AppBuilder, DiError, config_proto};
 use serde::Deserialize;
 
-/// The `[http]` section of `config/todos.toml` (`TODOS_HTTP__ADDR`).
+/// The `[http]` section of `config/todos.toml` (`TODOS_HTTP__ADDR`, `TODOS_HTTP__BACKLOG`).
 #[config_proto(prefix = "http")]
 #[derive(Debug, Deserialize)]
 pub struct HttpConfig {
     /// Where the service listens.
     #[serde(default = "default_addr")]
     pub addr: String,
+    /// How many connections the kernel queues before the service accepts them (capped by the
+    /// kernel's `net.core.somaxconn`).
+    #[serde(default = "default_backlog")]
+    pub backlog: u32,
 }
 
 fn default_addr() -> String {
     "127.0.0.1:7001".to_owned()
+}
+
+fn default_backlog() -> u32 {
+    di_http::DEFAULT_BACKLOG
+}
+
+impl HttpConfig {
+    /// Binds the service's listener as this section says.
+    ///
+    /// # Errors
+    ///
+    /// The I/O error of binding `addr` (in use, not allowed).
+    pub async fn listen(&self) -> std::io::Result<tokio::net::TcpListener> {
+        di_http::listen(&self.addr, self.backlog).await
+    }
 }
 
 /// The example's configuration file, `config/todos.toml` in its folder.

@@ -2,7 +2,7 @@
 //!
 //! Serves the todo example as `config/todos.toml` says: on 127.0.0.1:7001, with its database in
 //! `examples/todos/todos.sqlite3` (both printed at start). Environment variables override the
-//! file: `TODOS_HTTP__ADDR`, `TODOS_DB__PATH`; `TODOS_PROFILE=prod` also reads
+//! file: `TODOS_HTTP__ADDR`, `TODOS_HTTP__BACKLOG`, `TODOS_DB__PATH`; `TODOS_PROFILE=prod` also reads
 //! `config/todos.prod.toml`. Ctrl-C or SIGTERM stops it: in-flight requests get 30 s, a second
 //! signal stops it at once.
 
@@ -17,10 +17,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.profile(profile);
     }
     let app = builder.build().await?;
-    let addr = app.get_object::<HttpConfig>()?.addr.clone();
     let db = app.get_object::<Db>()?;
     let router = di_http::RouterBuilder::new(&app).build()?;
-    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    let listener = app.get_object::<HttpConfig>()?.listen().await?;
     let addr = format!("http://{}", listener.local_addr()?);
     println!("todos on {addr}, database {}; try:\n  {}", db.file().display(), todos::try_it(&addr));
     di_http::Server::new(app, router).run(listener).await?;

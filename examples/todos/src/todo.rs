@@ -83,9 +83,15 @@ pub struct TodoRepository {
 }
 
 impl TodoRepository {
+    /// The request's unit of work, or why there is none: outside a request, or first asked for
+    /// once the response is fixed (a background task of the request), when no commit would
+    /// follow its writes.
+    fn uow(&self) -> Result<Arc<UnitOfWork>, DbError> {
+        self.uow.try_get().map_err(|e| DbError::refused("reaching the request's unit of work", e))
+    }
+
     async fn list(&self, user: &str) -> Result<Vec<Todo>, DbError> {
-        self.uow
-            .get()
+        self.uow()?
             .read("listing todos", |conn| {
                 let mut stmt = conn.prepare_cached("SELECT id, title, done FROM todos WHERE user = ?1 ORDER BY id")?;
                 stmt.query_map(params![user], Todo::from_row)?.collect()
@@ -94,8 +100,7 @@ impl TodoRepository {
     }
 
     async fn get(&self, user: &str, id: i64) -> Result<Option<Todo>, DbError> {
-        self.uow
-            .get()
+        self.uow()?
             .read("reading a todo", |conn| {
                 conn.query_row(
                     "SELECT id, title, done FROM todos WHERE user = ?1 AND id = ?2",
@@ -108,8 +113,7 @@ impl TodoRepository {
     }
 
     async fn insert(&self, user: &str, title: &str) -> Result<Todo, DbError> {
-        self.uow
-            .get()
+        self.uow()?
             .write("inserting a todo", |conn| {
                 conn.execute("INSERT INTO todos (user, title) VALUES (?1, ?2)", params![user, title])?;
                 Ok(Todo { id: conn.last_insert_rowid(), title: title.to_owned(), done: false })
@@ -117,22 +121,29 @@ impl TodoRepository {
             .await
     }
 
-    async fn set_done(&self, user: &str, id: i64, done: bool) -> Result<bool, DbError> {
-        self.uow
-            .get()
+    /// Marks a todo done or not: `None` if there is no such todo, else whether it changed (a
+    /// todo already in that state is left as it is, its `done_at` included).
+    async fn set_done(&self, user: &str, id: i64, done: bool) -> Result<Option<bool>, DbError> {
+        self.uow()?
             .write("updating a todo", |conn| {
-                conn.execute(
-                    "UPDATE todos SET done = ?3, done_at = CASE WHEN ?3 THEN unixepoch() END WHERE user = ?1 AND id = ?2",
+                let changed = conn.execute(
+                    "UPDATE todos SET done = ?3, done_at = CASE WHEN ?3 THEN unixepoch() END
+                     WHERE user = ?1 AND id = ?2 AND done != ?3",
                     params![user, id, done],
-                )
+                )?;
+                if changed == 1 {
+                    return Ok(Some(true));
+                }
+                let exists = conn
+                    .query_row("SELECT 1 FROM todos WHERE user = ?1 AND id = ?2", params![user, id], |_| Ok(()))
+                    .optional()?;
+                Ok(exists.map(|()| false))
             })
             .await
-            .map(|n| n == 1)
     }
 
     async fn delete(&self, user: &str, id: i64) -> Result<bool, DbError> {
-        self.uow
-            .get()
+        self.uow()?
             .write("deleting a todo", |conn| {
                 conn.execute("DELETE FROM todos WHERE user = ?1 AND id = ?2", params![user, id])
             })
@@ -263,15 +274,16 @@ impl TodoService {
         self.repo.get(self.check_user(user)?, id).await?.ok_or(TodoError::NotFound(id))
     }
 
-    /// Marks a todo done or not.
+    /// Marks a todo done or not. Marking it as it is already changes nothing and emits nothing
+    /// (a client's retry does not count twice).
     pub async fn set_done(&self, user: &str, id: i64, done: bool) -> Result<Todo, TodoError> {
-        if !self.repo.set_done(self.check_user(user)?, id, done).await? {
-            return Err(TodoError::NotFound(id));
-        }
-        self.tracer.get().event(format!("todo {id} done={done}"));
-        if done {
-            // Held until the request has committed; dropped if it fails.
-            self.events.emit(TodoCompleted { user: user.to_owned(), id });
+        let changed = self.repo.set_done(self.check_user(user)?, id, done).await?.ok_or(TodoError::NotFound(id))?;
+        if changed {
+            self.tracer.get().event(format!("todo {id} done={done}"));
+            if done {
+                // Held until the request has committed; dropped if it fails.
+                self.events.emit(TodoCompleted { user: user.to_owned(), id });
+            }
         }
         self.get(user, id).await
     }

@@ -411,3 +411,103 @@ async fn the_purge_job_deletes_todos_done_more_than_a_day_ago() {
     assert_eq!(service.committed_titles("ada"), ["recent done", "old undone"]);
     service.stop().await;
 }
+
+/// SQLite may end a transaction itself after an error (a full disk, an I/O error; here a
+/// `RAISE(ROLLBACK)` trigger stands in for them). The unit of work follows: it refuses the
+/// later batches' savepoints (one would otherwise start a transaction of its own and commit
+/// it), and the import, which answered as if it had succeeded, fails with nothing saved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_sqlite_rolls_back_itself_saves_nothing_and_fails_the_request() {
+    let service = Service::start("sqlite-abort").await;
+    let db = service.app.get_object::<Db>().unwrap();
+    db.with_writer(|conn| {
+        conn.execute_batch(
+            "CREATE TRIGGER disk_full BEFORE INSERT ON todos WHEN NEW.title = 'disk full'
+             BEGIN SELECT RAISE(ROLLBACK, 'database or disk is full'); END;",
+        )
+    })
+    .await
+    .unwrap();
+    let body = r#"[[{"title":"a"}], [{"title":"disk full"}], [{"title":"c"}]]"#;
+    let reply = send_json(service.addr, "POST", "/users/ada/todos/import", body).await;
+    assert_eq!(reply.status, 500, "{reply:?}");
+    assert!(service.committed_titles("ada").is_empty(), "half-committed: {:?}", service.committed_titles("ada"));
+    // The writer went back with no transaction open: the next request works.
+    let reply = send_json(service.addr, "POST", "/users/ada/todos", r#"{"title":"next"}"#).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    assert_eq!(service.committed_titles("ada"), ["next"]);
+    service.stop().await;
+}
+
+/// Marking a done todo done again (a client's retry) changes nothing: not its `done_at`, not
+/// the count of completions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn marking_a_done_todo_done_again_changes_and_counts_nothing() {
+    let service = Service::start("done-twice").await;
+    let reply = send_json(service.addr, "POST", "/users/ada/todos", r#"{"title":"t"}"#).await;
+    let todo: Todo = serde_json::from_str(&reply.body).unwrap();
+    let path = format!("/users/ada/todos/{}", todo.id);
+    assert_eq!(send_json(service.addr, "PATCH", &path, r#"{"done":true}"#).await.status, 200);
+    // Two days ago, behind the service's back: a retry must not make it recent again.
+    let conn = rusqlite::Connection::open(&service.db).unwrap();
+    conn.execute("UPDATE todos SET done_at = 1000 WHERE id = ?1", [todo.id]).unwrap();
+    let reply = send_json(service.addr, "PATCH", &path, r#"{"done":true}"#).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert!(serde_json::from_str::<Todo>(&reply.body).unwrap().done);
+    let done_at: i64 = conn.query_row("SELECT done_at FROM todos WHERE id = ?1", [todo.id], |r| r.get(0)).unwrap();
+    assert_eq!(done_at, 1000, "unchanged");
+    let stats = service.app.get_object::<todos::advice::TodoStats>().unwrap();
+    service.stop().await; // drains the event handlers
+    assert_eq!(stats.completed(), 1, "counted once");
+}
+
+/// A request's background task whose first write comes after the response is fixed: the unit
+/// of work it would create could never commit, so the write is refused with an error rather
+/// than acknowledged and rolled back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_first_made_by_a_background_task_after_the_response_is_refused_not_lost() {
+    let db = fresh_db("late-write");
+    let app = todos::builder().config_value("db.path", db.display().to_string()).build().await.unwrap();
+    let service = app.get_object::<TodoService>().unwrap();
+    let request = axum::http::Request::post("/users/ada/todos").header("x-request-id", "late-1").body(()).unwrap();
+    let (go, wait) = tokio::sync::oneshot::channel::<()>();
+    let (written, answer) = tokio::sync::oneshot::channel();
+    app.scope()
+        .with(di_http::RequestHead::from_request(&request))
+        .unwrap()
+        .run(async move {
+            di_core::spawn(async move {
+                wait.await.ok();
+                written.send(service.create("ada", "written late").await).ok();
+            });
+            "202 Accepted" // the handler answers before its task has written
+        })
+        .end_in_background()
+        .await;
+    go.send(()).unwrap();
+    let result = answer.await.unwrap();
+    let error = result.expect_err("acknowledged a write that no commit follows");
+    assert!(error.to_string().contains("completion phase is over"), "{error}");
+    app.shutdown().await.unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let stored: i64 = conn.query_row("SELECT count(*) FROM todos", [], |r| r.get(0)).unwrap();
+    assert_eq!(stored, 0);
+}
+
+/// The listener takes the backlog the configuration gives (`http.backlog`), as far as the
+/// kernel allows.
+#[tokio::test]
+async fn the_listener_takes_the_configured_backlog() {
+    let db = fresh_db("backlog");
+    let app = todos::builder()
+        .config_value("db.path", db.display().to_string())
+        .config_value("http.addr", "127.0.0.1:0")
+        .config_value("http.backlog", 2048)
+        .build()
+        .await
+        .unwrap();
+    let listener = app.get_object::<todos::HttpConfig>().unwrap().listen().await.unwrap();
+    let (backlog, max) = di_test_support::listen_backlog(listener.local_addr().unwrap().port());
+    assert_eq!(backlog, 2048.min(max));
+    app.shutdown().await.unwrap();
+}

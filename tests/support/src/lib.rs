@@ -4,8 +4,27 @@
 //! - [`http_client`]: a raw HTTP/1.1 client over a real socket, so that a test sees exactly
 //!   what went over the wire, hang-ups mid-request included;
 //! - [`alloc`]: the one counting global allocator, process-wide or per thread;
-//! - [`child_env`]: running a test again in a child process with environment variables set.
+//! - [`child_env`]: running a test again in a child process with environment variables set;
+//! - [`listen_backlog`]: the backlog the kernel gave a listening socket.
 
 pub mod alloc;
 pub mod child_env;
 pub mod http_client;
+
+/// The backlog of the socket listening on TCP `port`, as the kernel reports it (`ss -ltn`'s
+/// Send-Q), and the most the kernel grants (`net.core.somaxconn`). Needs `ss` (iproute2).
+///
+/// # Panics
+///
+/// If `ss` cannot run or reports no listener on `port`.
+pub fn listen_backlog(port: u16) -> (u32, u32) {
+    let out = std::process::Command::new("ss")
+        .args(["-ltnH", &format!("sport = :{port}")])
+        .output()
+        .expect("`ss` (iproute2) reads a socket's backlog; install iproute2");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().next().unwrap_or_else(|| panic!("no listener on port {port}: {text:?}"));
+    let backlog = line.split_whitespace().nth(2).and_then(|q| q.parse().ok()).unwrap_or_else(|| panic!("{line}"));
+    let max = std::fs::read_to_string("/proc/sys/net/core/somaxconn").map_or(u32::MAX, |m| m.trim().parse().unwrap());
+    (backlog, max)
+}
