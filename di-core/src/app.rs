@@ -888,7 +888,6 @@ impl AppInner {
         Ok(slot.value.get_or_init(|| obj).clone())
     }
 
-
     /// Singleton `proto` for `shutdown` to destroy, once `destroying` is set: a lazy one being
     /// built now is waited for (its construction holds the slot's lock), and none starts after.
     fn singleton_to_destroy(&self, proto: usize) -> Option<AnyArc> {

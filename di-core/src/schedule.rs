@@ -176,87 +176,6 @@ fn wall_now() -> chrono::DateTime<chrono::Utc> {
     chrono::Utc::now() + chrono::Duration::from_std(ahead).unwrap_or_default()
 }
 
-#[cfg(test)]
-mod tests {
-    use std::str::FromStr;
-    use std::sync::{Arc, Mutex};
-    use std::time::Duration;
-
-    use chrono::{DateTime, TimeZone, Utc};
-
-    /// A wall clock that follows tokio's (paused) clock from `start`, stepped by `step` once.
-    #[derive(Clone)]
-    struct Clock {
-        origin: tokio::time::Instant,
-        start: DateTime<Utc>,
-        step: Arc<Mutex<chrono::Duration>>,
-    }
-
-    impl Clock {
-        fn now(&self) -> DateTime<Utc> {
-            let elapsed = chrono::Duration::from_std(self.origin.elapsed()).unwrap();
-            self.start + elapsed + *self.step.lock().unwrap()
-        }
-    }
-
-    /// An hourly job; the wall clock is stepped back an hour after its first run: it runs next
-    /// when the clock reads the next hour (two hours of real time later), not an hour later,
-    /// and then every hour on the hour again; no due time runs twice.
-    #[tokio::test(start_paused = true)]
-    async fn a_clock_stepped_back_delays_the_next_run_to_its_due_time() {
-        let schedule = cron::Schedule::from_str("0 0 * * * *").unwrap();
-        let clock = Clock {
-            origin: tokio::time::Instant::now(),
-            start: Utc.with_ymd_and_hms(2026, 12, 1, 11, 30, 0).unwrap(),
-            step: Arc::new(Mutex::new(chrono::Duration::zero())),
-        };
-        let runs: Arc<Mutex<Vec<(DateTime<Utc>, Duration)>>> = Arc::default();
-        let (c, r) = (clock.clone(), runs.clone());
-        let timer = tokio::spawn(async move {
-            super::cron_timer(&schedule, || c.now(), || {
-                let mut runs = r.lock().unwrap();
-                runs.push((c.now(), c.origin.elapsed()));
-                if runs.len() == 1 {
-                    *c.step.lock().unwrap() = chrono::Duration::hours(-1); // NTP steps the clock back
-                }
-                runs.len() < 3
-            })
-            .await
-        });
-        timer.await.unwrap();
-        let runs = runs.lock().unwrap().clone();
-        let at = |h: u32| Utc.with_ymd_and_hms(2026, 12, 1, h, 0, 0).unwrap();
-        let minutes = |d: Duration| d.as_secs() / 60;
-        // 12:00 (30 min in), then the clock reads 11:00 again: 13:00 is next, 2 h later.
-        assert_eq!(runs.iter().map(|r| r.0).collect::<Vec<_>>(), [at(12), at(13), at(14)]);
-        assert_eq!(runs.iter().map(|r| minutes(r.1)).collect::<Vec<_>>(), [30, 150, 210]);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_clock_stepped_forward_runs_within_a_minute_of_the_due_time() {
-        let schedule = cron::Schedule::from_str("0 0 * * * *").unwrap();
-        let clock = Clock {
-            origin: tokio::time::Instant::now(),
-            start: Utc.with_ymd_and_hms(2026, 12, 1, 11, 30, 0).unwrap(),
-            step: Arc::new(Mutex::new(chrono::Duration::zero())),
-        };
-        let stepper = clock.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_secs(60)).await;
-            *stepper.step.lock().unwrap() = chrono::Duration::minutes(29); // 11:31 reads 12:00
-        });
-        let fired = Arc::new(Mutex::new(None));
-        let (c, f) = (clock.clone(), fired.clone());
-        super::cron_timer(&schedule, || c.now(), || {
-            *f.lock().unwrap() = Some(c.origin.elapsed());
-            false
-        })
-        .await;
-        let after = fired.lock().unwrap().unwrap();
-        assert!(after <= Duration::from_secs(120), "ran {after:?} in, not half an hour later");
-    }
-}
-
 /// Starts a run of job `index`, unless the previous one is still going; `false` when the App
 /// is gone.
 fn fire(app: &Weak<AppInner>, index: usize) -> bool {
@@ -339,5 +258,96 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.app.jobs[self.index].running.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use chrono::{DateTime, TimeZone, Utc};
+
+    /// A wall clock that follows tokio's (paused) clock from `start`, stepped by `step` once.
+    #[derive(Clone)]
+    struct Clock {
+        origin: tokio::time::Instant,
+        start: DateTime<Utc>,
+        step: Arc<Mutex<chrono::Duration>>,
+    }
+
+    impl Clock {
+        fn now(&self) -> DateTime<Utc> {
+            let elapsed = chrono::Duration::from_std(self.origin.elapsed()).unwrap();
+            self.start + elapsed + *self.step.lock().unwrap()
+        }
+    }
+
+    /// An hourly job; the wall clock is stepped back an hour after its first run: it runs next
+    /// when the clock reads the next hour (two hours of real time later), not an hour later,
+    /// and then every hour on the hour again; no due time runs twice.
+    #[tokio::test(start_paused = true)]
+    async fn a_clock_stepped_back_delays_the_next_run_to_its_due_time() {
+        let schedule = cron::Schedule::from_str("0 0 * * * *").unwrap();
+        let clock = Clock {
+            origin: tokio::time::Instant::now(),
+            start: Utc.with_ymd_and_hms(2026, 12, 1, 11, 30, 0).unwrap(),
+            step: Arc::new(Mutex::new(chrono::Duration::zero())),
+        };
+        // Each run: what the wall clock read, and how long into the test.
+        type Runs = Arc<Mutex<Vec<(DateTime<Utc>, Duration)>>>;
+        let runs: Runs = Arc::default();
+        let (c, r) = (clock.clone(), runs.clone());
+        let timer = tokio::spawn(async move {
+            super::cron_timer(
+                &schedule,
+                || c.now(),
+                || {
+                    let mut runs = r.lock().unwrap();
+                    runs.push((c.now(), c.origin.elapsed()));
+                    if runs.len() == 1 {
+                        *c.step.lock().unwrap() = chrono::Duration::hours(-1); // NTP steps the clock back
+                    }
+                    runs.len() < 3
+                },
+            )
+            .await
+        });
+        timer.await.unwrap();
+        let runs = runs.lock().unwrap().clone();
+        let at = |h: u32| Utc.with_ymd_and_hms(2026, 12, 1, h, 0, 0).unwrap();
+        let minutes = |d: Duration| d.as_secs() / 60;
+        // 12:00 (30 min in), then the clock reads 11:00 again: 13:00 is next, 2 h later.
+        assert_eq!(runs.iter().map(|r| r.0).collect::<Vec<_>>(), [at(12), at(13), at(14)]);
+        assert_eq!(runs.iter().map(|r| minutes(r.1)).collect::<Vec<_>>(), [30, 150, 210]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_clock_stepped_forward_runs_within_a_minute_of_the_due_time() {
+        let schedule = cron::Schedule::from_str("0 0 * * * *").unwrap();
+        let clock = Clock {
+            origin: tokio::time::Instant::now(),
+            start: Utc.with_ymd_and_hms(2026, 12, 1, 11, 30, 0).unwrap(),
+            step: Arc::new(Mutex::new(chrono::Duration::zero())),
+        };
+        let stepper = clock.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            *stepper.step.lock().unwrap() = chrono::Duration::minutes(29); // 11:31 reads 12:00
+        });
+        let fired = Arc::new(Mutex::new(None));
+        let (c, f) = (clock.clone(), fired.clone());
+        super::cron_timer(
+            &schedule,
+            || c.now(),
+            || {
+                *f.lock().unwrap() = Some(c.origin.elapsed());
+                false
+            },
+        )
+        .await;
+        let after = fired.lock().unwrap().unwrap();
+        assert!(after <= Duration::from_secs(120), "ran {after:?} in, not half an hour later");
     }
 }

@@ -162,16 +162,15 @@ async fn a_construction_that_straddles_the_end_of_the_phase_is_refused_and_destr
     };
     let app = app([slow]).await;
     let in_task = app.clone();
-    let task = app
-        .run_in_context(async move {
-            let task = di_core::spawn_blocking(move || in_task.get_object::<Uow>().map(drop));
-            tokio::task::spawn_blocking(move || started_rx.recv().unwrap()).await.unwrap(); // claimed
-            task
-        })
-        .end_in_background()
-        .await;
+    let (result_tx, result_rx) = tokio::sync::oneshot::channel();
+    app.run_in_context(async move {
+        di_core::spawn_blocking(move || result_tx.send(in_task.get_object::<Uow>().map(drop)));
+        tokio::task::spawn_blocking(move || started_rx.recv().unwrap()).await.unwrap(); // claimed
+    })
+    .end_in_background()
+    .await;
     finish_tx.send(()).unwrap();
-    let result = task.await.unwrap().map(|()| Arc::new(()));
+    let result = result_rx.await.unwrap().map(|()| Arc::new(()));
     assert!(is_late(&result), "{result:?}");
     app.shutdown().await.unwrap();
     assert_eq!(log.lines(), ["destroy uow"], "destroyed, never completed");
@@ -190,9 +189,8 @@ async fn a_held_scope_ends_when_its_hold_is_dropped() {
         .build()
         .await
         .unwrap();
-    let (tracer, mut hold) = app
-        .run_in_context(async { (app.get_object::<Tracer>().unwrap(), di_core::hold_scope().unwrap()) })
-        .await; // awaited, not in the background: a held scope ends on a task of its own
+    let (tracer, mut hold) =
+        app.run_in_context(async { (app.get_object::<Tracer>().unwrap(), di_core::hold_scope().unwrap()) }).await; // awaited, not in the background: a held scope ends on a task of its own
     tokio::time::sleep(Duration::from_secs(60)).await;
     assert_eq!(app.scopes_ending(), 1);
     assert!(log.lines().is_empty(), "destroyed under a hold: {:?}", log.lines());

@@ -293,8 +293,7 @@ async fn complete_scope_runs_the_phase_once_and_reports_to_its_caller() {
         let second = di_core::complete_scope().await;
         (first, late, second.is_ok())
     });
-    let (first, late, second) =
-        inside.await.expect("the caller of complete_scope received the failure, not the scope");
+    let (first, late, second) = inside.await.expect("the caller of complete_scope received the failure, not the scope");
     assert!(first.unwrap_err().ends_with("complete a: refused"));
     assert!(matches!(late, Err(DiError::LateCompletion { .. })), "{late:?}");
     assert!(second, "the phase ran once");

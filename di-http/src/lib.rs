@@ -78,8 +78,8 @@ mod upgrade;
 
 pub use controller::{Controller, RouteError, RouteLayer, RouterBuilder, router};
 pub use layer::{ContextLayer, ContextService, REQUEST_ID_HEADER, RequestHead, RequestId, ResponseFuture};
-pub use upgrade::ConnectionScope;
 pub use serve::{DEFAULT_BACKLOG, ServeError, Server, listen, serve, shutdown_signal};
+pub use upgrade::ConnectionScope;
 
 pub use di_macros::{http_controller, http_routes};
 

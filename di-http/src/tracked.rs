@@ -46,7 +46,10 @@ impl Tracker {
 
     fn check(&self) -> io::Result<()> {
         if self.cut.load(Ordering::Acquire) {
-            Err(io::Error::new(io::ErrorKind::ConnectionAborted, "the server cut the connection at its shutdown deadline"))
+            Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "the server cut the connection at its shutdown deadline",
+            ))
         } else {
             Ok(())
         }

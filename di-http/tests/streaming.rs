@@ -94,9 +94,9 @@ pub struct StreamController {
 impl StreamController {
     /// A body whose every frame reads the request's `Tracer` (first created by the body itself).
     fn body(&self, shape: Shape) -> Body {
-        let tracer = self.tracer.clone();
+        let tracer = self.tracer;
         Body::from_stream(stream::unfold(0, move |i| {
-            let tracer = tracer.clone();
+            let tracer = tracer;
             async move {
                 let frame = match shape {
                     Shape::Frames(n, _) if i == n => return None,

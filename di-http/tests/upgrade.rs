@@ -111,7 +111,7 @@ impl SocketController {
     #[get("/connection")]
     async fn per_connection(&self, upgrade: WebSocketUpgrade) -> Response {
         let scope = ConnectionScope::current().expect("in the request's scope");
-        let (pool, session, journal) = (self.pool.clone(), self.session.clone(), self.journal.clone());
+        let (pool, session, journal) = (self.pool.clone(), self.session, self.journal.clone());
         upgrade.on_upgrade(move |mut socket: WebSocket| async move {
             scope
                 .run(async move {
@@ -133,7 +133,7 @@ impl SocketController {
     #[get("/message")]
     async fn per_message(&self, upgrade: WebSocketUpgrade) -> Response {
         let scope = ConnectionScope::current().expect("in the request's scope");
-        let session = self.session.clone();
+        let session = self.session;
         upgrade.on_upgrade(move |mut socket: WebSocket| async move {
             while let Some(Ok(Message::Text(text))) = socket.recv().await {
                 let answer = scope.run(async { reply(&session.get(), &text) }).await;

@@ -599,7 +599,12 @@ async fn a_template_without_instances_and_a_named_inactive_proto_say_so() {
 #[tokio::test]
 async fn an_instance_table_with_a_bad_value_names_its_key() {
     let e = redis_graph().config_value("redis.cache.url", 6379).build().await.err().unwrap().to_string();
-    assert!(e.starts_with("config key redis.cache.url of `config::RedisConfig`: invalid type: expected a string, found an integer"), "{e}");
+    assert!(
+        e.starts_with(
+            "config key redis.cache.url of `config::RedisConfig`: invalid type: expected a string, found an integer"
+        ),
+        "{e}"
+    );
     let e = redis_graph().config_value("redis", 1).build().await.err().unwrap().to_string();
     assert!(e.starts_with("config key redis of `config::RedisConfig`: expected a table of instances"), "{e}");
 }
@@ -771,6 +776,14 @@ async fn no_configuration_error_shows_a_value() {
     let e = vault().config_file(&file).build().await.unwrap_err().to_string();
     assert!(!e.contains("S3cr3t"), "{e}");
     assert!(e.contains("<a string of 28 characters> is not an https URL"), "{e}");
+    // And read when right, the password from the environment.
+    let file = write(&dir, "right.toml", "[vault]\npassword = \"file\"\nendpoint = \"https://vault\"\n");
+    let app = vault().config_file(&file).config_env("SEC1_").build().await.unwrap();
+    let config = app.get_object::<VaultConfig>().unwrap();
+    assert_eq!(
+        (config.password.as_str(), config.endpoint.as_ref().map(|e| e.0.as_str())),
+        ("pw", Some("https://vault"))
+    );
     // Out-of-range numbers in a file.
     let file = write(&dir, "huge.toml", "[db]\nurl = \"x\"\npool = 184467440737095516150\n");
     let e = db_app().config_file(&file).build().await.unwrap_err().to_string();
@@ -850,7 +863,12 @@ struct NetConfig {
 
 #[tokio::test]
 async fn lists_are_set_from_the_environment_item_by_item() {
-    let vars = [("LIST1_NET__HOSTS__1", "c"), ("LIST1_NET__HOSTS__2", "d"), ("LIST1_NET__PORTS__0", "80"), ("LIST1_NET__PORTS__1", "443")];
+    let vars = [
+        ("LIST1_NET__HOSTS__1", "c"),
+        ("LIST1_NET__HOSTS__2", "d"),
+        ("LIST1_NET__PORTS__0", "80"),
+        ("LIST1_NET__PORTS__1", "443"),
+    ];
     if !in_child("lists_are_set_from_the_environment_item_by_item", &vars) {
         return;
     }

@@ -434,16 +434,24 @@ impl Config {
                 None => {
                     let mut keys: Vec<&str> = key.split('.').filter(|k| !k.is_empty()).collect();
                     keys.extend(path.iter().map(String::as_str));
-                    let prefixes = self.inner.layers.iter().filter_map(|layer| match layer {
-                        Layer::Env(prefix) => Some(prefix.as_str()),
-                        _ => None,
-                    });
-                    let variable = prefixes.last().map(|prefix| env::name(prefix, &keys)).unwrap_or_default();
+                    let variable = self.env_variable(&keys);
                     let fields = fields.iter().map(|f| (*f).to_owned()).collect();
                     return Err(DiError::ConfigUnknownEnv { variable, key: keys.join("."), section, fields });
                 }
             }
         }
+    }
+
+    /// The environment variable that set `keys`: of the highest environment layer that has
+    /// them (their lowercase form, as variables give them).
+    fn env_variable(&self, keys: &[&str]) -> String {
+        let lower = keys.join(".").to_ascii_lowercase();
+        let mut prefixes = self.inner.layers.iter().rev().filter_map(|layer| match layer {
+            Layer::Env(prefix) => Some(prefix),
+            _ => None,
+        });
+        let set = prefixes.find(|prefix| Value::Dict(Tag::Default, env::data(prefix)).find_ref(&lower).is_some());
+        set.map(|prefix| env::name(prefix, keys)).unwrap_or_else(|| keys.join("__").to_ascii_uppercase())
     }
 
     /// The names of the tables under `prefix`, in order: the instances of a multi-instance

@@ -62,7 +62,9 @@ impl<'de> Deserializer<'de> for Probe<'_> {
 
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Stop> {
         match self.path.split_first() {
-            Some((&key, rest)) => visitor.visit_map(One { key: Some(key), rest: Probe { path: rest, found: self.found } }),
+            Some((&key, rest)) => {
+                visitor.visit_map(One { key: Some(key), rest: Probe { path: rest, found: self.found } })
+            }
             None => Err(Stop),
         }
     }
