@@ -542,7 +542,8 @@ impl App {
 
     /// How many context scopes are ending now (waiting for background tasks or running destroy
     /// hooks after their output left, di-http: after the response was sent, or cancelled and
-    /// cleaning up), plus the event handlers and scheduled runs still going: what
+    /// cleaning up; a scope held open by a streamed response), plus the event handlers and
+    /// scheduled runs still going and the [`hold`](Self::hold)s: what
     /// [`shutdown`](Self::shutdown) waits for.
     ///
     /// # Examples
@@ -991,6 +992,18 @@ std::thread_local! {
 
 /// Work that [`App::shutdown`] waits for before destroying singletons, counted until dropped:
 /// see [`App::hold`].
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = di_core::App::builder().build().await?;
+/// let hold: di_core::AppHold = app.hold().expect("not shut down");
+/// assert_eq!(app.scopes_ending(), 1); // counted with what shutdown waits for
+/// drop(hold);
+/// assert_eq!(app.scopes_ending(), 0);
+/// # Ok(()) }
+/// ```
 #[must_use = "the App stops waiting for the work when its hold is dropped"]
 pub struct AppHold {
     _guard: PendingGuard<AppInner>,

@@ -91,6 +91,16 @@ pub async fn serve(app: App, addr: impl ToSocketAddrs) -> Result<(), ServeError>
 /// production servers (nginx 511, HAProxy and Go's net/http the kernel's maximum), where
 /// `std` and tokio's `TcpListener::bind` ask for 128: a burst of a few hundred connects then
 /// overflows the queue, and the clients whose SYNs were dropped retry a second later.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> std::io::Result<()> {
+/// // What `serve` binds with; twice as much for a service that takes bursts.
+/// let listener = di_http::listen("127.0.0.1:0", 2 * di_http::DEFAULT_BACKLOG).await?;
+/// # drop(listener);
+/// # Ok(()) }
+/// ```
 pub const DEFAULT_BACKLOG: u32 = 1024;
 
 /// Binds a TCP listener on `addr` (the first of its addresses that binds) with a listen backlog

@@ -64,6 +64,20 @@ impl ConnectionScope {
     ///
     /// [`DiError::NoScope`] outside a request's scope (its head is what the connection's scopes
     /// are given).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_http::{ConnectionScope, RequestHead};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// assert!(ConnectionScope::current().is_err()); // no request here
+    /// let request = http::Request::get("/ws").header("x-request-id", "ws-1").body(())?;
+    /// let scope = app.scope().with(RequestHead::from_request(&request))?.run(async { ConnectionScope::current() }).await?;
+    /// assert_eq!(scope.head().id().to_string(), "ws-1");
+    /// # Ok(()) }
+    /// ```
     pub fn current() -> Result<ConnectionScope, DiError> {
         let wanted = core::any::type_name::<ConnectionScope>();
         let app = App::current().ok_or(DiError::NoScope { wanted })?;
@@ -76,16 +90,60 @@ impl ConnectionScope {
     /// Runs `fut` in a new context scope of the App, given the upgrade request's head; the
     /// scope ends as [`App::run_in_context`] describes (completion hooks when `fut` returns,
     /// then destroy hooks).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_http::{ConnectionScope, RequestHead};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let request = http::Request::get("/ws").body(())?;
+    /// let scope = app.scope().with(RequestHead::from_request(&request))?.run(async { ConnectionScope::current() }).await?;
+    /// // Later, outside any request: a scope of the App, given the upgrade request's head.
+    /// let path = scope.run(async {
+    ///     let head = di_core::App::current().unwrap().get_object::<RequestHead>().unwrap();
+    ///     head.uri().path().to_owned()
+    /// }).await;
+    /// assert_eq!(path, "/ws");
+    /// # Ok(()) }
+    /// ```
     pub fn run<F: Future>(&self, fut: F) -> ContextFuture<F> {
         self.app.run_in_context_with(self.slot, Arc::clone(&self.head), fut)
     }
 
     /// The head of the request that upgraded the connection.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_http::{ConnectionScope, RequestHead};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let request = http::Request::get("/chat").header("x-user", "ada").body(())?;
+    /// let scope = app.scope().with(RequestHead::from_request(&request))?.run(async { ConnectionScope::current() }).await?;
+    /// assert_eq!(scope.head().headers()["x-user"], "ada");
+    /// # Ok(()) }
+    /// ```
     pub fn head(&self) -> &RequestHead {
         &self.head
     }
 
     /// The App whose scopes [`run`](Self::run) opens.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_http::{ConnectionScope, RequestHead};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let request = http::Request::get("/chat").body(())?;
+    /// let scope = app.scope().with(RequestHead::from_request(&request))?.run(async { ConnectionScope::current() }).await?;
+    /// assert_eq!(scope.app().proto_count(), app.proto_count());
+    /// # Ok(()) }
+    /// ```
     pub fn app(&self) -> &App {
         &self.app
     }
