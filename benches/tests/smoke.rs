@@ -68,4 +68,6 @@ fn soak_counts_every_object_and_finds_no_mixup() {
     assert_eq!(count("created"), count("destroyed"));
     assert_eq!(count("destroyed"), count("destroy_hooks"));
     assert_eq!((count("panics"), count("failed_completions"), count("disconnects")), (16 * 2, 16 * 2, 16 * 2));
+    // Each client's 188 requests: 2 hang up mid-stream, 12 are streamed to their end.
+    assert_eq!((count("stream_hangups"), count("streamed")), (16 * 2, 16 * 12));
 }

@@ -10,9 +10,11 @@
 //! Defaults: 1,000,000 requests, concurrency 128, every core. Prints one JSON line per 10% of
 //! the requests (`progress`, `requests`, `rss_kb`), then a summary line; exits with 1 if a
 //! request was mixed up, a count disagrees, or a status was not the expected one. Of every 100
-//! requests: 1 hangs up mid-request, 1 panics in its handler, 1 fails its completion hook, the
-//! rest succeed (each touching two context objects, one with a completion hook). `healthy` also
-//! needs every successful request completed (a hung-up one may complete too, if its handler
+//! requests: 1 hangs up mid-request, 1 panics in its handler, 1 fails its completion hook, 1
+//! hangs up mid-stream (after the first frame of an endless streamed body), 6 get a streamed
+//! body of 4 frames, each frame produced inside the request's scope from its context objects,
+//! the rest succeed (each touching two context objects, one with a completion hook). `healthy`
+//! also needs every successful request completed (a hung-up one may complete too, if its handler
 //! finished before the server saw the client go); `rss_flat` says whether RSS stayed within 10% of
 //! its first sample (reported only: a short run still grows while it warms up).
 
@@ -24,6 +26,7 @@ use std::time::{Duration, Instant};
 use benches::args::value;
 use benches::stats::{Value, json_line};
 use di_core::{App, ContextRef, context_proto, singleton_proto};
+use axum::body::Body;
 use di_http::{RequestHead, Server, http_controller, http_routes};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -118,6 +121,34 @@ pub struct SoakController {
     service: Arc<Service>,
 }
 
+/// The frames of `/soak/stream`.
+const STREAM_FRAMES: usize = 4;
+
+impl SoakController {
+    /// A streamed body of `frames` frames (`None`: endless), each the id the request's objects
+    /// see. The handler touches them first: the ledger has a completion hook, which a body,
+    /// produced after the completion phase, could not create.
+    fn streamed(&self, frames: Option<usize>) -> Body {
+        self.service.whoami();
+        let service = Arc::clone(&self.service);
+        let frames = futures_util::stream::unfold(0, move |i| {
+            let service = Arc::clone(&service);
+            async move {
+                if frames.is_some_and(|n| i == n) {
+                    return None;
+                }
+                if frames.is_none() {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                } else {
+                    tokio::task::yield_now().await;
+                }
+                Some((Ok::<_, std::convert::Infallible>(format!("{}\n", service.whoami())), i + 1))
+            }
+        });
+        Body::from_stream(frames)
+    }
+}
+
 #[http_routes]
 impl SoakController {
     #[get("/ok")]
@@ -130,6 +161,19 @@ impl SoakController {
     async fn panic(&self) -> String {
         self.service.whoami();
         panic!("{EXPECTED_PANIC}")
+    }
+
+    /// A body of 4 frames, each one produced by the server after the handler returned, inside
+    /// the request's scope: the id its context objects see.
+    #[get("/stream")]
+    async fn stream(&self) -> Body {
+        self.streamed(Some(STREAM_FRAMES))
+    }
+
+    /// A body that never ends, a frame a millisecond: its client hangs up after the first.
+    #[get("/endless")]
+    async fn endless(&self) -> Body {
+        self.streamed(None)
     }
 
     /// Slow enough for its client to hang up while it runs.
@@ -184,6 +228,10 @@ struct Tally {
     panics: AtomicU64,
     failed_completions: AtomicU64,
     disconnects: AtomicU64,
+    /// Streamed responses whose every frame carried their own id.
+    streamed: AtomicU64,
+    /// Clients that hung up after the first frame of an endless stream.
+    stream_hangups: AtomicU64,
     unexpected: AtomicU64,
 }
 
@@ -206,6 +254,7 @@ impl Conn {
         self.stream.read_line(&mut line).await?;
         let status = line.split(' ').nth(1).and_then(|s| s.parse().ok()).ok_or(std::io::ErrorKind::InvalidData)?;
         let mut length = 0;
+        let mut chunked = false;
         loop {
             line.clear();
             self.stream.read_line(&mut line).await?;
@@ -213,15 +262,38 @@ impl Conn {
             if header.is_empty() {
                 break;
             }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().map_err(|_| std::io::ErrorKind::InvalidData)?;
+            if let Some((name, value)) = header.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().map_err(|_| std::io::ErrorKind::InvalidData)?;
+                } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                    chunked = value.trim().eq_ignore_ascii_case("chunked");
+                }
             }
+        }
+        if chunked {
+            return Ok((status, self.chunks().await?.concat()));
         }
         let mut body = vec![0; length];
         self.stream.read_exact(&mut body).await?;
         Ok((status, String::from_utf8_lossy(&body).into_owned()))
+    }
+
+    /// The chunks of a chunked body, to its last (empty) one.
+    async fn chunks(&mut self) -> std::io::Result<Vec<String>> {
+        let mut chunks = Vec::new();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            self.stream.read_line(&mut line).await?;
+            let size = usize::from_str_radix(line.trim_end(), 16).map_err(|_| std::io::ErrorKind::InvalidData)?;
+            let mut chunk = vec![0; size + 2]; // and its CRLF
+            self.stream.read_exact(&mut chunk).await?;
+            if size == 0 {
+                return Ok(chunks);
+            }
+            chunk.truncate(size);
+            chunks.push(String::from_utf8_lossy(&chunk).into_owned());
+        }
     }
 }
 
@@ -231,6 +303,21 @@ async fn hang_up(addr: std::net::SocketAddr, id: &str) -> std::io::Result<()> {
     stream.write_all(format!("GET /soak/slow HTTP/1.1\r\nhost: soak\r\nx-request-id: {id}\r\n\r\n").as_bytes()).await?;
     tokio::time::sleep(Duration::from_millis(5)).await;
     Ok(())
+}
+
+/// Asks for an endless stream on a connection of its own and hangs up after its first frame.
+async fn hang_up_mid_stream(addr: std::net::SocketAddr, id: &str) -> std::io::Result<()> {
+    let mut conn = Conn::open(addr).await?;
+    let request = format!("GET /soak/endless HTTP/1.1\r\nhost: soak\r\nx-request-id: {id}\r\n\r\n");
+    conn.stream.get_mut().write_all(request.as_bytes()).await?;
+    let mut line = String::new();
+    while !line.starts_with(id) {
+        line.clear();
+        if conn.stream.read_line(&mut line).await? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+    }
+    Ok(()) // dropped here, mid-stream
 }
 
 async fn client(addr: std::net::SocketAddr, task: u64, share: u64, tally: Arc<Tally>) {
@@ -247,6 +334,18 @@ async fn client(addr: std::net::SocketAddr, task: u64, share: u64, tally: Arc<Ta
             }),
             2 => conn.get("/soak/ok", &id, "x-fail: yes\r\n").await.map(|(status, _)| {
                 let counter = if status == 500 { &tally.failed_completions } else { &tally.unexpected };
+                counter.fetch_add(1, Ordering::Relaxed);
+            }),
+            3 => hang_up_mid_stream(addr, &id).await.map(|()| {
+                tally.stream_hangups.fetch_add(1, Ordering::Relaxed);
+            }),
+            4..=9 => conn.get("/soak/stream", &id, "").await.map(|(status, body)| {
+                let mine = body.lines().count() == STREAM_FRAMES && body.lines().all(|frame| frame == id);
+                let counter = match (status, mine) {
+                    (200, true) => &tally.streamed,
+                    (200, false) => &tally.mixups,
+                    _ => &tally.unexpected,
+                };
                 counter.fetch_add(1, Ordering::Relaxed);
             }),
             _ => conn.get("/soak/ok", &id, "").await.map(|(status, body)| {
@@ -340,13 +439,15 @@ async fn soak(args: Args) -> ExitCode {
     let rss_growth_pct = (*rss.last().unwrap() as f64 / rss[0] as f64 - 1.0) * 100.0;
     // Request n of a client fails its completion when n % 100 == 2.
     let expected_failures = (0..args.concurrency).map(|task| (args.share(task) + 97) / 100).sum::<u64>();
+    // Streams complete before their first frame, those whose client hangs up mid-stream too.
+    let committed = load(&tally.ok) + load(&tally.streamed) + load(&tally.stream_hangups);
     let healthy = load(&tally.mixups) == 0
         && load(&tally.unexpected) == 0
         && created == dropped
         && dropped == hooks
         && load(&tally.failed_completions) == expected_failures
         // A client that hangs up may still see its handler finish (and complete) first.
-        && (load(&tally.ok)..=load(&tally.ok) + load(&tally.disconnects)).contains(&load(&COMPLETED))
+        && (committed..=committed + load(&tally.disconnects)).contains(&load(&COMPLETED))
         && served.is_ok();
     // Reported, not part of `healthy`: a short run's RSS still grows while it warms up.
     let rss_flat = rss.iter().all(|&kb| (kb as f64) <= rss[0] as f64 * 1.1);
@@ -363,6 +464,8 @@ async fn soak(args: Args) -> ExitCode {
             ("panics", Value::Int(load(&tally.panics))),
             ("failed_completions", Value::Int(load(&tally.failed_completions))),
             ("disconnects", Value::Int(load(&tally.disconnects))),
+            ("streamed", Value::Int(load(&tally.streamed))),
+            ("stream_hangups", Value::Int(load(&tally.stream_hangups))),
             ("unexpected", Value::Int(load(&tally.unexpected))),
             ("created", Value::Int(created)),
             ("destroyed", Value::Int(dropped)),
