@@ -62,8 +62,9 @@ enum Next {
     Complete(Vec<(usize, AnyArc)>),
     /// The scope has ended already: no task to wait for, no hook to run.
     Closed,
-    /// Wait for background tasks and run destroy hooks ([`ending`]).
-    End,
+    /// Wait for background tasks and run destroy hooks ([`ending`]); `held`: a hold is alive,
+    /// so the end cannot run before the output is handed back.
+    End { held: bool },
 }
 
 impl ScopeShared {
@@ -86,9 +87,10 @@ impl ScopeShared {
     /// The objects with a completion hook that the phase has not listed yet, newest first.
     fn unlisted(app: &AppInner, table: &mut Table) -> Vec<(usize, AnyArc)> {
         let protos = &app.graph.protos;
-        let new = table.created[table.listed..].iter().rev().filter(|(key, _)| protos[*key].complete.is_some());
+        let listed = table.listed as usize;
+        let new = table.created[listed..].iter().rev().filter(|(key, _)| protos[*key].complete.is_some());
         let new = new.cloned().collect();
-        table.listed = table.created.len();
+        table.listed = u32::try_from(table.created.len()).expect("fewer than 2^32 objects in a scope");
         new
     }
 
@@ -107,23 +109,23 @@ impl ScopeShared {
             }
             None => table,
         };
-        if self.close_if_idle(table) { Next::Closed } else { Next::End }
+        self.close_if_idle(table)
     }
 
     /// Ends the scope at once if that needs no async work (no task to wait for, no hold, no
-    /// destroy hook to run); whether it did.
-    fn close_if_idle(&self, mut table: MutexGuard<'_, Table>) -> bool {
+    /// destroy hook to run): [`Next::Closed`] if it did, else [`Next::End`].
+    fn close_if_idle(&self, mut table: MutexGuard<'_, Table>) -> Next {
         let protos = &self.app.graph.protos;
         if self.tasks.count() > 0
-            || self.holds.count() > 0
+            || table.holds > 0
             || table.created.iter().any(|(key, _)| protos[*key].destroy.is_some())
         {
-            return false;
+            return Next::End { held: table.holds > 0 };
         }
         let parts = self.take_all(&mut table);
         drop(table);
         Self::drop_all(parts, Vec::new());
-        true
+        Next::Closed
     }
 
     /// Runs the completion hooks, newest object first, until one fails: the objects left would
@@ -202,10 +204,10 @@ impl ScopeShared {
         // The holds first (a streamed response, with no deadline), then the tasks; a task may
         // take a hold while it runs, so until both are done.
         loop {
-            self.holds.idle().await;
+            self.holds_released().await;
             self.wait_for_tasks().await;
             let mut table = self.table();
-            if self.holds.count() == 0 {
+            if table.holds == 0 {
                 table.destroying = true;
                 break;
             }
@@ -388,7 +390,16 @@ fn completion_cancelled() {
 
 /// The end of `shared` as a future, or `None` if the scope could end at once (it did).
 fn start_end(shared: Arc<ScopeShared>) -> Option<BoxFuture<()>> {
-    if shared.close_if_idle(shared.table()) { None } else { Some(Box::pin(ending(shared))) }
+    start_end_held(shared).0
+}
+
+/// [`start_end`], and whether a hold is alive (the end then cannot run before the output is
+/// handed back).
+fn start_end_held(shared: Arc<ScopeShared>) -> (Option<BoxFuture<()>>, bool) {
+    match shared.close_if_idle(shared.table()) {
+        Next::End { held } => (Some(Box::pin(ending(shared))), held),
+        _ => (None, false),
+    }
 }
 
 impl<F: Future> ContextFuture<F> {
@@ -494,16 +505,13 @@ impl<F: Future> ContextFuture<F> {
                             *this.phase = Phase::Done;
                             return Poll::Ready((output, Ok(())));
                         }
-                        Next::End => {
-                            let held = shared.holds.count() > 0;
-                            (Some(Box::pin(ending(shared))), output, Ok(()), held)
-                        }
+                        Next::End { held } => (Some(Box::pin(ending(shared))), output, Ok(()), held),
                     }
                 }
                 Phase::Completing { shared, hooks, output } => {
                     let result = std::task::ready!(hooks.as_mut().poll(cx));
-                    let held = shared.holds.count() > 0;
-                    (start_end(shared.clone()), output.take().expect("taken once"), result, held)
+                    let (end, held) = start_end_held(shared.clone());
+                    (end, output.take().expect("taken once"), result, held)
                 }
                 Phase::Ending { .. } => {
                     // Out of the phase while it is polled: if it panics, `Drop` must not spawn

@@ -91,7 +91,7 @@ impl ScopeHold {
 
 impl Drop for ScopeHold {
     fn drop(&mut self) {
-        self.shared.holds.release();
+        self.shared.release_hold();
     }
 }
 
@@ -104,11 +104,11 @@ impl fmt::Debug for ScopeHold {
 impl ScopeShared {
     /// Counts a hold, unless the destroy hooks have begun; whether it did.
     fn hold(&self) -> bool {
-        let table = self.table();
+        let mut table = self.table();
         if table.destroying || table.ended {
             return false;
         }
-        self.holds.acquire();
+        table.holds += 1;
         true
     }
 }

@@ -67,12 +67,16 @@ pub(crate) struct Table {
     /// Constructions waiting for an object another task builds: `(waiting, awaited)`.
     waits: Vec<(u32, u32)>,
     /// Tasks waiting for a slot to leave `Building` (user code included).
-    waiters: usize,
-    /// Where the completion phase stands (it runs once).
-    pub(super) completion: Completion,
+    waiters: u32,
     /// How many of `created` the completion phase has listed: those after it were created
     /// while it ran, and get a further pass.
-    pub(super) listed: usize,
+    pub(super) listed: u32,
+    /// The [`ScopeHold`](super::ScopeHold)s alive, which the scope's end waits for with no
+    /// deadline. Kept here, under the lock that `hold_scope` takes anyway, and signalled
+    /// through `built_async`: a scope's shared part stays the size it was.
+    pub(super) holds: u32,
+    /// Where the completion phase stands (it runs once).
+    pub(super) completion: Completion,
     /// Whether the destroy hooks have begun: nothing can hold the scope open any more.
     pub(super) destroying: bool,
     /// Whether the scope has ended: its objects are gone and no new one can be created.
@@ -220,9 +224,6 @@ pub(crate) struct ScopeShared {
     built_async: Notify,
     /// The tasks started with `di_core::spawn`, which the scope's end waits for.
     pub(super) tasks: Pending,
-    /// The [`ScopeHold`](super::ScopeHold)s alive, which the scope's end waits for with no
-    /// deadline.
-    pub(super) holds: Pending,
     /// The objects the scope was given (also in the table): a factory taking one (di-http's
     /// request head) finds it here without the lock.
     seeds: super::Seeds,
@@ -378,7 +379,6 @@ impl ScopeShared {
             built: Condvar::new(),
             built_async: Notify::new(),
             tasks: Pending::default(),
-            holds: Pending::default(),
             seeds,
         })
     }
@@ -411,6 +411,28 @@ impl ScopeShared {
     pub(super) fn wake(&self, table: &Table) {
         if table.waiters > 0 {
             self.built.notify_all();
+            self.built_async.notify_waiters();
+        }
+    }
+
+    /// Waits until no hold is alive (the end of a held scope), however long that takes.
+    pub(super) async fn holds_released(&self) {
+        loop {
+            let released = self.built_async.notified();
+            tokio::pin!(released);
+            released.as_mut().enable(); // before the check: a release cannot slip by
+            if self.table().holds == 0 {
+                return;
+            }
+            released.await;
+        }
+    }
+
+    /// Counts a hold off; the last one wakes the scope's end.
+    pub(super) fn release_hold(&self) {
+        let mut table = self.table();
+        table.holds -= 1;
+        if table.holds == 0 {
             self.built_async.notify_waiters();
         }
     }
