@@ -353,13 +353,12 @@ async fn shutdown_drains_events_to_a_lazy_singletons_handler() {
     })
     .end_in_background()
     .await;
-    let shutdown = tokio::spawn({
-        let app = app.clone();
-        async move { app.shutdown().await }
+    // Shutdown begins before either handler's task has run (this runtime has one thread).
+    let (shut_down, ()) = tokio::join!(app.shutdown(), async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        go.send(()).unwrap();
     });
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    go.send(()).unwrap();
-    shutdown.await.unwrap().unwrap();
+    shut_down.unwrap();
     let mut seen = app.get_object::<ShippingLog>().expect("built by its handler").seen.lock().unwrap().clone();
     seen.sort_unstable();
     assert_eq!(seen, [1, 2]);
