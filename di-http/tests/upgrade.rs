@@ -154,6 +154,11 @@ struct Running {
 
 impl Running {
     async fn start(deadline: Duration) -> Running {
+        Running::start_with(deadline, std::future::pending()).await
+    }
+
+    /// With a forced shutdown when `forced` resolves.
+    async fn start_with(deadline: Duration, forced: impl std::future::Future<Output = ()> + Send + 'static) -> Running {
         let app = App::builder().build().await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -164,6 +169,7 @@ impl Running {
                 .with_graceful_shutdown(async {
                     stopped.await.ok();
                 })
+                .with_forced_shutdown(forced)
                 .run(listener),
         );
         Running { addr, app, stop: Some(stop), server }
@@ -244,4 +250,26 @@ async fn a_websocket_open_across_a_graceful_shutdown_is_waited_for_then_cut_befo
     let lines = journal.lines();
     let session = format!("session {} of ws-open destroyed", number(&first));
     assert_eq!(lines, ["socket ended", session.as_str(), "pool closed", "singletons destroyed"]);
+}
+
+/// A second signal cuts a live WebSocket at once, as it cuts requests: the socket's next read
+/// fails, and its task ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forced_shutdown_cuts_a_websocket_at_once() {
+    let (force, forced) = tokio::sync::oneshot::channel::<()>();
+    let mut running = Running::start_with(Duration::from_secs(60), async {
+        forced.await.ok();
+    })
+    .await;
+    let mut client = connect(running.addr, "/ws/connection", "ws-forced").await;
+    ask(&mut client, "before").await;
+    running.stop.take().unwrap().send(()).unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!running.server.is_finished(), "waiting for the socket, up to 60 s");
+    force.send(()).unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(5), &mut running.server).await.expect("returned").unwrap();
+    assert!(matches!(result, Err(ServeError::Forced { connections: 1 })), "{result:?}");
+    let end = tokio::time::timeout(Duration::from_secs(5), client.next()).await.expect("the socket was cut");
+    assert!(!matches!(end, Some(Ok(tungstenite::Message::Text(_)))), "{end:?}");
+    running.journal().eventually(|lines| lines.iter().any(|l| l == "socket ended")).await;
 }

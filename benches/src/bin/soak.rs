@@ -23,10 +23,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use axum::body::Body;
 use benches::args::value;
 use benches::stats::{Value, json_line};
 use di_core::{App, ContextRef, context_proto, singleton_proto};
-use axum::body::Body;
 use di_http::{RequestHead, Server, http_controller, http_routes};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
