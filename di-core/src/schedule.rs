@@ -278,6 +278,15 @@ mod tests {
     }
 
     impl Clock {
+        /// Reading 11:30 now, unstepped.
+        fn at_half_past_eleven() -> Clock {
+            Clock {
+                origin: tokio::time::Instant::now(),
+                start: Utc.with_ymd_and_hms(2026, 12, 1, 11, 30, 0).unwrap(),
+                step: Arc::new(Mutex::new(chrono::Duration::zero())),
+            }
+        }
+
         fn now(&self) -> DateTime<Utc> {
             let elapsed = chrono::Duration::from_std(self.origin.elapsed()).unwrap();
             self.start + elapsed + *self.step.lock().unwrap()
@@ -290,11 +299,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_clock_stepped_back_delays_the_next_run_to_its_due_time() {
         let schedule = cron::Schedule::from_str("0 0 * * * *").unwrap();
-        let clock = Clock {
-            origin: tokio::time::Instant::now(),
-            start: Utc.with_ymd_and_hms(2026, 12, 1, 11, 30, 0).unwrap(),
-            step: Arc::new(Mutex::new(chrono::Duration::zero())),
-        };
+        let clock = Clock::at_half_past_eleven();
         // Each run: what the wall clock read, and how long into the test.
         type Runs = Arc<Mutex<Vec<(DateTime<Utc>, Duration)>>>;
         let runs: Runs = Arc::default();
@@ -326,11 +331,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_clock_stepped_forward_runs_within_a_minute_of_the_due_time() {
         let schedule = cron::Schedule::from_str("0 0 * * * *").unwrap();
-        let clock = Clock {
-            origin: tokio::time::Instant::now(),
-            start: Utc.with_ymd_and_hms(2026, 12, 1, 11, 30, 0).unwrap(),
-            step: Arc::new(Mutex::new(chrono::Duration::zero())),
-        };
+        let clock = Clock::at_half_past_eleven();
         let stepper = clock.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(60)).await;

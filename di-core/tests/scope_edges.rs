@@ -34,8 +34,13 @@ struct Audit;
 struct Tracer;
 
 fn uow(log: &Log) -> ProtoDef {
+    uow_built_by(log, || Ok(Uow))
+}
+
+/// A unit of work whose factory is `build`.
+fn uow_built_by(log: &Log, build: impl Fn() -> Result<Uow, DiError> + Send + Sync + 'static) -> ProtoDef {
     let (on_complete, on_destroy) = (log.clone(), log.clone());
-    ProtoDef::context::<Uow>(|_| Ok(Uow))
+    ProtoDef::context::<Uow>(move |_| build())
         .on_complete(move |_: Arc<Uow>| {
             on_complete.push("complete uow");
             async { Ok(()) }
@@ -143,23 +148,12 @@ async fn a_construction_that_straddles_the_end_of_the_phase_is_refused_and_destr
     let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
     let (finish_tx, finish_rx) = std::sync::mpsc::channel::<()>();
     let gate = Arc::new(Mutex::new((started_tx, finish_rx)));
-    let slow = {
-        let (on_complete, on_destroy) = (log.clone(), log.clone());
-        ProtoDef::context::<Uow>(move |_| {
-            let gate = gate.lock().unwrap();
-            gate.0.send(()).unwrap();
-            gate.1.recv().unwrap(); // until the phase is over
-            Ok(Uow)
-        })
-        .on_complete(move |_: Arc<Uow>| {
-            on_complete.push("complete uow");
-            async { Ok(()) }
-        })
-        .on_destroy(move |_: Arc<Uow>| {
-            on_destroy.push("destroy uow");
-            async { Ok(()) }
-        })
-    };
+    let slow = uow_built_by(&log, move || {
+        let gate = gate.lock().unwrap();
+        gate.0.send(()).unwrap();
+        gate.1.recv().unwrap(); // until the phase is over
+        Ok(Uow)
+    });
     let app = app([slow]).await;
     let in_task = app.clone();
     let (result_tx, result_rx) = tokio::sync::oneshot::channel();
