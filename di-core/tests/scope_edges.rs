@@ -170,6 +170,29 @@ async fn a_construction_that_straddles_the_end_of_the_phase_is_refused_and_destr
     assert_eq!(log.lines(), ["destroy uow"], "destroyed, never completed");
 }
 
+/// A completion phase run from inside and dropped half-way (a timeout around it) is over where
+/// it stopped: an object with a completion hook created afterwards is refused, not left
+/// uncompleted.
+#[tokio::test(start_paused = true)]
+async fn a_completion_phase_dropped_half_way_refuses_later_objects_with_hooks() {
+    let log = Log::default();
+    let slow = ProtoDef::context::<Audit>(|_| Ok(Audit)).on_complete(|_: Arc<Audit>| async {
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        Ok(())
+    });
+    let app = app([slow, uow(&log)]).await;
+    let late = app
+        .run_in_context(async {
+            app.get_object::<Audit>().unwrap();
+            let phase = tokio::time::timeout(Duration::from_secs(1), di_core::complete_scope()).await;
+            assert!(phase.is_err(), "the slow hook outlasted the timeout");
+            app.get_object::<Uow>()
+        })
+        .await;
+    assert!(is_late(&late), "{late:?}");
+    assert!(log.lines().is_empty(), "{:?}", log.lines());
+}
+
 /// A hold keeps the scope open past its work for as long as it lives, far past the
 /// background-task timeout; code entered through it sees the scope's objects; the scope's
 /// end (and the App's count of it) waits for it.

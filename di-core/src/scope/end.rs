@@ -721,7 +721,8 @@ pub fn complete_scope() -> CompleteScope {
 /// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct CompleteScope {
-    hooks: Option<BoxFuture<Result<(), DiError>>>,
+    /// The hooks running, and the scope they complete.
+    hooks: Option<(BoxFuture<Result<(), DiError>>, Arc<ScopeShared>)>,
     started: bool,
 }
 
@@ -743,12 +744,12 @@ impl Future for CompleteScope {
                 }
                 Some((shared.clone(), objects))
             });
-            self.hooks = work
-                .ok()
-                .flatten()
-                .map(|(shared, objects)| Box::pin(async move { shared.complete(objects).await }) as BoxFuture<_>);
+            self.hooks = work.ok().flatten().map(|(shared, objects)| {
+                let running = Arc::clone(&shared);
+                (Box::pin(async move { running.complete(objects).await }) as BoxFuture<_>, shared)
+            });
         }
-        let Some(hooks) = &mut self.hooks else { return Poll::Ready(Ok(())) };
+        let Some((hooks, _)) = &mut self.hooks else { return Poll::Ready(Ok(())) };
         let done = std::task::ready!(hooks.as_mut().poll(cx));
         self.hooks = None;
         Poll::Ready(done)
@@ -757,8 +758,13 @@ impl Future for CompleteScope {
 
 impl Drop for CompleteScope {
     fn drop(&mut self) {
-        if self.hooks.is_some() {
+        if let Some((hooks, shared)) = self.hooks.take() {
+            drop(hooks);
             completion_cancelled();
+            // Stopped where it was: what it had not completed never will be, and objects with a
+            // completion hook are refused from now on, as after any end of the phase.
+            shared.abandon_completion();
+            shared.settle_events(false);
         }
     }
 }
