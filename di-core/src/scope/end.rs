@@ -722,9 +722,12 @@ pub fn complete_scope() -> CompleteScope {
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct CompleteScope {
     /// The hooks running, and the scope they complete.
-    hooks: Option<(BoxFuture<Result<(), DiError>>, Arc<ScopeShared>)>,
+    hooks: Option<(Hooks, Arc<ScopeShared>)>,
     started: bool,
 }
+
+/// A completion phase running: its hooks, until one fails.
+type Hooks = BoxFuture<Result<(), DiError>>;
 
 impl Future for CompleteScope {
     type Output = Result<(), DiError>;
@@ -746,7 +749,7 @@ impl Future for CompleteScope {
             });
             self.hooks = work.ok().flatten().map(|(shared, objects)| {
                 let running = Arc::clone(&shared);
-                (Box::pin(async move { running.complete(objects).await }) as BoxFuture<_>, shared)
+                (Box::pin(async move { running.complete(objects).await }) as Hooks, shared)
             });
         }
         let Some((hooks, _)) = &mut self.hooks else { return Poll::Ready(Ok(())) };
