@@ -33,14 +33,7 @@ impl Journal {
     }
     /// Waits (up to 5 s) until a line satisfies `wanted`; destroy hooks run after the response.
     async fn eventually(&self, wanted: impl Fn(&[String]) -> bool) -> Vec<String> {
-        for _ in 0..500 {
-            let lines = self.lines();
-            if wanted(&lines) {
-                return lines;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("not logged within 5 s: {:?}", self.lines());
+        di_test_support::eventually(Duration::from_secs(5), || self.lines(), wanted).await
     }
     async fn stop(&self) {
         self.push("singletons destroyed".into());

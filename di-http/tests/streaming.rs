@@ -34,14 +34,7 @@ impl Journal {
     }
     /// Waits (up to 10 s) until the lines satisfy `wanted`: destroy hooks run after the body.
     async fn eventually(&self, wanted: impl Fn(&[String]) -> bool) -> Vec<String> {
-        for _ in 0..1000 {
-            let lines = self.lines();
-            if wanted(&lines) {
-                return lines;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("not logged within 10 s: {:?}", self.lines());
+        di_test_support::eventually(Duration::from_secs(10), || self.lines(), wanted).await
     }
     async fn stop(&self) {
         self.push("singletons destroyed".into());

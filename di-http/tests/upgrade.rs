@@ -30,13 +30,7 @@ impl Journal {
         self.lines.lock().unwrap().clone()
     }
     async fn eventually(&self, wanted: impl Fn(&[String]) -> bool) -> Vec<String> {
-        for _ in 0..500 {
-            if wanted(&self.lines()) {
-                return self.lines();
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("not logged within 5 s: {:?}", self.lines());
+        di_test_support::eventually(Duration::from_secs(5), || self.lines(), wanted).await
     }
     async fn stop(&self) {
         self.push("singletons destroyed");

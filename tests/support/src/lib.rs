@@ -5,11 +5,34 @@
 //!   what went over the wire, hang-ups mid-request included;
 //! - [`alloc`]: the one counting global allocator, process-wide or per thread;
 //! - [`child_env`]: running a test again in a child process with environment variables set;
-//! - [`listen_backlog`]: the backlog the kernel gave a listening socket.
+//! - [`listen_backlog`]: the backlog the kernel gave a listening socket;
+//! - [`eventually`]: waiting for a journal of lines to say what a test expects (destroy hooks
+//!   run after the response).
 
 pub mod alloc;
 pub mod child_env;
 pub mod http_client;
+
+/// Polls `lines` every 10 ms until `wanted` holds of them, at most `within`; returns them then.
+///
+/// # Panics
+///
+/// With the last lines, if `wanted` never held.
+pub async fn eventually(
+    within: std::time::Duration,
+    lines: impl Fn() -> Vec<String>,
+    wanted: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let now = lines();
+        if wanted(&now) {
+            return now;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "not logged within {within:?}: {now:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
 
 /// The backlog of the socket listening on TCP `port`, as the kernel reports it (`ss -ltn`'s
 /// Send-Q), and the most the kernel grants (`net.core.somaxconn`). Needs `ss` (iproute2).
