@@ -46,7 +46,7 @@ impl Pending {
     }
 
     /// Waits until the count is zero, however long that takes.
-    pub(crate) async fn idle(&self) {
+    async fn idle(&self) {
         loop {
             let notified = self.done.notified();
             tokio::pin!(notified);
@@ -58,14 +58,13 @@ impl Pending {
         }
     }
 
-    /// Counts one more (closed or not); [`release`](Self::release) counts it off. For a count
-    /// whose owner is reached otherwise than through a [`PendingGuard`].
-    pub(crate) fn acquire(&self) {
+    /// Counts one more, closed or not ([`PendingGuard::new`]).
+    fn acquire(&self) {
         self.count.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Counts one off, waking the waiters when the count reaches zero.
-    pub(crate) fn release(&self) {
+    /// Counts one off, waking the waiters when the count reaches zero (a guard's drop).
+    fn release(&self) {
         if self.count.fetch_sub(1, Ordering::AcqRel) & !CLOSED == 1 {
             self.done.notify_waiters();
         }
