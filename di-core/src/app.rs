@@ -852,11 +852,6 @@ impl AppInner {
         if let Some(obj) = slot.value.get() {
             return Ok(obj.clone());
         }
-        // Built once `shutdown` destroys the singletons, it would never be destroyed. Until then
-        // (while it waits for scopes, handlers and jobs) it is built as usual, and destroyed.
-        if self.destroying.load(Ordering::Acquire) {
-            return Err(DiError::ShutDown { wanted });
-        }
         // Its construction asking for itself (through a provider or a context object) would
         // wait on its own lock forever: say so instead.
         let me = (self.id, proto);
@@ -878,7 +873,9 @@ impl AppInner {
         if let Some(obj) = slot.value.get() {
             return Ok(obj.clone());
         }
-        // Checked again under the lock, which `shutdown` takes to see what it must destroy.
+        // Built once `shutdown` destroys the singletons, it would never be destroyed; until then
+        // (while it waits for scopes, handlers and jobs) it is built as usual, and destroyed.
+        // Checked under the lock, which `shutdown` takes to see what it must destroy.
         if self.destroying.load(Ordering::Acquire) {
             return Err(DiError::ShutDown { wanted });
         }

@@ -101,6 +101,8 @@ impl fmt::Debug for ScopeHold {
     }
 }
 
+/// The count of holds lives in the scope's table (under the lock `hold_scope` takes anyway) and
+/// is signalled through the table's `Notify`: a scope's shared part stays the size it was.
 impl ScopeShared {
     /// Counts a hold, unless the destroy hooks have begun; whether it did.
     fn hold(&self) -> bool {
@@ -110,5 +112,27 @@ impl ScopeShared {
         }
         table.holds += 1;
         true
+    }
+
+    /// Counts a hold off; the last one wakes the scope's end.
+    fn release_hold(&self) {
+        let mut table = self.table();
+        table.holds -= 1;
+        if table.holds == 0 {
+            self.built_async.notify_waiters();
+        }
+    }
+
+    /// Waits until no hold is alive (the end of a held scope), however long that takes.
+    pub(super) async fn holds_released(&self) {
+        loop {
+            let released = self.built_async.notified();
+            tokio::pin!(released);
+            released.as_mut().enable(); // before the check: a release cannot slip by
+            if self.table().holds == 0 {
+                return;
+            }
+            released.await;
+        }
     }
 }

@@ -72,8 +72,7 @@ pub(crate) struct Table {
     /// while it ran, and get a further pass.
     pub(super) listed: u32,
     /// The [`ScopeHold`](super::ScopeHold)s alive, which the scope's end waits for with no
-    /// deadline. Kept here, under the lock that `hold_scope` takes anyway, and signalled
-    /// through `built_async`: a scope's shared part stays the size it was.
+    /// deadline (counted and signalled in `hold.rs`).
     pub(super) holds: u32,
     /// Where the completion phase stands (it runs once).
     pub(super) completion: Completion,
@@ -220,8 +219,8 @@ pub(crate) struct ScopeShared {
     table: Mutex<Table>,
     /// Signalled when a slot leaves `Building` and someone waits: threads blocked in `get`...
     built: Condvar,
-    /// ...and tasks awaiting in `get_async`.
-    built_async: Notify,
+    /// ...and tasks awaiting in `get_async` (and the end of a held scope, `hold.rs`).
+    pub(super) built_async: Notify,
     /// The tasks started with `di_core::spawn`, which the scope's end waits for.
     pub(super) tasks: Pending,
     /// The objects the scope was given (also in the table): a factory taking one (di-http's
@@ -411,28 +410,6 @@ impl ScopeShared {
     pub(super) fn wake(&self, table: &Table) {
         if table.waiters > 0 {
             self.built.notify_all();
-            self.built_async.notify_waiters();
-        }
-    }
-
-    /// Waits until no hold is alive (the end of a held scope), however long that takes.
-    pub(super) async fn holds_released(&self) {
-        loop {
-            let released = self.built_async.notified();
-            tokio::pin!(released);
-            released.as_mut().enable(); // before the check: a release cannot slip by
-            if self.table().holds == 0 {
-                return;
-            }
-            released.await;
-        }
-    }
-
-    /// Counts a hold off; the last one wakes the scope's end.
-    pub(super) fn release_hold(&self) {
-        let mut table = self.table();
-        table.holds -= 1;
-        if table.holds == 0 {
             self.built_async.notify_waiters();
         }
     }
