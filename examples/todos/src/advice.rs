@@ -47,7 +47,7 @@ pub struct Transactional {
 
 impl<T, E: From<DbError>> Advice<Result<T, E>> for Transactional {
     async fn around(&self, call: Call, next: Next<'_, Result<T, E>>) -> Result<T, E> {
-        let uow = self.uow.try_get().map_err(|e| DbError::refused("reaching the request's unit of work", e))?;
+        let uow = UnitOfWork::current(&self.uow)?;
         uow.write("opening a savepoint", |conn| conn.execute_batch("SAVEPOINT method")).await?;
         let out = next.run().await;
         let end = if out.is_ok() { "RELEASE method" } else { "ROLLBACK TO method; RELEASE method" };

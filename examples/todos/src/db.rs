@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use di_core::{config_proto, context_proto, singleton_proto};
+use di_core::{ContextRef, config_proto, context_proto, singleton_proto};
 use di_http::RequestHead;
 use rusqlite::{Connection, OpenFlags};
 use serde::Deserialize;
@@ -64,7 +64,7 @@ impl DbError {
     }
 
     /// `doing` could not even start: `why`.
-    pub(crate) fn refused(doing: &'static str, why: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> DbError {
+    fn refused(doing: &'static str, why: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> DbError {
         DbError { doing, source: why.into() }
     }
 
@@ -179,6 +179,17 @@ enum Tx {
 }
 
 impl UnitOfWork {
+    /// The current request's unit of work through `handle`, or why there is none: outside a
+    /// request, or first asked for once the response is fixed (a background task of the
+    /// request), when no commit would follow its writes.
+    ///
+    /// # Errors
+    ///
+    /// A `DbError` naming the container's refusal.
+    pub fn current(handle: &ContextRef<UnitOfWork>) -> Result<Arc<UnitOfWork>, DbError> {
+        handle.try_get().map_err(|e| DbError::refused("reaching the request's unit of work", e))
+    }
+
     /// Runs `f` inside the request's write transaction, beginning it on first use.
     ///
     /// # Errors

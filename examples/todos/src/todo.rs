@@ -83,11 +83,8 @@ pub struct TodoRepository {
 }
 
 impl TodoRepository {
-    /// The request's unit of work, or why there is none: outside a request, or first asked for
-    /// once the response is fixed (a background task of the request), when no commit would
-    /// follow its writes.
     fn uow(&self) -> Result<Arc<UnitOfWork>, DbError> {
-        self.uow.try_get().map_err(|e| DbError::refused("reaching the request's unit of work", e))
+        UnitOfWork::current(&self.uow)
     }
 
     async fn list(&self, user: &str) -> Result<Vec<Todo>, DbError> {
