@@ -11,17 +11,7 @@ use di_core::{App, DiError, ProtoDef};
 use di_test_support::child_env::in_child;
 
 /// What happened, in order.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<String>>>);
-
-impl Log {
-    fn push(&self, line: impl Into<String>) {
-        self.0.lock().unwrap().push(line.into());
-    }
-    fn lines(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
-    }
-}
+use di_test_support::Lines as Log;
 
 /// A unit of work: a completion hook (commit) and a destroy hook (roll back), both logged.
 #[derive(Debug, Default)]

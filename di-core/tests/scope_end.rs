@@ -2,27 +2,14 @@
 //! scope and isolated from each other, background work after the output, shutdown waiting for
 //! scopes still ending, eager `ContextRef` cycles, deep by-value chains.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use di_core::{App, AppBuilder, BoxError, ContextRef, Dependency, DiError, InjectKind, ProtoDef};
 
 /// What happened, in order.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<String>>>);
-
-impl Log {
-    fn push(&self, line: impl Into<String>) {
-        self.0.lock().unwrap().push(line.into());
-    }
-    fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().unwrap())
-    }
-    fn lines(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
-    }
-}
+use di_test_support::Lines as Log;
 
 /// How a hook behaves.
 #[derive(Clone, Copy)]

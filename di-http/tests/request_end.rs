@@ -4,8 +4,8 @@
 #![allow(missing_docs, missing_debug_implementations)]
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::Query;
@@ -15,28 +15,26 @@ use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use di_test_support::http_client;
+use di_test_support::{Lines, http_client};
 use http_client::send;
 
 /// Per App: what happened, in order.
 #[singleton_proto(destroy = stop)]
+#[derive(Default)]
 pub struct Journal {
-    lines: Mutex<Vec<String>>,
+    log: Lines,
+}
+
+impl std::ops::Deref for Journal {
+    type Target = Lines;
+    fn deref(&self) -> &Lines {
+        &self.log
+    }
 }
 
 impl Journal {
-    fn push(&self, line: String) {
-        self.lines.lock().unwrap().push(line);
-    }
-    fn lines(&self) -> Vec<String> {
-        self.lines.lock().unwrap().clone()
-    }
-    /// Waits (up to 5 s) until a line satisfies `wanted`; destroy hooks run after the response.
-    async fn eventually(&self, wanted: impl Fn(&[String]) -> bool) -> Vec<String> {
-        di_test_support::eventually(Duration::from_secs(5), || self.lines(), wanted).await
-    }
     async fn stop(&self) {
-        self.push("singletons destroyed".into());
+        self.push("singletons destroyed");
     }
 }
 

@@ -6,38 +6,36 @@
 #![allow(missing_docs, missing_debug_implementations)]
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::Path;
 use di_core::{App, ContextRef, context_proto, singleton_proto};
 use di_http::{RequestHead, ServeError, Server, http_controller, http_routes};
+use di_test_support::Lines;
 use di_test_support::http_client::{self, send};
 use futures_util::stream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// What happened, in order.
+/// Per App: what happened, in order.
 #[singleton_proto(destroy = stop)]
 #[derive(Default)]
 pub struct Journal {
-    lines: Mutex<Vec<String>>,
+    log: Lines,
+}
+
+impl std::ops::Deref for Journal {
+    type Target = Lines;
+    fn deref(&self) -> &Lines {
+        &self.log
+    }
 }
 
 impl Journal {
-    fn push(&self, line: String) {
-        self.lines.lock().unwrap().push(line);
-    }
-    fn lines(&self) -> Vec<String> {
-        self.lines.lock().unwrap().clone()
-    }
-    /// Waits (up to 10 s) until the lines satisfy `wanted`: destroy hooks run after the body.
-    async fn eventually(&self, wanted: impl Fn(&[String]) -> bool) -> Vec<String> {
-        di_test_support::eventually(Duration::from_secs(10), || self.lines(), wanted).await
-    }
     async fn stop(&self) {
-        self.push("singletons destroyed".into());
+        self.push("singletons destroyed");
     }
 }
 

@@ -4,34 +4,33 @@
 #![allow(missing_docs, missing_debug_implementations)]
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use di_core::{App, ContextRef, context_proto, singleton_proto};
 use di_http::{ConnectionScope, RequestHead, ServeError, Server, http_controller, http_routes};
+use di_test_support::Lines;
 use futures_util::{SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest};
 
-/// What happened, in order.
+/// Per App: what happened, in order.
 #[singleton_proto(destroy = stop)]
 #[derive(Default)]
 pub struct Journal {
-    lines: Mutex<Vec<String>>,
+    log: Lines,
+}
+
+impl std::ops::Deref for Journal {
+    type Target = Lines;
+    fn deref(&self) -> &Lines {
+        &self.log
+    }
 }
 
 impl Journal {
-    fn push(&self, line: impl Into<String>) {
-        self.lines.lock().unwrap().push(line.into());
-    }
-    fn lines(&self) -> Vec<String> {
-        self.lines.lock().unwrap().clone()
-    }
-    async fn eventually(&self, wanted: impl Fn(&[String]) -> bool) -> Vec<String> {
-        di_test_support::eventually(Duration::from_secs(5), || self.lines(), wanted).await
-    }
     async fn stop(&self) {
         self.push("singletons destroyed");
     }

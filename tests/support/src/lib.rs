@@ -6,31 +6,52 @@
 //! - [`alloc`]: the one counting global allocator, process-wide or per thread;
 //! - [`child_env`]: running a test again in a child process with environment variables set;
 //! - [`listen_backlog`]: the backlog the kernel gave a listening socket;
-//! - [`eventually`]: waiting for a journal of lines to say what a test expects (destroy hooks
-//!   run after the response).
+//! - [`Lines`]: a journal of lines, and waiting for it to say what a test expects (destroy
+//!   hooks run after the response).
 
 pub mod alloc;
 pub mod child_env;
 pub mod http_client;
 
-/// Polls `lines` every 10 ms until `wanted` holds of them, at most `within`; returns them then.
-///
-/// # Panics
-///
-/// With the last lines, if `wanted` never held.
-pub async fn eventually(
-    within: std::time::Duration,
-    lines: impl Fn() -> Vec<String>,
-    wanted: impl Fn(&[String]) -> bool,
-) -> Vec<String> {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        let now = lines();
-        if wanted(&now) {
-            return now;
+/// A journal of lines, in order, shared by its clones: what a test's hooks append and its
+/// assertions read. A test's `Journal` singleton holds one (and derefs to it), so that each test
+/// binary keeps only its proto.
+#[derive(Clone, Debug, Default)]
+pub struct Lines(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Lines {
+    /// Appends `line`.
+    pub fn push(&self, line: impl Into<String>) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(line.into());
+    }
+
+    /// The lines so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The lines so far, leaving none.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Polls every 10 ms until `wanted` holds of the lines, at most 10 s (destroy hooks run
+    /// after the response); returns them then.
+    ///
+    /// # Panics
+    ///
+    /// With the last lines, if `wanted` never held.
+    pub async fn eventually(&self, wanted: impl Fn(&[String]) -> bool) -> Vec<String> {
+        let within = std::time::Duration::from_secs(10);
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let now = self.lines();
+            if wanted(&now) {
+                return now;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "not logged within {within:?}: {now:?}");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
-        assert!(tokio::time::Instant::now() < deadline, "not logged within {within:?}: {now:?}");
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
 
