@@ -533,8 +533,8 @@ inventory::collect!(AdviceSite);
 /// `without_inventory`, or the advice excluded; `build()` refuses the latter otherwise).
 #[inline]
 pub fn advice<A: Send + Sync + 'static>(call: Call) -> Arc<A> {
-    match crate::scope::with_current_app(|app| app.object_of(TypeId::of::<A>(), core::any::type_name::<A>())) {
-        Some(Ok(obj)) => crate::proto::downcast::<A>(obj),
+    match crate::scope::handle::with_current_app(|app| app.object_of(TypeId::of::<A>(), core::any::type_name::<A>())) {
+        Some(Ok(obj)) => crate::erased::downcast::<A>(obj),
         Some(Err(error)) => advice_failed(call, core::any::type_name::<A>(), &error),
         None => advice_outside(call, core::any::type_name::<A>()),
     }

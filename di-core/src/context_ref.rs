@@ -5,9 +5,9 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use crate::erased::{AnyArc, downcast};
 use crate::error::DiError;
-use crate::proto::{AnyArc, downcast};
-use crate::scope::{self, RefKey};
+use crate::scope::handle::{self, RefKey};
 
 /// A proxy to the current context scope's object of context proto `T`.
 ///
@@ -157,7 +157,7 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     #[inline(never)]
     #[track_caller]
     fn get_cast(&self) -> Arc<T> {
-        match scope::current_as::<T>(self.at, core::any::type_name::<T>()) {
+        match handle::current_as::<T>(self.at, core::any::type_name::<T>()) {
             Ok(t) => t,
             Err(e) => fail(e),
         }
@@ -197,7 +197,7 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
         if !self.own_type() {
             return self.get_cast();
         }
-        match scope::cached(self.at.app_id, self.at.key) {
+        match handle::cached(self.at.app_id, self.at.key) {
             Some(obj) => T::__own(obj),
             None => T::__own(resolve_or_panic(self.at.app_id, self.at.key, core::any::type_name::<T>())),
         }
@@ -236,9 +236,9 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     #[inline]
     pub fn try_get(&self) -> Result<Arc<T>, DiError> {
         if !self.own_type() {
-            return scope::current_as::<T>(self.at, core::any::type_name::<T>());
+            return handle::current_as::<T>(self.at, core::any::type_name::<T>());
         }
-        scope::current(self.at.app_id, self.at.key, core::any::type_name::<T>()).map(T::__own)
+        handle::current(self.at.app_id, self.at.key, core::any::type_name::<T>()).map(T::__own)
     }
 
     /// Like [`try_get`](Self::try_get), but also creates `T` when it (or a context object it
@@ -270,7 +270,7 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     /// # Ok(()) }
     /// ```
     pub async fn get_async(&self) -> Result<Arc<T>, DiError> {
-        scope::current_async::<T>(self.at, core::any::type_name::<T>()).await
+        handle::current_async::<T>(self.at, core::any::type_name::<T>()).await
     }
 
     /// Calls `f` with a borrow of the current scope's `T`, without touching its reference count:
@@ -308,7 +308,7 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
             return f(&self.get());
         }
         let call = |obj: &(dyn Any + Send + Sync)| f(T::__borrow(obj));
-        match scope::with_cached(self.at.app_id, self.at.key, call) {
+        match handle::with_cached(self.at.app_id, self.at.key, call) {
             Ok(r) => r,
             Err(call) => call(&*resolve_or_panic(self.at.app_id, self.at.key, core::any::type_name::<T>())),
         }
@@ -347,9 +347,9 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
             return self.try_get().map(|t| f(&t));
         }
         let call = |obj: &(dyn Any + Send + Sync)| f(T::__borrow(obj));
-        match scope::with_cached(self.at.app_id, self.at.key, call) {
+        match handle::with_cached(self.at.app_id, self.at.key, call) {
             Ok(r) => Ok(r),
-            Err(call) => Ok(call(&*scope::resolve(self.at.app_id, self.at.key, core::any::type_name::<T>())?)),
+            Err(call) => Ok(call(&*handle::resolve(self.at.app_id, self.at.key, core::any::type_name::<T>())?)),
         }
     }
 }
@@ -359,7 +359,7 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
 #[inline(never)]
 #[track_caller]
 fn resolve_or_panic(app_id: u64, key: u32, wanted: &'static str) -> AnyArc {
-    match scope::resolve(app_id, key, wanted) {
+    match handle::resolve(app_id, key, wanted) {
         Ok(obj) => obj,
         Err(e) => fail(e),
     }

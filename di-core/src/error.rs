@@ -515,19 +515,8 @@ impl DiError {
         }
     }
 
-    /// A hook of proto `def` failed at `stage` with `source`: the one place a
-    /// [`DiError::Hook`] is built.
-    pub(crate) fn hook(stage: &'static str, def: &crate::proto::ProtoDef, source: BoxError) -> Self {
-        DiError::Hook { stage, type_name: def.type_name, name: def.name.to_string(), source: Arc::from(source) }
-    }
-
-    /// Proto `def` could not be built: its factory or constructor failed with `source`.
-    pub(crate) fn construction_of(def: &crate::proto::ProtoDef, source: BoxError) -> Self {
-        Self::construction_named(def.type_name, &def.name, source)
-    }
-
     /// The one place a [`DiError::Construction`] is built.
-    fn construction_named(type_name: &'static str, name: &str, source: BoxError) -> Self {
+    pub(crate) fn construction_named(type_name: &'static str, name: &str, source: BoxError) -> Self {
         DiError::Construction { type_name, name: name.to_owned(), source: Arc::from(source) }
     }
 

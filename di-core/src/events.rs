@@ -15,10 +15,17 @@ use std::any::{Any, TypeId};
 use std::fmt;
 use std::sync::{Arc, Weak};
 
-use crate::app::AppInner;
-use crate::proto::{AnyArc, HookFuture};
-use crate::provider::AppCell;
+use crate::erased::cast_to;
+use crate::erased::{AnyArc, HookFuture};
+use crate::error::DiError;
+use crate::graph::Graph;
+use crate::proto::descriptor::ProtoDescriptor;
+use crate::proto::kinds::Scope;
+use crate::proto::traits::{Proto, SingletonProto};
+use crate::resolver::Resolver;
+use crate::runtime::{AppCell, AppInner, Handle, Handles};
 use crate::scope;
+use crate::scope::held::HeldItem;
 
 /// An event as the bus carries it.
 #[doc(hidden)]
@@ -70,10 +77,10 @@ pub(crate) struct Handler {
 }
 
 /// The handlers of an App, by event type, in registration order.
-pub(crate) type Handlers = crate::graph::FastMap<TypeId, Vec<Handler>>;
+type Handlers = crate::maps::FastMap<TypeId, Vec<Handler>>;
 
 /// The handlers of the protos in `graph` that `build()` built (or left lazy), from `inventory`.
-pub(crate) fn handlers(graph: &crate::graph::Graph, available: impl Fn(usize) -> bool) -> Handlers {
+fn handlers(graph: &Graph, available: impl Fn(usize) -> bool) -> Handlers {
     let mut map = Handlers::default();
     for descriptor in inventory::iter::<HandlerDescriptor> {
         for &proto in graph.of_type((descriptor.proto)()).iter().filter(|&&p| available(p)) {
@@ -83,50 +90,25 @@ pub(crate) fn handlers(graph: &crate::graph::Graph, available: impl Fn(usize) ->
     map
 }
 
-/// An event on its way: its type, for the handlers, and its value.
-pub(crate) struct HeldEvent {
-    ty: TypeId,
-    event: AnyEvent,
+/// Gives the App's handles what the event bus needs: the handlers of the protos in `graph`
+/// that `build()` built (or left lazy); and, if there is any, the dispatch that a scope's held
+/// events go to.
+pub(crate) fn install(
+    handles: &mut Handles,
+    graph: &Graph,
+    available: impl Fn(usize) -> bool,
+) -> Option<fn(&Arc<AppInner>, HeldItem)> {
+    let handlers = handlers(graph, available);
+    if handlers.is_empty() {
+        return None;
+    }
+    handles.events = Handle::new(handlers);
+    Some(dispatch)
 }
 
-/// What a scope does with the events emitted in it.
-pub(crate) enum ScopeEvents {
-    /// Holds them until the completion phase's end.
-    Holding(Vec<HeldEvent>),
-    /// The phase succeeded: dispatch at once.
-    Passing,
-    /// The phase failed: drop them.
-    Dropping,
-}
-
-impl Default for ScopeEvents {
-    fn default() -> Self {
-        ScopeEvents::Holding(Vec::new())
-    }
-}
-
-impl ScopeEvents {
-    /// Holds `event`; or gives it back with whether to dispatch it now (`Passing`) or drop it
-    /// (outside the scope's lock: its `Drop` is user code).
-    pub(crate) fn hold(&mut self, event: HeldEvent) -> Option<(HeldEvent, bool)> {
-        match self {
-            ScopeEvents::Holding(held) => {
-                held.push(event);
-                None
-            }
-            ScopeEvents::Passing => Some((event, true)),
-            ScopeEvents::Dropping => Some((event, false)),
-        }
-    }
-
-    /// Ends the holding: returns what was held, to dispatch if `ok` and drop otherwise.
-    pub(crate) fn settle(&mut self, ok: bool) -> Vec<HeldEvent> {
-        // Settled once: what a later call says changes nothing.
-        let ScopeEvents::Holding(held) = self else { return Vec::new() };
-        let held = std::mem::take(held);
-        *self = if ok { ScopeEvents::Passing } else { ScopeEvents::Dropping };
-        held
-    }
+/// The App's handlers, by event type (none if no handler is registered).
+fn handlers_of(app: &AppInner) -> Option<&Handlers> {
+    app.handles.events.get::<Handlers>()
 }
 
 /// Emits events to the `#[event_handler]` methods of an App's singletons. Inject it
@@ -212,12 +194,12 @@ impl EventBus {
             return;
         };
         let ty = TypeId::of::<E>();
-        if !app.handlers.contains_key(&ty) {
+        if !handlers_of(&app).is_some_and(|h| h.contains_key(&ty)) {
             return;
         }
-        let held = HeldEvent { ty, event: Arc::new(event) };
-        match scope::current_shared(app.id) {
-            Some(shared) => match shared.hold_event(held) {
+        let held = HeldItem { ty, value: Arc::new(event) };
+        match scope::handle::current_shared(app.id) {
+            Some(shared) => match shared.hold_item(held) {
                 Some((held, true)) => dispatch(&app, held),
                 Some((held, false)) => {
                     tracing::debug!(
@@ -252,7 +234,10 @@ impl EventBus {
     /// # Ok(()) }
     /// ```
     pub fn handler_count<E: 'static>(&self) -> usize {
-        self.app.get().and_then(Weak::upgrade).map_or(0, |app| app.handlers.get(&TypeId::of::<E>()).map_or(0, Vec::len))
+        self.app
+            .get()
+            .and_then(Weak::upgrade)
+            .map_or(0, |app| handlers_of(&app).and_then(|h| h.get(&TypeId::of::<E>())).map_or(0, Vec::len))
     }
 }
 
@@ -263,8 +248,8 @@ impl fmt::Debug for EventBus {
 }
 
 /// Starts every handler of `held` on a task of its own, counted by the App.
-pub(crate) fn dispatch(app: &Arc<AppInner>, held: HeldEvent) {
-    let Some(handlers) = app.handlers.get(&held.ty) else { return };
+fn dispatch(app: &Arc<AppInner>, held: HeldItem) {
+    let Some(handlers) = handlers_of(app).and_then(|h| h.get(&held.ty)) else { return };
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         let event = handlers.first().map_or("?", |h| (h.descriptor.event_name)());
         tracing::error!(event, "an event was emitted outside a tokio runtime; its handlers cannot run, dropped");
@@ -279,7 +264,7 @@ pub(crate) fn dispatch(app: &Arc<AppInner>, held: HeldEvent) {
             return;
         };
         let app = app.clone();
-        let event = held.event.clone();
+        let event = held.value.clone();
         drop(runtime.spawn(async move {
             run_handler(&app, handler, event).await;
             drop(guard);
@@ -291,7 +276,7 @@ pub(crate) fn dispatch(app: &Arc<AppInner>, held: HeldEvent) {
 async fn run_handler(app: &Arc<AppInner>, handler: Handler, event: AnyEvent) {
     let d = handler.descriptor;
     let result = match app.instance_of(handler.proto) {
-        Ok(object) => scope::run_job(app, scope::catch_hook(|| (d.call)(object, event))).await,
+        Ok(object) => scope::end::run_job(app, crate::isolate::catch_hook(|| (d.call)(object, event))).await,
         Err(error) => Err(error.into()),
     };
     if let Err(error) = result {
@@ -304,20 +289,59 @@ async fn run_handler(app: &Arc<AppInner>, handler: Handler, event: AnyEvent) {
     }
 }
 
-fn bus_factory(r: &crate::Resolver<'_>) -> Result<AnyArc, crate::DiError> {
+fn bus_factory(r: &Resolver<'_>) -> Result<AnyArc, DiError> {
     Ok(Arc::new(EventBus::new(r.cell.clone())))
 }
 
-const BUS: crate::registry::ProtoDescriptor = crate::registry::ProtoDescriptor::new::<EventBus>(
-    "eventBus",
-    crate::Scope::Singleton,
-    bus_factory,
-    crate::registry::cast_to::<EventBus>,
-);
+const BUS: ProtoDescriptor =
+    ProtoDescriptor::new::<EventBus>("eventBus", Scope::Singleton, bus_factory, cast_to::<EventBus>);
 
 inventory::submit! { BUS }
 
-impl crate::Proto for EventBus {
-    const DESCRIPTOR: crate::registry::ProtoDescriptor = BUS;
+impl Proto for EventBus {
+    const DESCRIPTOR: ProtoDescriptor = BUS;
 }
-impl crate::SingletonProto for EventBus {}
+impl SingletonProto for EventBus {}
+
+/// Drops the events the current context scope holds, and those it emits from now on: for a
+/// scope whose work failed without a completion hook failing. di-http calls it when a request
+/// is answered with a 4xx or 5xx status. Does nothing outside a scope.
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use di_core::{handlers, singleton_proto, App};
+///
+/// pub struct Paid;
+///
+/// #[singleton_proto]
+/// #[derive(Default)]
+/// pub struct Receipts { sent: AtomicUsize }
+///
+/// #[handlers]
+/// impl Receipts {
+///     #[event_handler]
+///     async fn on_paid(&self, _: &Paid) { self.sent.fetch_add(1, Ordering::Relaxed); }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().build().await?;
+/// let charged: Result<(), &str> = app
+///     .run_in_context(async {
+///         app.events().emit(Paid);
+///         let result = Err("card declined"); // the job fails after emitting
+///         if result.is_err() {
+///             di_core::discard_events();
+///         }
+///         result
+///     })
+///     .await;
+/// assert!(charged.is_err());
+/// app.shutdown().await?;
+/// assert_eq!(app.get_object::<Receipts>()?.sent.load(Ordering::Relaxed), 0);
+/// # Ok(()) }
+/// ```
+pub fn discard_events() {
+    scope::handle::drop_held();
+}

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::graph::{Graph, Resolved, Target};
-use crate::proto::Scope;
+use crate::proto::kinds::Scope;
 
 struct Edge<'a> {
     from: usize,

@@ -1,47 +1,14 @@
 //! Graph validation: resolve every dependency once, reject bad graphs, order the singletons.
 
 use std::any::TypeId;
+use std::collections::HashSet;
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::error::DiError;
-use crate::proto::{Access, Factory, InjectKind, ProtoDef, Scope};
-
-/// A `TypeId` already is a good hash; hashing it again with SipHash costs more than the lookup.
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    /// Eight bytes at a time (object names are hashed too, one per proto at build).
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let word = u64::from_le_bytes(chunk.try_into().expect("chunks of 8"));
-            self.write_u64(word);
-        }
-        let mut tail = [0u8; 8];
-        let rest = chunks.remainder();
-        tail[..rest.len()].copy_from_slice(rest);
-        self.write_u64(u64::from_le_bytes(tail) ^ (rest.len() as u64) << 56);
-    }
-    /// A folded multiply: the 128-bit product's halves xor-ed, so that every input bit reaches
-    /// the low bits hash tables index by (a plain multiply only carries bits up: names that
-    /// differ past their first bytes shared a handful of buckets).
-    fn write_u64(&mut self, n: u64) {
-        let product = u128::from(self.0 ^ n) * 0x9E37_79B9_7F4A_7C15;
-        self.0 = (product as u64) ^ ((product >> 64) as u64);
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-}
-
-pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
-type FastSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
+use crate::maps::{FastMap, FastSet};
+use crate::proto::def::ProtoDef;
+use crate::proto::factory::Factory;
+use crate::proto::kinds::{Access, InjectKind, Scope};
 
 /// The providers of one (type, object name): almost always one, kept without a `Vec`.
 enum Named {
@@ -269,7 +236,7 @@ fn resolve_dep(
     protos: &[ProtoDef],
     providers: &Providers<'_>,
     p: &ProtoDef,
-    dep: &crate::proto::Dependency,
+    dep: &crate::proto::dependency::Dependency,
 ) -> Result<Resolved, DiError> {
     let wanted = dep.type_name();
     let by = || p.label();
@@ -395,7 +362,7 @@ pub(crate) fn sorted(protos: &[ProtoDef], mut targets: Vec<Target>) -> Vec<Targe
 
 /// A dependency with no provider (`Missing`, or no provider of that name) that a left-out
 /// proto would provide: say which, and why it is left out.
-fn inactive_only(e: DiError, dep: &crate::proto::Dependency, inactive: &[(ProtoDef, String)]) -> DiError {
+fn inactive_only(e: DiError, dep: &crate::proto::dependency::Dependency, inactive: &[(ProtoDef, String)]) -> DiError {
     let (DiError::Missing { wanted, ref by } | DiError::UnknownQualifier { wanted, ref by, .. }) = e else { return e };
     let candidates: Vec<String> = inactive
         .iter()
@@ -458,25 +425,4 @@ fn topo_order(protos: &[ProtoDef], resolved: &[Vec<Resolved>]) -> Result<Vec<usi
         }
     }
     Ok(order)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::hash::{BuildHasher, BuildHasherDefault};
-
-    use super::IdHasher;
-
-    /// Hash tables take the low bits: names that differ only past their first bytes must still
-    /// spread over them (before `finish` rotated, 10000 such names shared one bucket).
-    #[test]
-    fn names_spread_over_the_low_bits() {
-        let build = BuildHasherDefault::<IdHasher>::default();
-        let buckets: std::collections::HashSet<u64> =
-            (0..10_000).map(|i| build.hash_one(format!("node{i:04}")) & 1023).collect();
-        assert!(buckets.len() > 900, "{} of 1024 buckets used", buckets.len());
-        let typed: std::collections::HashSet<u64> = (0..10_000u64)
-            .map(|i| build.hash_one((std::any::TypeId::of::<u8>(), format!("filler{i}"))) & 1023)
-            .collect();
-        assert!(typed.len() > 900, "{} of 1024 buckets used", typed.len());
-    }
 }

@@ -3,9 +3,10 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::erased::AnyArc;
+pub use crate::erased::downcast;
 use crate::error::BoxError;
-pub use crate::proto::downcast;
-use crate::proto::{AnyArc, ContextProto, Proto, SingletonProto};
+use crate::proto::traits::{ContextProto, Proto, SingletonProto, TransientProto};
 
 /// What a lifecycle hook method may return: `()` or `Result<(), E>` with `E: Into<BoxError>`.
 #[diagnostic::on_unimplemented(
@@ -104,7 +105,7 @@ pub const fn assert_proto<T: Proto>() {}
 pub const fn assert_singleton<T: SingletonProto>() {}
 
 /// `#[inject] x: Provider<T>`: `T` must be a transient proto.
-pub const fn assert_transient<T: crate::proto::TransientProto>() {}
+pub const fn assert_transient<T: TransientProto>() {}
 
 /// `#[inject] x: ContextRef<T>`: `T` must be a context proto.
 pub const fn assert_context<T: ContextProto>() {}
@@ -143,7 +144,7 @@ pub fn constructed<T: Send + Sync + 'static>(
 }
 
 /// An async constructor's future, erased.
-pub fn construct_async<T, Fut>(fut: Fut) -> crate::proto::BuildFuture
+pub fn construct_async<T, Fut>(fut: Fut) -> crate::erased::BuildFuture
 where
     T: Send + Sync + 'static,
     Fut: Future<Output: CtorOutput<T>> + Send + 'static,

@@ -1,16 +1,13 @@
 //! `Provider<T>`: a singleton's handle on a transient proto, building a new `T` per call.
 
+use crate::runtime::AppCell;
+
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 
-use crate::app::AppInner;
+use crate::erased::downcast;
 use crate::error::DiError;
-use crate::proto::downcast;
-
-/// Where a `Provider` finds its App once it is built: the App owns the singletons that hold the
-/// providers, so they hold it weakly, through a cell filled when `build()` returns.
-pub(crate) type AppCell = Arc<OnceLock<Weak<AppInner>>>;
 
 /// A handle that builds a new object of transient proto `T` on every [`get`](Self::get): what
 /// a singleton holds where it needs a fresh `T` each time (a builder, a buffer, a per-call

@@ -6,12 +6,14 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::context_ref::{AsyncContextRef, ContextRef, RefTarget};
+use crate::erased::AnyArc;
 use crate::error::{BoxError, DiError};
 use crate::graph::{Graph, Resolved, Target};
 use crate::keyed::Keyed;
-use crate::proto::{AnyArc, InjectKind, Scope};
-use crate::provider::{AppCell, Provider};
-use crate::scope::ScopeShared;
+use crate::proto::kinds::{InjectKind, Scope};
+use crate::provider::Provider;
+use crate::runtime::AppCell;
+use crate::scope::table::ScopeShared;
 
 /// Hands a factory the dependencies its proto declared, by position.
 ///
@@ -116,7 +118,7 @@ impl Resolver<'_> {
     #[cold]
     #[inline(never)]
     pub(crate) fn cast_own(&self, index: usize, obj: AnyArc, out: &mut dyn std::any::Any) {
-        crate::proto::run_cast(cast_of(self.graph, self.one_target(index)), obj, out);
+        crate::proto::provide::run_cast(cast_of(self.graph, self.one_target(index)), obj, out);
     }
 
     /// The one target of `Arc` dependency `index`.
@@ -242,42 +244,6 @@ impl Resolver<'_> {
         }
     }
 
-    /// Dependency `index`, declared as `ContextRef<T>` ([`InjectKind::ContextRef`]), as an
-    /// [`AsyncContextRef`]: for a context proto built asynchronously.
-    ///
-    /// # Errors
-    ///
-    /// [`DiError::Undeclared`] if dependency `index` is not a `ContextRef<T>`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use di_core::{App, AsyncContextRef, BoxError, Dependency, InjectKind, ProtoDef, Scope};
-    ///
-    /// struct Session { user: String }
-    /// struct Greeter { session: AsyncContextRef<Session> }
-    ///
-    /// async fn load_session() -> Result<Session, BoxError> {
-    ///     Ok(Session { user: "ada".into() }) // a real one would await a store
-    /// }
-    ///
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
-    /// let app = App::builder()
-    ///     .register(ProtoDef::new_async::<Session, _, _>(Scope::Context, |_| Ok(load_session())))
-    ///     .register(ProtoDef::singleton::<Greeter>(|r| Ok(Greeter { session: r.async_context_ref(0)? }))
-    ///         .dep(Dependency::new::<Session>(InjectKind::ContextRef, None)))
-    ///     .build()
-    ///     .await?;
-    /// let greeter: Arc<Greeter> = app.get_object()?;
-    /// let user = app.run_in_context(async { greeter.session.get_async().await.map(|s| s.user.clone()) }).await?;
-    /// assert_eq!(user, "ada");
-    /// # Ok(()) }
-    /// ```
-    pub fn async_context_ref<T: ?Sized + RefTarget>(&self, index: usize) -> Result<AsyncContextRef<T>, DiError> {
-        self.context_ref(index).map(AsyncContextRef::from)
-    }
-
     /// Dependency `index`, declared as `Provider<T>` ([`InjectKind::Provider`]): a handle that
     /// builds a new transient `T` per call.
     ///
@@ -355,7 +321,7 @@ impl Resolver<'_> {
     /// # Ok(()) }
     /// ```
     pub fn construction_error(&self, source: impl Into<BoxError>) -> DiError {
-        DiError::construction_of(&self.graph.protos[self.proto], source.into())
+        self.graph.protos[self.proto].construction_error(source.into())
     }
 
     /// Dependency `index`, declared as `ContextRef<T>` ([`InjectKind::ContextRef`]).
@@ -390,6 +356,42 @@ impl Resolver<'_> {
         }
     }
 
+    /// Dependency `index`, declared as `ContextRef<T>` ([`InjectKind::ContextRef`]), as an
+    /// [`AsyncContextRef`]: for a context proto built asynchronously.
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::Undeclared`] if dependency `index` is not a `ContextRef<T>`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, AsyncContextRef, BoxError, Dependency, InjectKind, ProtoDef, Scope};
+    ///
+    /// struct Session { user: String }
+    /// struct Greeter { session: AsyncContextRef<Session> }
+    ///
+    /// async fn load_session() -> Result<Session, BoxError> {
+    ///     Ok(Session { user: "ada".into() }) // a real one would await a store
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::new_async::<Session, _, _>(Scope::Context, |_| Ok(load_session())))
+    ///     .register(ProtoDef::singleton::<Greeter>(|r| Ok(Greeter { session: r.async_context_ref(0)? }))
+    ///         .dep(Dependency::new::<Session>(InjectKind::ContextRef, None)))
+    ///     .build()
+    ///     .await?;
+    /// let greeter: Arc<Greeter> = app.get_object()?;
+    /// let user = app.run_in_context(async { greeter.session.get_async().await.map(|s| s.user.clone()) }).await?;
+    /// assert_eq!(user, "ada");
+    /// # Ok(()) }
+    /// ```
+    pub fn async_context_ref<T: ?Sized + RefTarget>(&self, index: usize) -> Result<AsyncContextRef<T>, DiError> {
+        self.context_ref(index).map(AsyncContextRef::from)
+    }
+
     /// The object name of the proto being built (handy for one factory shared by many named
     /// instances).
     ///
@@ -414,7 +416,13 @@ impl Resolver<'_> {
     }
 
     #[inline]
-    fn declared(&self, index: usize, kind: InjectKind, ty: TypeId, asked: &'static str) -> Result<&Resolved, DiError> {
+    pub(crate) fn declared(
+        &self,
+        index: usize,
+        kind: InjectKind,
+        ty: TypeId,
+        asked: &'static str,
+    ) -> Result<&Resolved, DiError> {
         match self.graph.declared[self.proto].get(index) {
             Some(&declared) if declared == (kind, ty) => Ok(&self.graph.resolved[self.proto][index]),
             _ => Err(self.undeclared(index, kind, asked)),
@@ -495,7 +503,7 @@ impl Resolver<'_> {
     pub(crate) fn transient(&self, proto: usize) -> Result<AnyArc, DiError> {
         let resolver = Resolver { proto, ..*self };
         match &self.graph.protos[proto].factory {
-            crate::proto::Factory::Sync(factory) => factory.call(&resolver),
+            crate::proto::factory::Factory::Sync(factory) => factory.call(&resolver),
             // Refused by the graph: a transient is built synchronously, where it is asked for.
             _ => Err(DiError::AsyncInit { wanted: self.graph.protos[proto].type_name }),
         }
@@ -505,11 +513,11 @@ impl Resolver<'_> {
 /// `obj`, the object of `t.proto`, as the `Arc<T>` its cast `t.cast` yields.
 #[inline]
 pub(crate) fn provided_as<T: ?Sized + 'static>(graph: &Graph, t: Target, obj: AnyArc) -> Arc<T> {
-    crate::proto::cast_with::<T>(cast_of(graph, t), obj)
+    crate::proto::provide::cast_with::<T>(cast_of(graph, t), obj)
 }
 
 /// The cast of target `t`: not generic, so not compiled again per type.
-fn cast_of(graph: &Graph, t: Target) -> &crate::proto::ProvideCast {
+fn cast_of(graph: &Graph, t: Target) -> &crate::proto::provide::ProvideCast {
     &graph.protos[t.proto].provides[t.cast].cast
 }
 

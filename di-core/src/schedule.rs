@@ -14,9 +14,10 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::app::AppInner;
+use crate::erased::{AnyArc, HookFuture};
 use crate::error::DiError;
-use crate::proto::{AnyArc, HookFuture};
+use crate::graph::Graph;
+use crate::runtime::{AppInner, Handle, Handles};
 use crate::scope;
 
 /// When a job runs, as written in `#[schedule(..)]`.
@@ -50,7 +51,7 @@ enum Timing {
 }
 
 /// One job of an App.
-pub(crate) struct Job {
+struct Job {
     proto: usize,
     /// `Type::method`, for logs and errors.
     pub(crate) name: String,
@@ -61,7 +62,7 @@ pub(crate) struct Job {
 
 /// The jobs of the protos that `build()` built (or left lazy); a cron expression that does
 /// not parse is an error naming the job (the macro checks it at compile time already).
-pub(crate) fn jobs(graph: &crate::graph::Graph, available: impl Fn(usize) -> bool) -> Result<Vec<Job>, DiError> {
+fn jobs(graph: &Graph, available: impl Fn(usize) -> bool) -> Result<Vec<Job>, DiError> {
     let mut jobs = Vec::new();
     let mut errors = Vec::new();
     for descriptor in inventory::iter::<ScheduleDescriptor> {
@@ -88,21 +89,48 @@ pub(crate) fn jobs(graph: &crate::graph::Graph, available: impl Fn(usize) -> boo
     Ok(jobs)
 }
 
-/// Starts a timer task per job of `app`, stopped by `stop` (or when the App is gone).
-pub(crate) fn start(app: &Arc<AppInner>, stop: &watch::Sender<bool>) {
-    if app.jobs.is_empty() {
-        return;
+/// The schedule feature's handle in an App: its jobs, and what stops their timers (`shutdown`;
+/// dropped with the App, which stops them too).
+pub(crate) struct Jobs {
+    list: Vec<Job>,
+    stop: watch::Sender<bool>,
+}
+
+/// Gives the App's handles its jobs: those of the protos in `graph` that `build()` built (or
+/// left lazy), from `inventory`; or the bad cron expressions.
+pub(crate) fn install(handles: &mut Handles, graph: &Graph, available: impl Fn(usize) -> bool) -> Result<(), DiError> {
+    let list = jobs(graph, available)?;
+    if !list.is_empty() {
+        handles.jobs = Handle::new(Jobs { list, stop: watch::Sender::new(false) });
     }
+    Ok(())
+}
+
+/// Stops the App's timers (`shutdown`): no run starts after it.
+pub(crate) fn stop(app: &AppInner) {
+    if let Some(jobs) = app.handles.jobs.get::<Jobs>() {
+        jobs.stop.send_replace(true);
+    }
+}
+
+/// The App's jobs (none without a handle).
+fn jobs_of(app: &AppInner) -> &[Job] {
+    app.handles.jobs.get::<Jobs>().map_or(&[], |jobs| &jobs.list)
+}
+
+/// Starts a timer task per job of `app`, stopped by [`stop`] (or when the App is gone).
+pub(crate) fn start(app: &Arc<AppInner>) {
+    let Some(jobs) = app.handles.jobs.get::<Jobs>() else { return };
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         tracing::warn!(
-            jobs = app.jobs.len(),
+            jobs = jobs.list.len(),
             "the App was built outside a tokio runtime: its scheduled jobs have no timer"
         );
         return;
     };
-    for index in 0..app.jobs.len() {
+    for index in 0..jobs.list.len() {
         let weak = Arc::downgrade(app);
-        let mut stop = stop.subscribe();
+        let mut stop = jobs.stop.subscribe();
         drop(runtime.spawn(async move {
             tokio::select! {
                 () = timer(weak, index) => {}
@@ -114,7 +142,7 @@ pub(crate) fn start(app: &Arc<AppInner>, stop: &watch::Sender<bool>) {
 
 /// Runs job `index` at each due time until the App is gone.
 async fn timer(app: Weak<AppInner>, index: usize) {
-    let Some(timing) = app.upgrade().map(|app| app.jobs[index].timing.clone()) else { return };
+    let Some(timing) = app.upgrade().map(|app| jobs_of(&app)[index].timing.clone()) else { return };
     match timing {
         Timing::Every(period) => {
             let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
@@ -129,7 +157,7 @@ async fn timer(app: Weak<AppInner>, index: usize) {
         Timing::Cron(schedule) => {
             cron_timer(&schedule, wall_now, || fire(&app, index)).await;
             if let Some(app) = app.upgrade() {
-                tracing::warn!(job = %app.jobs[index].name, "a scheduled job's cron expression has no due time left; its timer stops");
+                tracing::warn!(job = %jobs_of(&app)[index].name, "a scheduled job's cron expression has no due time left; its timer stops");
             }
         }
     }
@@ -182,14 +210,14 @@ fn fire(app: &Weak<AppInner>, index: usize) -> bool {
     let Some(app) = app.upgrade() else { return false };
     let Some(guard) = app.try_pending() else { return false };
     let Some(running) = Running::claim(&app, index) else {
-        tracing::warn!(job = %app.jobs[index].name, "a scheduled run is skipped: the previous one is still going");
+        tracing::warn!(job = %jobs_of(&app)[index].name, "a scheduled run is skipped: the previous one is still going");
         return true;
     };
     drop(tokio::spawn(async move {
         let result = run(&app, index).await;
         drop(running);
         if let Err(error) = result {
-            tracing::error!(job = %app.jobs[index].name, %error, "a scheduled job failed");
+            tracing::error!(job = %jobs_of(&app)[index].name, %error, "a scheduled job failed");
         }
         drop(guard);
     }));
@@ -198,10 +226,10 @@ fn fire(app: &Weak<AppInner>, index: usize) -> bool {
 
 /// One run of job `index`, in a scope of its own.
 async fn run(app: &Arc<AppInner>, index: usize) -> Result<(), DiError> {
-    let job = &app.jobs[index];
+    let job = &jobs_of(app)[index];
     let object = app.instance_of(job.proto)?;
     let call = job.descriptor.call;
-    scope::run_job(app, scope::catch_hook(|| call(object)))
+    scope::end::run_job(app, crate::isolate::catch_hook(|| call(object)))
         .await
         .map_err(|source| DiError::JobFailed { job: job.name.clone(), source: Arc::from(source) })
 }
@@ -213,21 +241,21 @@ pub(crate) async fn run_by_hand(
     type_name: &'static str,
     method: &str,
 ) -> Result<(), DiError> {
-    let found =
-        app.jobs.iter().position(|job| (job.descriptor.proto)() == ty && job.descriptor.method == method).ok_or_else(
-            || DiError::Schedule {
-                job: format!("{type_name}::{method}"),
-                reason: format!(
-                    "is not a scheduled job of this App; its jobs are: {}",
-                    if app.jobs.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        app.jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>().join(", ")
-                    }
-                ),
-            },
-        )?;
-    let job = &app.jobs[found];
+    let found = jobs_of(app)
+        .iter()
+        .position(|job| (job.descriptor.proto)() == ty && job.descriptor.method == method)
+        .ok_or_else(|| DiError::Schedule {
+        job: format!("{type_name}::{method}"),
+        reason: format!(
+            "is not a scheduled job of this App; its jobs are: {}",
+            if jobs_of(app).is_empty() {
+                "none".to_owned()
+            } else {
+                jobs_of(app).iter().map(|j| j.name.as_str()).collect::<Vec<_>>().join(", ")
+            }
+        ),
+    })?;
+    let job = &jobs_of(app)[found];
     let Some(_guard) = app.try_pending() else {
         return Err(DiError::Schedule {
             job: job.name.clone(),
@@ -250,14 +278,14 @@ struct Running {
 impl Running {
     /// Marks job `index` running; `None` if it is already.
     fn claim(app: &Arc<AppInner>, index: usize) -> Option<Running> {
-        let busy = app.jobs[index].running.swap(true, Ordering::AcqRel);
+        let busy = jobs_of(app)[index].running.swap(true, Ordering::AcqRel);
         (!busy).then(|| Running { app: app.clone(), index })
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.app.jobs[self.index].running.store(false, Ordering::Release);
+        jobs_of(&self.app)[self.index].running.store(false, Ordering::Release);
     }
 }
 

@@ -25,8 +25,8 @@ use std::sync::Arc;
 use figment::value::{Dict, Empty, Tag, Value};
 use serde::de::DeserializeOwned;
 
+use crate::erased::AnyArc;
 use crate::error::DiError;
-use crate::proto::AnyArc;
 
 /// One source, as the builder collected it.
 enum Source {

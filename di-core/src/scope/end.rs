@@ -2,7 +2,6 @@
 //! tasks and destroy hooks, each isolated from the others' errors and panics.
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
@@ -12,49 +11,19 @@ use pin_project_lite::pin_project;
 use tokio::task::futures::TaskLocalFuture;
 use tracing::Instrument;
 
+use super::handle::{CURRENT, ScopeHandle, Seeds, fail_current};
 use super::table::{Completion, ScopeShared, Slot, Table};
-use super::{CURRENT, ScopeHandle, SmallMap};
+use crate::maps::SmallMap;
 
 /// The most slots a large scope reserves up front, whatever the largest scope was: one scope of
 /// a million objects must not make every later large scope allocate for a million.
 const LARGE_SCOPE_HINT_MAX: usize = 1 << 16;
-use crate::app::AppInner;
-use crate::error::{DiError, Panicked, panic_message};
+use crate::erased::AnyArc;
+use crate::error::DiError;
 use crate::pending::PendingGuard;
-use crate::proto::{AnyArc, HookFuture, ProtoDef};
+use crate::runtime::AppInner;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
-/// Calls a hook and polls it to its end, turning a panic (in the call or in the future) into
-/// an error that names the object.
-pub(crate) async fn run_hook(
-    def: &ProtoDef,
-    stage: &'static str,
-    call: impl FnOnce() -> HookFuture,
-) -> Result<(), DiError> {
-    catch_hook(call).await.map_err(|error| DiError::hook(stage, def, error))
-}
-
-/// Calls a hook and polls it to its end; a panic (in the call or in the future) is returned
-/// as an error holding its message.
-pub(crate) async fn catch_hook(call: impl FnOnce() -> HookFuture) -> Result<(), crate::error::BoxError> {
-    let caught = match std::panic::catch_unwind(AssertUnwindSafe(call)) {
-        Ok(mut hook) => {
-            std::future::poll_fn(|cx| match std::panic::catch_unwind(AssertUnwindSafe(|| hook.as_mut().poll(cx))) {
-                Ok(Poll::Pending) => Poll::Pending,
-                Ok(Poll::Ready(result)) => Poll::Ready(Ok(result)),
-                // Not polled again: the hook's future is dropped with this one.
-                Err(panic) => Poll::Ready(Err(panic)),
-            })
-            .await
-        }
-        Err(panic) => Err(panic),
-    };
-    match caught {
-        Ok(result) => result,
-        Err(panic) => Err(Box::new(Panicked(panic_message(&*panic).to_owned()))),
-    }
-}
 
 /// What follows a scope's output, decided under one lock.
 enum Next {
@@ -104,7 +73,7 @@ impl ScopeShared {
             // Begun now, with no hook: the phase has succeeded.
             Some(_) => {
                 drop(table);
-                self.settle_events(true);
+                self.settle_held(true);
                 self.table()
             }
             None => table,
@@ -140,7 +109,7 @@ impl ScopeShared {
             for (key, obj) in objects {
                 let def = &self.app.graph.protos[key];
                 let hook = def.complete.as_ref().expect("only objects with a completion hook are listed");
-                if let Err(error) = run_hook(def, "complete", || hook(obj)).await {
+                if let Err(error) = def.run_hook("complete", || hook(obj)).await {
                     failed = Some(error);
                     break;
                 }
@@ -156,7 +125,7 @@ impl ScopeShared {
                 break Ok(());
             }
         };
-        self.settle_events(result.is_ok());
+        self.settle_held(result.is_ok());
         result
     }
 
@@ -164,7 +133,7 @@ impl ScopeShared {
     /// events follow its result at once.
     pub(super) fn completed_before(&self, ok: bool) {
         self.table().completion = Completion::Over;
-        self.settle_events(ok);
+        self.settle_held(ok);
     }
 
     /// Ends the completion phase without running it (the scope was cancelled or its future
@@ -182,7 +151,7 @@ impl ScopeShared {
         if table.completion == Completion::Pending {
             table.completion = Completion::Over;
             drop(table);
-            self.settle_events(false);
+            self.settle_held(false);
         }
     }
 
@@ -217,7 +186,7 @@ impl ScopeShared {
             let Some((key, obj)) = self.table().created.pop() else { break };
             let def = &self.app.graph.protos[key];
             if let Some(destroy) = &def.destroy {
-                if let Err(error) = run_hook(def, "destroy", || destroy(obj.clone())).await {
+                if let Err(error) = def.run_hook("destroy", || destroy(obj.clone())).await {
                     tracing::error!(%error, "a destroy hook failed; the scope's other objects are destroyed all the same");
                 }
             }
@@ -239,7 +208,7 @@ impl ScopeShared {
         table.ended = true;
         // The size the next large scope reserves; small scopes leave the shared counter alone.
         let size = table.slots.len().min(LARGE_SCOPE_HINT_MAX);
-        if size > super::LINEAR_LIMIT && size > self.app.large_scope.load(Ordering::Relaxed) {
+        if size > crate::maps::LINEAR_LIMIT && size > self.app.large_scope.load(Ordering::Relaxed) {
             self.app.large_scope.fetch_max(size, Ordering::Relaxed);
         }
         // A late background task waiting for a slot learns that the scope has ended.
@@ -254,21 +223,14 @@ impl ScopeShared {
         // The table's references first: each object's last one is in `destroyed` or `created`,
         // dropped newest first (no list gathered: a scope's end allocates nothing).
         for (_, slot) in slots.into_items() {
-            drop_isolated(slot);
+            crate::isolate::drop_isolated(slot);
         }
         for obj in destroyed {
-            drop_isolated(obj);
+            crate::isolate::drop_isolated(obj);
         }
         for (_, obj) in created.into_iter().rev() {
-            drop_isolated(obj);
+            crate::isolate::drop_isolated(obj);
         }
-    }
-}
-
-/// Drops `value`, catching and logging a panic of its `Drop`.
-pub(crate) fn drop_isolated<T>(value: T) {
-    if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
-        tracing::error!(panic = panic_message(&*panic), "dropping an object panicked; the others are still dropped");
     }
 }
 
@@ -350,13 +312,13 @@ pin_project! {
                 // than with the scope).
                 Phase::Running => this.inner.take_value().and_then(|handle| handle.shared.into_inner()).and_then(|shared| {
                     shared.abandon_completion();
-                    shared.settle_events(false);
+                    shared.settle_held(false);
                     start_end(shared)
                 }),
                 Phase::Completing { shared, .. } => {
                     completion_cancelled();
                     shared.abandon_completion();
-                    shared.settle_events(false);
+                    shared.settle_held(false);
                     start_end(shared)
                 }
                 Phase::Ending { end, .. } => Some(end),
@@ -742,7 +704,7 @@ impl Future for CompleteScope {
                 };
                 let objects = shared.begin_completion()?;
                 if objects.is_empty() {
-                    shared.settle_events(true);
+                    shared.settle_held(true);
                     return None;
                 }
                 Some((shared.clone(), objects))
@@ -767,7 +729,7 @@ impl Drop for CompleteScope {
             // Stopped where it was: what it had not completed never will be, and objects with a
             // completion hook are refused from now on, as after any end of the phase.
             shared.abandon_completion();
-            shared.settle_events(false);
+            shared.settle_held(false);
         }
     }
 }
@@ -776,4 +738,29 @@ impl std::fmt::Debug for CompleteScope {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompleteScope").field("started", &self.started).field("running", &self.hooks.is_some()).finish()
     }
+}
+
+/// Runs `fut` in a new scope of `app`, with an object given by the caller. Inlined, as are its
+/// callers on the request path: a call here would move the request's future once more.
+#[inline]
+pub(crate) fn run<F: Future>(app: Arc<AppInner>, seed: Seeds, fut: F) -> ContextFuture<F> {
+    ContextFuture::new(CURRENT.scope(ScopeHandle::new(app, seed), fut))
+}
+
+/// Runs `work` in a new scope of `app`: its completion phase if `work` succeeds, none (and its
+/// events dropped) if it fails. What an event handler and a scheduled job run in.
+pub(crate) async fn run_job(
+    app: &Arc<AppInner>,
+    work: impl Future<Output = Result<(), crate::error::BoxError>>,
+) -> Result<(), crate::error::BoxError> {
+    run(app.clone(), Seeds::default(), async move {
+        match work.await {
+            Ok(()) => complete_scope().await.map_err(Into::into),
+            Err(error) => {
+                fail_current();
+                Err(error)
+            }
+        }
+    })
+    .await
 }

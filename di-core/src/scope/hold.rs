@@ -3,8 +3,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::handle::{CURRENT, ScopeHandle, TaskCache};
 use super::table::ScopeShared;
-use super::{CURRENT, ScopeHandle, TaskCache};
 
 /// Keeps the current context scope open after its work has returned, for what the work handed
 /// on and that still runs in the scope: a streamed response body (di-http takes one for every

@@ -16,12 +16,14 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
-use super::SmallMap;
-use crate::app::AppInner;
+use super::held::{Held, HeldItem};
+use crate::erased::AnyArc;
 use crate::error::DiError;
+use crate::maps::SmallMap;
 use crate::pending::Pending;
-use crate::proto::{AnyArc, Factory};
+use crate::proto::factory::Factory;
 use crate::resolver::{Fresh, Resolver};
+use crate::runtime::AppInner;
 
 tokio::task_local! {
     /// The context object whose async init hook runs on this task: `(scope, proto)`.
@@ -80,8 +82,9 @@ pub(crate) struct Table {
     pub(super) destroying: bool,
     /// Whether the scope has ended: its objects are gone and no new one can be created.
     pub(super) ended: bool,
-    /// The events emitted in the scope, held until its completion phase has succeeded.
-    pub(super) events: crate::events::ScopeEvents,
+    /// What the scope holds until its completion phase has succeeded (the events emitted in
+    /// it).
+    pub(super) held: Held,
 }
 
 /// Where a scope's completion phase stands.
@@ -225,7 +228,7 @@ pub(crate) struct ScopeShared {
     pub(super) tasks: Pending,
     /// The objects the scope was given (also in the table): a factory taking one (di-http's
     /// request head) finds it here without the lock.
-    seeds: super::Seeds,
+    seeds: super::handle::Seeds,
 }
 
 impl AsRef<Pending> for ScopeShared {
@@ -323,7 +326,7 @@ impl Table {
     /// Adds a slot for `key` (absent); returns its position.
     fn add(&mut self, app: &AppInner, key: u32, slot: Slot) -> usize {
         let pos = self.slots.insert(key, slot);
-        if self.slots.len() == super::LINEAR_LIMIT + 1 {
+        if self.slots.len() == crate::maps::LINEAR_LIMIT + 1 {
             // A large scope: room for as many objects as the largest so far at once, rather
             // than doubling (and rehashing the index) as it grows.
             let hint = app.large_scope.load(Ordering::Relaxed);
@@ -363,7 +366,7 @@ enum Step<'a> {
 }
 
 impl ScopeShared {
-    pub(crate) fn new(app: Arc<AppInner>, seeds: super::Seeds) -> Arc<Self> {
+    pub(crate) fn new(app: Arc<AppInner>, seeds: super::handle::Seeds) -> Arc<Self> {
         let mut table = Table::default();
         for (key, obj) in seeds.iter() {
             table.slots.insert(*key, Slot::Ready(Ok(obj.clone())));
@@ -382,22 +385,24 @@ impl ScopeShared {
         })
     }
 
-    /// Holds an event emitted in the scope until the completion phase's end; see
-    /// [`ScopeEvents::hold`](crate::events::ScopeEvents::hold).
-    pub(crate) fn hold_event(&self, event: crate::events::HeldEvent) -> Option<(crate::events::HeldEvent, bool)> {
-        self.table().events.hold(event)
+    /// Holds an item (an event emitted in the scope) until the completion phase's end; see
+    /// [`Held::hold`].
+    pub(crate) fn hold_item(&self, item: HeldItem) -> Option<(HeldItem, bool)> {
+        self.table().held.hold(item)
     }
 
-    /// The completion phase is over: dispatches the held events if it succeeded, drops them if
-    /// not; later events follow the same result at once.
-    pub(crate) fn settle_events(&self, ok: bool) {
-        let held = self.table().events.settle(ok);
+    /// The completion phase is over: releases the held items through the App's handle if it
+    /// succeeded, drops them if not; later items follow the same result at once.
+    pub(crate) fn settle_held(&self, ok: bool) {
+        let held = self.table().held.settle(ok);
         if ok {
-            for event in held {
-                crate::events::dispatch(&self.app, event);
+            for item in held {
+                if let Some(release) = self.app.release {
+                    release(&self.app, item);
+                }
             }
         } else if !held.is_empty() {
-            tracing::debug!(events = held.len(), "the scope failed: the events it held are dropped");
+            tracing::debug!(items = held.len(), "the scope failed: the events it held are dropped");
         }
     }
 
@@ -529,7 +534,7 @@ impl ScopeShared {
         let Factory::Async(factory) = &def.factory else { return self.build(key) };
         let resolver = self.resolver(key);
         let construction = building((self.addr(), key), || factory(&resolver))?;
-        BUILDING.scope((self.addr(), key), construction).await.map_err(|e| DiError::construction_of(def, e))
+        BUILDING.scope((self.addr(), key), construction).await.map_err(|e| def.construction_error(e))
     }
 
     /// Builds the by-value dependencies `pending` of the construction `parent` (all sync),
@@ -586,7 +591,7 @@ impl ScopeShared {
                 .scope((self.addr(), key), init(obj.clone()))
                 .await
                 .map(|()| obj)
-                .map_err(|e| DiError::hook("init", def, e)),
+                .map_err(|e| def.hook_error("init", e)),
             (built, _) => built,
         };
         claim.finish(built)

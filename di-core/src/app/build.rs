@@ -1,0 +1,491 @@
+//! `AppBuilder::build`: select, validate and index the graph, load configuration, build the
+//! singletons level by level, and hand the features their handles.
+
+use std::any::TypeId;
+use std::borrow::Cow;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::Poll;
+
+use super::{App, AppBuilder};
+use crate::config::Config;
+use crate::erased::{AnyArc, BuildFuture, HookFuture};
+use crate::error::{BoxError, DiError};
+use crate::graph::Graph;
+use crate::pending::Pending;
+use crate::proto::def::ProtoDef;
+use crate::proto::descriptor::ProtoDescriptor;
+use crate::proto::factory::{Factory, SyncFactory};
+use crate::proto::kinds::{InjectKind, Scope};
+use crate::resolver::Resolver;
+use crate::runtime::{AppCell, AppInner, Handles, LazySlot};
+
+static NEXT_APP_ID: AtomicU64 = AtomicU64::new(1);
+
+impl AppBuilder {
+    /// Validates the graph and builds the singletons in dependency order, running their async
+    /// init hooks (those of independent singletons concurrently).
+    ///
+    /// # Errors
+    ///
+    /// Every graph error ([`DiError::Missing`], [`DiError::Cycle`], [`DiError::Ambiguous`],
+    /// [`DiError::UnknownQualifier`], [`DiError::Duplicate`], [`DiError::ContextByValue`], ...),
+    /// several at once as [`DiError::Multiple`]; [`DiError::OverrideUnknown`]; and a failing
+    /// factory ([`DiError::Construction`]) or init hook ([`DiError::Hook`]), after destroying the singletons already built.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, Dependency, DiError, InjectKind, ProtoDef};
+    ///
+    /// struct Db;
+    /// struct Repo;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// // `Repo` needs a `Db` that nobody registered: `build()` says so before any request.
+    /// let error = App::builder()
+    ///     .without_inventory()
+    ///     .register(ProtoDef::singleton::<Repo>(|r| { r.arc::<Db>(0)?; Ok(Repo) }).dep(Dependency::new::<Db>(InjectKind::Arc, None)))
+    ///     .build()
+    ///     .await
+    ///     .unwrap_err();
+    /// assert!(matches!(error, DiError::Missing { .. }), "{error}");
+    /// # Ok(()) }
+    /// ```
+    pub async fn build(self) -> Result<App, DiError> {
+        let mut defs: Vec<ProtoDef> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let registered = self.inventory.then(|| inventory::iter::<ProtoDescriptor>.into_iter()).into_iter().flatten();
+        for descriptor in self.linked.into_iter().chain(registered) {
+            if seen.insert(((descriptor.type_id)(), descriptor.name)) {
+                defs.push(descriptor.to_def());
+            }
+        }
+        defs.extend(self.defs);
+
+        let mut errors = Vec::new();
+        let profile = self.config.profile.clone();
+        let mut inactive = select_active(&mut defs, profile.as_deref(), &self.excluded, &mut errors);
+        let overridden = |ty: TypeId, name: &str| {
+            self.overrides.iter().any(|o| o.type_id == ty && o.name.as_deref().is_none_or(|n| n == name))
+        };
+        let config = match self.config.load() {
+            Ok(config) => {
+                load_config(&mut defs, &config, overridden, &mut errors);
+                config
+            }
+            // Sections are not read from a broken source: each would only repeat its error.
+            Err(e) => {
+                errors.extend(e);
+                Config::default()
+            }
+        };
+        defs = expand_instances(defs, &mut inactive);
+        for o in self.overrides {
+            let mut hit = false;
+            for def in
+                defs.iter_mut().filter(|d| d.type_id == o.type_id && o.name.as_deref().is_none_or(|n| d.name == n))
+            {
+                let value = o.value.clone();
+                def.factory = Factory::Sync(SyncFactory::Closure(Arc::new(move |_: &Resolver<'_>| Ok(value.clone()))));
+                def.deps = Cow::Borrowed(&[]);
+                def.init = None;
+                def.complete = None;
+                def.destroy = None;
+                hit = true;
+            }
+            if !hit {
+                errors.push(DiError::OverrideUnknown { type_name: o.type_name });
+            }
+        }
+        for o in self.provider_overrides {
+            let provides = |d: &ProtoDef| d.provides.iter().any(|p| p.type_id == o.type_id);
+            let hit = |d: &ProtoDef| provides(d) && o.name.as_deref().is_none_or(|n| d.name == n);
+            let mut names: Vec<(Cow<'static, str>, Scope)> =
+                defs.iter().filter(|d| hit(d)).map(|d| (d.name.clone(), d.scope)).collect();
+            names.sort_by(|a, b| a.0.cmp(&b.0));
+            names.dedup_by(|a, b| a.0 == b.0);
+            if names.is_empty() {
+                let mut providers: Vec<String> = defs.iter().filter(|d| provides(d)).map(ProtoDef::label).collect();
+                providers.sort();
+                errors.push(DiError::OverrideNoProvider { wanted: o.type_name, name: o.name, providers });
+                continue;
+            }
+            // A replaced proto that provides other traits too stays, for those: only its
+            // `U` goes to the fake. One that provides nothing else is gone, and so is one whose
+            // own type is `U` (its own type stays its first entry, which lookups by type use).
+            defs.retain_mut(|d| {
+                if !hit(d) {
+                    return true;
+                }
+                let (own, faked) = (d.type_id, o.type_id);
+                let keeps_others = own != faked && d.provides.iter().any(|p| p.type_id != own && p.type_id != faked);
+                d.provides.retain(|p| p.type_id != faked);
+                keeps_others
+            });
+            defs.extend(names.into_iter().map(|(name, scope)| (o.fake)(name, scope)));
+        }
+
+        for &(ty, wanted, expected) in &self.expected {
+            let found: Vec<String> =
+                defs.iter().filter(|d| d.provides.iter().any(|p| p.type_id == ty)).map(ProtoDef::label).collect();
+            if found.len() < expected {
+                errors.push(DiError::ExpectedProviders { wanted, expected, found });
+            }
+        }
+        let graph = Graph::new(defs, &inactive);
+        DiError::collect(errors.into_iter().chain(graph.as_ref().err().cloned()).collect())?;
+        let graph = graph?;
+        let id = NEXT_APP_ID.fetch_add(1, Ordering::Relaxed);
+        let mut roots = self.roots;
+        if self.inventory {
+            check_advices(&graph, &inactive, &mut roots)?;
+        }
+        let reached = reached_from(&graph, &roots)?;
+        let cell = AppCell::default();
+        let mut singletons: Vec<Option<AnyArc>> = vec![None; graph.protos.len()];
+        let mut ready: Vec<usize> = Vec::new();
+        for level in &graph.levels {
+            let mut constructions: Vec<(usize, BuildFuture)> = Vec::new();
+            for &p in level.iter().filter(|&&p| reached.as_ref().is_none_or(|r| r[p])) {
+                let resolver = Resolver {
+                    graph: &graph,
+                    singletons: &singletons,
+                    app_id: id,
+                    proto: p,
+                    scope: None,
+                    config: &config,
+                    cell: &cell,
+                    fresh: crate::resolver::Fresh::default(),
+                };
+                let built = match &graph.protos[p].factory {
+                    Factory::Sync(factory) => factory.call(&resolver).map(|obj| singletons[p] = Some(obj)),
+                    Factory::Async(factory) => factory(&resolver).map(|fut| constructions.push((p, fut))),
+                    Factory::Config(_) => unreachable!("config sections are read before the graph is built"),
+                };
+                if let Err(e) = built {
+                    return Err(abort(&graph, &singletons, &ready, e).await);
+                }
+            }
+            // The async constructors of one level run concurrently, like their init hooks.
+            let (built, failed) = join_all(constructions).await;
+            for (p, obj) in built {
+                singletons[p] = Some(obj);
+            }
+            if let Some((p, e)) = failed.into_iter().next() {
+                let e = graph.protos[p].construction_error(e);
+                return Err(abort(&graph, &singletons, &ready, e).await);
+            }
+            let hooks: Vec<(usize, HookFuture)> = level
+                .iter()
+                .filter_map(|&p| Some((p, graph.protos[p].init.as_ref()?(singletons[p].clone()?))))
+                .collect();
+            let (_, failed) = join_all(hooks).await;
+            ready.extend(level.iter().filter(|p| !failed.iter().any(|(f, _)| f == *p)));
+            if let Some((p, e)) = failed.into_iter().next() {
+                let e = graph.protos[p].hook_error("init", e);
+                return Err(abort(&graph, &singletons, &ready, e).await);
+            }
+        }
+        let lazy = (0..graph.protos.len())
+            .filter(|&p| graph.protos[p].lazy && singletons[p].is_none())
+            .map(|p| (p, LazySlot::default()))
+            .collect();
+        // Handlers and jobs of the singletons built, and of the lazy ones this App may build
+        // (with roots, those the roots reach).
+        let available = |p: usize| {
+            singletons[p].is_some()
+                || (graph.protos[p].lazy
+                    && graph.protos[p].scope == Scope::Singleton
+                    && (roots.is_empty() || reached.as_ref().is_none_or(|r| r[p])))
+        };
+        let mut handles = Handles::default();
+        let release = crate::events::install(&mut handles, &graph, available);
+        #[cfg(feature = "schedule")]
+        if let Err(e) = crate::schedule::install(&mut handles, &graph, available) {
+            return Err(abort(&graph, &singletons, &ready, e).await);
+        }
+        let inner = Arc::new(AppInner {
+            id,
+            handles,
+            release,
+            lazy,
+            graph,
+            singletons,
+            background_timeout: self.background_timeout,
+            config,
+            cell: cell.clone(),
+            shutdown_timeout: self.shutdown_timeout,
+            shut_down: AtomicBool::new(false),
+            destroying: AtomicBool::new(false),
+            ending: Pending::default(),
+            large_scope: std::sync::atomic::AtomicUsize::new(0),
+        });
+        let _ = cell.set(Arc::downgrade(&inner));
+        #[cfg(feature = "schedule")]
+        if self.schedules {
+            crate::schedule::start(&inner);
+        }
+        Ok(App { inner })
+    }
+}
+
+/// Every advice that an `#[intercept]` in the program names must be registered: a method
+/// would otherwise panic on its first call. An App built from roots builds them too.
+fn check_advices(
+    graph: &Graph,
+    inactive: &[(ProtoDef, String)],
+    roots: &mut Vec<(TypeId, &'static str)>,
+) -> Result<(), DiError> {
+    let mut errors = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for site in crate::advice::sites() {
+        let ty = (site.advice)();
+        if !graph.of_type(ty).is_empty() {
+            if !roots.is_empty() && seen.insert(ty) {
+                roots.push((ty, site.advice_name));
+            }
+            continue;
+        }
+        let why =
+            inactive.iter().find(|(d, _)| d.type_id == ty).map_or("it is not registered", |(_, why)| why.as_str());
+        errors.push(DiError::AdviceMissing {
+            advice: site.advice_name,
+            module: site.module,
+            method: site.method,
+            at: format!("{}:{}", site.file, site.line),
+            why: why.to_owned(),
+        });
+    }
+    DiError::collect(errors)
+}
+
+/// Which singletons `build()` constructs: with roots, those the roots reach (by value, and
+/// through the context and transient protos they reach by reference); else every singleton
+/// but the lazy ones no eager proto reaches. `None`: all of them.
+fn reached_from(graph: &Graph, roots: &[(TypeId, &'static str)]) -> Result<Option<Vec<bool>>, DiError> {
+    let lazy = graph.protos.iter().any(|p| p.lazy);
+    if roots.is_empty() && !lazy {
+        return Ok(None);
+    }
+    let mut reached = vec![false; graph.protos.len()];
+    let mut stack = Vec::new();
+    for &(ty, wanted) in roots {
+        let targets =
+            graph.provided.get(&ty).filter(|t| !t.is_empty()).ok_or(DiError::NotFound { wanted, name: None })?;
+        stack.extend(targets.iter().map(|t| t.proto));
+    }
+    if roots.is_empty() {
+        stack.extend(
+            (0..graph.protos.len())
+                .filter(|&p| graph.protos[p].scope == crate::proto::kinds::Scope::Singleton && !graph.protos[p].lazy),
+        );
+    }
+    while let Some(p) = stack.pop() {
+        if std::mem::replace(&mut reached[p], true) {
+            continue;
+        }
+        for dep in &graph.resolved[p] {
+            match dep {
+                // Roots reach what they hold references to; without roots, what builds at start
+                // is what eager singletons take by value (a lazy one a context proto takes is
+                // built when a scope builds that).
+                crate::graph::Resolved::Context(crate::graph::Target { proto: c, .. })
+                | crate::graph::Resolved::Provider(c)
+                    if !roots.is_empty() =>
+                {
+                    stack.push(*c)
+                }
+                other => stack.extend(other.construction_targets()),
+            }
+        }
+    }
+    Ok(Some(reached))
+}
+
+/// Destroys the singletons that finished init (in reverse), then returns the build error.
+async fn abort(graph: &Graph, singletons: &[Option<AnyArc>], ready: &[usize], error: DiError) -> DiError {
+    if let Err(e) = destroy_singletons(graph, singletons, ready).await {
+        tracing::warn!(error = %e, "destroying singletons after a failed build");
+    }
+    error
+}
+
+pub(super) async fn destroy_singletons(
+    graph: &Graph,
+    singletons: &[Option<AnyArc>],
+    order: &[usize],
+) -> Result<(), DiError> {
+    let mut errors = Vec::new();
+    for &p in order.iter().rev() {
+        let def = &graph.protos[p];
+        if let (Some(destroy), Some(obj)) = (&def.destroy, &singletons[p]) {
+            if let Err(e) = def.run_hook("destroy", || destroy(obj.clone())).await {
+                errors.push(e);
+            }
+        }
+    }
+    DiError::collect(errors)
+}
+
+/// A hook's or an async constructor's future.
+type Fallible<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
+
+/// Polls every future to completion; returns the outputs and the failures, each in
+/// registration order.
+async fn join_all<T>(mut futures: Vec<(usize, Fallible<T>)>) -> (Vec<(usize, T)>, Vec<(usize, BoxError)>) {
+    let mut done = Vec::new();
+    let mut failed = Vec::new();
+    std::future::poll_fn(|cx| {
+        futures.retain_mut(|(p, fut)| match fut.as_mut().poll(cx) {
+            Poll::Ready(Ok(t)) => {
+                done.push((*p, t));
+                false
+            }
+            Poll::Ready(Err(e)) => {
+                failed.push((*p, e));
+                false
+            }
+            Poll::Pending => true,
+        });
+        if futures.is_empty() { Poll::Ready(()) } else { Poll::Pending }
+    })
+    .await;
+    done.sort_by_key(|(p, _)| *p);
+    failed.sort_by_key(|(p, _)| *p);
+    (done, failed)
+}
+
+/// Moves the protos of another profile, and the excluded ones, out of `defs`: returned with
+/// why, for the errors of the dependencies that only they would provide.
+fn select_active(
+    defs: &mut Vec<ProtoDef>,
+    profile: Option<&str>,
+    excluded: &[(TypeId, &'static str)],
+    errors: &mut Vec<DiError>,
+) -> Vec<(ProtoDef, String)> {
+    for &(ty, type_name) in excluded {
+        if !defs.iter().any(|d| d.type_id == ty) {
+            errors.push(DiError::ExcludeUnknown { type_name });
+        }
+    }
+    let mut inactive = Vec::new();
+    defs.retain(|def| {
+        let why = if excluded.iter().any(|&(ty, _)| ty == def.type_id) {
+            "excluded by `AppBuilder::exclude`".to_owned()
+        } else {
+            match def.profile.as_deref() {
+                Some(p) if Some(p) != profile => {
+                    format!("registered for profile \"{p}\" only: activate it with `AppBuilder::profile(\"{p}\")`")
+                }
+                _ => return true,
+            }
+        };
+        inactive.push((def.clone(), why));
+        false
+    });
+    inactive
+}
+
+/// Reads every config section (but those overridden): a section becomes a proto holding its
+/// value; a multi-instance one, one proto per table under its prefix (appended; an overridden
+/// instance is left for its override). Works in place: a def is a few hundred bytes, and an
+/// App may have tens of thousands.
+fn load_config(
+    defs: &mut Vec<ProtoDef>,
+    config: &Config,
+    overridden: impl Fn(TypeId, &str) -> bool,
+    errors: &mut Vec<DiError>,
+) {
+    let value_factory =
+        |value: AnyArc| Factory::Sync(SyncFactory::Closure(Arc::new(move |_: &Resolver<'_>| Ok(value.clone()))));
+    let mut instances = Vec::new();
+    let mut templates = false;
+    for def in defs.iter_mut() {
+        let Factory::Config(section) = &def.factory else { continue };
+        if !section.instances {
+            if !overridden(def.type_id, &def.name) {
+                match (section.load)(config, &section.prefix, def.type_name) {
+                    Ok(value) => def.factory = value_factory(value),
+                    Err(e) => errors.push(e),
+                }
+            }
+            continue;
+        }
+        templates = true;
+        let names = match config.instance_names(&section.prefix, def.type_name) {
+            Ok(names) => names,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        for name in names {
+            let mut instance = def.clone();
+            if !overridden(def.type_id, &name) {
+                match (section.load)(config, &format!("{}.{name}", section.prefix), def.type_name) {
+                    Ok(value) => instance.factory = value_factory(value),
+                    Err(e) => errors.push(e),
+                }
+            }
+            instance.name = Cow::Owned(name);
+            instances.push(instance);
+        }
+    }
+    if templates {
+        defs.retain(|d| !matches!(&d.factory, Factory::Config(c) if c.instances));
+    }
+    defs.extend(instances);
+}
+
+/// Replaces each `instances_of` template with one proto per proto of the type it follows,
+/// named like it, whose unqualified dependencies on that type name it. A template may follow
+/// another template's type: those are expanded first (a cycle of templates expands to nothing).
+fn expand_instances(defs: Vec<ProtoDef>, inactive: &mut Vec<(ProtoDef, String)>) -> Vec<ProtoDef> {
+    if defs.iter().all(|d| d.instances_of.is_none()) {
+        return defs;
+    }
+    let (mut templates, mut out): (Vec<ProtoDef>, Vec<ProtoDef>) =
+        defs.into_iter().partition(|d| d.instances_of.is_some());
+    loop {
+        // The templates whose followed type no other pending template produces.
+        let ready: Vec<ProtoDef>;
+        (ready, templates) = {
+            let pending: Vec<TypeId> = templates.iter().map(|t| t.type_id).collect();
+            templates.into_iter().partition(|t| t.instances_of.is_some_and(|(of, _)| !pending.contains(&of)))
+        };
+        if ready.is_empty() {
+            for template in templates {
+                let why = "its `instances_of` chain comes back to its own type".to_owned();
+                inactive.push((template, why));
+            }
+            break;
+        }
+        for template in ready {
+            let Some((of, of_name)) = template.instances_of else { continue };
+            let mut names: Vec<String> = out.iter().filter(|d| d.type_id == of).map(|d| d.name.to_string()).collect();
+            names.sort();
+            names.dedup();
+            if names.is_empty() {
+                let why = format!(
+                    "one instance per `{of_name}`, and there is none (for a config section: no table under its prefix)"
+                );
+                inactive.push((template.clone(), why));
+            }
+            for name in names {
+                let mut instance = template.clone();
+                instance.instances_of = None;
+                for dep in instance.deps.to_mut().iter_mut() {
+                    let follows = matches!(dep.kind, InjectKind::Arc | InjectKind::Optional);
+                    if follows && (dep.type_id)() == of && dep.qualifier.is_none() {
+                        dep.qualifier = Some(Cow::Owned(name.clone()));
+                    }
+                }
+                instance.name = Cow::Owned(name);
+                out.push(instance);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,35 @@
+//! User code run isolated from its panics: a hook's call and future, an object's `Drop`. Floor 0.
+
+use std::panic::AssertUnwindSafe;
+use std::task::Poll;
+
+use crate::erased::HookFuture;
+use crate::error::{BoxError, Panicked, panic_message};
+
+/// Calls a hook and polls it to its end; a panic (in the call or in the future) is returned
+/// as an error holding its message.
+pub(crate) async fn catch_hook(call: impl FnOnce() -> HookFuture) -> Result<(), BoxError> {
+    let caught = match std::panic::catch_unwind(AssertUnwindSafe(call)) {
+        Ok(mut hook) => {
+            std::future::poll_fn(|cx| match std::panic::catch_unwind(AssertUnwindSafe(|| hook.as_mut().poll(cx))) {
+                Ok(Poll::Pending) => Poll::Pending,
+                Ok(Poll::Ready(result)) => Poll::Ready(Ok(result)),
+                // Not polled again: the hook's future is dropped with this one.
+                Err(panic) => Poll::Ready(Err(panic)),
+            })
+            .await
+        }
+        Err(panic) => Err(panic),
+    };
+    match caught {
+        Ok(result) => result,
+        Err(panic) => Err(Box::new(Panicked(panic_message(&*panic).to_owned()))),
+    }
+}
+
+/// Drops `value`, catching and logging a panic of its `Drop`.
+pub(crate) fn drop_isolated<T>(value: T) {
+    if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
+        tracing::error!(panic = panic_message(&*panic), "dropping an object panicked; the others are still dropped");
+    }
+}

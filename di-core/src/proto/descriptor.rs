@@ -1,0 +1,644 @@
+//! A proto's static description, as the attribute macros write it (a `const`).
+
+use crate::config::LoadFn;
+use crate::erased::{CastFn, DynHook, HookFn};
+use crate::proto::def::ProtoDef;
+use crate::proto::dependency::Dependency;
+use crate::proto::factory::{AsyncFactoryFn, ConfigDef, Construct, Factory, FactoryFn, SyncFactory};
+use crate::proto::kinds::{Access, Scope};
+use crate::proto::provide::{Provide, ProvideCast, ProvideDef};
+
+use std::any::TypeId;
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+/// The static description of a proto, as `#[singleton_proto]` and `#[context_proto]` submit it
+/// to [`inventory`]. Built in `const` context; every callback is a plain `fn` pointer.
+///
+/// Hand-written registration usually goes through [`ProtoDef`] on the builder instead.
+///
+/// # Examples
+///
+/// What `#[context_proto]` on `Tracer` generates, linked into an App:
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+/// use di_core::{Access, App, ContextProto, DiError, Proto, Resolver, Scope};
+///
+/// struct Tracer { id: u32 }
+///
+/// fn tracer(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+///     Ok(Arc::new(Tracer { id: 7 }))
+/// }
+///
+/// impl Proto for Tracer {
+///     const DESCRIPTOR: ProtoDescriptor =
+///         ProtoDescriptor::new::<Tracer>("tracer", Scope::Context, tracer, cast_to::<Tracer>)
+///             .deps(&[])
+///             .provides(&[])
+///             .access(Access::Public, module_path!());
+/// }
+/// impl ContextProto for Tracer {}
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+/// let app = App::builder().without_inventory().link::<Tracer>().build().await?;
+/// let id = app.run_in_context(async { app.get_object::<Tracer>().map(|t| t.id) }).await?;
+/// assert_eq!(id, 7);
+/// assert!(format!("{:?}", Tracer::descriptor()).contains("name: \"tracer\""));
+/// # Ok(()) }
+/// ```
+pub struct ProtoDescriptor {
+    pub(crate) type_id: fn() -> TypeId,
+    pub(crate) type_name: fn() -> &'static str,
+    pub(crate) name: &'static str,
+    pub(crate) scope: Scope,
+    pub(crate) access: Access,
+    pub(crate) krate: &'static str,
+    pub(crate) deps: &'static [Dependency],
+    pub(crate) provides: &'static [Provide],
+    pub(crate) construct: Construct,
+    pub(crate) cast_self: CastFn,
+    pub(crate) instances_of: Option<TypeRef>,
+    pub(crate) profile: Option<&'static str>,
+    pub(crate) lazy: bool,
+    pub(crate) init: Option<HookFn>,
+    pub(crate) complete: Option<HookFn>,
+    pub(crate) destroy: Option<HookFn>,
+}
+
+impl ProtoDescriptor {
+    /// A proto of type `T` named `name` in `scope`, built by `factory`. `cast_self` turns the
+    /// erased object back into an `Arc<T>` (see [`cast_to`](crate::registry::cast_to)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// struct Clock { started: u64 }
+    ///
+    /// fn clock(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Clock { started: 42 }))
+    /// }
+    ///
+    /// impl Proto for Clock {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new::<Clock>("systemClock", Scope::Singleton, clock, cast_to::<Clock>);
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<Clock>().build().await?;
+    /// assert_eq!(app.get_object_named::<Clock>("systemClock")?.started, 42);
+    /// # Ok(()) }
+    /// ```
+    pub const fn new<T: Send + Sync + 'static>(
+        name: &'static str,
+        scope: Scope,
+        factory: FactoryFn,
+        cast_self: CastFn,
+    ) -> Self {
+        Self::with::<T>(name, scope, Construct::Sync(factory), cast_self)
+    }
+
+    /// A proto of type `T` built by an async constructor: `factory` takes the dependencies from
+    /// the resolver and returns the construction, which [`build`](crate::AppBuilder::build)
+    /// awaits for a singleton, and [`get_async`](crate::ContextRef::get_async) for a context
+    /// proto.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, BuildFuture, ProtoDescriptor, cast_to};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// struct Pool { size: usize }
+    ///
+    /// /// What the macros generate for an async constructor: no dependency to take here, and
+    /// /// the construction, which `build()` awaits.
+    /// fn connect(_: &Resolver<'_>) -> Result<BuildFuture, DiError> {
+    ///     let build: BuildFuture = Box::pin(async {
+    ///         tokio::task::yield_now().await;
+    ///         Ok(Arc::new(Pool { size: 4 }) as AnyArc)
+    ///     });
+    ///     Ok(build)
+    /// }
+    ///
+    /// impl Proto for Pool {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new_async::<Pool>("pool", Scope::Singleton, connect, cast_to::<Pool>);
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<Pool>().build().await?;
+    /// assert_eq!(app.get_object::<Pool>()?.size, 4);
+    /// # Ok(()) }
+    /// ```
+    pub const fn new_async<T: Send + Sync + 'static>(
+        name: &'static str,
+        scope: Scope,
+        factory: AsyncFactoryFn,
+        cast_self: CastFn,
+    ) -> Self {
+        Self::with::<T>(name, scope, Construct::Async(factory), cast_self)
+    }
+
+    /// A singleton whose value is the configuration section at `prefix`, deserialized by `load`
+    /// ([`load_section::<T>`](crate::registry::load_section)) when the App is built. With `instances`,
+    /// each table under `prefix` is an instance, named by its key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::registry::{ProtoDescriptor, cast_to, load_section};
+    /// use di_core::{App, DiError, Proto};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct DbConfig { url: String }
+    ///
+    /// // What `#[config_proto(prefix = "db")]` generates.
+    /// impl Proto for DbConfig {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::config::<DbConfig>("dbConfig", "db", false, load_section::<DbConfig>, cast_to::<DbConfig>);
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder()
+    ///     .without_inventory()
+    ///     .link::<DbConfig>()
+    ///     .config_value("db.url", "sqlite::memory:")
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_object::<DbConfig>()?.url, "sqlite::memory:");
+    /// # Ok(()) }
+    /// ```
+    pub const fn config<T: Send + Sync + 'static>(
+        name: &'static str,
+        prefix: &'static str,
+        instances: bool,
+        load: LoadFn,
+        cast_self: CastFn,
+    ) -> Self {
+        Self::with::<T>(name, Scope::Singleton, Construct::Config { prefix, instances, load }, cast_self)
+    }
+
+    const fn with<T: Send + Sync + 'static>(
+        name: &'static str,
+        scope: Scope,
+        construct: Construct,
+        cast_self: CastFn,
+    ) -> Self {
+        ProtoDescriptor {
+            type_id: TypeId::of::<T>,
+            type_name: core::any::type_name::<T>,
+            name,
+            scope,
+            access: Access::Public,
+            krate: "",
+            deps: &[],
+            provides: &[],
+            construct,
+            cast_self,
+            instances_of: None,
+            profile: None,
+            lazy: false,
+            init: None,
+            complete: None,
+            destroy: None,
+        }
+    }
+
+    /// Makes a singleton lazy: validated with the graph, built on first use (unless an eagerly
+    /// built proto takes it by value).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// static BUILT: AtomicBool = AtomicBool::new(false);
+    /// struct Geo;
+    ///
+    /// fn geo(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     BUILT.store(true, Ordering::SeqCst);
+    ///     Ok(Arc::new(Geo))
+    /// }
+    ///
+    /// // `#[singleton_proto(lazy)]`
+    /// impl Proto for Geo {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new::<Geo>("geo", Scope::Singleton, geo, cast_to::<Geo>).lazy();
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<Geo>().build().await?;
+    /// assert!(!BUILT.load(Ordering::SeqCst)); // not by `build()`
+    /// app.get_object::<Geo>()?;
+    /// assert!(BUILT.load(Ordering::SeqCst)); // on first use
+    /// # Ok(()) }
+    /// ```
+    pub const fn lazy(mut self) -> Self {
+        self.lazy = true;
+        self
+    }
+
+    /// Makes this proto a template with one instance per instance of `C` (usually a
+    /// multi-instance config section), named like it; in each, a dependency on `Arc<C>` (or
+    /// `Option<Arc<C>>`) with no qualifier gets that instance.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to, load_section};
+    /// use di_core::{App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct RedisConfig { url: String }
+    /// struct Redis { url: String }
+    ///
+    /// fn redis(r: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     let config: Arc<RedisConfig> = r.arc(0)?; // this instance's own section
+    ///     Ok(Arc::new(Redis { url: config.url.clone() }))
+    /// }
+    /// const REDIS_DEPS: &[Dependency] = &[Dependency::new::<RedisConfig>(InjectKind::Arc, None)];
+    ///
+    /// // `#[config_proto(prefix = "redis", instances)]`: one section per table under `redis`.
+    /// impl Proto for RedisConfig {
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::config::<RedisConfig>(
+    ///         "redisConfig", "redis", true, load_section::<RedisConfig>, cast_to::<RedisConfig>,
+    ///     );
+    /// }
+    /// // `#[singleton_proto(instances_of = RedisConfig)]`: one client per section.
+    /// impl Proto for Redis {
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Redis>("redis", Scope::Singleton, redis, cast_to::<Redis>)
+    ///         .deps(REDIS_DEPS)
+    ///         .instances_of::<RedisConfig>();
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder()
+    ///     .without_inventory()
+    ///     .link::<RedisConfig>()
+    ///     .link::<Redis>()
+    ///     .config_value("redis.cache.url", "redis://cache")
+    ///     .config_value("redis.queue.url", "redis://queue")
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_object_named::<Redis>("cache")?.url, "redis://cache");
+    /// assert_eq!(app.get_object_named::<Redis>("queue")?.url, "redis://queue");
+    /// # Ok(()) }
+    /// ```
+    pub const fn instances_of<C: ?Sized + 'static>(mut self) -> Self {
+        self.instances_of = Some(TypeRef { type_id: TypeId::of::<C>, type_name: core::any::type_name::<C> });
+        self
+    }
+
+    /// Registers this proto only when `profile` is the App's active profile
+    /// ([`AppBuilder::profile`](crate::AppBuilder::profile)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// struct FakeMailer;
+    ///
+    /// fn fake_mailer(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(FakeMailer))
+    /// }
+    ///
+    /// // `#[singleton_proto(profile = "test")]`
+    /// impl Proto for FakeMailer {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new::<FakeMailer>("fakeMailer", Scope::Singleton, fake_mailer, cast_to::<FakeMailer>)
+    ///             .profile("test");
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let test = App::builder().without_inventory().link::<FakeMailer>().profile("test").build().await?;
+    /// assert!(test.get_object::<FakeMailer>().is_ok());
+    /// let prod = App::builder().without_inventory().link::<FakeMailer>().profile("prod").build().await?;
+    /// assert!(prod.get_object::<FakeMailer>().is_err()); // not registered under "prod"
+    /// # Ok(()) }
+    /// ```
+    pub const fn profile(mut self, profile: &'static str) -> Self {
+        self.profile = Some(profile);
+        self
+    }
+
+    /// Sets the declared dependencies, in the order the factory asks for them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::{App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
+    ///
+    /// struct Db;
+    /// struct Repo { db: Arc<Db> }
+    ///
+    /// fn db(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Db))
+    /// }
+    /// fn repo(r: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Repo { db: r.arc(0)? })) // dependency #0
+    /// }
+    ///
+    /// impl Proto for Db {
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Db>("db", Scope::Singleton, db, cast_to::<Db>);
+    /// }
+    /// impl Proto for Repo {
+    ///     // `#[inject] db: Arc<Db>`
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Repo>("repo", Scope::Singleton, repo, cast_to::<Repo>)
+    ///         .deps(const { &[Dependency::new::<Db>(InjectKind::Arc, None).field("db")] });
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<Db>().link::<Repo>().build().await?;
+    /// assert!(Arc::ptr_eq(&app.get_object::<Repo>()?.db, &app.get_object::<Db>()?));
+    /// # Ok(()) }
+    /// ```
+    pub const fn deps(mut self, deps: &'static [Dependency]) -> Self {
+        self.deps = deps;
+        self
+    }
+
+    /// Sets the extra types (usually `dyn Trait`) this proto can be injected as.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::any::Any;
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, Provide, cast_to, put};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// trait Mailer: Send + Sync { fn send(&self) -> &'static str; }
+    /// struct Smtp;
+    /// impl Mailer for Smtp { fn send(&self) -> &'static str { "smtp" } }
+    ///
+    /// fn smtp(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Smtp))
+    /// }
+    /// fn smtp_as_mailer(obj: AnyArc, out: &mut dyn Any) {
+    ///     let smtp: Arc<dyn Mailer> = obj.downcast::<Smtp>().expect("registered as Smtp");
+    ///     put(out, smtp);
+    /// }
+    ///
+    /// // `#[singleton_proto(provides(dyn Mailer))]`
+    /// impl Proto for Smtp {
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Smtp>("smtp", Scope::Singleton, smtp, cast_to::<Smtp>)
+    ///         .provides(const { &[Provide::new::<dyn Mailer>(smtp_as_mailer)] });
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<Smtp>().build().await?;
+    /// assert_eq!(app.get_provider::<dyn Mailer>()?.send(), "smtp");
+    /// assert!(app.get_object::<Smtp>().is_ok()); // and as its own type
+    /// # Ok(()) }
+    /// ```
+    pub const fn provides(mut self, provides: &'static [Provide]) -> Self {
+        self.provides = provides;
+        self
+    }
+
+    /// Sets the access level and the crate it is checked against (`module_path!()` works).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::{Access, App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
+    ///
+    /// struct Ledger;
+    /// struct Report;
+    ///
+    /// fn ledger(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Ledger))
+    /// }
+    /// fn report(r: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     r.arc::<Ledger>(0)?;
+    ///     Ok(Arc::new(Report))
+    /// }
+    ///
+    /// // Private to crate `billing` (only the first segment of the path counts) ...
+    /// impl Proto for Ledger {
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Ledger>("ledger", Scope::Singleton, ledger, cast_to::<Ledger>)
+    ///         .access(Access::Private, "billing::ledger");
+    /// }
+    /// // ... and injected by a proto of crate `web`.
+    /// impl Proto for Report {
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Report>("report", Scope::Singleton, report, cast_to::<Report>)
+    ///         .deps(const { &[Dependency::new::<Ledger>(InjectKind::Arc, None)] })
+    ///         .access(Access::Public, "web::reports");
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let err = App::builder().without_inventory().link::<Ledger>().link::<Report>().build().await.unwrap_err();
+    /// assert!(matches!(err, DiError::Private { .. }), "{err}");
+    /// # }
+    /// ```
+    pub const fn access(mut self, access: Access, krate: &'static str) -> Self {
+        self.access = access;
+        self.krate = krate;
+        self
+    }
+
+    /// Sets the async init hook, run once after construction.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor, cast_to};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// #[derive(Default)]
+    /// struct Pool { warm: AtomicBool }
+    ///
+    /// fn pool(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Pool::default()))
+    /// }
+    /// fn warm_up(obj: AnyArc) -> HookFuture {
+    ///     let pool = obj.downcast::<Pool>().expect("registered as a Pool");
+    ///     Box::pin(async move {
+    ///         pool.warm.store(true, Ordering::SeqCst);
+    ///         Ok(())
+    ///     })
+    /// }
+    ///
+    /// // `#[singleton_proto(init = warm_up)]`
+    /// impl Proto for Pool {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new::<Pool>("pool", Scope::Singleton, pool, cast_to::<Pool>).init(warm_up);
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<Pool>().build().await?;
+    /// assert!(app.get_object::<Pool>()?.warm.load(Ordering::SeqCst)); // run by `build()`
+    /// # Ok(()) }
+    /// ```
+    pub const fn init(mut self, hook: HookFn) -> Self {
+        self.init = Some(hook);
+        self
+    }
+
+    /// Sets the async completion hook of a context proto, run when its scope's work is done
+    /// and before its output leaves (see [`App::run_in_context`](crate::App::run_in_context)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor, cast_to};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// #[derive(Default)]
+    /// struct UnitOfWork { committed: AtomicBool }
+    ///
+    /// fn unit_of_work(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(UnitOfWork::default()))
+    /// }
+    /// fn commit(obj: AnyArc) -> HookFuture {
+    ///     let uow = obj.downcast::<UnitOfWork>().expect("registered as a UnitOfWork");
+    ///     Box::pin(async move {
+    ///         uow.committed.store(true, Ordering::SeqCst);
+    ///         Ok(())
+    ///     })
+    /// }
+    ///
+    /// // `#[context_proto(complete = commit)]`
+    /// impl Proto for UnitOfWork {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new::<UnitOfWork>("unitOfWork", Scope::Context, unit_of_work, cast_to::<UnitOfWork>)
+    ///             .complete(commit);
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<UnitOfWork>().build().await?;
+    /// let uow = app.try_run_in_context(async { app.get_object::<UnitOfWork>() }).await??;
+    /// assert!(uow.committed.load(Ordering::SeqCst)); // when the scope's work was done
+    /// # Ok(()) }
+    /// ```
+    pub const fn complete(mut self, hook: HookFn) -> Self {
+        self.complete = Some(hook);
+        self
+    }
+
+    /// Sets the async destroy hook, run once before the object is dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor, cast_to};
+    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    ///
+    /// static CLOSED: AtomicBool = AtomicBool::new(false);
+    /// struct Pool;
+    ///
+    /// fn pool(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    ///     Ok(Arc::new(Pool))
+    /// }
+    /// fn close(_: AnyArc) -> HookFuture {
+    ///     Box::pin(async {
+    ///         CLOSED.store(true, Ordering::SeqCst);
+    ///         Ok(())
+    ///     })
+    /// }
+    ///
+    /// // `#[singleton_proto(destroy = close)]`
+    /// impl Proto for Pool {
+    ///     const DESCRIPTOR: ProtoDescriptor =
+    ///         ProtoDescriptor::new::<Pool>("pool", Scope::Singleton, pool, cast_to::<Pool>).destroy(close);
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder().without_inventory().link::<Pool>().build().await?;
+    /// assert!(!CLOSED.load(Ordering::SeqCst));
+    /// app.shutdown().await?; // a singleton's destroy hook runs at shutdown
+    /// assert!(CLOSED.load(Ordering::SeqCst));
+    /// # Ok(()) }
+    /// ```
+    pub const fn destroy(mut self, hook: HookFn) -> Self {
+        self.destroy = Some(hook);
+        self
+    }
+
+    pub(crate) fn to_def(&'static self) -> ProtoDef {
+        let hook = |h: Option<HookFn>| h.map(|h| Arc::new(h) as Arc<DynHook>);
+        let mut provides = Vec::with_capacity(1 + self.provides.len());
+        provides.push(ProvideDef {
+            type_id: (self.type_id)(),
+            type_name: (self.type_name)(),
+            cast: ProvideCast::Fn(self.cast_self),
+        });
+        provides.extend(self.provides.iter().map(|p| ProvideDef {
+            type_id: (p.type_id)(),
+            type_name: (p.type_name)(),
+            cast: ProvideCast::Fn(p.cast),
+        }));
+        ProtoDef {
+            type_id: (self.type_id)(),
+            type_name: (self.type_name)(),
+            name: Cow::Borrowed(self.name),
+            scope: self.scope,
+            access: self.access,
+            krate: Cow::Borrowed(crate_of(self.krate)),
+            deps: Cow::Borrowed(self.deps),
+            provides,
+            factory: match self.construct {
+                Construct::Sync(f) => Factory::Sync(SyncFactory::Fn(f)),
+                Construct::Async(f) => Factory::Async(Arc::new(f)),
+                Construct::Config { prefix, instances, load } => {
+                    Factory::Config(ConfigDef { prefix: Cow::Borrowed(prefix), instances, load })
+                }
+            },
+            instances_of: self.instances_of.map(|c| ((c.type_id)(), (c.type_name)())),
+            profile: self.profile.map(Cow::Borrowed),
+            lazy: self.lazy,
+            init: hook(self.init),
+            complete: hook(self.complete),
+            destroy: hook(self.destroy),
+        }
+    }
+}
+
+impl fmt::Debug for ProtoDescriptor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProtoDescriptor")
+            .field("type", &(self.type_name)())
+            .field("name", &self.name)
+            .field("scope", &self.scope)
+            .field("deps", &self.deps)
+            .finish_non_exhaustive()
+    }
+}
+
+inventory::collect!(ProtoDescriptor);
+
+/// A type named in a `const` descriptor.
+#[derive(Clone, Copy)]
+pub(crate) struct TypeRef {
+    type_id: fn() -> TypeId,
+    type_name: fn() -> &'static str,
+}
+
+fn crate_of(module_path: &str) -> &str {
+    module_path.split("::").next().unwrap_or(module_path)
+}

@@ -1,0 +1,129 @@
+//! How a proto is built: the factory a descriptor names, and the forms a definition holds.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use crate::config::LoadFn;
+use crate::erased::{AnyArc, BuildFuture};
+use crate::error::DiError;
+use crate::resolver::Resolver;
+
+/// A type-erased factory in a static descriptor.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::registry::{AnyArc, FactoryFn, ProtoDescriptor, cast_to};
+/// use di_core::{App, DiError, Proto, Resolver, Scope};
+///
+/// struct Clock { started: u64 }
+///
+/// /// What `#[singleton_proto]` generates for `Clock`: its dependencies (none) from the
+/// /// resolver, then the object, erased.
+/// fn clock(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+///     Ok(Arc::new(Clock { started: 42 }))
+/// }
+/// const FACTORY: FactoryFn = clock;
+///
+/// impl Proto for Clock {
+///     const DESCRIPTOR: ProtoDescriptor =
+///         ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, FACTORY, cast_to::<Clock>);
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+/// let app = App::builder().without_inventory().link::<Clock>().build().await?;
+/// assert_eq!(app.get_object::<Clock>()?.started, 42);
+/// # Ok(()) }
+/// ```
+pub type FactoryFn = fn(&Resolver<'_>) -> Result<AnyArc, DiError>;
+
+/// A type-erased async factory in a static descriptor: it takes its dependencies from the
+/// [`Resolver`] at once and returns the construction to await.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use di_core::registry::{AnyArc, AsyncFactoryFn, BuildFuture, ProtoDescriptor, cast_to};
+/// use di_core::{App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
+///
+/// struct Url(&'static str);
+/// struct Client { url: &'static str }
+///
+/// fn url(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+///     Ok(Arc::new(Url("http://db")))
+/// }
+/// /// The dependencies now, from the resolver; the construction later, awaited by `build()`.
+/// fn client(r: &Resolver<'_>) -> Result<BuildFuture, DiError> {
+///     let url: Arc<Url> = r.arc(0)?;
+///     let build: BuildFuture = Box::pin(async move { Ok(Arc::new(Client { url: url.0 }) as AnyArc) });
+///     Ok(build)
+/// }
+/// const CLIENT: AsyncFactoryFn = client;
+/// const CLIENT_DEPS: &[Dependency] = &[Dependency::new::<Url>(InjectKind::Arc, None)];
+///
+/// impl Proto for Url {
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Url>("url", Scope::Singleton, url, cast_to::<Url>);
+/// }
+/// impl Proto for Client {
+///     const DESCRIPTOR: ProtoDescriptor =
+///         ProtoDescriptor::new_async::<Client>("client", Scope::Singleton, CLIENT, cast_to::<Client>).deps(CLIENT_DEPS);
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+/// let app = App::builder().without_inventory().link::<Url>().link::<Client>().build().await?;
+/// assert_eq!(app.get_object::<Client>()?.url, "http://db");
+/// # Ok(()) }
+/// ```
+pub type AsyncFactoryFn = fn(&Resolver<'_>) -> Result<BuildFuture, DiError>;
+
+pub(crate) type DynFactory = dyn Fn(&Resolver<'_>) -> Result<AnyArc, DiError> + Send + Sync;
+
+pub(crate) type DynAsyncFactory = dyn Fn(&Resolver<'_>) -> Result<BuildFuture, DiError> + Send + Sync;
+
+/// How a descriptor's object is made.
+#[derive(Clone, Copy)]
+pub(crate) enum Construct {
+    Sync(FactoryFn),
+    Async(AsyncFactoryFn),
+    Config { prefix: &'static str, instances: bool, load: LoadFn },
+}
+
+/// How a def's object is made.
+#[derive(Clone)]
+pub(crate) enum Factory {
+    /// By a function, now.
+    Sync(SyncFactory),
+    /// By an async constructor, awaited.
+    Async(Arc<DynAsyncFactory>),
+    /// From the configuration, read when the App is built (and then replaced by `Sync`).
+    Config(ConfigDef),
+}
+
+/// A sync factory: a descriptor's `fn` (called directly: a context object in a large graph is
+/// built once per request, from cold code, so each indirection shows) or a closure (from
+/// [`ProtoDef`]'s constructors).
+#[derive(Clone)]
+pub(crate) enum SyncFactory {
+    Fn(FactoryFn),
+    Closure(Arc<DynFactory>),
+}
+
+impl SyncFactory {
+    #[inline]
+    pub(crate) fn call(&self, r: &Resolver<'_>) -> Result<AnyArc, DiError> {
+        match self {
+            SyncFactory::Fn(f) => f(r),
+            SyncFactory::Closure(f) => f(r),
+        }
+    }
+}
+
+/// A config section: where it is and how to read it.
+#[derive(Clone)]
+pub(crate) struct ConfigDef {
+    pub(crate) prefix: Cow<'static, str>,
+    pub(crate) instances: bool,
+    pub(crate) load: LoadFn,
+}
