@@ -7,7 +7,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::ctxt::Ctxt;
-use crate::expand::finish;
+use crate::internals::{crate_option, finish, private_path};
 
 const EVENT_HANDLER: &str = "event_handler";
 const SCHEDULE: &str = "schedule";
@@ -31,15 +31,15 @@ struct Method {
 
 struct HandlersItem {
     item: syn::ItemImpl,
+    /// `crate = path`: where generated code finds di-core.
+    krate: Option<syn::Path>,
     methods: Vec<Method>,
 }
 
 pub(crate) fn handlers(args: TokenStream, item: TokenStream) -> TokenStream {
     let cx = Ctxt::new();
-    if !args.is_empty() {
-        cx.error_spanned_by(&args, "`#[handlers]` takes no options");
-    }
-    let model = parse(&cx, item.clone());
+    let krate = crate_option(&cx, args, "handlers");
+    let model = parse(&cx, item.clone()).map(|m| HandlersItem { krate, ..m });
     finish(cx, model.as_ref().map(|m| (&m.item, m)), item, expand)
 }
 
@@ -54,7 +54,7 @@ pub(crate) fn stray(name: &str, item: TokenStream) -> TokenStream {
 }
 
 fn parse(cx: &Ctxt, item: TokenStream) -> Option<HandlersItem> {
-    let mut item = crate::ast::inherent_impl(cx, item, "#[handlers]", "singleton proto")?;
+    let mut item = crate::internals::inherent_impl(cx, item, "#[handlers]", "singleton proto")?;
     let self_ty = (*item.self_ty).clone();
     let mut methods = Vec::new();
     let mut marked = false;
@@ -98,7 +98,7 @@ fn parse(cx: &Ctxt, item: TokenStream) -> Option<HandlersItem> {
             "no handlers: mark methods with `#[event_handler]` or `#[schedule(every = \"30s\")]`",
         );
     }
-    Some(HandlersItem { item, methods })
+    Some(HandlersItem { item, krate: None, methods })
 }
 
 /// `every = "30s"` or `cron = "0 */5 * * * *"`, checked now.
@@ -235,7 +235,7 @@ fn check_signature(
         match rest.as_slice() {
             [syn::FnArg::Typed(arg)] => match &*arg.ty {
                 syn::Type::Reference(r) if r.mutability.is_none() => {
-                    Some(Kind::Event(crate::ast::replace_self(&r.elem, self_ty)))
+                    Some(Kind::Event(crate::internals::replace_self(&r.elem, self_ty)))
                 }
                 other => {
                     wrong(cx, other);
@@ -312,11 +312,12 @@ fn expand(model: &HandlersItem) -> TokenStream {
         }
     });
     let singleton = quote_spanned!(self_ty.span()=> __di::assert_singleton::<#self_ty>(););
+    let di = private_path(model.krate.as_ref(), quote!(::di_core));
     quote! {
         #item
 
         const _: () = {
-            use ::di_core::__private as __di;
+            use #di as __di;
             const _: () = { #singleton };
             #(#registrations)*
         };

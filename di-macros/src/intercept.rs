@@ -10,7 +10,7 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 
 use crate::ctxt::Ctxt;
-use crate::expand::finish;
+use crate::internals::{finish, private_path};
 
 const INTERCEPT: &str = "intercept";
 
@@ -19,9 +19,10 @@ type Advices = Vec<syn::Path>;
 
 pub(crate) fn intercept(args: TokenStream, item: TokenStream) -> TokenStream {
     let cx = Ctxt::new();
-    let advices = parse_advices(&cx, args);
+    let mut krate = None;
+    let advices = parse_advices(&cx, args, &mut krate);
     let model = if let Ok(mut item) = syn::parse2::<syn::ItemImpl>(item.clone()) {
-        let methods: Vec<&mut syn::ImplItemFn> = item
+        let mut methods: Vec<&mut syn::ImplItemFn> = item
             .items
             .iter_mut()
             .filter_map(|i| match i {
@@ -30,16 +31,21 @@ pub(crate) fn intercept(args: TokenStream, item: TokenStream) -> TokenStream {
             })
             .collect();
         let mut any = false;
-        for method in methods {
+        let mut chains = Vec::new();
+        for method in &mut methods {
             let mut chain = if matches!(method.vis, syn::Visibility::Public(_)) && method.sig.asyncness.is_some() {
                 any = true;
                 advices.clone()
             } else {
                 Vec::new()
             };
-            chain.extend(take_intercepts(&cx, &mut method.attrs));
+            chain.extend(take_intercepts(&cx, &mut method.attrs, &mut krate));
+            chains.push(chain);
+        }
+        let di = private_path(krate.as_ref(), quote!(::di_core));
+        for (method, chain) in methods.into_iter().zip(chains) {
             if !chain.is_empty() {
-                rewrite(&cx, method, &chain);
+                rewrite(&cx, method, &chain, &di);
             }
         }
         if !any {
@@ -53,9 +59,9 @@ pub(crate) fn intercept(args: TokenStream, item: TokenStream) -> TokenStream {
         match syn::parse2::<syn::ImplItemFn>(item.clone()) {
             Ok(mut method) => {
                 let mut chain = advices;
-                chain.extend(take_intercepts(&cx, &mut method.attrs));
+                chain.extend(take_intercepts(&cx, &mut method.attrs, &mut krate));
                 if !chain.is_empty() {
-                    rewrite(&cx, &mut method, &chain);
+                    rewrite(&cx, &mut method, &chain, &private_path(krate.as_ref(), quote!(::di_core)));
                 }
                 Some(quote!(#method))
             }
@@ -68,15 +74,44 @@ pub(crate) fn intercept(args: TokenStream, item: TokenStream) -> TokenStream {
     finish(cx, model.as_ref().map(|m| (m, m)), item, Clone::clone)
 }
 
-/// `A, B`: the advice types.
-fn parse_advices(cx: &Ctxt, args: TokenStream) -> Advices {
-    let parser = Punctuated::<syn::Path, syn::Token![,]>::parse_terminated;
-    match syn::parse::Parser::parse2(parser, args.clone()) {
-        Ok(list) if list.is_empty() => {
-            cx.push(syn::Error::new(Span::call_site(), "name the advices: `#[intercept(Timing, Transactional)]`"));
-            Vec::new()
+/// One entry of `#[intercept(..)]`: an advice type, or `crate = path`.
+enum Arg {
+    Advice(syn::Path),
+    Krate(syn::Path),
+}
+
+impl syn::parse::Parse for Arg {
+    fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
+        if input.peek(syn::Token![crate]) && input.peek2(syn::Token![=]) {
+            input.parse::<syn::Token![crate]>()?;
+            input.parse::<syn::Token![=]>()?;
+            return Ok(Arg::Krate(input.call(syn::Path::parse_mod_style)?));
         }
-        Ok(list) => list.into_iter().collect(),
+        input.parse().map(Arg::Advice)
+    }
+}
+
+/// `A, B` (and `crate = path`, at most once in all of an item's `#[intercept]`s, into `krate`):
+/// the advice types.
+fn parse_advices(cx: &Ctxt, args: TokenStream, krate: &mut Option<syn::Path>) -> Advices {
+    let parser = Punctuated::<Arg, syn::Token![,]>::parse_terminated;
+    match syn::parse::Parser::parse2(parser, args.clone()) {
+        Ok(list) => {
+            let mut advices = Vec::new();
+            for arg in list {
+                match arg {
+                    Arg::Advice(path) => advices.push(path),
+                    Arg::Krate(path) if krate.is_some() => {
+                        cx.error_spanned_by(&path, "`crate` specified more than once")
+                    }
+                    Arg::Krate(path) => *krate = Some(path),
+                }
+            }
+            if advices.is_empty() {
+                cx.push(syn::Error::new(Span::call_site(), "name the advices: `#[intercept(Timing, Transactional)]`"));
+            }
+            advices
+        }
         Err(err) => {
             cx.push(syn::Error::new(err.span(), "write the advice types: `#[intercept(Timing, Transactional)]`"));
             Vec::new()
@@ -86,14 +121,14 @@ fn parse_advices(cx: &Ctxt, args: TokenStream) -> Advices {
 
 /// Removes the method's own `#[intercept(..)]` attributes and returns their advices, in order:
 /// one expansion handles them all, so that the written order is the order of the chain.
-fn take_intercepts(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>) -> Advices {
+fn take_intercepts(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>, krate: &mut Option<syn::Path>) -> Advices {
     let mut advices = Vec::new();
     attrs.retain(|attr| {
         if attr.path().segments.last().is_none_or(|s| s.ident != INTERCEPT) {
             return true;
         }
         match &attr.meta {
-            syn::Meta::List(list) => advices.extend(parse_advices(cx, list.tokens.clone())),
+            syn::Meta::List(list) => advices.extend(parse_advices(cx, list.tokens.clone(), krate)),
             _ => cx.error_spanned_by(attr, "name the advices: `#[intercept(Timing, Transactional)]`"),
         }
         false
@@ -102,7 +137,7 @@ fn take_intercepts(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>) -> Advices {
 }
 
 /// Rewrites `method`'s body into the chain of `advices` (outermost first) around it.
-fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[syn::Path]) {
+fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[syn::Path], di: &TokenStream) {
     let sig = &mut method.sig;
     if sig.asyncness.is_none() {
         cx.error_spanned_by(
@@ -139,7 +174,6 @@ fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[syn::Path]) {
         syn::ReturnType::Type(_, ty) => quote!(#ty),
     };
     let body = &method.block;
-    let di = quote!(::di_core::__private);
     let show = quote! {
         |__di_v, __di_f| {
             #[allow(unused_imports)]

@@ -8,19 +8,17 @@
 //! Errors accumulate in a `Ctxt`, so one compile reports them all.
 //! `DI_MACROS_DEBUG=1` prints each expansion to stderr.
 
-mod ast;
-mod attr;
-mod check;
 mod ctxt;
-mod expand;
 mod handlers;
 mod http;
 mod intercept;
+mod internals;
+mod proto;
 mod symbol;
 
 use proc_macro::TokenStream;
 
-use crate::attr::ProtoScope;
+use crate::proto::attr::ProtoScope;
 
 /// Registers a struct as a singleton proto: built once when the App is built.
 ///
@@ -88,7 +86,7 @@ use crate::attr::ProtoScope;
 /// ```
 #[proc_macro_attribute]
 pub fn singleton_proto(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::proto(args.into(), item.into(), ProtoScope::Singleton).into()
+    proto::expand::proto(args.into(), item.into(), ProtoScope::Singleton).into()
 }
 
 /// Registers a struct as a context proto: built at most once per context scope (a request), on
@@ -142,7 +140,7 @@ pub fn singleton_proto(args: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 #[proc_macro_attribute]
 pub fn context_proto(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::proto(args.into(), item.into(), ProtoScope::Context).into()
+    proto::expand::proto(args.into(), item.into(), ProtoScope::Context).into()
 }
 
 /// Registers a `#[derive(serde::Deserialize)]` struct as a configuration section: a singleton
@@ -184,7 +182,7 @@ pub fn context_proto(args: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 #[proc_macro_attribute]
 pub fn config_proto(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::proto(args.into(), item.into(), ProtoScope::Config).into()
+    proto::expand::proto(args.into(), item.into(), ProtoScope::Config).into()
 }
 
 /// Registers a struct (or an `impl` block with its constructor) as a transient proto: built
@@ -233,7 +231,7 @@ pub fn config_proto(args: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 #[proc_macro_attribute]
 pub fn transient_proto(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::proto(args.into(), item.into(), ProtoScope::Transient).into()
+    proto::expand::proto(args.into(), item.into(), ProtoScope::Transient).into()
 }
 
 /// Makes a struct an HTTP controller: a singleton proto (same fields and options as
@@ -246,7 +244,7 @@ pub fn transient_proto(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Use it through `di_http`, which documents it with examples.
 #[proc_macro_attribute]
 pub fn http_controller(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::proto(args.into(), item.into(), ProtoScope::Controller).into()
+    proto::expand::proto(args.into(), item.into(), ProtoScope::Controller).into()
 }
 
 /// Turns the methods of a controller's impl block marked `#[get("/path")]`, `#[post]`, `#[put]`,
@@ -261,14 +259,16 @@ pub fn http_routes(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Runs advices around a method: `#[intercept(Timing, Transactional)]` on an async method
 /// (outermost first), or on an impl block for each of its `pub async fn`s. See
-/// `di_core::Advice`.
+/// `di_core::Advice`. `crate = path` among the advices (`#[intercept(Timing, crate = my::di)]`)
+/// names di-core where a crate re-exports it.
 #[proc_macro_attribute]
 pub fn intercept(args: TokenStream, item: TokenStream) -> TokenStream {
     intercept::intercept(args.into(), item.into()).into()
 }
 
 /// Registers the `#[event_handler]` and `#[schedule(..)]` methods of a singleton's impl block.
-/// See `di_core::EventBus` and `di_core::App::run_schedule`.
+/// See `di_core::EventBus` and `di_core::App::run_schedule`. Options: `crate = path` (di-core
+/// where a crate re-exports it).
 #[proc_macro_attribute]
 pub fn handlers(args: TokenStream, item: TokenStream) -> TokenStream {
     handlers::handlers(args.into(), item.into()).into()

@@ -33,10 +33,40 @@ fn every_error_message_has_a_ui_case() {
     assert!(missing.is_empty(), "compile errors without a trybuild case in tests/ui:\n{}", missing.join("\n"));
 }
 
+/// Every case says in its first line, as a `//!` comment, the rule it shows.
+#[test]
+fn every_ui_case_states_its_rule() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cases = files(&root.join("tests/ui"), "rs");
+    assert!(cases.len() > 50, "found only {} cases: have the UI tests moved?", cases.len());
+    let silent: Vec<String> = cases
+        .iter()
+        .filter(|f| !fs::read_to_string(f).unwrap().starts_with("//! "))
+        .map(|f| f.strip_prefix(root).unwrap().display().to_string())
+        .collect();
+    assert!(silent.is_empty(), "UI cases without a `//!` line stating their rule:\n{}", silent.join("\n"));
+}
+
+/// Each attribute has a case that compiles as well as cases that do not.
+#[test]
+fn every_attribute_has_a_pass_case() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui");
+    let mut missing = Vec::new();
+    for entry in fs::read_dir(&root).unwrap() {
+        let dir = entry.unwrap().path();
+        if dir.is_dir() && files(&dir.join("pass"), "rs").is_empty() {
+            missing.push(dir.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    missing.sort();
+    assert!(missing.is_empty(), "tests/ui folders without a pass case: {missing:?}");
+}
+
 /// The files under `dir` whose name ends in `.{ext}`, sorted.
 fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for entry in fs::read_dir(dir).unwrap() {
+    let Ok(entries) = fs::read_dir(dir) else { return out };
+    for entry in entries {
         let path = entry.unwrap().path();
         if path.is_dir() {
             out.extend(files(&path, ext));

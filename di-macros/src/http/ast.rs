@@ -4,9 +4,9 @@
 use proc_macro2::TokenStream;
 
 use super::attr::{Route, RoutesAttr, take_routes};
-use crate::ast::{inherent_impl, replace_self};
-use crate::attr::take_middleware;
 use crate::ctxt::Ctxt;
+use crate::internals::take_middleware;
+use crate::internals::{inherent_impl, replace_self};
 
 /// The impl block, validated.
 pub(super) struct RoutesItem {

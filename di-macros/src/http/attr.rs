@@ -4,9 +4,9 @@
 use proc_macro2::{Span, TokenStream};
 use syn::spanned::Spanned;
 
-use crate::attr::{check_route_path, once, skip_value};
 use crate::ctxt::Ctxt;
-use crate::symbol::{CRATE, HTTP_METHODS, METHOD, ROUTE, ROUTE_ATTRS};
+use crate::internals::{check_route_path, crate_option};
+use crate::symbol::{HTTP_METHODS, METHOD, ROUTE, ROUTE_ATTRS};
 
 /// `#[http_routes(crate = path)]`, each option at most once.
 #[derive(Default)]
@@ -16,21 +16,7 @@ pub(super) struct RoutesAttr {
 
 impl RoutesAttr {
     pub(super) fn parse(cx: &Ctxt, args: TokenStream) -> RoutesAttr {
-        let mut attr = RoutesAttr::default();
-        let parser = syn::meta::parser(|meta| {
-            if meta.path.is_ident(CRATE) {
-                let path = meta.value()?.call(syn::Path::parse_mod_style)?;
-                once(cx, &meta, &mut attr.krate, path);
-            } else {
-                cx.error_spanned_by(&meta.path, "unknown option; `#[http_routes]` takes only `crate = path`");
-                skip_value(&meta)?;
-            }
-            Ok(())
-        });
-        if let Err(err) = syn::parse::Parser::parse2(parser, args) {
-            cx.push(err);
-        }
-        attr
+        RoutesAttr { krate: crate_option(cx, args, "http_routes") }
     }
 }
 

@@ -12,7 +12,7 @@ mod expand;
 use proc_macro2::TokenStream;
 
 use crate::ctxt::Ctxt;
-use crate::expand::finish;
+use crate::internals::finish;
 
 pub(crate) fn routes(args: TokenStream, item: TokenStream) -> TokenStream {
     let cx = Ctxt::new();

@@ -1,3 +1,4 @@
+//! A schedule names a period with units (`every = "30s"`, longer than zero) or a six- or seven-field cron expression, and nothing else.
 use di_core::{handlers, singleton_proto};
 
 #[singleton_proto]

@@ -1,3 +1,4 @@
+//! An event crosses tasks, so it is `Send + Sync`; a handler returns `()` or `Result<(), E>`.
 use std::rc::Rc;
 
 use di_core::{handlers, singleton_proto};

@@ -1,4 +1,4 @@
-//! `#[handlers]` takes no options and applies to an inherent impl block of a non-generic
+//! `#[handlers]` takes only `crate = path` and applies to an inherent impl block of a non-generic
 //! singleton with at least one handler; `#[event_handler]` takes no options; a method has one
 //! handler attribute.
 use di_core::{handlers, singleton_proto};

@@ -1,3 +1,4 @@
+//! `#[event_handler]` and `#[schedule]` register nothing on their own: their impl block needs `#[handlers]`.
 use di_core::singleton_proto;
 
 pub struct Created;

@@ -1,3 +1,4 @@
+//! A handler is `async fn(&self, event: &E)`, a job `async fn(&self)`, and both live on singletons.
 use di_core::{context_proto, handlers, singleton_proto};
 
 pub struct Created;

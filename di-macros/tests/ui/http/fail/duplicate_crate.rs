@@ -1,3 +1,4 @@
+//! `crate = path` is given at most once.
 use di_http::{http_controller, http_routes};
 
 #[http_controller]

@@ -1,3 +1,4 @@
+//! An advice is a proto: the container builds it, so `#[intercept]` can reach it.
 use di_core::{intercept, singleton_proto, Advice, Call, Next};
 
 pub struct Timing;

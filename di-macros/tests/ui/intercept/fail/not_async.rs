@@ -1,3 +1,4 @@
+//! `#[intercept]` wraps async methods, and names at least one advice.
 use di_core::{intercept, singleton_proto, Advice, Call, Next};
 
 #[singleton_proto]

@@ -1,3 +1,4 @@
+//! An advice says which outputs it wraps (`Advice<R>`); a method returning another type is refused.
 use di_core::{intercept, singleton_proto, Advice, Call, Next};
 
 /// Handles only `Result`s.

@@ -1,3 +1,4 @@
+//! The advices an `#[intercept]` names must be types in scope.
 use di_core::{intercept, singleton_proto};
 
 #[singleton_proto]

@@ -1,12 +1,13 @@
 //! The validated model of an annotated struct.
 
 use proc_macro2::TokenStream;
-use quote::{ToTokens, quote, quote_spanned};
+use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::{GenericArgument, PathArguments, Type};
 
-use crate::attr::{InjectAttr, ProtoAttr, ProtoScope, take_middleware};
 use crate::ctxt::Ctxt;
+use crate::internals::{replace_self, take_middleware};
+use crate::proto::attr::{InjectAttr, ProtoAttr, ProtoScope};
 use crate::symbol::{CONSTRUCTOR, INJECT};
 
 /// How a dependency is filled, read off its type.
@@ -343,48 +344,4 @@ pub(crate) fn ungroup(ty: &Type) -> &Type {
 /// Whether `T` is a trait object, which no compile-time proto check applies to.
 pub(crate) fn is_dyn(ty: &Type) -> bool {
     matches!(ungroup(ty), Type::TraitObject(_))
-}
-
-/// `ty` with every `Self` replaced by `self_ty`: for types moved out of an `impl` block into
-/// generated free functions, where `Self` means nothing.
-/// The impl block an attribute such as `#[handlers]` is on: inherent and not generic, since
-/// the container builds one object of its type (`owner`, "singleton proto" or "controller").
-/// Errors name `attribute`; `None` (with the error recorded) if `item` is no impl block.
-pub(crate) fn inherent_impl(cx: &Ctxt, item: TokenStream, attribute: &str, owner: &str) -> Option<syn::ItemImpl> {
-    let item: syn::ItemImpl = match syn::parse2(item) {
-        Ok(item) => item,
-        Err(err) => {
-            let message = format!("`{attribute}` applies to an inherent impl block of a {owner}");
-            cx.push(syn::Error::new(err.span(), message));
-            return None;
-        }
-    };
-    if let Some((_, path, _)) = &item.trait_ {
-        cx.error_spanned_by(path, format!("`{attribute}` applies to an inherent impl block, not a trait impl"));
-    }
-    if !item.generics.params.is_empty() {
-        cx.error_spanned_by(
-            &item.generics,
-            format!("`{attribute}` applies to the impl block of a non-generic {owner}: the container builds one of it"),
-        );
-    }
-    Some(item)
-}
-
-pub(crate) fn replace_self(ty: &syn::Type, self_ty: &syn::Type) -> syn::Type {
-    fn walk(tokens: TokenStream, self_ty: &syn::Type) -> TokenStream {
-        tokens
-            .into_iter()
-            .flat_map(|tree| match tree {
-                proc_macro2::TokenTree::Ident(ident) if ident == "Self" => quote_spanned!(ident.span()=> #self_ty),
-                proc_macro2::TokenTree::Group(group) => {
-                    let mut new = proc_macro2::Group::new(group.delimiter(), walk(group.stream(), self_ty));
-                    new.set_span(group.span());
-                    quote!(#new)
-                }
-                other => quote!(#other),
-            })
-            .collect()
-    }
-    syn::parse2(walk(quote!(#ty), self_ty)).unwrap_or_else(|_| ty.clone())
 }

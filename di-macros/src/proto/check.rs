@@ -2,9 +2,9 @@
 
 use syn::spanned::Spanned;
 
-use crate::ast::{Body, Kind, ProtoItem, is_dyn};
-use crate::attr::ProtoScope;
 use crate::ctxt::Ctxt;
+use crate::proto::ast::{Body, Kind, ProtoItem, is_dyn};
+use crate::proto::attr::ProtoScope;
 
 pub(crate) fn check(cx: &Ctxt, model: &ProtoItem) {
     no_generics(cx, model);
@@ -98,7 +98,7 @@ fn provider_names_a_type(cx: &Ctxt, model: &ProtoItem) {
 fn context_ref_needs_inject(cx: &Ctxt, model: &ProtoItem) {
     let Body::Struct { fields, .. } = &model.body else { return };
     for field in fields.iter().filter(|f| f.inject.is_none()) {
-        if let syn::Type::Path(p) = crate::ast::ungroup(&field.ty) {
+        if let syn::Type::Path(p) = crate::proto::ast::ungroup(&field.ty) {
             if p.path.segments.last().is_some_and(|s| s.ident == "ContextRef" || s.ident == "AsyncContextRef") {
                 cx.push(syn::Error::new(
                     field.ty.span(),
@@ -134,7 +134,7 @@ fn config_injects_nothing(cx: &Ctxt, model: &ProtoItem) {
 }
 
 /// Whether the dependency is checked at compile time: not a trait object, not `external`.
-pub(crate) fn checked(inject: &crate::ast::Inject) -> bool {
+pub(crate) fn checked(inject: &crate::proto::ast::Inject) -> bool {
     !is_dyn(&inject.target) && !inject.external
 }
 

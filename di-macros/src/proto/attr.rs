@@ -1,16 +1,15 @@
 //! Options of `#[singleton_proto(...)]`, `#[context_proto(...)]` and `#[inject(...)]`.
 
 use proc_macro2::TokenStream;
-use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::{Token, Type};
 
 use crate::ctxt::Ctxt;
+use crate::internals::{check_prefix, once, path_name, skip_value};
 use crate::symbol::{
     ACCESS, COMPLETE, CONFIG_OPTIONS, CONTROLLER_OPTIONS, CRATE, DESTROY, EXTERNAL, INIT, INSTANCES, INSTANCES_OF,
-    LAZY, MIDDLEWARE, NAME, PATH, PREFIX, PRIVATE, PROFILE, PROTO_OPTIONS, PROVIDES, PUBLIC, SINGLETON_OPTIONS,
-    TRANSIENT_OPTIONS,
+    LAZY, NAME, PATH, PREFIX, PRIVATE, PROFILE, PROTO_OPTIONS, PROVIDES, PUBLIC, SINGLETON_OPTIONS, TRANSIENT_OPTIONS,
 };
 
 /// Which proto attribute is being expanded.
@@ -72,29 +71,6 @@ pub(crate) struct ProtoAttr {
     pub(crate) instances: Option<syn::Path>,
     /// `#[singleton_proto(lazy)]`: built on first use.
     pub(crate) lazy: Option<syn::Path>,
-}
-
-/// Sets `slot` once; a second occurrence is reported at its own span.
-pub(crate) fn once<T>(cx: &Ctxt, meta: &ParseNestedMeta<'_>, slot: &mut Option<T>, value: T) {
-    if slot.is_some() {
-        cx.error_spanned_by(&meta.path, format!("`{}` specified more than once", path_name(&meta.path)));
-    } else {
-        *slot = Some(value);
-    }
-}
-
-fn path_name(path: &syn::Path) -> String {
-    quote::quote!(#path).to_string().replace(' ', "")
-}
-
-/// Skips the value of an unknown or malformed option, so parsing goes on with the next one.
-pub(crate) fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
-    if meta.input.peek(Token![=]) {
-        meta.value()?.parse::<syn::Expr>()?;
-    } else if meta.input.peek(syn::token::Paren) {
-        let _group: proc_macro2::Group = meta.input.parse()?;
-    }
-    Ok(())
 }
 
 impl ProtoAttr {
@@ -236,97 +212,5 @@ impl InjectAttr {
             cx.error_spanned_by(nv, "write `#[inject(name = \"...\")]`");
         }
         InjectAttr { name, external: external.is_some() }
-    }
-}
-
-/// Removes the `#[middleware(layer)]` attributes from `attrs` and returns their layers.
-pub(crate) fn take_middleware(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>) -> Vec<syn::Expr> {
-    let mut layers = Vec::new();
-    attrs.retain(|a| {
-        if !a.path().is_ident(MIDDLEWARE) {
-            return true;
-        }
-        match a.parse_args::<syn::Expr>() {
-            Ok(expr) => layers.push(expr),
-            Err(_) => cx.error_spanned_by(a, "write `#[middleware(layer)]`, with a tower `Layer` expression"),
-        }
-        false
-    });
-    layers
-}
-
-/// A controller prefix is empty or a route path without a catch-all.
-pub(crate) fn check_prefix(path: &str) -> Result<(), String> {
-    if path.is_empty() {
-        return Ok(());
-    }
-    check_path(path, true)
-}
-
-/// The checks on a route path that need no other route, in axum 0.8's syntax: compile-time, so
-/// that di-http only has clashes left to find at start-up. A prefix may not hold a catch-all,
-/// which must end the whole path.
-pub(crate) fn check_route_path(path: &str) -> Result<(), String> {
-    check_path(path, false)
-}
-
-fn check_path(path: &str, prefix: bool) -> Result<(), String> {
-    if !path.starts_with('/') {
-        return Err(format!("a route path starts with `/`: write \"/{path}\""));
-    }
-    let mut open = false;
-    for c in path.chars() {
-        match (c, open) {
-            ('{', false) => open = true,
-            ('}', true) => open = false,
-            ('{', true) | ('}', false) => return Err(format!("unbalanced `{{`/`}}` in route path \"{path}\"")),
-            _ => {}
-        }
-    }
-    if open {
-        return Err(format!("unbalanced `{{`/`}}` in route path \"{path}\""));
-    }
-    let segments: Vec<&str> = path.split('/').skip(1).collect();
-    for (i, segment) in segments.iter().enumerate() {
-        if segment.starts_with(':') || segment.starts_with('*') {
-            return Err(format!(
-                "route path \"{path}\" uses the old `{segment}` syntax; axum 0.8 captures are written `{{name}}` and `{{*name}}`"
-            ));
-        }
-        if !segment.contains('{') {
-            continue;
-        }
-        let Some(inner) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')).filter(|s| !s.contains('{'))
-        else {
-            return Err(format!("in route path \"{path}\", a capture is a whole segment: `{segment}`"));
-        };
-        let name = inner.strip_prefix('*').unwrap_or(inner);
-        if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-            return Err(format!(
-                "in route path \"{path}\", capture `{segment}` needs a name of letters, digits and `_`"
-            ));
-        }
-        if inner.starts_with('*') && (prefix || i + 1 != segments.len()) {
-            return Err(format!("in route path \"{path}\", the catch-all `{segment}` must end the route's path"));
-        }
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn check_route_path_names_what_is_wrong() {
-        assert!(check_route_path("/u/{id}/t/{*rest}").is_ok());
-        assert!(check_route_path("u").unwrap_err().contains("starts with"));
-        assert!(check_route_path("/u/:id").unwrap_err().contains("old `:id` syntax"));
-        assert!(check_route_path("/u/{id").unwrap_err().contains("unbalanced"));
-        assert!(check_route_path("/u/{}").unwrap_err().contains("needs a name"));
-        assert!(check_route_path("/u/{*rest}/x").unwrap_err().contains("must end"));
-        assert!(check_route_path("/u/x{id}").unwrap_err().contains("whole segment"));
-        assert!(check_prefix("/files/{*rest}").unwrap_err().contains("must end"));
-        assert!(check_prefix("").is_ok());
     }
 }

@@ -2,14 +2,15 @@
 //! in `intercept.rs`, `#[handlers]` in `handlers.rs`.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{ToTokens, format_ident, quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::{Body, Kind, ProtoItem};
-use crate::attr::Access;
-use crate::attr::ProtoScope;
-use crate::check;
 use crate::ctxt::Ctxt;
+use crate::internals::finish;
+use crate::proto::ast::{Body, Kind, ProtoItem};
+use crate::proto::attr::Access;
+use crate::proto::attr::ProtoScope;
+use crate::proto::check;
 
 pub(crate) fn proto(args: TokenStream, item: TokenStream, scope: ProtoScope) -> TokenStream {
     let cx = Ctxt::new();
@@ -18,33 +19,6 @@ pub(crate) fn proto(args: TokenStream, item: TokenStream, scope: ProtoScope) -> 
         check::check(&cx, model);
     }
     finish(cx, model.as_ref().map(|m| (&m.body, m)), item, expand)
-}
-
-/// The output of an attribute macro: the expansion of `model` if `cx` holds no error; else the
-/// errors after the item (the model's, without our markers, so that one mistake doesn't
-/// cascade; or the input as it came). `DI_MACROS_DEBUG=1` prints it.
-pub(crate) fn finish<I: ToTokens, M>(
-    cx: Ctxt,
-    model: Option<(&I, &M)>,
-    input: TokenStream,
-    expand: impl FnOnce(&M) -> TokenStream,
-) -> TokenStream {
-    let out = match (cx.check(), model) {
-        (Ok(()), Some((_, model))) => expand(model),
-        (Ok(()), None) => unreachable!("a parser records an error whenever it returns no model"),
-        (Err(errors), Some((item, _))) => {
-            let errors = errors.to_compile_error();
-            quote!(#item #errors)
-        }
-        (Err(errors), None) => {
-            let errors = errors.to_compile_error();
-            quote!(#input #errors)
-        }
-    };
-    if std::env::var_os("DI_MACROS_DEBUG").is_some_and(|v| v == "1") {
-        eprintln!("{out}");
-    }
-    out
 }
 
 /// tegg's default object name: the type name in lowerCamelCase.
@@ -370,7 +344,7 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
 
 /// Whether dependency `inject` is fetched with the others of its kind (see `factory`): an `Arc`
 /// of a proto's own type.
-fn own_type(inject: &crate::ast::Inject) -> bool {
+fn own_type(inject: &crate::proto::ast::Inject) -> bool {
     inject.kind == Kind::Arc && check::checked(inject)
 }
 

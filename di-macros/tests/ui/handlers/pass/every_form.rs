@@ -1,0 +1,48 @@
+//! Handlers take `&E` and return `()` or `Result<(), E>`; jobs run on a period or a cron
+//! expression; `crate = path` names di-core where a crate re-exports it.
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use di_core::{handlers, singleton_proto, App};
+
+mod reexport {
+    pub use di_core;
+}
+
+pub struct Created(pub u32);
+
+#[singleton_proto]
+#[derive(Default)]
+pub struct Stats {
+    seen: AtomicUsize,
+}
+
+#[handlers(crate = reexport::di_core)]
+impl Stats {
+    #[event_handler]
+    async fn on_created(&self, event: &Created) {
+        self.seen.fetch_add(event.0 as usize, Ordering::SeqCst);
+    }
+
+    #[event_handler]
+    async fn checked(&self, _: &Created) -> Result<(), std::io::Error> {
+        Ok(())
+    }
+
+    #[schedule(every = "1h30m")]
+    async fn report(&self) {}
+
+    #[schedule(cron = "0 */5 * * * *")]
+    async fn purge(&self) -> Result<(), std::io::Error> {
+        Ok(())
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let app = App::builder().without_schedules().build().await.unwrap();
+    assert_eq!(app.events().handler_count::<Created>(), 2);
+    app.events().emit(Created(3));
+    app.run_schedule::<Stats>("purge").await.unwrap();
+    app.shutdown().await.unwrap(); // waits for the handlers
+    assert_eq!(app.get_object::<Stats>().unwrap().seen.load(Ordering::SeqCst), 3);
+}
