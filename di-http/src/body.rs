@@ -10,7 +10,7 @@ use axum::body::{Body, Bytes, HttpBody};
 use di_core::ScopeHold;
 use http_body::{Frame, SizeHint};
 
-use crate::layer::RequestHead;
+use crate::head::RequestHead;
 
 /// Whether a response's body is sent after the handler returns, frame by frame, and so must
 /// run in the request's scope: not when it is buffered (its length known before it is sent:

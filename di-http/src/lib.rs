@@ -70,16 +70,25 @@
 
 mod body;
 mod controller;
+mod head;
 mod layer;
+mod router;
 mod serve;
 pub mod testing;
 mod tracked;
 mod upgrade;
 
-pub use controller::{Controller, RouteError, RouteLayer, RouterBuilder, router};
-pub use layer::{ContextLayer, ContextService, REQUEST_ID_HEADER, RequestHead, RequestId, ResponseFuture};
+pub use controller::Controller;
+pub use head::{REQUEST_ID_HEADER, RequestHead, RequestId};
+pub use layer::{ContextLayer, ContextService};
+pub use router::{RouteError, RouteLayer, RouterBuilder, router};
 pub use serve::{DEFAULT_BACKLOG, ServeError, Server, listen, serve, shutdown_signal};
 pub use upgrade::ConnectionScope;
+
+/// The futures di-http's services return, named for code that stores or wraps them.
+pub mod future {
+    pub use crate::layer::future::ResponseFuture;
+}
 
 pub use di_macros::{http_controller, http_routes};
 

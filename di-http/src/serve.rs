@@ -14,7 +14,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpSocket, TcpStream, ToSocketAddrs};
 use tokio::task::JoinSet;
 
-use crate::controller::{RouteError, RouterBuilder};
+use crate::router::{RouteError, RouterBuilder};
 use crate::tracked::{TrackedStream, Tracker};
 
 /// Why serving stopped with an error.

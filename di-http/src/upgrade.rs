@@ -8,7 +8,7 @@ use std::sync::Arc;
 use di_core::futures::ContextFuture;
 use di_core::{App, AppHold, ContextSlot, DiError};
 
-use crate::layer::RequestHead;
+use crate::head::RequestHead;
 
 /// What an upgraded connection needs to run in context scopes of its own: the App and the head
 /// of the request that upgraded it. Take it in the handler (inside the request's scope), move it
