@@ -109,12 +109,12 @@ async fn an_override_that_matches_nothing_lists_the_providers() {
     let e = mailers().override_provider_named::<dyn Mailer>("postfix", fake.clone()).build().await.err().unwrap();
     assert_eq!(
         e.to_string(),
-        "cannot override the provider of `dyn testing::Mailer` named \"postfix\": no proto provides it under that name; the providers of `dyn testing::Mailer` are: testing::Sendmail (\"sendmail\"), testing::Smtp (\"smtp\")"
+        "cannot override the provider of `dyn app_test_seams::Mailer` named \"postfix\": no proto provides it under that name; the providers of `dyn app_test_seams::Mailer` are: app_test_seams::Sendmail (\"sendmail\"), app_test_seams::Smtp (\"smtp\")"
     );
     let e = App::builder().without_inventory().override_provider::<dyn Mailer>(fake).build().await.err().unwrap();
     assert_eq!(
         e.to_string(),
-        "cannot override the provider of `dyn testing::Mailer`: no proto provides it; the providers of `dyn testing::Mailer` are: none"
+        "cannot override the provider of `dyn app_test_seams::Mailer`: no proto provides it; the providers of `dyn app_test_seams::Mailer` are: none"
     );
 }
 
@@ -124,11 +124,11 @@ async fn providers_are_fetched_by_trait_and_name() {
     assert_eq!(app.get_provider_named::<dyn Mailer>("sendmail").unwrap().send("ada"), "sendmail to ada");
     let e = app.get_provider::<dyn Mailer>().err().unwrap();
     assert!(
-        e.to_string().contains("which 2 protos provide (testing::Sendmail (\"sendmail\"), testing::Smtp (\"smtp\"))"),
+        e.to_string().contains("which 2 protos provide (app_test_seams::Sendmail (\"sendmail\"), app_test_seams::Smtp (\"smtp\"))"),
         "{e}"
     );
     let e = app.get_provider_named::<dyn Mailer>("postfix").err().unwrap();
-    assert_eq!(e.to_string(), "no proto of type `dyn testing::Mailer` named \"postfix\" is registered in this App");
+    assert_eq!(e.to_string(), "no proto of type `dyn app_test_seams::Mailer` named \"postfix\" is registered in this App");
     // A proto's own type is a provider too.
     assert_eq!(app.get_provider::<Smtp>().unwrap().send("bo"), "smtp to bo");
 }
@@ -216,7 +216,7 @@ async fn a_scope_starts_with_any_number_of_given_objects_and_runs_no_hook_for_th
     assert!(app.get_object_async::<Session>().await.is_err(), "no scope here");
 
     let e = app.scope().with(Smtp).err().unwrap();
-    assert_eq!(e.to_string(), "no proto of type `testing::Smtp` is registered in this App");
+    assert_eq!(e.to_string(), "no proto of type `app_test_seams::Smtp` is registered in this App");
 }
 
 /// A unit of work that counts its hooks and can be told to fail its commit.
@@ -328,7 +328,7 @@ async fn roots_build_only_what_they_reach() {
     let e = app.get_object::<Billing>().err().unwrap();
     assert_eq!(
         e.to_string(),
-        "singleton `testing::Billing` was not built: it is not reachable from the roots given to `AppBuilder::root`; add it (or something that injects it) as a root"
+        "singleton `app_test_seams::Billing` was not built: it is not reachable from the roots given to `AppBuilder::root`; add it (or something that injects it) as a root"
     );
     assert!(app.run_in_context(async { app.get_object::<Trace>().map(|_| ()) }).await.is_ok());
     app.shutdown().await.unwrap();
@@ -348,7 +348,7 @@ async fn roots_build_only_what_they_reach() {
         .unwrap();
     assert!(matches!(e, DiError::Missing { .. }), "{e}");
     let e = rooted().root::<dyn Mailer>().build().await.err().unwrap();
-    assert_eq!(e.to_string(), "no proto of type `dyn testing::Mailer` is registered in this App");
+    assert_eq!(e.to_string(), "no proto of type `dyn app_test_seams::Mailer` is registered in this App");
     // A root by trait.
     let app = mailers().register(signup()).root::<dyn Mailer>().build().await.unwrap();
     assert!(matches!(app.get_object::<Signup>(), Err(DiError::NotBuilt { .. })));
@@ -360,7 +360,7 @@ async fn expected_providers_report_a_missing_plugin_by_count() {
     let e = mailers().expect_providers::<dyn Mailer>(3).build().await.err().unwrap();
     assert_eq!(
         e.to_string(),
-        "`dyn testing::Mailer` should have at least 3 provider(s), but 2 are registered (testing::Smtp (\"smtp\"), testing::Sendmail (\"sendmail\")); if one lives in a crate the program never names, the linker may have dropped its registration: name one of its protos with `App::builder().link::<ThatProto>()`"
+        "`dyn app_test_seams::Mailer` should have at least 3 provider(s), but 2 are registered (app_test_seams::Smtp (\"smtp\"), app_test_seams::Sendmail (\"sendmail\")); if one lives in a crate the program never names, the linker may have dropped its registration: name one of its protos with `App::builder().link::<ThatProto>()`"
     );
     assert!(mailers().expect_providers::<dyn Mailer>(2).build().await.is_ok());
 }

@@ -120,16 +120,16 @@ async fn jobs_run_by_hand() {
 
     let failed = app.run_schedule::<Jobs>("failing").await.unwrap_err();
     assert!(matches!(failed, DiError::JobFailed { .. }));
-    assert_eq!(failed.to_string(), "scheduled job `schedule::Jobs::failing` failed: disk full");
+    assert_eq!(failed.to_string(), "scheduled job `schedule_jobs::Jobs::failing` failed: disk full");
     let panicked = app.run_schedule::<Jobs>("panicking").await.unwrap_err();
     assert!(panicked.to_string().ends_with("failed: panicked: the job panicked"), "{panicked}");
 
     let unknown = app.run_schedule::<Jobs>("vacuum").await.unwrap_err();
     assert!(
         unknown.to_string()
-            == ("scheduled job `schedule::Jobs::vacuum` is not a scheduled job of this App; its jobs are: \
-             schedule::Jobs::every_ten_seconds, schedule::Jobs::failing, schedule::Jobs::panicking, schedule::Jobs::slow, \
-             schedule::Jobs::tick"),
+            == ("scheduled job `schedule_jobs::Jobs::vacuum` is not a scheduled job of this App; its jobs are: \
+             schedule_jobs::Jobs::every_ten_seconds, schedule_jobs::Jobs::failing, schedule_jobs::Jobs::panicking, schedule_jobs::Jobs::slow, \
+             schedule_jobs::Jobs::tick"),
         "{unknown}"
     );
     // Without a timer, nothing runs by itself.
@@ -146,7 +146,7 @@ async fn a_job_running_already_is_not_run_by_hand() {
     });
     tokio::time::sleep(Duration::from_secs(1)).await;
     let busy = app.run_schedule::<Jobs>("slow").await.unwrap_err();
-    assert_eq!(busy.to_string(), "scheduled job `schedule::Jobs::slow` is running already");
+    assert_eq!(busy.to_string(), "scheduled job `schedule_jobs::Jobs::slow` is running already");
     running.await.unwrap().unwrap();
     app.run_schedule::<Jobs>("slow").await.unwrap();
 }
@@ -156,5 +156,5 @@ async fn no_job_runs_by_hand_after_shutdown() {
     let app = App::builder().without_schedules().build().await.unwrap();
     app.shutdown().await.unwrap();
     let error = app.run_schedule::<Jobs>("tick").await.unwrap_err();
-    assert_eq!(error.to_string(), "scheduled job `schedule::Jobs::tick` cannot run: the App has shut down");
+    assert_eq!(error.to_string(), "scheduled job `schedule_jobs::Jobs::tick` cannot run: the App has shut down");
 }

@@ -85,7 +85,7 @@ async fn a_context_ref_to_a_trait_outside_a_scope_says_so() {
     let app = app().await;
     let greeter = app.get_object::<Greeter>().unwrap();
     let err = greeter.locale.try_get().err().unwrap();
-    assert!(matches!(err, DiError::NoScope { wanted } if wanted.contains("dyn context_trait::Locale")), "{err:?}");
+    assert!(matches!(err, DiError::NoScope { wanted } if wanted.contains("dyn context_ref_trait::Locale")), "{err:?}");
 }
 
 #[tokio::test]
@@ -163,8 +163,8 @@ async fn a_context_ref_to_a_trait_whose_implementation_is_async_fails_the_build(
         App::builder().without_inventory().link::<StoredSession>().link::<Careless>().build().await.err().unwrap();
     assert!(matches!(err, DiError::ContextRefToAsync { .. }), "{err:?}");
     let text = err.to_string();
-    assert!(text.contains("hold `AsyncContextRef<dyn context_trait::Session>`"), "{text}");
-    assert!(text.contains("`context_trait::StoredSession` is built asynchronously"), "{text}");
+    assert!(text.contains("hold `AsyncContextRef<dyn context_ref_trait::Session>`"), "{text}");
+    assert!(text.contains("`context_ref_trait::StoredSession` is built asynchronously"), "{text}");
 }
 
 // The same references used from a spawned task, from a destroy hook, and through `get_async`.

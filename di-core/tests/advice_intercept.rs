@@ -206,12 +206,12 @@ async fn advices_run_outermost_first_and_see_the_request() {
     assert_eq!(
         lines,
         [
-            format!("outer before intercept::Todos::list list {{ owner: \"ada\", limit: 1 }} in request {request}"),
+            format!("outer before advice_intercept::Todos::list list {{ owner: \"ada\", limit: 1 }} in request {request}"),
             "inner before list (call 1 of this scope)".to_owned(),
             "list ada 2".to_owned(),
             "inner after".to_owned(),
             "outer after".to_owned(),
-            format!("outer before intercept::Todos::list list {{ owner: \"bob\", limit: 0 }} in request {request}"),
+            format!("outer before advice_intercept::Todos::list list {{ owner: \"bob\", limit: 0 }} in request {request}"),
             "inner before list (call 2 of this scope)".to_owned(),
             "list bob 1".to_owned(),
             "inner after".to_owned(),
@@ -234,7 +234,7 @@ async fn an_advice_short_circuits_and_maps_errors() {
         .run_in_context(async { (todos.get(5).await, todos.get(-1).await, todos.get(0).await, todos.get(500).await) })
         .await;
     assert_eq!(results.0, Ok(50));
-    assert_eq!(results.1, Err(ApiError::Forbidden("intercept::Todos::get".into())));
+    assert_eq!(results.1, Err(ApiError::Forbidden("advice_intercept::Todos::get".into())));
     assert_eq!(results.2, Err(ApiError::Failed("get found nothing".into())));
     assert_eq!(results.3, Err(ApiError::Failed("too big".into())));
 }
@@ -250,10 +250,10 @@ async fn stacked_attributes_and_patterns() {
     assert!(lines[0].contains("patterns { (a, b): (2, 3), secret: _ }"), "{lines:?}");
     // Written order: `Outer` (first attribute) outside `Guard`; `Guard` refuses before the body.
     let refused = app.run_in_context(todos.stacked(-4)).await;
-    assert_eq!(refused, Err(ApiError::Forbidden("intercept::Todos::stacked".into())));
+    assert_eq!(refused, Err(ApiError::Forbidden("advice_intercept::Todos::stacked".into())));
     let lines = journal.take();
     assert_eq!(lines.len(), 2, "{lines:?}");
-    assert!(lines[0].starts_with("outer before intercept::Todos::stacked"), "{lines:?}");
+    assert!(lines[0].starts_with("outer before advice_intercept::Todos::stacked"), "{lines:?}");
     assert_eq!(lines[1], "outer after");
 }
 
@@ -274,9 +274,9 @@ async fn an_impl_block_intercepts_its_pub_async_methods_before_their_own_advices
     assert_eq!(
         lines,
         [
-            "outer before intercept::Reports::daily daily",
+            "outer before advice_intercept::Reports::daily daily",
             "outer after",
-            "outer before intercept::Reports::weekly weekly",
+            "outer before advice_intercept::Reports::weekly weekly",
             "inner before weekly (call 1 of this scope)",
             "inner after",
             "outer after",
@@ -303,7 +303,7 @@ async fn outside_a_scope_the_call_panics_naming_the_method_and_advice() {
     let message = panic.downcast_ref::<String>().unwrap();
     assert!(
         message.starts_with(
-            "`intercept::Todos::get` is intercepted by `intercept::Guard`, which is reached through the context scope"
+            "`advice_intercept::Todos::get` is intercepted by `advice_intercept::Guard`, which is reached through the context scope"
         ),
         "{message}"
     );
@@ -314,7 +314,7 @@ async fn an_excluded_advice_fails_build_naming_the_method() {
     let error = App::builder().exclude::<Guard>().build().await.unwrap_err();
     let message = error.to_string();
     assert!(
-        message.contains("method `get` of module `intercept` (tests/tests/intercept.rs:")
+        message.contains("method `get` of module `advice_intercept` (di-core/tests/advice_intercept.rs:")
             && message.contains(") is intercepted by `Guard`, but excluded by `AppBuilder::exclude`"),
         "{message}"
     );

@@ -67,7 +67,7 @@ async fn a_transient_is_new_for_every_injection_and_every_get() {
     // Ticket takes a context object (even as an `Option`): it needs a scope, and the error
     // names that object.
     let e = desk.tickets.get().err().unwrap();
-    assert!(matches!(e, DiError::NoScope { wanted: "transient::Tracer" }), "{e}");
+    assert!(matches!(e, DiError::NoScope { wanted: "transient_provider::Tracer" }), "{e}");
     let (first, second, tracer_shared) = app
         .run_in_context(async {
             let booking = desk.booking.get();
@@ -122,7 +122,7 @@ async fn a_provider_waits_for_the_app_and_a_singleton_cannot_hold_a_transient() 
         .unwrap();
     assert_eq!(
         e.to_string(),
-        "singleton `transient::Eager (\"eager\")` takes transient proto `u64` by value, which would keep one `u64` for the App's whole life; hold `Provider<u64>` and call `get()` for a new one each time"
+        "singleton `transient_provider::Eager (\"eager\")` takes transient proto `u64` by value, which would keep one `u64` for the App's whole life; hold `Provider<u64>` and call `get()` for a new one each time"
     );
 }
 
@@ -139,12 +139,12 @@ async fn handles_of_the_wrong_kind_and_hooks_on_transients_are_refused() {
     let e = wrong(Dependency::new::<u32>(InjectKind::Provider, None)).await.err().unwrap();
     assert_eq!(
         e.to_string(),
-        "`transient::Eager (\"eager\")` holds `Provider<u32>`, but `u32` is a singleton proto; inject it as `Arc<u32>`"
+        "`transient_provider::Eager (\"eager\")` holds `Provider<u32>`, but `u32` is a singleton proto; inject it as `Arc<u32>`"
     );
     let e = wrong(Dependency::new::<u64>(InjectKind::ContextRef, None)).await.err().unwrap();
     assert_eq!(
         e.to_string(),
-        "`transient::Eager (\"eager\")` holds `ContextRef<u64>`, but `u64` is a transient proto; hold `Provider<u64>` for a new one per call"
+        "`transient_provider::Eager (\"eager\")` holds `ContextRef<u64>`, but `u64` is a transient proto; hold `Provider<u64>` for a new one per call"
     );
     // A `Provider` of a trait that a transient provides.
     let e = App::builder()

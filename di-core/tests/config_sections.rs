@@ -90,7 +90,7 @@ async fn files_then_env_then_values_whatever_the_call_order() {
     let db = app.get_object::<DbConfig>().unwrap();
     assert_eq!((db.url.as_str(), db.pool), ("value", 2));
     assert_eq!(app.config().origin("db.pool").as_deref(), Some("env CFG1_DB__POOL"));
-    assert!(app.config().origin("db.url").unwrap().starts_with("config_value(\"db.url\") at tests/tests/config.rs:"));
+    assert!(app.config().origin("db.url").unwrap().starts_with("config_value(\"db.url\") at di-core/tests/config_sections.rs:"));
 
     let app = db_app().config_file(&base).config_file(&local).build().await.unwrap();
     let db = app.get_object::<DbConfig>().unwrap();
@@ -157,7 +157,7 @@ async fn config_get_reads_any_key_at_run_time() {
         "config key features.limit is missing (`App::config().get` needs it; set it with `config_file`, `config_env` or `config_value` on the AppBuilder)"
     );
     let e = app.config().get::<u32>("features.beta").unwrap_err().to_string();
-    assert!(e.starts_with("config key features.beta of `App::config().get`: invalid type: expected u32, found a list (from config_value(\"features\") at tests/tests/config.rs:"), "{e}");
+    assert!(e.starts_with("config key features.beta of `App::config().get`: invalid type: expected u32, found a list (from config_value(\"features\") at di-core/tests/config_sections.rs:"), "{e}");
 }
 
 fn serde_json_like() -> std::collections::BTreeMap<&'static str, Vec<&'static str>> {
@@ -174,7 +174,7 @@ async fn a_value_of_the_wrong_type_names_the_key_the_section_and_the_variable() 
     let e = db_app().config_value("db.url", "x").config_env("CFG2_").build().await.unwrap_err();
     assert_eq!(
         e.to_string(),
-        "config key db.pool of `config::DbConfig`: invalid type: expected u32, found a string of 4 characters (from env CFG2_DB__POOL)"
+        "config key db.pool of `config_sections::DbConfig`: invalid type: expected u32, found a string of 4 characters (from env CFG2_DB__POOL)"
     );
 }
 
@@ -186,14 +186,14 @@ async fn a_missing_key_says_where_it_could_be_set() {
     assert_eq!(
         e.to_string(),
         format!(
-            "config key db.url is missing (`config::DbConfig` needs it; set it in {} or APP_DB__URL)",
+            "config key db.url is missing (`config_sections::DbConfig` needs it; set it in {} or APP_DB__URL)",
             file.display()
         )
     );
     let e = db_app().build().await.unwrap_err();
     assert_eq!(
         e.to_string(),
-        "config key db.url is missing (`config::DbConfig` needs it; set it with `config_file`, `config_env` or `config_value` on the AppBuilder)"
+        "config key db.url is missing (`config_sections::DbConfig` needs it; set it with `config_file`, `config_env` or `config_value` on the AppBuilder)"
     );
 }
 
@@ -205,13 +205,13 @@ async fn errors_from_files_and_values_name_them() {
     assert_eq!(
         e.to_string(),
         format!(
-            "config key db.pool of `config::DbConfig`: invalid value: expected u32, found a negative integer (from file {})",
+            "config key db.pool of `config_sections::DbConfig`: invalid value: expected u32, found a negative integer (from file {})",
             file.display()
         )
     );
     let e = db_app().config_value("db", "sqlite::memory:").build().await.unwrap_err().to_string();
     assert!(
-        e.starts_with("config key db of `config::DbConfig`: invalid type: expected struct DbConfig, found a string of 15 characters (from config_value(\"db\") at tests/tests/config.rs:"),
+        e.starts_with("config key db of `config_sections::DbConfig`: invalid type: expected struct DbConfig, found a string of 15 characters (from config_value(\"db\") at di-core/tests/config_sections.rs:"),
         "{e}"
     );
 }
@@ -235,11 +235,11 @@ async fn every_config_error_comes_back_at_once_with_the_graph_errors() {
     assert!(text.iter().any(|t| t.starts_with("config key db.url is missing")), "{text:#?}");
     assert!(
         text.iter().any(|t| t.starts_with(
-            "config key http.port of `config::HttpConfig`: invalid type: expected u16, found a string of 4 characters"
+            "config key http.port of `config_sections::HttpConfig`: invalid type: expected u16, found a string of 4 characters"
         )),
         "{text:#?}"
     );
-    assert!(text.iter().any(|t| t.contains("injects `config::Unregistered`, but no proto provides it")), "{text:#?}");
+    assert!(text.iter().any(|t| t.contains("injects `config_sections::Unregistered`, but no proto provides it")), "{text:#?}");
 }
 
 struct Unregistered;
@@ -343,7 +343,7 @@ async fn async_and_sync_constructors_build_in_dependency_order() {
 #[tokio::test]
 async fn a_failing_constructor_fails_the_build_naming_the_proto() {
     let e = db_graph().config_value("db.url", "bad:host").build().await.unwrap_err();
-    assert_eq!(e.to_string(), "construction of `config::Db` (\"db\") failed: cannot connect to bad:host");
+    assert_eq!(e.to_string(), "construction of `config_sections::Db` (\"db\") failed: cannot connect to bad:host");
     assert!(matches!(e, DiError::Construction { .. }));
 }
 
@@ -359,7 +359,7 @@ impl Panicky {
 #[tokio::test]
 async fn a_sync_constructor_error_names_the_proto_too() {
     let e = App::builder().without_inventory().link::<FixedClock>().link::<Panicky>().build().await.unwrap_err();
-    assert_eq!(e.to_string(), "construction of `config::Panicky` (\"panicky\") failed: clock skew");
+    assert_eq!(e.to_string(), "construction of `config_sections::Panicky` (\"panicky\") failed: clock skew");
 }
 
 #[context_proto]
@@ -473,7 +473,7 @@ async fn one_instance_per_config_table_injected_by_name_as_a_list_and_keyed() {
     assert_eq!(caches.by_name.get("session").unwrap().url, "redis://session");
     assert_eq!(
         caches.by_name.get("queue").err().unwrap().to_string(),
-        "no instance of `config::Redis` is named \"queue\"; the instances are: \"cache\", \"session\""
+        "no instance of `config_sections::Redis` is named \"queue\"; the instances are: \"cache\", \"session\""
     );
     assert_eq!(app.get_object_named::<RedisConfig>("session").unwrap().url, "redis://session");
     assert!(Arc::ptr_eq(&caches.cache, &app.get_object_named::<Redis>("cache").unwrap()));
@@ -482,7 +482,7 @@ async fn one_instance_per_config_table_injected_by_name_as_a_list_and_keyed() {
     let e = redis_graph().link::<WantsSessions>().config_file(&file).build().await.err().unwrap();
     assert_eq!(
         e.to_string(),
-        "`config::WantsSessions (\"wantsSessions\")` injects `config::Redis` named \"sessions\", but no provider has that name; the providers are: \"cache\", \"session\""
+        "`config_sections::WantsSessions (\"wantsSessions\")` injects `config_sections::Redis` named \"sessions\", but no provider has that name; the providers are: \"cache\", \"session\""
     );
 }
 
@@ -561,7 +561,7 @@ async fn keyed_refuses_two_providers_of_one_name() {
         .unwrap();
     assert!(
         e.to_string()
-            .contains("which 2 protos provide (config::DiskHealth (\"cache\"), config::NetHealth (\"cache\"))"),
+            .contains("which 2 protos provide (config_sections::DiskHealth (\"cache\"), config_sections::NetHealth (\"cache\"))"),
         "{e}"
     );
 }
@@ -571,7 +571,7 @@ async fn a_template_without_instances_and_a_named_inactive_proto_say_so() {
     // No `[redis.*]` table: no `Redis`, and `Caches` says why.
     let e = redis_graph().link::<Caches>().build().await.err().unwrap().to_string();
     assert!(
-        e.contains("injects `config::Redis`, but every proto that provides it is left out: config::Redis (\"redis\") (one instance per `config::RedisConfig`, and there is none"),
+        e.contains("injects `config_sections::Redis`, but every proto that provides it is left out: config_sections::Redis (\"redis\") (one instance per `config_sections::RedisConfig`, and there is none"),
         "{e}"
     );
     // The named provider is for another profile, while one of another name is active.
@@ -593,7 +593,7 @@ async fn a_template_without_instances_and_a_named_inactive_proto_say_so() {
         .err()
         .unwrap()
         .to_string();
-    assert!(e.contains("left out: config::FakeMailer (\"mailer\") (registered for profile \"test\" only"), "{e}");
+    assert!(e.contains("left out: config_sections::FakeMailer (\"mailer\") (registered for profile \"test\" only"), "{e}");
 }
 
 #[tokio::test]
@@ -601,12 +601,12 @@ async fn an_instance_table_with_a_bad_value_names_its_key() {
     let e = redis_graph().config_value("redis.cache.url", 6379).build().await.err().unwrap().to_string();
     assert!(
         e.starts_with(
-            "config key redis.cache.url of `config::RedisConfig`: invalid type: expected a string, found an integer"
+            "config key redis.cache.url of `config_sections::RedisConfig`: invalid type: expected a string, found an integer"
         ),
         "{e}"
     );
     let e = redis_graph().config_value("redis", 1).build().await.err().unwrap().to_string();
-    assert!(e.starts_with("config key redis of `config::RedisConfig`: expected a table of instances"), "{e}");
+    assert!(e.starts_with("config key redis of `config_sections::RedisConfig`: expected a table of instances"), "{e}");
 }
 
 // ---- profiles, exclude, external ----------------------------------------------------------
@@ -652,7 +652,7 @@ async fn a_profile_selects_the_protos_registered_for_it() {
     let e = mail_graph().build().await.err().unwrap();
     assert_eq!(
         e.to_string(),
-        "`config::Signup (\"signup\")` injects `dyn config::Mailer`, but every proto that provides it is left out: config::FakeMailer (\"mailer\") (registered for profile \"test\" only: activate it with `AppBuilder::profile(\"test\")`), config::SmtpMailer (\"mailer\") (registered for profile \"prod\" only: activate it with `AppBuilder::profile(\"prod\")`)"
+        "`config_sections::Signup (\"signup\")` injects `dyn config_sections::Mailer`, but every proto that provides it is left out: config_sections::FakeMailer (\"mailer\") (registered for profile \"test\" only: activate it with `AppBuilder::profile(\"test\")`), config_sections::SmtpMailer (\"mailer\") (registered for profile \"prod\" only: activate it with `AppBuilder::profile(\"prod\")`)"
     );
 }
 
@@ -661,14 +661,14 @@ async fn exclude_drops_a_proto_and_says_so_when_it_was_needed() {
     let e = mail_graph().profile("test").exclude::<FakeMailer>().build().await.err().unwrap();
     assert!(
         e.to_string().contains(
-            "left out: config::FakeMailer (\"mailer\") (excluded by `AppBuilder::exclude`), config::SmtpMailer (\"mailer\") (registered for profile \"prod\" only"
+            "left out: config_sections::FakeMailer (\"mailer\") (excluded by `AppBuilder::exclude`), config_sections::SmtpMailer (\"mailer\") (registered for profile \"prod\" only"
         ),
         "{e}"
     );
     let app = mail_graph().profile("test").exclude::<Signup>().build().await.unwrap();
     assert!(app.get_object::<Signup>().is_err());
     let e = mail_graph().profile("test").exclude::<Tracer>().build().await.err().unwrap();
-    assert_eq!(e.to_string(), "cannot exclude `config::Tracer`: no proto of that type is registered");
+    assert_eq!(e.to_string(), "cannot exclude `config_sections::Tracer`: no proto of that type is registered");
 }
 
 /// A generic type, registered by hand.
@@ -693,7 +693,7 @@ async fn a_hand_registered_generic_type_is_injected_by_concrete_type() {
     let e = App::builder().without_inventory().link::<UsesPool>().build().await.err().unwrap();
     assert!(
         e.to_string()
-            .starts_with("`config::UsesPool (\"usesPool\")` injects `config::Pool<u32>`, but no proto provides it"),
+            .starts_with("`config_sections::UsesPool (\"usesPool\")` injects `config_sections::Pool<u32>`, but no proto provides it"),
         "{e}"
     );
 }
@@ -757,7 +757,7 @@ async fn no_configuration_error_shows_a_value() {
     let e = db_app().config_env("SEC1_").build().await.unwrap_err().to_string();
     assert_eq!(
         e,
-        "config key db of `config::DbConfig`: invalid type: expected struct DbConfig, found a string of 28 characters (from env SEC1_DB)"
+        "config key db of `config_sections::DbConfig`: invalid type: expected struct DbConfig, found a string of 28 characters (from env SEC1_DB)"
     );
     // A number typed unquoted into a password.
     let dir = folder("secrets");
@@ -849,7 +849,7 @@ async fn an_environment_variable_that_names_no_field_is_refused() {
     assert!(matches!(&e, DiError::ConfigUnknownEnv { variable, .. } if variable == "CASE2_POOL__MAXCONNS"), "{e}");
     assert_eq!(
         e.to_string(),
-        "environment variable CASE2_POOL__MAXCONNS sets config key pool.maxconns, but `config::PoolConfig` has no such field (its fields there: maxConn, minIdle, retry); check the variable's name (keys match fields whatever their case)"
+        "environment variable CASE2_POOL__MAXCONNS sets config key pool.maxconns, but `config_sections::PoolConfig` has no such field (its fields there: maxConn, minIdle, retry); check the variable's name (keys match fields whatever their case)"
     );
 }
 
