@@ -64,7 +64,7 @@
 //! The attributes: `#[singleton_proto]`, `#[context_proto]`, `#[transient_proto]` and
 //! `#[config_proto]` (on a struct, or on an `impl` block with a constructor), `#[inject]` on
 //! fields; `#[intercept]`, and `#[handlers]` with `#[event_handler]` and `#[schedule]`. The
-//! README of the repository has a section on each.
+//! guide of the repository (`docs/guide/`) has a chapter on each.
 //!
 //! # Scopes, tests, configuration, errors
 //!
@@ -146,6 +146,14 @@
 //! - [`App::to_dot`], [`App::to_mermaid`]: see the graph.
 //! - [`registry`]: what the macros generate, for macro and tool authors; [`futures`]: the
 //!   futures di-core returns, by name.
+//!
+//! # Cargo features
+//!
+//! - `macros` (default): the attribute macros, re-exported from di-macros.
+//! - `schedule` (default): `#[schedule(..)]` jobs, [`App::run_schedule`] and
+//!   [`AppBuilder::without_schedules`]; brings `cron` and `chrono`. Without it, the rest of the
+//!   container is the same, and a `#[schedule]` fails to compile (`ScheduleDescriptor` is not in
+//!   `__private`).
 //!
 //! The design and its measurements are in `docs/decisions.md` and `benches/RESULTS.md` of the
 //! repository.

@@ -206,12 +206,16 @@ async fn advices_run_outermost_first_and_see_the_request() {
     assert_eq!(
         lines,
         [
-            format!("outer before advice_intercept::Todos::list list {{ owner: \"ada\", limit: 1 }} in request {request}"),
+            format!(
+                "outer before advice_intercept::Todos::list list {{ owner: \"ada\", limit: 1 }} in request {request}"
+            ),
             "inner before list (call 1 of this scope)".to_owned(),
             "list ada 2".to_owned(),
             "inner after".to_owned(),
             "outer after".to_owned(),
-            format!("outer before advice_intercept::Todos::list list {{ owner: \"bob\", limit: 0 }} in request {request}"),
+            format!(
+                "outer before advice_intercept::Todos::list list {{ owner: \"bob\", limit: 0 }} in request {request}"
+            ),
             "inner before list (call 2 of this scope)".to_owned(),
             "list bob 1".to_owned(),
             "inner after".to_owned(),

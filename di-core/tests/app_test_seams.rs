@@ -124,11 +124,16 @@ async fn providers_are_fetched_by_trait_and_name() {
     assert_eq!(app.get_provider_named::<dyn Mailer>("sendmail").unwrap().send("ada"), "sendmail to ada");
     let e = app.get_provider::<dyn Mailer>().err().unwrap();
     assert!(
-        e.to_string().contains("which 2 protos provide (app_test_seams::Sendmail (\"sendmail\"), app_test_seams::Smtp (\"smtp\"))"),
+        e.to_string().contains(
+            "which 2 protos provide (app_test_seams::Sendmail (\"sendmail\"), app_test_seams::Smtp (\"smtp\"))"
+        ),
         "{e}"
     );
     let e = app.get_provider_named::<dyn Mailer>("postfix").err().unwrap();
-    assert_eq!(e.to_string(), "no proto of type `dyn app_test_seams::Mailer` named \"postfix\" is registered in this App");
+    assert_eq!(
+        e.to_string(),
+        "no proto of type `dyn app_test_seams::Mailer` named \"postfix\" is registered in this App"
+    );
     // A proto's own type is a provider too.
     assert_eq!(app.get_provider::<Smtp>().unwrap().send("bo"), "smtp to bo");
 }

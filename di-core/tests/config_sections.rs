@@ -90,7 +90,12 @@ async fn files_then_env_then_values_whatever_the_call_order() {
     let db = app.get_object::<DbConfig>().unwrap();
     assert_eq!((db.url.as_str(), db.pool), ("value", 2));
     assert_eq!(app.config().origin("db.pool").as_deref(), Some("env CFG1_DB__POOL"));
-    assert!(app.config().origin("db.url").unwrap().starts_with("config_value(\"db.url\") at di-core/tests/config_sections.rs:"));
+    assert!(
+        app.config()
+            .origin("db.url")
+            .unwrap()
+            .starts_with("config_value(\"db.url\") at di-core/tests/config_sections.rs:")
+    );
 
     let app = db_app().config_file(&base).config_file(&local).build().await.unwrap();
     let db = app.get_object::<DbConfig>().unwrap();
@@ -239,7 +244,10 @@ async fn every_config_error_comes_back_at_once_with_the_graph_errors() {
         )),
         "{text:#?}"
     );
-    assert!(text.iter().any(|t| t.contains("injects `config_sections::Unregistered`, but no proto provides it")), "{text:#?}");
+    assert!(
+        text.iter().any(|t| t.contains("injects `config_sections::Unregistered`, but no proto provides it")),
+        "{text:#?}"
+    );
 }
 
 struct Unregistered;
@@ -560,8 +568,9 @@ async fn keyed_refuses_two_providers_of_one_name() {
         .err()
         .unwrap();
     assert!(
-        e.to_string()
-            .contains("which 2 protos provide (config_sections::DiskHealth (\"cache\"), config_sections::NetHealth (\"cache\"))"),
+        e.to_string().contains(
+            "which 2 protos provide (config_sections::DiskHealth (\"cache\"), config_sections::NetHealth (\"cache\"))"
+        ),
         "{e}"
     );
 }
@@ -593,7 +602,10 @@ async fn a_template_without_instances_and_a_named_inactive_proto_say_so() {
         .err()
         .unwrap()
         .to_string();
-    assert!(e.contains("left out: config_sections::FakeMailer (\"mailer\") (registered for profile \"test\" only"), "{e}");
+    assert!(
+        e.contains("left out: config_sections::FakeMailer (\"mailer\") (registered for profile \"test\" only"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
@@ -692,8 +704,9 @@ async fn a_hand_registered_generic_type_is_injected_by_concrete_type() {
     assert_eq!(app.get_object::<UsesPool>().unwrap().pool.0, 8);
     let e = App::builder().without_inventory().link::<UsesPool>().build().await.err().unwrap();
     assert!(
-        e.to_string()
-            .starts_with("`config_sections::UsesPool (\"usesPool\")` injects `config_sections::Pool<u32>`, but no proto provides it"),
+        e.to_string().starts_with(
+            "`config_sections::UsesPool (\"usesPool\")` injects `config_sections::Pool<u32>`, but no proto provides it"
+        ),
         "{e}"
     );
 }

@@ -102,8 +102,9 @@ async fn what_cannot_be_lazy_is_refused() {
         .err()
         .unwrap();
     assert!(
-        e.to_string()
-            .starts_with("`singleton_lazy::Geo (\"geo\")` is declared lazy, but it is built on first use by a synchronous"),
+        e.to_string().starts_with(
+            "`singleton_lazy::Geo (\"geo\")` is declared lazy, but it is built on first use by a synchronous"
+        ),
         "{e}"
     );
     let e = App::builder()

@@ -50,7 +50,7 @@ impl Counting {
 
 // SAFETY: every call is forwarded unchanged to `System`; the counters touch no memory of the
 // caller's, and the thread-locals never allocate.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "a global allocator is an unsafe trait; this one counts and forwards to `System`")]
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         Self::count(layout.size());
@@ -104,7 +104,7 @@ mod tests {
     /// The wrapper forwards to `System` and counts only while on. Runs under miri:
     /// `cargo miri test -p di-test-support --lib alloc`.
     #[test]
-    #[allow(unsafe_code)]
+    #[expect(unsafe_code, reason = "calls the allocator's methods directly, as the global allocator's callers do")]
     fn counts_while_on_and_forwards_every_call() {
         let layout = Layout::from_size_align(24, 8).unwrap();
         let (c0, b0) = (COUNT.load(Ordering::SeqCst), BYTES.load(Ordering::SeqCst));
