@@ -15,8 +15,7 @@ use std::any::{Any, TypeId};
 use std::fmt;
 use std::sync::{Arc, Weak};
 
-use crate::erased::cast_to;
-use crate::erased::{AnyArc, HookFuture};
+use crate::erased::{AnyArc, HookFuture, cast_to};
 use crate::error::DiError;
 use crate::graph::Graph;
 use crate::proto::descriptor::ProtoDescriptor;
