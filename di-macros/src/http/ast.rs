@@ -5,8 +5,7 @@ use proc_macro2::TokenStream;
 
 use super::attr::{Route, RoutesAttr, take_routes};
 use crate::ctxt::Ctxt;
-use crate::internals::take_middleware;
-use crate::internals::{inherent_impl, replace_self};
+use crate::internals::{inherent_impl, replace_self, take_middleware};
 
 /// The impl block, validated.
 pub(super) struct RoutesItem {

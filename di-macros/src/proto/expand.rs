@@ -8,8 +8,7 @@ use syn::spanned::Spanned;
 use crate::ctxt::Ctxt;
 use crate::internals::finish;
 use crate::proto::ast::{Body, Kind, ProtoItem};
-use crate::proto::attr::Access;
-use crate::proto::attr::ProtoScope;
+use crate::proto::attr::{Access, ProtoScope};
 use crate::proto::check;
 
 pub(crate) fn proto(args: TokenStream, item: TokenStream, scope: ProtoScope) -> TokenStream {
