@@ -18,20 +18,11 @@ pub(crate) const INSTANCES: &str = "instances";
 pub(crate) const EXTERNAL: &str = "external";
 pub(crate) const CONSTRUCTOR: &str = "constructor";
 
-pub(crate) const PROTO_OPTIONS: &str =
-    "`name`, `provides`, `access`, `init`, `complete`, `destroy`, `profile`, `instances_of` or `crate`";
 pub(crate) const LAZY: &str = "lazy";
-pub(crate) const SINGLETON_OPTIONS: &str =
-    "`name`, `provides`, `access`, `init`, `destroy`, `lazy`, `profile`, `instances_of` or `crate`";
-pub(crate) const TRANSIENT_OPTIONS: &str =
-    "`name`, `provides`, `access`, `profile` or `crate` (a transient has no hooks: the container does not keep it)";
-pub(crate) const CONFIG_OPTIONS: &str = "`prefix`, `instances`, `name`, `access`, `profile` or `crate`";
 pub(crate) const PATH: &str = "path";
 pub(crate) const MIDDLEWARE: &str = "middleware";
 pub(crate) const METHOD: &str = "method";
 
-pub(crate) const CONTROLLER_OPTIONS: &str =
-    "`path`, `name`, `provides`, `access`, `init`, `destroy`, `profile` or `crate`";
 /// The route attributes of `#[http_routes]` and the HTTP method each stands for.
 pub(crate) const ROUTE_ATTRS: &[(&str, &str)] = &[
     ("get", "GET"),

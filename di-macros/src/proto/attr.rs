@@ -8,8 +8,8 @@ use syn::{Token, Type};
 use crate::ctxt::Ctxt;
 use crate::internals::{check_prefix, once, path_name, skip_value};
 use crate::symbol::{
-    ACCESS, COMPLETE, CONFIG_OPTIONS, CONTROLLER_OPTIONS, CRATE, DESTROY, EXTERNAL, INIT, INSTANCES, INSTANCES_OF,
-    LAZY, NAME, PATH, PREFIX, PRIVATE, PROFILE, PROTO_OPTIONS, PROVIDES, PUBLIC, SINGLETON_OPTIONS, TRANSIENT_OPTIONS,
+    ACCESS, COMPLETE, CRATE, DESTROY, EXTERNAL, INIT, INSTANCES, INSTANCES_OF, LAZY, NAME, PATH, PREFIX, PRIVATE,
+    PROFILE, PROVIDES, PUBLIC,
 };
 
 /// Which proto attribute is being expanded.
@@ -40,7 +40,47 @@ impl ProtoScope {
     pub(crate) fn is_singleton(self) -> bool {
         matches!(self, ProtoScope::Singleton | ProtoScope::Controller | ProtoScope::Config)
     }
+
+    /// Whether this attribute takes option `name` ([`OPTIONS`]).
+    fn accepts(self, name: &str) -> bool {
+        OPTIONS.iter().any(|(option, scopes)| *option == name && scopes.contains(&self))
+    }
+
+    /// The options this attribute takes, as an "unknown option" error lists them.
+    fn expected(self) -> String {
+        let names: Vec<String> =
+            OPTIONS.iter().filter(|(_, scopes)| scopes.contains(&self)).map(|(name, _)| format!("`{name}`")).collect();
+        let (last, rest) = names.split_last().expect("every attribute takes options");
+        let note = match self {
+            ProtoScope::Transient => " (a transient has no hooks: the container does not keep it)",
+            _ => "",
+        };
+        format!("{} or {last}{note}", rest.join(", "))
+    }
 }
+
+/// Which attribute takes which option: the one table the parser checks and the "unknown option"
+/// error lists, in the order it lists them.
+const OPTIONS: &[(&str, &[ProtoScope])] = {
+    use ProtoScope::{Config, Context, Controller, Singleton, Transient};
+    const ALL: &[ProtoScope] = &[Singleton, Context, Controller, Config, Transient];
+    const HOOKED: &[ProtoScope] = &[Singleton, Context, Controller];
+    &[
+        (PATH, &[Controller]),
+        (PREFIX, &[Config]),
+        (INSTANCES, &[Config]),
+        (NAME, ALL),
+        (PROVIDES, &[Singleton, Context, Controller, Transient]),
+        (ACCESS, ALL),
+        (INIT, HOOKED),
+        (COMPLETE, &[Context]),
+        (DESTROY, HOOKED),
+        (LAZY, &[Singleton]),
+        (PROFILE, ALL),
+        (INSTANCES_OF, &[Singleton, Context]),
+        (CRATE, ALL),
+    ]
+};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {
@@ -76,7 +116,7 @@ pub(crate) struct ProtoAttr {
 impl ProtoAttr {
     pub(crate) fn parse(cx: &Ctxt, args: TokenStream, scope: ProtoScope) -> ProtoAttr {
         let mut attr = ProtoAttr::default();
-        let config = scope == ProtoScope::Config;
+        let takes = |name| scope.accepts(name);
         let parser = syn::meta::parser(|meta| {
             if meta.path.is_ident(NAME) {
                 let lit: syn::LitStr = meta.value()?.parse()?;
@@ -90,21 +130,21 @@ impl ProtoAttr {
                     cx.error_spanned_by(&lit, "a profile name cannot be empty");
                 }
                 once(cx, &meta, &mut attr.profile, lit);
-            } else if config && meta.path.is_ident(PREFIX) {
+            } else if takes(PREFIX) && meta.path.is_ident(PREFIX) {
                 let lit: syn::LitStr = meta.value()?.parse()?;
                 let prefix = lit.value();
                 if prefix.is_empty() || prefix.split('.').any(str::is_empty) {
                     cx.error_spanned_by(&lit, "a config prefix is a key such as \"db\" or \"services.db\"");
                 }
                 once(cx, &meta, &mut attr.prefix, lit);
-            } else if config && meta.path.is_ident(INSTANCES) {
+            } else if takes(INSTANCES) && meta.path.is_ident(INSTANCES) {
                 once(cx, &meta, &mut attr.instances, meta.path.clone());
-            } else if scope == ProtoScope::Singleton && meta.path.is_ident(LAZY) {
+            } else if takes(LAZY) && meta.path.is_ident(LAZY) {
                 once(cx, &meta, &mut attr.lazy, meta.path.clone());
-            } else if matches!(scope, ProtoScope::Singleton | ProtoScope::Context) && meta.path.is_ident(INSTANCES_OF) {
+            } else if takes(INSTANCES_OF) && meta.path.is_ident(INSTANCES_OF) {
                 let ty: Type = meta.value()?.parse()?;
                 once(cx, &meta, &mut attr.instances_of, ty);
-            } else if !config && meta.path.is_ident(PROVIDES) {
+            } else if takes(PROVIDES) && meta.path.is_ident(PROVIDES) {
                 let content;
                 syn::parenthesized!(content in meta.input);
                 let types = Punctuated::<Type, Token![,]>::parse_terminated(&content)?;
@@ -129,32 +169,28 @@ impl ProtoAttr {
                     return Ok(());
                 };
                 once(cx, &meta, &mut attr.access, access);
-            } else if !config && scope != ProtoScope::Transient && meta.path.is_ident(INIT) {
+            } else if takes(INIT) && meta.path.is_ident(INIT) {
                 let method: syn::Ident = meta.value()?.parse()?;
                 once(cx, &meta, &mut attr.init, method);
-            } else if !config && scope != ProtoScope::Transient && meta.path.is_ident(COMPLETE) {
+            } else if (takes(COMPLETE) || takes(INIT)) && meta.path.is_ident(COMPLETE) {
+                // Taken by every attribute with hooks, so that `check.rs` can say that
+                // `complete` is a context proto's hook, rather than "unknown option".
                 let method: syn::Ident = meta.value()?.parse()?;
                 once(cx, &meta, &mut attr.complete, method);
-            } else if !config && scope != ProtoScope::Transient && meta.path.is_ident(DESTROY) {
+            } else if takes(DESTROY) && meta.path.is_ident(DESTROY) {
                 let method: syn::Ident = meta.value()?.parse()?;
                 once(cx, &meta, &mut attr.destroy, method);
             } else if meta.path.is_ident(CRATE) {
                 let path: syn::Path = meta.value()?.call(syn::Path::parse_mod_style)?;
                 once(cx, &meta, &mut attr.krate, path);
-            } else if scope == ProtoScope::Controller && meta.path.is_ident(PATH) {
+            } else if takes(PATH) && meta.path.is_ident(PATH) {
                 let lit: syn::LitStr = meta.value()?.parse()?;
                 if let Err(reason) = check_prefix(&lit.value()) {
                     cx.error_spanned_by(&lit, reason);
                 }
                 once(cx, &meta, &mut attr.path, lit);
             } else {
-                let expected = match scope {
-                    ProtoScope::Controller => CONTROLLER_OPTIONS,
-                    ProtoScope::Config => CONFIG_OPTIONS,
-                    ProtoScope::Singleton => SINGLETON_OPTIONS,
-                    ProtoScope::Context => PROTO_OPTIONS,
-                    ProtoScope::Transient => TRANSIENT_OPTIONS,
-                };
+                let expected = scope.expected();
                 cx.error_spanned_by(
                     &meta.path,
                     format!("unknown option `{}`; expected {expected}", path_name(&meta.path)),
@@ -212,5 +248,36 @@ impl InjectAttr {
             cx.error_spanned_by(nv, "write `#[inject(name = \"...\")]`");
         }
         InjectAttr { name, external: external.is_some() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProtoScope;
+
+    /// The table gives each attribute's list, in the order its "unknown option" error shows it.
+    #[test]
+    fn each_attribute_lists_the_options_it_takes() {
+        let lists = [
+            (
+                ProtoScope::Singleton,
+                "`name`, `provides`, `access`, `init`, `destroy`, `lazy`, `profile`, `instances_of` or `crate`",
+            ),
+            (
+                ProtoScope::Context,
+                "`name`, `provides`, `access`, `init`, `complete`, `destroy`, `profile`, `instances_of` or `crate`",
+            ),
+            (ProtoScope::Controller, "`path`, `name`, `provides`, `access`, `init`, `destroy`, `profile` or `crate`"),
+            (ProtoScope::Config, "`prefix`, `instances`, `name`, `access`, `profile` or `crate`"),
+            (
+                ProtoScope::Transient,
+                "`name`, `provides`, `access`, `profile` or `crate` (a transient has no hooks: the container does not keep it)",
+            ),
+        ];
+        for (scope, list) in lists {
+            assert_eq!(scope.expected(), list, "{}", scope.attribute());
+            assert!(scope.accepts("name") && scope.accepts("crate") && !scope.accepts("unknown"));
+        }
+        assert!(ProtoScope::Singleton.accepts("lazy") && !ProtoScope::Context.accepts("lazy"));
     }
 }
