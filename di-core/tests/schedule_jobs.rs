@@ -1,6 +1,7 @@
 //! Scheduled jobs: they run, skip a due time while the previous run is going, stop on shutdown
 //! (which waits for a running job), run by hand, and each run has its own scope.
 
+#![cfg(feature = "schedule")]
 #![allow(missing_docs, missing_debug_implementations)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
