@@ -1,7 +1,7 @@
 //! What the kernel holds for the features above it (floor 3), one handle each, without knowing
 //! their types, as tokio's runtime sees each driver through one handle: the App's event
-//! handlers and its scheduled jobs. The
-//! composition root fills them at `build()`; the feature's own module reads its handle.
+//! handlers and its scheduled jobs. The composition root fills them at `build()`; the feature's
+//! own module reads its handle.
 
 use std::any::Any;
 
