@@ -3,7 +3,11 @@
 //! - `handle.rs`: the task-local handle, the accessors behind `ContextRef`, `spawn`.
 //! - `table.rs`: the scope's shared table and the construction of its objects.
 //! - `end.rs`: completion, destruction, and the futures that run a scope.
+//! - `held.rs`: what a scope holds until its completion phase's end (events, for the bus).
 //! - `hold.rs`: holding a scope open past its work.
+//!
+//! Files of the kernel import the file that defines a name, not these re-exports (see
+//! `docs/decisions.md`, "di-core in floors").
 
 pub(crate) mod end;
 pub(crate) mod handle;
