@@ -39,7 +39,7 @@ struct HandlersItem {
 pub(crate) fn handlers(args: TokenStream, item: TokenStream) -> TokenStream {
     let cx = Ctxt::new();
     let krate = crate_option(&cx, args, "handlers");
-    let model = parse(&cx, item.clone()).map(|m| HandlersItem { krate, ..m });
+    let model = parse(&cx, item.clone(), krate);
     finish(cx, model.as_ref().map(|m| (&m.item, m)), item, expand)
 }
 
@@ -53,7 +53,7 @@ pub(crate) fn stray(name: &str, item: TokenStream) -> TokenStream {
     quote!(#item #error)
 }
 
-fn parse(cx: &Ctxt, item: TokenStream) -> Option<HandlersItem> {
+fn parse(cx: &Ctxt, item: TokenStream, krate: Option<syn::Path>) -> Option<HandlersItem> {
     let mut item = crate::internals::inherent_impl(cx, item, "#[handlers]", "singleton proto")?;
     let self_ty = (*item.self_ty).clone();
     let mut methods = Vec::new();
@@ -98,7 +98,7 @@ fn parse(cx: &Ctxt, item: TokenStream) -> Option<HandlersItem> {
             "no handlers: mark methods with `#[event_handler]` or `#[schedule(every = \"30s\")]`",
         );
     }
-    Some(HandlersItem { item, krate: None, methods })
+    Some(HandlersItem { item, krate, methods })
 }
 
 /// `every = "30s"` or `cron = "0 */5 * * * *"`, checked now.

@@ -6,9 +6,10 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::ast::RoutesItem;
+use crate::internals::private_path;
 
 pub(super) fn expand(model: &RoutesItem) -> TokenStream {
-    let krate = model.attr.krate.clone().map_or_else(|| quote!(::di_http), |p| quote!(#p));
+    let dih = private_path(model.attr.krate.as_ref(), quote!(::di_http));
     let item = &model.item;
     let self_ty = &model.item.self_ty;
     let routes = model.handlers.iter().flat_map(|h| h.routes.iter().map(move |r| (h, r))).map(|(handler, route)| {
@@ -59,7 +60,7 @@ pub(super) fn expand(model: &RoutesItem) -> TokenStream {
         #item
 
         const _: () = {
-            use #krate::__private as __dih;
+            use #dih as __dih;
 
             fn __di_routes(__di_routes: &mut __dih::Routes) -> __dih::Result<(), __dih::DiError> {
                 let __di_this = &__di_routes.controller::<#self_ty>()?;

@@ -6,7 +6,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::ctxt::Ctxt;
-use crate::internals::finish;
+use crate::internals::{finish, private_path};
 use crate::proto::ast::{Body, Kind, ProtoItem};
 use crate::proto::attr::{Access, ProtoScope};
 use crate::proto::check;
@@ -28,11 +28,11 @@ fn default_name(ident: &syn::Ident) -> String {
 }
 
 fn expand(model: &ProtoItem) -> TokenStream {
-    let default_krate = match model.scope {
+    let runtime = match model.scope {
         ProtoScope::Controller => quote!(::di_http),
         _ => quote!(::di_core),
     };
-    let krate = model.attr.krate.clone().map_or(default_krate, |p| quote!(#p));
+    let di = private_path(model.attr.krate.as_ref(), runtime);
     let item = &model.body;
     let self_ty = model.self_ty();
     let scope_trait = match model.scope {
@@ -170,7 +170,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
         #item
 
         const _: () = {
-            use #krate::__private as __di;
+            use #di as __di;
 
             #checks
             #(#sync_checks)*
