@@ -44,7 +44,7 @@ pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
 /// touches a handful of context objects), an index once it grows.
 pub(crate) struct SmallMap<V> {
     /// The entries in insertion order; an entry never moves, so a position stays valid.
-    pub(crate) items: Vec<(u32, V)>,
+    items: Vec<(u32, V)>,
     index: Option<Index>,
 }
 
@@ -137,6 +137,17 @@ impl<V> SmallMap<V> {
             None => self.items.iter().position(|(k, _)| *k == key),
             Some(index) => index.get(key),
         }
+    }
+
+    /// The value at position `pos`, as [`position`](Self::position) or
+    /// [`insert`](Self::insert) gave it.
+    pub(crate) fn value_at(&self, pos: usize) -> &V {
+        &self.items[pos].1
+    }
+
+    /// The value at position `pos`, mutably.
+    pub(crate) fn value_at_mut(&mut self, pos: usize) -> &mut V {
+        &mut self.items[pos].1
     }
 
     /// The value of `key` at position `pos` (entries never move): no lookup.

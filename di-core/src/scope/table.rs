@@ -123,7 +123,7 @@ impl Table {
     /// `key` and the constructions it runs inside: `key`, its parent, the parent's parent...
     /// Bounded by the number of slots, so a corrupted table cannot loop.
     fn ancestors(&self, key: u32) -> impl Iterator<Item = u32> + '_ {
-        std::iter::successors(Some(key), |&k| self.parent(k)).take(self.slots.items.len() + 1)
+        std::iter::successors(Some(key), |&k| self.parent(k)).take(self.slots.len() + 1)
     }
 
     /// The by-value context dependencies of `key` (`deps` per proto) that are not built yet,
@@ -143,7 +143,7 @@ impl Table {
         let mut planned = Vec::new();
         for (i, &dep) in order.iter().enumerate() {
             let pos = match self.slots.position(dep) {
-                Some(pos) => match self.slots.items[pos].1 {
+                Some(pos) => match self.slots.value_at(pos) {
                     Slot::Ready(_) => continue,
                     Slot::Vacant => pos as u32,
                     Slot::Building { .. } => NOT_RESERVED,
@@ -459,7 +459,7 @@ impl ScopeShared {
                     None => table.add(&self.app, key, building),
                     Some(_) => {
                         let pos = table.slots.position(key).expect("found above");
-                        table.slots.items[pos].1 = building;
+                        *table.slots.value_at_mut(pos) = building;
                         pos
                     }
                 };
