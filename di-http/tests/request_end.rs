@@ -15,28 +15,10 @@ use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use di_test_support::{Lines, http_client};
+use di_test_support::http_client;
 use http_client::send;
 
-/// Per App: what happened, in order.
-#[singleton_proto(destroy = stop)]
-#[derive(Default)]
-pub struct Journal {
-    log: Lines,
-}
-
-impl std::ops::Deref for Journal {
-    type Target = Lines;
-    fn deref(&self) -> &Lines {
-        &self.log
-    }
-}
-
-impl Journal {
-    async fn stop(&self) {
-        self.push("singletons destroyed");
-    }
-}
+di_test_support::journal_proto!();
 
 /// Per request: the request id, read from the head.
 #[context_proto]

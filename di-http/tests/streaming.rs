@@ -12,32 +12,13 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::Path;
-use di_core::{App, ContextRef, context_proto, singleton_proto};
+use di_core::{App, ContextRef, context_proto};
 use di_http::{RequestHead, ServeError, Server, http_controller, http_routes};
-use di_test_support::Lines;
 use di_test_support::http_client::{self, send};
 use futures_util::stream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Per App: what happened, in order.
-#[singleton_proto(destroy = stop)]
-#[derive(Default)]
-pub struct Journal {
-    log: Lines,
-}
-
-impl std::ops::Deref for Journal {
-    type Target = Lines;
-    fn deref(&self) -> &Lines {
-        &self.log
-    }
-}
-
-impl Journal {
-    async fn stop(&self) {
-        self.push("singletons destroyed");
-    }
-}
+di_test_support::journal_proto!();
 
 /// Per request: counts the frames produced through it, and says at its end what it saw.
 #[context_proto(destroy = finish)]

@@ -12,29 +12,10 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use di_core::{App, ContextRef, context_proto, singleton_proto};
 use di_http::{ConnectionScope, RequestHead, ServeError, Server, http_controller, http_routes};
-use di_test_support::Lines;
 use futures_util::{SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest};
 
-/// Per App: what happened, in order.
-#[singleton_proto(destroy = stop)]
-#[derive(Default)]
-pub struct Journal {
-    log: Lines,
-}
-
-impl std::ops::Deref for Journal {
-    type Target = Lines;
-    fn deref(&self) -> &Lines {
-        &self.log
-    }
-}
-
-impl Journal {
-    async fn stop(&self) {
-        self.push("singletons destroyed");
-    }
-}
+di_test_support::journal_proto!();
 
 /// A singleton the sockets use: it must not be used once destroyed.
 #[singleton_proto(destroy = close)]

@@ -13,6 +13,49 @@ pub mod alloc;
 pub mod child_env;
 pub mod http_client;
 
+/// Declares the test binary's `Journal`: a singleton proto holding [`Lines`] (and dereferencing
+/// to it) whose destroy hook writes "singletons destroyed". A proto is registered per binary
+/// (through `inventory`), so each binary declares its own; this writes it once. The binary
+/// needs `di_core` (the macro names it by path).
+///
+/// # Examples
+///
+/// ```
+/// di_test_support::journal_proto!();
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = di_core::App::builder().build().await?;
+/// let journal = app.get_object::<Journal>()?;
+/// journal.push("started");
+/// app.shutdown().await?;
+/// assert_eq!(journal.lines(), ["started", "singletons destroyed"]);
+/// # Ok(()) }
+/// ```
+#[macro_export]
+macro_rules! journal_proto {
+    () => {
+        /// Per App: what happened, in order.
+        #[::di_core::singleton_proto(destroy = stop)]
+        #[derive(Default)]
+        pub struct Journal {
+            log: $crate::Lines,
+        }
+
+        impl ::std::ops::Deref for Journal {
+            type Target = $crate::Lines;
+            fn deref(&self) -> &$crate::Lines {
+                &self.log
+            }
+        }
+
+        impl Journal {
+            async fn stop(&self) {
+                self.push("singletons destroyed");
+            }
+        }
+    };
+}
+
 /// A journal of lines, in order, shared by its clones: what a test's hooks append and its
 /// assertions read. A test's `Journal` singleton holds one (and derefs to it), so that each test
 /// binary keeps only its proto.
