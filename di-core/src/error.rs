@@ -432,6 +432,45 @@ pub enum DiError {
         /// What the hook returned.
         source: Arc<dyn std::error::Error + Send + Sync + 'static>,
     },
+    /// A hosted service could not start, or failed with [`OnFailure::StopApp`](crate::OnFailure::StopApp).
+    #[error("hosted service {service} {reason}")]
+    Hosted {
+        /// The service's proto, as errors name it.
+        service: String,
+        /// What happened.
+        reason: String,
+    },
+    /// A proto provides a role that only a singleton may have (`dyn HostedService`,
+    /// `dyn HealthCheck`).
+    #[error("{proto} provides `{role}`, but is a {scope} proto; a `{role}` must be a singleton (`#[singleton_proto]`)")]
+    MustBeSingleton {
+        /// The proto, as errors name it.
+        proto: String,
+        /// The role.
+        role: &'static str,
+        /// Its scope.
+        scope: &'static str,
+    },
+    /// `build()` ran past [`AppBuilder::start_timeout`](crate::AppBuilder::start_timeout).
+    #[error(
+        "the App did not start within {timeout:?} (`AppBuilder::start_timeout`); still running: {}",
+        .running.join(", ")
+    )]
+    StartTimeout {
+        /// The deadline.
+        timeout: std::time::Duration,
+        /// The constructors and init hooks still running, as `` `Type` ("name") (stage) ``.
+        running: Vec<String>,
+    },
+    /// [`App::shutdown`](crate::App::shutdown) cut hosted services or destroy hooks that ran
+    /// past [`AppBuilder::stop_timeout`](crate::AppBuilder::stop_timeout).
+    #[error("shutting down cut what did not stop within {timeout:?} (`AppBuilder::stop_timeout`): {}", .cut.join(", "))]
+    StopTimeout {
+        /// The deadline of each phase.
+        timeout: std::time::Duration,
+        /// The hosted services and destroy hooks cut, and the destroy hooks never run.
+        cut: Vec<String>,
+    },
     /// A context object was asked for while no context scope is active.
     #[error(
         "no context scope is active, so there is no `{wanted}` to return; run the code inside `app.run_in_context(..)` (or a di-http request), and use `di_core::spawn` instead of `tokio::spawn` to carry the scope into a task"

@@ -274,11 +274,13 @@ fn dispatch(app: &Arc<AppInner>, held: HeldItem) {
 /// Runs one handler in a new scope; logs its failure.
 async fn run_handler(app: &Arc<AppInner>, handler: Handler, event: AnyEvent) {
     let d = handler.descriptor;
+    let _running = app.metrics.handler();
     let result = match app.instance_of(handler.proto) {
         Ok(object) => scope::end::run_job(app, crate::isolate::catch_hook(|| (d.call)(object, event))).await,
         Err(error) => Err(error.into()),
     };
     if let Err(error) = result {
+        crate::telemetry::handler_failed((d.event_name)());
         tracing::error!(
             event = (d.event_name)(),
             handler = %format_args!("{}::{}", (d.proto_name)(), d.method),

@@ -154,6 +154,8 @@
 //!   [`AppBuilder::without_schedules`]; brings `cron` and `chrono`. Without it, the rest of the
 //!   container is the same, and a `#[schedule]` fails to compile (`ScheduleDescriptor` is not in
 //!   `__private`).
+//! - `metrics`: the App's metrics through the `metrics` facade ([`METRICS`] lists them);
+//!   without it, recording them costs nothing.
 //!
 //! The design and its measurements are in `docs/decisions.md` and `benches/RESULTS.md` of the
 //! repository.
@@ -169,6 +171,8 @@ mod error;
 mod events;
 mod export;
 mod graph;
+mod health;
+mod hosted;
 mod isolate;
 mod keyed;
 mod maps;
@@ -181,17 +185,23 @@ mod runtime;
 #[cfg(feature = "schedule")]
 mod schedule;
 mod scope;
+mod startup;
+mod telemetry;
 
 pub use advice::{Advice, Call, Next};
-pub use app::{App, AppBuilder, AppHold, ContextSlot, ScopeBuilder};
+pub use app::{App, AppBuilder, AppHold, ContextSlot, HealthReport, ScopeBuilder, ServiceReport};
 pub use config::Config;
 pub use context_ref::{AsyncContextRef, ContextRef, RefTarget};
 pub use error::{BoxError, DiError};
 pub use events::EventBus;
+pub use health::{CheckFuture, CheckReport, HealthCheck};
+pub use hosted::{HostedFuture, HostedService, OnFailure, ServiceState, Stop};
 pub use keyed::Keyed;
 pub use proto::{Access, ContextProto, Dependency, InjectKind, Proto, ProtoDef, Scope, SingletonProto, TransientProto};
 pub use provider::Provider;
 pub use resolver::Resolver;
+pub use startup::{ProtoTiming, StartupReport, TARGET as STARTUP_TARGET};
+pub use telemetry::NAMES as METRICS;
 
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]

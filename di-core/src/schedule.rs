@@ -211,10 +211,13 @@ fn fire(app: &Weak<AppInner>, index: usize) -> bool {
     let Some(guard) = app.try_pending() else { return false };
     let Some(running) = Running::claim(&app, index) else {
         tracing::warn!(job = %jobs_of(&app)[index].name, "a scheduled run is skipped: the previous one is still going");
+        crate::telemetry::job_skipped(&jobs_of(&app)[index].name);
         return true;
     };
     drop(tokio::spawn(async move {
+        let began = std::time::Instant::now();
         let result = run(&app, index).await;
+        crate::telemetry::job_ran(&jobs_of(&app)[index].name, began.elapsed(), result.is_err());
         drop(running);
         if let Err(error) = result {
             tracing::error!(job = %jobs_of(&app)[index].name, %error, "a scheduled job failed");

@@ -23,6 +23,7 @@ const FLOORS: &[(&str, Floor)] = &[
     ("isolate", Floor::Vocabulary),
     ("maps", Floor::Vocabulary),
     ("pending", Floor::Vocabulary),
+    ("telemetry", Floor::Vocabulary),
     // 1: what a factory reads besides its dependencies.
     ("config", Floor::Leaves),
     ("keyed", Floor::Leaves),
@@ -39,6 +40,9 @@ const FLOORS: &[(&str, Floor)] = &[
     ("events", Floor::Feature),
     ("schedule", Floor::Feature),
     ("export", Floor::Feature),
+    ("hosted", Floor::Feature),
+    ("health", Floor::Feature),
+    ("startup", Floor::Feature),
     // 4: the composition root.
     ("app", Floor::Root),
     ("private", Floor::Root),

@@ -7,6 +7,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use tracing::Instrument;
 
 use super::{App, AppBuilder};
 use crate::config::Config;
@@ -20,6 +23,7 @@ use crate::proto::factory::{Factory, SyncFactory};
 use crate::proto::kinds::{InjectKind, Scope};
 use crate::resolver::Resolver;
 use crate::runtime::{AppCell, AppInner, Handles, LazySlot};
+use crate::startup::{ProtoTiming, StartupReport};
 
 static NEXT_APP_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -54,6 +58,8 @@ impl AppBuilder {
     /// # Ok(()) }
     /// ```
     pub async fn build(self) -> Result<App, DiError> {
+        let began = Instant::now();
+        let deadline = tokio::time::Instant::now() + self.start_timeout;
         let mut defs: Vec<ProtoDef> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         let registered = self.inventory.then(|| inventory::iter::<ProtoDescriptor>.into_iter()).into_iter().flatten();
@@ -146,9 +152,23 @@ impl AppBuilder {
         let cell = AppCell::default();
         let mut singletons: Vec<Option<AnyArc>> = vec![None; graph.protos.len()];
         let mut ready: Vec<usize> = Vec::new();
-        for level in &graph.levels {
+        let stop_timeout = self.stop_timeout;
+        let mut timings: Vec<ProtoTiming> = Vec::new();
+        let mut levels: Vec<Duration> = Vec::new();
+        let mut timing_of: Vec<usize> = vec![usize::MAX; graph.protos.len()];
+        for (number, level) in graph.levels.iter().enumerate() {
+            let level_began = Instant::now();
             let mut constructions: Vec<(usize, BuildFuture)> = Vec::new();
             for &p in level.iter().filter(|&&p| reached.as_ref().is_none_or(|r| r[p])) {
+                let def = &graph.protos[p];
+                timing_of[p] = timings.len();
+                timings.push(ProtoTiming {
+                    proto: def.label(),
+                    level: number,
+                    construct: Duration::ZERO,
+                    init: Duration::ZERO,
+                });
+                let span = tracing::info_span!(target: crate::startup::TARGET, "construct", proto = %def.label());
                 let resolver = Resolver {
                     graph: &graph,
                     singletons: &singletons,
@@ -159,34 +179,61 @@ impl AppBuilder {
                     cell: &cell,
                     fresh: crate::resolver::Fresh::default(),
                 };
-                let built = match &graph.protos[p].factory {
-                    Factory::Sync(factory) => factory.call(&resolver).map(|obj| singletons[p] = Some(obj)),
-                    Factory::Async(factory) => factory(&resolver).map(|fut| constructions.push((p, fut))),
+                let called = Instant::now();
+                let built = span.in_scope(|| match &graph.protos[p].factory {
+                    Factory::Sync(factory) => factory.call(&resolver).map(Some),
+                    Factory::Async(factory) => factory(&resolver).map(|fut| {
+                        constructions.push((p, Box::pin(fut.instrument(span.clone())) as BuildFuture));
+                        None
+                    }),
                     Factory::Config(_) => unreachable!("config sections are read before the graph is built"),
-                };
-                if let Err(e) = built {
-                    return Err(abort(&graph, &singletons, &ready, e).await);
+                });
+                timings.last_mut().expect("pushed above").construct = called.elapsed();
+                match built {
+                    Ok(obj) => singletons[p] = obj,
+                    Err(e) => return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await),
                 }
             }
             // The async constructors of one level run concurrently, like their init hooks.
-            let (built, failed) = join_all(constructions).await;
-            for (p, obj) in built {
+            let joined = join_all(constructions, deadline).await;
+            for &(p, took) in &joined.took {
+                timings[timing_of[p]].construct += took;
+            }
+            for (p, obj) in joined.done {
                 singletons[p] = Some(obj);
             }
-            if let Some((p, e)) = failed.into_iter().next() {
+            if !joined.running.is_empty() {
+                let e = timed_out(&graph, &joined.running, "constructor", self.start_timeout);
+                return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await);
+            }
+            if let Some((p, e)) = joined.failed.into_iter().next() {
                 let e = graph.protos[p].construction_error(e);
-                return Err(abort(&graph, &singletons, &ready, e).await);
+                return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await);
             }
             let hooks: Vec<(usize, HookFuture)> = level
                 .iter()
-                .filter_map(|&p| Some((p, graph.protos[p].init.as_ref()?(singletons[p].clone()?))))
+                .filter_map(|&p| {
+                    let hook = graph.protos[p].init.as_ref()?(singletons[p].clone()?);
+                    let span =
+                        tracing::info_span!(target: crate::startup::TARGET, "init", proto = %graph.protos[p].label());
+                    Some((p, Box::pin(hook.instrument(span)) as HookFuture))
+                })
                 .collect();
-            let (_, failed) = join_all(hooks).await;
-            ready.extend(level.iter().filter(|p| !failed.iter().any(|(f, _)| f == *p)));
+            let joined = join_all(hooks, deadline).await;
+            for &(p, took) in &joined.took {
+                timings[timing_of[p]].init = took;
+            }
+            let failed = joined.failed;
+            ready.extend(level.iter().filter(|p| !failed.iter().any(|(f, _)| f == *p) && !joined.running.contains(p)));
+            if !joined.running.is_empty() {
+                let e = timed_out(&graph, &joined.running, "init hook", self.start_timeout);
+                return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await);
+            }
             if let Some((p, e)) = failed.into_iter().next() {
                 let e = graph.protos[p].hook_error("init", e);
-                return Err(abort(&graph, &singletons, &ready, e).await);
+                return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await);
             }
+            levels.push(level_began.elapsed());
         }
         let lazy = (0..graph.protos.len())
             .filter(|&p| graph.protos[p].lazy && singletons[p].is_none())
@@ -204,8 +251,32 @@ impl AppBuilder {
         let release = crate::events::install(&mut handles, &graph, available);
         #[cfg(feature = "schedule")]
         if let Err(e) = crate::schedule::install(&mut handles, &graph, available) {
-            return Err(abort(&graph, &singletons, &ready, e).await);
+            return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await);
         }
+        let hosted =
+            match provided_singletons::<dyn crate::hosted::HostedService>(&graph, &singletons, "dyn HostedService") {
+                Ok(hosted) => hosted,
+                Err(e) => return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await),
+            };
+        let checks = match provided_singletons::<dyn crate::health::HealthCheck>(&graph, &singletons, "dyn HealthCheck")
+        {
+            Ok(checks) => checks,
+            Err(e) => return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await),
+        };
+        let hosted_count = hosted.len();
+        if hosted_count > 0 {
+            crate::hosted::install(&mut handles, hosted.into_iter().map(|(label, _, s)| (label, s)).collect());
+        }
+        crate::health::install(
+            &mut handles,
+            checks.into_iter().map(|(_, name, c)| (name, c)).collect(),
+            self.health_cache,
+        );
+        let report = StartupReport { total: began.elapsed(), protos: timings, levels };
+        for slow in report.protos().iter().filter(|t| t.total() >= self.slow_start) {
+            tracing::warn!(target: crate::startup::TARGET, proto = %slow.proto, took = ?slow.total(), construct = ?slow.construct, init = ?slow.init, "a singleton was slow to start");
+        }
+        handles.startup = crate::runtime::Handle::new(report);
         let inner = Arc::new(AppInner {
             id,
             handles,
@@ -221,14 +292,53 @@ impl AppBuilder {
             destroying: AtomicBool::new(false),
             ending: Pending::default(),
             large_scope: std::sync::atomic::AtomicUsize::new(0),
+            stop_timeout,
+            stopping: AtomicBool::new(false),
+            metrics: crate::telemetry::Metrics::register(),
         });
         let _ = cell.set(Arc::downgrade(&inner));
         #[cfg(feature = "schedule")]
         if self.schedules {
             crate::schedule::start(&inner);
         }
+        if self.hosted && hosted_count > 0 {
+            if let Err(e) = crate::hosted::start(&inner) {
+                return Err(e);
+            }
+        }
         Ok(App { inner })
     }
+}
+
+/// The singletons that provide `U`, in build order: each's label, its `name` (what a health
+/// check is called) or label, and its object as a `U`. A context or transient provider is an
+/// error; a lazy one is built now.
+fn provided_singletons<U: ?Sized + 'static>(
+    graph: &Graph,
+    singletons: &[Option<AnyArc>],
+    role: &'static str,
+) -> Result<Vec<(String, String, Arc<U>)>, DiError> {
+    let Some(targets) = graph.provided.get(&TypeId::of::<U>()) else { return Ok(Vec::new()) };
+    if let Some(def) = targets.iter().map(|t| &graph.protos[t.proto]).find(|d| d.scope != Scope::Singleton) {
+        let scope = if def.scope == Scope::Context { "context" } else { "transient" };
+        return Err(DiError::MustBeSingleton { proto: def.label(), role, scope });
+    }
+    let mut found = Vec::new();
+    for &p in graph.levels.iter().flatten() {
+        let Some(target) = targets.iter().find(|t| t.proto == p) else { continue };
+        let def = &graph.protos[p];
+        // Not built (lazy, or outside the roots): nothing runs for it.
+        let Some(obj) = singletons[p].clone() else { continue };
+        found.push((def.label(), def.name.to_string(), crate::resolver::provided_as::<U>(graph, *target, obj)));
+    }
+    Ok(found)
+}
+
+/// The start-up deadline passed with `running` still going.
+fn timed_out(graph: &Graph, running: &[usize], stage: &str, timeout: Duration) -> DiError {
+    let running: Vec<String> = running.iter().map(|&p| format!("{} ({stage})", graph.protos[p].label())).collect();
+    tracing::error!(timeout = ?timeout, running = %running.join(", "), "the App did not start within its start timeout");
+    DiError::StartTimeout { timeout, running }
 }
 
 /// Every advice that an `#[intercept]` in the program names must be registered: a method
@@ -305,56 +415,99 @@ fn reached_from(graph: &Graph, roots: &[(TypeId, &'static str)]) -> Result<Optio
 }
 
 /// Destroys the singletons that finished init (in reverse), then returns the build error.
-async fn abort(graph: &Graph, singletons: &[Option<AnyArc>], ready: &[usize], error: DiError) -> DiError {
-    if let Err(e) = destroy_singletons(graph, singletons, ready).await {
+async fn abort(
+    graph: &Graph,
+    singletons: &[Option<AnyArc>],
+    ready: &[usize],
+    error: DiError,
+    within: Duration,
+) -> DiError {
+    let (errors, cut) = destroy_singletons(graph, singletons, ready, within).await;
+    if let Err(e) = DiError::collect(errors) {
         tracing::warn!(error = %e, "destroying singletons after a failed build");
+    }
+    if !cut.is_empty() {
+        tracing::warn!(cut = %cut.join(", "), "destroy hooks cut at the stop deadline after a failed build");
     }
     error
 }
 
+/// Runs the destroy hooks of `order`'s singletons in reverse, all within `within` (with a
+/// tokio runtime): the errors, and the hooks cut at the deadline or never run after it.
 pub(super) async fn destroy_singletons(
     graph: &Graph,
     singletons: &[Option<AnyArc>],
     order: &[usize],
-) -> Result<(), DiError> {
+    within: Duration,
+) -> (Vec<DiError>, Vec<String>) {
+    let deadline = tokio::runtime::Handle::try_current().ok().map(|_| tokio::time::Instant::now() + within);
     let mut errors = Vec::new();
+    let mut cut = Vec::new();
     for &p in order.iter().rev() {
         let def = &graph.protos[p];
-        if let (Some(destroy), Some(obj)) = (&def.destroy, &singletons[p]) {
-            if let Err(e) = def.run_hook("destroy", || destroy(obj.clone())).await {
-                errors.push(e);
+        let (Some(destroy), Some(obj)) = (&def.destroy, &singletons[p]) else { continue };
+        if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+            cut.push(format!("{} (destroy hook not run)", def.label()));
+            continue;
+        }
+        let hook = def.run_hook("destroy", || destroy(obj.clone()));
+        let result = match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, hook).await.ok(),
+            None => Some(hook.await),
+        };
+        match result {
+            Some(Ok(())) => {}
+            Some(Err(e)) => errors.push(e),
+            None => {
+                tracing::error!(proto = %def.label(), deadline = ?within, "a destroy hook did not finish within the stop deadline; cut");
+                cut.push(format!("{} (destroy hook)", def.label()));
             }
         }
     }
-    DiError::collect(errors)
+    (errors, cut)
 }
 
 /// A hook's or an async constructor's future.
 type Fallible<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
 
-/// Polls every future to completion; returns the outputs and the failures, each in
-/// registration order.
-async fn join_all<T>(mut futures: Vec<(usize, Fallible<T>)>) -> (Vec<(usize, T)>, Vec<(usize, BoxError)>) {
-    let mut done = Vec::new();
-    let mut failed = Vec::new();
+/// What [`join_all`] returns: the outputs and the failures, each in registration order, the
+/// protos still running at the deadline, and how long each finished one took.
+struct Joined<T> {
+    done: Vec<(usize, T)>,
+    failed: Vec<(usize, BoxError)>,
+    running: Vec<usize>,
+    took: Vec<(usize, Duration)>,
+}
+
+/// Polls every future to completion, or until `deadline` (with a tokio runtime to time it).
+async fn join_all<T>(mut futures: Vec<(usize, Fallible<T>)>, deadline: tokio::time::Instant) -> Joined<T> {
+    let mut joined = Joined { done: Vec::new(), failed: Vec::new(), running: Vec::new(), took: Vec::new() };
+    if futures.is_empty() {
+        return joined;
+    }
+    let began = Instant::now();
+    let timer = tokio::runtime::Handle::try_current().ok().map(|_| tokio::time::sleep_until(deadline));
+    let mut timer = std::pin::pin!(timer);
     std::future::poll_fn(|cx| {
         futures.retain_mut(|(p, fut)| match fut.as_mut().poll(cx) {
-            Poll::Ready(Ok(t)) => {
-                done.push((*p, t));
-                false
-            }
-            Poll::Ready(Err(e)) => {
-                failed.push((*p, e));
+            Poll::Ready(result) => {
+                joined.took.push((*p, began.elapsed()));
+                match result {
+                    Ok(t) => joined.done.push((*p, t)),
+                    Err(e) => joined.failed.push((*p, e)),
+                }
                 false
             }
             Poll::Pending => true,
         });
-        if futures.is_empty() { Poll::Ready(()) } else { Poll::Pending }
+        let late = timer.as_mut().as_pin_mut().is_some_and(|t| t.poll(cx).is_ready());
+        if futures.is_empty() || late { Poll::Ready(()) } else { Poll::Pending }
     })
     .await;
-    done.sort_by_key(|(p, _)| *p);
-    failed.sort_by_key(|(p, _)| *p);
-    (done, failed)
+    joined.running = futures.iter().map(|(p, _)| *p).collect();
+    joined.done.sort_by_key(|(p, _)| *p);
+    joined.failed.sort_by_key(|(p, _)| *p);
+    joined
 }
 
 /// Moves the protos of another profile, and the excluded ones, out of `defs`: returned with

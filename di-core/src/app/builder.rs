@@ -45,6 +45,11 @@ pub struct AppBuilder {
     pub(super) config: Sources,
     pub(super) background_timeout: Duration,
     pub(super) shutdown_timeout: Duration,
+    pub(super) start_timeout: Duration,
+    pub(super) stop_timeout: Duration,
+    pub(super) slow_start: Duration,
+    pub(super) health_cache: Duration,
+    pub(super) hosted: bool,
     #[cfg(feature = "schedule")]
     pub(super) schedules: bool,
 }

@@ -7,9 +7,11 @@
 
 mod build;
 mod builder;
+mod operate;
 mod scope_builder;
 
 pub use builder::AppBuilder;
+pub use operate::{HealthReport, ServiceReport};
 pub use scope_builder::{ContextSlot, ScopeBuilder};
 
 use std::any::TypeId;
@@ -84,6 +86,11 @@ impl App {
             config: Sources::default(),
             background_timeout: Duration::from_secs(5),
             shutdown_timeout: Duration::from_secs(10),
+            start_timeout: Duration::from_secs(30),
+            stop_timeout: Duration::from_secs(15),
+            slow_start: Duration::from_secs(1),
+            health_cache: Duration::from_secs(1),
+            hosted: true,
             #[cfg(feature = "schedule")]
             schedules: true,
         }
@@ -481,17 +488,25 @@ impl App {
     /// # Ok(()) }
     /// ```
     pub async fn shutdown(&self) -> Result<(), DiError> {
+        self.begin_shutdown();
         if self.inner.shut_down.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
         #[cfg(feature = "schedule")]
         crate::schedule::stop(&self.inner);
+        let timeout = self.inner.stop_timeout;
+        let mut cut = crate::hosted::stop(&self.inner, timeout).await;
         self.inner.wait_for_endings().await;
         self.inner.destroying.store(true, Ordering::Release);
         let order: Vec<usize> = self.inner.graph.levels.iter().flatten().copied().collect();
         let built: Vec<Option<AnyArc>> =
             (0..self.inner.singletons.len()).map(|p| self.inner.singleton_to_destroy(p)).collect();
-        destroy_singletons(&self.inner.graph, &built, &order).await
+        let (mut errors, destroy_cut) = destroy_singletons(&self.inner.graph, &built, &order, timeout).await;
+        cut.extend(destroy_cut);
+        if !cut.is_empty() {
+            errors.push(DiError::StopTimeout { timeout, cut });
+        }
+        DiError::collect(errors)
     }
 
     /// How many context scopes are ending now (waiting for background tasks or running destroy

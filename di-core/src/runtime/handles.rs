@@ -32,4 +32,10 @@ pub(crate) struct Handles {
     /// feature's): dropped with the App, which stops them too. Gone with the feature.
     #[cfg(feature = "schedule")]
     pub(crate) jobs: Handle,
+    /// The hosted services and what stops them (the hosted feature's).
+    pub(crate) hosted: Handle,
+    /// The health checks and their last results (the health feature's).
+    pub(crate) health: Handle,
+    /// The start-up timeline `build()` took (the startup feature's).
+    pub(crate) startup: Handle,
 }

@@ -58,6 +58,12 @@ pub(crate) struct AppInner {
     /// The most objects a scope of this App has created, once past the scope table's linear
     /// range: a table that grows past that range reserves this much at once (`ScopeShared`).
     pub(crate) large_scope: std::sync::atomic::AtomicUsize,
+    /// How long shutdown gives hosted services to stop, and destroy hooks to run (each phase).
+    pub(crate) stop_timeout: Duration,
+    /// Set from the first shutdown signal on (`App::begin_shutdown`): readiness turns false.
+    pub(crate) stopping: AtomicBool,
+    /// The metrics the App records (nothing without the `metrics` feature).
+    pub(crate) metrics: crate::telemetry::Metrics,
 }
 
 impl AsRef<Pending> for AppInner {
@@ -71,6 +77,21 @@ impl Drop for AppInner {
     /// hooks), each `Drop` isolated: a panic in one is logged and the others are still dropped,
     /// where a second panic while the first unwinds would abort the process.
     fn drop(&mut self) {
+        if !*self.shut_down.get_mut() {
+            let never: Vec<String> = self
+                .singletons
+                .iter()
+                .enumerate()
+                .filter(|(p, obj)| obj.is_some() && self.graph.protos[*p].destroy.is_some())
+                .map(|(p, _)| self.graph.protos[p].label())
+                .collect();
+            if !never.is_empty() {
+                tracing::warn!(
+                    singletons = %never.join(", "),
+                    "an App was dropped without `App::shutdown()`: these singletons' destroy hooks never ran"
+                );
+            }
+        }
         let mut singletons = std::mem::take(&mut self.singletons);
         let mut lazy = std::mem::take(&mut self.lazy);
         for &p in self.graph.levels.iter().flatten().rev() {

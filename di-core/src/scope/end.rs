@@ -110,6 +110,7 @@ impl ScopeShared {
                 let def = &self.app.graph.protos[key];
                 let hook = def.complete.as_ref().expect("only objects with a completion hook are listed");
                 if let Err(error) = def.run_hook("complete", || hook(obj)).await {
+                    crate::telemetry::hook_failed("complete");
                     failed = Some(error);
                     break;
                 }
@@ -187,6 +188,7 @@ impl ScopeShared {
             let def = &self.app.graph.protos[key];
             if let Some(destroy) = &def.destroy {
                 if let Err(error) = def.run_hook("destroy", || destroy(obj.clone())).await {
+                    crate::telemetry::hook_failed("destroy");
                     tracing::error!(%error, "a destroy hook failed; the scope's other objects are destroyed all the same");
                 }
             }
@@ -238,9 +240,11 @@ impl ScopeShared {
 /// current `tracing` span, counted by the App until it is done.
 fn ending(shared: Arc<ScopeShared>) -> impl Future<Output = ()> + Send + 'static {
     let guard = PendingGuard::new(shared.app.clone());
+    let counted = shared.app.metrics.ending();
     CURRENT
         .scope(ScopeHandle::joining(shared.clone()), async move {
             shared.finish().await;
+            drop(counted);
             drop(guard);
         })
         .instrument(tracing::Span::current())
@@ -302,6 +306,8 @@ pin_project! {
         inner: TaskLocalFuture<ScopeHandle, F>,
         phase: Phase<F::Output>,
         in_background: bool,
+        // Zero-sized without the `metrics` feature.
+        open: crate::telemetry::Open,
     }
 
     impl<F: Future> PinnedDrop for ContextFuture<F> {
@@ -365,8 +371,8 @@ fn start_end_held(shared: Arc<ScopeShared>) -> (Option<BoxFuture<()>>, bool) {
 }
 
 impl<F: Future> ContextFuture<F> {
-    pub(crate) fn new(inner: TaskLocalFuture<ScopeHandle, F>) -> Self {
-        ContextFuture { inner, phase: Phase::Running, in_background: false }
+    pub(crate) fn new(inner: TaskLocalFuture<ScopeHandle, F>, open: crate::telemetry::Open) -> Self {
+        ContextFuture { inner, phase: Phase::Running, in_background: false, open }
     }
 
     /// Hands the output back as soon as the completion phase is over (step 3 of
@@ -744,7 +750,8 @@ impl std::fmt::Debug for CompleteScope {
 /// callers on the request path: a call here would move the request's future once more.
 #[inline]
 pub(crate) fn run<F: Future>(app: Arc<AppInner>, seed: Seeds, fut: F) -> ContextFuture<F> {
-    ContextFuture::new(CURRENT.scope(ScopeHandle::new(app, seed), fut))
+    let open = app.metrics.scope();
+    ContextFuture::new(CURRENT.scope(ScopeHandle::new(app, seed), fut), open)
 }
 
 /// Runs `work` in a new scope of `app`: its completion phase if `work` succeeds, none (and its

@@ -7,7 +7,8 @@
 //! - [`child_env`]: running a test again in a child process with environment variables set;
 //! - [`listen_backlog`]: the backlog the kernel gave a listening socket;
 //! - [`Lines`]: a journal of lines, and waiting for it to say what a test expects (destroy
-//!   hooks run after the response).
+//!   hooks run after the response);
+//! - [`capture_logs`]: what a piece of code logged through `tracing`.
 
 pub mod alloc;
 pub mod child_env;
@@ -114,4 +115,38 @@ pub fn listen_backlog(port: u16) -> (u32, u32) {
     let backlog = line.split_whitespace().nth(2).and_then(|q| q.parse().ok()).unwrap_or_else(|| panic!("{line}"));
     let max = std::fs::read_to_string("/proc/sys/net/core/somaxconn").map_or(u32::MAX, |m| m.trim().parse().unwrap());
     (backlog, max)
+}
+
+/// Runs `f` on this thread with a `tracing` subscriber (every level, no colours) that writes
+/// into a buffer; returns `f`'s output and what was logged. A current-thread runtime built
+/// inside `f` logs here too, tasks included.
+///
+/// # Examples
+///
+/// ```
+/// let ((), logs) = di_test_support::capture_logs(|| tracing::warn!(user = "ada", "hello"));
+/// assert!(logs.contains("WARN") && logs.contains("hello user=\"ada\""), "{logs}");
+/// ```
+pub fn capture_logs<R>(f: impl FnOnce() -> R) -> (R, String) {
+    #[derive(Clone, Default)]
+    struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Buffer {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .finish();
+    let out = tracing::subscriber::with_default(subscriber, f);
+    let logs = String::from_utf8_lossy(&buffer.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
+    (out, logs)
 }
