@@ -69,7 +69,17 @@ impl HttpBody for ScopedBody {
                 tracing::error!(%error, "the response body failed mid-stream; the response is cut short");
                 (Some(Err(error)), true)
             }
-            Ok(Poll::Ready(frame)) => (frame, false),
+            Ok(Poll::Ready(frame)) => {
+                if let Some(trailers) = frame.as_ref().and_then(|f| f.as_ref().ok()).and_then(Frame::trailers_ref) {
+                    if let Some(code) = this.head.record_grpc_status(trailers).filter(|&code| code != 0) {
+                        tracing::info!(
+                            grpc_status = code,
+                            "the gRPC call failed in its trailers, after its completion phase"
+                        );
+                    }
+                }
+                (frame, false)
+            }
             Err(panic) => {
                 let message = di_core::__private::panic_message(&*panic).to_owned();
                 tracing::error!(panic = %message, "the response body panicked mid-stream; the response is cut short");

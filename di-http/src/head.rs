@@ -171,6 +171,8 @@ pub struct RequestHead {
     status: AtomicU16,
     /// Whether a streamed response body broke off (an error, a panic, dropped before its end).
     body_failed: AtomicBool,
+    /// A gRPC response's `grpc-status` plus one; 0 until one is seen.
+    grpc_status: AtomicU16,
 }
 
 impl RequestHead {
@@ -184,6 +186,7 @@ impl RequestHead {
             id: RequestId::of(req.headers()),
             status: AtomicU16::new(0),
             body_failed: AtomicBool::new(false),
+            grpc_status: AtomicU16::new(0),
         }
     }
 
@@ -341,7 +344,35 @@ impl RequestHead {
     /// assert!(!head.succeeded()); // no answer yet: not a success
     /// ```
     pub fn succeeded(&self) -> bool {
-        self.response_status().is_some_and(|s| !s.is_client_error() && !s.is_server_error()) && !self.body_failed()
+        self.response_status().is_some_and(|s| !s.is_client_error() && !s.is_server_error())
+            && !self.body_failed()
+            && self.grpc_status().is_none_or(|code| code == 0)
+    }
+
+    /// The `grpc-status` of a gRPC response (HTTP/2), once seen: in the response's headers
+    /// (what a failed call answers, "trailers-only"), before the completion phase; or in its
+    /// trailers, after the body, which only destroy hooks see. Anything but 0 (`OK`) makes the
+    /// request fail ([`succeeded`](Self::succeeded) is `false`): an HTTP 200 with
+    /// `grpc-status: 13` rolls back and drops its events as a 500 does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_http::RequestHead;
+    ///
+    /// let head = RequestHead::from_request(&http::Request::post("/todos.Todos/Add").body(()).unwrap());
+    /// assert_eq!(head.grpc_status(), None); // not answered yet
+    /// ```
+    pub fn grpc_status(&self) -> Option<u16> {
+        self.grpc_status.load(Ordering::Acquire).checked_sub(1)
+    }
+
+    /// Records a `grpc-status` read from `headers` (response headers or trailers), if any: the
+    /// code.
+    pub(crate) fn record_grpc_status(&self, headers: &HeaderMap) -> Option<u16> {
+        let code = headers.get("grpc-status")?.to_str().ok()?.trim().parse::<u16>().ok()?.min(u16::MAX - 1);
+        self.grpc_status.store(code + 1, Ordering::Release);
+        Some(code)
     }
 
     /// Whether the response's body broke off: it was streamed (sent frame by frame after the

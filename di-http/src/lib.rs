@@ -72,6 +72,7 @@ mod body;
 mod controller;
 mod head;
 mod layer;
+mod probes;
 mod router;
 mod serve;
 pub mod testing;

@@ -119,6 +119,8 @@ pub struct RouterBuilder {
     capture_extensions: bool,
     /// Layers by code: for one controller (`Some`), or around all of them (`None`).
     layers: Vec<(Option<TypeId>, RouterFn)>,
+    /// Routers of the caller's own, served in the same scopes.
+    merged: Vec<Router>,
 }
 
 /// A layer applied to a router, type-erased.
@@ -208,7 +210,13 @@ impl RouterBuilder {
     /// # Ok(()) }
     /// ```
     pub fn new(app: &App) -> Self {
-        RouterBuilder { app: app.clone(), body_limit: None, capture_extensions: false, layers: Vec::new() }
+        RouterBuilder {
+            app: app.clone(),
+            body_limit: None,
+            capture_extensions: false,
+            layers: Vec::new(),
+            merged: Vec::new(),
+        }
     }
 
     /// The largest request body the body extractors (`Json`, `String`, `Bytes`, ...) accept;
@@ -322,6 +330,35 @@ impl RouterBuilder {
         self
     }
 
+    /// Serves `router`'s routes beside the controllers', each request in its own context scope
+    /// exactly like a controller's (a `RequestHead`, the completion phase, destroy hooks), and
+    /// inside the layers of [`layer`](Self::layer): a tonic gRPC service
+    /// (`tonic::service::Routes::into_axum_router()`), a fallback, hand-written axum routes.
+    /// A path that a controller serves too makes axum panic when the router is built.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tower::ServiceExt;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let own = axum::Router::new().route("/version", axum::routing::get(|| async {
+    ///     // Inside the request's scope, as a controller's handler is.
+    ///     let head = di_core::App::current().unwrap().get_object::<di_http::RequestHead>().unwrap();
+    ///     format!("1.0 ({})", head.uri().path())
+    /// }));
+    /// let router = di_http::RouterBuilder::new(&app).merge(own).build()?;
+    /// let response = router.oneshot(http::Request::get("/version").body(axum::body::Body::empty())?).await?;
+    /// let body = axum::body::to_bytes(response.into_body(), 1024).await?;
+    /// assert_eq!(body, "1.0 (/version)");
+    /// # Ok(()) }
+    /// ```
+    pub fn merge(mut self, router: Router) -> Self {
+        self.merged.push(router);
+        self
+    }
+
     /// Checks every route and builds the router: controllers' routes, each controller wrapped
     /// in its layers, all of them in one [`ContextLayer`].
     ///
@@ -381,6 +418,9 @@ impl RouterBuilder {
             self.layers = others;
             sub = mine.into_iter().fold(sub, |sub, (_, layer): (_, RouterFn)| layer(sub));
             router = router.merge(layers(sub));
+        }
+        for own in std::mem::take(&mut self.merged) {
+            router = router.merge(own);
         }
         // What is left: layers around every controller, and those for controllers not served.
         for (target, layer) in self.layers {

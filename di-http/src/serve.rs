@@ -9,11 +9,13 @@ use std::time::Duration;
 
 use axum::Router;
 use di_core::{App, DiError};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpSocket, TcpStream, ToSocketAddrs};
 use tokio::task::JoinSet;
 
+use crate::probes::{Entry, ProbePaths};
 use crate::router::{RouteError, RouterBuilder};
 use crate::tracked::{TrackedStream, Tracker};
 
@@ -48,6 +50,10 @@ pub enum ServeError {
     /// A destroy hook failed while the App shut down.
     #[error("the App's shutdown failed: {0}")]
     Shutdown(#[from] DiError),
+    /// A hosted service failed with `OnFailure::StopApp`: the server shut down gracefully, as
+    /// on a signal (without the drain delay), and returns its error.
+    #[error("a hosted service stopped the App: {0}")]
+    Hosted(DiError),
     /// A second signal came during the shutdown: the open connections were cut at once and the
     /// App was not shut down (no destroy hook of its singletons ran).
     #[error("shutdown forced by a second signal: {connections} connection(s) cut, the App's singletons not destroyed")]
@@ -236,6 +242,9 @@ pub struct Server {
     forced: Option<Signal>,
     header_read_timeout: Option<Duration>,
     shutdown_timeout: Duration,
+    drain_delay: Duration,
+    probes: Option<ProbePaths>,
+    http2: bool,
 }
 
 impl fmt::Debug for Server {
@@ -244,6 +253,9 @@ impl fmt::Debug for Server {
             .field("app", &self.app)
             .field("header_read_timeout", &self.header_read_timeout)
             .field("shutdown_timeout", &self.shutdown_timeout)
+            .field("drain_delay", &self.drain_delay)
+            .field("probes", &self.probes)
+            .field("http2", &self.http2)
             .finish_non_exhaustive()
     }
 }
@@ -270,7 +282,96 @@ impl Server {
             forced: None,
             header_read_timeout: Some(Duration::from_secs(30)),
             shutdown_timeout: Duration::from_secs(30),
+            drain_delay: Duration::ZERO,
+            probes: Some(ProbePaths::default()),
+            http2: true,
         }
+    }
+
+    /// How long the server goes on accepting and serving after the first shutdown signal, with
+    /// readiness already false (`/health/ready` answers 503: [`App::begin_shutdown`]), before
+    /// the graceful shutdown of [`run`](Self::run) begins: the time a load balancer takes to
+    /// see the change and stop sending requests (Kubernetes: its probe period times its failure
+    /// threshold, plus the endpoint's propagation). Default: zero. A second signal during the
+    /// delay forces the shutdown as it does later.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let router = di_http::router(&app);
+    /// let server = di_http::Server::new(app, router).drain_delay(std::time::Duration::from_secs(3));
+    /// # let _ = server;
+    /// # Ok(()) }
+    /// ```
+    pub fn drain_delay(mut self, delay: Duration) -> Self {
+        self.drain_delay = delay;
+        self
+    }
+
+    /// Where the liveness and readiness probes are answered (`GET` and `HEAD`). Default:
+    /// `/health/live` and `/health/ready`. They are answered before the router, without a
+    /// context scope: a route of the router on the same path is not reached.
+    ///
+    /// - live: 200 while the App serves, 503 once it is shut down or a hosted service stopped
+    ///   it ([`App::is_live`]); runs no health check.
+    /// - ready: 200 only when [`App::health`] says ready (built, every hosted service running,
+    ///   every health check passing, no shutdown begun), else 503.
+    ///
+    /// Both answer JSON: `{"status":"up","state":"serving"}`, and for ready the checks
+    /// (`name`, `status`, `took_ms`) and hosted services (`name`, `state`). A check's error is
+    /// logged, never sent.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let router = di_http::router(&app);
+    /// let server = di_http::Server::new(app, router).health_paths("/livez", "/readyz");
+    /// # let _ = server;
+    /// # Ok(()) }
+    /// ```
+    pub fn health_paths(mut self, live: impl Into<String>, ready: impl Into<String>) -> Self {
+        self.probes = Some(ProbePaths { live: live.into(), ready: ready.into() });
+        self
+    }
+
+    /// Serves no probe: every path goes to the router.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let router = di_http::router(&app);
+    /// let server = di_http::Server::new(app, router).without_health_probes();
+    /// # let _ = server;
+    /// # Ok(()) }
+    /// ```
+    pub fn without_health_probes(mut self) -> Self {
+        self.probes = None;
+        self
+    }
+
+    /// Serves HTTP/1.1 only. By default a connection that opens with HTTP/2's preface (h2c,
+    /// "prior knowledge": what gRPC clients and `curl --http2-prior-knowledge` send) is served
+    /// over HTTP/2, on the same port.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = di_core::App::builder().build().await?;
+    /// let router = di_http::router(&app);
+    /// let server = di_http::Server::new(app, router).http1_only();
+    /// # let _ = server;
+    /// # Ok(()) }
+    /// ```
+    pub fn http1_only(mut self) -> Self {
+        self.http2 = false;
+        self
     }
 
     /// Shuts down when `signal` resolves instead of on SIGINT/SIGTERM.
@@ -416,49 +517,89 @@ impl Server {
     /// # Ok(()) }
     /// ```
     pub async fn run(self, listener: TcpListener) -> Result<(), ServeError> {
-        let Server { app, router, mut shutdown, forced, header_read_timeout, shutdown_timeout } = self;
+        let Server {
+            app,
+            router,
+            mut shutdown,
+            forced,
+            header_read_timeout,
+            shutdown_timeout,
+            drain_delay,
+            probes,
+            http2,
+        } = self;
         if let Ok(addr) = listener.local_addr() {
-            tracing::info!(%addr, "serving");
+            tracing::info!(%addr, http2, "serving");
         }
-        let mut http = hyper::server::conn::http1::Builder::new();
+        let mut http = auto::Builder::new(TokioExecutor::new());
         // Without a timer hyper applies no header timeout at all.
-        http.timer(TokioTimer::new()).header_read_timeout(header_read_timeout);
+        http.http1().timer(TokioTimer::new()).header_read_timeout(header_read_timeout);
+        http.http2()
+            .timer(TokioTimer::new())
+            .keep_alive_interval(HTTP2_KEEP_ALIVE)
+            .keep_alive_timeout(HTTP2_KEEP_ALIVE);
+        if !http2 {
+            http = http.http1_only();
+        }
         let (closing, closed) = tokio::sync::watch::channel(());
         let (cutting, cut) = tokio::sync::watch::channel(());
-        let told = Told { closed, cut };
-        let mut connections = JoinSet::new();
+        let mut acceptor = Acceptor {
+            http,
+            entry: Entry { router, app: app.clone(), probes: probes.map(Arc::new), tracker: Arc::default() },
+            told: Told { closed, cut },
+            header_read_timeout,
+            connections: JoinSet::new(),
+        };
+        let mut stop_requested = std::pin::pin!(app.stop_requested());
+        let mut fatal = None;
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => {
-                        connections.spawn(connection(&http, stream, router.clone(), told.clone()));
-                    }
-                    Err(error) if is_connection_error(&error) => {}
-                    Err(error) => {
-                        // Out of file descriptors, for instance: wait a little instead of
-                        // spinning, still listening for the signal.
-                        tracing::error!(%error, "accepting a connection failed; retrying in a second");
-                        tokio::select! {
-                            () = tokio::time::sleep(Duration::from_secs(1)) => {}
-                            () = &mut shutdown => break,
-                        }
+                error = &mut stop_requested => {
+                    tracing::error!(%error, "a hosted service stopped the App; shutting down");
+                    fatal = Some(error);
+                    break;
+                }
+                accepted = listener.accept() => if let Err(error) = acceptor.accepted(accepted) {
+                    // Out of file descriptors, for instance: wait a little instead of
+                    // spinning, still listening for the signal.
+                    tracing::error!(%error, "accepting a connection failed; retrying in a second");
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        () = &mut shutdown => break,
                     }
                 },
-                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                Some(_) = acceptor.connections.join_next(), if !acceptor.connections.is_empty() => {}
+            }
+        }
+        app.begin_shutdown();
+        // Listened for from now on, a default forced signal is the *next* SIGINT/SIGTERM.
+        let mut forced = forced.unwrap_or_else(|| Box::pin(signals()));
+        if !drain_delay.is_zero() && fatal.is_none() {
+            tracing::info!(delay = ?drain_delay, "shutdown signal: not ready from now on; still serving for the drain delay");
+            let delay = tokio::time::sleep(drain_delay);
+            tokio::pin!(delay);
+            loop {
+                tokio::select! {
+                    () = &mut delay => break,
+                    () = &mut forced => return Err(force(&mut acceptor.connections)),
+                    accepted = listener.accept() => if let Err(error) = acceptor.accepted(accepted) {
+                        tracing::error!(%error, "accepting a connection failed during the drain delay");
+                    },
+                    Some(_) = acceptor.connections.join_next(), if !acceptor.connections.is_empty() => {}
+                }
             }
         }
         drop(listener);
-        // Listened for from now on, a default forced signal is the *next* SIGINT/SIGTERM.
-        let mut forced = forced.unwrap_or_else(|| Box::pin(signals()));
+        let connections = &mut acceptor.connections;
         tracing::info!(
             connections = connections.len(),
             deadline = ?shutdown_timeout,
             "shutting down: no longer accepting; draining the open connections"
         );
         drop(closing);
-        let Some(drained) = drain_within(&mut connections, shutdown_timeout, &mut forced).await else {
-            return Err(force(&mut connections));
+        let Some(drained) = drain_within(connections, shutdown_timeout, &mut forced).await else {
+            return Err(force(connections));
         };
         if !drained {
             tracing::warn!(
@@ -469,8 +610,8 @@ impl Server {
             drop(cutting);
             // Cutting is cooperative: a connection stuck in blocking code, or a WebSocket task
             // that never polls its socket again, cannot be stopped.
-            match drain_within(&mut connections, ABORT_GRACE, &mut forced).await {
-                None => return Err(force(&mut connections)),
+            match drain_within(connections, ABORT_GRACE, &mut forced).await {
+                None => return Err(force(connections)),
                 Some(false) => {
                     tracing::error!(
                         connections = connections.len(),
@@ -482,11 +623,48 @@ impl Server {
             }
         }
         tracing::info!(scopes_ending = app.scopes_ending(), "connections closed; shutting the App down");
-        tokio::select! {
-            result = app.shutdown() => result?,
-            () = &mut forced => return Err(force(&mut connections)),
+        let shut = tokio::select! {
+            result = app.shutdown() => result,
+            () = &mut forced => return Err(force(connections)),
+        };
+        match (fatal, shut) {
+            (Some(error), Err(shutdown)) => {
+                tracing::error!(error = %shutdown, "the App's shutdown failed too");
+                Err(ServeError::Hosted(error))
+            }
+            (Some(error), Ok(())) => Err(ServeError::Hosted(error)),
+            (None, shut) => Ok(shut?),
         }
-        Ok(())
+    }
+}
+
+/// How often an HTTP/2 connection is pinged, and how long the ping may go unanswered before
+/// the connection is closed (a peer gone without a FIN).
+const HTTP2_KEEP_ALIVE: Duration = Duration::from_secs(20);
+
+/// What accepting a connection needs: the protocol builder, the service, what the server tells
+/// connections, and the connections' tasks.
+struct Acceptor {
+    http: auto::Builder<TokioExecutor>,
+    entry: Entry,
+    told: Told,
+    header_read_timeout: Option<Duration>,
+    connections: JoinSet<()>,
+}
+
+impl Acceptor {
+    /// Serves an accepted connection; an error of the listener (not of one connection) back.
+    fn accepted(&mut self, accepted: io::Result<(TcpStream, std::net::SocketAddr)>) -> Result<(), io::Error> {
+        match accepted {
+            Ok((stream, _)) => {
+                let task =
+                    connection(&self.http, stream, self.entry.clone(), self.header_read_timeout, self.told.clone());
+                self.connections.spawn(task);
+                Ok(())
+            }
+            Err(error) if is_connection_error(&error) => Ok(()),
+            Err(error) => Err(error),
+        }
     }
 }
 
@@ -507,22 +685,42 @@ struct Told {
 /// cancelled (the future is dropped), an upgraded socket fails its next read or write; so does
 /// dropping this task (a forced shutdown aborts it).
 fn connection(
-    http: &hyper::server::conn::http1::Builder,
+    http: &auto::Builder<TokioExecutor>,
     stream: TcpStream,
-    router: Router,
+    entry: Entry,
+    header_read_timeout: Option<Duration>,
     Told { mut closed, mut cut }: Told,
 ) -> impl Future<Output = ()> + Send + 'static {
     let tracker = Arc::new(Tracker::default());
     let io = TokioIo::new(TrackedStream::new(stream, tracker.clone()));
-    let connection = http.serve_connection(io, TowerToHyperService::new(router)).with_upgrades();
+    let service = TowerToHyperService::new(Entry { tracker: tracker.clone(), ..entry });
+    let connection = http.serve_connection_with_upgrades(io, service).into_owned();
     async move {
         let cut_on_drop = CutOnDrop(tracker);
+        let tracker = &cut_on_drop.0;
+        // Until its first request, a connection has the header read timeout: hyper's own timer
+        // starts only once it knows the protocol, which a silent client never tells it.
+        let first_request = async {
+            match header_read_timeout {
+                Some(timeout) => {
+                    tokio::time::sleep(timeout).await;
+                    if tracker.was_requested() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+                None => std::future::pending().await,
+            }
+        };
         // In a future of its own, so that the connection (and a socket it still holds) is
         // dropped when it ends.
         let served = async {
             tokio::pin!(connection);
             tokio::select! {
                 result = connection.as_mut() => Some(result),
+                () = first_request => {
+                    tracing::debug!(timeout = ?header_read_timeout, "no request within the header read timeout; connection closed");
+                    None
+                }
                 _ = closed.changed() => {
                     connection.as_mut().graceful_shutdown();
                     tokio::select! {
@@ -538,7 +736,6 @@ fn connection(
             // A header timeout, a client that hung up: the client's business, not an error of ours.
             tracing::debug!(%error, "connection closed");
         }
-        let tracker = &cut_on_drop.0;
         if tracker.alive() {
             // Upgraded: wait for its owner to let go of the socket, or for the deadline.
             tokio::select! {

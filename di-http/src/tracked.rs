@@ -22,6 +22,8 @@ pub(crate) struct Tracker {
     writer: AtomicWaker,
     dropped: AtomicBool,
     gone: Notify,
+    /// A request has come on the connection.
+    requested: AtomicBool,
 }
 
 impl Tracker {
@@ -30,6 +32,18 @@ impl Tracker {
         self.cut.store(true, Ordering::Release);
         self.reader.wake();
         self.writer.wake();
+    }
+
+    /// Notes that a request has come on the connection.
+    pub(crate) fn requested(&self) {
+        if !self.requested.load(Ordering::Relaxed) {
+            self.requested.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a request has come on the connection.
+    pub(crate) fn was_requested(&self) -> bool {
+        self.requested.load(Ordering::Relaxed)
     }
 
     /// Whether the socket still exists (after hyper is done with a connection: it was upgraded).

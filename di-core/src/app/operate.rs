@@ -188,7 +188,7 @@ impl App {
     /// ```
     pub async fn health(&self) -> HealthReport {
         let inner = &self.inner;
-        let live = !inner.is_shutting_down() && !crate::hosted::failed_fatally(inner);
+        let live = self.is_live();
         let stopping = inner.stopping.load(Ordering::Acquire);
         let checks = crate::health::run(inner).await.to_vec();
         let services = self.hosted_services();
@@ -199,6 +199,24 @@ impl App {
             (true, false) => "serving",
         };
         HealthReport { live, ready, state, checks, services }
+    }
+
+    /// Whether the App serves: not shut down, and no hosted service stopped it. Runs no
+    /// check: what a liveness probe asks (`/health/live`), which must not fail because a
+    /// database does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().build().await?;
+    /// assert!(app.is_live());
+    /// app.shutdown().await?;
+    /// assert!(!app.is_live());
+    /// # Ok(()) }
+    /// ```
+    pub fn is_live(&self) -> bool {
+        !self.inner.is_shutting_down() && !crate::hosted::failed_fatally(&self.inner)
     }
 
     /// Each hosted service and its state, in start order.

@@ -47,7 +47,10 @@ impl<F: Future<Output: PanicResponse>> Future for Work<F> {
                 let response = std::task::ready!(this.handler.poll(cx));
                 if let Some(status) = response.status() {
                     this.head.set_status(Some(status));
-                    if status.is_client_error() || status.is_server_error() {
+                    // gRPC is HTTP/2: HTTP/1.1 requests skip the header lookup.
+                    let grpc_failed = this.head.version() == http::Version::HTTP_2
+                        && response.grpc_status(this.head).is_some_and(|code| code != 0);
+                    if status.is_client_error() || status.is_server_error() || grpc_failed {
                         // The request failed: the events it emitted are not dispatched.
                         di_core::discard_events();
                     }
@@ -140,6 +143,8 @@ pub trait PanicResponse: sealed::Sealed {
     fn internal_error() -> Self;
     /// The status, if this is a response.
     fn status(&self) -> Option<StatusCode>;
+    /// The `grpc-status` of the response's headers, recorded on `head`.
+    fn grpc_status(&self, head: &RequestHead) -> Option<u16>;
     /// The response with its body, if streamed, produced inside the current scope (held open
     /// until the body ends). Called inside the scope, after the completion phase.
     fn scope_body(self, head: &Arc<RequestHead>) -> Self;
@@ -160,6 +165,10 @@ impl<E> PanicResponse for Result<Response<Body>, E> {
 
     fn status(&self) -> Option<StatusCode> {
         self.as_ref().ok().map(Response::status)
+    }
+
+    fn grpc_status(&self, head: &RequestHead) -> Option<u16> {
+        head.record_grpc_status(self.as_ref().ok()?.headers())
     }
 
     #[inline]
