@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use di_core::{ContextRef, config_proto, context_proto, singleton_proto};
+use di_core::{CheckFuture, ContextRef, HealthCheck, config_proto, context_proto, singleton_proto};
 use di_http::RequestHead;
 use rusqlite::{Connection, OpenFlags};
 use serde::Deserialize;
@@ -95,7 +95,7 @@ pub struct Db {
     next_reader: AtomicUsize,
 }
 
-#[singleton_proto]
+#[singleton_proto(provides(dyn HealthCheck))]
 impl Db {
     /// Opens the database that `config` names, creating the schema.
     ///
@@ -137,6 +137,25 @@ impl Db {
     /// (and for tests that need to stand in for the disk, with `Connection::commit_hook`).
     pub async fn with_writer<R>(&self, f: impl FnOnce(&Connection) -> R) -> R {
         f(&*self.writer().await)
+    }
+}
+
+/// The readiness check `db` (`GET /health/ready`): the database file answers a query on a
+/// connection of its own, opened read-only for the check. A file removed or made unreadable
+/// fails it, though the open connections would go on working on what they hold.
+impl HealthCheck for Db {
+    fn check(self: Arc<Self>) -> CheckFuture {
+        Box::pin(async move {
+            let file = self.file.clone();
+            tokio::task::spawn_blocking(move || {
+                let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                let conn = Connection::open_with_flags(&file, flags)?;
+                conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get::<_, i64>(0))
+            })
+            .await?
+            .map(drop)
+            .map_err(Into::into)
+        })
     }
 }
 

@@ -28,7 +28,8 @@ use std::path::PathBuf;
 use di_core::{App, AppBuilder, DiError, config_proto};
 use serde::Deserialize;
 
-/// The `[http]` section of `config/todos.toml` (`TODOS_HTTP__ADDR`, `TODOS_HTTP__BACKLOG`).
+/// The `[http]` section of `config/todos.toml` (`TODOS_HTTP__ADDR`, `TODOS_HTTP__BACKLOG`,
+/// `TODOS_HTTP__DRAIN_DELAY_SECS`).
 #[config_proto(prefix = "http")]
 #[derive(Debug, Deserialize)]
 pub struct HttpConfig {
@@ -39,6 +40,10 @@ pub struct HttpConfig {
     /// kernel's `net.core.somaxconn`).
     #[serde(default = "default_backlog")]
     pub backlog: u32,
+    /// How long the service goes on serving after SIGTERM, with `/health/ready` already 503,
+    /// before it drains its connections (`di_http::Server::drain_delay`). Default: 0.
+    #[serde(default)]
+    pub drain_delay_secs: f64,
 }
 
 fn default_addr() -> String {
@@ -57,6 +62,11 @@ impl HttpConfig {
     /// The I/O error of binding `addr` (in use, not allowed).
     pub async fn listen(&self) -> std::io::Result<tokio::net::TcpListener> {
         di_http::listen(&self.addr, self.backlog).await
+    }
+
+    /// The drain delay, as a duration (negative counts as zero).
+    pub fn drain_delay(&self) -> std::time::Duration {
+        std::time::Duration::try_from_secs_f64(self.drain_delay_secs).unwrap_or_default()
     }
 }
 
@@ -91,6 +101,8 @@ pub fn try_it(addr: &str) -> String {
         format!("curl -i {addr}/users/ada/todos/batch {json} -d '[{{\"title\":\"kept?\"}},{{\"title\":\"\"}}]'   # 400: rolled back"),
         format!("curl -i {addr}/users/ada/todos/import {json} -d '[[{{\"title\":\"a\"}}],[{{\"title\":\"b\"}},{{\"title\":\"\"}}]]'   # a saved, b rolled back"),
         format!("curl -i {addr}/stats"),
+        format!("curl -i {addr}/health/ready   # also over HTTP/2: curl --http2-prior-knowledge"),
+        format!("curl {addr}/metrics"),
         format!("curl -i -X DELETE {addr}/users/ada/todos/1"),
     ]
     .join("\n  ")

@@ -393,16 +393,3 @@ impl TodoController {
         self.service.delete(&user, id).await.map(|()| StatusCode::NO_CONTENT).map_err(|e| self.service.api_error(e))
     }
 }
-
-/// `/health`: answers without touching the database.
-#[http_controller]
-#[derive(Debug)]
-pub struct HealthController;
-
-#[http_routes]
-impl HealthController {
-    #[get("/health")]
-    fn health(&self) -> &'static str {
-        "ok"
-    }
-}

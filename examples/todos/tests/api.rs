@@ -160,7 +160,7 @@ async fn concurrent_requests_each_get_their_own_unit_of_work() {
     let titles = service.committed_titles("many");
     assert_eq!(titles.len(), 33, "{titles:?}");
     assert!(titles.iter().all(|t| t.starts_with("good")), "{titles:?}");
-    assert_eq!(send(addr, "GET", "/health", &[], b"").await.body, "ok");
+    assert_eq!(send(addr, "GET", "/health/ready", &[], b"").await.status, 200);
     service.stop().await;
 }
 
