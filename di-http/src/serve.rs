@@ -202,11 +202,20 @@ fn signals() -> impl Future<Output = ()> + Send + 'static {
 type Signal = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Serves a router (usually [`router`](crate::router), merged with your own routes) for an App
-/// over HTTP/1.1, with timeouts and a graceful shutdown that cannot be held open.
+/// over HTTP/1.1 and HTTP/2 on the same port, with health probes, timeouts and a graceful
+/// shutdown that cannot be held open.
 ///
+/// - **HTTP/2**: a connection that opens with HTTP/2's preface (h2c with prior knowledge:
+///   gRPC clients, `curl --http2-prior-knowledge`) is served over HTTP/2, each stream a request
+///   in its own context scope; an idle one is pinged every 20 s and closed if the ping goes
+///   unanswered. [`http1_only`](Self::http1_only) turns it off. No TLS: terminate it in front.
+/// - **Probes**: `GET /health/live` and `GET /health/ready`, before the router
+///   ([`health_paths`](Self::health_paths)).
 /// - **Slow or idle clients**: a client has [`header_read_timeout`](Self::header_read_timeout)
-///   (30 s) to send a request head; then its connection is closed. hyper starts that timer
-///   whenever it waits for a head, so it is also the idle timeout of a keep-alive connection.
+///   (30 s) to send a request head (a connection that sends no request at all within it is
+///   closed too, whatever its protocol); then its connection is closed. hyper starts that timer
+///   whenever it waits for a HTTP/1.1 head, so it is also the idle timeout of a keep-alive
+///   connection.
 ///   A request body is read as fast as the client sends it, with no timeout of its own: a
 ///   handler waiting for a slow body holds its request (and scope) until the body ends, the
 ///   client goes away or the shutdown deadline passes. Bound it with a tower layer, for
@@ -479,22 +488,27 @@ impl Server {
         self
     }
 
-    /// Accepts connections on `listener` until the shutdown signal, then:
+    /// Accepts connections on `listener` until the shutdown signal (or a hosted service's
+    /// failure: [`App::stop_requested`]), then:
     ///
+    /// 0. turns readiness false ([`App::begin_shutdown`]) and, for the
+    ///    [`drain_delay`](Self::drain_delay), goes on accepting and serving;
     /// 1. stops accepting, and asks every connection to close after its current request
-    ///    (idle ones close at once; a streamed response is sent to its end first);
+    ///    (idle ones close at once; a streamed response is sent to its end first; HTTP/2: a
+    ///    GOAWAY, and the streams in flight finish);
     /// 2. waits for them, at most [`shutdown_timeout`](Self::shutdown_timeout), upgraded
     ///    connections (WebSockets) included until their socket is dropped; past the deadline
     ///    the connections still open are cut (logged with their number): their requests are
     ///    cancelled and their context scopes end as cancelled scopes do, destroy hooks
     ///    included, and an upgraded socket fails its next read or write
     ///    (`ConnectionAborted`), which ends the task serving it (given 1 s);
-    /// 3. shuts the App down ([`App::shutdown`]): it waits for the scopes still ending, at most
+    /// 3. shuts the App down ([`App::shutdown`]): it stops the hosted services, waits for the
+    ///    scopes still ending, at most
     ///    [`AppBuilder::shutdown_timeout`](di_core::AppBuilder::shutdown_timeout), then runs the
     ///    singletons' destroy hooks, last.
     ///
     /// A second signal ([`with_forced_shutdown`](Self::with_forced_shutdown); by default a
-    /// second SIGINT or SIGTERM) during steps 2 and 3 drops every connection and returns at
+    /// second SIGINT or SIGTERM) during steps 0 to 3 drops every connection and returns at
     /// once.
     ///
     /// Errors accepting a connection (out of file descriptors, for instance) are logged and
@@ -502,8 +516,9 @@ impl Server {
     ///
     /// # Errors
     ///
-    /// [`ServeError::Shutdown`] if a destroy hook fails, [`ServeError::Forced`] after a second
-    /// signal.
+    /// [`ServeError::Shutdown`] if a destroy hook fails or the stop deadline cut one,
+    /// [`ServeError::Forced`] after a second signal, [`ServeError::Hosted`] after a hosted
+    /// service's failure.
     ///
     /// # Examples
     ///

@@ -302,9 +302,7 @@ impl AppBuilder {
             crate::schedule::start(&inner);
         }
         if self.hosted && hosted_count > 0 {
-            if let Err(e) = crate::hosted::start(&inner) {
-                return Err(e);
-            }
+            crate::hosted::start(&inner)?;
         }
         Ok(App { inner })
     }

@@ -452,11 +452,14 @@ impl App {
         ScopeBuilder { app: self, seeds: Seeds::default() }
     }
 
-    /// Shuts the App down, once (later calls do nothing): stops the `#[schedule]` timers, waits
-    /// for the context scopes that are still ending (their background tasks and destroy hooks,
-    /// cancelled requests' included), for running event handlers and jobs and for
-    /// [`hold`](Self::hold)s, at most [`AppBuilder::shutdown_timeout`], then runs the
-    /// singletons' destroy hooks in reverse dependency order (dependents first). Until then a
+    /// Shuts the App down, once (later calls do nothing): turns readiness false
+    /// ([`begin_shutdown`](Self::begin_shutdown)), stops the `#[schedule]` timers, tells the
+    /// [`HostedService`](crate::HostedService)s to stop and waits for them (newest first, within
+    /// [`AppBuilder::stop_timeout`]), waits for the context scopes that are still ending (their
+    /// background tasks and destroy hooks, cancelled requests' included), for running event
+    /// handlers and jobs and for [`hold`](Self::hold)s, at most
+    /// [`AppBuilder::shutdown_timeout`], then runs the singletons' destroy hooks in reverse
+    /// dependency order (dependents first), all within [`AppBuilder::stop_timeout`]. Until then a
     /// lazy singleton is still built on first use (an event's handler may need it), and
     /// destroyed with the others; from then on it is refused ([`DiError::ShutDown`]). Scopes still running are not
     /// waited for: stop them first (di-http's [`Server`] drains its connections before
@@ -467,8 +470,10 @@ impl App {
     /// # Errors
     ///
     /// Every destroy hook runs even if some fail or panic; the failures come back as one
-    /// [`DiError::Hook`] or a [`DiError::Multiple`] of them. Scopes abandoned at the deadline
-    /// are logged, not returned.
+    /// [`DiError::Hook`] or a [`DiError::Multiple`] of them, with a [`DiError::StopTimeout`]
+    /// naming the hosted services and destroy hooks cut at the stop deadline (and the destroy
+    /// hooks not run after it). Scopes abandoned at the shutdown deadline are logged, not
+    /// returned.
     ///
     /// # Examples
     ///
