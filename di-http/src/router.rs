@@ -333,7 +333,8 @@ impl RouterBuilder {
     /// Serves `router`'s routes beside the controllers', each request in its own context scope
     /// exactly like a controller's (a `RequestHead`, the completion phase, destroy hooks), and
     /// inside the layers of [`layer`](Self::layer): a tonic gRPC service
-    /// (`tonic::service::Routes::into_axum_router()`), a fallback, hand-written axum routes.
+    /// (`Router::new().route_service("/pkg.Service/{*method}", server)`, as `examples/grpc`
+    /// does), hand-written axum routes.
     /// A path that a controller serves too makes axum panic when the router is built.
     ///
     /// # Examples

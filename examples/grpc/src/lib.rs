@@ -1,0 +1,124 @@
+//! The todo example over gRPC: a tonic service in the same App as the HTTP API, served by the
+//! same di-http [`Server`](di_http::Server) on the same port.
+//!
+//! - [`GrpcTodos`] (a singleton) implements the generated [`pb::todos_server::Todos`] on
+//!   [`todos::todo::TodoService`], as the HTTP controller does.
+//! - [`router`] merges its routes ([`grpc_router`]) beside the controllers'
+//!   ([`di_http::RouterBuilder::merge`]): **each call runs in its own context scope**, as an
+//!   HTTP request does (a `RequestHead`, the completion phase, destroy hooks), so it has its own
+//!   [`todos::db::UnitOfWork`]: committed when the call succeeds.
+//! - **An error status fails the call** as a 4xx or 5xx fails an HTTP request: a failed tonic
+//!   call answers HTTP 200 with a `grpc-status` other than 0 in its headers, which di-http reads
+//!   before the completion phase: the unit of work rolls back what the call wrote, and the
+//!   events it emitted ([`todos::advice::TodoCompleted`]) are dropped.
+//! - **One port** for both: di-http's `Server` serves HTTP/1.1 and HTTP/2 without TLS (h2c,
+//!   "prior knowledge", what gRPC clients speak), so `curl` and a gRPC client reach the same
+//!   address.
+//!
+//! `cargo run -p example-grpc` serves it on 127.0.0.1:7002 (`GRPC_ADDR` to change it), the
+//! database as `examples/todos/config/todos.toml` says (`TODOS_DB__PATH` overrides it).
+//! `cargo test -p example-grpc` calls it with tonic's generated client over a real socket.
+
+use std::sync::Arc;
+
+use di_core::{App, DiError, singleton_proto};
+use todos::todo::{Todo, TodoError, TodoService};
+use tonic::server::NamedService;
+use tonic::{Request, Response, Status};
+
+/// The code generated from `proto/todos.proto`: messages, the `Todos` server and client.
+#[allow(missing_docs, unreachable_pub, missing_debug_implementations, clippy::all)]
+pub mod pb {
+    tonic::include_proto!("todos.v1");
+}
+
+use pb::todos_server::{Todos, TodosServer};
+
+/// The `todos.v1.Todos` gRPC service, on the example's [`TodoService`].
+#[singleton_proto]
+#[derive(Debug)]
+pub struct GrpcTodos {
+    #[inject]
+    service: Arc<TodoService>,
+}
+
+impl From<Todo> for pb::TodoReply {
+    fn from(todo: Todo) -> Self {
+        pb::TodoReply { id: todo.id, title: todo.title, done: todo.done }
+    }
+}
+
+fn list_reply(todos: Vec<Todo>) -> pb::ListReply {
+    pb::ListReply { todos: todos.into_iter().map(Into::into).collect() }
+}
+
+/// A [`TodoError`] as a gRPC status: a broken rule is `INVALID_ARGUMENT`, a missing todo or
+/// user `NOT_FOUND`; anything else is logged and answered `INTERNAL` with a generic message.
+fn status(error: TodoError) -> Status {
+    match error {
+        TodoError::Invalid(_) => Status::invalid_argument(error.to_string()),
+        TodoError::NotFound(_) | TodoError::UnknownUser(_) => Status::not_found(error.to_string()),
+        other => {
+            tracing::error!(error = %other, "todo call failed");
+            Status::internal("internal error")
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl Todos for GrpcTodos {
+    async fn add(&self, request: Request<pb::AddRequest>) -> Result<Response<pb::TodoReply>, Status> {
+        let pb::AddRequest { user, title } = request.into_inner();
+        let todo = self.service.create(&user, &title).await.map_err(status)?;
+        Ok(Response::new(todo.into()))
+    }
+
+    async fn list(&self, request: Request<pb::ListRequest>) -> Result<Response<pb::ListReply>, Status> {
+        let todos = self.service.list(&request.into_inner().user).await.map_err(status)?;
+        Ok(Response::new(list_reply(todos)))
+    }
+
+    /// One `create` after the other in the call's unit of work (not `create_all`'s savepoint):
+    /// the first invalid title fails the call, and its error status rolls back the others.
+    async fn add_all(&self, request: Request<pb::AddAllRequest>) -> Result<Response<pb::ListReply>, Status> {
+        let pb::AddAllRequest { user, titles } = request.into_inner();
+        let mut created = Vec::with_capacity(titles.len());
+        for title in &titles {
+            created.push(self.service.create(&user, title).await.map_err(status)?);
+        }
+        Ok(Response::new(list_reply(created)))
+    }
+
+    async fn complete(&self, request: Request<pb::CompleteRequest>) -> Result<Response<pb::TodoReply>, Status> {
+        let pb::CompleteRequest { user, id, fail_after } = request.into_inner();
+        let todo = self.service.set_done(&user, id, true).await.map_err(status)?;
+        if fail_after {
+            return Err(Status::internal("failing on purpose"));
+        }
+        Ok(Response::new(todo.into()))
+    }
+}
+
+/// The routes of the gRPC service (`/todos.v1.Todos/*`), to merge beside the controllers'.
+///
+/// Only the service's own path: unlike `tonic::service::Routes`, no fallback answering every
+/// other path with gRPC's `UNIMPLEMENTED`, so an unknown HTTP path still answers 404.
+///
+/// # Errors
+///
+/// [`DiError`] if the App has no [`GrpcTodos`].
+pub fn grpc_router(app: &App) -> Result<axum::Router, DiError> {
+    let server = TodosServer::from_arc(app.get_object::<GrpcTodos>()?);
+    let path = format!("/{}/{{*method}}", TodosServer::<GrpcTodos>::NAME);
+    Ok(axum::Router::new().route_service(&path, server))
+}
+
+/// The router of the whole service: the example's controllers and the gRPC service, every
+/// request and call in its own context scope.
+///
+/// # Errors
+///
+/// [`DiError`] if the App has no [`GrpcTodos`]; [`di_http::RouteError`] if routes clash.
+pub fn router(app: &App) -> Result<axum::Router, Box<dyn std::error::Error>> {
+    Ok(di_http::RouterBuilder::new(app).merge(grpc_router(app)?).build()?)
+}
