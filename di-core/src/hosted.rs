@@ -230,7 +230,8 @@ async fn supervise(service: Arc<Service>, stop: watch::Receiver<bool>, fatal: wa
             }
             Err(error) => error,
         };
-        match service.object.on_failure() {
+        let policy = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| service.object.on_failure()));
+        match policy.unwrap_or(OnFailure::StopApp) {
             OnFailure::StopApp => {
                 tracing::error!(service = %service.label, %error, "hosted service failed; stopping the App");
                 service.set(ServiceState::Failed);

@@ -310,7 +310,8 @@ impl AppBuilder {
 
 /// The singletons that provide `U`, in build order: each's label, its `name` (what a health
 /// check is called) or label, and its object as a `U`. A context or transient provider is an
-/// error; a lazy one is built now.
+/// error; a singleton `build()` did not build (lazy and unused, or outside the roots) is left
+/// out: nothing would use it.
 fn provided_singletons<U: ?Sized + 'static>(
     graph: &Graph,
     singletons: &[Option<AnyArc>],

@@ -2,7 +2,6 @@
 //! HTTP API.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use di_core::App;
@@ -20,19 +19,10 @@ struct Service {
     server: tokio::task::JoinHandle<Result<(), di_http::ServeError>>,
 }
 
-/// A database file for test `name`, removed if a previous run left one.
-fn fresh_db(name: &str) -> PathBuf {
-    let db = std::env::temp_dir().join(format!("todos-grpc-test-{name}-{}.sqlite3", std::process::id()));
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
-    db
-}
-
 impl Service {
     /// The App of `todos::builder()` on a fresh database, served on a free port.
     async fn start(name: &str) -> Service {
-        let db = fresh_db(name);
+        let db = di_test_support::fresh_sqlite(&format!("todos-grpc-{name}"));
         let app = todos::builder().config_value("db.path", db.display().to_string()).build().await.unwrap();
         let router = grpc_todos::router(&app).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

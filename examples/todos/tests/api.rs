@@ -29,11 +29,7 @@ struct Service {
 
 /// A database file for test `name`, removed if a previous run left one.
 fn fresh_db(name: &str) -> PathBuf {
-    let db = std::env::temp_dir().join(format!("todos-test-{name}-{}.sqlite3", std::process::id()));
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
-    db
+    di_test_support::fresh_sqlite(&format!("todos-{name}"))
 }
 
 impl Service {

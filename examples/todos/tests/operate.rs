@@ -5,7 +5,7 @@
 
 use std::io::BufRead;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -20,8 +20,7 @@ struct Binary {
 
 impl Binary {
     fn start(name: &str) -> Binary {
-        let db = std::env::temp_dir().join(format!("todos-bin-{name}-{}.sqlite3", std::process::id()));
-        remove_db(&db);
+        let db = di_test_support::fresh_sqlite(&format!("todos-bin-{name}"));
         let mut child = Command::new(env!("CARGO_BIN_EXE_example-todos"))
             .env("TODOS_HTTP__ADDR", "127.0.0.1:0")
             .env("TODOS_DB__PATH", &db)
@@ -68,13 +67,7 @@ impl Drop for Binary {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        remove_db(&self.db);
-    }
-}
-
-fn remove_db(db: &Path) {
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+        di_test_support::remove_sqlite(&self.db);
     }
 }
 
@@ -166,7 +159,7 @@ async fn a_lost_database_makes_it_unready_naming_the_check_while_it_stays_live()
     let addr = binary.addr;
     assert_eq!(send(addr, "GET", "/health/ready", &[], b"").await.status, 200);
     // The database goes away: not ready, naming the check; still live.
-    remove_db(&binary.db);
+    di_test_support::remove_sqlite(&binary.db);
     let body = eventually(async || {
         let ready = send(addr, "GET", "/health/ready", &[], b"").await;
         (ready.status == 503).then_some(ready.body)

@@ -150,3 +150,36 @@ pub fn capture_logs<R>(f: impl FnOnce() -> R) -> (R, String) {
     let logs = String::from_utf8_lossy(&buffer.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
     (out, logs)
 }
+
+/// A path in the temporary directory for the SQLite database `name` of this test process, with
+/// whatever a previous run left there removed ([`remove_sqlite`]).
+///
+/// # Examples
+///
+/// ```
+/// let db = di_test_support::fresh_sqlite("doc");
+/// assert!(!db.exists() && db.to_string_lossy().ends_with(".sqlite3"));
+/// ```
+pub fn fresh_sqlite(name: &str) -> std::path::PathBuf {
+    let db = std::env::temp_dir().join(format!("di-test-{name}-{}.sqlite3", std::process::id()));
+    remove_sqlite(&db);
+    db
+}
+
+/// Removes a SQLite database: its file, and its `-wal` and `-shm` files. What is not there is
+/// skipped.
+///
+/// # Examples
+///
+/// ```
+/// let db = di_test_support::fresh_sqlite("removed");
+/// std::fs::write(&db, b"")?;
+/// di_test_support::remove_sqlite(&db);
+/// assert!(!db.exists());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn remove_sqlite(db: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+}
