@@ -3,18 +3,17 @@
 
 use std::any::TypeId;
 use std::borrow::Cow;
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
+use super::lifecycle::{abort, join_all, provided_singletons, timed_out};
 use super::{App, AppBuilder};
 use crate::config::Config;
 use crate::erased::{AnyArc, BuildFuture, HookFuture};
-use crate::error::{BoxError, DiError};
+use crate::error::DiError;
 use crate::graph::Graph;
 use crate::pending::Pending;
 use crate::proto::def::ProtoDef;
@@ -308,38 +307,6 @@ impl AppBuilder {
     }
 }
 
-/// The singletons that provide `U`, in build order: each's label, its `name` (what a health
-/// check is called) or label, and its object as a `U`. A context or transient provider is an
-/// error; a singleton `build()` did not build (lazy and unused, or outside the roots) is left
-/// out: nothing would use it.
-fn provided_singletons<U: ?Sized + 'static>(
-    graph: &Graph,
-    singletons: &[Option<AnyArc>],
-    role: &'static str,
-) -> Result<Vec<(String, String, Arc<U>)>, DiError> {
-    let Some(targets) = graph.provided.get(&TypeId::of::<U>()) else { return Ok(Vec::new()) };
-    if let Some(def) = targets.iter().map(|t| &graph.protos[t.proto]).find(|d| d.scope != Scope::Singleton) {
-        let scope = if def.scope == Scope::Context { "context" } else { "transient" };
-        return Err(DiError::MustBeSingleton { proto: def.label(), role, scope });
-    }
-    let mut found = Vec::new();
-    for &p in graph.levels.iter().flatten() {
-        let Some(target) = targets.iter().find(|t| t.proto == p) else { continue };
-        let def = &graph.protos[p];
-        // Not built (lazy, or outside the roots): nothing runs for it.
-        let Some(obj) = singletons[p].clone() else { continue };
-        found.push((def.label(), def.name.to_string(), crate::resolver::provided_as::<U>(graph, *target, obj)));
-    }
-    Ok(found)
-}
-
-/// The start-up deadline passed with `running` still going.
-fn timed_out(graph: &Graph, running: &[usize], stage: &str, timeout: Duration) -> DiError {
-    let running: Vec<String> = running.iter().map(|&p| format!("{} ({stage})", graph.protos[p].label())).collect();
-    tracing::error!(timeout = ?timeout, running = %running.join(", "), "the App did not start within its start timeout");
-    DiError::StartTimeout { timeout, running }
-}
-
 /// Every advice that an `#[intercept]` in the program names must be registered: a method
 /// would otherwise panic on its first call. An App built from roots builds them too.
 fn check_advices(
@@ -411,102 +378,6 @@ fn reached_from(graph: &Graph, roots: &[(TypeId, &'static str)]) -> Result<Optio
         }
     }
     Ok(Some(reached))
-}
-
-/// Destroys the singletons that finished init (in reverse), then returns the build error.
-async fn abort(
-    graph: &Graph,
-    singletons: &[Option<AnyArc>],
-    ready: &[usize],
-    error: DiError,
-    within: Duration,
-) -> DiError {
-    let (errors, cut) = destroy_singletons(graph, singletons, ready, within).await;
-    if let Err(e) = DiError::collect(errors) {
-        tracing::warn!(error = %e, "destroying singletons after a failed build");
-    }
-    if !cut.is_empty() {
-        tracing::warn!(cut = %cut.join(", "), "destroy hooks cut at the stop deadline after a failed build");
-    }
-    error
-}
-
-/// Runs the destroy hooks of `order`'s singletons in reverse, all within `within` (with a
-/// tokio runtime): the errors, and the hooks cut at the deadline or never run after it.
-pub(super) async fn destroy_singletons(
-    graph: &Graph,
-    singletons: &[Option<AnyArc>],
-    order: &[usize],
-    within: Duration,
-) -> (Vec<DiError>, Vec<String>) {
-    let deadline = tokio::runtime::Handle::try_current().ok().map(|_| tokio::time::Instant::now() + within);
-    let mut errors = Vec::new();
-    let mut cut = Vec::new();
-    for &p in order.iter().rev() {
-        let def = &graph.protos[p];
-        let (Some(destroy), Some(obj)) = (&def.destroy, &singletons[p]) else { continue };
-        if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
-            cut.push(format!("{} (destroy hook not run)", def.label()));
-            continue;
-        }
-        let hook = def.run_hook("destroy", || destroy(obj.clone()));
-        let result = match deadline {
-            Some(deadline) => tokio::time::timeout_at(deadline, hook).await.ok(),
-            None => Some(hook.await),
-        };
-        match result {
-            Some(Ok(())) => {}
-            Some(Err(e)) => errors.push(e),
-            None => {
-                tracing::error!(proto = %def.label(), deadline = ?within, "a destroy hook did not finish within the stop deadline; cut");
-                cut.push(format!("{} (destroy hook)", def.label()));
-            }
-        }
-    }
-    (errors, cut)
-}
-
-/// A hook's or an async constructor's future.
-type Fallible<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
-
-/// What [`join_all`] returns: the outputs and the failures, each in registration order, the
-/// protos still running at the deadline, and how long each finished one took.
-struct Joined<T> {
-    done: Vec<(usize, T)>,
-    failed: Vec<(usize, BoxError)>,
-    running: Vec<usize>,
-    took: Vec<(usize, Duration)>,
-}
-
-/// Polls every future to completion, or until `deadline` (with a tokio runtime to time it).
-async fn join_all<T>(mut futures: Vec<(usize, Fallible<T>)>, deadline: tokio::time::Instant) -> Joined<T> {
-    let mut joined = Joined { done: Vec::new(), failed: Vec::new(), running: Vec::new(), took: Vec::new() };
-    if futures.is_empty() {
-        return joined;
-    }
-    let began = Instant::now();
-    let timer = tokio::runtime::Handle::try_current().ok().map(|_| tokio::time::sleep_until(deadline));
-    let mut timer = std::pin::pin!(timer);
-    std::future::poll_fn(|cx| {
-        futures.retain_mut(|(p, fut)| match fut.as_mut().poll(cx) {
-            Poll::Ready(result) => {
-                joined.took.push((*p, began.elapsed()));
-                match result {
-                    Ok(t) => joined.done.push((*p, t)),
-                    Err(e) => joined.failed.push((*p, e)),
-                }
-                false
-            }
-            Poll::Pending => true,
-        });
-        let late = timer.as_mut().as_pin_mut().is_some_and(|t| t.poll(cx).is_ready());
-        if futures.is_empty() || late { Poll::Ready(()) } else { Poll::Pending }
-    })
-    .await;
-    joined.running = futures.iter().map(|(p, _)| *p).collect();
-    joined.done.sort_by_key(|(p, _)| *p);
-    joined.failed.sort_by_key(|(p, _)| *p);
-    joined
 }
 
 /// Moves the protos of another profile, and the excluded ones, out of `defs`: returned with

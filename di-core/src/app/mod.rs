@@ -3,10 +3,13 @@
 //! - `mod.rs`: [`App`] and [`AppHold`];
 //! - `builder.rs`: [`AppBuilder`]'s options;
 //! - `build.rs`: what `build()` does with them;
+//! - `lifecycle.rs`: what `build()` and `shutdown()` run under their deadlines;
+//! - `operate.rs`: deadlines, health, hosted services and the start-up timeline;
 //! - `scope_builder.rs`: [`ScopeBuilder`] and [`ContextSlot`].
 
 mod build;
 mod builder;
+mod lifecycle;
 mod operate;
 mod scope_builder;
 
@@ -29,7 +32,7 @@ use crate::runtime::AppInner;
 use crate::scope::end::{ContextFuture, TryContextFuture};
 use crate::scope::handle::Seeds;
 use crate::scope::{self};
-use build::destroy_singletons;
+use lifecycle::destroy_singletons;
 
 /// The built container: a validated object graph and its singletons.
 ///

@@ -243,8 +243,9 @@ fn ending(shared: Arc<ScopeShared>) -> impl Future<Output = ()> + Send + 'static
     let counted = shared.app.metrics.ending();
     CURRENT
         .scope(ScopeHandle::joining(shared.clone()), async move {
+            // Counted as ending until the end of this block (nothing without the feature).
+            let _ending = counted;
             shared.finish().await;
-            drop(counted);
             drop(guard);
         })
         .instrument(tracing::Span::current())
