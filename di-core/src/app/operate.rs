@@ -171,7 +171,8 @@ impl App {
     }
 
     /// Runs the health checks (or reuses results younger than
-    /// [`health_cache`](AppBuilder::health_cache)) and reports liveness and readiness: what
+    /// [`health_cache`](AppBuilder::health_cache); none once the App is not live) and reports
+    /// liveness and readiness: what
     /// di-http's `/health/live` and `/health/ready` answer. A failed check is logged with its
     /// error; the report keeps the error too, for code that wants it.
     ///
@@ -190,7 +191,8 @@ impl App {
         let inner = &self.inner;
         let live = self.is_live();
         let stopping = inner.stopping.load(Ordering::Acquire);
-        let checks = crate::health::run(inner).await.to_vec();
+        // Once shut down, the checks' singletons may be destroyed: nothing to ask them.
+        let checks = if live { crate::health::run(inner).await.to_vec() } else { Vec::new() };
         let services = self.hosted_services();
         let ready = live && !stopping && checks.iter().all(|c| c.ok) && services.iter().all(|s| s.state.is_ok());
         let state = match (live, stopping) {
