@@ -211,7 +211,7 @@ impl EventBus {
             },
             // Once `shutdown` has begun, only what scopes still ending hold is drained: a
             // steady emitter outside them would keep it waiting until its deadline.
-            None if app.is_shutting_down() => {
+            None if app.outside_closed.load(std::sync::atomic::Ordering::Acquire) => {
                 tracing::error!(
                     event = core::any::type_name::<E>(),
                     "an event was emitted outside a scope after shutdown began; dropped"

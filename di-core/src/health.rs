@@ -51,9 +51,12 @@ pub trait HealthCheck: Send + Sync + 'static {
 
     /// How long the check may take. Default: 2 seconds.
     fn timeout(&self) -> Duration {
-        Duration::from_secs(2)
+        DEFAULT_TIMEOUT
     }
 }
+
+/// [`HealthCheck::timeout`]'s default.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The result of one health check.
 #[derive(Debug, Clone)]
@@ -106,7 +109,7 @@ pub(crate) async fn run(app: &AppInner) -> Arc<[CheckReport]> {
 
 async fn one(name: &str, check: Arc<dyn HealthCheck>) -> CheckReport {
     let began = Instant::now();
-    let timeout = check.timeout();
+    let timeout = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check.timeout())).unwrap_or(DEFAULT_TIMEOUT);
     let run = crate::isolate::catch_hook(|| check.check());
     let error = match tokio::time::timeout(timeout, run).await {
         Ok(Ok(())) => None,

@@ -100,9 +100,9 @@ impl Stop {
         let _ = signal.wait_for(|stop| *stop).await;
     }
 
-    /// Whether the service should stop now.
+    /// Whether the service should stop now (also once the App is gone).
     pub fn is_stopped(&self) -> bool {
-        *self.0.borrow()
+        *self.0.borrow() || self.0.has_changed().is_err()
     }
 }
 
@@ -153,6 +153,8 @@ impl ServiceState {
 struct Service {
     label: String,
     object: Arc<dyn HostedService>,
+    /// Its own stop signal: services are told to stop one after the other, newest first.
+    stop: watch::Sender<bool>,
     state: Mutex<ServiceState>,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -167,10 +169,9 @@ impl Service {
     }
 }
 
-/// The hosted services of an App, in start order, and what stops them.
+/// The hosted services of an App, in start order.
 pub(crate) struct Services {
     list: Vec<Arc<Service>>,
-    stop: watch::Sender<bool>,
     /// The first failure of a [`OnFailure::StopApp`] service.
     fatal: watch::Sender<Option<DiError>>,
 }
@@ -181,30 +182,39 @@ pub(crate) fn install(handles: &mut Handles, services: Vec<(String, Arc<dyn Host
     let list: Vec<Arc<Service>> = services
         .into_iter()
         .map(|(label, object)| {
-            Arc::new(Service { label, object, state: Mutex::new(ServiceState::Idle), task: Mutex::new(None) })
+            Arc::new(Service {
+                label,
+                object,
+                stop: watch::Sender::new(false),
+                state: Mutex::new(ServiceState::Idle),
+                task: Mutex::new(None),
+            })
         })
         .collect();
-    handles.hosted = Handle::new(Services { list, stop: watch::Sender::new(false), fatal: watch::Sender::new(None) });
+    handles.hosted = Handle::new(Services { list, fatal: watch::Sender::new(None) });
 }
 
 fn services(app: &AppInner) -> Option<&Services> {
     app.handles.hosted.get::<Services>()
 }
 
-/// Starts every hosted service's task, in order. Needs a tokio runtime.
-pub(crate) fn start(app: &AppInner) -> Result<(), DiError> {
-    let Some(services) = services(app) else { return Ok(()) };
-    let runtime = tokio::runtime::Handle::try_current().map_err(|_| DiError::Hosted {
-        service: services.list[0].label.clone(),
-        reason: "the App was built outside a tokio runtime, so its hosted services cannot start".to_owned(),
-    })?;
+/// The runtime hosted services start on; the error naming the first service if there is none.
+pub(crate) fn can_start(first: &str) -> Result<tokio::runtime::Handle, DiError> {
+    tokio::runtime::Handle::try_current().map_err(|_| DiError::Hosted {
+        service: first.to_owned(),
+        reason: "cannot start: the App was built outside a tokio runtime".to_owned(),
+    })
+}
+
+/// Starts every hosted service's task, in order, on `runtime`.
+pub(crate) fn start(app: &AppInner, runtime: &tokio::runtime::Handle) {
+    let Some(services) = services(app) else { return };
     for service in &services.list {
         service.set(ServiceState::Running);
         tracing::info!(service = %service.label, "hosted service started");
-        let task = runtime.spawn(supervise(Arc::clone(service), services.stop.subscribe(), services.fatal.clone()));
+        let task = runtime.spawn(supervise(Arc::clone(service), service.stop.subscribe(), services.fatal.clone()));
         *service.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
     }
-    Ok(())
 }
 
 /// Runs a service until it is told to stop, following its failure policy.
@@ -213,8 +223,8 @@ async fn supervise(service: Arc<Service>, stop: watch::Receiver<bool>, fatal: wa
     let mut backoff: Option<Duration> = None;
     loop {
         let began = Instant::now();
-        let run = Arc::clone(&service.object).run(stop.clone());
-        let result = crate::isolate::catch_hook(|| run).await;
+        // A panic in `run` itself, before its future exists, is caught as one in the future.
+        let result = crate::isolate::catch_hook(|| Arc::clone(&service.object).run(stop.clone())).await;
         if stop.is_stopped() {
             if let Err(error) = result {
                 tracing::warn!(service = %service.label, %error, "hosted service failed while stopping");
@@ -265,23 +275,44 @@ async fn supervise(service: Arc<Service>, stop: watch::Receiver<bool>, fatal: wa
     }
 }
 
-/// Tells every hosted service to stop and waits for them, newest first, all within `within`:
-/// the labels of those still running at the deadline, whose tasks are aborted.
+/// Tells the hosted services to stop one after the other, newest first, each awaited before
+/// the next is told, all within `within`: the labels of those still running at the deadline,
+/// whose tasks are aborted (and awaited a moment, so that none runs on while the singletons
+/// are destroyed). Dropped early (a forced shutdown), it aborts the tasks it has not awaited.
 pub(crate) async fn stop(app: &AppInner, within: Duration) -> Vec<String> {
     let Some(services) = services(app) else { return Vec::new() };
-    services.stop.send_replace(true);
     let deadline = tokio::time::Instant::now() + within;
+    let tasks: Vec<(&Service, AbortOnDrop)> = services
+        .list
+        .iter()
+        .rev()
+        .filter_map(|s| Some((&**s, AbortOnDrop(s.task.lock().unwrap_or_else(|e| e.into_inner()).take()?))))
+        .collect();
     let mut cut = Vec::new();
-    for service in services.list.iter().rev() {
-        let Some(mut task) = service.task.lock().unwrap_or_else(|e| e.into_inner()).take() else { continue };
-        if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
-            task.abort();
+    for (service, mut task) in tasks {
+        service.stop.send_replace(true);
+        if tokio::time::timeout_at(deadline, &mut task.0).await.is_err() {
+            task.0.abort();
+            let _ = tokio::time::timeout(CUT_GRACE, &mut task.0).await;
             tracing::error!(service = %service.label, deadline = ?within, "hosted service did not stop within the stop deadline; cut");
             service.set(ServiceState::Stopped);
             cut.push(service.label.clone());
         }
     }
     cut
+}
+
+/// How long an aborted hosted task gets to be dropped (it may be in the middle of a poll on
+/// another worker).
+const CUT_GRACE: Duration = Duration::from_secs(1);
+
+/// A hosted service's task, aborted if dropped before its end.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Each hosted service's label and state, in start order.

@@ -189,7 +189,7 @@ mod startup;
 mod telemetry;
 
 pub use advice::{Advice, Call, Next};
-pub use app::{App, AppBuilder, AppHold, ContextSlot, HealthReport, ScopeBuilder, ServiceReport};
+pub use app::{App, AppBuilder, AppHold, AppState, ContextSlot, HealthReport, ScopeBuilder, ServiceReport};
 pub use config::Config;
 pub use context_ref::{AsyncContextRef, ContextRef, RefTarget};
 pub use error::{BoxError, DiError};

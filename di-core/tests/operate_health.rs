@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use di_core::{App, CheckFuture, DiError, HealthCheck, ProtoDef};
+use di_core::{App, AppState, CheckFuture, DiError, HealthCheck, ProtoDef};
 
 #[derive(Default)]
 struct Database {
@@ -64,7 +64,7 @@ async fn a_failing_check_makes_the_app_unready_but_live_and_names_itself() {
     assert!(health.live && !health.ready, "{health:?}");
     assert!(!health.checks[0].ok);
     assert_eq!(health.checks[0].error.as_deref(), Some("connection refused by 10.0.0.7"));
-    assert_eq!(health.state, "serving");
+    assert_eq!(health.state, AppState::Serving);
 }
 
 #[tokio::test]
@@ -120,10 +120,10 @@ async fn readiness_turns_false_when_shutdown_begins_and_liveness_when_it_is_done
     assert!(app.health().await.ready);
     app.begin_shutdown();
     let health = app.health().await;
-    assert!(health.live && !health.ready && health.state == "stopping", "{health:?}");
+    assert!(health.live && !health.ready && health.state == AppState::Stopping, "{health:?}");
     app.shutdown().await.unwrap();
     let health = app.health().await;
-    assert!(!health.live && !health.ready && health.state == "stopped", "{health:?}");
+    assert!(!health.live && !health.ready && health.state == AppState::Stopped, "{health:?}");
 }
 
 #[tokio::test]

@@ -382,3 +382,83 @@ fn the_startup_report_names_the_slowest_proto_and_the_critical_path() {
     assert!(logs.contains("init{proto=") && logs.contains("warming up"), "{logs}");
     runtime.block_on(app.shutdown()).unwrap();
 }
+
+/// What the services of the stop-order test emit while they stop.
+#[derive(Debug)]
+pub struct Flushed(&'static str);
+
+/// Counts the `Flushed` events it handles.
+#[di_core::singleton_proto]
+#[derive(Debug, Default)]
+pub struct FlushLog {
+    flushed: std::sync::Mutex<Vec<&'static str>>,
+}
+
+#[di_core::handlers]
+impl FlushLog {
+    #[event_handler]
+    async fn on_flushed(&self, event: &Flushed) {
+        self.flushed.lock().unwrap().push(event.0);
+    }
+}
+
+/// Stops slowly: notes when told, flushes (an event) and returns 50 ms later.
+struct Flusher {
+    name: &'static str,
+    journal: Lines,
+    events: Arc<di_core::EventBus>,
+}
+
+impl HostedService for Flusher {
+    fn run(self: Arc<Self>, stop: Stop) -> HostedFuture {
+        Box::pin(async move {
+            stop.stopped().await;
+            self.journal.push(format!("{} told to stop", self.name));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            self.events.emit(Flushed(self.name));
+            self.journal.push(format!("{} returns", self.name));
+            Ok(())
+        })
+    }
+}
+
+#[tokio::test]
+async fn services_are_told_to_stop_newest_first_one_at_a_time_and_may_emit_while_stopping() {
+    let journal = Lines::default();
+    let flusher = |name: &'static str, journal: &Lines| {
+        let journal = journal.clone();
+        move |r: &di_core::Resolver<'_>| {
+            Ok(Flusher { name, journal: journal.clone(), events: r.arc::<di_core::EventBus>(0)? })
+        }
+    };
+    let bus = || Dependency::new::<di_core::EventBus>(InjectKind::Arc, None);
+    let app = App::builder()
+        .without_inventory()
+        .link::<di_core::EventBus>()
+        .link::<FlushLog>()
+        .register(
+            ProtoDef::singleton::<Flusher>(flusher("first", &journal))
+                .name("first")
+                .dep(bus())
+                .provides::<Flusher, dyn HostedService>(|f| f),
+        )
+        .register(
+            ProtoDef::singleton::<Flusher>(flusher("second", &journal))
+                .name("second")
+                .dep(bus())
+                .provides::<Flusher, dyn HostedService>(|f| f),
+        )
+        .build()
+        .await
+        .unwrap();
+    app.shutdown().await.unwrap();
+    assert_eq!(
+        journal.lines(),
+        ["second told to stop", "second returns", "first told to stop", "first returns"],
+        "newest first, the older one told only once the newer has returned"
+    );
+    let log = app.get_object::<FlushLog>().unwrap();
+    let mut flushed = log.flushed.lock().unwrap().clone();
+    flushed.sort_unstable();
+    assert_eq!(flushed, ["first", "second"], "the events emitted while stopping were handled");
+}

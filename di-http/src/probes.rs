@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::Router;
-use axum::body::{Body, Bytes, HttpBody};
-use di_core::{App, BoxError, HealthReport};
+use axum::body::Body;
+use di_core::{App, HealthReport};
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use hyper::body::Incoming;
 
 use crate::tracked::Tracker;
 
@@ -38,20 +39,14 @@ pub(crate) struct Entry {
     pub(crate) tracker: Arc<Tracker>,
 }
 
-impl<B> tower_service::Service<Request<B>> for Entry
-where
-    B: HttpBody<Data = Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-{
+/// A hyper service, not a tower one: hyper calls it by reference, so a request clones only the
+/// router (as hyper-util's tower adapter would), not the App and the probe paths too.
+impl hyper::service::Service<Request<Incoming>> for Entry {
     type Response = Response<Body>;
     type Error = Infallible;
     type Future = EntryFuture;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        <Router as tower_service::Service<Request<B>>>::poll_ready(&mut self.router, cx)
-    }
-
-    fn call(&mut self, req: Request<B>) -> EntryFuture {
+    fn call(&self, req: Request<Incoming>) -> EntryFuture {
         self.tracker.requested();
         if let Some(paths) = &self.probes {
             if req.method() == Method::GET || req.method() == Method::HEAD {
@@ -65,7 +60,8 @@ where
                 }
             }
         }
-        EntryFuture::Routed { inner: self.router.call(req) }
+        // axum's router is always ready: no `poll_ready` to wait for.
+        EntryFuture::Routed { inner: tower_service::Service::call(&mut self.router.clone(), req) }
     }
 }
 
@@ -92,9 +88,9 @@ impl Future for EntryFuture {
 /// `GET /health/live`: 200 while the App serves, 503 once it is shut down or a hosted service
 /// stopped it. Runs no check.
 fn live(app: &App) -> Response<Body> {
-    let live = app.is_live();
-    let state = if live { "serving" } else { "stopped" };
-    json(live, &serde_json::json!({ "status": up(live), "state": state }))
+    let state = app.state();
+    let live = state != di_core::AppState::Stopped;
+    json(live, &serde_json::json!({ "status": up(live), "state": state.as_str() }))
 }
 
 /// `GET /health/ready`: 200 only when the App is ready; the checks and the hosted services by
@@ -112,7 +108,7 @@ pub(crate) fn ready(report: &HealthReport) -> Response<Body> {
         report.services.iter().map(|s| serde_json::json!({ "name": s.name, "state": s.state.as_str() })).collect();
     json(
         report.ready,
-        &serde_json::json!({ "status": up(report.ready), "state": report.state, "checks": checks, "services": services }),
+        &serde_json::json!({ "status": up(report.ready), "state": report.state.as_str(), "checks": checks, "services": services }),
     )
 }
 

@@ -11,7 +11,6 @@ use axum::Router;
 use di_core::{App, DiError};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpSocket, TcpStream, ToSocketAddrs};
 use tokio::task::JoinSet;
 
@@ -599,7 +598,11 @@ impl Server {
                     () = &mut delay => break,
                     () = &mut forced => return Err(force(&mut acceptor.connections)),
                     accepted = listener.accept() => if let Err(error) = acceptor.accepted(accepted) {
-                        tracing::error!(%error, "accepting a connection failed during the drain delay");
+                        tracing::error!(%error, "accepting a connection failed during the drain delay; retrying in a second");
+                        tokio::select! {
+                            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                            () = &mut delay => break,
+                        }
                     },
                     Some(_) = acceptor.connections.join_next(), if !acceptor.connections.is_empty() => {}
                 }
@@ -708,7 +711,7 @@ fn connection(
 ) -> impl Future<Output = ()> + Send + 'static {
     let tracker = Arc::new(Tracker::default());
     let io = TokioIo::new(TrackedStream::new(stream, tracker.clone()));
-    let service = TowerToHyperService::new(Entry { tracker: tracker.clone(), ..entry });
+    let service = Entry { tracker: tracker.clone(), ..entry };
     let connection = http.serve_connection_with_upgrades(io, service).into_owned();
     async move {
         let cut_on_drop = CutOnDrop(tracker);

@@ -224,7 +224,8 @@ async fn during_the_drain_delay_readiness_is_503_while_requests_are_still_served
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
     assert!(ready.body.contains(r#""state":"stopping""#), "{}", ready.body);
-    assert_eq!(send(addr, "GET", "/health/live", &[], b"").await.status, 200);
+    let live = send(addr, "GET", "/health/live", &[], b"").await;
+    assert_eq!((live.status, live.body.as_str()), (200, r#"{"state":"stopping","status":"up"}"#));
     let placed = send(addr, "GET", "/orders/place", &[("x-request-id", "late")], b"").await;
     assert_eq!((placed.status, placed.body.as_str()), (200, "placed"));
     journal.eventually(|l| l.iter().any(|l| l.starts_with("destroy late"))).await;

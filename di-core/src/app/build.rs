@@ -262,8 +262,14 @@ impl AppBuilder {
             Ok(checks) => checks,
             Err(e) => return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await),
         };
-        let hosted_count = hosted.len();
-        if hosted_count > 0 {
+        let runtime = match hosted.first().filter(|_| self.hosted) {
+            Some((label, _, _)) => match crate::hosted::can_start(label) {
+                Ok(runtime) => Some(runtime),
+                Err(e) => return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await),
+            },
+            None => None,
+        };
+        if !hosted.is_empty() {
             crate::hosted::install(&mut handles, hosted.into_iter().map(|(label, _, s)| (label, s)).collect());
         }
         crate::health::install(
@@ -293,6 +299,7 @@ impl AppBuilder {
             large_scope: std::sync::atomic::AtomicUsize::new(0),
             stop_timeout,
             stopping: AtomicBool::new(false),
+            outside_closed: AtomicBool::new(false),
             metrics: crate::telemetry::Metrics::register(),
         });
         let _ = cell.set(Arc::downgrade(&inner));
@@ -300,8 +307,8 @@ impl AppBuilder {
         if self.schedules {
             crate::schedule::start(&inner);
         }
-        if self.hosted && hosted_count > 0 {
-            crate::hosted::start(&inner)?;
+        if let Some(runtime) = runtime {
+            crate::hosted::start(&inner, &runtime);
         }
         Ok(App { inner })
     }

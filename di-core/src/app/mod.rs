@@ -14,7 +14,7 @@ mod operate;
 mod scope_builder;
 
 pub use builder::AppBuilder;
-pub use operate::{HealthReport, ServiceReport};
+pub use operate::{AppState, HealthReport, ServiceReport};
 pub use scope_builder::{ContextSlot, ScopeBuilder};
 
 use std::any::TypeId;
@@ -504,6 +504,7 @@ impl App {
         crate::schedule::stop(&self.inner);
         let timeout = self.inner.stop_timeout;
         let mut cut = crate::hosted::stop(&self.inner, timeout).await;
+        self.inner.outside_closed.store(true, Ordering::Release);
         self.inner.wait_for_endings().await;
         self.inner.destroying.store(true, Ordering::Release);
         let order: Vec<usize> = self.inner.graph.levels.iter().flatten().copied().collect();

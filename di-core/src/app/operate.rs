@@ -45,7 +45,9 @@ impl AppBuilder {
     /// logged by name, and listed in [`DiError::StopTimeout`]; destroy hooks not reached by
     /// then do not run and are listed too. Default: 15 seconds (fx's; .NET and Spring use 30).
     /// Waiting for context scopes still ending has its own deadline,
-    /// [`shutdown_timeout`](Self::shutdown_timeout).
+    /// [`shutdown_timeout`](Self::shutdown_timeout). The deadlines need tokio's time driver
+    /// (`enable_time`, on in `#[tokio::main]`); outside a tokio runtime the destroy hooks run
+    /// without one.
     ///
     /// # Examples
     ///
@@ -130,12 +132,43 @@ pub struct HealthReport {
     /// Live, not shutting down ([`App::begin_shutdown`]), every hosted service running (or
     /// done), and every health check passing.
     pub ready: bool,
-    /// `"serving"`, `"stopping"` (from the first shutdown signal on) or `"stopped"`.
-    pub state: &'static str,
+    /// Where the App is in its life.
+    pub state: AppState,
     /// Each health check, in build order.
     pub checks: Vec<CheckReport>,
     /// Each hosted service, in start order.
     pub services: Vec<ServiceReport>,
+}
+
+/// Where an App is in its life, as [`App::state`] and the probes report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AppState {
+    /// Built and serving.
+    Serving,
+    /// Shutdown has begun ([`App::begin_shutdown`]: the first signal): still serving, not ready.
+    Stopping,
+    /// Shut down, or stopped by a hosted service's failure: not live.
+    Stopped,
+}
+
+impl AppState {
+    fn of(live: bool, stopping: bool) -> Self {
+        match (live, stopping) {
+            (false, _) => AppState::Stopped,
+            (true, true) => AppState::Stopping,
+            (true, false) => AppState::Serving,
+        }
+    }
+
+    /// `"serving"`, `"stopping"` or `"stopped"`: what the probes' JSON says.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AppState::Serving => "serving",
+            AppState::Stopping => "stopping",
+            AppState::Stopped => "stopped",
+        }
+    }
 }
 
 /// A hosted service in a [`HealthReport`].
@@ -161,7 +194,7 @@ impl App {
     /// assert!(app.health().await.ready);
     /// app.begin_shutdown();
     /// let health = app.health().await;
-    /// assert!(!health.ready && health.live && health.state == "stopping");
+    /// assert!(!health.ready && health.live && health.state == di_core::AppState::Stopping);
     /// # Ok(()) }
     /// ```
     pub fn begin_shutdown(&self) {
@@ -171,7 +204,7 @@ impl App {
     }
 
     /// Runs the health checks (or reuses results younger than
-    /// [`health_cache`](AppBuilder::health_cache); none once the App is not live) and reports
+    /// [`health_cache`](AppBuilder::health_cache); none once shutdown has begun) and reports
     /// liveness and readiness: what
     /// di-http's `/health/live` and `/health/ready` answer. A failed check is logged with its
     /// error; the report keeps the error too, for code that wants it.
@@ -189,17 +222,16 @@ impl App {
     /// ```
     pub async fn health(&self) -> HealthReport {
         let inner = &self.inner;
+        // Shutting down, the answer is "not ready" whatever the checks say, and once shut down
+        // their singletons may be destroyed: ask them only while serving.
+        let serving = self.is_live() && !inner.stopping.load(Ordering::Acquire);
+        let checks = if serving { crate::health::run(inner).await.to_vec() } else { Vec::new() };
+        // Read after the checks, which take time: a shutdown begun meanwhile counts.
         let live = self.is_live();
         let stopping = inner.stopping.load(Ordering::Acquire);
-        // Once shut down, the checks' singletons may be destroyed: nothing to ask them.
-        let checks = if live { crate::health::run(inner).await.to_vec() } else { Vec::new() };
         let services = self.hosted_services();
         let ready = live && !stopping && checks.iter().all(|c| c.ok) && services.iter().all(|s| s.state.is_ok());
-        let state = match (live, stopping) {
-            (false, _) => "stopped",
-            (true, true) => "stopping",
-            (true, false) => "serving",
-        };
+        let state = AppState::of(live, stopping);
         HealthReport { live, ready, state, checks, services }
     }
 
@@ -219,6 +251,26 @@ impl App {
     /// ```
     pub fn is_live(&self) -> bool {
         !self.inner.is_shutting_down() && !crate::hosted::failed_fatally(&self.inner)
+    }
+
+    /// Where the App is in its life, without running a check: what `/health/live` reports.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::AppState;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = di_core::App::builder().build().await?;
+    /// assert_eq!(app.state(), AppState::Serving);
+    /// app.begin_shutdown();
+    /// assert_eq!(app.state(), AppState::Stopping);
+    /// app.shutdown().await?;
+    /// assert_eq!(app.state().as_str(), "stopped");
+    /// # Ok(()) }
+    /// ```
+    pub fn state(&self) -> AppState {
+        AppState::of(self.is_live(), self.inner.stopping.load(Ordering::Acquire))
     }
 
     /// Each hosted service and its state, in start order.

@@ -62,6 +62,10 @@ pub(crate) struct AppInner {
     pub(crate) stop_timeout: Duration,
     /// Set from the first shutdown signal on (`App::begin_shutdown`): readiness turns false.
     pub(crate) stopping: AtomicBool,
+    /// Set by `shutdown` once the long-running work outside scopes (hosted services) has
+    /// stopped: from then on an event emitted outside a scope is refused. Until then a service
+    /// that is stopping may still emit (its last batch).
+    pub(crate) outside_closed: AtomicBool,
     /// The metrics the App records (nothing without the `metrics` feature).
     pub(crate) metrics: crate::telemetry::Metrics,
 }

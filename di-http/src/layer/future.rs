@@ -47,7 +47,8 @@ impl<F: Future<Output: PanicResponse>> Future for Work<F> {
                 let response = std::task::ready!(this.handler.poll(cx));
                 if let Some(status) = response.status() {
                     this.head.set_status(Some(status));
-                    // gRPC is HTTP/2: HTTP/1.1 requests skip the header lookup.
+                    // gRPC runs on HTTP/2 (gRPC-Web over HTTP/1.1 is not read): HTTP/1.1
+                    // requests skip the header lookup.
                     let grpc_failed = this.head.version() == http::Version::HTTP_2
                         && response.grpc_status(this.head).is_some_and(|code| code != 0);
                     if status.is_client_error() || status.is_server_error() || grpc_failed {
