@@ -32,7 +32,8 @@ impl ProtoTiming {
 
 /// What [`App::startup_report`](crate::App::startup_report) returns: each singleton's time, the
 /// time of each build level, and the critical path (the slowest proto of each level: the
-/// levels run one after the other, the protos of a level concurrently).
+/// levels run one after the other; in a level, the sync factories one after the other, then the
+/// async constructors concurrently, then the init hooks concurrently).
 ///
 /// # Examples
 ///
@@ -65,7 +66,8 @@ pub struct StartupReport {
 }
 
 impl StartupReport {
-    /// How long `build()` took, from its call to its return.
+    /// How long `build()` took, from its call until the singletons were built and initialised
+    /// (starting the schedules and hosted services, which comes after, is not counted).
     pub fn total(&self) -> Duration {
         self.total
     }

@@ -214,7 +214,8 @@ type Signal = Pin<Box<dyn Future<Output = ()> + Send>>;
 ///   (30 s) to send a request head (a connection that sends no request at all within it is
 ///   closed too, whatever its protocol); then its connection is closed. hyper starts that timer
 ///   whenever it waits for a HTTP/1.1 head, so it is also the idle timeout of a keep-alive
-///   connection.
+///   connection. An idle HTTP/2 connection that answers its pings stays open (as browsers and
+///   gRPC clients expect), until the shutdown.
 ///   A request body is read as fast as the client sends it, with no timeout of its own: a
 ///   handler waiting for a slow body holds its request (and scope) until the body ends, the
 ///   client goes away or the shutdown deadline passes. Bound it with a tower layer, for

@@ -12,8 +12,9 @@ use crate::hosted::ServiceState;
 use crate::startup::StartupReport;
 
 impl AppBuilder {
-    /// How long `build()` may take for the async constructors and init hooks of the singletons
-    /// (all levels together); past it, `build()` destroys what it built and fails with
+    /// How long `build()` may take, from its call, for the async constructors and init hooks of
+    /// the singletons (all levels together; the deadline is checked while they run, so a
+    /// blocking factory cannot be cut); past it, `build()` destroys what it built and fails with
     /// [`DiError::StartTimeout`] naming each constructor or hook still running. Default: 30
     /// seconds (Spring's and .NET's phase default; fx uses 15). Needs tokio's time driver.
     ///
