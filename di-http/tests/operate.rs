@@ -16,6 +16,7 @@ use di_core::{
     handlers, singleton_proto,
 };
 use di_http::{RequestHead, Server};
+use di_test_support::eventually;
 use di_test_support::http_client::send;
 use http_body_util::BodyExt;
 use tokio::io::AsyncReadExt;
@@ -244,7 +245,7 @@ async fn an_h2c_request_is_served_in_a_scope_exactly_as_http1_is() {
     assert!(lines.contains(&"commit h2-req HTTP/2.0 succeeded=true grpc=None".to_owned()), "{lines:?}");
     assert!(lines.contains(&"destroy h2-req HTTP/2.0 succeeded=true grpc=None".to_owned()), "{lines:?}");
     let shipping = server.app.get_object::<Shipping>().unwrap();
-    wait_for(|| shipping.placed.load(Ordering::SeqCst) == 1).await;
+    eventually(async || (shipping.placed.load(Ordering::SeqCst) == 1).then_some(())).await;
 
     // The same over HTTP/1.1.
     let reply = send(server.addr, "GET", "/orders/place", &[("x-request-id", "h1-req")], b"").await;
@@ -270,7 +271,7 @@ async fn a_grpc_error_status_fails_the_request_and_drops_its_events() {
     let (_, _, body) = h2_get(server.addr, "/orders/place", "after").await;
     assert_eq!(body, "placed");
     let shipping = server.app.get_object::<Shipping>().unwrap();
-    wait_for(|| shipping.placed.load(Ordering::SeqCst) == 1).await;
+    eventually(async || (shipping.placed.load(Ordering::SeqCst) == 1).then_some(())).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(shipping.placed.load(Ordering::SeqCst), 1, "the failed call's event was dispatched");
     server.stop().await;
@@ -318,14 +319,4 @@ async fn a_hosted_service_failure_shuts_the_server_down_and_is_returned() {
     let message = error.to_string();
     assert!(message.contains("Doomed") && message.contains("the broker closed the subscription"), "{message}");
     assert!(!app.is_live());
-}
-
-async fn wait_for(done: impl Fn() -> bool) {
-    for _ in 0..1000 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("not within 10 s");
 }

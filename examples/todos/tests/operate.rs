@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use di_test_support::eventually;
 use di_test_support::http_client::send;
 
 /// The binary, started on a free port with a database of its own.
@@ -83,18 +84,6 @@ fn curl_h2(addr: SocketAddr, path: &str) -> (u16, String) {
     let (code, version) = status.split_once(' ').unwrap();
     assert_eq!(version, "2", "answered over HTTP/2: {text}");
     (code.parse().unwrap(), body.to_owned())
-}
-
-/// Polls `probe` every 20 ms until it returns `Some`, at most 10 s.
-async fn eventually<T>(mut probe: impl AsyncFnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(t) = probe().await {
-            return t;
-        }
-        assert!(Instant::now() < deadline, "not within 10 s");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// A metric's value in Prometheus' text format.

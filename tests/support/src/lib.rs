@@ -86,16 +86,49 @@ impl Lines {
     ///
     /// With the last lines, if `wanted` never held.
     pub async fn eventually(&self, wanted: impl Fn(&[String]) -> bool) -> Vec<String> {
-        let within = std::time::Duration::from_secs(10);
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            let now = self.lines();
-            if wanted(&now) {
-                return now;
-            }
-            assert!(tokio::time::Instant::now() < deadline, "not logged within {within:?}: {now:?}");
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        let mut last = Vec::new();
+        let found = poll_until(async || {
+            last = self.lines();
+            wanted(&last).then(|| last.clone())
+        })
+        .await;
+        found.unwrap_or_else(|| panic!("not logged within {EVENTUALLY:?}: {last:?}"))
+    }
+}
+
+/// How long [`eventually`] and [`Lines::eventually`] wait.
+pub const EVENTUALLY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Polls `probe` every 10 ms until it returns `Some`, at most [`EVENTUALLY`]: for what happens
+/// after a response (destroy hooks, event handlers, a process exiting).
+///
+/// # Panics
+///
+/// If `probe` never returned `Some`.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let mut calls = 0;
+/// let third = di_test_support::eventually(async || { calls += 1; (calls == 3).then_some(calls) }).await;
+/// assert_eq!(third, 3);
+/// # }
+/// ```
+pub async fn eventually<T>(probe: impl AsyncFnMut() -> Option<T>) -> T {
+    poll_until(probe).await.unwrap_or_else(|| panic!("not within {EVENTUALLY:?}"))
+}
+
+async fn poll_until<T>(mut probe: impl AsyncFnMut() -> Option<T>) -> Option<T> {
+    let deadline = tokio::time::Instant::now() + EVENTUALLY;
+    loop {
+        if let Some(t) = probe().await {
+            return Some(t);
         }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
 
