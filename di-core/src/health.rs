@@ -98,8 +98,10 @@ pub(crate) async fn run(app: &AppInner) -> Arc<[CheckReport]> {
             return Arc::clone(reports);
         }
     }
-    let runs = checks.list.iter().map(|(name, check)| one(name, Arc::clone(check)));
-    let reports: Arc<[CheckReport]> = join(runs.collect()).await.into();
+    let runs: Vec<_> = checks.list.iter().map(|(name, check)| Box::pin(one(name, Arc::clone(check)))).collect();
+    let mut reports: Vec<Option<CheckReport>> = runs.iter().map(|_| None).collect();
+    crate::join::join_each(runs, None::<std::future::Pending<()>>, |i, report| reports[i] = Some(report)).await;
+    let reports: Arc<[CheckReport]> = reports.into_iter().flatten().collect();
     for failed in reports.iter().filter(|r| !r.ok) {
         tracing::warn!(check = %failed.name, error = failed.error.as_deref().unwrap_or(""), took = ?failed.took, "health check failed");
     }
@@ -117,24 +119,4 @@ async fn one(name: &str, check: Arc<dyn HealthCheck>) -> CheckReport {
         Err(_) => Some(format!("timed out after {timeout:?}")),
     };
     CheckReport { name: name.to_owned(), ok: error.is_none(), took: began.elapsed(), error }
-}
-
-/// Polls every future to its end, concurrently; the outputs in order.
-async fn join<T>(futures: Vec<impl Future<Output = T>>) -> Vec<T> {
-    let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
-    let mut outputs: Vec<Option<T>> = futures.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (fut, out) in futures.iter_mut().zip(outputs.iter_mut()) {
-            if out.is_none() {
-                match fut.as_mut().poll(cx) {
-                    std::task::Poll::Ready(t) => *out = Some(t),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
-    })
-    .await;
-    outputs.into_iter().flatten().collect()
 }

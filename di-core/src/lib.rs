@@ -174,6 +174,7 @@ mod graph;
 mod health;
 mod hosted;
 mod isolate;
+mod join;
 mod keyed;
 mod maps;
 mod pending;

@@ -21,6 +21,7 @@ const FLOORS: &[(&str, Floor)] = &[
     ("error", Floor::Vocabulary),
     ("erased", Floor::Vocabulary),
     ("isolate", Floor::Vocabulary),
+    ("join", Floor::Vocabulary),
     ("maps", Floor::Vocabulary),
     ("pending", Floor::Vocabulary),
     ("telemetry", Floor::Vocabulary),

@@ -5,7 +5,6 @@
 use std::any::TypeId;
 use std::future::Future;
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use crate::erased::AnyArc;
@@ -111,31 +110,23 @@ pub(super) struct Joined<T> {
 }
 
 /// Polls every future to completion, or until `deadline` (with a tokio runtime to time it).
-pub(super) async fn join_all<T>(mut futures: Vec<(usize, Fallible<T>)>, deadline: tokio::time::Instant) -> Joined<T> {
+pub(super) async fn join_all<T>(futures: Vec<(usize, Fallible<T>)>, deadline: tokio::time::Instant) -> Joined<T> {
     let mut joined = Joined { done: Vec::new(), failed: Vec::new(), running: Vec::new(), took: Vec::new() };
     if futures.is_empty() {
         return joined;
     }
     let began = Instant::now();
     let timer = tokio::runtime::Handle::try_current().ok().map(|_| tokio::time::sleep_until(deadline));
-    let mut timer = std::pin::pin!(timer);
-    std::future::poll_fn(|cx| {
-        futures.retain_mut(|(p, fut)| match fut.as_mut().poll(cx) {
-            Poll::Ready(result) => {
-                joined.took.push((*p, began.elapsed()));
-                match result {
-                    Ok(t) => joined.done.push((*p, t)),
-                    Err(e) => joined.failed.push((*p, e)),
-                }
-                false
-            }
-            Poll::Pending => true,
-        });
-        let late = timer.as_mut().as_pin_mut().is_some_and(|t| t.poll(cx).is_ready());
-        if futures.is_empty() || late { Poll::Ready(()) } else { Poll::Pending }
+    let (protos, futures): (Vec<usize>, Vec<Fallible<T>>) = futures.into_iter().unzip();
+    let running = crate::join::join_each(futures, timer, |i, result| {
+        joined.took.push((protos[i], began.elapsed()));
+        match result {
+            Ok(t) => joined.done.push((protos[i], t)),
+            Err(e) => joined.failed.push((protos[i], e)),
+        }
     })
     .await;
-    joined.running = futures.iter().map(|(p, _)| *p).collect();
+    joined.running = running.into_iter().map(|i| protos[i]).collect();
     joined.done.sort_by_key(|(p, _)| *p);
     joined.failed.sort_by_key(|(p, _)| *p);
     joined
