@@ -100,6 +100,11 @@ impl<V> SmallMap<V> {
         self.items.len()
     }
 
+    /// The entries, in insertion order, by reference.
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = &(u32, V)> {
+        self.items.iter()
+    }
+
     /// The entries, in insertion order.
     pub(crate) fn into_items(self) -> std::vec::IntoIter<(u32, V)> {
         self.items.into_iter()

@@ -54,12 +54,23 @@ pub struct Resolver<'a> {
     pub(crate) singletons: &'a [Option<AnyArc>],
     pub(crate) app_id: u64,
     pub(crate) proto: usize,
-    pub(crate) scope: Option<&'a ScopeShared>,
+    pub(crate) scope: ScopeAt<'a>,
     pub(crate) config: &'a Config,
     pub(crate) cell: &'a AppCell,
     /// The context objects this proto takes by value, built just before it in the same scope:
     /// found here without the scope table's lock.
     pub(crate) fresh: Fresh<'a>,
+}
+
+/// Where a factory's context dependencies come from.
+#[derive(Clone, Copy)]
+pub(crate) enum ScopeAt<'a> {
+    /// Outside any scope (singletons at `build()`, a transient outside a scope).
+    None,
+    /// A scope's shared table.
+    Shared(&'a ScopeShared),
+    /// The current task's scope, through the task-local (a scope still owned by its task).
+    Current,
 }
 
 /// Context objects built for a construction just before it: `objs[i]` is proto `keys[i].0`.
@@ -491,8 +502,9 @@ impl Resolver<'_> {
                 },
             },
             Scope::Context => match self.scope {
-                Some(scope) => scope.resolve_sync(proto),
-                None => Err(DiError::NoScope { wanted: def().type_name }),
+                ScopeAt::Shared(scope) => scope.resolve_sync(proto),
+                ScopeAt::Current => crate::scope::handle::in_factory(self.app_id, proto as u32, def().type_name),
+                ScopeAt::None => Err(DiError::NoScope { wanted: def().type_name }),
             },
             Scope::Transient => self.transient(proto),
         }

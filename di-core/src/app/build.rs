@@ -173,7 +173,7 @@ impl AppBuilder {
                     singletons: &singletons,
                     app_id: id,
                     proto: p,
-                    scope: None,
+                    scope: crate::resolver::ScopeAt::None,
                     config: &config,
                     cell: &cell,
                     fresh: crate::resolver::Fresh::default(),

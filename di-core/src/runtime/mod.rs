@@ -184,7 +184,7 @@ impl AppInner {
             singletons: &self.singletons,
             app_id: self.id,
             proto,
-            scope,
+            scope: scope.map_or(crate::resolver::ScopeAt::None, crate::resolver::ScopeAt::Shared),
             config: &self.config,
             cell: &self.cell,
             fresh: crate::resolver::Fresh::default(),
@@ -194,8 +194,11 @@ impl AppInner {
     /// A new object of transient proto `key`, its context dependencies from the current scope
     /// if there is one of this App.
     pub(crate) fn build_transient(&self, key: u32) -> Result<AnyArc, DiError> {
-        let scope = handle::current_shared(self.id);
-        self.resolver(key as usize, scope.as_deref()).transient(key as usize)
+        let scope = match handle::in_scope_of(self.id) {
+            true => crate::resolver::ScopeAt::Current,
+            false => crate::resolver::ScopeAt::None,
+        };
+        crate::resolver::Resolver { scope, ..self.resolver(key as usize, None) }.transient(key as usize)
     }
 
     /// Singleton `proto`, built now if it is lazy and this is its first use.

@@ -17,7 +17,7 @@ use crate::maps::SmallMap;
 
 /// The most slots a large scope reserves up front, whatever the largest scope was: one scope of
 /// a million objects must not make every later large scope allocate for a million.
-const LARGE_SCOPE_HINT_MAX: usize = 1 << 16;
+pub(super) const LARGE_SCOPE_HINT_MAX: usize = 1 << 16;
 use crate::erased::AnyArc;
 use crate::error::DiError;
 use crate::pending::PendingGuard;
@@ -317,7 +317,7 @@ pin_project! {
             let end: Option<BoxFuture<()>> = match std::mem::replace(this.phase, Phase::Done) {
                 // Cancelled or panicked: the events the scope holds are dropped (now, rather
                 // than with the scope).
-                Phase::Running => this.inner.take_value().and_then(|handle| handle.shared.into_inner()).and_then(|shared| {
+                Phase::Running => this.inner.take_value().and_then(ScopeHandle::into_shared).and_then(|shared| {
                     shared.abandon_completion();
                     shared.settle_held(false);
                     start_end(shared)
@@ -454,8 +454,7 @@ impl<F: Future> ContextFuture<F> {
             let (end, output, result, held): (Option<BoxFuture<()>>, _, _, bool) = match this.phase {
                 Phase::Running => {
                     let output = std::task::ready!(this.inner.as_mut().poll(cx));
-                    let Some(shared) = this.inner.as_mut().take_value().and_then(|handle| handle.shared.into_inner())
-                    else {
+                    let Some(shared) = this.inner.as_mut().take_value().and_then(ScopeHandle::into_shared) else {
                         *this.phase = Phase::Done;
                         return Poll::Ready((output, Ok(())));
                     };
@@ -704,10 +703,15 @@ impl Future for CompleteScope {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         if !std::mem::replace(&mut self.started, true) {
             let work = CURRENT.try_with(|handle| {
-                let Some(shared) = handle.shared.get() else {
-                    // Nothing to complete yet; a table made later starts with the phase over.
-                    handle.completed.set(true);
-                    return None;
+                let shared = match handle.shared.get() {
+                    Some(shared) => shared,
+                    // Objects this task built with a completion hook: the shared table runs it.
+                    None if handle.owned_hooks(true) => handle.shared(),
+                    None => {
+                        // Nothing to complete; a table made later starts with the phase over.
+                        handle.completed.set(true);
+                        return None;
+                    }
                 };
                 let objects = shared.begin_completion()?;
                 if objects.is_empty() {

@@ -27,13 +27,16 @@ tokio::task_local! {
 /// lock.
 pub(crate) struct ScopeHandle {
     app_id: u64,
-    app: Arc<AppInner>,
+    pub(super) app: Arc<AppInner>,
     pub(super) shared: OnceCell<Arc<ScopeShared>>,
+    /// Until the scope is shared, the scope's objects themselves (`owned.rs`).
     pub(super) cache: RefCell<TaskCache>,
+    /// The owned scope's constructions in flight on this thread.
+    pub(super) frames: super::owned::Frames,
     /// Objects given by whoever opened the scope (`App::run_in_context_with`, `App::scope`).
     /// Copied into the shared table when that is created, so that other tasks and factories
     /// find them there.
-    seed: Seeds,
+    pub(super) seed: Seeds,
     /// [`discard_events`] ran before the shared part existed: it starts dropping events.
     discarded: std::cell::Cell<bool>,
     /// [`complete_scope`] ran before the shared part existed: it starts with the completion
@@ -108,6 +111,7 @@ impl ScopeHandle {
             app,
             shared: OnceCell::new(),
             cache: RefCell::new(TaskCache::default()),
+            frames: Default::default(),
             seed,
             discarded: std::cell::Cell::new(false),
             completed: std::cell::Cell::new(false),
@@ -130,15 +134,21 @@ impl ScopeHandle {
             app: shared.app.clone(),
             shared: OnceCell::from(shared),
             cache: RefCell::new(cache),
+            frames: Default::default(),
             seed: Seeds::default(),
             discarded: std::cell::Cell::new(false),
             completed: std::cell::Cell::new(false),
         }
     }
 
+    /// The scope's shared part, made now if the scope was still owned by this task: it takes
+    /// over the objects this task built and its constructions in flight.
     pub(super) fn shared(&self) -> &Arc<ScopeShared> {
         self.shared.get_or_init(|| {
             let shared = ScopeShared::new(self.app.clone(), self.seed.clone());
+            if let Ok(cache) = self.cache.try_borrow() {
+                shared.adopt(cache.iter(), &self.frames.keys());
+            }
             if self.completed.get() {
                 shared.completed_before(!self.discarded.get());
             } else if self.discarded.get() {
@@ -166,10 +176,37 @@ impl ScopeHandle {
             // Refused even when it is built already: whether a `get` works must not depend on
             // whether some `get_async` happened to run first.
             _ if self.app.graph.needs_async[key as usize] => return Err(DiError::AsyncInit { wanted }),
-            _ => self.shared().resolve_sync(key as usize)?,
+            _ => match self.shared.get() {
+                Some(shared) => shared.resolve_sync(key as usize)?,
+                None => {
+                    let obj = self.build_owned(key, wanted)?;
+                    if self.shared.get().is_none() {
+                        return Ok(obj); // in the cache: it is the owned scope's table
+                    }
+                    obj
+                }
+            },
         };
         self.remember(key, &obj);
         Ok(obj)
+    }
+
+    /// A context dependency of a factory running in this scope: a seed, an object built, or
+    /// one built now (not remembered as this task's: a factory's resolution is not the task's).
+    fn dependency(&self, app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
+        if self.app_id != app_id {
+            return Err(DiError::ForeignScope { wanted });
+        }
+        if let Some(obj) = self.seed.get(key) {
+            return Ok(obj.clone());
+        }
+        if let Some(shared) = self.shared.get() {
+            return shared.resolve_sync(key as usize);
+        }
+        if let Some(obj) = self.cache.try_borrow().ok().and_then(|c| c.get(key).cloned()) {
+            return Ok(obj);
+        }
+        self.miss(app_id, key, wanted)
     }
 
     fn remember(&self, key: u32, obj: &AnyArc) {
@@ -183,7 +220,8 @@ impl ScopeHandle {
 }
 
 /// A task's cache of the scope's objects: the first inline (a request that reaches one context
-/// object allocates nothing for its cache), the rest in a [`SmallMap`].
+/// object allocates nothing for its cache), the rest in a [`SmallMap`]. Until the scope is
+/// shared, the scope's table: its entries are in creation order.
 #[derive(Default)]
 pub(crate) struct TaskCache {
     first: Option<(u32, AnyArc)>,
@@ -191,6 +229,39 @@ pub(crate) struct TaskCache {
 }
 
 impl TaskCache {
+    /// The entries, in the order they were added.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (u32, &AnyArc)> {
+        self.first.iter().chain(self.rest.iter()).map(|(k, obj)| (*k, obj))
+    }
+
+    pub(super) fn keys(&self) -> impl Iterator<Item = u32> + '_ {
+        self.iter().map(|(k, _)| k)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
+    }
+
+    /// Adds an object an owned scope built: a large scope makes room at once for as many as the
+    /// largest one of its App so far, as the shared table does.
+    pub(super) fn insert_owned(&mut self, app: &AppInner, key: u32, obj: AnyArc) {
+        self.insert(key, obj);
+        if self.rest.len() == crate::maps::LINEAR_LIMIT + 1 {
+            let hint = app.large_scope.load(std::sync::atomic::Ordering::Relaxed);
+            self.rest.reserve_total(hint, Some(app.graph.protos.len()));
+        }
+    }
+
+    /// Drops the entries newest first, each isolated from the others' panics (user `Drop`s).
+    pub(super) fn drop_newest_first(self) {
+        for (_, obj) in self.rest.into_items().rev() {
+            crate::isolate::drop_isolated(obj);
+        }
+        if let Some((_, obj)) = self.first {
+            crate::isolate::drop_isolated(obj);
+        }
+    }
+
     #[inline]
     pub(super) fn get(&self, key: u32) -> Option<&AnyArc> {
         match &self.first {
@@ -286,6 +357,11 @@ pub(crate) async fn current_async<U: ?Sized + 'static>(at: RefKey, wanted: &'sta
     if let Ok(Some(value)) = warm {
         return Ok(value);
     }
+    let sync = CURRENT.try_with(|h| (h.app_id == app_id && !h.app.graph.needs_async[key as usize]).then_some(()));
+    if let Ok(Some(())) = sync {
+        // Built with no await: the task's own path, which an owned scope keeps owned.
+        return current_as::<U>(at, wanted);
+    }
     let shared = CURRENT
         .try_with(|h| (h.app_id == app_id).then(|| h.shared().clone()).ok_or(DiError::ForeignScope { wanted }))
         .unwrap_or(Err(DiError::NoScope { wanted }))?;
@@ -312,9 +388,30 @@ pub(crate) fn current_as<U: ?Sized + 'static>(at: RefKey, wanted: &'static str) 
 
 /// Fails the current scope: its completion phase will not run, its held events are dropped.
 pub(crate) fn fail_current() {
-    if let Ok(Some(shared)) = CURRENT.try_with(|h| h.shared.get().cloned()) {
+    let shared = CURRENT.try_with(|h| {
+        let shared = h.shared.get().cloned();
+        if shared.is_none() {
+            // Still owned by this task, so nothing is held: the phase is over, as `fail` marks
+            // it, and a table made later starts that way, dropping what it is handed.
+            h.completed.set(true);
+            h.discarded.set(true);
+        }
+        shared
+    });
+    if let Ok(Some(shared)) = shared {
         shared.fail();
     }
+}
+
+/// Whether the caller runs in a scope of App `app_id`.
+pub(crate) fn in_scope_of(app_id: u64) -> bool {
+    CURRENT.try_with(|h| h.app_id == app_id).unwrap_or(false)
+}
+
+/// A context dependency of a factory running in the current scope (see
+/// [`ScopeAt::Current`](crate::resolver::ScopeAt::Current)).
+pub(crate) fn in_factory(app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
+    CURRENT.try_with(|h| h.dependency(app_id, key, wanted)).unwrap_or(Err(DiError::NoScope { wanted }))
 }
 
 /// The App of the current scope; `None` outside a scope.

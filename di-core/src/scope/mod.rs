@@ -3,6 +3,7 @@
 //! - `handle.rs`: the task-local handle, the accessors behind `ContextRef`, `spawn`.
 //! - `table.rs`: the scope's shared table and the construction of its objects.
 //! - `end.rs`: completion, destruction, and the futures that run a scope.
+//! - `owned.rs`: a scope owned by its task, until a second task needs it.
 //! - `held.rs`: what a scope holds until its completion phase's end (events, for the bus).
 //! - `hold.rs`: holding a scope open past its work.
 //!
@@ -13,6 +14,7 @@ pub(crate) mod end;
 pub(crate) mod handle;
 pub(crate) mod held;
 pub(crate) mod hold;
+pub(crate) mod owned;
 pub(crate) mod table;
 
 pub use end::complete_scope;

@@ -37,6 +37,17 @@ std::thread_local! {
     static BUILDING_NOW: Cell<Option<(usize, u32)>> = const { Cell::new(None) };
 }
 
+/// The construction a shared table marked as running on this thread.
+pub(super) fn building_now() -> Option<(usize, u32)> {
+    BUILDING_NOW.with(Cell::get)
+}
+
+/// Marks what runs on this thread now: for a scope shared in the middle of its owned
+/// constructions (`owned.rs`), which then run as the shared table's.
+pub(super) fn set_building_now(now: Option<(usize, u32)>) {
+    BUILDING_NOW.with(|b| b.set(now));
+}
+
 /// Marks `(scope, proto)` as the construction running on this thread while `f` runs (restored
 /// on unwind too).
 fn building<R>(now: (usize, u32), f: impl FnOnce() -> R) -> R {
@@ -261,7 +272,7 @@ pub(crate) struct Claim<'a> {
 /// first; [`NOT_RESERVED`] when another construction was building it already.
 type Planned = (u32, u32);
 
-const NOT_RESERVED: u32 = u32::MAX;
+pub(super) const NOT_RESERVED: u32 = u32::MAX;
 
 impl Claim<'_> {
     /// Stores the outcome of the construction; the object joins the scope's created list.
@@ -419,8 +430,54 @@ impl ScopeShared {
         }
     }
 
-    fn addr(&self) -> usize {
+    pub(super) fn addr(&self) -> usize {
         self as *const Self as usize
+    }
+
+    /// Takes over what the task that owned the scope built (`objects`, in creation order; the
+    /// seeds among them are in the table already) and the constructions it has in flight
+    /// (`building`, outermost first, each running inside the one before it). Those are
+    /// finished ([`finish_adopted`](Self::finish_adopted)) or given up
+    /// ([`abandon_adopted`](Self::abandon_adopted)) by the owned scope's code.
+    pub(super) fn adopt<'o>(&self, objects: impl Iterator<Item = (u32, &'o AnyArc)>, building: &[u32]) {
+        let mut table = self.table();
+        for (key, obj) in objects {
+            if self.seeds.get(key).is_none() {
+                table.add(&self.app, key, Slot::Ready(Ok(obj.clone())));
+                table.created.push((key as usize, obj.clone()));
+            }
+        }
+        let mut parent = None;
+        for &key in building {
+            table.add(&self.app, key, Slot::Building { parent });
+            parent = Some(key);
+        }
+        if let Some(&top) = building.last() {
+            set_building_now(Some((self.addr(), top)));
+        }
+    }
+
+    /// Stores the outcome of a construction adopted in flight, as [`Claim::finish`] does.
+    pub(super) fn finish_adopted(&self, key: u32, result: Result<AnyArc, DiError>) -> Result<AnyArc, DiError> {
+        let mut table = self.table();
+        match table.slots.position(key) {
+            Some(pos) => {
+                Claim { shared: self, key, pos, done: false, pending: Vec::new() }.finish_in(&mut table, result)
+            }
+            None => result,
+        }
+    }
+
+    /// Gives up a construction adopted in flight (its factory panicked), as an unfinished
+    /// [`Claim`] does.
+    pub(super) fn abandon_adopted(&self, key: u32) {
+        let mut table = self.table();
+        if let Some(pos) = table.slots.position(key) {
+            if let slot @ Slot::Building { .. } = table.slots.value_at_mut(pos) {
+                *slot = Slot::Vacant;
+            }
+        }
+        self.wake(&table);
     }
 
     /// The construction of this scope running on this task, if any.

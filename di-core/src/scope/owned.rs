@@ -1,0 +1,232 @@
+//! A scope owned by its task: until a second task needs the scope, its objects live in the
+//! task's handle (the task cache is the table), built with no lock, no atomics and no
+//! allocation of the scope's own; the first thing that needs the shared form (a
+//! [`spawn`](crate::spawn), a hold, an event, an async construction, a failure, a hook to run)
+//! moves them into a [`ScopeShared`] table, constructions in flight included.
+//!
+//! Only the plain case is built here: a sync construction whose by-value context dependencies
+//! are built already or have none of their own. Anything else goes to the shared table, which
+//! has the whole protocol (the plan of deep dependencies, waits between tasks, failures).
+//!
+//! Constructions in flight are kept in a thread-local stack (a sync construction never leaves
+//! its thread): a handle's share of it starts at `base`. That is what finds a cycle (the asked
+//! object is being built further down), and what the shared table adopts as `Building` slots,
+//! each with the one below as its parent, when the scope is shared mid-construction.
+
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::handle::ScopeHandle;
+use super::table::{NOT_RESERVED, ScopeShared, building_now, set_building_now};
+use crate::erased::AnyArc;
+use crate::error::DiError;
+use crate::proto::factory::Factory;
+use crate::resolver::{Fresh, ScopeAt};
+
+std::thread_local! {
+    /// The owned scopes' constructions running on this thread, innermost last, each with the
+    /// construction the shared tables knew as running here when it began (restored if its
+    /// scope is shared meanwhile).
+    static FRAMES: RefCell<Vec<(u32, Option<(usize, u32)>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A handle's constructions in flight: how many, and where they start in [`FRAMES`].
+#[derive(Default)]
+pub(crate) struct Frames {
+    count: Cell<u32>,
+    base: Cell<u32>,
+}
+
+impl Frames {
+    /// The keys of the constructions in flight, outermost first.
+    pub(super) fn keys(&self) -> Vec<u32> {
+        let (base, count) = (self.base.get() as usize, self.count.get() as usize);
+        if count == 0 {
+            return Vec::new();
+        }
+        FRAMES.with(|f| f.borrow()[base..base + count].iter().map(|&(k, _)| k).collect())
+    }
+
+    /// Where `key` is among the constructions in flight (0: the outermost).
+    fn position(&self, key: u32) -> Option<usize> {
+        let (base, count) = (self.base.get() as usize, self.count.get() as usize);
+        if count == 0 {
+            return None;
+        }
+        FRAMES.with(|f| f.borrow()[base..base + count].iter().position(|&(k, _)| k == key))
+    }
+}
+
+/// One construction in flight on an owned scope; popped when it finishes or unwinds.
+struct Frame<'a> {
+    handle: &'a ScopeHandle,
+    key: u32,
+    done: bool,
+}
+
+impl<'a> Frame<'a> {
+    fn enter(handle: &'a ScopeHandle, key: u32) -> Self {
+        let frames = &handle.frames;
+        FRAMES.with(|f| {
+            let mut f = f.borrow_mut();
+            if frames.count.get() == 0 {
+                frames.base.set(f.len() as u32);
+            }
+            f.push((key, building_now()));
+        });
+        frames.count.set(frames.count.get() + 1);
+        Frame { handle, key, done: false }
+    }
+
+    /// Pops this construction; if the scope was shared meanwhile, the construction below (if
+    /// one of this scope's) is the one running on this thread again.
+    fn pop(&self) -> Option<&'a Arc<ScopeShared>> {
+        let frames = &self.handle.frames;
+        let left = frames.count.get() - 1;
+        frames.count.set(left);
+        let (before, below) = FRAMES.with(|f| {
+            let mut f = f.borrow_mut();
+            let (_, before) = f.pop().expect("pushed by `enter`");
+            (before, f.last().map(|&(k, _)| k))
+        });
+        let shared = self.handle.shared.get()?;
+        // Shared mid-construction: the shared table marks what runs here (set when it was
+        // shared); below this scope's constructions, what was there before them.
+        set_building_now(match (left, below) {
+            (0, _) | (_, None) => before,
+            (_, Some(below)) => Some((shared.addr(), below)),
+        });
+        Some(shared)
+    }
+
+    /// Stores the construction's outcome: in the task cache, which is the owned scope's table;
+    /// in the shared table if the scope was shared meanwhile or the construction failed (every
+    /// task gets the same failure: the shared table keeps it).
+    fn finish(mut self, result: Result<AnyArc, DiError>) -> Result<AnyArc, DiError> {
+        self.done = true;
+        // A failure, or a cache borrowed (by a `with` callback; checked free before the
+        // construction began): shared before the pop, so that this construction is adopted as
+        // in flight and the shared table keeps its outcome.
+        if result.is_err() || self.handle.cache.try_borrow_mut().is_err() {
+            self.handle.shared();
+        }
+        if let Some(shared) = self.pop() {
+            return shared.finish_adopted(self.key, result);
+        }
+        let obj = result.expect("a failure shares the scope above");
+        self.handle.cache.borrow_mut().insert_owned(&self.handle.app, self.key, obj.clone());
+        Ok(obj)
+    }
+}
+
+impl Drop for Frame<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            // Unwinding (a factory panicked): nothing was built; a shared table adopted the
+            // slot as in flight, and gives it up.
+            if let Some(shared) = self.pop() {
+                shared.abandon_adopted(self.key);
+            }
+        }
+    }
+}
+
+impl ScopeHandle {
+    /// Builds context proto `key` (sync, not seeded, not built) in this task's owned scope, or
+    /// in the shared table when the case is not the plain one. The scope is not shared yet.
+    pub(super) fn build_owned(&self, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
+        let graph = &self.app.graph;
+        if let Some(pos) = self.frames.position(key) {
+            return Err(self.local_cycle(pos, key));
+        }
+        if self.completed.get() && graph.protos[key as usize].complete.is_some() {
+            return Err(DiError::LateCompletion { wanted });
+        }
+        let deps = &graph.context_deps[key as usize];
+        let unbuilt = |d: u32| self.seed.get(d).is_none() && self.cache.try_borrow().is_ok_and(|c| c.get(d).is_none());
+        // The plain case: the cache can take the objects (not borrowed by a `with` callback),
+        // and what is to be built first has no by-value context dependency of its own.
+        let plain = self.cache.try_borrow_mut().is_ok()
+            && deps.iter().all(|&d| !unbuilt(d) || graph.context_deps[d as usize].is_empty());
+        if !plain {
+            return self.shared().resolve_sync(key as usize);
+        }
+        let frame = Frame::enter(self, key);
+        let mut keys = Vec::new();
+        let mut objs = Vec::new();
+        for &dep in deps {
+            if !unbuilt(dep) {
+                continue;
+            }
+            if let Some(pos) = self.frames.position(dep) {
+                return frame.finish(Err(self.local_cycle(pos, dep)));
+            }
+            let built = match self.shared.get() {
+                // Shared meanwhile (by a factory before): another task may build it now.
+                Some(shared) => shared.resolve_sync(dep as usize),
+                None => Frame::enter(self, dep).finish(self.call_factory(dep, Fresh::default())),
+            };
+            match built {
+                Ok(obj) => {
+                    keys.push((dep, NOT_RESERVED));
+                    objs.push(obj);
+                }
+                Err(e) => return frame.finish(Err(e)),
+            }
+        }
+        let built = self.call_factory(key, Fresh { keys: &keys, objs: &objs });
+        frame.finish(built)
+    }
+
+    /// Runs proto `key`'s sync factory; its context dependencies are found through the
+    /// task-local (`fresh` holds those built for it just now).
+    fn call_factory(&self, key: u32, fresh: Fresh<'_>) -> Result<AnyArc, DiError> {
+        let resolver =
+            crate::resolver::Resolver { fresh, scope: ScopeAt::Current, ..self.app.resolver(key as usize, None) };
+        match &self.app.graph.protos[key as usize].factory {
+            Factory::Sync(factory) => factory.call(&resolver),
+            Factory::Async(_) | Factory::Config(_) => {
+                unreachable!("a context proto built asynchronously goes through `resolve_async`")
+            }
+        }
+    }
+
+    /// The cycle closed by asking for `key`, in flight at `pos`: `key`, what it runs, ... the
+    /// asker, `key` (as the shared table names it).
+    #[cold]
+    fn local_cycle(&self, pos: usize, key: u32) -> DiError {
+        let protos = &self.app.graph.protos;
+        let chain = self.frames.keys()[pos..].iter().chain([&key]).map(|&k| protos[k as usize].label()).collect();
+        DiError::EagerCycle { chain }
+    }
+
+    /// Whether an object this task built has a hook the scope's end must run: a destroy hook,
+    /// or a completion hook while the phase has not run (only completion hooks if
+    /// `complete_only`).
+    pub(super) fn owned_hooks(&self, complete_only: bool) -> bool {
+        let protos = &self.app.graph.protos;
+        let Ok(cache) = self.cache.try_borrow() else { return true };
+        cache.keys().any(|k| {
+            let def = &protos[k as usize];
+            self.seed.get(k).is_none()
+                && ((!complete_only && def.destroy.is_some()) || (!self.completed.get() && def.complete.is_some()))
+        })
+    }
+
+    /// The shared part to end the scope with: the existing one, or one made now if an object
+    /// this task built has a hook to run. Otherwise the objects are dropped here, newest first,
+    /// each isolated from the others' panics, and there is nothing left to end.
+    pub(crate) fn into_shared(self) -> Option<Arc<ScopeShared>> {
+        if self.shared.get().is_none() && !self.owned_hooks(false) {
+            let cache = std::mem::take(&mut *self.cache.borrow_mut());
+            let size = cache.len();
+            if size > crate::maps::LINEAR_LIMIT && size > self.app.large_scope.load(Ordering::Relaxed) {
+                self.app.large_scope.fetch_max(size.min(super::end::LARGE_SCOPE_HINT_MAX), Ordering::Relaxed);
+            }
+            cache.drop_newest_first();
+            return None;
+        }
+        Some(self.shared().clone())
+    }
+}

@@ -1,0 +1,246 @@
+//! A scope owned by its task until a second task needs it (issue 27): what the objects built
+//! before the scope is shared, and the constructions in flight when it is, must keep. One
+//! object per proto per scope, whichever task asks; a cycle is an error, never a hang; a
+//! failure is every task's answer; a panic leaves the proto buildable; each object destroyed
+//! once.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use di_core::{App, ContextRef, Dependency, DiError, InjectKind, ProtoDef};
+
+/// A context object: its build number.
+struct Leaf(usize);
+/// Takes a `Leaf` by value.
+struct Node(Arc<Leaf>);
+/// A singleton reaching both.
+struct Holder {
+    leaf: ContextRef<Leaf>,
+    node: ContextRef<Node>,
+}
+
+#[derive(Default)]
+struct Counts {
+    built: AtomicUsize,
+    destroyed: AtomicUsize,
+}
+
+/// What the leaf's factory does before it returns, given the shared counts and its resolver.
+type LeafHook = dyn Fn(&Counts) -> Result<(), DiError> + Send + Sync;
+
+async fn app(counts: &Arc<Counts>, hook: Arc<LeafHook>) -> App {
+    let (c, d) = (counts.clone(), counts.clone());
+    let leaf = ProtoDef::context::<Leaf>(move |_| {
+        hook(&c)?;
+        Ok(Leaf(c.built.fetch_add(1, Ordering::SeqCst)))
+    })
+    .on_destroy(move |_: Arc<Leaf>| {
+        let d = d.clone();
+        async move {
+            d.destroyed.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    });
+    App::builder()
+        .without_inventory()
+        .register(leaf)
+        .register(
+            ProtoDef::context::<Node>(|r| Ok(Node(r.arc(0)?))).dep(Dependency::new::<Leaf>(InjectKind::Arc, None)),
+        )
+        .register(
+            ProtoDef::singleton::<Holder>(|r| Ok(Holder { leaf: r.context_ref(0)?, node: r.context_ref(1)? }))
+                .dep(Dependency::new::<Leaf>(InjectKind::ContextRef, None))
+                .dep(Dependency::new::<Node>(InjectKind::ContextRef, None)),
+        )
+        .build()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_built_before_a_spawn_are_the_spawned_tasks_and_destroyed_once() {
+    let counts = Arc::new(Counts::default());
+    let app = app(&counts, Arc::new(|_| Ok(()))).await;
+    let holder = app.get_object::<Holder>().unwrap();
+    let same = app
+        .run_in_context(async {
+            let node = holder.node.get(); // built in the owned scope, with its leaf
+            let h = app.get_object::<Holder>().unwrap();
+            let other = di_core::spawn(async move { (h.leaf.get(), h.node.get()) }).await.unwrap();
+            Arc::ptr_eq(&node, &other.1) && Arc::ptr_eq(&node.0, &other.0) && Arc::ptr_eq(&holder.leaf.get(), &node.0)
+        })
+        .await;
+    assert!(same, "the spawned task sees the objects the owner built");
+    app.shutdown().await.unwrap();
+    assert_eq!(counts.built.load(Ordering::SeqCst), 1);
+    assert_eq!(counts.destroyed.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_construction_in_flight_when_the_scope_is_shared_is_built_once_for_every_task() {
+    // The leaf's factory spawns a task that asks for the leaf: the scope is shared while the
+    // leaf is being built, and the other task waits for this construction, not a second one.
+    let counts = Arc::new(Counts::default());
+    let seen: Arc<Mutex<Option<tokio::task::JoinHandle<Arc<Leaf>>>>> = Arc::default();
+    let (s, app_cell) = (seen.clone(), Arc::new(std::sync::OnceLock::<App>::new()));
+    let cell = app_cell.clone();
+    let app = app(
+        &counts,
+        Arc::new(move |_| {
+            if s.lock().unwrap().is_none() {
+                let app = cell.get().unwrap().clone();
+                *s.lock().unwrap() = Some(di_core::spawn(async move { app.get_object::<Leaf>().unwrap() }));
+                std::thread::sleep(Duration::from_millis(50)); // the other task asks meanwhile
+            }
+            Ok(())
+        }),
+    )
+    .await;
+    app_cell.set(app.clone()).ok();
+    let holder = app.get_object::<Holder>().unwrap();
+    let (mine, theirs) = app
+        .run_in_context(async {
+            let mine = holder.node.get().0.clone();
+            let task = seen.lock().unwrap().take().unwrap();
+            (mine, task.await.unwrap())
+        })
+        .await;
+    assert!(Arc::ptr_eq(&mine, &theirs));
+    app.shutdown().await.unwrap();
+    assert_eq!(counts.built.load(Ordering::SeqCst), 1);
+    assert_eq!(counts.destroyed.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cycle_closed_after_the_scope_is_shared_mid_construction_is_an_error_not_a_hang() {
+    // Building the node builds its leaf first; the leaf's factory shares the scope (a spawn),
+    // then asks for the node, which is being built further down this very stack.
+    let counts = Arc::new(Counts::default());
+    let cell = Arc::new(std::sync::OnceLock::<App>::new());
+    let c = cell.clone();
+    let app = app(
+        &counts,
+        Arc::new(move |_| {
+            drop(di_core::spawn(async {}));
+            match c.get().unwrap().get_object::<Node>() {
+                Err(e) => Err(e),
+                Ok(_) => panic!("the node cannot exist while its leaf is built"),
+            }
+        }),
+    )
+    .await;
+    cell.set(app.clone()).ok();
+    let holder = app.get_object::<Holder>().unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), app.run_in_context(async { holder.node.try_get() }))
+        .await
+        .expect("a cycle must not hang");
+    match result {
+        Err(DiError::EagerCycle { chain }) => {
+            assert_eq!(chain.len(), 3, "{chain:?}");
+            assert!(chain[0].contains("Node") && chain[1].contains("Leaf") && chain[2].contains("Node"), "{chain:?}");
+        }
+        other => panic!("expected the cycle, got {:?}", other.map(|_| ())),
+    }
+}
+
+#[tokio::test]
+async fn a_failed_construction_is_every_later_askers_answer_without_a_rebuild() {
+    let counts = Arc::new(Counts::default());
+    let app = app(
+        &counts,
+        Arc::new(|c: &Counts| {
+            c.built.fetch_add(1, Ordering::SeqCst);
+            Err(DiError::construction::<Leaf>("leaf", "the disk is full"))
+        }),
+    )
+    .await;
+    let holder = app.get_object::<Holder>().unwrap();
+    let (first, second, via_node) = app
+        .run_in_context(async {
+            let first = holder.leaf.try_get().map(|_| ()).unwrap_err().to_string();
+            let second = holder.leaf.try_get().map(|_| ()).unwrap_err().to_string();
+            let via_node = holder.node.try_get().map(|_| ()).unwrap_err().to_string();
+            (first, second, via_node)
+        })
+        .await;
+    assert!(first.contains("the disk is full"), "{first}");
+    assert_eq!(first, second);
+    assert_eq!(first, via_node);
+    assert_eq!(counts.built.load(Ordering::SeqCst), 1, "the factory ran once");
+}
+
+#[tokio::test]
+async fn a_panicking_factory_leaves_its_proto_buildable_in_the_same_scope() {
+    let counts = Arc::new(Counts::default());
+    let tries = Arc::new(AtomicUsize::new(0));
+    let t = tries.clone();
+    let app = app(
+        &counts,
+        Arc::new(move |_| {
+            if t.fetch_add(1, Ordering::SeqCst) == 0 {
+                panic!("the first try fails");
+            }
+            Ok(())
+        }),
+    )
+    .await;
+    let holder = app.get_object::<Holder>().unwrap();
+    let (panicked, node) = app
+        .run_in_context(async {
+            let panicked = std::panic::catch_unwind(AssertUnwindSafe(|| holder.node.get())).is_err();
+            (panicked, holder.node.get())
+        })
+        .await;
+    assert!(panicked);
+    assert_eq!(node.0.0, 0, "built once, on the second try");
+    app.shutdown().await.unwrap();
+    assert_eq!(counts.destroyed.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_object_first_asked_for_inside_a_with_callback_is_kept_once() {
+    let counts = Arc::new(Counts::default());
+    let app = app(&counts, Arc::new(|_| Ok(()))).await;
+    let holder = app.get_object::<Holder>().unwrap();
+    let same = app
+        .run_in_context(async {
+            let leaf = holder.leaf.get();
+            // The task's cache is borrowed while the callback runs: the node goes to the
+            // shared table, and later asks find it there.
+            let inside = holder.leaf.with(|_| holder.node.get());
+            Arc::ptr_eq(&inside, &holder.node.get()) && Arc::ptr_eq(&inside.0, &leaf)
+        })
+        .await;
+    assert!(same);
+    app.shutdown().await.unwrap();
+    assert_eq!(counts.built.load(Ordering::SeqCst), 1);
+    assert_eq!(counts.destroyed.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn objects_of_an_owned_scope_are_destroyed_newest_first_and_dropped_at_its_end() {
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let (a, b) = (order.clone(), order.clone());
+    let app = App::builder()
+        .without_inventory()
+        .register(ProtoDef::context::<Leaf>(|_| Ok(Leaf(0))).on_destroy(move |_: Arc<Leaf>| {
+            a.lock().unwrap().push("leaf");
+            async { Ok(()) }
+        }))
+        .register(
+            ProtoDef::context::<Node>(|r| Ok(Node(r.arc(0)?)))
+                .dep(Dependency::new::<Leaf>(InjectKind::Arc, None))
+                .on_destroy(move |_: Arc<Node>| {
+                    b.lock().unwrap().push("node");
+                    async { Ok(()) }
+                }),
+        )
+        .build()
+        .await
+        .unwrap();
+    let weak = app.run_in_context(async { Arc::downgrade(&app.get_object::<Node>().unwrap()) }).await;
+    assert_eq!(*order.lock().unwrap(), ["node", "leaf"]);
+    assert!(weak.upgrade().is_none(), "dropped when the scope ended");
+}
