@@ -76,6 +76,9 @@ pub(crate) struct Graph {
     pub(crate) levels: Vec<Vec<usize>>,
     /// Context protos that need `get_async` (an init hook, theirs or a by-value dependency's).
     pub(crate) needs_async: Vec<bool>,
+    /// Each proto's end-of-scope hooks, dense ([`COMPLETE_HOOK`], [`DESTROY_HOOK`]): what a
+    /// scope owned by its task records per object built, without reading the `ProtoDef`.
+    pub(crate) hooks: Vec<u8>,
     /// The context protos each context proto takes by value, in declaration order, each once:
     /// what must be built before it.
     pub(crate) context_deps: Vec<Box<[u32]>>,
@@ -85,6 +88,11 @@ pub(crate) struct Graph {
     /// `get_provider`.
     pub(crate) provided: FastMap<TypeId, Vec<Target>>,
 }
+
+/// A proto with a completion hook, in [`Graph::hooks`].
+pub(crate) const COMPLETE_HOOK: u8 = 1;
+/// A proto with a destroy hook, in [`Graph::hooks`].
+pub(crate) const DESTROY_HOOK: u8 = 2;
 
 impl Graph {
     /// The protos whose own type is `ty` (none if there is no such proto).
@@ -221,7 +229,11 @@ impl Graph {
         drop(by_name); // it borrows the names of `protos`
         let declared = protos.iter().map(|p| p.deps.iter().map(|d| (d.kind, (d.type_id)())).collect()).collect();
         let scopes = protos.iter().map(|p| p.scope).collect();
-        Ok(Graph { protos, resolved, declared, scopes, levels, needs_async, context_deps, by_type, provided })
+        let hooks = protos
+            .iter()
+            .map(|p| u8::from(p.complete.is_some()) * COMPLETE_HOOK | u8::from(p.destroy.is_some()) * DESTROY_HOOK)
+            .collect();
+        Ok(Graph { protos, resolved, declared, scopes, levels, needs_async, hooks, context_deps, by_type, provided })
     }
 }
 

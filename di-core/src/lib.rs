@@ -176,6 +176,7 @@ mod hosted;
 mod isolate;
 mod join;
 mod keyed;
+mod local;
 mod maps;
 mod pending;
 mod private;

@@ -22,6 +22,7 @@ const FLOORS: &[(&str, Floor)] = &[
     ("erased", Floor::Vocabulary),
     ("isolate", Floor::Vocabulary),
     ("join", Floor::Vocabulary),
+    ("local", Floor::Vocabulary),
     ("maps", Floor::Vocabulary),
     ("pending", Floor::Vocabulary),
     ("telemetry", Floor::Vocabulary),

@@ -244,3 +244,45 @@ async fn objects_of_an_owned_scope_are_destroyed_newest_first_and_dropped_at_its
     assert_eq!(*order.lock().unwrap(), ["node", "leaf"]);
     assert!(weak.upgrade().is_none(), "dropped when the scope ended");
 }
+
+/// A context object at one level of a chain of nested resolutions.
+struct Level(usize, Option<Arc<Level>>);
+
+#[tokio::test]
+async fn resolutions_nested_deeper_than_the_owned_stack_go_to_the_shared_table_built_once() {
+    // Each level's factory asks for the next one (user code, not a declared dependency): 20
+    // constructions in flight on one stack, past the owned scope's depth, so the scope is
+    // shared with those in flight adopted.
+    const LEVELS: usize = 20;
+    let builds = Arc::new(AtomicUsize::new(0));
+    let cell = Arc::new(std::sync::OnceLock::<App>::new());
+    let defs = (0..LEVELS).map(|i| {
+        let (cell, builds) = (cell.clone(), builds.clone());
+        ProtoDef::context::<Level>(move |_| {
+            builds.fetch_add(1, Ordering::SeqCst);
+            let next = (i + 1 < LEVELS).then(|| cell.get().unwrap().get_object_named::<Level>(&format!("l{}", i + 1)));
+            Ok(Level(i, next.transpose()?))
+        })
+        .name(format!("l{i}"))
+    });
+    let app = App::builder().without_inventory().register_all(defs).build().await.unwrap();
+    cell.set(app.clone()).ok();
+    let (depth, last_again) = app
+        .run_in_context(async {
+            let top = app.get_object_named::<Level>("l0").unwrap();
+            let mut depth = 0;
+            let mut at = Some(top);
+            let mut last = None;
+            while let Some(level) = at {
+                depth += 1;
+                last = Some(level.clone());
+                at = level.1.clone();
+            }
+            let again = app.get_object_named::<Level>(&format!("l{}", LEVELS - 1)).unwrap();
+            (depth, Arc::ptr_eq(&last.unwrap(), &again) && again.0 == LEVELS - 1)
+        })
+        .await;
+    assert_eq!(depth, LEVELS);
+    assert!(last_again, "the deepest level is the scope's one object of its proto");
+    assert_eq!(builds.load(Ordering::SeqCst), LEVELS, "each level built once");
+}

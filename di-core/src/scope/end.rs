@@ -8,10 +8,9 @@ use std::sync::{Arc, MutexGuard};
 use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
-use tokio::task::futures::TaskLocalFuture;
 use tracing::Instrument;
 
-use super::handle::{CURRENT, ScopeHandle, Seeds, fail_current};
+use super::handle::{CURRENT, ScopeHandle, Seeds, fail_current, scoped};
 use super::table::{Completion, ScopeShared, Slot, Table};
 use crate::maps::SmallMap;
 
@@ -241,32 +240,41 @@ impl ScopeShared {
 fn ending(shared: Arc<ScopeShared>) -> impl Future<Output = ()> + Send + 'static {
     let guard = PendingGuard::new(shared.app.clone());
     let counted = shared.app.metrics.ending();
-    CURRENT
-        .scope(ScopeHandle::joining(shared.clone()), async move {
-            // Counted as ending until the end of this block (nothing without the feature).
-            let _ending = counted;
-            shared.finish().await;
-            drop(guard);
-        })
-        .instrument(tracing::Span::current())
+    scoped(ScopeHandle::joining(shared.clone()), async move {
+        // Counted as ending until the end of this block (nothing without the feature).
+        let _ending = counted;
+        shared.finish().await;
+        drop(guard);
+    })
+    .instrument(tracing::Span::current())
 }
 
+/// Where a [`ContextFuture`] stands. The phases after the output are boxed: a scope that has
+/// hooks to run or tasks to wait for allocates for them anyway, and the request with none (the
+/// common one) keeps a future one output smaller, which every move of it copies.
 enum Phase<O> {
     /// The scope's future runs.
     Running,
     /// Completion hooks run; `output` waits for them.
-    Completing {
-        shared: Arc<ScopeShared>,
-        hooks: BoxFuture<Result<(), DiError>>,
-        output: Option<O>,
-    },
+    Completing(Box<Completing<O>>),
     /// The scope ends before the output is handed back (the default).
-    Ending {
-        end: BoxFuture<()>,
-        output: Option<(O, Result<(), DiError>)>,
-    },
+    Ending(Box<Ending<O>>),
     Done,
 }
+
+struct Completing<O> {
+    shared: Arc<ScopeShared>,
+    hooks: BoxFuture<Result<(), DiError>>,
+    output: Option<O>,
+}
+
+struct Ending<O> {
+    end: BoxFuture<()>,
+    output: Option<(O, Completed)>,
+}
+
+/// The completion phase's result; the error boxed, so that the output travels light.
+type Completed = Result<(), Box<DiError>>;
 
 pin_project! {
     /// The future returned by [`App::run_in_context`](crate::App::run_in_context): runs the
@@ -304,7 +312,7 @@ pin_project! {
     #[must_use = "futures do nothing unless you `.await` or poll them"]
     pub struct ContextFuture<F: Future> {
         #[pin]
-        inner: TaskLocalFuture<ScopeHandle, F>,
+        inner: crate::local::Scoped<ScopeHandle, F>,
         phase: Phase<F::Output>,
         in_background: bool,
         // Zero-sized without the `metrics` feature.
@@ -322,13 +330,13 @@ pin_project! {
                     shared.settle_held(false);
                     start_end(shared)
                 }),
-                Phase::Completing { shared, .. } => {
+                Phase::Completing(completing) => {
                     completion_cancelled();
-                    shared.abandon_completion();
-                    shared.settle_held(false);
-                    start_end(shared)
+                    completing.shared.abandon_completion();
+                    completing.shared.settle_held(false);
+                    start_end(completing.shared)
                 }
-                Phase::Ending { end, .. } => Some(end),
+                Phase::Ending(ending) => Some(ending.end),
                 Phase::Done => None,
             };
             // With no runtime to run destroy hooks on, dropping `end` drops the scope's last
@@ -372,7 +380,7 @@ fn start_end_held(shared: Arc<ScopeShared>) -> (Option<BoxFuture<()>>, bool) {
 }
 
 impl<F: Future> ContextFuture<F> {
-    pub(crate) fn new(inner: TaskLocalFuture<ScopeHandle, F>, open: crate::telemetry::Open) -> Self {
+    pub(crate) fn new(inner: crate::local::Scoped<ScopeHandle, F>, open: crate::telemetry::Open) -> Self {
         ContextFuture { inner, phase: Phase::Running, in_background: false, open }
     }
 
@@ -446,12 +454,12 @@ impl<F: Future> ContextFuture<F> {
     }
 
     /// Drives the scope; `Ready` with the output and the completion phase's result.
-    fn poll_scope(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(F::Output, Result<(), DiError>)> {
+    fn poll_scope(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(F::Output, Completed)> {
         let mut this = self.project();
         loop {
             // `held`: a hold outlives the output (it is in it, or elsewhere); the end waits for
             // it, so it cannot run before the output is handed back.
-            let (end, output, result, held): (Option<BoxFuture<()>>, _, _, bool) = match this.phase {
+            let (end, output, result, held): (Option<BoxFuture<()>>, _, Completed, bool) = match this.phase {
                 Phase::Running => {
                     let output = std::task::ready!(this.inner.as_mut().poll(cx));
                     let Some(shared) = this.inner.as_mut().take_value().and_then(ScopeHandle::into_shared) else {
@@ -460,11 +468,12 @@ impl<F: Future> ContextFuture<F> {
                     };
                     match shared.after_output() {
                         Next::Complete(objects) => {
-                            let hooks = CURRENT.scope(ScopeHandle::joining(shared.clone()), {
+                            let hooks = scoped(ScopeHandle::joining(shared.clone()), {
                                 let shared = shared.clone();
                                 async move { shared.complete(objects).await }
                             });
-                            *this.phase = Phase::Completing { shared, hooks: Box::pin(hooks), output: Some(output) };
+                            let completing = Completing { shared, hooks: Box::pin(hooks), output: Some(output) };
+                            *this.phase = Phase::Completing(Box::new(completing));
                             continue;
                         }
                         // The scope's future may have run the phase itself (`complete_scope`):
@@ -476,28 +485,28 @@ impl<F: Future> ContextFuture<F> {
                         Next::End { held } => (Some(Box::pin(ending(shared))), output, Ok(()), held),
                     }
                 }
-                Phase::Completing { shared, hooks, output } => {
-                    let result = std::task::ready!(hooks.as_mut().poll(cx));
-                    let (end, held) = start_end_held(shared.clone());
-                    (end, output.take().expect("taken once"), result, held)
+                Phase::Completing(completing) => {
+                    let result = std::task::ready!(completing.hooks.as_mut().poll(cx));
+                    let (end, held) = start_end_held(completing.shared.clone());
+                    (end, completing.output.take().expect("taken once"), result.map_err(Box::new), held)
                 }
-                Phase::Ending { .. } => {
+                Phase::Ending(_) => {
                     // Out of the phase while it is polled: if it panics, `Drop` must not spawn
                     // the poisoned future again.
-                    let Phase::Ending { mut end, output } = std::mem::replace(this.phase, Phase::Done) else {
+                    let Phase::Ending(mut ending) = std::mem::replace(this.phase, Phase::Done) else {
                         unreachable!("matched above")
                     };
-                    if end.as_mut().poll(cx).is_pending() {
-                        *this.phase = Phase::Ending { end, output };
+                    if ending.end.as_mut().poll(cx).is_pending() {
+                        *this.phase = Phase::Ending(ending);
                         return Poll::Pending;
                     }
-                    return Poll::Ready(output.expect("set with the phase"));
+                    return Poll::Ready(ending.output.take().expect("set with the phase"));
                 }
                 Phase::Done => panic!("ContextFuture polled after completion"),
             };
             let end = if *this.in_background || held { end.and_then(spawn_end) } else { end };
             if let Some(end) = end {
-                *this.phase = Phase::Ending { end, output: Some((output, result)) };
+                *this.phase = Phase::Ending(Box::new(Ending { end, output: Some((output, result)) }));
                 continue;
             }
             *this.phase = Phase::Done;
@@ -522,8 +531,8 @@ impl<F: Future> std::fmt::Debug for ContextFuture<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let phase = match self.phase {
             Phase::Running => "running",
-            Phase::Completing { .. } => "completing",
-            Phase::Ending { .. } => "ending",
+            Phase::Completing(_) => "completing",
+            Phase::Ending(_) => "ending",
             Phase::Done => "done",
         };
         f.debug_struct("ContextFuture")
@@ -602,7 +611,7 @@ impl<F: Future> Future for TryContextFuture<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let (output, result) = std::task::ready!(self.project().inner.poll_scope(cx));
-        Poll::Ready(result.map(|()| output))
+        Poll::Ready(result.map(|()| output).map_err(|error| *error))
     }
 }
 
@@ -756,7 +765,7 @@ impl std::fmt::Debug for CompleteScope {
 #[inline]
 pub(crate) fn run<F: Future>(app: Arc<AppInner>, seed: Seeds, fut: F) -> ContextFuture<F> {
     let open = app.metrics.scope();
-    ContextFuture::new(CURRENT.scope(ScopeHandle::new(app, seed), fut), open)
+    ContextFuture::new(scoped(ScopeHandle::new(app, seed), fut), open)
 }
 
 /// Runs `work` in a new scope of `app`: its completion phase if `work` succeeds, none (and its

@@ -17,8 +17,17 @@ use crate::runtime::AppInner;
 
 use super::table::ScopeShared;
 
-tokio::task_local! {
-    pub(crate) static CURRENT: ScopeHandle;
+std::thread_local! {
+    static CURRENT_SLOT: crate::local::Slot<ScopeHandle> = const { std::cell::Cell::new(std::ptr::null()) };
+}
+
+/// The current scope's handle: a task-local that moves nothing (`local.rs`), entered by the
+/// scope's futures for each poll.
+pub(crate) static CURRENT: crate::local::Local<ScopeHandle> = crate::local::Local::new(&CURRENT_SLOT);
+
+/// `fut` run in the scope of `handle`.
+pub(crate) fn scoped<F>(handle: ScopeHandle, fut: F) -> crate::local::Scoped<ScopeHandle, F> {
+    crate::local::Scoped::new(&CURRENT, handle, fut)
 }
 
 /// What each task of a scope holds in the task-local: the App, the scope's shared part
@@ -225,36 +234,37 @@ impl ScopeHandle {
 #[derive(Default)]
 pub(crate) struct TaskCache {
     first: Option<(u32, AnyArc)>,
-    rest: SmallMap<AnyArc>,
+    /// Boxed: the handle is moved into and out of the task-local on every poll, so it stays
+    /// small for the request that reaches one object.
+    rest: Option<Box<SmallMap<AnyArc>>>,
+    /// Whether an object an owned scope built has a completion hook, a destroy hook.
+    pub(super) hooks: u8,
 }
 
 impl TaskCache {
     /// The entries, in the order they were added.
     pub(super) fn iter(&self) -> impl Iterator<Item = (u32, &AnyArc)> {
-        self.first.iter().chain(self.rest.iter()).map(|(k, obj)| (*k, obj))
-    }
-
-    pub(super) fn keys(&self) -> impl Iterator<Item = u32> + '_ {
-        self.iter().map(|(k, _)| k)
+        self.first.iter().chain(self.rest.iter().flat_map(|r| r.iter())).map(|(k, obj)| (*k, obj))
     }
 
     pub(super) fn len(&self) -> usize {
-        usize::from(self.first.is_some()) + self.rest.len()
+        usize::from(self.first.is_some()) + self.rest.as_ref().map_or(0, |r| r.len())
     }
 
     /// Adds an object an owned scope built: a large scope makes room at once for as many as the
     /// largest one of its App so far, as the shared table does.
     pub(super) fn insert_owned(&mut self, app: &AppInner, key: u32, obj: AnyArc) {
+        self.hooks |= app.graph.hooks[key as usize];
         self.insert(key, obj);
-        if self.rest.len() == crate::maps::LINEAR_LIMIT + 1 {
+        if let Some(rest) = self.rest.as_mut().filter(|r| r.len() == crate::maps::LINEAR_LIMIT + 1) {
             let hint = app.large_scope.load(std::sync::atomic::Ordering::Relaxed);
-            self.rest.reserve_total(hint, Some(app.graph.protos.len()));
+            rest.reserve_total(hint, Some(app.graph.protos.len()));
         }
     }
 
     /// Drops the entries newest first, each isolated from the others' panics (user `Drop`s).
     pub(super) fn drop_newest_first(self) {
-        for (_, obj) in self.rest.into_items().rev() {
+        for (_, obj) in self.rest.into_iter().flat_map(|r| r.into_items()).rev() {
             crate::isolate::drop_isolated(obj);
         }
         if let Some((_, obj)) = self.first {
@@ -266,7 +276,7 @@ impl TaskCache {
     pub(super) fn get(&self, key: u32) -> Option<&AnyArc> {
         match &self.first {
             Some((k, obj)) if *k == key => Some(obj),
-            _ => self.rest.get(key),
+            _ => self.rest.as_ref()?.get(key),
         }
     }
 
@@ -274,7 +284,7 @@ impl TaskCache {
         match self.first {
             None => self.first = Some((key, obj)),
             Some(_) => {
-                self.rest.insert(key, obj);
+                self.rest.get_or_insert_default().insert(key, obj);
             }
         }
     }
@@ -291,7 +301,7 @@ pub(crate) fn cached(app_id: u64, key: u32) -> Option<AnyArc> {
 #[cold]
 #[inline(never)]
 pub(crate) fn resolve(app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
-    CURRENT.try_with(|h| h.miss(app_id, key, wanted)).unwrap_or(Err(DiError::NoScope { wanted }))
+    CURRENT.try_with(|h| h.miss(app_id, key, wanted)).unwrap_or_else(|_| Err(DiError::NoScope { wanted }))
 }
 
 /// The current scope's object for context proto `key` of App `app_id`.
@@ -364,7 +374,7 @@ pub(crate) async fn current_async<U: ?Sized + 'static>(at: RefKey, wanted: &'sta
     }
     let shared = CURRENT
         .try_with(|h| (h.app_id == app_id).then(|| h.shared().clone()).ok_or(DiError::ForeignScope { wanted }))
-        .unwrap_or(Err(DiError::NoScope { wanted }))?;
+        .unwrap_or_else(|_| Err(DiError::NoScope { wanted }))?;
     let obj = shared.resolve_async(key as usize).await?;
     let slot = if shared.app.graph.needs_async[key as usize] { key | ASYNC_KEY } else { key };
     let _ = CURRENT.try_with(|h| h.remember(slot, &obj));
@@ -383,7 +393,7 @@ pub(crate) fn current_as<U: ?Sized + 'static>(at: RefKey, wanted: &'static str) 
             };
             Ok(at.cast::<U>(&h.app, obj))
         })
-        .unwrap_or(Err(DiError::NoScope { wanted }))
+        .unwrap_or_else(|_| Err(DiError::NoScope { wanted }))
 }
 
 /// Fails the current scope: its completion phase will not run, its held events are dropped.
@@ -411,7 +421,7 @@ pub(crate) fn in_scope_of(app_id: u64) -> bool {
 /// A context dependency of a factory running in the current scope (see
 /// [`ScopeAt::Current`](crate::resolver::ScopeAt::Current)).
 pub(crate) fn in_factory(app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
-    CURRENT.try_with(|h| h.dependency(app_id, key, wanted)).unwrap_or(Err(DiError::NoScope { wanted }))
+    CURRENT.try_with(|h| h.dependency(app_id, key, wanted)).unwrap_or_else(|_| Err(DiError::NoScope { wanted }))
 }
 
 /// The App of the current scope; `None` outside a scope.
@@ -490,7 +500,7 @@ where
             let guard = PendingGuard::new(shared.clone());
             tokio::spawn(async move {
                 let _guard = guard;
-                CURRENT.scope(ScopeHandle::joining(shared), fut).await
+                scoped(ScopeHandle::joining(shared), fut).await
             })
         }
         None => tokio::spawn(fut),
@@ -528,7 +538,7 @@ where
             let guard = PendingGuard::new(shared.clone());
             tokio::task::spawn_blocking(move || {
                 let _guard = guard;
-                CURRENT.sync_scope(ScopeHandle::joining(shared), f)
+                CURRENT.enter(&ScopeHandle::joining(shared), f)
             })
         }
         None => tokio::task::spawn_blocking(f),

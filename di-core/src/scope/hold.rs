@@ -80,11 +80,8 @@ impl ScopeHold {
     /// ```
     pub fn enter<R>(&mut self, f: impl FnOnce() -> R) -> R {
         let handle = ScopeHandle::joining_with(self.shared.clone(), std::mem::take(&mut self.cache));
-        let (out, cache) = CURRENT.sync_scope(handle, || {
-            let out = f();
-            (out, CURRENT.with(|h| h.cache.take()))
-        });
-        self.cache = cache;
+        let out = CURRENT.enter(&handle, f);
+        self.cache = handle.cache.take();
         out
     }
 }

@@ -13,7 +13,7 @@
 //! object is being built further down), and what the shared table adopts as `Building` slots,
 //! each with the one below as its parent, when the scope is shared mid-construction.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -24,11 +24,22 @@ use crate::error::DiError;
 use crate::proto::factory::Factory;
 use crate::resolver::{Fresh, ScopeAt};
 
+/// The most constructions an owned scope runs nested on one thread; a deeper one goes to the
+/// shared table (a factory resolving a context object whose factory resolves another...: rare).
+const DEPTH: usize = 8;
+
+/// The owned scopes' constructions running on this thread, innermost last, each with the
+/// construction the shared tables knew as running here when it began (restored if its scope is
+/// shared meanwhile). Fixed and `Copy`: a thread-local with no destructor is one load to reach.
+#[derive(Clone, Copy)]
+struct Stack {
+    len: usize,
+    keys: [u32; DEPTH],
+    before: [Option<(usize, u32)>; DEPTH],
+}
+
 std::thread_local! {
-    /// The owned scopes' constructions running on this thread, innermost last, each with the
-    /// construction the shared tables knew as running here when it began (restored if its
-    /// scope is shared meanwhile).
-    static FRAMES: RefCell<Vec<(u32, Option<(usize, u32)>)>> = const { RefCell::new(Vec::new()) };
+    static FRAMES: Cell<Stack> = const { Cell::new(Stack { len: 0, keys: [0; DEPTH], before: [None; DEPTH] }) };
 }
 
 /// A handle's constructions in flight: how many, and where they start in [`FRAMES`].
@@ -42,10 +53,7 @@ impl Frames {
     /// The keys of the constructions in flight, outermost first.
     pub(super) fn keys(&self) -> Vec<u32> {
         let (base, count) = (self.base.get() as usize, self.count.get() as usize);
-        if count == 0 {
-            return Vec::new();
-        }
-        FRAMES.with(|f| f.borrow()[base..base + count].iter().map(|&(k, _)| k).collect())
+        FRAMES.with(|f| f.get().keys[base..base + count].to_vec())
     }
 
     /// Where `key` is among the constructions in flight (0: the outermost).
@@ -54,7 +62,7 @@ impl Frames {
         if count == 0 {
             return None;
         }
-        FRAMES.with(|f| f.borrow()[base..base + count].iter().position(|&(k, _)| k == key))
+        FRAMES.with(|f| f.get().keys[base..base + count].iter().position(|&k| k == key))
     }
 }
 
@@ -66,17 +74,22 @@ struct Frame<'a> {
 }
 
 impl<'a> Frame<'a> {
-    fn enter(handle: &'a ScopeHandle, key: u32) -> Self {
+    /// Pushes `key`'s construction; `None` if the stack is full.
+    fn enter(handle: &'a ScopeHandle, key: u32) -> Option<Self> {
         let frames = &handle.frames;
-        FRAMES.with(|f| {
-            let mut f = f.borrow_mut();
-            if frames.count.get() == 0 {
-                frames.base.set(f.len() as u32);
-            }
-            f.push((key, building_now()));
-        });
+        let mut stack = FRAMES.with(Cell::get);
+        if stack.len == DEPTH {
+            return None;
+        }
+        if frames.count.get() == 0 {
+            frames.base.set(stack.len as u32);
+        }
+        stack.keys[stack.len] = key;
+        stack.before[stack.len] = building_now();
+        stack.len += 1;
+        FRAMES.with(|f| f.set(stack));
         frames.count.set(frames.count.get() + 1);
-        Frame { handle, key, done: false }
+        Some(Frame { handle, key, done: false })
     }
 
     /// Pops this construction; if the scope was shared meanwhile, the construction below (if
@@ -85,17 +98,15 @@ impl<'a> Frame<'a> {
         let frames = &self.handle.frames;
         let left = frames.count.get() - 1;
         frames.count.set(left);
-        let (before, below) = FRAMES.with(|f| {
-            let mut f = f.borrow_mut();
-            let (_, before) = f.pop().expect("pushed by `enter`");
-            (before, f.last().map(|&(k, _)| k))
-        });
+        let mut stack = FRAMES.with(Cell::get);
+        stack.len -= 1;
+        FRAMES.with(|f| f.set(stack));
         let shared = self.handle.shared.get()?;
         // Shared mid-construction: the shared table marks what runs here (set when it was
         // shared); below this scope's constructions, what was there before them.
-        set_building_now(match (left, below) {
-            (0, _) | (_, None) => before,
-            (_, Some(below)) => Some((shared.addr(), below)),
+        set_building_now(match left {
+            0 => stack.before[stack.len],
+            _ => Some((shared.addr(), stack.keys[stack.len - 1])),
         });
         Some(shared)
     }
@@ -144,34 +155,44 @@ impl ScopeHandle {
             return Err(DiError::LateCompletion { wanted });
         }
         let deps = &graph.context_deps[key as usize];
-        let unbuilt = |d: u32| self.seed.get(d).is_none() && self.cache.try_borrow().is_ok_and(|c| c.get(d).is_none());
         // The plain case: the cache can take the objects (not borrowed by a `with` callback),
         // and what is to be built first has no by-value context dependency of its own.
-        let plain = self.cache.try_borrow_mut().is_ok()
-            && deps.iter().all(|&d| !unbuilt(d) || graph.context_deps[d as usize].is_empty());
-        if !plain {
-            return self.shared().resolve_sync(key as usize);
+        let Ok(cache) = self.cache.try_borrow_mut() else { return self.shared().resolve_sync(key as usize) };
+        let unbuilt = |d: &&u32| self.seed.get(**d).is_none() && cache.get(**d).is_none();
+        let mut keys: Vec<(u32, u32)> = Vec::new();
+        for &dep in deps.iter().filter(unbuilt) {
+            if !graph.context_deps[dep as usize].is_empty() {
+                drop(cache);
+                return self.shared().resolve_sync(key as usize);
+            }
+            if keys.capacity() == 0 {
+                keys.reserve_exact(deps.len()); // once, at the first (often there is none)
+            }
+            keys.push((dep, NOT_RESERVED));
         }
-        let frame = Frame::enter(self, key);
-        let mut keys = Vec::new();
-        let mut objs = Vec::new();
-        for &dep in deps {
-            if !unbuilt(dep) {
+        drop(cache);
+        let Some(frame) = Frame::enter(self, key) else { return self.shared().resolve_sync(key as usize) };
+        let mut objs = Vec::with_capacity(keys.len());
+        for &(dep, _) in &keys {
+            // A sibling's factory may have reached it meanwhile.
+            if let Some(obj) = self.cache.try_borrow().ok().and_then(|c| c.get(dep).cloned()) {
+                objs.push(obj);
                 continue;
             }
             if let Some(pos) = self.frames.position(dep) {
                 return frame.finish(Err(self.local_cycle(pos, dep)));
             }
-            let built = match self.shared.get() {
-                // Shared meanwhile (by a factory before): another task may build it now.
-                Some(shared) => shared.resolve_sync(dep as usize),
-                None => Frame::enter(self, dep).finish(self.call_factory(dep, Fresh::default())),
+            let built = match (self.shared.get(), Frame::enter(self, dep)) {
+                (None, Some(inner)) => inner.finish(self.call_factory(dep, Fresh::default())),
+                // Shared meanwhile (by a factory before: another task may build it now), or
+                // nested too deep: the shared table.
+                (_, inner) => {
+                    drop(inner);
+                    self.shared().resolve_sync(dep as usize)
+                }
             };
             match built {
-                Ok(obj) => {
-                    keys.push((dep, NOT_RESERVED));
-                    objs.push(obj);
-                }
+                Ok(obj) => objs.push(obj),
                 Err(e) => return frame.finish(Err(e)),
             }
         }
@@ -205,13 +226,10 @@ impl ScopeHandle {
     /// or a completion hook while the phase has not run (only completion hooks if
     /// `complete_only`).
     pub(super) fn owned_hooks(&self, complete_only: bool) -> bool {
-        let protos = &self.app.graph.protos;
+        use crate::graph::{COMPLETE_HOOK, DESTROY_HOOK};
         let Ok(cache) = self.cache.try_borrow() else { return true };
-        cache.keys().any(|k| {
-            let def = &protos[k as usize];
-            self.seed.get(k).is_none()
-                && ((!complete_only && def.destroy.is_some()) || (!self.completed.get() && def.complete.is_some()))
-        })
+        let destroy = !complete_only && cache.hooks & DESTROY_HOOK != 0;
+        destroy || (!self.completed.get() && cache.hooks & COMPLETE_HOOK != 0)
     }
 
     /// The shared part to end the scope with: the existing one, or one made now if an object

@@ -21,7 +21,9 @@ pin_project_lite::pin_project! {
         #[pin]
         pub(super) handler: F,
         pub(super) head: Arc<RequestHead>,
-        pub(super) completing: Option<(CompleteScope, F::Output)>,
+        // Boxed: a scope with completion hooks to run is the rarer request, and the future of
+        // every request stays one response smaller.
+        pub(super) completing: Option<Box<(CompleteScope, F::Output)>>,
     }
 
     impl<F: Future> PinnedDrop for Work<F> {
@@ -41,8 +43,11 @@ impl<F: Future<Output: PanicResponse>> Future for Work<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let (complete, _) = match this.completing {
-            Some(completing) => completing,
+        let (completed, response) = match this.completing {
+            Some(completing) => {
+                let completed = std::task::ready!(Pin::new(&mut completing.0).poll(cx));
+                (completed, this.completing.take().expect("polled above").1)
+            }
             None => {
                 let response = std::task::ready!(this.handler.poll(cx));
                 if let Some(status) = response.status() {
@@ -56,11 +61,18 @@ impl<F: Future<Output: PanicResponse>> Future for Work<F> {
                         di_core::discard_events();
                     }
                 }
-                this.completing.insert((di_core::complete_scope(), response))
+                // Polled before the response is stored: a scope with nothing to complete (the
+                // common request) finishes here, and the response is not moved twice.
+                let mut complete = di_core::complete_scope();
+                match Pin::new(&mut complete).poll(cx) {
+                    Poll::Ready(completed) => (completed, response),
+                    Poll::Pending => {
+                        *this.completing = Some(Box::new((complete, response)));
+                        return Poll::Pending;
+                    }
+                }
             }
         };
-        let completed = std::task::ready!(Pin::new(complete).poll(cx));
-        let (_, response) = this.completing.take().expect("set above");
         Poll::Ready(match completed {
             Ok(()) => response.scope_body(this.head),
             Err(error) => {
