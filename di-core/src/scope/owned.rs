@@ -28,32 +28,33 @@ use crate::resolver::{Fresh, ScopeAt};
 /// shared table (a factory resolving a context object whose factory resolves another...: rare).
 const DEPTH: usize = 8;
 
-/// The owned scopes' constructions running on this thread, innermost last, each with the
-/// construction the shared tables knew as running here when it began (restored if its scope is
-/// shared meanwhile). Fixed and `Copy`: a thread-local with no destructor is one load to reach.
-#[derive(Clone, Copy)]
+/// The owned scopes' constructions running on this thread, innermost last. Cells with no
+/// destructor: a thread-local reached in one load, each entry written on its own.
 struct Stack {
-    len: usize,
-    keys: [u32; DEPTH],
-    before: [Option<(usize, u32)>; DEPTH],
+    len: Cell<usize>,
+    keys: [Cell<u32>; DEPTH],
 }
 
 std::thread_local! {
-    static FRAMES: Cell<Stack> = const { Cell::new(Stack { len: 0, keys: [0; DEPTH], before: [None; DEPTH] }) };
+    static FRAMES: Stack = const { Stack { len: Cell::new(0), keys: [const { Cell::new(0) }; DEPTH] } };
 }
 
-/// A handle's constructions in flight: how many, and where they start in [`FRAMES`].
+/// A handle's constructions in flight: how many, where they start in [`FRAMES`], and the
+/// construction the shared tables knew as running on this thread when the first began
+/// (restored if the scope is shared meanwhile: until then its constructions change nothing
+/// there, so it is the same for all of them).
 #[derive(Default)]
 pub(crate) struct Frames {
     count: Cell<u32>,
     base: Cell<u32>,
+    before: Cell<Option<(usize, u32)>>,
 }
 
 impl Frames {
     /// The keys of the constructions in flight, outermost first.
     pub(super) fn keys(&self) -> Vec<u32> {
         let (base, count) = (self.base.get() as usize, self.count.get() as usize);
-        FRAMES.with(|f| f.get().keys[base..base + count].to_vec())
+        FRAMES.with(|f| f.keys[base..base + count].iter().map(Cell::get).collect())
     }
 
     /// Where `key` is among the constructions in flight (0: the outermost).
@@ -62,7 +63,7 @@ impl Frames {
         if count == 0 {
             return None;
         }
-        FRAMES.with(|f| f.get().keys[base..base + count].iter().position(|&k| k == key))
+        FRAMES.with(|f| f.keys[base..base + count].iter().position(|k| k.get() == key))
     }
 }
 
@@ -77,17 +78,22 @@ impl<'a> Frame<'a> {
     /// Pushes `key`'s construction; `None` if the stack is full.
     fn enter(handle: &'a ScopeHandle, key: u32) -> Option<Self> {
         let frames = &handle.frames;
-        let mut stack = FRAMES.with(Cell::get);
-        if stack.len == DEPTH {
+        let pushed = FRAMES.with(|stack| {
+            let len = stack.len.get();
+            if len == DEPTH {
+                return false;
+            }
+            if frames.count.get() == 0 {
+                frames.base.set(len as u32);
+                frames.before.set(building_now());
+            }
+            stack.keys[len].set(key);
+            stack.len.set(len + 1);
+            true
+        });
+        if !pushed {
             return None;
         }
-        if frames.count.get() == 0 {
-            frames.base.set(stack.len as u32);
-        }
-        stack.keys[stack.len] = key;
-        stack.before[stack.len] = building_now();
-        stack.len += 1;
-        FRAMES.with(|f| f.set(stack));
         frames.count.set(frames.count.get() + 1);
         Some(Frame { handle, key, done: false })
     }
@@ -98,15 +104,18 @@ impl<'a> Frame<'a> {
         let frames = &self.handle.frames;
         let left = frames.count.get() - 1;
         frames.count.set(left);
-        let mut stack = FRAMES.with(Cell::get);
-        stack.len -= 1;
-        FRAMES.with(|f| f.set(stack));
+        let below = FRAMES.with(|stack| {
+            let len = stack.len.get() - 1;
+            stack.len.set(len);
+            len.checked_sub(1).map(|i| stack.keys[i].get())
+        });
+        let before = frames.before.get();
         let shared = self.handle.shared.get()?;
         // Shared mid-construction: the shared table marks what runs here (set when it was
         // shared); below this scope's constructions, what was there before them.
-        set_building_now(match left {
-            0 => stack.before[stack.len],
-            _ => Some((shared.addr(), stack.keys[stack.len - 1])),
+        set_building_now(match (left, below) {
+            (0, _) | (_, None) => before,
+            (_, Some(below)) => Some((shared.addr(), below)),
         });
         Some(shared)
     }
@@ -179,8 +188,12 @@ impl ScopeHandle {
                 objs.push(obj);
                 continue;
             }
-            if let Some(pos) = self.frames.position(dep) {
-                return frame.finish(Err(self.local_cycle(pos, dep)));
+            // With `key` the only construction in flight (the common case), `dep` (never `key`
+            // itself) cannot be one: no thread-local to read.
+            if self.frames.count.get() > 1 {
+                if let Some(pos) = self.frames.position(dep) {
+                    return frame.finish(Err(self.local_cycle(pos, dep)));
+                }
             }
             let built = match (self.shared.get(), Frame::enter(self, dep)) {
                 (None, Some(inner)) => inner.finish(self.call_factory(dep, Fresh::default())),
