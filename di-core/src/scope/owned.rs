@@ -18,11 +18,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::handle::ScopeHandle;
-use super::table::{NOT_RESERVED, ScopeShared, building_now, set_building_now};
+use super::handle::TaskCache;
+use super::table::{ScopeShared, building_now, set_building_now};
 use crate::erased::AnyArc;
 use crate::error::DiError;
 use crate::proto::factory::Factory;
-use crate::resolver::{Fresh, ScopeAt};
+use crate::resolver::ScopeAt;
 
 /// The most constructions an owned scope runs nested on one thread; a deeper one goes to the
 /// shared table (a factory resolving a context object whose factory resolves another...: rare).
@@ -164,28 +165,23 @@ impl ScopeHandle {
             return Err(DiError::LateCompletion { wanted });
         }
         let deps = &graph.context_deps[key as usize];
+        let built = |d: u32, cache: &TaskCache| self.seed.get(d).is_some() || cache.get(d).is_some();
         // The plain case: the cache can take the objects (not borrowed by a `with` callback),
         // and what is to be built first has no by-value context dependency of its own.
-        let Ok(cache) = self.cache.try_borrow_mut() else { return self.shared().resolve_sync(key as usize) };
-        let unbuilt = |d: &&u32| self.seed.get(**d).is_none() && cache.get(**d).is_none();
-        let mut keys: Vec<(u32, u32)> = Vec::new();
-        for &dep in deps.iter().filter(unbuilt) {
-            if !graph.context_deps[dep as usize].is_empty() {
-                drop(cache);
-                return self.shared().resolve_sync(key as usize);
-            }
-            if keys.capacity() == 0 {
-                keys.reserve_exact(deps.len()); // once, at the first (often there is none)
-            }
-            keys.push((dep, NOT_RESERVED));
-        }
-        drop(cache);
-        let Some(frame) = Frame::enter(self, key) else { return self.shared().resolve_sync(key as usize) };
-        let mut objs = Vec::with_capacity(keys.len());
-        for &(dep, _) in &keys {
-            // A sibling's factory may have reached it meanwhile.
-            if let Some(obj) = self.cache.try_borrow().ok().and_then(|c| c.get(dep).cloned()) {
-                objs.push(obj);
+        let plain = self
+            .cache
+            .try_borrow_mut()
+            .is_ok_and(|cache| deps.iter().all(|&d| built(d, &cache) || graph.context_deps[d as usize].is_empty()));
+        let frame = match plain {
+            true => Frame::enter(self, key),
+            false => None,
+        };
+        let Some(frame) = frame else { return self.shared().resolve_sync(key as usize) };
+        // Built in order, each as the task's own; the factory of `key` then finds them in the
+        // cache (no list of them, no extra reference count each).
+        for &dep in deps {
+            // Built before, or by a sibling's factory meanwhile.
+            if self.cache.try_borrow().is_ok_and(|cache| built(dep, &cache)) {
                 continue;
             }
             // With `key` the only construction in flight (the common case), `dep` (never `key`
@@ -195,8 +191,8 @@ impl ScopeHandle {
                     return frame.finish(Err(self.local_cycle(pos, dep)));
                 }
             }
-            let built = match (self.shared.get(), Frame::enter(self, dep)) {
-                (None, Some(inner)) => inner.finish(self.call_factory(dep, Fresh::default())),
+            let result = match (self.shared.get(), Frame::enter(self, dep)) {
+                (None, Some(inner)) => inner.finish(self.call_factory(dep)),
                 // Shared meanwhile (by a factory before: another task may build it now), or
                 // nested too deep: the shared table.
                 (_, inner) => {
@@ -204,20 +200,18 @@ impl ScopeHandle {
                     self.shared().resolve_sync(dep as usize)
                 }
             };
-            match built {
-                Ok(obj) => objs.push(obj),
-                Err(e) => return frame.finish(Err(e)),
+            if let Err(e) = result {
+                return frame.finish(Err(e));
             }
         }
-        let built = self.call_factory(key, Fresh { keys: &keys, objs: &objs });
-        frame.finish(built)
+        let result = self.call_factory(key);
+        frame.finish(result)
     }
 
     /// Runs proto `key`'s sync factory; its context dependencies are found through the
-    /// task-local (`fresh` holds those built for it just now).
-    fn call_factory(&self, key: u32, fresh: Fresh<'_>) -> Result<AnyArc, DiError> {
-        let resolver =
-            crate::resolver::Resolver { fresh, scope: ScopeAt::Current, ..self.app.resolver(key as usize, None) };
+    /// task-local.
+    fn call_factory(&self, key: u32) -> Result<AnyArc, DiError> {
+        let resolver = crate::resolver::Resolver { scope: ScopeAt::Current, ..self.app.resolver(key as usize, None) };
         match &self.app.graph.protos[key as usize].factory {
             Factory::Sync(factory) => factory.call(&resolver),
             Factory::Async(_) | Factory::Config(_) => {

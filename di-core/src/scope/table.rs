@@ -272,7 +272,7 @@ pub(crate) struct Claim<'a> {
 /// first; [`NOT_RESERVED`] when another construction was building it already.
 type Planned = (u32, u32);
 
-pub(super) const NOT_RESERVED: u32 = u32::MAX;
+const NOT_RESERVED: u32 = u32::MAX;
 
 impl Claim<'_> {
     /// Stores the outcome of the construction; the object joins the scope's created list.
