@@ -13,7 +13,7 @@ use crate::scope::handle::{self, RefKey};
 ///
 /// Singletons hold `ContextRef<T>` where they would otherwise need a per-request `T`: the
 /// reference itself is a few bytes, built once with the singleton; [`get`](Self::get) finds the
-/// current scope through a `tokio` task-local and returns that scope's `T`, creating it on first
+/// current scope through the task-local the scope's future sets and returns that scope's `T`, creating it on first
 /// use. A warm `get` takes no lock and hashes nothing: it scans the calling task's small cache
 /// of the scope's objects and clones an `Arc`.
 ///

@@ -231,7 +231,7 @@ impl Graph {
         let scopes = protos.iter().map(|p| p.scope).collect();
         let hooks = protos
             .iter()
-            .map(|p| u8::from(p.complete.is_some()) * COMPLETE_HOOK | u8::from(p.destroy.is_some()) * DESTROY_HOOK)
+            .map(|p| (u8::from(p.complete.is_some()) * COMPLETE_HOOK) | (u8::from(p.destroy.is_some()) * DESTROY_HOOK))
             .collect();
         Ok(Graph { protos, resolved, declared, scopes, levels, needs_async, hooks, context_deps, by_type, provided })
     }

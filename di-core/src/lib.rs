@@ -3,7 +3,7 @@
 //! Services are **singletons**, built once when the [`App`] is built. The few objects that hold
 //! per-request state (a tracer, the current user, a unit of work) are **context protos**: built
 //! lazily, at most once per context scope (one request), and destroyed when it ends. Singletons
-//! reach them through [`ContextRef<T>`] proxies, resolved through a `tokio` task-local, so a
+//! reach them through [`ContextRef<T>`] proxies, resolved through a task-local of the request's future, so a
 //! request costs what it touches, not the size of the project.
 //!
 //! # With the macros

@@ -234,8 +234,7 @@ impl ScopeHandle {
 #[derive(Default)]
 pub(crate) struct TaskCache {
     first: Option<(u32, AnyArc)>,
-    /// Boxed: the handle is moved into and out of the task-local on every poll, so it stays
-    /// small for the request that reaches one object.
+    /// Boxed: a request that reaches one object needs none of it, and its handle stays small.
     rest: Option<Box<SmallMap<AnyArc>>>,
     /// Whether an object an owned scope built has a completion hook, a destroy hook.
     pub(super) hooks: u8,
