@@ -59,6 +59,13 @@ async fn app(counts: &Arc<Counts>, hook: Arc<LeafHook>) -> App {
         .unwrap()
 }
 
+/// Shuts `app` down, then checks that its one leaf was built once and destroyed once.
+async fn built_and_destroyed_once(app: App, counts: &Counts) {
+    app.shutdown().await.unwrap();
+    assert_eq!(counts.built.load(Ordering::SeqCst), 1, "built once");
+    assert_eq!(counts.destroyed.load(Ordering::SeqCst), 1, "destroyed once");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_built_before_a_spawn_are_the_spawned_tasks_and_destroyed_once() {
     let counts = Arc::new(Counts::default());
@@ -73,9 +80,7 @@ async fn objects_built_before_a_spawn_are_the_spawned_tasks_and_destroyed_once()
         })
         .await;
     assert!(same, "the spawned task sees the objects the owner built");
-    app.shutdown().await.unwrap();
-    assert_eq!(counts.built.load(Ordering::SeqCst), 1);
-    assert_eq!(counts.destroyed.load(Ordering::SeqCst), 1);
+    built_and_destroyed_once(app, &counts).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -108,9 +113,7 @@ async fn a_construction_in_flight_when_the_scope_is_shared_is_built_once_for_eve
         })
         .await;
     assert!(Arc::ptr_eq(&mine, &theirs));
-    app.shutdown().await.unwrap();
-    assert_eq!(counts.built.load(Ordering::SeqCst), 1);
-    assert_eq!(counts.destroyed.load(Ordering::SeqCst), 1);
+    built_and_destroyed_once(app, &counts).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -214,9 +217,7 @@ async fn an_object_first_asked_for_inside_a_with_callback_is_kept_once() {
         })
         .await;
     assert!(same);
-    app.shutdown().await.unwrap();
-    assert_eq!(counts.built.load(Ordering::SeqCst), 1);
-    assert_eq!(counts.destroyed.load(Ordering::SeqCst), 1);
+    built_and_destroyed_once(app, &counts).await;
 }
 
 #[tokio::test]
