@@ -287,3 +287,33 @@ async fn resolutions_nested_deeper_than_the_owned_stack_go_to_the_shared_table_b
     assert!(last_again, "the deepest level is the scope's one object of its proto");
     assert_eq!(builds.load(Ordering::SeqCst), LEVELS, "each level built once");
 }
+
+/// Taken by value by `Report`, with a completion hook.
+struct Ledger;
+struct Report(#[allow(dead_code)] Arc<Ledger>);
+
+#[tokio::test]
+async fn a_dependency_with_a_completion_hook_built_after_the_phase_is_refused() {
+    // As for an object asked for directly (scope_edges.rs): once the completion phase is over,
+    // an object with a completion hook would never be completed; built as another's dependency
+    // in the owned scope, it is refused the same way, and so is its dependent.
+    let app = App::builder()
+        .without_inventory()
+        .register(ProtoDef::context::<Ledger>(|_| Ok(Ledger)).on_complete(|_: Arc<Ledger>| async { Ok(()) }))
+        .register(
+            ProtoDef::context::<Report>(|r| Ok(Report(r.arc(0)?)))
+                .dep(Dependency::new::<Ledger>(InjectKind::Arc, None)),
+        )
+        .build()
+        .await
+        .unwrap();
+    let (report, ledger) = app
+        .run_in_context(async {
+            di_core::complete_scope().await.unwrap();
+            (app.get_object::<Report>().map(|_| ()), app.get_object::<Ledger>().map(|_| ()))
+        })
+        .await;
+    for result in [report, ledger] {
+        assert!(matches!(&result, Err(DiError::LateCompletion { wanted }) if wanted.contains("Ledger")), "{result:?}");
+    }
+}

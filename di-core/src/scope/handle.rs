@@ -188,7 +188,7 @@ impl ScopeHandle {
             _ => match self.shared.get() {
                 Some(shared) => shared.resolve_sync(key as usize)?,
                 None => {
-                    let obj = self.build_owned(key, wanted)?;
+                    let obj = self.build_owned(key)?;
                     if self.shared.get().is_none() {
                         return Ok(obj); // in the cache: it is the owned scope's table
                     }

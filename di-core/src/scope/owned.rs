@@ -156,13 +156,13 @@ impl Drop for Frame<'_> {
 impl ScopeHandle {
     /// Builds context proto `key` (sync, not seeded, not built) in this task's owned scope, or
     /// in the shared table when the case is not the plain one. The scope is not shared yet.
-    pub(super) fn build_owned(&self, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
+    pub(super) fn build_owned(&self, key: u32) -> Result<AnyArc, DiError> {
         let graph = &self.app.graph;
         if let Some(pos) = self.frames.position(key) {
             return Err(self.local_cycle(pos, key));
         }
-        if self.completed.get() && graph.protos[key as usize].complete.is_some() {
-            return Err(DiError::LateCompletion { wanted });
+        if let Some(late) = self.refuse_late(key) {
+            return Err(late);
         }
         let deps = &graph.context_deps[key as usize];
         let built = |d: u32, cache: &TaskCache| self.seed.get(d).is_some() || cache.get(d).is_some();
@@ -183,6 +183,9 @@ impl ScopeHandle {
             // Built before, or by a sibling's factory meanwhile.
             if self.cache.try_borrow().is_ok_and(|cache| built(dep, &cache)) {
                 continue;
+            }
+            if let Some(late) = self.refuse_late(dep) {
+                return frame.finish(Err(late));
             }
             // With `key` the only construction in flight (the common case), `dep` (never `key`
             // itself) cannot be one: no thread-local to read.
@@ -206,6 +209,13 @@ impl ScopeHandle {
         }
         let result = self.call_factory(key);
         frame.finish(result)
+    }
+
+    /// Why `key` cannot be built now: it has a completion hook, and the completion phase is
+    /// over (as the shared table's `refuse_late`).
+    fn refuse_late(&self, key: u32) -> Option<DiError> {
+        let late = self.completed.get() && self.app.graph.hooks[key as usize] & crate::graph::COMPLETE_HOOK != 0;
+        late.then(|| DiError::LateCompletion { wanted: self.app.graph.protos[key as usize].type_name })
     }
 
     /// Runs proto `key`'s sync factory; its context dependencies are found through the
