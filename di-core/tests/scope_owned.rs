@@ -317,3 +317,21 @@ async fn a_dependency_with_a_completion_hook_built_after_the_phase_is_refused() 
         assert!(matches!(&result, Err(DiError::LateCompletion { wanted }) if wanted.contains("Ledger")), "{result:?}");
     }
 }
+
+#[tokio::test]
+async fn a_hold_entered_inside_a_with_callback_runs_in_the_same_scope() {
+    // With tokio's task-local, entering a scope while a `with` callback borrowed the current
+    // one panicked ("task-local storage is borrowed"); the scope's own task-local nests.
+    let counts = Arc::new(Counts::default());
+    let app = app(&counts, Arc::new(|_| Ok(()))).await;
+    let holder = app.get_object::<Holder>().unwrap();
+    let same = app
+        .run_in_context(async {
+            let mut hold = di_core::hold_scope().unwrap();
+            let leaf = holder.leaf.get();
+            holder.leaf.with(|inner| inner.0 == leaf.0 && hold.enter(|| Arc::ptr_eq(&holder.leaf.get(), &leaf)))
+        })
+        .await;
+    assert!(same);
+    built_and_destroyed_once(app, &counts).await;
+}
