@@ -59,6 +59,14 @@ async fn app(counts: &Arc<Counts>, hook: Arc<LeafHook>) -> App {
         .unwrap()
 }
 
+/// An App whose leaf's factory does nothing more, its counts, and its holder.
+async fn plain_app() -> (Arc<Counts>, App, Arc<Holder>) {
+    let counts = Arc::new(Counts::default());
+    let app = app(&counts, Arc::new(|_| Ok(()))).await;
+    let holder = app.get_object::<Holder>().unwrap();
+    (counts, app, holder)
+}
+
 /// Shuts `app` down, then checks that its one leaf was built once and destroyed once.
 async fn built_and_destroyed_once(app: App, counts: &Counts) {
     app.shutdown().await.unwrap();
@@ -68,9 +76,7 @@ async fn built_and_destroyed_once(app: App, counts: &Counts) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_built_before_a_spawn_are_the_spawned_tasks_and_destroyed_once() {
-    let counts = Arc::new(Counts::default());
-    let app = app(&counts, Arc::new(|_| Ok(()))).await;
-    let holder = app.get_object::<Holder>().unwrap();
+    let (counts, app, holder) = plain_app().await;
     let same = app
         .run_in_context(async {
             let node = holder.node.get(); // built in the owned scope, with its leaf
@@ -204,9 +210,7 @@ async fn a_panicking_factory_leaves_its_proto_buildable_in_the_same_scope() {
 
 #[tokio::test]
 async fn an_object_first_asked_for_inside_a_with_callback_is_kept_once() {
-    let counts = Arc::new(Counts::default());
-    let app = app(&counts, Arc::new(|_| Ok(()))).await;
-    let holder = app.get_object::<Holder>().unwrap();
+    let (counts, app, holder) = plain_app().await;
     let same = app
         .run_in_context(async {
             let leaf = holder.leaf.get();
@@ -322,9 +326,7 @@ async fn a_dependency_with_a_completion_hook_built_after_the_phase_is_refused() 
 async fn a_hold_entered_inside_a_with_callback_runs_in_the_same_scope() {
     // With tokio's task-local, entering a scope while a `with` callback borrowed the current
     // one panicked ("task-local storage is borrowed"); the scope's own task-local nests.
-    let counts = Arc::new(Counts::default());
-    let app = app(&counts, Arc::new(|_| Ok(()))).await;
-    let holder = app.get_object::<Holder>().unwrap();
+    let (counts, app, holder) = plain_app().await;
     let same = app
         .run_in_context(async {
             let mut hold = di_core::hold_scope().unwrap();

@@ -17,13 +17,12 @@ use crate::config::Config;
 use crate::erased::AnyArc;
 use crate::error::DiError;
 use crate::graph::{Graph, Target};
-use crate::maps::FastMap;
+use crate::maps::{FastMap, LINEAR_LIMIT, SmallMap};
 use crate::pending::{Pending, PendingGuard};
 use crate::proto::factory::Factory;
-use crate::resolver::Resolver;
+use crate::resolver::{Resolver, ScopeAt};
 use crate::scope::handle;
 use crate::scope::held::HeldItem;
-use crate::scope::table::ScopeShared;
 
 /// Where a `Provider` finds its App once it is built: the App owns the singletons that hold the
 /// providers, so they hold it weakly, through a cell filled when `build()` returns.
@@ -112,7 +111,29 @@ impl Drop for AppInner {
     }
 }
 
+/// The most objects a large scope reserves room for up front, whatever the largest scope was:
+/// one scope of a million objects must not make every later large scope allocate for a million.
+const LARGE_SCOPE_HINT_MAX: usize = 1 << 16;
+
 impl AppInner {
+    /// Makes room in `map`, a scope's table that has just grown past the linear range, for as
+    /// many objects as the largest scope of this App so far, at once, rather than doubling (and
+    /// rehashing its index) as it grows; returns that many.
+    pub(crate) fn reserve_large_scope<V>(&self, map: &mut SmallMap<V>) -> usize {
+        let hint = self.large_scope.load(Ordering::Relaxed);
+        map.reserve_total(hint, Some(self.graph.protos.len()));
+        hint
+    }
+
+    /// Records the size of a scope that ended, for the next large scopes to reserve; small
+    /// scopes leave the shared counter alone.
+    pub(crate) fn record_scope_size(&self, size: usize) {
+        let size = size.min(LARGE_SCOPE_HINT_MAX);
+        if size > LINEAR_LIMIT && size > self.large_scope.load(Ordering::Relaxed) {
+            self.large_scope.fetch_max(size, Ordering::Relaxed);
+        }
+    }
+
     /// Waits until no scope is ending and no event handler or scheduled run is going, at most
     /// the shutdown timeout, then closes the count: no handler or run starts after it.
     pub(crate) async fn wait_for_endings(&self) {
@@ -178,13 +199,13 @@ impl AppInner {
     }
 
     /// What the factory of `proto` sees, in `scope` (or none).
-    pub(crate) fn resolver<'a>(&'a self, proto: usize, scope: Option<&'a ScopeShared>) -> Resolver<'a> {
+    pub(crate) fn resolver<'a>(&'a self, proto: usize, scope: ScopeAt<'a>) -> Resolver<'a> {
         Resolver {
             graph: &self.graph,
             singletons: &self.singletons,
             app_id: self.id,
             proto,
-            scope: scope.map_or(crate::resolver::ScopeAt::None, crate::resolver::ScopeAt::Shared),
+            scope,
             config: &self.config,
             cell: &self.cell,
             fresh: crate::resolver::Fresh::default(),
@@ -194,11 +215,8 @@ impl AppInner {
     /// A new object of transient proto `key`, its context dependencies from the current scope
     /// if there is one of this App.
     pub(crate) fn build_transient(&self, key: u32) -> Result<AnyArc, DiError> {
-        let scope = match handle::in_scope_of(self.id) {
-            true => crate::resolver::ScopeAt::Current,
-            false => crate::resolver::ScopeAt::None,
-        };
-        crate::resolver::Resolver { scope, ..self.resolver(key as usize, None) }.transient(key as usize)
+        let scope = if handle::in_scope_of(self.id) { ScopeAt::Current } else { ScopeAt::None };
+        self.resolver(key as usize, scope).transient(key as usize)
     }
 
     /// Singleton `proto`, built now if it is lazy and this is its first use.
@@ -216,7 +234,7 @@ impl AppInner {
                 false => Ok(()),
             },
             || match &self.graph.protos[proto].factory {
-                Factory::Sync(factory) => factory.call(&self.resolver(proto, None)),
+                Factory::Sync(factory) => factory.call(&self.resolver(proto, ScopeAt::None)),
                 _ => unreachable!("a lazy singleton has a sync factory (checked by the graph)"),
             },
         )

@@ -3,7 +3,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 use std::task::{Context, Poll};
 
@@ -14,9 +13,6 @@ use super::handle::{CURRENT, ScopeHandle, Seeds, fail_current, scoped};
 use super::table::{Completion, ScopeShared, Slot, Table};
 use crate::maps::SmallMap;
 
-/// The most slots a large scope reserves up front, whatever the largest scope was: one scope of
-/// a million objects must not make every later large scope allocate for a million.
-pub(super) const LARGE_SCOPE_HINT_MAX: usize = 1 << 16;
 use crate::erased::AnyArc;
 use crate::error::DiError;
 use crate::pending::PendingGuard;
@@ -207,11 +203,7 @@ impl ScopeShared {
     /// Marks the table ended and takes its contents.
     fn take_all(&self, table: &mut Table) -> (SmallMap<Slot>, Vec<(usize, AnyArc)>) {
         table.ended = true;
-        // The size the next large scope reserves; small scopes leave the shared counter alone.
-        let size = table.slots.len().min(LARGE_SCOPE_HINT_MAX);
-        if size > crate::maps::LINEAR_LIMIT && size > self.app.large_scope.load(Ordering::Relaxed) {
-            self.app.large_scope.fetch_max(size, Ordering::Relaxed);
-        }
+        self.app.record_scope_size(table.slots.len());
         // A late background task waiting for a slot learns that the scope has ended.
         self.wake(table);
         (std::mem::take(&mut table.slots), std::mem::take(&mut table.created))

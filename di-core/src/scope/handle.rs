@@ -256,8 +256,7 @@ impl TaskCache {
         self.hooks |= app.graph.hooks[key as usize];
         self.insert(key, obj);
         if let Some(rest) = self.rest.as_mut().filter(|r| r.len() == crate::maps::LINEAR_LIMIT + 1) {
-            let hint = app.large_scope.load(std::sync::atomic::Ordering::Relaxed);
-            rest.reserve_total(hint, Some(app.graph.protos.len()));
+            app.reserve_large_scope(rest);
         }
     }
 

@@ -15,7 +15,6 @@
 
 use std::cell::Cell;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use super::handle::ScopeHandle;
 use super::handle::TaskCache;
@@ -221,7 +220,7 @@ impl ScopeHandle {
     /// Runs proto `key`'s sync factory; its context dependencies are found through the
     /// task-local.
     fn call_factory(&self, key: u32) -> Result<AnyArc, DiError> {
-        let resolver = crate::resolver::Resolver { scope: ScopeAt::Current, ..self.app.resolver(key as usize, None) };
+        let resolver = self.app.resolver(key as usize, ScopeAt::Current);
         match &self.app.graph.protos[key as usize].factory {
             Factory::Sync(factory) => factory.call(&resolver),
             Factory::Async(_) | Factory::Config(_) => {
@@ -255,10 +254,7 @@ impl ScopeHandle {
     pub(crate) fn into_shared(self) -> Option<Arc<ScopeShared>> {
         if self.shared.get().is_none() && !self.owned_hooks(false) {
             let cache = std::mem::take(&mut *self.cache.borrow_mut());
-            let size = cache.len();
-            if size > crate::maps::LINEAR_LIMIT && size > self.app.large_scope.load(Ordering::Relaxed) {
-                self.app.large_scope.fetch_max(size.min(super::end::LARGE_SCOPE_HINT_MAX), Ordering::Relaxed);
-            }
+            self.app.record_scope_size(cache.len());
             cache.drop_newest_first();
             return None;
         }

@@ -11,7 +11,6 @@
 //! needs the first one), or by a construction that waits, directly or not, for one of them.
 
 use std::cell::Cell;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
@@ -338,10 +337,7 @@ impl Table {
     fn add(&mut self, app: &AppInner, key: u32, slot: Slot) -> usize {
         let pos = self.slots.insert(key, slot);
         if self.slots.len() == crate::maps::LINEAR_LIMIT + 1 {
-            // A large scope: room for as many objects as the largest so far at once, rather
-            // than doubling (and rehashing the index) as it grows.
-            let hint = app.large_scope.load(Ordering::Relaxed);
-            self.slots.reserve_total(hint, Some(app.graph.protos.len()));
+            let hint = app.reserve_large_scope(&mut self.slots);
             self.created.reserve(hint.saturating_sub(self.created.len()));
         }
         pos
@@ -457,27 +453,26 @@ impl ScopeShared {
         }
     }
 
+    /// The claim of a construction adopted in flight: what its owned-scope code finishes.
+    fn adopted(&self, table: &Table, key: u32) -> Option<Claim<'_>> {
+        let pos = table.slots.position(key)?;
+        Some(Claim { shared: self, key, pos, done: false, pending: Vec::new() })
+    }
+
     /// Stores the outcome of a construction adopted in flight, as [`Claim::finish`] does.
     pub(super) fn finish_adopted(&self, key: u32, result: Result<AnyArc, DiError>) -> Result<AnyArc, DiError> {
         let mut table = self.table();
-        match table.slots.position(key) {
-            Some(pos) => {
-                Claim { shared: self, key, pos, done: false, pending: Vec::new() }.finish_in(&mut table, result)
-            }
+        match self.adopted(&table, key) {
+            Some(claim) => claim.finish_in(&mut table, result),
             None => result,
         }
     }
 
-    /// Gives up a construction adopted in flight (its factory panicked), as an unfinished
-    /// [`Claim`] does.
+    /// Gives up a construction adopted in flight (its factory panicked): its claim, dropped
+    /// unfinished, leaves the slot vacant and wakes those waiting.
     pub(super) fn abandon_adopted(&self, key: u32) {
-        let mut table = self.table();
-        if let Some(pos) = table.slots.position(key) {
-            if let slot @ Slot::Building { .. } = table.slots.value_at_mut(pos) {
-                *slot = Slot::Vacant;
-            }
-        }
-        self.wake(&table);
+        let claim = self.adopted(&self.table(), key);
+        drop(claim); // after the lock above is released: the claim's drop takes it
     }
 
     /// The construction of this scope running on this task, if any.
@@ -565,7 +560,7 @@ impl ScopeShared {
     }
 
     fn resolver(&self, key: u32) -> Resolver<'_> {
-        self.app.resolver(key as usize, Some(self))
+        self.app.resolver(key as usize, crate::resolver::ScopeAt::Shared(self))
     }
 
     /// Runs proto `key`'s sync factory, marked as its construction.
