@@ -110,6 +110,28 @@ impl<V> SmallMap<V> {
         self.items.into_iter()
     }
 
+    /// How many entries the map has room for without allocating.
+    pub(crate) fn capacity(&self) -> usize {
+        self.items.capacity()
+    }
+
+    /// Empties the map newest first, giving each value to `f`, and keeps its memory (the room
+    /// for entries, the index) for its next use. Each entry leaves the map before `f` runs, so
+    /// that the map stays whole if `f` unwinds.
+    pub(crate) fn drain_newest_first(&mut self, mut f: impl FnMut(V)) {
+        while let Some((key, value)) = self.items.pop() {
+            if let Some(Index::Dense(index)) = &mut self.index
+                && let Some(pos) = index.get_mut(key as usize)
+            {
+                *pos = 0;
+            }
+            f(value);
+        }
+        if let Some(Index::Hash(index)) = &mut self.index {
+            index.clear();
+        }
+    }
+
     /// Makes room for `total` entries in all (the index included, once there is one). With
     /// `keys`, the size of the key space, an index expected to hold a good share of it is made
     /// dense.
@@ -228,6 +250,35 @@ mod tests {
         let mut sparse = filled(keys[..LINEAR_LIMIT + 1].iter().copied());
         sparse.reserve_total(40, Some(100_000));
         assert!(matches!(sparse.index, Some(Index::Hash(_))));
+    }
+
+    /// A drained map is empty whatever its index, gives its values newest first, and is as
+    /// good as new for other keys (a dense index left with a stale position would find them).
+    #[test]
+    fn a_drained_map_is_empty_and_reusable() {
+        let keys: Vec<u32> = (0..40).map(|i| i * 3 + 1).collect();
+        let mut hashed = filled(keys.iter().copied());
+        let mut dense = filled(keys[..LINEAR_LIMIT + 1].iter().copied());
+        dense.reserve_total(40, Some(130));
+        for &key in &keys[LINEAR_LIMIT + 1..] {
+            dense.insert(key, key * 10);
+        }
+        for map in [&mut hashed, &mut dense, &mut filled(keys[..3].iter().copied())] {
+            let mut seen = Vec::new();
+            let len = map.len();
+            map.drain_newest_first(|v| seen.push(v));
+            let expected: Vec<u32> = keys[..len].iter().rev().map(|k| k * 10).collect();
+            assert_eq!(seen, expected);
+            assert_eq!(map.len(), 0);
+            assert!(map.capacity() >= len);
+            assert_finds(map, &[], &keys);
+            // Other keys, at the positions the old ones had.
+            let again: Vec<u32> = keys.iter().map(|k| k + 1).take(len).collect();
+            for &key in &again {
+                map.insert(key, key * 10);
+            }
+            assert_finds(map, &again, &keys);
+        }
     }
 
     #[test]

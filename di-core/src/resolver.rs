@@ -69,7 +69,9 @@ pub(crate) enum ScopeAt<'a> {
     None,
     /// A scope's shared table.
     Shared(&'a ScopeShared),
-    /// The current task's scope, through the task-local (a scope still owned by its task).
+    /// The current task's scope, through the task-local (a scope still owned by its task; a
+    /// transient built in a scope). Not the handle itself: a `Resolver` stays `Send` and
+    /// `Sync`, and the task-local is one load.
     Current,
 }
 

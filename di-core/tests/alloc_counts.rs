@@ -58,7 +58,9 @@ fn allocations_per_request_do_not_grow_with_registered_protos() {
     let small_allocs = touch_three_context_objects(&rt, &small, &small_touch);
     let large_allocs = touch_three_context_objects(&rt, &large, &large_touch);
     assert_eq!(small_allocs, large_allocs, "context protos: 10 registered vs 10000");
-    assert!(small_allocs > 3, "the three objects themselves are allocated: {small_allocs}");
+    // The three objects and nothing else: the task's table is a spare one of the thread's,
+    // which the warm-up's scope gave back.
+    assert_eq!(small_allocs, 3, "the three objects alone are allocated");
 
     let singletons = |n: usize| {
         let defs = (0..n).map(|i| ProtoDef::singleton::<Single>(move |_| Ok(Single(i))).name(format!("s{i}")));

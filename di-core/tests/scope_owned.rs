@@ -337,3 +337,59 @@ async fn a_hold_entered_inside_a_with_callback_runs_in_the_same_scope() {
     assert!(same);
     built_and_destroyed_once(app, &counts).await;
 }
+
+/// One of many context objects of a scope: counts its drops.
+struct Piece;
+static PIECES_DROPPED: AtomicUsize = AtomicUsize::new(0);
+impl Drop for Piece {
+    fn drop(&mut self) {
+        PIECES_DROPPED.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A context object whose `Drop` runs a whole scope of its App's, to its end.
+struct Nester;
+static NESTER_APP: std::sync::OnceLock<App> = std::sync::OnceLock::new();
+const PIECES: usize = 40;
+
+/// Asks for every `Piece` of the current scope.
+fn touch_pieces(app: &App) {
+    for i in 0..PIECES {
+        app.get_object_named::<Piece>(&format!("piece{i}")).unwrap();
+    }
+}
+
+impl Drop for Nester {
+    fn drop(&mut self) {
+        let app = NESTER_APP.get().unwrap();
+        let nested = std::pin::pin!(app.run_in_context(async { touch_pieces(app) }));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(nested.poll(&mut cx).is_ready(), "a scope with no hook ends in one poll");
+    }
+}
+
+#[tokio::test]
+async fn a_scope_ended_inside_an_objects_drop_leaves_both_scopes_tables_whole() {
+    // A large owned scope's table goes back to the thread's spares at its end, emptied entry by
+    // entry; an object dropped meanwhile may run a scope of its own, whose table comes from
+    // and goes back to the same spares. Three rounds: the tables are reused.
+    let pieces = (0..PIECES).map(|i| ProtoDef::context::<Piece>(|_| Ok(Piece)).name(format!("piece{i}")));
+    let app = App::builder()
+        .without_inventory()
+        .register_all(pieces)
+        .register(ProtoDef::context::<Nester>(|_| Ok(Nester)))
+        .build()
+        .await
+        .unwrap();
+    let _ = NESTER_APP.set(app.clone());
+    for round in 1..=3 {
+        app.run_in_context(async {
+            // The nester newest: dropped first, while this scope's table is being emptied.
+            touch_pieces(&app);
+            app.get_object::<Nester>().unwrap();
+        })
+        .await;
+        // This scope's pieces, then the nested scope's, each dropped once.
+        assert_eq!(PIECES_DROPPED.load(Ordering::SeqCst), 2 * PIECES * round, "round {round}");
+    }
+}

@@ -15,6 +15,7 @@ use crate::error::DiError;
 use crate::pending::PendingGuard;
 use crate::runtime::AppInner;
 
+use super::spare;
 use super::table::ScopeShared;
 
 std::thread_local! {
@@ -261,11 +262,11 @@ impl TaskCache {
     }
 
     /// Drops the entries newest first, each isolated from the others' panics (user `Drop`s).
-    pub(super) fn drop_newest_first(self) {
-        for (_, obj) in self.rest.into_iter().flat_map(|r| r.into_items()).rev() {
-            crate::isolate::drop_isolated(obj);
+    pub(super) fn drop_newest_first(mut self) {
+        if let Some(rest) = self.rest.take() {
+            spare::give_back(rest, crate::isolate::drop_isolated);
         }
-        if let Some((_, obj)) = self.first {
+        if let Some((_, obj)) = self.first.take() {
             crate::isolate::drop_isolated(obj);
         }
     }
@@ -282,8 +283,19 @@ impl TaskCache {
         match self.first {
             None => self.first = Some((key, obj)),
             Some(_) => {
-                self.rest.get_or_insert_default().insert(key, obj);
+                self.rest.get_or_insert_with(spare::take).insert(key, obj);
             }
+        }
+    }
+}
+
+impl Drop for TaskCache {
+    /// The table goes back to the thread's spares, its objects dropped newest first (the
+    /// scope's end drops an owned scope's objects with [`drop_newest_first`](Self::drop_newest_first),
+    /// isolated; a cache that is not the scope's table holds clones).
+    fn drop(&mut self) {
+        if let Some(rest) = self.rest.take() {
+            spare::give_back(rest, drop);
         }
     }
 }

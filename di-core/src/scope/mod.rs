@@ -6,6 +6,7 @@
 //! - `owned.rs`: a scope owned by its task, until a second task needs it.
 //! - `held.rs`: what a scope holds until its completion phase's end (events, for the bus).
 //! - `hold.rs`: holding a scope open past its work.
+//! - `spare.rs`: a thread's spare task tables, reused from one scope to the next.
 //!
 //! Files of the kernel import the file that defines a name, not these re-exports (see
 //! `docs/decisions.md`, "di-core in floors").
@@ -15,6 +16,7 @@ pub(crate) mod handle;
 pub(crate) mod held;
 pub(crate) mod hold;
 pub(crate) mod owned;
+pub(crate) mod spare;
 pub(crate) mod table;
 
 pub use end::complete_scope;

@@ -123,7 +123,18 @@ impl<'a> Frame<'a> {
     /// Stores the construction's outcome: in the task cache, which is the owned scope's table;
     /// in the shared table if the scope was shared meanwhile or the construction failed (every
     /// task gets the same failure: the shared table keeps it).
-    fn finish(mut self, result: Result<AnyArc, DiError>) -> Result<AnyArc, DiError> {
+    fn finish(self, result: Result<AnyArc, DiError>) -> Result<AnyArc, DiError> {
+        self.store(result, AnyArc::clone)
+    }
+
+    /// [`finish`](Self::finish) for a dependency built ahead of its dependent, which finds it
+    /// in the table: no reference to hand back.
+    fn finish_ahead(self, result: Result<AnyArc, DiError>) -> Result<(), DiError> {
+        self.store(result, |_| ())
+    }
+
+    #[inline]
+    fn store<R>(mut self, result: Result<AnyArc, DiError>, out: impl Fn(&AnyArc) -> R) -> Result<R, DiError> {
         self.done = true;
         // A failure, or a cache borrowed (by a `with` callback; checked free before the
         // construction began): shared before the pop, so that this construction is adopted as
@@ -132,11 +143,12 @@ impl<'a> Frame<'a> {
             self.handle.shared();
         }
         if let Some(shared) = self.pop() {
-            return shared.finish_adopted(self.key, result);
+            return shared.finish_adopted(self.key, result).map(|obj| out(&obj));
         }
         let obj = result.expect("a failure shares the scope above");
-        self.handle.cache.borrow_mut().insert_owned(&self.handle.app, self.key, obj.clone());
-        Ok(obj)
+        let kept = out(&obj);
+        self.handle.cache.borrow_mut().insert_owned(&self.handle.app, self.key, obj);
+        Ok(kept)
     }
 }
 
@@ -170,7 +182,7 @@ impl ScopeHandle {
         let plain = self
             .cache
             .try_borrow_mut()
-            .is_ok_and(|cache| deps.iter().all(|&d| built(d, &cache) || graph.context_deps[d as usize].is_empty()));
+            .is_ok_and(|cache| deps.iter().all(|&d| graph.context_deps[d as usize].is_empty() || built(d, &cache)));
         let frame = match plain {
             true => Frame::enter(self, key),
             false => None,
@@ -194,12 +206,12 @@ impl ScopeHandle {
                 }
             }
             let result = match (self.shared.get(), Frame::enter(self, dep)) {
-                (None, Some(inner)) => inner.finish(self.call_factory(dep)),
+                (None, Some(inner)) => inner.finish_ahead(self.call_factory(dep)),
                 // Shared meanwhile (by a factory before: another task may build it now), or
                 // nested too deep: the shared table.
                 (_, inner) => {
                     drop(inner);
-                    self.shared().resolve_sync(dep as usize)
+                    self.shared().resolve_sync(dep as usize).map(drop)
                 }
             };
             if let Err(e) = result {
