@@ -27,6 +27,14 @@ pub(crate) async fn catch_hook(call: impl FnOnce() -> HookFuture) -> Result<(), 
     }
 }
 
+/// Drops each of `values` in turn, catching and logging a panic of a `Drop` and going on with
+/// the next: one guard for them all, not one call per value (a large scope drops thousands).
+pub(crate) fn drop_each_isolated<T>(mut values: impl Iterator<Item = T>) {
+    while let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(|| values.by_ref().for_each(drop))) {
+        tracing::error!(panic = panic_message(&*panic), "dropping an object panicked; the others are still dropped");
+    }
+}
+
 /// Drops `value`, catching and logging a panic of its `Drop`.
 pub(crate) fn drop_isolated<T>(value: T) {
     if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {

@@ -88,6 +88,36 @@ impl<V> Default for SmallMap<V> {
     }
 }
 
+/// [`SmallMap::drain_newest_first`]'s iterator.
+pub(crate) struct DrainNewest<'a, V> {
+    map: &'a mut SmallMap<V>,
+}
+
+impl<V> Iterator for DrainNewest<'_, V> {
+    type Item = V;
+
+    fn next(&mut self) -> Option<V> {
+        let (key, value) = self.map.items.pop()?;
+        // A hash index is cleared at the end, in one pass; a dense one is four bytes per key
+        // of the graph, so only the entries written are.
+        if let Some(Index::Dense(index)) = &mut self.map.index
+            && let Some(pos) = index.get_mut(key as usize)
+        {
+            *pos = 0;
+        }
+        Some(value)
+    }
+}
+
+impl<V> Drop for DrainNewest<'_, V> {
+    fn drop(&mut self) {
+        self.by_ref().for_each(drop);
+        if let Some(Index::Hash(index)) = &mut self.map.index {
+            index.clear();
+        }
+    }
+}
+
 pub(crate) const LINEAR_LIMIT: usize = 16;
 
 /// A dense index costs four bytes per key in the map's key space: worth it from one entry per
@@ -115,21 +145,11 @@ impl<V> SmallMap<V> {
         self.items.capacity()
     }
 
-    /// Empties the map newest first, giving each value to `f`, and keeps its memory (the room
-    /// for entries, the index) for its next use. Each entry leaves the map before `f` runs, so
-    /// that the map stays whole if `f` unwinds.
-    pub(crate) fn drain_newest_first(&mut self, mut f: impl FnMut(V)) {
-        while let Some((key, value)) = self.items.pop() {
-            if let Some(Index::Dense(index)) = &mut self.index
-                && let Some(pos) = index.get_mut(key as usize)
-            {
-                *pos = 0;
-            }
-            f(value);
-        }
-        if let Some(Index::Hash(index)) = &mut self.index {
-            index.clear();
-        }
+    /// Empties the map newest first, its values yielded one by one, and keeps its memory (the
+    /// room for entries, the index) for its next use. An entry leaves the map as it is yielded;
+    /// those left when the iterator is dropped are dropped with it.
+    pub(crate) fn drain_newest_first(&mut self) -> DrainNewest<'_, V> {
+        DrainNewest { map: self }
     }
 
     /// Makes room for `total` entries in all (the index included, once there is one). With
@@ -266,7 +286,7 @@ mod tests {
         for map in [&mut hashed, &mut dense, &mut filled(keys[..3].iter().copied())] {
             let mut seen = Vec::new();
             let len = map.len();
-            map.drain_newest_first(|v| seen.push(v));
+            seen.extend(map.drain_newest_first());
             let expected: Vec<u32> = keys[..len].iter().rev().map(|k| k * 10).collect();
             assert_eq!(seen, expected);
             assert_eq!(map.len(), 0);

@@ -505,7 +505,7 @@ impl Resolver<'_> {
             },
             Scope::Context => match self.scope {
                 ScopeAt::Shared(scope) => scope.resolve_sync(proto),
-                ScopeAt::Current => crate::scope::handle::in_factory(self.app_id, proto as u32, def().type_name),
+                ScopeAt::Current => crate::scope::handle::in_factory(self.app_id, proto as u32, || def().type_name),
                 ScopeAt::None => Err(DiError::NoScope { wanted: def().type_name }),
             },
             Scope::Transient => self.transient(proto),

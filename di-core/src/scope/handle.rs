@@ -203,9 +203,11 @@ impl ScopeHandle {
 
     /// A context dependency of a factory running in this scope: a seed, an object built, or
     /// one built now (not remembered as this task's: a factory's resolution is not the task's).
-    fn dependency(&self, app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
+    /// `wanted` names the type for an error only: read from the graph, cold memory in a large one.
+    #[inline]
+    fn dependency(&self, app_id: u64, key: u32, wanted: impl FnOnce() -> &'static str) -> Result<AnyArc, DiError> {
         if self.app_id != app_id {
-            return Err(DiError::ForeignScope { wanted });
+            return Err(DiError::ForeignScope { wanted: wanted() });
         }
         if let Some(obj) = self.seed.get(key) {
             return Ok(obj.clone());
@@ -216,7 +218,7 @@ impl ScopeHandle {
         if let Some(obj) = self.cache.try_borrow().ok().and_then(|c| c.get(key).cloned()) {
             return Ok(obj);
         }
-        self.miss(app_id, key, wanted)
+        self.miss(app_id, key, wanted())
     }
 
     fn remember(&self, key: u32, obj: &AnyArc) {
@@ -264,7 +266,7 @@ impl TaskCache {
     /// Drops the entries newest first, each isolated from the others' panics (user `Drop`s).
     pub(super) fn drop_newest_first(mut self) {
         if let Some(rest) = self.rest.take() {
-            spare::give_back(rest, crate::isolate::drop_isolated);
+            spare::give_back(rest, |objects| crate::isolate::drop_each_isolated(objects));
         }
         if let Some((_, obj)) = self.first.take() {
             crate::isolate::drop_isolated(obj);
@@ -295,7 +297,7 @@ impl Drop for TaskCache {
     /// isolated; a cache that is not the scope's table holds clones).
     fn drop(&mut self) {
         if let Some(rest) = self.rest.take() {
-            spare::give_back(rest, drop);
+            spare::give_back(rest, |objects| objects.for_each(drop));
         }
     }
 }
@@ -430,8 +432,10 @@ pub(crate) fn in_scope_of(app_id: u64) -> bool {
 
 /// A context dependency of a factory running in the current scope (see
 /// [`ScopeAt::Current`](crate::resolver::ScopeAt::Current)).
-pub(crate) fn in_factory(app_id: u64, key: u32, wanted: &'static str) -> Result<AnyArc, DiError> {
-    CURRENT.try_with(|h| h.dependency(app_id, key, wanted)).unwrap_or_else(|_| Err(DiError::NoScope { wanted }))
+pub(crate) fn in_factory(app_id: u64, key: u32, wanted: impl Fn() -> &'static str) -> Result<AnyArc, DiError> {
+    CURRENT
+        .try_with(|h| h.dependency(app_id, key, &wanted))
+        .unwrap_or_else(|_| Err(DiError::NoScope { wanted: wanted() }))
 }
 
 /// The App of the current scope; `None` outside a scope.

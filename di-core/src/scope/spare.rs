@@ -11,7 +11,7 @@
 use std::cell::RefCell;
 
 use crate::erased::AnyArc;
-use crate::maps::SmallMap;
+use crate::maps::{DrainNewest, SmallMap};
 
 /// The most tables a thread keeps: about as many scopes as one worker runs interleaved.
 const KEPT: usize = 8;
@@ -29,11 +29,11 @@ pub(super) fn take() -> Box<SmallMap<AnyArc>> {
     spare.unwrap_or_default()
 }
 
-/// Empties `table` newest first, `drop` taking each object (an object's `Drop` may end a
+/// Empties `table` newest first, `drop` taking its objects (an object's `Drop` may end a
 /// scope of its own, which gives a table back too: the spare tables are not borrowed
 /// meanwhile), and keeps it for the next [`take`] if there is room.
-pub(super) fn give_back(mut table: Box<SmallMap<AnyArc>>, drop: impl FnMut(AnyArc)) {
-    table.drain_newest_first(drop);
+pub(super) fn give_back(mut table: Box<SmallMap<AnyArc>>, drop: impl FnOnce(DrainNewest<'_, AnyArc>)) {
+    drop(table.drain_newest_first());
     if table.capacity() > MOST_ROOM {
         return;
     }
