@@ -46,8 +46,8 @@ fn default_port() -> u16 {
     7001
 }
 
-/// A fresh folder for this test's files.
-fn folder(test: &str) -> PathBuf {
+/// A fresh folder for this test's files, removed with them when the test ends (passed or not).
+fn folder(test: &str) -> Folder {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
         "di-config-{}-{test}-{}",
@@ -55,7 +55,22 @@ fn folder(test: &str) -> PathBuf {
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Folder(dir)
+}
+
+struct Folder(PathBuf);
+
+impl std::ops::Deref for Folder {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn write(dir: &std::path::Path, name: &str, text: &str) -> PathBuf {
