@@ -20,6 +20,8 @@ const KEPT: usize = 8;
 const MOST_ROOM: usize = 1 << 14;
 
 std::thread_local! {
+    // Boxed as the task cache holds them: a table moves in and out with no allocation.
+    #[allow(clippy::vec_box)]
     static SPARE: RefCell<Vec<Box<SmallMap<AnyArc>>>> = const { RefCell::new(Vec::new()) };
 }
 
