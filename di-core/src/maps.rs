@@ -140,9 +140,15 @@ impl<V> SmallMap<V> {
         self.items.into_iter()
     }
 
-    /// How many entries the map has room for without allocating.
-    pub(crate) fn capacity(&self) -> usize {
-        self.items.capacity()
+    /// The memory the map holds, in bytes, about: its entries' room and its index (a dense
+    /// index is four bytes per key of its key space, however few the entries).
+    pub(crate) fn held_bytes(&self) -> usize {
+        let index = match &self.index {
+            None => 0,
+            Some(Index::Hash(index)) => index.capacity() * (size_of::<(u32, usize)>() + 1),
+            Some(Index::Dense(index)) => index.len() * size_of::<u32>(),
+        };
+        self.items.capacity() * size_of::<(u32, V)>() + index
     }
 
     /// Empties the map newest first, its values yielded one by one, and keeps its memory (the
@@ -259,6 +265,7 @@ mod tests {
         let mut dense = filled(keys[..LINEAR_LIMIT + 1].iter().copied());
         dense.reserve_total(40, Some(130));
         assert!(matches!(dense.index, Some(Index::Dense(_))));
+        assert!(dense.held_bytes() >= 130 * 4, "the dense index counts for its whole key space");
         for &key in &keys[LINEAR_LIMIT + 1..] {
             dense.insert(key, key * 10);
         }
@@ -290,7 +297,7 @@ mod tests {
             let expected: Vec<u32> = keys[..len].iter().rev().map(|k| k * 10).collect();
             assert_eq!(seen, expected);
             assert_eq!(map.len(), 0);
-            assert!(map.capacity() >= len);
+            assert!(map.held_bytes() >= len * size_of::<(u32, u32)>());
             assert_finds(map, &[], &keys);
             // Other keys, at the positions the old ones had.
             let again: Vec<u32> = keys.iter().map(|k| k + 1).take(len).collect();

@@ -16,8 +16,9 @@ use crate::maps::{DrainNewest, SmallMap};
 /// The most tables a thread keeps: about as many scopes as one worker runs interleaved.
 const KEPT: usize = 8;
 
-/// A table with room for more entries than this is not kept (its memory goes back).
-const MOST_ROOM: usize = 1 << 14;
+/// A table holding more memory than this (its entries' room and its index) is not kept: a
+/// thread keeps at most `KEPT` times this.
+const MOST_BYTES: usize = 1 << 20;
 
 std::thread_local! {
     // Boxed as the task cache holds them: a table moves in and out with no allocation.
@@ -36,7 +37,7 @@ pub(super) fn take() -> Box<SmallMap<AnyArc>> {
 /// meanwhile), and keeps it for the next [`take`] if there is room.
 pub(super) fn give_back(mut table: Box<SmallMap<AnyArc>>, drop: impl FnOnce(DrainNewest<'_, AnyArc>)) {
     drop(table.drain_newest_first());
-    if table.capacity() > MOST_ROOM {
+    if table.held_bytes() > MOST_BYTES {
         return;
     }
     let _ = SPARE.try_with(|spare| {
@@ -46,4 +47,51 @@ pub(super) fn give_back(mut table: Box<SmallMap<AnyArc>>, drop: impl FnOnce(Drai
             spare.push(table);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{KEPT, MOST_BYTES, give_back, take};
+    use crate::erased::AnyArc;
+
+    /// A table of `entries` objects, each an `Arc<usize>`.
+    fn table(entries: usize) -> Box<crate::maps::SmallMap<AnyArc>> {
+        let mut table = take();
+        for key in 0..entries {
+            table.insert(key as u32, Arc::new(key) as AnyArc);
+        }
+        table
+    }
+
+    #[test]
+    fn a_thread_keeps_a_few_tables_of_bounded_size_emptied() {
+        // Run on a thread of its own: the spares are this thread's.
+        std::thread::spawn(|| {
+            let object: AnyArc = Arc::new(7usize);
+            let mut kept = table(40);
+            kept.insert(99, object.clone());
+            give_back(kept, |objects| objects.for_each(drop));
+            assert_eq!(Arc::strong_count(&object), 1, "emptied: the object was dropped");
+            let again = take();
+            assert_eq!(again.len(), 0);
+            assert!(again.held_bytes() > 0, "the same table, its memory kept");
+
+            // Too large a table is not kept.
+            let large = table(MOST_BYTES / size_of::<(u32, AnyArc)>() + 1);
+            give_back(large, |objects| objects.for_each(drop));
+            assert_eq!(take().held_bytes(), 0, "a new table");
+
+            // At most KEPT tables.
+            let tables: Vec<_> = (0..KEPT + 2).map(|_| table(20)).collect();
+            for table in tables {
+                give_back(table, |objects| objects.for_each(drop));
+            }
+            let kept: Vec<_> = (0..KEPT + 2).map(|_| take()).collect();
+            assert_eq!(kept.iter().filter(|t| t.held_bytes() > 0).count(), KEPT);
+        })
+        .join()
+        .unwrap();
+    }
 }
