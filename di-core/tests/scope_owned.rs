@@ -393,3 +393,42 @@ async fn a_scope_ended_inside_an_objects_drop_leaves_both_scopes_tables_whole() 
         assert_eq!(PIECES_DROPPED.load(Ordering::SeqCst), 2 * PIECES * round, "round {round}");
     }
 }
+
+/// A context object that knows which proto of which App built it.
+struct Tagged(usize, usize);
+
+/// An App of `n` context protos of type `Tagged`, named `t0`..; `tag` identifies the App.
+async fn tagged_app(tag: usize, n: usize) -> App {
+    let defs = (0..n).map(|i| ProtoDef::context::<Tagged>(move |_| Ok(Tagged(tag, i))).name(format!("t{i}")));
+    App::builder().without_inventory().register_all(defs).build().await.unwrap()
+}
+
+#[tokio::test]
+async fn scopes_of_apps_with_graphs_of_other_sizes_share_a_threads_spare_tables() {
+    // A table emptied by a scope of a 40-proto App, its index sized for that graph, is taken by
+    // a scope of a 5000-proto App on the same thread (its keys past the index's end), and back:
+    // each scope finds its own objects and no other's.
+    let small = tagged_app(1, 40).await;
+    let large = tagged_app(2, 5000).await;
+    for round in 0..4 {
+        for (app, tag, picks) in
+            [(&small, 1, (0..40).collect::<Vec<_>>()), (&large, 2, (0..5000).step_by(50).collect())]
+        {
+            let seen = app
+                .run_in_context(async {
+                    // Twice each: the second is a lookup in the (reused) table.
+                    let mut seen = Vec::new();
+                    for _ in 0..2 {
+                        for &i in &picks {
+                            let obj = app.get_object_named::<Tagged>(&format!("t{i}")).unwrap();
+                            seen.push((obj.0, obj.1));
+                        }
+                    }
+                    seen
+                })
+                .await;
+            let expected: Vec<_> = picks.iter().map(|&i| (tag, i)).chain(picks.iter().map(|&i| (tag, i))).collect();
+            assert_eq!(seen, expected, "round {round}, app {tag}");
+        }
+    }
+}
