@@ -37,7 +37,5 @@ pub(crate) fn drop_each_isolated<T>(mut values: impl Iterator<Item = T>) {
 
 /// Drops `value`, catching and logging a panic of its `Drop`.
 pub(crate) fn drop_isolated<T>(value: T) {
-    if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
-        tracing::error!(panic = panic_message(&*panic), "dropping an object panicked; the others are still dropped");
-    }
+    drop_each_isolated(std::iter::once(value));
 }

@@ -265,10 +265,9 @@ impl TaskCache {
 
     /// Drops the entries newest first, each isolated from the others' panics (user `Drop`s).
     pub(super) fn drop_newest_first(mut self) {
-        if let Some(rest) = self.rest.take() {
-            spare::give_back(rest, |objects| crate::isolate::drop_each_isolated(objects));
-        }
-        if let Some((_, obj)) = self.first.take() {
+        let first = self.first.take();
+        drop(self); // the table: its objects newest first, isolated (`Drop`)
+        if let Some((_, obj)) = first {
             crate::isolate::drop_isolated(obj);
         }
     }
@@ -292,12 +291,11 @@ impl TaskCache {
 }
 
 impl Drop for TaskCache {
-    /// The table goes back to the thread's spares, its objects dropped newest first (the
-    /// scope's end drops an owned scope's objects with [`drop_newest_first`](Self::drop_newest_first),
-    /// isolated; a cache that is not the scope's table holds clones).
+    /// The table goes back to the thread's spares, its objects dropped newest first, each
+    /// isolated from the others' panics.
     fn drop(&mut self) {
         if let Some(rest) = self.rest.take() {
-            spare::give_back(rest, |objects| objects.for_each(drop));
+            spare::give_back(rest);
         }
     }
 }

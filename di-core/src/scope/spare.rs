@@ -11,7 +11,7 @@
 use std::cell::RefCell;
 
 use crate::erased::AnyArc;
-use crate::maps::{DrainNewest, SmallMap};
+use crate::maps::SmallMap;
 
 /// The most tables a thread keeps: about as many scopes as one worker runs interleaved.
 const KEPT: usize = 8;
@@ -32,11 +32,11 @@ pub(super) fn take() -> Box<SmallMap<AnyArc>> {
     spare.unwrap_or_default()
 }
 
-/// Empties `table` newest first, `drop` taking its objects (an object's `Drop` may end a
-/// scope of its own, which gives a table back too: the spare tables are not borrowed
-/// meanwhile), and keeps it for the next [`take`] if there is room.
-pub(super) fn give_back(mut table: Box<SmallMap<AnyArc>>, drop: impl FnOnce(DrainNewest<'_, AnyArc>)) {
-    drop(table.drain_newest_first());
+/// Empties `table`, its objects dropped newest first, each isolated from the others' panics
+/// (an object's `Drop` may end a scope of its own, which gives a table back too: the spare
+/// tables are not borrowed meanwhile), and keeps it for the next [`take`] if there is room.
+pub(super) fn give_back(mut table: Box<SmallMap<AnyArc>>) {
+    crate::isolate::drop_each_isolated(table.drain_newest_first());
     if table.held_bytes() > MOST_BYTES {
         return;
     }
@@ -72,7 +72,7 @@ mod tests {
             let object: AnyArc = Arc::new(7usize);
             let mut kept = table(40);
             kept.insert(99, object.clone());
-            give_back(kept, |objects| objects.for_each(drop));
+            give_back(kept);
             assert_eq!(Arc::strong_count(&object), 1, "emptied: the object was dropped");
             let again = take();
             assert_eq!(again.len(), 0);
@@ -80,13 +80,13 @@ mod tests {
 
             // Too large a table is not kept.
             let large = table(MOST_BYTES / size_of::<(u32, AnyArc)>() + 1);
-            give_back(large, |objects| objects.for_each(drop));
+            give_back(large);
             assert_eq!(take().held_bytes(), 0, "a new table");
 
             // At most KEPT tables.
             let tables: Vec<_> = (0..KEPT + 2).map(|_| table(20)).collect();
             for table in tables {
-                give_back(table, |objects| objects.for_each(drop));
+                give_back(table);
             }
             let kept: Vec<_> = (0..KEPT + 2).map(|_| take()).collect();
             assert_eq!(kept.iter().filter(|t| t.held_bytes() > 0).count(), KEPT);
