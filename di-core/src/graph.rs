@@ -82,6 +82,9 @@ pub(crate) struct Graph {
     /// The context protos each context proto takes by value, in declaration order, each once:
     /// what must be built before it.
     pub(crate) context_deps: Vec<Box<[u32]>>,
+    /// Whether none of the context protos each proto takes by value takes one of its own:
+    /// those can be built ahead of it, in one loop, with no check of each one's own list.
+    pub(crate) shallow: Vec<bool>,
     /// Protos by their own type, for `get_object`.
     pub(crate) by_type: FastMap<TypeId, Vec<usize>>,
     /// Providers of each type (own types and `provides`), in registration order, for
@@ -212,6 +215,8 @@ impl Graph {
                 }
             }
         }
+        let shallow =
+            context_deps.iter().map(|deps| deps.iter().all(|&d| context_deps[d as usize].is_empty())).collect();
         // A `ContextRef` whose holder calls `get()` to a proto built asynchronously: known only
         // now that `needs_async` is (the macros refuse it at compile time for a proto's type).
         let sync_refs_to_async = protos.iter().zip(&resolved).flat_map(|(p, deps)| {
@@ -233,7 +238,19 @@ impl Graph {
             .iter()
             .map(|p| (u8::from(p.complete.is_some()) * COMPLETE_HOOK) | (u8::from(p.destroy.is_some()) * DESTROY_HOOK))
             .collect();
-        Ok(Graph { protos, resolved, declared, scopes, levels, needs_async, hooks, context_deps, by_type, provided })
+        Ok(Graph {
+            protos,
+            resolved,
+            declared,
+            scopes,
+            levels,
+            needs_async,
+            hooks,
+            context_deps,
+            shallow,
+            by_type,
+            provided,
+        })
     }
 }
 

@@ -13,6 +13,7 @@ use crate::keyed::Keyed;
 use crate::proto::kinds::{InjectKind, Scope};
 use crate::provider::Provider;
 use crate::runtime::AppCell;
+use crate::scope::handle::TaskCache;
 use crate::scope::table::ScopeShared;
 
 /// Hands a factory the dependencies its proto declared, by position.
@@ -73,6 +74,10 @@ pub(crate) enum ScopeAt<'a> {
     /// transient built in a scope). Not the handle itself: a `Resolver` stays `Send` and
     /// `Sync`, and the task-local is one load.
     Current,
+    /// As `Current`, for a factory an owned scope runs: its dependencies built ahead of it are
+    /// in `cache` (the scope's table, borrowed for the call), found there with no task-local
+    /// read; anything else goes through the task-local as for `Current`.
+    Owned(&'a TaskCache),
 }
 
 /// Context objects built for a construction just before it: `objs[i]` is proto `keys[i].0`.
@@ -506,6 +511,10 @@ impl Resolver<'_> {
             Scope::Context => match self.scope {
                 ScopeAt::Shared(scope) => scope.resolve_sync(proto),
                 ScopeAt::Current => crate::scope::handle::in_factory(self.app_id, proto as u32, || def().type_name),
+                ScopeAt::Owned(cache) => match cache.get(proto as u32) {
+                    Some(obj) => Ok(obj.clone()),
+                    None => crate::scope::handle::in_factory(self.app_id, proto as u32, || def().type_name),
+                },
                 ScopeAt::None => Err(DiError::NoScope { wanted: def().type_name }),
             },
             Scope::Transient => self.transient(proto),

@@ -179,10 +179,10 @@ impl ScopeHandle {
         let built = |d: u32, cache: &TaskCache| self.seed.get(d).is_some() || cache.get(d).is_some();
         // The plain case: the cache can take the objects (not borrowed by a `with` callback),
         // and what is to be built first has no by-value context dependency of its own.
-        let plain = self
-            .cache
-            .try_borrow_mut()
-            .is_ok_and(|cache| deps.iter().all(|&d| graph.context_deps[d as usize].is_empty() || built(d, &cache)));
+        let plain = self.cache.try_borrow_mut().is_ok_and(|cache| {
+            graph.shallow[key as usize]
+                || deps.iter().all(|&d| graph.context_deps[d as usize].is_empty() || built(d, &cache))
+        });
         let frame = match plain {
             true => Frame::enter(self, key),
             false => None,
@@ -229,10 +229,17 @@ impl ScopeHandle {
         late.then(|| DiError::LateCompletion { wanted: self.app.graph.protos[key as usize].type_name })
     }
 
-    /// Runs proto `key`'s sync factory; its context dependencies are found through the
-    /// task-local.
+    /// Runs proto `key`'s sync factory; its context dependencies are found in the cache (those
+    /// built ahead of it), else through the task-local. The cache stays borrowed for the call:
+    /// a construction the factory starts itself finds it so and goes to the shared table, as
+    /// one inside a `with` callback does.
     fn call_factory(&self, key: u32) -> Result<AnyArc, DiError> {
-        let resolver = self.app.resolver(key as usize, ScopeAt::Current);
+        let cache = self.cache.try_borrow();
+        let at = match &cache {
+            Ok(cache) => ScopeAt::Owned(cache),
+            Err(_) => ScopeAt::Current,
+        };
+        let resolver = self.app.resolver(key as usize, at);
         match &self.app.graph.protos[key as usize].factory {
             Factory::Sync(factory) => factory.call(&resolver),
             Factory::Async(_) | Factory::Config(_) => {
@@ -264,6 +271,9 @@ impl ScopeHandle {
     /// this task built has a hook to run. Otherwise the objects are dropped here, newest first,
     /// each isolated from the others' panics, and there is nothing left to end.
     pub(crate) fn into_shared(self) -> Option<Arc<ScopeShared>> {
+        if self.shared.get().is_none() && self.cache.try_borrow().is_ok_and(|cache| cache.is_empty()) {
+            return None; // a scope that built nothing: nothing to record, drop or end
+        }
         if self.shared.get().is_none() && !self.owned_hooks(false) {
             let cache = std::mem::take(&mut *self.cache.borrow_mut());
             self.app.record_scope_size(cache.len());
