@@ -34,16 +34,9 @@ impl<T: 'static> Local<T> {
     /// Calls `f` with the current value, if there is one.
     #[inline]
     pub(crate) fn try_with<R>(&'static self, f: impl FnOnce(&T) -> R) -> Result<R, Outside> {
-        self.with_current(|value| value.map(f).ok_or(Outside))
-    }
-
-    /// Calls `f` with the current value, or with `None` outside any: for a caller whose `f`
-    /// owns what it must give back when there is no value (no `Option` of it to take).
-    #[inline]
-    pub(crate) fn with_current<R>(&'static self, f: impl FnOnce(Option<&T>) -> R) -> R {
         let current = self.key.with(Cell::get);
         if current.is_null() {
-            return f(None);
+            return Err(Outside);
         }
         // SAFETY: the slot is non-null only while an `enter` of this thread runs: set there from
         // a `&T` borrowed for the whole call, and restored before the call returns, unwinding
@@ -53,7 +46,7 @@ impl<T: 'static> Local<T> {
         // Only shared references are made, and `T`'s own cells guard its mutation.
         #[allow(unsafe_code)] // the one `unsafe` of di-core: measured reason in the module docs
         let value = unsafe { &*current };
-        f(Some(value))
+        Ok(f(value))
     }
 
     /// Runs `f` with `value` as the current value on this thread.
@@ -172,21 +165,6 @@ mod tests {
             assert_eq!(read(), Some(1), "restored by the unwind");
         });
         assert_eq!((read(), inner.get()), (None, 3));
-    }
-
-    #[test]
-    fn with_current_hands_none_outside_and_the_innermost_value_inside() {
-        let owned = String::from("given back");
-        let back = LOCAL.with_current(|v| match v {
-            Some(_) => Err(()),
-            None => Ok(owned),
-        });
-        assert_eq!(back.as_deref(), Ok("given back"), "outside: `f` runs with `None` and keeps what it owns");
-        let (outer, inner) = (Cell::new(4), Cell::new(5));
-        LOCAL.enter(&outer, || {
-            assert_eq!(LOCAL.with_current(|v| v.map(Cell::get)), Some(4));
-            LOCAL.enter(&inner, || assert_eq!(LOCAL.with_current(|v| v.map(Cell::get)), Some(5)));
-        });
     }
 
     /// A future that reads the local at each poll and yields once; on drop, reads it again.

@@ -432,3 +432,66 @@ async fn scopes_of_apps_with_graphs_of_other_sizes_share_a_threads_spare_tables(
         }
     }
 }
+
+/// Takes a `Leaf` by value and, inside its own factory, reads it through a `ContextRef` and
+/// starts a construction it did not declare by value (`Node`, through a `ContextRef`).
+struct Top {
+    leaf: Arc<Leaf>,
+    node: Arc<Node>,
+    leaf_seen_inside: usize,
+}
+
+#[tokio::test]
+async fn a_construction_a_factory_starts_itself_is_built_once_and_seen_by_every_later_ask() {
+    // An owned scope runs `Top`'s factory with its cache borrowed (the `Leaf` built ahead is
+    // found there): the warm `with` inside it reads the cache, and the `Node` it builds itself
+    // goes to the shared table. Both are the scope's one object of their proto, destroyed once.
+    let counts = Arc::new(Counts::default());
+    let d = counts.clone();
+    let leaf = ProtoDef::context::<Leaf>({
+        let c = counts.clone();
+        move |_| Ok(Leaf(c.built.fetch_add(1, Ordering::SeqCst)))
+    })
+    .on_destroy(move |_: Arc<Leaf>| {
+        let d = d.clone();
+        async move {
+            d.destroyed.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    });
+    let top = ProtoDef::context::<Top>(|r| {
+        let leaf = r.arc::<Leaf>(0)?;
+        let leaf_seen_inside = r.context_ref::<Leaf>(1)?.with(|l| l.0);
+        let node = r.context_ref::<Node>(2)?.try_get()?;
+        Ok(Top { leaf, node, leaf_seen_inside })
+    })
+    .dep(Dependency::new::<Leaf>(InjectKind::Arc, None))
+    .dep(Dependency::new::<Leaf>(InjectKind::ContextRef, None))
+    .dep(Dependency::new::<Node>(InjectKind::ContextRef, None));
+    let app = App::builder()
+        .without_inventory()
+        .register(leaf)
+        .register(
+            ProtoDef::context::<Node>(|r| Ok(Node(r.arc(0)?))).dep(Dependency::new::<Leaf>(InjectKind::Arc, None)),
+        )
+        .register(top)
+        .build()
+        .await
+        .unwrap();
+    for round in 0..3 {
+        let (same, inside, leaf_id) = app
+            .run_in_context(async {
+                let top = app.get_object::<Top>().unwrap();
+                let (node, leaf) = (app.get_object::<Node>().unwrap(), app.get_object::<Leaf>().unwrap());
+                let same =
+                    Arc::ptr_eq(&top.node, &node) && Arc::ptr_eq(&top.leaf, &leaf) && Arc::ptr_eq(&node.0, &leaf);
+                (same, top.leaf_seen_inside, leaf.0)
+            })
+            .await;
+        assert!(same, "round {round}: one object per proto in the scope");
+        assert_eq!((inside, leaf_id), (round, round), "the factory's `with` saw the scope's leaf");
+    }
+    app.shutdown().await.unwrap();
+    assert_eq!(counts.built.load(Ordering::SeqCst), 3, "one leaf per scope");
+    assert_eq!(counts.destroyed.load(Ordering::SeqCst), 3, "each destroyed once");
+}

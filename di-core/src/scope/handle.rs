@@ -332,15 +332,20 @@ pub(crate) fn current(app_id: u64, key: u32, wanted: &'static str) -> Result<Any
 /// warm path inlines into `ContextRef::with` with no dynamic call: a few instructions per type.
 #[inline]
 pub(crate) fn with_cached<R, F: FnOnce(&(dyn Any + Send + Sync)) -> R>(app_id: u64, key: u32, f: F) -> Result<R, F> {
-    CURRENT.with_current(move |h| {
-        // Borrowed while `f` runs: an object `f` builds goes to the shared table, not into
-        // the cache under the reference.
-        let cache = h.filter(|h| h.app_id == app_id).and_then(|h| h.cache.try_borrow().ok());
-        match cache.as_ref().and_then(|cache| cache.get(key)) {
-            Some(obj) => Ok(f(&**obj)),
-            None => Err(f),
+    let mut f = Some(f);
+    let found = CURRENT.try_with(|h| {
+        if h.app_id != app_id {
+            return None;
         }
-    })
+        let cache = h.cache.try_borrow().ok()?;
+        let obj = cache.get(key)?;
+        f.take().map(|f| f(&**obj))
+    });
+    match (found, f) {
+        (Ok(Some(r)), _) => Ok(r),
+        (_, Some(f)) => Err(f),
+        (_, None) => unreachable!("`f` is taken only when it runs"),
+    }
 }
 
 /// Where a task caches an object that needs async construction: apart from the keys `get`
