@@ -21,7 +21,6 @@ use super::handle::TaskCache;
 use super::table::{ScopeShared, building_now, set_building_now};
 use crate::erased::AnyArc;
 use crate::error::DiError;
-use crate::proto::factory::Factory;
 use crate::resolver::ScopeAt;
 
 /// The most constructions an owned scope runs nested on one thread; a deeper one goes to the
@@ -240,11 +239,9 @@ impl ScopeHandle {
             Err(_) => ScopeAt::Current,
         };
         let resolver = self.app.resolver(key as usize, at);
-        match &self.app.graph.protos[key as usize].factory {
-            Factory::Sync(factory) => factory.call(&resolver),
-            Factory::Async(_) | Factory::Config(_) => {
-                unreachable!("a context proto built asynchronously goes through `resolve_async`")
-            }
+        match &self.app.graph.context_factories[key as usize] {
+            Some(factory) => factory.call(&resolver),
+            None => unreachable!("a context proto built asynchronously goes through `resolve_async`"),
         }
     }
 
