@@ -268,10 +268,13 @@ impl ScopeHandle {
     /// this task built has a hook to run. Otherwise the objects are dropped here, newest first,
     /// each isolated from the others' panics, and there is nothing left to end.
     pub(crate) fn into_shared(self) -> Option<Arc<ScopeShared>> {
-        if self.shared.get().is_none() && self.cache.try_borrow().is_ok_and(|cache| cache.is_empty()) {
+        if let Some(shared) = self.shared.get() {
+            return Some(shared.clone());
+        }
+        if self.cache.try_borrow().is_ok_and(|cache| cache.is_empty()) {
             return None; // a scope that built nothing: nothing to record, drop or end
         }
-        if self.shared.get().is_none() && !self.owned_hooks(false) {
+        if !self.owned_hooks(false) {
             let cache = std::mem::take(&mut *self.cache.borrow_mut());
             self.app.record_scope_size(cache.len());
             cache.drop_newest_first();
