@@ -85,10 +85,10 @@ pub(crate) struct Graph {
     /// Whether none of the context protos each proto takes by value takes one of its own:
     /// those can be built ahead of it, in one loop, with no check of each one's own list.
     pub(crate) shallow: Vec<bool>,
-    /// Each context proto's sync factory, dense (`None` for the others): what a scope owned by
-    /// its task calls per object without reading the proto's `ProtoDef`, a line of cold memory
-    /// per object in a large graph (the most first-level data misses of a context request at
-    /// N = 1000 before).
+    /// Each context proto's sync factory, dense (`None` for the others): what a scope calls per
+    /// object without reading the proto's `ProtoDef`, a line of cold memory per object in a
+    /// large graph (the most first-level data misses of a context request at N = 1000 before).
+    /// Read through [`context_factory`](Self::context_factory).
     pub(crate) context_factories: Vec<Option<SyncFactory>>,
     /// Protos by their own type, for `get_object`.
     pub(crate) by_type: FastMap<TypeId, Vec<usize>>,
@@ -103,6 +103,16 @@ pub(crate) const COMPLETE_HOOK: u8 = 1;
 pub(crate) const DESTROY_HOOK: u8 = 2;
 
 impl Graph {
+    /// Context proto `key`'s sync factory, from the dense array (no `ProtoDef` read): what both
+    /// a scope owned by its task and a shared table call to build one of its objects.
+    #[inline]
+    pub(crate) fn context_factory(&self, key: u32) -> &SyncFactory {
+        match &self.context_factories[key as usize] {
+            Some(factory) => factory,
+            None => unreachable!("a context proto built asynchronously goes through `resolve_async`"),
+        }
+    }
+
     /// The protos whose own type is `ty` (none if there is no such proto).
     pub(crate) fn of_type(&self, ty: TypeId) -> &[usize] {
         self.by_type.get(&ty).map_or(&[], Vec::as_slice)

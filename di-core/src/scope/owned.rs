@@ -238,11 +238,7 @@ impl ScopeHandle {
             Ok(cache) => ScopeAt::Owned(cache),
             Err(_) => ScopeAt::Current,
         };
-        let resolver = self.app.resolver(key as usize, at);
-        match &self.app.graph.context_factories[key as usize] {
-            Some(factory) => factory.call(&resolver),
-            None => unreachable!("a context proto built asynchronously goes through `resolve_async`"),
-        }
+        self.app.graph.context_factory(key).call(&self.app.resolver(key as usize, at))
     }
 
     /// The cycle closed by asking for `key`, in flight at `pos`: `key`, what it runs, ... the

@@ -572,12 +572,7 @@ impl ScopeShared {
     /// hand for its resolver (which otherwise finds them in the table, under its lock).
     fn build_with(&self, key: u32, fresh: Fresh<'_>) -> Result<AnyArc, DiError> {
         let resolver = Resolver { fresh, ..self.resolver(key) };
-        building((self.addr(), key), || match &self.app.graph.protos[key as usize].factory {
-            Factory::Sync(factory) => factory.call(&resolver),
-            Factory::Async(_) | Factory::Config(_) => {
-                unreachable!("a context proto built asynchronously goes through `resolve_async`")
-            }
-        })
+        building((self.addr(), key), || self.app.graph.context_factory(key).call(&resolver))
     }
 
     /// Runs proto `key`'s factory, awaiting its constructor if it is async.
