@@ -70,6 +70,10 @@ pub(crate) struct Graph {
     /// is checked against without calling each dependency's `TypeId` function or reading its
     /// `ProtoDef` (both cold memory in a large graph).
     pub(crate) declared: Vec<Box<[(InjectKind, TypeId)]>>,
+    /// Per proto, per dependency: the proto an `Arc<T>` of a proto's own type resolves to, or
+    /// [`NO_TARGET`] (another kind): what a factory's `fill` reads per field, one `u32`, to take
+    /// an object already at hand without the checks and dispatch of a general request.
+    pub(crate) arc_targets: Vec<Box<[u32]>>,
     /// Each proto's scope, dense: the resolver's dispatch reads one byte, not a `ProtoDef`.
     pub(crate) scopes: Vec<Scope>,
     /// Singletons grouped by construction level: level k only needs levels below k.
@@ -96,6 +100,9 @@ pub(crate) struct Graph {
     /// `get_provider`.
     pub(crate) provided: FastMap<TypeId, Vec<Target>>,
 }
+
+/// In [`Graph::arc_targets`]: the dependency is not an `Arc<T>` with one target.
+pub(crate) const NO_TARGET: u32 = u32::MAX;
 
 /// A proto with a completion hook, in [`Graph::hooks`].
 pub(crate) const COMPLETE_HOOK: u8 = 1;
@@ -254,7 +261,21 @@ impl Graph {
         DiError::collect(sync_refs_to_async.collect())?;
         let Providers { by_type: provided, by_name } = providers;
         drop(by_name); // it borrows the names of `protos`
-        let declared = protos.iter().map(|p| p.deps.iter().map(|d| (d.kind, (d.type_id)())).collect()).collect();
+        let declared: Vec<Box<[(InjectKind, TypeId)]>> =
+            protos.iter().map(|p| p.deps.iter().map(|d| (d.kind, (d.type_id)())).collect()).collect();
+        let arc_targets = resolved
+            .iter()
+            .zip(&declared)
+            .map(|(deps, declared)| {
+                deps.iter()
+                    .zip(declared.iter())
+                    .map(|(r, (kind, _))| match (kind, r) {
+                        (InjectKind::Arc, Resolved::One(t)) => t.proto as u32,
+                        _ => NO_TARGET,
+                    })
+                    .collect()
+            })
+            .collect();
         let scopes = protos.iter().map(|p| p.scope).collect();
         let hooks = protos
             .iter()
@@ -264,6 +285,7 @@ impl Graph {
             protos,
             resolved,
             declared,
+            arc_targets,
             scopes,
             levels,
             needs_async,

@@ -65,6 +65,13 @@ impl Index {
         }
     }
 
+    /// [`get`](Self::get) of a hash index, out of line: the probe is long code, and a dense
+    /// index's lookup is one load.
+    #[inline(never)]
+    fn get_hashed(&self, key: u32) -> Option<usize> {
+        self.get(key)
+    }
+
     fn insert(&mut self, key: u32, pos: usize) {
         match self {
             Index::Hash(index) => {
@@ -76,10 +83,16 @@ impl Index {
                     grown.resize(key as usize + 1, 0);
                     *index = grown.into_boxed_slice();
                 }
-                index[key as usize] = u32::try_from(pos + 1).expect("fewer than 2^32 objects in a scope");
+                index[key as usize] = dense_position(pos);
             }
         }
     }
+}
+
+/// Position `pos` as a dense index stores it (+ 1: 0 is absent).
+#[inline]
+fn dense_position(pos: usize) -> u32 {
+    u32::try_from(pos + 1).expect("fewer than 2^32 objects in a scope")
 }
 
 impl<V> Default for SmallMap<V> {
@@ -176,12 +189,15 @@ impl<V> SmallMap<V> {
         }
     }
 
+    /// The value of `key`. Inline: a linear scan, a dense index; a hash index out of line.
     #[inline]
     pub(crate) fn get(&self, key: u32) -> Option<&V> {
-        match &self.index {
-            None => self.items.iter().find(|(k, _)| *k == key).map(|(_, v)| v),
-            Some(index) => index.get(key).map(|i| &self.items[i].1),
-        }
+        let pos = match &self.index {
+            None => return self.items.iter().find(|(k, _)| *k == key).map(|(_, v)| v),
+            Some(Index::Dense(index)) => (*index.get(key as usize)? as usize).checked_sub(1)?,
+            Some(hashed) => hashed.get_hashed(key)?,
+        };
+        Some(&self.items[pos].1)
     }
 
     /// Where `key` is, for [`at_mut`](Self::at_mut).
@@ -208,16 +224,29 @@ impl<V> SmallMap<V> {
         self.items.get_mut(pos).filter(|(k, _)| *k == key).map(|(_, v)| v)
     }
 
-    /// Adds `key` (absent) and returns its position.
+    /// Adds `key` (absent) and returns its position. Inline, for the cases a scope meets per
+    /// object (a small map, a dense index with room for the key); out of line, the rest.
+    #[inline]
     pub(crate) fn insert(&mut self, key: u32, value: V) -> usize {
+        let pos = self.items.len();
         self.items.push((key, value));
-        let pos = self.items.len() - 1;
-        if let Some(index) = &mut self.index {
-            index.insert(key, pos);
-        } else if self.items.len() > LINEAR_LIMIT {
-            self.index = Some(Index::Hash(self.items.iter().enumerate().map(|(i, (k, _))| (*k, i)).collect()));
+        match &mut self.index {
+            None if pos < LINEAR_LIMIT => {}
+            Some(Index::Dense(index)) if (key as usize) < index.len() => index[key as usize] = dense_position(pos),
+            _ => self.index_slow(key, pos),
         }
         pos
+    }
+
+    /// [`insert`](Self::insert)'s index, in the cases it does not inline: the map grows past
+    /// a linear scan, a hash index, a dense index too short for the key.
+    #[cold]
+    #[inline(never)]
+    fn index_slow(&mut self, key: u32, pos: usize) {
+        match &mut self.index {
+            Some(index) => index.insert(key, pos),
+            None => self.index = Some(Index::Hash(self.items.iter().enumerate().map(|(i, (k, _))| (*k, i)).collect())),
+        }
     }
 }
 

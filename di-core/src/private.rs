@@ -36,10 +36,7 @@ impl<E: Into<BoxError>> HookOutput for Result<(), E> {
 /// then makes each object an `Arc<T>`.
 pub fn fill(r: &crate::Resolver<'_>, indices: &[usize], objs: &mut [Option<AnyArc>]) -> Result<(), crate::DiError> {
     debug_assert_eq!(indices.len(), objs.len(), "one object per index");
-    for (&index, obj) in indices.iter().zip(objs) {
-        *obj = Some(r.own_object(index)?);
-    }
-    Ok(())
+    r.fill_own(indices, objs)
 }
 
 /// The second step of [`fill`]: dependency `index`'s object, taken out of its place in the

@@ -13,7 +13,7 @@ use crate::keyed::Keyed;
 use crate::proto::kinds::{InjectKind, Scope};
 use crate::provider::Provider;
 use crate::runtime::AppCell;
-use crate::scope::handle::TaskCache;
+use crate::scope::handle::{Seeds, TaskCache};
 use crate::scope::table::ScopeShared;
 
 /// Hands a factory the dependencies its proto declared, by position.
@@ -75,9 +75,10 @@ pub(crate) enum ScopeAt<'a> {
     /// `Sync`, and the task-local is one load.
     Current,
     /// As `Current`, for a factory an owned scope runs: its dependencies built ahead of it are
-    /// in `cache` (the scope's table, borrowed for the call), found there with no task-local
-    /// read; anything else goes through the task-local as for `Current`.
-    Owned(&'a TaskCache),
+    /// in `cache` (the scope's table, borrowed for the call), its seeded ones (a request's head)
+    /// in `seeds`, found there with no task-local read; anything else goes through the
+    /// task-local as for `Current`.
+    Owned(&'a TaskCache, &'a Seeds),
 }
 
 /// Context objects built for a construction just before it: `objs[i]` is proto `keys[i].0`.
@@ -127,6 +128,39 @@ impl Resolver<'_> {
         match self.graph.declared[self.proto].get(index) {
             Some(&(InjectKind::Arc, _)) => self.object(self.one_target(index), index),
             _ => Err(self.undeclared(index, InjectKind::Arc, "a proto's own type")),
+        }
+    }
+
+    /// [`fill`](crate::private::fill)'s loop: the object of each dependency `indices[k]`, an
+    /// `Arc<T>` of a proto's own type, into `objs[k]`. One at hand (a singleton, or a context
+    /// object in the cache an owned scope lends its factory: all of them, when a proto's
+    /// by-value dependencies were built ahead of it) is taken from one `u32` of the graph and
+    /// the place it lives; any other goes through [`own_object`](Self::own_object).
+    pub(crate) fn fill_own(&self, indices: &[usize], objs: &mut [Option<AnyArc>]) -> Result<(), DiError> {
+        let targets = &self.graph.arc_targets[self.proto];
+        for (&index, obj) in indices.iter().zip(objs) {
+            let at_hand = match targets.get(index) {
+                Some(&t) if t != crate::graph::NO_TARGET => self.at_hand(t as usize),
+                _ => None,
+            };
+            *obj = Some(match at_hand {
+                Some(found) => found,
+                None => self.own_object(index)?,
+            });
+        }
+        Ok(())
+    }
+
+    /// Proto `proto`'s object if it is at hand with nothing to build, check or ask: a singleton
+    /// built, a context object in the cache of an owned scope.
+    #[inline]
+    fn at_hand(&self, proto: usize) -> Option<AnyArc> {
+        match (self.graph.scopes[proto], self.scope) {
+            (Scope::Singleton, _) => self.singletons[proto].clone(),
+            (Scope::Context, ScopeAt::Owned(cache, seeds)) => {
+                seeds.get(proto as u32).or_else(|| cache.get(proto as u32)).cloned()
+            }
+            _ => None,
         }
     }
 
@@ -511,7 +545,7 @@ impl Resolver<'_> {
             Scope::Context => match self.scope {
                 ScopeAt::Shared(scope) => scope.resolve_sync(proto),
                 ScopeAt::Current => crate::scope::handle::in_factory(self.app_id, proto as u32, || def().type_name),
-                ScopeAt::Owned(cache) => match cache.get(proto as u32) {
+                ScopeAt::Owned(cache, seeds) => match seeds.get(proto as u32).or_else(|| cache.get(proto as u32)) {
                     Some(obj) => Ok(obj.clone()),
                     None => crate::scope::handle::in_factory(self.app_id, proto as u32, || def().type_name),
                 },

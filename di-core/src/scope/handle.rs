@@ -99,8 +99,14 @@ impl Seeds {
         self.first.iter().chain(self.rest.iter().flat_map(|r| r.more.iter()))
     }
 
-    pub(super) fn get(&self, key: u32) -> Option<&AnyArc> {
-        self.iter().find(|(k, _)| *k == key).map(|(_, obj)| obj)
+    /// The seed of `key`: the inline one first (a request's head), then the rest, if any.
+    #[inline]
+    pub(crate) fn get(&self, key: u32) -> Option<&AnyArc> {
+        match (&self.first, &self.rest) {
+            (Some((k, obj)), _) if *k == key => Some(obj),
+            (_, None) => None,
+            (_, Some(rest)) => rest.more.iter().find(|(k, _)| *k == key).map(|(_, obj)| obj),
+        }
     }
 
     pub(crate) fn hooked(&self, key: u32) -> bool {
@@ -284,13 +290,21 @@ impl TaskCache {
         }
     }
 
+    #[inline]
     fn insert(&mut self, key: u32, obj: AnyArc) {
-        match self.first {
-            None => self.first = Some((key, obj)),
-            Some(_) => {
-                self.rest.get_or_insert_with(spare::take).insert(key, obj);
+        match (&self.first, &mut self.rest) {
+            (None, _) => self.first = Some((key, obj)),
+            (Some(_), Some(rest)) => {
+                rest.insert(key, obj);
             }
+            (Some(_), None) => self.insert_second(key, obj),
         }
+    }
+
+    /// [`insert`](Self::insert)'s second object, which takes a table for the rest.
+    #[inline(never)]
+    fn insert_second(&mut self, key: u32, obj: AnyArc) {
+        self.rest.insert(spare::take()).insert(key, obj);
     }
 }
 

@@ -70,6 +70,8 @@ impl Frames {
 struct Frame<'a> {
     handle: &'a ScopeHandle,
     key: u32,
+    /// Where its key is in [`FRAMES`], for [`rekey`](Self::rekey).
+    slot: u32,
     done: bool,
 }
 
@@ -77,10 +79,10 @@ impl<'a> Frame<'a> {
     /// Pushes `key`'s construction; `None` if the stack is full.
     fn enter(handle: &'a ScopeHandle, key: u32) -> Option<Self> {
         let frames = &handle.frames;
-        let pushed = FRAMES.with(|stack| {
+        let slot = FRAMES.with(|stack| {
             let len = stack.len.get();
             if len == DEPTH {
-                return false;
+                return None;
             }
             if frames.count.get() == 0 {
                 frames.base.set(len as u32);
@@ -88,13 +90,25 @@ impl<'a> Frame<'a> {
             }
             stack.keys[len].set(key);
             stack.len.set(len + 1);
-            true
-        });
-        if !pushed {
-            return None;
-        }
+            Some(len as u32)
+        })?;
         frames.count.set(frames.count.get() + 1);
-        Some(Frame { handle, key, done: false })
+        Some(Frame { handle, key, slot, done: false })
+    }
+
+    /// Makes this construction, done and the innermost, the one of `key`: the dependencies built
+    /// ahead of a proto take turns in one frame, pushed once (a thread-local write, not a push
+    /// and a pop each).
+    #[inline]
+    fn rekey(&mut self, key: u32) {
+        FRAMES.with(|stack| stack.keys[self.slot as usize].set(key));
+        self.key = key;
+    }
+
+    /// Pops this construction, which has stored its outcome.
+    fn release(mut self) {
+        self.done = true;
+        self.pop();
     }
 
     /// Pops this construction; if the scope was shared meanwhile, the construction below (if
@@ -188,35 +202,68 @@ impl ScopeHandle {
         };
         let Some(frame) = frame else { return self.shared().resolve_sync(key as usize) };
         // Built in order, each as the task's own; the factory of `key` then finds them in the
-        // cache (no list of them, no extra reference count each).
+        // cache (no list of them, no extra reference count each). Those built one after the
+        // other take turns in one frame (`ahead`), released before anything else runs here.
+        let mut ahead: Option<Frame<'_>> = None;
+        let nested = self.frames.count.get() > 1;
+        // One resolver for them all, its proto set per dependency.
+        let mut resolver = self.app.resolver(key as usize, ScopeAt::Current);
         for &dep in deps {
             // Built before, or by a sibling's factory meanwhile.
             if self.cache.try_borrow().is_ok_and(|cache| built(dep, &cache)) {
                 continue;
             }
-            if let Some(late) = self.refuse_late(dep) {
-                return frame.finish(Err(late));
+            let refused = match self.refuse_late(dep) {
+                Some(late) => Some(late),
+                // With `key` the only construction in flight (the common case), `dep` (never
+                // `key` itself, nor the dependency `ahead` last built) cannot be one: no
+                // thread-local to read.
+                None if nested => self.frames.position(dep).map(|pos| self.local_cycle(pos, dep)),
+                None => None,
+            };
+            if let Some(refused) = refused {
+                ahead.take().into_iter().for_each(Frame::release);
+                return frame.finish(Err(refused));
             }
-            // With `key` the only construction in flight (the common case), `dep` (never `key`
-            // itself) cannot be one: no thread-local to read.
-            if self.frames.count.get() > 1 {
-                if let Some(pos) = self.frames.position(dep) {
-                    return frame.finish(Err(self.local_cycle(pos, dep)));
+            let inner = match (self.shared.get(), ahead.take()) {
+                (None, Some(mut inner)) => {
+                    inner.rekey(dep);
+                    Some(inner)
                 }
-            }
-            let result = match (self.shared.get(), Frame::enter(self, dep)) {
-                (None, Some(inner)) => inner.finish_ahead(self.call_factory(dep)),
-                // Shared meanwhile (by a factory before: another task may build it now), or
-                // nested too deep: the shared table.
-                (_, inner) => {
-                    drop(inner);
-                    self.shared().resolve_sync(dep as usize).map(drop)
+                (None, None) => Frame::enter(self, dep),
+                (Some(_), held) => {
+                    held.into_iter().for_each(Frame::release);
+                    None
                 }
             };
-            if let Err(e) = result {
+            // Shared meanwhile (by a factory before: another task may build it now), or nested
+            // too deep: the shared table.
+            let Some(inner) = inner else {
+                match self.shared().resolve_sync(dep as usize) {
+                    Ok(_) => continue,
+                    Err(e) => return frame.finish(Err(e)),
+                }
+            };
+            // `dep` takes no context object by value (the plain case): nothing to find in the
+            // cache, which stays free for what its factory may start itself.
+            resolver.proto = dep as usize;
+            let result = graph.context_factory(dep).call(&resolver);
+            let result = match result {
+                Ok(obj) if self.shared.get().is_none() => match self.cache.try_borrow_mut() {
+                    Ok(mut cache) => {
+                        cache.insert_owned(&self.app, dep, obj);
+                        ahead = Some(inner);
+                        continue;
+                    }
+                    Err(_) => Ok(obj),
+                },
+                result => result,
+            };
+            if let Err(e) = inner.finish_ahead(result) {
                 return frame.finish(Err(e));
             }
         }
+        ahead.into_iter().for_each(Frame::release);
         let result = self.call_factory(key);
         frame.finish(result)
     }
@@ -235,7 +282,7 @@ impl ScopeHandle {
     fn call_factory(&self, key: u32) -> Result<AnyArc, DiError> {
         let cache = self.cache.try_borrow();
         let at = match &cache {
-            Ok(cache) => ScopeAt::Owned(cache),
+            Ok(cache) => ScopeAt::Owned(cache, &self.seed),
             Err(_) => ScopeAt::Current,
         };
         self.app.graph.context_factory(key).call(&self.app.resolver(key as usize, at))
@@ -277,5 +324,65 @@ impl ScopeHandle {
             return None;
         }
         Some(self.shared().clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::panic::AssertUnwindSafe;
+
+    use super::FRAMES;
+    use crate::{App, Dependency, DiError, InjectKind, ProtoDef};
+
+    struct Leaf<const I: usize>;
+    struct Multi(#[allow(dead_code)] [crate::erased::AnyArc; 3]);
+
+    /// Constructions this thread's owned scopes have in flight.
+    fn in_flight() -> usize {
+        FRAMES.with(|f| f.len.get())
+    }
+
+    /// `Multi` takes three leaves by value; the middle one's factory runs `middle`.
+    async fn app(middle: impl Fn() -> Result<(), DiError> + Send + Sync + 'static) -> App {
+        App::builder()
+            .without_inventory()
+            .register(ProtoDef::context::<Leaf<0>>(|_| Ok(Leaf)))
+            .register(ProtoDef::context::<Leaf<1>>(move |_| middle().map(|()| Leaf)))
+            .register(ProtoDef::context::<Leaf<2>>(|_| Ok(Leaf)))
+            .register(
+                ProtoDef::context::<Multi>(|r| {
+                    Ok(Multi([r.arc::<Leaf<0>>(0)? as _, r.arc::<Leaf<1>>(1)? as _, r.arc::<Leaf<2>>(2)? as _]))
+                })
+                .dep(Dependency::new::<Leaf<0>>(InjectKind::Arc, None))
+                .dep(Dependency::new::<Leaf<1>>(InjectKind::Arc, None))
+                .dep(Dependency::new::<Leaf<2>>(InjectKind::Arc, None)),
+            )
+            .build()
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_frame_the_dependencies_built_ahead_share_is_popped_on_every_outcome() {
+        // Built, failed, panicked: after each, this thread's stack of constructions is empty
+        // (a frame left on it would send every later construction of the thread, once the
+        // stack is full, to the shared table).
+        let ok = app(|| Ok(())).await;
+        let failing = app(|| Err(DiError::NotBuilt { wanted: "a store" })).await;
+        let panicking = app(|| panic!("the middle leaf panics")).await;
+        for _ in 0..2 * super::DEPTH {
+            let (built, left) = ok.run_in_context(async { (ok.get_object::<Multi>().is_ok(), in_flight()) }).await;
+            assert!(built);
+            assert_eq!(left, 0, "built");
+            let left = failing.run_in_context(async { (failing.get_object::<Multi>().is_err(), in_flight()) }).await;
+            assert_eq!(left, (true, 0), "failed");
+            let unwound = panicking
+                .run_in_context(async {
+                    let unwound = std::panic::catch_unwind(AssertUnwindSafe(|| panicking.get_object::<Multi>()));
+                    (unwound.is_err(), in_flight())
+                })
+                .await;
+            assert_eq!(unwound, (true, 0), "unwound");
+        }
     }
 }
