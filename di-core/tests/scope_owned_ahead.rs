@@ -47,6 +47,14 @@ fn leaf<const I: usize>(counts: &Arc<Counts>, hook: Option<Arc<Hook>>) -> ProtoD
     })
 }
 
+/// `Multi`, taking the three leaves by value.
+fn multi() -> ProtoDef {
+    ProtoDef::context::<Multi>(|r| Ok(Multi { a: r.arc(0)?, b: r.arc(1)?, c: r.arc(2)? }))
+        .dep(Dependency::new::<Leaf<0>>(InjectKind::Arc, None))
+        .dep(Dependency::new::<Leaf<1>>(InjectKind::Arc, None))
+        .dep(Dependency::new::<Leaf<2>>(InjectKind::Arc, None))
+}
+
 /// An App of `Multi` and its three leaves, the middle one (`Leaf<1>`) running `hook`.
 async fn app(counts: &Arc<Counts>, hook: Arc<Hook>) -> App {
     App::builder()
@@ -54,12 +62,7 @@ async fn app(counts: &Arc<Counts>, hook: Arc<Hook>) -> App {
         .register(leaf::<0>(counts, None))
         .register(leaf::<1>(counts, Some(hook)))
         .register(leaf::<2>(counts, None))
-        .register(
-            ProtoDef::context::<Multi>(|r| Ok(Multi { a: r.arc(0)?, b: r.arc(1)?, c: r.arc(2)? }))
-                .dep(Dependency::new::<Leaf<0>>(InjectKind::Arc, None))
-                .dep(Dependency::new::<Leaf<1>>(InjectKind::Arc, None))
-                .dep(Dependency::new::<Leaf<2>>(InjectKind::Arc, None)),
-        )
+        .register(multi())
         .build()
         .await
         .unwrap()
@@ -172,12 +175,7 @@ async fn a_dependency_that_asks_for_the_proto_being_built_is_a_cycle_named_throu
         .register(leaf::<0>(&counts, None))
         .register(leaf::<1>(&counts, Some(Arc::new(move |_| h.get().unwrap().0.try_get().map(drop)))))
         .register(leaf::<2>(&counts, None))
-        .register(
-            ProtoDef::context::<Multi>(|r| Ok(Multi { a: r.arc(0)?, b: r.arc(1)?, c: r.arc(2)? }))
-                .dep(Dependency::new::<Leaf<0>>(InjectKind::Arc, None))
-                .dep(Dependency::new::<Leaf<1>>(InjectKind::Arc, None))
-                .dep(Dependency::new::<Leaf<2>>(InjectKind::Arc, None)),
-        )
+        .register(multi())
         .register(
             ProtoDef::singleton::<Holder>(|r| Ok(Holder(r.context_ref(0)?)))
                 .dep(Dependency::new::<Multi>(InjectKind::ContextRef, None)),
