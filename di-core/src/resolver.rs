@@ -132,10 +132,10 @@ impl Resolver<'_> {
     }
 
     /// [`fill`](crate::private::fill)'s loop: the object of each dependency `indices[k]`, an
-    /// `Arc<T>` of a proto's own type, into `objs[k]`. One at hand (a singleton, or a context
-    /// object in the cache an owned scope lends its factory: all of them, when a proto's
-    /// by-value dependencies were built ahead of it) is taken from one `u32` of the graph and
-    /// the place it lives; any other goes through [`own_object`](Self::own_object).
+    /// `Arc<T>` of a proto's own type, into `objs[k]`. One at hand (a built singleton, or a
+    /// seed or cached object of the owned scope that lends its factory both: all of them, when
+    /// a proto's by-value dependencies were built ahead of it) is taken from one `u32` of the
+    /// graph and the place it lives; any other goes through [`own_object`](Self::own_object).
     pub(crate) fn fill_own(&self, indices: &[usize], objs: &mut [Option<AnyArc>]) -> Result<(), DiError> {
         let targets = &self.graph.arc_targets[self.proto];
         for (&index, obj) in indices.iter().zip(objs) {
@@ -152,7 +152,7 @@ impl Resolver<'_> {
     }
 
     /// Proto `proto`'s object if it is at hand with nothing to build, check or ask: a singleton
-    /// built, a context object in the cache of an owned scope.
+    /// built, a context object among an owned scope's seeds or in its cache.
     #[inline]
     fn at_hand(&self, proto: usize) -> Option<AnyArc> {
         match (self.graph.scopes[proto], self.scope) {
