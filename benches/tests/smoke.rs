@@ -29,6 +29,11 @@ fn tegg_bench_prints_a_line_per_flavour_and_touch() {
                     field(line, key).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{key} in {line}"));
                 assert!(value > 0.0, "{key} in {line}");
             }
+            // Every request sent, warm-up included: more than the measured ones, which are
+            // rps times the measured time (at least the 0.5 s asked for).
+            let served: u64 = field(line, "served").and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{line}"));
+            let rps: f64 = field(line, "rps").and_then(|v| v.parse().ok()).unwrap();
+            assert!(served as f64 > rps * 0.5, "served in {line}");
         }
     }
 }

@@ -10,7 +10,8 @@
 //!
 //! Each measurement prints one JSON line: `flavour, n, touch, driver, rps, p50_us, p99_us,
 //! allocs_per_req, bytes_per_req` (allocation figures from the inproc driver only), then
-//! `threads`. A flag left out means every value; with no flags at all it runs the whole table,
+//! `threads` and, inproc, `served`: every request the measurement sent, warm-up included (what
+//! `benches/scripts/per-request.sh` divides a profile's counts by). A flag left out means every value; with no flags at all it runs the whole table,
 //! the start-up figures, and writes `benches/results/` (JSON lines and SVG charts).
 //!
 //! - `inproc`: K tasks (default 25) send requests through the axum `Router` (`ready`, then
@@ -173,6 +174,7 @@ fn main() -> ExitCode {
                         ("allocs_per_req", m.allocs.map_or(Value::Null, Value::Num)),
                         ("bytes_per_req", m.bytes.map_or(Value::Null, Value::Num)),
                         ("threads", Value::Int(args.threads as u64)),
+                        ("served", m.served.map_or(Value::Null, Value::Int)),
                     ]));
                 }
             }
@@ -201,6 +203,8 @@ struct Measurement {
     p99_us: f64,
     allocs: Option<f64>,
     bytes: Option<f64>,
+    /// Every request sent, warm-up and allocation run included (inproc only).
+    served: Option<u64>,
 }
 
 fn request(path: &str) -> axum::http::Request<Body> {
@@ -220,8 +224,10 @@ async fn inproc(router: &Router, path: &str, seconds: f64, concurrency: usize) -
     // Warm-up, then allocations over a sequential run (at most 200 requests or half a second).
     let mut warm = router.clone();
     let warm_until = Instant::now() + Duration::from_millis(300);
+    let mut warmed = 0u64;
     while Instant::now() < warm_until {
         one(&mut warm, path).await;
+        warmed += 1;
     }
     let (allocs, bytes, requests) = measure(async {
         let until = Instant::now() + Duration::from_millis(500);
@@ -263,6 +269,7 @@ async fn inproc(router: &Router, path: &str, seconds: f64, concurrency: usize) -
         p99_us: percentile_us(&latencies, 99.0),
         allocs: Some(allocs as f64 / requests as f64),
         bytes: Some(bytes as f64 / requests as f64),
+        served: Some(warmed + requests + latencies.len() as u64),
     }
 }
 
@@ -312,7 +319,7 @@ fn parse_wrk(text: &str) -> Option<Measurement> {
     if text.contains("Non-2xx") {
         eprintln!("wrk saw non-2xx responses:\n{text}");
     }
-    Some(Measurement { rps, p50_us: pct("50%")?, p99_us: pct("99%")?, allocs: None, bytes: None })
+    Some(Measurement { rps, p50_us: pct("50%")?, p99_us: pct("99%")?, allocs: None, bytes: None, served: None })
 }
 
 /// `"1.23ms"` -> 1230.0 (microseconds).
