@@ -81,6 +81,17 @@ pub(crate) enum ScopeAt<'a> {
     Owned(&'a TaskCache, &'a Seeds),
 }
 
+impl ScopeAt<'_> {
+    /// Context proto `proto`'s object if an owned scope lends it: a seed, or one in its cache.
+    #[inline]
+    fn lent(&self, proto: usize) -> Option<&AnyArc> {
+        match self {
+            ScopeAt::Owned(cache, seeds) => seeds.get(proto as u32).or_else(|| cache.get(proto as u32)),
+            _ => None,
+        }
+    }
+}
+
 /// Context objects built for a construction just before it: `objs[i]` is proto `keys[i].0`.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Fresh<'a> {
@@ -120,32 +131,25 @@ impl Resolver<'_> {
         Ok(provided_as::<T>(self.graph, t, obj))
     }
 
-    /// Dependency `index`, an `Arc<T>` of a proto's own type, as its object (stored as `T`, or a
-    /// fake stored as another type: see [`cast_own`](Self::cast_own)). Not generic: the macros
-    /// fetch every such field of a factory through it (issue 13). `T` was checked at compile
-    /// time, so only the kind is checked here.
-    pub(crate) fn own_object(&self, index: usize) -> Result<AnyArc, DiError> {
-        match self.graph.declared[self.proto].get(index) {
-            Some(&(InjectKind::Arc, _)) => self.object(self.one_target(index), index),
-            _ => Err(self.undeclared(index, InjectKind::Arc, "a proto's own type")),
-        }
-    }
-
     /// [`fill`](crate::private::fill)'s loop: the object of each dependency `indices[k]`, an
-    /// `Arc<T>` of a proto's own type, into `objs[k]`. One at hand (a built singleton, or a
-    /// seed or cached object of the owned scope that lends its factory both: all of them, when
-    /// a proto's by-value dependencies were built ahead of it) is taken from one `u32` of the
-    /// graph and the place it lives; any other goes through [`own_object`](Self::own_object).
+    /// `Arc<T>` of a proto's own type, into `objs[k]` (stored as `T`, or a fake stored as another
+    /// type: see [`cast_own`](Self::cast_own)). Not generic: the macros fetch every such field of
+    /// a factory through it (issue 13). `T` was checked at compile time, so only the kind is
+    /// checked here, by the field's entry in `Graph::arc_targets` (one `u32`: its target, or
+    /// none for another kind). An object at hand (a built singleton, or a seed or cached object
+    /// of the owned scope that lends its factory both: all of them, when a proto's by-value
+    /// dependencies were built ahead of it) is taken from where it lives; any other as every
+    /// dependency is ([`object`](Self::object)).
     pub(crate) fn fill_own(&self, indices: &[usize], objs: &mut [Option<AnyArc>]) -> Result<(), DiError> {
         let targets = &self.graph.arc_targets[self.proto];
         for (&index, obj) in indices.iter().zip(objs) {
-            let at_hand = match targets.get(index) {
-                Some(&t) if t != crate::graph::NO_TARGET => self.at_hand(t as usize),
-                _ => None,
+            let proto = match targets.get(index) {
+                Some(&t) if t != crate::graph::NO_TARGET => t as usize,
+                _ => return Err(self.undeclared(index, InjectKind::Arc, "a proto's own type")),
             };
-            *obj = Some(match at_hand {
+            *obj = Some(match self.at_hand(proto) {
                 Some(found) => found,
-                None => self.own_object(index)?,
+                None => self.object(proto, index)?,
             });
         }
         Ok(())
@@ -157,14 +161,12 @@ impl Resolver<'_> {
     fn at_hand(&self, proto: usize) -> Option<AnyArc> {
         match (self.graph.scopes[proto], self.scope) {
             (Scope::Singleton, _) => self.singletons[proto].clone(),
-            (Scope::Context, ScopeAt::Owned(cache, seeds)) => {
-                seeds.get(proto as u32).or_else(|| cache.get(proto as u32)).cloned()
-            }
+            (Scope::Context, _) => self.scope.lent(proto).cloned(),
             _ => None,
         }
     }
 
-    /// The rare path of [`own_object`](Self::own_object): its object is not a `T` (a fake given
+    /// The rare path of [`fill_own`](Self::fill_own): its object is not a `T` (a fake given
     /// to `override_provider`), so its target's cast writes it into `out`, an `Option<Arc<T>>`.
     /// Out of line: the factories that inline `take` keep only the call.
     #[cold]
@@ -208,7 +210,9 @@ impl Resolver<'_> {
     /// ```
     pub fn optional<T: ?Sized + 'static>(&self, index: usize) -> Result<Option<Arc<T>>, DiError> {
         match self.declared(index, InjectKind::Optional, TypeId::of::<T>(), core::any::type_name::<T>())? {
-            Resolved::Maybe(t) => t.map(|t| Ok(provided_as::<T>(self.graph, t, self.object(t, index)?))).transpose(),
+            Resolved::Maybe(t) => {
+                t.map(|t| Ok(provided_as::<T>(self.graph, t, self.object(t.proto, index)?))).transpose()
+            }
             _ => unreachable!("an optional dependency resolves to zero or one target"),
         }
     }
@@ -497,12 +501,12 @@ impl Resolver<'_> {
         Ok(provided_as::<T>(self.graph, t, self.instance(t.proto)?))
     }
 
-    /// The object of dependency `index`, target `t`: from `fresh` if it was built for this proto
-    /// just now, else where it lives.
-    fn object(&self, t: Target, index: usize) -> Result<AnyArc, DiError> {
-        match self.fresh(t.proto, index) {
+    /// The object of dependency `index`, of proto `proto`: from `fresh` if it was built for this
+    /// proto just now, else where it lives.
+    fn object(&self, proto: usize, index: usize) -> Result<AnyArc, DiError> {
+        match self.fresh(proto, index) {
             Some(obj) => Ok(obj),
-            None => self.instance(t.proto),
+            None => self.instance(proto),
         }
     }
 
@@ -513,7 +517,7 @@ impl Resolver<'_> {
     fn fetch_one(&self, index: usize, ty: TypeId, asked: &'static str) -> Result<(AnyArc, Target), DiError> {
         self.declared(index, InjectKind::Arc, ty, asked)?;
         let t = self.one_target(index);
-        Ok((self.object(t, index)?, t))
+        Ok((self.object(t.proto, index)?, t))
     }
 
     /// Context proto `proto` among the objects just built for this one. `fresh` follows the
@@ -545,7 +549,7 @@ impl Resolver<'_> {
             Scope::Context => match self.scope {
                 ScopeAt::Shared(scope) => scope.resolve_sync(proto),
                 ScopeAt::Current => crate::scope::handle::in_factory(self.app_id, proto as u32, || def().type_name),
-                ScopeAt::Owned(cache, seeds) => match seeds.get(proto as u32).or_else(|| cache.get(proto as u32)) {
+                ScopeAt::Owned(..) => match self.scope.lent(proto) {
                     Some(obj) => Ok(obj.clone()),
                     None => crate::scope::handle::in_factory(self.app_id, proto as u32, || def().type_name),
                 },

@@ -269,6 +269,32 @@ async fn factory_asking_for_an_undeclared_dependency_is_explained() {
 }
 
 #[tokio::test]
+async fn a_generated_fill_of_a_dependency_that_is_no_arc_is_explained() {
+    // What the macros' `fill` checks of each field (one entry of the graph per dependency):
+    // dependency #1 exists but is a `ContextRef`, and #2 does not exist.
+    for (index, declared) in [(1, "ContextRef"), (2, "nothing")] {
+        let err = App::builder()
+            .without_inventory()
+            .register(unit::<B>())
+            .register(ProtoDef::context::<C>(|_| Ok(C)))
+            .register(
+                ProtoDef::singleton::<A>(move |r| {
+                    let mut objs = [None, None];
+                    di_core::__private::fill(r, &[0, index], &mut objs)?;
+                    Ok(A)
+                })
+                .dep(dep::<B>(InjectKind::Arc))
+                .dep(dep::<C>(InjectKind::ContextRef)),
+            )
+            .build()
+            .await
+            .unwrap_err();
+        assert!(matches!(err, DiError::Undeclared { index: i, .. } if i == index), "{err:?}");
+        assert!(err.to_string().contains(declared), "{err}");
+    }
+}
+
+#[tokio::test]
 async fn factory_asking_with_the_wrong_type_is_explained() {
     let err = App::builder()
         .without_inventory()
