@@ -7,7 +7,7 @@
 //! `Next`: no box, no dynamic call, no allocation per call. A method without `#[intercept]`
 //! is not touched.
 
-use std::any::TypeId;
+use std::any::{Any, TypeId};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -134,11 +134,21 @@ pub trait Advice<R>: Send + Sync + 'static {
 /// assert_eq!(call, Call::new("my_app::Todos", "get"));
 /// assert_eq!(format!("calling {call}"), "calling my_app::Todos::get");
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct Call {
     target: &'static str,
     method: &'static str,
+    params: Option<&'static (dyn Any + Send + Sync)>,
 }
+
+impl PartialEq for Call {
+    /// The same method of the same type (the parameters are not compared).
+    fn eq(&self, other: &Self) -> bool {
+        self.target == other.target && self.method == other.method
+    }
+}
+
+impl Eq for Call {}
 
 impl Call {
     /// The call of `method` on type `target` (a type name as [`std::any::type_name`] gives it).
@@ -152,7 +162,42 @@ impl Call {
     /// assert_eq!(call.to_string(), "my_app::Todos::get");
     /// ```
     pub const fn new(target: &'static str, method: &'static str) -> Self {
-        Call { target, method }
+        Call { target, method, params: None }
+    }
+
+    /// This call with the advice's parameters: what the method's attribute gave the advice
+    /// (`#[transactional(requires_new)]` gives di-tx's advice its options). The macros make
+    /// these; build one to test an advice by hand.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::Call;
+    ///
+    /// struct Limit(u32);
+    /// static TEN: Limit = Limit(10);
+    ///
+    /// let call = Call::new("my_app::Todos", "get").with_params(&TEN);
+    /// assert_eq!(call.params::<Limit>().map(|l| l.0), Some(10));
+    /// assert!(call.params::<String>().is_none()); // not the type it was given
+    /// assert!(Call::new("my_app::Todos", "get").params::<Limit>().is_none());
+    /// ```
+    pub const fn with_params(mut self, params: &'static (dyn Any + Send + Sync)) -> Self {
+        self.params = Some(params);
+        self
+    }
+
+    /// The advice's parameters given for this call, if they are a `P`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// static NAME: &str = "orders";
+    /// let call = di_core::Call::new("my_app::Todos", "get").with_params(&NAME);
+    /// assert_eq!(call.params::<&str>(), Some(&"orders"));
+    /// ```
+    pub fn params<P: 'static>(&self) -> Option<&'static P> {
+        self.params?.downcast_ref::<P>()
     }
 
     /// The type whose method is called, with its module path (`my_app::Todos`).

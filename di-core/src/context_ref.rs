@@ -241,6 +241,41 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
         handle::current(self.at.app_id, self.at.key, core::any::type_name::<T>()).map(T::__own)
     }
 
+    /// The current scope's `T` if the scope has built it already (or was given it), without
+    /// building it: `None` outside a scope, in a scope of another App, and before the scope's
+    /// first use of `T`. For code that acts on a per-request object only where the request
+    /// made one (a transaction, a buffer to flush), and must not make one just to look.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+    ///
+    /// struct Buffer;
+    /// struct Writer { buffer: ContextRef<Buffer> }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<Buffer>(|_| Ok(Buffer)))
+    ///     .register(ProtoDef::singleton::<Writer>(|r| Ok(Writer { buffer: r.context_ref(0)? }))
+    ///         .dep(Dependency::new::<Buffer>(InjectKind::ContextRef, None)))
+    ///     .build()
+    ///     .await?;
+    /// let writer = app.get_object::<Writer>()?;
+    /// let (before, after) = app
+    ///     .run_in_context(async {
+    ///         let before = writer.buffer.built().is_some(); // nothing built yet
+    ///         writer.buffer.get();
+    ///         (before, writer.buffer.built().is_some())
+    ///     })
+    ///     .await;
+    /// assert_eq!((before, after), (false, true));
+    /// # Ok(()) }
+    /// ```
+    pub fn built(&self) -> Option<Arc<T>> {
+        handle::built_as::<T>(self.at)
+    }
+
     /// Like [`try_get`](Self::try_get), but also creates `T` when it (or a context object it
     /// takes by value) has an async init hook, awaiting the hooks on first use.
     ///

@@ -305,8 +305,9 @@ impl Proto for EventBus {
 impl SingletonProto for EventBus {}
 
 /// Drops the events the current context scope holds, and those it emits from now on: for a
-/// scope whose work failed without a completion hook failing. di-http calls it when a request
-/// is answered with a 4xx or 5xx status. Does nothing outside a scope.
+/// scope whose work failed without a completion hook failing. The same as
+/// [`fail_scope`](crate::fail_scope), which also tells a unit of work to roll back (di-http
+/// calls it when a request is answered with a 4xx or 5xx status). Does nothing outside a scope.
 ///
 /// # Examples
 ///

@@ -212,7 +212,7 @@ pub use di_macros::{
 };
 
 pub use events::discard_events;
-pub use scope::{ScopeHold, complete_scope, hold_scope, in_scope, spawn, spawn_blocking};
+pub use scope::{ScopeHold, complete_scope, fail_scope, hold_scope, in_scope, scope_failed, spawn, spawn_blocking};
 
 /// What the attribute macros generate and submit, for macro and tool authors: the static
 /// description of a proto ([`ProtoDescriptor`](registry::ProtoDescriptor)), the erased object

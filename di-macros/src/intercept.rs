@@ -14,13 +14,37 @@ use crate::internals::{finish, private_path};
 
 const INTERCEPT: &str = "intercept";
 
-/// The advice types of one `#[intercept(..)]`, outermost first.
-type Advices = Vec<syn::Path>;
+/// The advices of one `#[intercept(..)]` (or `#[transactional]`), outermost first.
+type Advices = Vec<AdviceUse>;
+
+/// One advice around a method: its type, and the parameters its `Call` carries (a constant
+/// expression of a type without interior mutability: `#[transactional]`'s options).
+#[derive(Clone)]
+pub(crate) struct AdviceUse {
+    pub(crate) path: syn::Path,
+    pub(crate) params: Option<TokenStream>,
+}
 
 pub(crate) fn intercept(args: TokenStream, item: TokenStream) -> TokenStream {
     let cx = Ctxt::new();
     let mut krate = None;
     let advices = parse_advices(&cx, args, &mut krate);
+    expand(cx, advices, krate, item)
+}
+
+/// `#[transactional(..)]` alone on a method: the chain of its one advice (and the method's
+/// other `#[intercept]`s and `#[transactional]`s, in written order).
+pub(crate) fn transactional(args: TokenStream, item: TokenStream) -> TokenStream {
+    let cx = Ctxt::new();
+    let advices = crate::transactional::parse(&cx, args).into_iter().collect();
+    if syn::parse2::<syn::ImplItemFn>(item.clone()).is_err() {
+        cx.error_spanned_by(&item, "`#[transactional]` applies to an async method returning a `Result`");
+        return finish(cx, None::<(&TokenStream, &TokenStream)>, item, Clone::clone);
+    }
+    expand(cx, advices, None, item)
+}
+
+fn expand(cx: Ctxt, advices: Advices, mut krate: Option<syn::Path>, item: TokenStream) -> TokenStream {
     let model = if let Ok(mut item) = syn::parse2::<syn::ItemImpl>(item.clone()) {
         let mut methods: Vec<&mut syn::ImplItemFn> = item
             .items
@@ -100,7 +124,7 @@ fn parse_advices(cx: &Ctxt, args: TokenStream, krate: &mut Option<syn::Path>) ->
             let mut advices = Vec::new();
             for arg in list {
                 match arg {
-                    Arg::Advice(path) => advices.push(path),
+                    Arg::Advice(path) => advices.push(AdviceUse { path, params: None }),
                     Arg::Krate(path) if krate.is_some() => {
                         cx.error_spanned_by(&path, "`crate` specified more than once")
                     }
@@ -119,12 +143,22 @@ fn parse_advices(cx: &Ctxt, args: TokenStream, krate: &mut Option<syn::Path>) ->
     }
 }
 
-/// Removes the method's own `#[intercept(..)]` attributes and returns their advices, in order:
-/// one expansion handles them all, so that the written order is the order of the chain.
+/// Removes the method's own `#[intercept(..)]` and `#[transactional(..)]` attributes and
+/// returns their advices, in order: one expansion handles them all, so that the written order
+/// is the order of the chain.
 fn take_intercepts(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>, krate: &mut Option<syn::Path>) -> Advices {
     let mut advices = Vec::new();
     attrs.retain(|attr| {
-        if attr.path().segments.last().is_none_or(|s| s.ident != INTERCEPT) {
+        let Some(last) = attr.path().segments.last() else { return true };
+        if last.ident == crate::transactional::TRANSACTIONAL {
+            let args = match &attr.meta {
+                syn::Meta::List(list) => list.tokens.clone(),
+                _ => TokenStream::new(),
+            };
+            advices.extend(crate::transactional::parse(cx, args));
+            return false;
+        }
+        if last.ident != INTERCEPT {
             return true;
         }
         match &attr.meta {
@@ -137,7 +171,7 @@ fn take_intercepts(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>, krate: &mut Optio
 }
 
 /// Rewrites `method`'s body into the chain of `advices` (outermost first) around it.
-fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[syn::Path], di: &TokenStream) {
+fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[AdviceUse], di: &TokenStream) {
     let sig = &mut method.sig;
     if sig.asyncness.is_none() {
         cx.error_spanned_by(
@@ -192,13 +226,18 @@ fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[syn::Path], di: &
     let mut checks = Vec::new();
     let mut sites = Vec::new();
     let mut call = TokenStream::new();
-    for (depth, advice) in advices.iter().enumerate().rev() {
+    for (depth, AdviceUse { path: advice, params }) in advices.iter().enumerate().rev() {
         let around = quote_spanned!(advice.span()=> <#advice as #di::Advice<#output>>::around);
+        let this_call = match params {
+            Some(params) => quote!(__di_call.with_params(const { &#params })),
+            None => quote!(__di_call),
+        };
         call = quote! {
             {
                 #step
-                let __di_adv = #di::advice::<#advice>(__di_call);
-                #around(&*__di_adv, __di_call, #di::Next::new(__di_p.as_mut())).await
+                let __di_c = #this_call;
+                let __di_adv = #di::advice::<#advice>(__di_c);
+                #around(&*__di_adv, __di_c, #di::Next::new(__di_p.as_mut())).await
             }
         };
         if depth > 0 {

@@ -15,6 +15,7 @@ mod intercept;
 mod internals;
 mod proto;
 mod symbol;
+mod transactional;
 
 use proc_macro::TokenStream;
 
@@ -264,6 +265,17 @@ pub fn http_routes(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn intercept(args: TokenStream, item: TokenStream) -> TokenStream {
     intercept::intercept(args.into(), item.into()).into()
+}
+
+/// Runs an async method returning a `Result` in a transaction: di-tx's advice `Transactional`
+/// through the interceptor machinery (`#[intercept]`), with the options as the call's
+/// parameters. Options: a propagation (`required`, the default; `requires_new`, `nested`,
+/// `mandatory`, `never`), `source = "name"` (the data source's object name; needed when an App
+/// has several), `crate = path` (di-tx where a crate re-exports it). Use it through di-tx
+/// (`di_tx::transactional`); see its documentation.
+#[proc_macro_attribute]
+pub fn transactional(args: TokenStream, item: TokenStream) -> TokenStream {
+    intercept::transactional(args.into(), item.into()).into()
 }
 
 /// Registers the `#[event_handler]` and `#[schedule(..)]` methods of a singleton's impl block.

@@ -424,6 +424,39 @@ pub(crate) fn current_as<U: ?Sized + 'static>(at: RefKey, wanted: &'static str) 
         .unwrap_or_else(|_| Err(DiError::NoScope { wanted }))
 }
 
+/// The current scope's object at `at` if the scope has it already (a seed, or built), as the
+/// `Arc<U>` its cast yields; nothing is built.
+pub(crate) fn built_as<U: ?Sized + 'static>(at: RefKey) -> Option<Arc<U>> {
+    CURRENT
+        .try_with(|h| {
+            if h.app_id != at.app_id {
+                return None;
+            }
+            let obj = match h.seed.get(at.key) {
+                Some(obj) => obj.clone(),
+                None => match h.cache.try_borrow().ok().and_then(|c| c.get(at.key).cloned()) {
+                    Some(obj) => obj,
+                    None => h.shared.get()?.built(at.key)?,
+                },
+            };
+            Some(at.cast::<U>(&h.app, obj))
+        })
+        .ok()
+        .flatten()
+}
+
+/// Whether the current scope has failed: marked by [`fail_scope`](crate::fail_scope) (di-http:
+/// a 4xx or 5xx answer), or its work failed before its completion phase. `false` outside a
+/// scope.
+pub(crate) fn current_failed() -> bool {
+    CURRENT
+        .try_with(|h| match h.shared.get() {
+            Some(shared) => shared.failed(),
+            None => h.discarded.get(),
+        })
+        .unwrap_or(false)
+}
+
 /// Fails the current scope: its completion phase will not run, its held events are dropped.
 pub(crate) fn fail_current() {
     let shared = CURRENT.try_with(|h| {
@@ -588,6 +621,39 @@ where
 /// ```
 pub fn in_scope() -> bool {
     CURRENT.try_with(|_| ()).is_ok()
+}
+
+/// Marks the current scope as failed: the work it did is not to be kept. The events it holds,
+/// and those it emits from now on, are dropped, and a unit of work that reads
+/// [`scope_failed`] (di-tx's transactions) rolls back instead of committing in the completion
+/// phase. di-http calls it when a request is answered with a 4xx or 5xx status. Does nothing
+/// outside a scope; cannot be undone.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = di_core::App::builder().build().await?;
+/// let seen = app
+///     .run_in_context(async {
+///         let before = di_core::scope_failed();
+///         di_core::fail_scope(); // the job's work failed
+///         (before, di_core::scope_failed())
+///     })
+///     .await;
+/// assert_eq!(seen, (false, true));
+/// assert!(!di_core::scope_failed()); // outside any scope
+/// # Ok(()) }
+/// ```
+pub fn fail_scope() {
+    drop_held();
+}
+
+/// Whether the current scope was marked failed ([`fail_scope`]) or its completion phase failed:
+/// what a completion hook asks before it commits. `false` outside a scope. See [`fail_scope`]
+/// for an example.
+pub fn scope_failed() -> bool {
+    current_failed()
 }
 
 /// Drops what the current scope holds until its completion phase's end, and what it is handed

@@ -20,5 +20,5 @@ pub(crate) mod spare;
 pub(crate) mod table;
 
 pub use end::complete_scope;
-pub use handle::{in_scope, spawn, spawn_blocking};
+pub use handle::{fail_scope, in_scope, scope_failed, spawn, spawn_blocking};
 pub use hold::{ScopeHold, hold_scope};

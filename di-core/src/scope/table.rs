@@ -413,6 +413,24 @@ impl ScopeShared {
         }
     }
 
+    /// Whether the scope has failed: what it holds is dropped ([`settle_held`](Self::settle_held)
+    /// with `false`: the scope was marked failed, or its completion phase failed).
+    pub(super) fn failed(&self) -> bool {
+        matches!(self.table().held, Held::Dropping)
+    }
+
+    /// The scope's object for context proto `key` if it has one: a seed, or one built; nothing
+    /// is built, and a construction in flight or failed counts as none.
+    pub(super) fn built(&self, key: u32) -> Option<AnyArc> {
+        if let Some(obj) = self.seeds.get(key) {
+            return Some(obj.clone());
+        }
+        match self.table().slots.get(key) {
+            Some(Slot::Ready(Ok(obj))) => Some(obj.clone()),
+            _ => None,
+        }
+    }
+
     pub(super) fn table(&self) -> MutexGuard<'_, Table> {
         // No user code runs under this lock, so a poisoned lock still holds consistent data.
         self.table.lock().unwrap_or_else(|e| e.into_inner())

@@ -57,8 +57,9 @@ impl<F: Future<Output: PanicResponse>> Future for Work<F> {
                     let grpc_failed = this.head.version() == http::Version::HTTP_2
                         && response.grpc_status(this.head).is_some_and(|code| code != 0);
                     if status.is_client_error() || status.is_server_error() || grpc_failed {
-                        // The request failed: the events it emitted are not dispatched.
-                        di_core::discard_events();
+                        // The request failed: the events it emitted are not dispatched,
+                        // and its transactions roll back.
+                        di_core::fail_scope();
                     }
                 }
                 // Polled before the response is stored: a scope with nothing to complete (the

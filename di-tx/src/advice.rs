@@ -1,0 +1,173 @@
+//! `Transactional`: the advice `#[transactional]` runs around a method.
+
+use std::sync::Arc;
+
+use di_core::{Advice, Call, ContextRef, Keyed, Next, singleton_proto};
+
+use crate::current;
+use crate::error::TxError;
+use crate::options::{Propagation, TxOptions};
+use crate::scope::{Began, TxScope};
+use crate::source::TxSource;
+use crate::tx::Tx;
+
+/// The advice of `#[transactional]`: runs a method returning `Result<T, E>` (with
+/// `E: From<TxError>`) in a transaction of the App's data source, as its [`TxOptions`] say.
+/// Registered with every App that links di-tx; also the place an adapter asks for the
+/// current transaction ([`current`](Self::current)).
+///
+/// See the [crate documentation](crate) for the rules and an example.
+#[singleton_proto]
+pub struct Transactional {
+    /// The data sources (singletons providing `dyn TxSource`), by object name.
+    #[inject]
+    sources: Keyed<dyn TxSource>,
+    #[inject]
+    scope: ContextRef<TxScope>,
+}
+
+impl std::fmt::Debug for Transactional {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transactional").field("sources", &self.sources.names().collect::<Vec<_>>()).finish()
+    }
+}
+
+impl Transactional {
+    /// The current transaction of data source `source`: the innermost one of the calling
+    /// task's `#[transactional]` methods, else the current scope's (begun by a method before,
+    /// and not yet ended). `None` when there is none: the caller works outside any transaction
+    /// (each statement committed on its own).
+    ///
+    /// For adapters: di-sqlx's `Database::conn` runs a statement on this transaction's
+    /// connection when there is one.
+    pub fn current(&self, source: &str) -> Option<Arc<Tx>> {
+        current::innermost(source).or_else(|| self.scope.built()?.find(source))
+    }
+
+    /// The data source `options` name for `call`, and its name.
+    fn source<'a>(&'a self, call: Call, options: &TxOptions) -> Result<(&'a str, Arc<dyn TxSource>), TxError> {
+        let fail = |why: String| TxError::Source { call: call.to_string(), why };
+        let known = || {
+            let names: Vec<String> = self.sources.names().map(|n| format!("`{n}`")).collect();
+            if names.is_empty() { "it has none".to_owned() } else { format!("it has {}", names.join(", ")) }
+        };
+        let name = match options.source_name() {
+            Some(name) => match self.sources.names().find(|n| *n == name) {
+                Some(name) => name,
+                None => return Err(fail(format!("its data source `{name}` is not in this App ({})", known()))),
+            },
+            None => {
+                let mut names = self.sources.names();
+                match (names.next(), names.next()) {
+                    (Some(name), None) => name,
+                    (None, _) => {
+                        return Err(fail(
+                            "this App has no data source: register one that provides `dyn di_tx::TxSource` (di-sqlx's `Database`)".to_owned(),
+                        ));
+                    }
+                    _ => {
+                        return Err(fail(format!(
+                            "this App has several data sources ({}): name one with `#[transactional(source = \"...\")]`",
+                            known()
+                        )));
+                    }
+                }
+            }
+        };
+        let source = self.sources.get(name).map_err(|e| fail(e.to_string()))?;
+        Ok((name, source))
+    }
+
+    /// `required` without a current transaction: the scope's, begun now, if the call runs in a
+    /// scope whose completion phase has not begun; else one of the method's own.
+    async fn required<T, E: From<TxError>>(
+        &self,
+        source: &dyn TxSource,
+        name: &str,
+        next: Next<'_, Result<T, E>>,
+    ) -> Result<T, E> {
+        let Ok(scope) = self.scope.try_get() else { return own(source, name, next).await };
+        let tx = match scope.begin(source, name).await? {
+            Began::New(tx) => tx,
+            Began::Joined => return next.run().await,
+            Began::Closed => return own(source, name, next).await,
+        };
+        // Cut short (a panic, a cancellation): what it began is never committed.
+        let cut = OnDrop(Some(|| {
+            tx.doom();
+            scope.forget(&tx);
+        }));
+        let out = next.run().await;
+        std::mem::forget(cut);
+        if out.is_err() {
+            scope.forget(&tx);
+            tx.rollback().await;
+        }
+        out
+    }
+}
+
+impl<T: Send, E: From<TxError> + Send> Advice<Result<T, E>> for Transactional {
+    async fn around(&self, call: Call, next: Next<'_, Result<T, E>>) -> Result<T, E> {
+        let options = call.params::<TxOptions>().copied().unwrap_or_default();
+        let (name, source) = self.source(call, &options)?;
+        let current = self.current(name);
+        match (options.propagation(), current) {
+            (Propagation::Required | Propagation::Mandatory, Some(_)) => next.run().await,
+            (Propagation::Never, None) => next.run().await,
+            (Propagation::Required, None) => self.required(&*source, name, next).await,
+            (Propagation::RequiresNew, _) => own(&*source, name, next).await,
+            (Propagation::Nested, Some(tx)) => nested(&tx, next).await,
+            (Propagation::Nested, None) => self.required(&*source, name, next).await,
+            (Propagation::Mandatory, None) => {
+                Err(TxError::Mandatory { call: call.to_string(), data_source: name.to_owned() }.into())
+            }
+            (Propagation::Never, Some(_)) => {
+                Err(TxError::Never { call: call.to_string(), data_source: name.to_owned() }.into())
+            }
+        }
+    }
+}
+
+/// A transaction of the method's own: begun now, the innermost of the task while the method
+/// runs, committed on `Ok` (a failed commit is the method's error), rolled back on `Err`, never
+/// committed if the method is cut short.
+async fn own<T, E: From<TxError>>(source: &dyn TxSource, name: &str, next: Next<'_, Result<T, E>>) -> Result<T, E> {
+    let tx = Tx::begin(source, name).await?;
+    let cut = OnDrop(Some(|| tx.doom()));
+    let out = current::within(Arc::clone(&tx), next.run()).await;
+    std::mem::forget(cut);
+    match out {
+        Ok(value) => {
+            tx.commit().await?;
+            Ok(value)
+        }
+        Err(error) => {
+            tx.rollback().await;
+            Err(error)
+        }
+    }
+}
+
+/// A savepoint of the current transaction around the method: released on `Ok`, rolled back to
+/// on `Err`, and rolled back to before the transaction's next use if the method is cut short.
+async fn nested<T, E: From<TxError>>(tx: &Arc<Tx>, next: Next<'_, Result<T, E>>) -> Result<T, E> {
+    let savepoint = tx.savepoint().await?;
+    let cut = OnDrop(Some(|| tx.abandon(savepoint.clone())));
+    let out = next.run().await;
+    std::mem::forget(cut);
+    tx.end_savepoint(&savepoint, out.is_ok()).await?;
+    out
+}
+
+/// Runs its closure when dropped: what a method cut short (a panic unwinding through its
+/// advice, its future dropped) leaves to do. Forgotten when the method returns.
+struct OnDrop<F: FnOnce()>(Option<F>);
+
+impl<F: FnOnce()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}

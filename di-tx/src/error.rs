@@ -1,0 +1,85 @@
+//! Why a transaction could not be used, begun or ended.
+
+use di_core::BoxError;
+
+/// A transaction error: a propagation's rule broken (naming the method), a data source the App
+/// does not have, the database failing, or a transaction the database ended itself.
+///
+/// A `#[transactional]` method's error type converts from it (`E: From<TxError>`).
+///
+/// # Examples
+///
+/// ```
+/// use di_tx::TxError;
+///
+/// #[derive(Debug)]
+/// enum AppError { Tx(TxError), NotFound }
+/// impl From<TxError> for AppError {
+///     fn from(error: TxError) -> Self { AppError::Tx(error) }
+/// }
+/// let error: AppError = TxError::Aborted { data_source: "default".into() }.into();
+/// assert!(matches!(error, AppError::Tx(TxError::Aborted { .. })));
+/// # let _ = AppError::NotFound;
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TxError {
+    /// A `mandatory` method was called with no current transaction.
+    #[error(
+        "`{call}` is `#[transactional(mandatory)]`, but it was called outside any transaction of data source `{data_source}`"
+    )]
+    Mandatory {
+        /// The method (`my_app::Orders::pay`).
+        call: String,
+        /// The data source.
+        data_source: String,
+    },
+    /// A `never` method was called inside a transaction.
+    #[error(
+        "`{call}` is `#[transactional(never)]`, but it was called inside a transaction of data source `{data_source}`"
+    )]
+    Never {
+        /// The method.
+        call: String,
+        /// The data source.
+        data_source: String,
+    },
+    /// The method names a data source the App does not have, or names none and the App has
+    /// none or several.
+    #[error("`{call}` is `#[transactional]`: {why}")]
+    Source {
+        /// The method.
+        call: String,
+        /// What is wrong, with the data sources the App has.
+        why: String,
+    },
+    /// The database failed while beginning, ending or using a transaction (or a savepoint).
+    #[error("{doing} on data source `{data_source}` failed: {error}")]
+    Database {
+        /// What was being done: `beginning a transaction`, `committing`, ...
+        doing: &'static str,
+        /// The data source.
+        data_source: String,
+        /// The driver's error.
+        #[source]
+        error: BoxError,
+    },
+    /// The database ended the transaction itself (SQLite, after a full disk, an I/O error or a
+    /// `RAISE(ROLLBACK)`): nothing of it is saved, and it takes no more work.
+    #[error(
+        "the database rolled back the transaction of data source `{data_source}` itself, after an earlier error: nothing of it is saved, and it takes no more work"
+    )]
+    Aborted {
+        /// The data source.
+        data_source: String,
+    },
+    /// The transaction is over: committed, rolled back, or rolled back because the method that
+    /// began it failed, panicked or was cancelled.
+    #[error("the transaction of data source `{data_source}` is over ({how}); begin another one")]
+    Ended {
+        /// The data source.
+        data_source: String,
+        /// How it ended.
+        how: &'static str,
+    },
+}
