@@ -2,19 +2,18 @@
 
 use std::sync::Arc;
 
-use di_core::{Advice, Call, ContextRef, Keyed, Next, singleton_proto};
+use di_core::{Advice, Call, Keyed, Next, singleton_proto};
 
-use crate::current;
+use crate::current::{self, Transactions};
 use crate::error::TxError;
 use crate::options::{Propagation, TxOptions};
-use crate::scope::{Began, TxScope};
+use crate::scope::Began;
 use crate::source::TxSource;
 use crate::tx::Tx;
 
 /// The advice of `#[transactional]`: runs a method returning `Result<T, E>` (with
 /// `E: From<TxError>`) in a transaction of the App's data source, as its [`TxOptions`] say.
-/// Registered with every App that links di-tx; also the place an adapter asks for the
-/// current transaction ([`current`](Self::current)).
+/// Registered with every App that links di-tx.
 ///
 /// See the [crate documentation](crate) for the rules and an example.
 #[singleton_proto]
@@ -23,7 +22,7 @@ pub struct Transactional {
     #[inject]
     sources: Keyed<dyn TxSource>,
     #[inject]
-    scope: ContextRef<TxScope>,
+    transactions: Arc<Transactions>,
 }
 
 impl std::fmt::Debug for Transactional {
@@ -33,17 +32,6 @@ impl std::fmt::Debug for Transactional {
 }
 
 impl Transactional {
-    /// The current transaction of data source `source`: the innermost one of the calling
-    /// task's `#[transactional]` methods, else the current scope's (begun by a method before,
-    /// and not yet ended). `None` when there is none: the caller works outside any transaction
-    /// (each statement committed on its own).
-    ///
-    /// For adapters: di-sqlx's `Database::conn` runs a statement on this transaction's
-    /// connection when there is one.
-    pub fn current(&self, source: &str) -> Option<Arc<Tx>> {
-        current::innermost(source).or_else(|| self.scope.built()?.find(source))
-    }
-
     /// The data source `options` name for `call`, and its name.
     fn source<'a>(&'a self, call: Call, options: &TxOptions) -> Result<(&'a str, Arc<dyn TxSource>), TxError> {
         let fail = |why: String| TxError::Source { call: call.to_string(), why };
@@ -86,7 +74,7 @@ impl Transactional {
         name: &str,
         next: Next<'_, Result<T, E>>,
     ) -> Result<T, E> {
-        let Ok(scope) = self.scope.try_get() else { return own(source, name, next).await };
+        let Ok(scope) = self.transactions.scope.try_get() else { return own(source, name, next).await };
         let tx = match scope.begin(source, name).await? {
             Began::New(tx) => tx,
             Began::Joined => return next.run().await,
@@ -111,7 +99,7 @@ impl<T: Send, E: From<TxError> + Send> Advice<Result<T, E>> for Transactional {
     async fn around(&self, call: Call, next: Next<'_, Result<T, E>>) -> Result<T, E> {
         let options = call.params::<TxOptions>().copied().unwrap_or_default();
         let (name, source) = self.source(call, &options)?;
-        let current = self.current(name);
+        let current = self.transactions.current(name);
         match (options.propagation(), current) {
             (Propagation::Required | Propagation::Mandatory, Some(_)) => next.run().await,
             (Propagation::Never, None) => next.run().await,

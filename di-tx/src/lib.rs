@@ -91,6 +91,7 @@ mod source;
 mod tx;
 
 pub use advice::Transactional;
+pub use current::Transactions;
 pub use di_macros::transactional;
 pub use error::TxError;
 pub use options::{Propagation, TxOptions};

@@ -12,7 +12,7 @@ use crate::source::{TxConn, TxSource};
 /// A transaction of a data source: what a `#[transactional]` method begins and the methods it
 /// calls join. Its connection is used by one task at a time ([`lock`](Self::lock)).
 ///
-/// Adapters reach it through [`Transactional::current`](crate::Transactional::current); user
+/// Adapters reach it through [`Transactions::current`](crate::Transactions::current); user
 /// code through the adapter (di-sqlx's `Database::conn`).
 pub struct Tx {
     source: Arc<str>,
