@@ -9,6 +9,10 @@ use sqlx::{Pool, Transaction};
 
 /// A database di-sqlx runs transactions on: SQLite and Postgres. Sealed.
 pub trait Backend: sqlx::Database + sealed::Sealed {
+    /// Whether it runs one write transaction at a time, held from its beginning (SQLite).
+    #[doc(hidden)]
+    const ONE_AT_A_TIME: bool;
+
     /// Begins a transaction on a connection of `pool`.
     #[doc(hidden)]
     fn begin(pool: &Pool<Self>) -> TxFuture<'_, Box<dyn TxConn>>;
@@ -87,6 +91,8 @@ mod sqlite {
     impl sealed::Sealed for Sqlite {}
 
     impl Backend for Sqlite {
+        const ONE_AT_A_TIME: bool = true;
+
         /// `BEGIN IMMEDIATE`: SQLite runs one writer at a time, and a transaction that begins
         /// deferred, reads, then writes, fails with `SQLITE_BUSY` when another wrote meanwhile;
         /// begun immediate, it waits for the writer (the busy timeout) instead. A rollback hook
@@ -113,6 +119,8 @@ mod postgres {
     impl sealed::Sealed for Postgres {}
 
     impl Backend for Postgres {
+        const ONE_AT_A_TIME: bool = false;
+
         fn begin(pool: &Pool<Self>) -> TxFuture<'_, Box<dyn TxConn>> {
             Box::pin(async move {
                 let tx = pool.begin().await?;

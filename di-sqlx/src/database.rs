@@ -193,6 +193,10 @@ impl<DB: Backend> TxSource for Database<DB> {
     fn begin(&self) -> TxFuture<'_, Box<dyn TxConn>> {
         DB::begin(&self.pool)
     }
+
+    fn one_at_a_time(&self) -> bool {
+        DB::ONE_AT_A_TIME
+    }
 }
 
 impl<DB: sqlx::Database> std::fmt::Debug for Database<DB> {

@@ -66,8 +66,8 @@ impl Transactional {
         Ok((name, source))
     }
 
-    /// `required` without a current transaction: the scope's, begun now, if the call runs in a
-    /// scope whose completion phase has not begun; else one of the method's own.
+    /// `required` without a current transaction: the scope's, begun now, if the scope's
+    /// completion phase has not begun; else (work after the response) one of the method's own.
     async fn required<T, E: From<TxError>>(
         &self,
         source: &dyn TxSource,
@@ -104,6 +104,9 @@ impl<T: Send, E: From<TxError> + Send> Advice<Result<T, E>> for Transactional {
             (Propagation::Required | Propagation::Mandatory, Some(_)) => next.run().await,
             (Propagation::Never, None) => next.run().await,
             (Propagation::Required, None) => self.required(&*source, name, next).await,
+            (Propagation::RequiresNew, Some(_)) if source.one_at_a_time() => {
+                Err(TxError::OneAtATime { call: call.to_string(), data_source: name.to_owned() }.into())
+            }
             (Propagation::RequiresNew, _) => own(&*source, name, next).await,
             (Propagation::Nested, Some(tx)) => nested(&tx, next).await,
             (Propagation::Nested, None) => self.required(&*source, name, next).await,

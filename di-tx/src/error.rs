@@ -44,6 +44,17 @@ pub enum TxError {
         /// The data source.
         data_source: String,
     },
+    /// A `requires_new` method called inside a transaction of a data source that runs one
+    /// transaction at a time (SQLite): it would wait for the transaction that waits for it.
+    #[error(
+        "`{call}` is `#[transactional(requires_new)]`, but it was called inside a transaction of data source `{data_source}`, which runs one transaction at a time (SQLite): the new one would wait for the one that waits for it; give it a data source of its own, or call it outside that transaction"
+    )]
+    OneAtATime {
+        /// The method.
+        call: String,
+        /// The data source.
+        data_source: String,
+    },
     /// The method names a data source the App does not have, or names none and the App has
     /// none or several.
     #[error("`{call}` is `#[transactional]`: {why}")]

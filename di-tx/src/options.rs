@@ -16,12 +16,15 @@
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Propagation {
     /// Joins the current transaction; without one, begins the scope's (committed in its
-    /// completion phase, with the request), or outside a scope one of the method's own. An
-    /// `Err` or a panic rolls back what the method began, nothing it joined.
+    /// completion phase, with the request), or once that phase has begun (work after the
+    /// response), one of the method's own. An `Err` or a panic rolls back what the method
+    /// began, nothing it joined.
     #[default]
     Required,
     /// Always begins a transaction of its own, on a connection of its own, committed when the
-    /// method returns `Ok` and rolled back on `Err` or a panic, whatever the caller's does.
+    /// method returns `Ok` and rolled back on `Err` or a panic, whatever the caller's does. On
+    /// a data source that runs one transaction at a time (SQLite), refused inside a transaction
+    /// of the same source ([`TxError::OneAtATime`](crate::TxError::OneAtATime)).
     RequiresNew,
     /// A savepoint in the current transaction, released on `Ok` and rolled back to on `Err` or a
     /// panic: the method's work is all or nothing, the rest of the transaction goes on. Without

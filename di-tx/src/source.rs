@@ -63,6 +63,14 @@ pub type TxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Se
 pub trait TxSource: Send + Sync + 'static {
     /// Begins a transaction on a connection of its own.
     fn begin(&self) -> TxFuture<'_, Box<dyn TxConn>>;
+
+    /// Whether the database runs one transaction at a time, holding it from its beginning
+    /// (SQLite, whose transactions di-sqlx begins `IMMEDIATE`): then a `requires_new` method
+    /// called inside a transaction of the same source would wait for that transaction, which
+    /// waits for it, and di-tx refuses it at once instead. `false` by default.
+    fn one_at_a_time(&self) -> bool {
+        false
+    }
 }
 
 /// An open transaction of a [`TxSource`], on its connection. di-tx calls these; the code of a

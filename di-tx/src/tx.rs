@@ -26,6 +26,9 @@ pub struct Tx {
     savepoints: AtomicU32,
 }
 
+/// How a transaction the database rolled back itself ended.
+const ABORTED: &str = "rolled back by the database";
+
 /// Where a transaction stands.
 pub(crate) enum State {
     Open(Box<dyn TxConn>),
@@ -82,8 +85,10 @@ impl Tx {
     /// Brings the state up to date before a use: a doomed transaction is rolled back, an
     /// aborted one ended, abandoned savepoints rolled back to. `Ok` if it is open.
     async fn settle(&self, state: &mut State) -> Result<(), TxError> {
-        if let State::Ended(how) = state {
-            return Err(self.ended(how));
+        match state {
+            State::Ended(ABORTED) => return Err(TxError::Aborted { data_source: self.source.to_string() }),
+            State::Ended(how) => return Err(self.ended(how)),
+            State::Open(_) => {}
         }
         if self.doomed.load(Ordering::Acquire) {
             self.end(state).await;
@@ -91,7 +96,7 @@ impl Tx {
         }
         let State::Open(conn) = state else { unreachable!("checked above") };
         if conn.aborted() {
-            *state = State::Ended("rolled back by the database");
+            *state = State::Ended(ABORTED);
             tracing::error!(source = %self.source, "the database rolled the transaction back itself; nothing of it is saved");
             return Err(TxError::Aborted { data_source: self.source.to_string() });
         }

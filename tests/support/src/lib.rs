@@ -8,11 +8,13 @@
 //! - [`listen_backlog`]: the backlog the kernel gave a listening socket;
 //! - [`Lines`]: a journal of lines, and waiting for it to say what a test expects (destroy
 //!   hooks run after the response);
-//! - [`capture_logs`]: what a piece of code logged through `tracing`.
+//! - [`capture_logs`]: what a piece of code logged through `tracing`;
+//! - [`servers`]: real servers (PostgreSQL) on loopback with throwaway data.
 
 pub mod alloc;
 pub mod child_env;
 pub mod http_client;
+pub mod servers;
 
 /// Declares the test binary's `Journal`: a singleton proto holding [`Lines`] (and dereferencing
 /// to it) whose destroy hook writes "singletons destroyed". A proto is registered per binary

@@ -1,0 +1,131 @@
+//! Real servers for the tests that need them, from Debian's packages, on loopback with
+//! throwaway data: a PostgreSQL cluster.
+//!
+//! - `DI_TEST_POSTGRES_URL` set (`.ci/run` starts one and sets it): that server.
+//! - Otherwise a cluster of this test process's own: `initdb` into a temporary folder (as the
+//!   `postgres` user when the tests run as root, which PostgreSQL refuses to run as), a free
+//!   port on 127.0.0.1, `fsync` off. A watchdog stops it and removes its folder when the test
+//!   process is gone.
+//! - When neither works, [`postgres`] says why. A test then skips with that reason printed,
+//!   unless `DI_TEST_REQUIRE_SERVERS=1` (set by `.ci/run`): there it fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The URL of a PostgreSQL server's `postgres` database, as its superuser `postgres` (trust
+/// authentication on loopback), or why there is none. One server per test process.
+///
+/// # Panics
+///
+/// When there is none and `DI_TEST_REQUIRE_SERVERS=1`.
+pub fn postgres() -> Result<&'static str, &'static str> {
+    static SERVER: OnceLock<Result<String, String>> = OnceLock::new();
+    let server = SERVER.get_or_init(|| match std::env::var("DI_TEST_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => Ok(url),
+        _ => start_postgres(),
+    });
+    match server {
+        Ok(url) => Ok(url),
+        Err(why) if required() => panic!("DI_TEST_REQUIRE_SERVERS=1, but no PostgreSQL server: {why}"),
+        Err(why) => Err(why),
+    }
+}
+
+/// Whether the servers must be there (`DI_TEST_REQUIRE_SERVERS=1`: CI).
+pub fn required() -> bool {
+    std::env::var_os("DI_TEST_REQUIRE_SERVERS").is_some_and(|v| v == "1")
+}
+
+/// Prints why a test that needs a server does not run.
+pub fn skip(test: &str, why: &str) {
+    eprintln!("skipping {test}: {why}");
+}
+
+/// The newest PostgreSQL installed from Debian's packages: its `bin` folder.
+fn postgres_bin() -> Option<PathBuf> {
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| Some(e.ok()?.path().join("bin")))
+        .filter(|bin| bin.join("postgres").exists() && bin.join("initdb").exists())
+        .collect();
+    versions.sort_by_key(|bin| bin.parent().and_then(|v| v.file_name()?.to_str()?.parse::<u32>().ok()).unwrap_or(0));
+    versions.pop()
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// `program args...`, as the `postgres` user when this process is root.
+fn as_owner(root: bool, program: &Path) -> Command {
+    if root {
+        let mut command = Command::new("runuser");
+        command.args(["-u", "postgres", "--"]).arg(program);
+        command
+    } else {
+        Command::new(program)
+    }
+}
+
+fn start_postgres() -> Result<String, String> {
+    let bin = postgres_bin().ok_or("PostgreSQL is not installed (Debian's package `postgresql`)")?;
+    let root = is_root();
+    let dir = std::env::temp_dir().join(format!("di-test-pg-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    if root {
+        let owned = Command::new("chown").args(["postgres:postgres"]).arg(&dir).status();
+        if !owned.is_ok_and(|s| s.success()) {
+            return Err(format!("cannot give {} to the `postgres` user", dir.display()));
+        }
+    }
+    let data = dir.join("data");
+    let init = as_owner(root, &bin.join("initdb"))
+        .arg("-D")
+        .arg(&data)
+        .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"])
+        .stdout(Stdio::null())
+        .output()
+        .map_err(|e| format!("running initdb: {e}"))?;
+    if !init.status.success() {
+        return Err(format!("initdb failed: {}", String::from_utf8_lossy(&init.stderr).trim()));
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("finding a free port: {e}"))?
+        .port();
+    // The server, and a watchdog that stops it and removes its folder once this process is
+    // gone (read through /proc: the `postgres` user may not signal a root process).
+    let script = format!(
+        "{postgres} -D {data} -p {port} -k {dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off \
+         -c max_connections=200 >{dir}/log 2>&1 & pg=$!; \
+         while [ -d /proc/{parent} ] && kill -0 $pg 2>/dev/null; do sleep 1; done; \
+         kill -INT $pg 2>/dev/null; wait $pg; rm -rf {dir}",
+        postgres = bin.join("postgres").display(),
+        data = data.display(),
+        dir = dir.display(),
+        parent = std::process::id(),
+    );
+    as_owner(root, Path::new("sh"))
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("starting postgres: {e}"))?;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(30) {
+        let ready = Command::new(bin.join("pg_isready"))
+            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres"])
+            .stdout(Stdio::null())
+            .status();
+        if ready.is_ok_and(|s| s.success()) {
+            return Ok(format!("postgres://postgres@127.0.0.1:{port}/postgres"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
+    Err(format!("postgres did not answer within 30 s; its log:\n{log}"))
+}
