@@ -23,3 +23,11 @@ pub use database::Database;
 pub use sqlx::Postgres;
 #[cfg(feature = "sqlite")]
 pub use sqlx::Sqlite;
+
+/// The guide's chapter on transactions (`docs/guide/transactions.md`), run as doctests here,
+/// where its crates are.
+#[cfg(doctest)]
+pub mod guide {
+    #[doc = include_str!("../../docs/guide/transactions.md")]
+    pub struct Transactions;
+}
