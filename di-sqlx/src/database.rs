@@ -108,7 +108,7 @@ impl<DB: Backend> Database<DB> {
     /// # Ok(()) }
     /// ```
     pub fn named(name: &'static str, section: &'static str) -> ProtoDef {
-        ProtoDef::new_async::<Self, _, _>(Scope::Singleton, move |r| Ok(Self::connect(r, section)?))
+        ProtoDef::new_async::<Self, _, _>(Scope::Singleton, move |r| Self::connect(r, section))
             .name(name)
             .dep(Dependency::new::<Transactions>(InjectKind::Arc, None))
             .provides::<Self, dyn TxSource>(|db| db)

@@ -4,7 +4,7 @@
 //!
 //! - **The advice.** `#[transactional]` is an advice (di-core's interceptors): the method keeps
 //!   its signature, returns `Result<T, E>` with `E: From<TxError>`, and runs inside
-//!   [`Transactional::around`]. It composes with `#[intercept]` in the order written.
+//!   the advice [`Transactional`]. It composes with `#[intercept]` in the order written.
 //! - **Propagation** ([`Propagation`]): `required` (the default) joins the current transaction
 //!   or begins the scope's; `requires_new` begins one of its own on a second connection;
 //!   `nested` sets a savepoint; `mandatory` and `never` check.
