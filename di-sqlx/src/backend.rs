@@ -41,8 +41,16 @@ macro_rules! tx_conn {
                 Box::pin(async move { Ok(self.tx.commit().await?) })
             }
 
-            fn rollback(self: Box<Self>) -> TxFuture<'static, ()> {
-                Box::pin(async move { Ok(self.tx.rollback().await?) })
+            fn rollback(mut self: Box<Self>) -> TxFuture<'static, ()> {
+                Box::pin(async move {
+                    if self.aborted() {
+                        // SQLite ended the transaction; sqlx still counts it open, and would
+                        // take the connection's next BEGIN for a savepoint's. A BEGIN makes its
+                        // ROLLBACK true again, and the connection goes back to the pool sound.
+                        sqlx::Executor::execute(&mut *self.tx, "BEGIN").await?;
+                    }
+                    Ok(self.tx.rollback().await?)
+                })
             }
 
             fn savepoint<'a>(&'a mut self, name: &'a str) -> TxFuture<'a, ()> {

@@ -96,8 +96,13 @@ impl Tx {
         }
         let State::Open(conn) = state else { unreachable!("checked above") };
         if conn.aborted() {
-            *state = State::Ended(ABORTED);
             tracing::error!(source = %self.source, "the database rolled the transaction back itself; nothing of it is saved");
+            // Ended through the adapter, which puts its connection back in order.
+            if let State::Open(conn) = std::mem::replace(state, State::Ended(ABORTED))
+                && let Err(error) = conn.rollback().await
+            {
+                tracing::error!(source = %self.source, %error, "ending the transaction the database rolled back failed");
+            }
             return Err(TxError::Aborted { data_source: self.source.to_string() });
         }
         let abandoned = std::mem::take(&mut *self.abandoned.lock().unwrap_or_else(|e| e.into_inner()));
@@ -171,6 +176,28 @@ impl Tx {
 
     fn database(&self, doing: &'static str, error: di_core::BoxError) -> TxError {
         TxError::Database { doing, data_source: self.source.to_string(), error }
+    }
+}
+
+impl Drop for Tx {
+    /// A transaction dropped open (the method that began it was cut short, and nothing else
+    /// holds it) is rolled back through its adapter on a task of its own, where a runtime is at
+    /// hand; otherwise its connection is dropped, which rolls back too (sqlx's does).
+    fn drop(&mut self) {
+        let Ok(mut state) = self.state.try_lock() else { return };
+        if let State::Open(conn) = std::mem::replace(&mut *state, State::Ended("dropped")) {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    let source = self.source.clone();
+                    runtime.spawn(async move {
+                        if let Err(error) = conn.rollback().await {
+                            tracing::error!(%source, %error, "rolling back a transaction dropped open failed");
+                        }
+                    });
+                }
+                Err(_) => drop(conn),
+            }
+        }
     }
 }
 

@@ -178,7 +178,7 @@ macro_rules! suite {
         /// An App on a fresh database with its tables, or `None` (skipped) without one.
         async fn setup(test: &str) -> Option<(App, Arc<Ledger>, Arc<Database<$db>>)> {
             let url = $fresh_url(test).await?;
-            let audit_url = $fresh_url(&format!("{test}_audit")).await?;
+            let audit_url = $fresh_url(&format!("audit_of_{test}")).await?;
             let app = App::builder()
                 .link::<Database<$db>>()
                 .config_value("database.url", url)
