@@ -63,6 +63,7 @@ fn log(name: &'static str, journal: &Arc<Mutex<Vec<String>>>) -> ProtoDef {
         .provides::<Log, dyn TxSource>(|l| l)
 }
 
+/// A service whose methods run on the data sources by name.
 #[singleton_proto]
 #[derive(Debug)]
 pub struct Orders;
