@@ -52,16 +52,23 @@
 //!     fn as_any_mut(&mut self) -> &mut dyn Any { self }
 //! }
 //!
+//! /// The service's error: the transaction's, or its own.
+//! #[derive(Debug)]
+//! pub enum OrderError { Tx(TxError), OutOfStock }
+//! impl From<TxError> for OrderError {
+//!     fn from(e: TxError) -> Self { OrderError::Tx(e) }
+//! }
+//!
 //! #[singleton_proto]
 //! pub struct Orders;
 //! impl Orders {
 //!     #[transactional]
-//!     pub async fn place(&self, ok: bool) -> Result<(), TxError> {
+//!     pub async fn place(&self, in_stock: bool) -> Result<(), OrderError> {
 //!         self.audit().await?; // joins this transaction, with a savepoint of its own
-//!         if ok { Ok(()) } else { Err(TxError::Aborted { data_source: "log".into() }) }
+//!         if in_stock { Ok(()) } else { Err(OrderError::OutOfStock) }
 //!     }
 //!     #[transactional(nested)]
-//!     pub async fn audit(&self) -> Result<(), TxError> { Ok(()) }
+//!     pub async fn audit(&self) -> Result<(), OrderError> { Ok(()) }
 //! }
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -73,7 +80,7 @@
 //!     .await?;
 //! let orders = app.get_object::<Orders>()?;
 //! // In a scope (a request), the transaction commits in the scope's completion phase.
-//! app.run_in_context(orders.place(true)).await?;
+//! app.run_in_context(orders.place(true)).await.unwrap();
 //! assert_eq!(*log.lock().unwrap(), ["BEGIN", "SAVEPOINT di_sp_1", "RELEASE di_sp_1", "COMMIT"]);
 //! log.lock().unwrap().clear();
 //! // An `Err` rolls back what the method began.

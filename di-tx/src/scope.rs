@@ -64,7 +64,10 @@ impl TxScope {
         self.open().retain(|t| !Arc::ptr_eq(t, tx));
     }
 
-    fn close(&self) -> Vec<Arc<Tx>> {
+    /// Closes the scope to new transactions and takes the open ones. Under the beginning's
+    /// lock: a transaction being begun is taken too, or sees the scope closed.
+    async fn close(&self) -> Vec<Arc<Tx>> {
+        let _one_at_a_time = self.beginning.lock().await;
         self.closed.store(true, std::sync::atomic::Ordering::Release);
         std::mem::take(&mut *self.open())
     }
@@ -72,11 +75,7 @@ impl TxScope {
     /// The completion hook: commits, in the order they began, unless the scope failed; after
     /// a failed commit, rolls back the rest and fails the scope (di-http answers 500).
     async fn complete(&self) -> Result<(), TxError> {
-        // Taken under the lock: a transaction being begun finishes first, or sees it closed.
-        let txs = {
-            let _one_at_a_time = self.beginning.lock().await;
-            self.close()
-        };
+        let txs = self.close().await;
         let mut result = Ok(());
         let failed = di_core::scope_failed();
         for tx in txs {
@@ -94,11 +93,7 @@ impl TxScope {
 
     /// The destroy hook: rolls back what the completion phase did not end.
     async fn destroy(&self) {
-        let txs = {
-            let _one_at_a_time = self.beginning.lock().await;
-            self.close()
-        };
-        for tx in txs {
+        for tx in self.close().await {
             tx.rollback().await;
         }
     }

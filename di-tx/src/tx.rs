@@ -120,8 +120,9 @@ impl Tx {
     pub(crate) async fn commit(&self) -> Result<(), TxError> {
         let mut state = self.state.lock().await;
         self.settle(&mut state).await?;
-        let State::Open(_) = &*state else { unreachable!("settled: open") };
-        let State::Open(conn) = std::mem::replace(&mut *state, State::Ended("committed")) else { unreachable!() };
+        let State::Open(conn) = std::mem::replace(&mut *state, State::Ended("committed")) else {
+            unreachable!("settled: open")
+        };
         conn.commit().await.map_err(|error| {
             *state = State::Ended("its commit failed");
             self.database("committing", error)

@@ -432,29 +432,14 @@ pub(crate) fn built_as<U: ?Sized + 'static>(at: RefKey) -> Option<Arc<U>> {
             if h.app_id != at.app_id {
                 return None;
             }
-            let obj = match h.seed.get(at.key) {
-                Some(obj) => obj.clone(),
-                None => match h.cache.try_borrow().ok().and_then(|c| c.get(at.key).cloned()) {
-                    Some(obj) => obj,
-                    None => h.shared.get()?.built(at.key)?,
-                },
-            };
+            let obj = h
+                .cached(at.app_id, at.key)
+                .or_else(|| h.seed.get(at.key).cloned())
+                .or_else(|| h.shared.get()?.built(at.key))?;
             Some(at.cast::<U>(&h.app, obj))
         })
         .ok()
         .flatten()
-}
-
-/// Whether the current scope has failed: marked by [`fail_scope`](crate::fail_scope) (di-http:
-/// a 4xx or 5xx answer), or its work failed before its completion phase. `false` outside a
-/// scope.
-pub(crate) fn current_failed() -> bool {
-    CURRENT
-        .try_with(|h| match h.shared.get() {
-            Some(shared) => shared.failed(),
-            None => h.discarded.get(),
-        })
-        .unwrap_or(false)
 }
 
 /// Fails the current scope: its completion phase will not run, its held events are dropped.
@@ -653,7 +638,13 @@ pub fn fail_scope() {
 /// what a completion hook asks before it commits. `false` outside a scope. See [`fail_scope`]
 /// for an example.
 pub fn scope_failed() -> bool {
-    current_failed()
+    CURRENT
+        .try_with(|h| match h.shared.get() {
+            Some(shared) => shared.failed(),
+            // Still owned by this task: what `drop_held` marked.
+            None => h.discarded.get(),
+        })
+        .unwrap_or(false)
 }
 
 /// Drops what the current scope holds until its completion phase's end, and what it is handed
