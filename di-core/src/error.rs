@@ -432,6 +432,18 @@ pub enum DiError {
         /// What the hook returned.
         source: Arc<dyn std::error::Error + Send + Sync + 'static>,
     },
+    /// A `before_commit` event handler (`#[event_handler(before_commit)]`) failed: returned an
+    /// error or panicked. It ran in the completion phase of the scope that emitted the event,
+    /// which fails with it.
+    #[error("event handler `{handler}` of `{event}` failed before its scope's commit: {source}")]
+    EventHandler {
+        /// The event's type.
+        event: &'static str,
+        /// The handler, as `Type::method`.
+        handler: String,
+        /// What the handler returned, or its panic.
+        source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// A hosted service could not start, or failed with [`OnFailure::StopApp`](crate::OnFailure::StopApp).
     #[error("hosted service {service} {reason}")]
     Hosted {

@@ -3,13 +3,18 @@
 //! Dispatch rules (also in `docs/decisions.md`):
 //! - an event with no handler costs a map lookup and is dropped;
 //! - inside a context scope of the bus's App, events are held by the scope until its completion
-//!   phase succeeds, then dispatched (before destroy hooks); they are dropped if the phase
-//!   fails, the scope's future panics, or the scope is cancelled; once the phase is over, the
+//!   phase ends. `after_commit` handlers (the default) get them if it succeeded, then
+//!   (before destroy hooks); `after_rollback` handlers if it failed, the scope was marked failed
+//!   (`fail_scope`), its future panicked, or it was cancelled. Once the phase is over, the
 //!   scope's later events (background tasks, destroy hooks) follow its result at once;
-//! - outside a scope (or in a scope of another App) they are dispatched at once;
-//! - each handler runs on a task of its own, in a new context scope, counted by the App so
-//!   that `App::shutdown` waits for it; a failing or panicking handler is logged with the
-//!   event's and the handler's names and touches no other handler.
+//! - `before_commit` handlers run inside the emitting scope, awaited one after the other at the
+//!   start of its completion phase, before its completion hooks (so inside the transaction a
+//!   unit of work commits in them); one that fails fails the phase;
+//! - outside a scope (or in a scope of another App), and after a scope's phase has succeeded,
+//!   `before_commit` and `after_commit` handlers get them at once; `after_rollback` ones never;
+//! - each handler but a `before_commit` one runs on a task of its own, in a new context scope,
+//!   counted by the App so that `App::shutdown` waits for it; a failing or panicking handler is
+//!   logged with the event's and the handler's names and touches no other handler.
 
 use std::any::{Any, TypeId};
 use std::fmt;
@@ -24,7 +29,7 @@ use crate::proto::traits::{Proto, SingletonProto};
 use crate::resolver::Resolver;
 use crate::runtime::{AppCell, AppInner, Handle, Handles};
 use crate::scope;
-use crate::scope::held::HeldItem;
+use crate::scope::held::{HeldHooks, HeldItem};
 
 /// An event as the bus carries it.
 #[doc(hidden)]
@@ -52,6 +57,20 @@ pub fn event_ref<E: 'static>(event: &AnyEvent) -> &E {
     }
 }
 
+/// When an `#[event_handler]` runs, against the completion phase of the scope that emitted the
+/// event: `#[event_handler(before_commit)]`, `#[event_handler]` (after the commit) or
+/// `#[event_handler(after_rollback)]`.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventPhase {
+    /// In the emitting scope, at the start of its completion phase; a failure fails it.
+    BeforeCommit,
+    /// Once the phase has succeeded, on a task of its own.
+    AfterCommit,
+    /// Once the scope has failed, on a task of its own.
+    AfterRollback,
+}
+
 /// What `#[event_handler]` submits through `inventory`: a method of singleton `proto` that
 /// takes `&E`.
 #[doc(hidden)]
@@ -62,6 +81,7 @@ pub struct HandlerDescriptor {
     pub event: fn() -> TypeId,
     pub event_name: fn() -> &'static str,
     pub method: &'static str,
+    pub phase: EventPhase,
     /// Calls the method on the erased object with the erased event.
     pub call: fn(AnyArc, AnyEvent) -> HookFuture,
 }
@@ -90,19 +110,15 @@ fn handlers(graph: &Graph, available: impl Fn(usize) -> bool) -> Handlers {
 }
 
 /// Gives the App's handles what the event bus needs: the handlers of the protos in `graph`
-/// that `build()` built (or left lazy); and, if there is any, the dispatch that a scope's held
-/// events go to.
-pub(crate) fn install(
-    handles: &mut Handles,
-    graph: &Graph,
-    available: impl Fn(usize) -> bool,
-) -> Option<fn(&Arc<AppInner>, HeldItem)> {
+/// that `build()` built (or left lazy); and, if there is any, what a scope does with the events
+/// it holds (the `before_commit` handlers in its completion phase, the others at its end).
+pub(crate) fn install(handles: &mut Handles, graph: &Graph, available: impl Fn(usize) -> bool) -> Option<HeldHooks> {
     let handlers = handlers(graph, available);
     if handlers.is_empty() {
         return None;
     }
     handles.events = Handle::new(handlers);
-    Some(dispatch)
+    Some(HeldHooks { prepare: before_commit, release })
 }
 
 /// The App's handlers, by event type (none if no handler is registered).
@@ -165,10 +181,11 @@ impl EventBus {
         EventBus { app }
     }
 
-    /// Emits `event` to every `#[event_handler]` taking `&E`: at once outside a context scope,
-    /// at the end of the current scope's completion phase inside one (dropped if the scope
-    /// fails). Each handler runs on a task of its own, in a scope of its own. An event type
-    /// with no handler costs one lookup.
+    /// Emits `event` to every `#[event_handler]` taking `&E`: at once outside a context scope;
+    /// inside one, to the `before_commit` handlers at the start of the scope's completion phase,
+    /// and at its end to the `after_commit` ones (the default) if it succeeded or the
+    /// `after_rollback` ones if it failed. Each handler but a `before_commit` one runs on a task
+    /// of its own, in a scope of its own. An event type with no handler costs one lookup.
     ///
     /// Logs an error (and drops the event) when the App has shut down, is gone, or there is no
     /// tokio runtime to run the handlers on.
@@ -193,22 +210,15 @@ impl EventBus {
             return;
         };
         let ty = TypeId::of::<E>();
-        if !handlers_of(&app).is_some_and(|h| h.contains_key(&ty)) {
-            return;
-        }
-        let held = HeldItem { ty, value: Arc::new(event) };
+        let Some(handlers) = handlers_of(&app).and_then(|h| h.get(&ty)) else { return };
+        let prepare = handlers.iter().any(|h| h.descriptor.phase == EventPhase::BeforeCommit);
+        let held = HeldItem { ty, value: Arc::new(event), prepare };
         match scope::handle::current_shared(app.id) {
-            Some(shared) => match shared.hold_item(held) {
-                Some((held, true)) => dispatch(&app, held),
-                Some((held, false)) => {
-                    tracing::debug!(
-                        event = core::any::type_name::<E>(),
-                        "an event emitted after its scope failed is dropped"
-                    );
-                    drop(held);
+            Some(shared) => {
+                if let Some((held, ok)) = shared.hold_item(held) {
+                    release(&app, held, ok);
                 }
-                None => {}
-            },
+            }
             // Once `shutdown` has begun, only what scopes still ending hold is drained: a
             // steady emitter outside them would keep it waiting until its deadline.
             None if app.outside_closed.load(std::sync::atomic::Ordering::Acquire) => {
@@ -218,7 +228,7 @@ impl EventBus {
                 );
                 drop(held);
             }
-            None => dispatch(&app, held),
+            None => release(&app, held, true),
         }
     }
 
@@ -246,11 +256,29 @@ impl fmt::Debug for EventBus {
     }
 }
 
-/// Starts every handler of `held` on a task of its own, counted by the App.
-fn dispatch(app: &Arc<AppInner>, held: HeldItem) {
+/// A held event at the end of its scope's completion phase (`ok`: it succeeded), or emitted
+/// where nothing holds it: starts its `after_commit` handlers, and its `before_commit` ones if
+/// they have not run in the phase; or its `after_rollback` ones.
+fn release(app: &Arc<AppInner>, held: HeldItem, ok: bool) {
     let Some(handlers) = handlers_of(app).and_then(|h| h.get(&held.ty)) else { return };
+    let runs = |h: &&Handler| match h.descriptor.phase {
+        EventPhase::BeforeCommit => ok && held.prepare,
+        EventPhase::AfterCommit => ok,
+        EventPhase::AfterRollback => !ok,
+    };
+    let mut handlers = handlers.iter().filter(runs).peekable();
+    if handlers.peek().is_none() {
+        if !ok {
+            let event = handlers_of(app).and_then(|h| h.get(&held.ty)).and_then(|h| h.first());
+            tracing::debug!(
+                event = event.map_or("?", |h| (h.descriptor.event_name)()),
+                "the event's scope failed, and no `after_rollback` handler takes it: dropped"
+            );
+        }
+        return;
+    }
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        let event = handlers.first().map_or("?", |h| (h.descriptor.event_name)());
+        let event = handlers.peek().map_or("?", |h| (h.descriptor.event_name)());
         tracing::error!(event, "an event was emitted outside a tokio runtime; its handlers cannot run, dropped");
         return;
     };
@@ -269,6 +297,38 @@ fn dispatch(app: &Arc<AppInner>, held: HeldItem) {
             drop(guard);
         }));
     }
+}
+
+/// The `before_commit` handlers of a held event, one after the other, inside the scope that
+/// holds it (its completion phase): the first that fails or panics fails the phase.
+fn before_commit(
+    app: &Arc<AppInner>,
+    held: HeldItem,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), DiError>> + Send>> {
+    let app = app.clone();
+    Box::pin(async move {
+        let Some(handlers) = handlers_of(&app).and_then(|h| h.get(&held.ty)) else { return Ok(()) };
+        for handler in handlers.iter().filter(|h| h.descriptor.phase == EventPhase::BeforeCommit) {
+            let d = handler.descriptor;
+            let _running = app.metrics.handler();
+            let result = match app.instance_of(handler.proto) {
+                Ok(object) => {
+                    let event = held.value.clone();
+                    crate::isolate::catch_hook(|| (d.call)(object, event)).await
+                }
+                Err(error) => Err(error.into()),
+            };
+            if let Err(source) = result {
+                crate::telemetry::handler_failed((d.event_name)());
+                return Err(DiError::EventHandler {
+                    event: (d.event_name)(),
+                    handler: format!("{}::{}", (d.proto_name)(), d.method),
+                    source: Arc::from(source),
+                });
+            }
+        }
+        Ok(())
+    })
 }
 
 /// Runs one handler in a new scope; logs its failure.
@@ -304,8 +364,9 @@ impl Proto for EventBus {
 }
 impl SingletonProto for EventBus {}
 
-/// Drops the events the current context scope holds, and those it emits from now on: for a
-/// scope whose work failed without a completion hook failing. The same as
+/// Withholds the events the current context scope holds, and those it emits from now on, from
+/// their `before_commit` and `after_commit` handlers (its `after_rollback` handlers get them):
+/// for a scope whose work failed without a completion hook failing. The same as
 /// [`fail_scope`](crate::fail_scope), which also tells a unit of work to roll back (di-http
 /// calls it when a request is answered with a 4xx or 5xx status). Does nothing outside a scope.
 ///

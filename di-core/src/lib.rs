@@ -138,7 +138,8 @@
 //!   HTTP request through the router, is `di_http::testing`.
 //! - [`Advice`] and `#[intercept(..)]`: advices (protos) around methods, outermost first;
 //!   [`EventBus`] and `#[event_handler]`: events held by the scope until it has succeeded, each
-//!   handler in a scope of its own; `#[schedule(every = "30s")]`/`#[schedule(cron = "..")]`:
+//!   handler in a scope of its own (`before_commit` handlers in the emitting scope, before its
+//!   completion hooks; `after_rollback` ones when it failed); `#[schedule(every = "30s")]`/`#[schedule(cron = "..")]`:
 //!   jobs on timers, [`App::run_schedule`] by hand. Handlers and jobs live in `#[handlers]`
 //!   impl blocks.
 //! - [`App::shutdown`]: stops the jobs' timers, waits for the scopes still ending and the
@@ -299,7 +300,7 @@ pub mod __private {
         Advice, AdviceSite, Call, Next, Probe, Proceed, ShowDebug, ShowOpaque, advice, body, shower,
     };
     pub use crate::error::panic_message;
-    pub use crate::events::{AnyEvent, HandlerDescriptor, assert_event, event_ref};
+    pub use crate::events::{AnyEvent, EventPhase, HandlerDescriptor, assert_event, event_ref};
     pub use crate::private::{
         CtorOutput, HookOutput, assert_context, assert_proto, assert_singleton, assert_transient, construct_async,
         constructed, downcast, fill, hook_result, take,

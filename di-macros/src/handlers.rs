@@ -18,9 +18,23 @@ enum When {
     Cron(String),
 }
 
+/// `#[event_handler(..)]`'s phase, as `di_core`'s `EventPhase` variant.
+#[derive(Clone, Copy, PartialEq)]
+enum Phase {
+    BeforeCommit,
+    AfterCommit,
+    AfterRollback,
+}
+
 enum Kind {
     /// Takes `&E`.
-    Event(syn::Type),
+    Event(Box<syn::Type>, Phase),
+    Schedule(When),
+}
+
+/// What a method's attribute says, parsed: the part of its [`Kind`] that the signature does not.
+enum Options {
+    Event(Phase),
     Schedule(When),
 }
 
@@ -65,13 +79,7 @@ fn parse(cx: &Ctxt, item: TokenStream, krate: Option<syn::Path>) -> Option<Handl
             let name = attr.path().segments.last().map(|s| s.ident.to_string());
             match name.as_deref() {
                 Some(EVENT_HANDLER) => {
-                    if !matches!(attr.meta, syn::Meta::Path(_)) {
-                        cx.error_spanned_by(
-                            attr,
-                            "`#[event_handler]` takes no options: the event is the parameter's type",
-                        );
-                    }
-                    kinds.push((attr.span(), false, None));
+                    kinds.push((attr.span(), false, event_phase(cx, attr).map(Options::Event)));
                     false
                 }
                 Some(SCHEDULE) => {
@@ -85,9 +93,9 @@ fn parse(cx: &Ctxt, item: TokenStream, krate: Option<syn::Path>) -> Option<Handl
             cx.error_spanned_by(&method.sig.ident, "one `#[event_handler]` or `#[schedule]` per method");
             continue;
         }
-        let Some((span, is_schedule, when)) = kinds.pop() else { continue };
+        let Some((span, is_schedule, options)) = kinds.pop() else { continue };
         marked = true;
-        if let Some(kind) = check_signature(cx, &method.sig, &self_ty, span, when, is_schedule) {
+        if let Some(kind) = check_signature(cx, &method.sig, &self_ty, span, options, is_schedule) {
             methods.push(Method { ident: method.sig.ident.clone(), kind });
         }
     }
@@ -101,8 +109,46 @@ fn parse(cx: &Ctxt, item: TokenStream, krate: Option<syn::Path>) -> Option<Handl
     Some(HandlersItem { item, krate, methods })
 }
 
+/// Nothing (after the commit), `before_commit`, `after_commit` or `after_rollback`.
+fn event_phase(cx: &Ctxt, attr: &syn::Attribute) -> Option<Phase> {
+    let usage = "`#[event_handler]` takes one of `before_commit`, `after_commit` (the default) or \
+                 `after_rollback`; the event is the parameter's type";
+    if matches!(attr.meta, syn::Meta::Path(_)) {
+        return Some(Phase::AfterCommit);
+    }
+    let mut phase = None;
+    let parsed = attr.parse_nested_meta(|meta| {
+        let this = [
+            ("before_commit", Phase::BeforeCommit),
+            ("after_commit", Phase::AfterCommit),
+            ("after_rollback", Phase::AfterRollback),
+        ]
+        .into_iter()
+        .find(|(name, _)| meta.path.is_ident(name));
+        match this {
+            Some(_) if phase.is_some() => Err(meta.error("one phase per handler")),
+            Some((_, this)) if meta.input.is_empty() || meta.input.peek(syn::Token![,]) => {
+                phase = Some(this);
+                Ok(())
+            }
+            _ => Err(meta.error(format!("unknown option; {usage}"))),
+        }
+    });
+    match (parsed, phase) {
+        (Err(err), _) => {
+            cx.push(err);
+            None
+        }
+        (Ok(()), None) => {
+            cx.error_spanned_by(attr, usage);
+            None
+        }
+        (Ok(()), Some(phase)) => Some(phase),
+    }
+}
+
 /// `every = "30s"` or `cron = "0 */5 * * * *"`, checked now.
-fn schedule_when(cx: &Ctxt, attr: &syn::Attribute) -> Option<Kind> {
+fn schedule_when(cx: &Ctxt, attr: &syn::Attribute) -> Option<Options> {
     let usage = "write `#[schedule(every = \"30s\")]` or `#[schedule(cron = \"0 */5 * * * *\")]`";
     let mut when = None;
     let parsed = attr.parse_nested_meta(|meta| {
@@ -138,7 +184,7 @@ fn schedule_when(cx: &Ctxt, attr: &syn::Attribute) -> Option<Kind> {
             cx.error_spanned_by(attr, usage);
             None
         }
-        (Ok(()), Some(when)) => Some(Kind::Schedule(when)),
+        (Ok(()), Some(when)) => Some(Options::Schedule(when)),
     }
 }
 
@@ -202,7 +248,7 @@ fn check_signature(
     sig: &syn::Signature,
     self_ty: &syn::Type,
     span: Span,
-    when: Option<Kind>,
+    options: Option<Options>,
     is_schedule: bool,
 ) -> Option<Kind> {
     let (what, usage) = if is_schedule {
@@ -231,12 +277,19 @@ fn check_signature(
             wrong(cx, extra);
             ok = false;
         }
-        when
+        match options {
+            Some(Options::Schedule(when)) => Some(Kind::Schedule(when)),
+            _ => None,
+        }
     } else {
+        let phase = match options {
+            Some(Options::Event(phase)) => Some(phase),
+            _ => None,
+        };
         match rest.as_slice() {
             [syn::FnArg::Typed(arg)] => match &*arg.ty {
                 syn::Type::Reference(r) if r.mutability.is_none() => {
-                    Some(Kind::Event(crate::internals::replace_self(&r.elem, self_ty)))
+                    phase.map(|phase| Kind::Event(Box::new(crate::internals::replace_self(&r.elem, self_ty)), phase))
                 }
                 other => {
                     wrong(cx, other);
@@ -264,7 +317,12 @@ fn expand(model: &HandlersItem) -> TokenStream {
         let name = ident.to_string();
         let call = format_ident!("__di_call_{}", ident);
         match &method.kind {
-            Kind::Event(event) => {
+            Kind::Event(event, phase) => {
+                let phase = match phase {
+                    Phase::BeforeCommit => quote!(BeforeCommit),
+                    Phase::AfterCommit => quote!(AfterCommit),
+                    Phase::AfterRollback => quote!(AfterRollback),
+                };
                 let check = quote_spanned!(event.span()=> __di::assert_event::<#event>(););
                 quote! {
                     const _: () = { #check };
@@ -282,6 +340,7 @@ fn expand(model: &HandlersItem) -> TokenStream {
                             event: ::core::any::TypeId::of::<#event>,
                             event_name: ::core::any::type_name::<#event>,
                             method: #name,
+                            phase: __di::EventPhase::#phase,
                             call: #call,
                         }
                     }

@@ -287,7 +287,11 @@ pub fn handlers(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Marks an event handler, `async fn on_x(&self, event: &MyEvent)`, inside a `#[handlers]`
-/// impl block (which consumes it; alone, it is an error saying so).
+/// impl block (which consumes it; alone, it is an error saying so). Its phase, against the
+/// emitting scope's completion phase: `#[event_handler]` or `#[event_handler(after_commit)]`
+/// (once it succeeded), `#[event_handler(before_commit)]` (in the scope, before its completion
+/// hooks; a failure fails it), `#[event_handler(after_rollback)]` (once it failed). See
+/// `di_core::EventBus`.
 #[proc_macro_attribute]
 pub fn event_handler(_: TokenStream, item: TokenStream) -> TokenStream {
     handlers::stray("event_handler", item.into()).into()

@@ -247,7 +247,7 @@ impl AppBuilder {
                     && (roots.is_empty() || reached.as_ref().is_none_or(|r| r[p])))
         };
         let mut handles = Handles::default();
-        let release = crate::events::install(&mut handles, &graph, available);
+        let held = crate::events::install(&mut handles, &graph, available);
         #[cfg(feature = "schedule")]
         if let Err(e) = crate::schedule::install(&mut handles, &graph, available) {
             return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await);
@@ -285,7 +285,7 @@ impl AppBuilder {
         let inner = Arc::new(AppInner {
             id,
             handles,
-            release,
+            held,
             lazy,
             graph,
             singletons,

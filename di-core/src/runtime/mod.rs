@@ -22,7 +22,7 @@ use crate::pending::{Pending, PendingGuard};
 use crate::proto::factory::Factory;
 use crate::resolver::{Resolver, ScopeAt};
 use crate::scope::handle;
-use crate::scope::held::HeldItem;
+use crate::scope::held::HeldHooks;
 
 /// Where a `Provider` finds its App once it is built: the App owns the singletons that hold the
 /// providers, so they hold it weakly, through a cell filled when `build()` returns.
@@ -50,10 +50,10 @@ pub(crate) struct AppInner {
     pub(crate) ending: Pending,
     /// The features' state (event handlers, jobs), one handle each.
     pub(crate) handles: Handles,
-    /// What a scope's held items become once its completion phase has succeeded: the events
-    /// feature's dispatch, installed by `build()`. `None` while no feature hands a scope items
-    /// to hold.
-    pub(crate) release: Option<fn(&Arc<AppInner>, HeldItem)>,
+    /// What a scope's held items ask of its completion phase, and what they become at its end:
+    /// the events feature's handlers, installed by `build()`. `None` while no feature hands a
+    /// scope items to hold.
+    pub(crate) held: Option<HeldHooks>,
     /// The most objects a scope of this App has created, once past the scope table's linear
     /// range: a table that grows past that range reserves this much at once (`ScopeShared`).
     pub(crate) large_scope: std::sync::atomic::AtomicUsize,

@@ -20,6 +20,14 @@ use crate::runtime::AppInner;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
+/// The start of a completion phase.
+enum Begun {
+    /// Nothing to run: the phase is over.
+    Over,
+    /// Run the held items' steps and these completion hooks (newest object first).
+    Run(Vec<(usize, AnyArc)>),
+}
+
 /// What follows a scope's output, decided under one lock.
 enum Next {
     /// Run these completion hooks (newest object first), then end.
@@ -32,20 +40,25 @@ enum Next {
 }
 
 impl ScopeShared {
-    /// Starts the completion phase, once: the objects with a completion hook, newest first.
-    /// `None` if it started already.
-    fn begin_completion(&self) -> Option<Vec<(usize, AnyArc)>> {
+    /// Starts the completion phase, once: the objects with a completion hook, newest first, or
+    /// [`Begun::Over`] if there is nothing to run (no hook, no held item's step). `None` if it
+    /// started already.
+    fn begin_completion(&self) -> Option<Begun> {
         Self::completion(&self.app, &mut self.table())
     }
 
-    fn completion(app: &AppInner, table: &mut Table) -> Option<Vec<(usize, AnyArc)>> {
+    fn completion(app: &AppInner, table: &mut Table) -> Option<Begun> {
         if table.completion != Completion::Pending {
             return None;
         }
         let objects = Self::unlisted(app, table);
-        // With no hook to run, the phase is over as soon as it begins.
-        table.completion = if objects.is_empty() { Completion::Over } else { Completion::Running };
-        Some(objects)
+        // With nothing to run, the phase is over as soon as it begins.
+        if objects.is_empty() && !table.held.unprepared() {
+            table.completion = Completion::Over;
+            return Some(Begun::Over);
+        }
+        table.completion = Completion::Running;
+        Some(Begun::Run(objects))
     }
 
     /// The objects with a completion hook that the phase has not listed yet, newest first.
@@ -58,15 +71,15 @@ impl ScopeShared {
         new
     }
 
-    /// After the output: the completion phase if it has not run and has hooks, else the end,
+    /// After the output: the completion phase if it has not run and has work, else the end,
     /// which happens at once (objects dropped) when there is no task, no hold and no destroy
     /// hook.
     fn after_output(&self) -> Next {
         let mut table = self.table();
         let table = match Self::completion(&self.app, &mut table) {
-            Some(objects) if !objects.is_empty() => return Next::Complete(objects),
-            // Begun now, with no hook: the phase has succeeded.
-            Some(_) => {
+            Some(Begun::Run(objects)) => return Next::Complete(objects),
+            // Begun now, with nothing to run: the phase has succeeded.
+            Some(Begun::Over) => {
                 drop(table);
                 self.settle_held(true);
                 self.table()
@@ -92,22 +105,25 @@ impl ScopeShared {
         Next::Closed
     }
 
-    /// Runs the completion hooks, newest object first, until one fails: the objects left would
-    /// confirm work that the scope no longer answers for. Objects with a completion hook
-    /// created meanwhile (by a hook, or by another task of the scope) get a further pass,
-    /// newest first, until a pass creates none; then the phase is over, and creating one is
-    /// refused ([`DiError::LateCompletion`]).
-    /// Then dispatches the events the scope held, or drops them if a hook failed.
+    /// Runs the completion phase: first the steps of the items the scope holds (the events'
+    /// `before_commit` handlers), then the completion hooks, newest object first, until one
+    /// fails: the objects left would confirm work that the scope no longer answers for. Items
+    /// held and objects with a completion hook created meanwhile (by a hook, or by another
+    /// task of the scope) get a further pass, until a pass finds none; then the phase is over,
+    /// and creating such an object is refused ([`DiError::LateCompletion`]).
+    /// Then releases the items the scope held with the phase's result.
     async fn complete(&self, mut objects: Vec<(usize, AnyArc)>) -> Result<(), DiError> {
         let result = loop {
-            let mut failed = None;
+            let mut failed = self.prepare_held().await.err();
             for (key, obj) in objects {
+                if failed.is_some() {
+                    break;
+                }
                 let def = &self.app.graph.protos[key];
                 let hook = def.complete.as_ref().expect("only objects with a completion hook are listed");
                 if let Err(error) = def.run_hook("complete", || hook(obj)).await {
                     crate::telemetry::hook_failed("complete");
                     failed = Some(error);
-                    break;
                 }
             }
             let mut table = self.table();
@@ -116,7 +132,7 @@ impl ScopeShared {
                 break Err(error);
             }
             objects = Self::unlisted(&self.app, &mut table);
-            if objects.is_empty() {
+            if objects.is_empty() && !table.held.unprepared() {
                 table.completion = Completion::Over;
                 break Ok(());
             }
@@ -140,7 +156,7 @@ impl ScopeShared {
     }
 
     /// Fails the scope from inside: its completion phase will not run (if it has not), and
-    /// the events it holds are dropped. For work whose result says it failed (an event
+    /// the events it holds are released as failed. For work whose result says it failed (an event
     /// handler, a scheduled job returning `Err`).
     pub(crate) fn fail(&self) {
         let mut table = self.table();
@@ -315,8 +331,8 @@ pin_project! {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
             let end: Option<BoxFuture<()>> = match std::mem::replace(this.phase, Phase::Done) {
-                // Cancelled or panicked: the events the scope holds are dropped (now, rather
-                // than with the scope).
+                // Cancelled or panicked: the events the scope holds are released as failed
+                // (now, rather than with the scope).
                 Phase::Running => this.inner.take_value().and_then(ScopeHandle::into_shared).and_then(|shared| {
                     shared.abandon_completion();
                     shared.settle_held(false);
@@ -714,12 +730,13 @@ impl Future for CompleteScope {
                         return None;
                     }
                 };
-                let objects = shared.begin_completion()?;
-                if objects.is_empty() {
-                    shared.settle_held(true);
-                    return None;
+                match shared.begin_completion()? {
+                    Begun::Run(objects) => Some((shared.clone(), objects)),
+                    Begun::Over => {
+                        shared.settle_held(true);
+                        None
+                    }
                 }
-                Some((shared.clone(), objects))
             });
             self.hooks = work.ok().flatten().map(|(shared, objects)| {
                 let running = Arc::clone(&shared);
@@ -761,7 +778,7 @@ pub(crate) fn run<F: Future>(app: Arc<AppInner>, seed: Seeds, fut: F) -> Context
 }
 
 /// Runs `work` in a new scope of `app`: its completion phase if `work` succeeds, none (and its
-/// events dropped) if it fails. What an event handler and a scheduled job run in.
+/// events released as failed) if it fails. What an event handler and a scheduled job run in.
 pub(crate) async fn run_job(
     app: &Arc<AppInner>,
     work: impl Future<Output = Result<(), crate::error::BoxError>>,

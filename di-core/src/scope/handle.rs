@@ -442,7 +442,8 @@ pub(crate) fn built_as<U: ?Sized + 'static>(at: RefKey) -> Option<Arc<U>> {
         .flatten()
 }
 
-/// Fails the current scope: its completion phase will not run, its held events are dropped.
+/// Fails the current scope: its completion phase will not run, its held events are released as
+/// failed (to their `after_rollback` handlers).
 pub(crate) fn fail_current() {
     let shared = CURRENT.try_with(|h| {
         let shared = h.shared.get().cloned();
@@ -609,7 +610,8 @@ pub fn in_scope() -> bool {
 }
 
 /// Marks the current scope as failed: the work it did is not to be kept. The events it holds,
-/// and those it emits from now on, are dropped, and a unit of work that reads
+/// and those it emits from now on, go to their `after_rollback` handlers only, and a unit of
+/// work that reads
 /// [`scope_failed`] (di-tx's transactions) rolls back instead of committing in the completion
 /// phase. di-http calls it when a request is answered with a 4xx or 5xx status. Does nothing
 /// outside a scope; cannot be undone.

@@ -1,14 +1,39 @@
 //! What a scope holds until its completion phase's end: items released (to the feature that
-//! handed them over, through the App's handle) if the phase succeeded, dropped if not.
+//! handed them over, through the App's handle) with the phase's result. An item may ask for a
+//! step of its own at the start of the phase, before the completion hooks ([`Prepare`]).
 
 use std::any::TypeId;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 
 use crate::erased::AnyArc;
+use crate::error::DiError;
+use crate::runtime::AppInner;
 
 /// An item on its way: its type, for whoever receives it, and its value.
+#[derive(Clone)]
 pub(crate) struct HeldItem {
     pub(crate) ty: TypeId,
     pub(crate) value: AnyArc,
+    /// Whether the item has a step to run in the completion phase, before its hooks.
+    pub(crate) prepare: bool,
+}
+
+/// A held item's step in the completion phase, run inside the scope before its hooks: its
+/// failure fails the phase (the events feature's `before_commit` handlers).
+pub(crate) type Prepare = fn(&Arc<AppInner>, HeldItem) -> Pin<Box<dyn Future<Output = Result<(), DiError>> + Send>>;
+
+/// What becomes of a held item once the phase is over: `true` if it succeeded. An item still
+/// marked `prepare` did not have its step (it came after the phase, or the phase failed).
+pub(crate) type Release = fn(&Arc<AppInner>, HeldItem, bool);
+
+/// What a feature that hands a scope items to hold does with them: installed in the App by
+/// `build()`.
+#[derive(Clone, Copy)]
+pub(crate) struct HeldHooks {
+    pub(crate) prepare: Prepare,
+    pub(crate) release: Release,
 }
 
 /// What a scope does with the items handed to it until its completion phase's end (the events
@@ -18,8 +43,8 @@ pub(crate) enum Held {
     Holding(Vec<HeldItem>),
     /// The phase succeeded: release at once.
     Passing,
-    /// The phase failed: drop them.
-    Dropping,
+    /// The phase failed: release at once, as failed.
+    Failing,
 }
 
 impl Default for Held {
@@ -29,25 +54,42 @@ impl Default for Held {
 }
 
 impl Held {
-    /// Holds `event`; or gives it back with whether to release it now (`Passing`) or drop it
-    /// (outside the scope's lock: its `Drop` is user code).
-    pub(crate) fn hold(&mut self, event: HeldItem) -> Option<(HeldItem, bool)> {
+    /// Holds `item`; or gives it back with the phase's result, to release at once (outside the
+    /// scope's lock: what it releases to is user code).
+    pub(crate) fn hold(&mut self, item: HeldItem) -> Option<(HeldItem, bool)> {
         match self {
-            Held::Holding(held) => {
-                held.push(event);
+            Held::Holding(items) => {
+                items.push(item);
                 None
             }
-            Held::Passing => Some((event, true)),
-            Held::Dropping => Some((event, false)),
+            Held::Passing => Some((item, true)),
+            Held::Failing => Some((item, false)),
         }
     }
 
-    /// Ends the holding: returns what was held, to release if `ok` and drop otherwise.
+    /// Whether an item held has a step that has not run yet.
+    pub(crate) fn unprepared(&self) -> bool {
+        matches!(self, Held::Holding(items) if items.iter().any(|item| item.prepare))
+    }
+
+    /// The items whose step has not run yet, in the order they came; from now on they are
+    /// held as prepared (released without the step).
+    pub(crate) fn take_unprepared(&mut self) -> Vec<HeldItem> {
+        let Held::Holding(items) = self else { return Vec::new() };
+        let mut new = Vec::new();
+        for item in items.iter_mut().filter(|item| item.prepare) {
+            new.push(item.clone());
+            item.prepare = false;
+        }
+        new
+    }
+
+    /// Ends the holding: returns what was held, to release with the result `ok`.
     pub(crate) fn settle(&mut self, ok: bool) -> Vec<HeldItem> {
         // Settled once: what a later call says changes nothing.
-        let Held::Holding(held) = self else { return Vec::new() };
-        let held = std::mem::take(held);
-        *self = if ok { Held::Passing } else { Held::Dropping };
+        let Held::Holding(items) = self else { return Vec::new() };
+        let held = std::mem::take(items);
+        *self = if ok { Held::Passing } else { Held::Failing };
         held
     }
 }

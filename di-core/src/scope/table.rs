@@ -398,25 +398,37 @@ impl ScopeShared {
         self.table().held.hold(item)
     }
 
-    /// The completion phase is over: releases the held items through the App's handle if it
-    /// succeeded, drops them if not; later items follow the same result at once.
+    /// The completion phase is over: releases the held items through the App's handle with
+    /// its result; later items follow the same result at once.
     pub(crate) fn settle_held(&self, ok: bool) {
         let held = self.table().held.settle(ok);
-        if ok {
+        if let Some(hooks) = self.app.held {
             for item in held {
-                if let Some(release) = self.app.release {
-                    release(&self.app, item);
-                }
+                (hooks.release)(&self.app, item, ok);
             }
-        } else if !held.is_empty() {
-            tracing::debug!(items = held.len(), "the scope failed: the events it held are dropped");
         }
     }
 
-    /// Whether the scope has failed: what it holds is dropped ([`settle_held`](Self::settle_held)
-    /// with `false`: the scope was marked failed, or its completion phase failed).
+    /// Runs the step of each held item that asks for one and has not had it (events emitted by
+    /// a step included), in the order they came, inside the scope; stops at the first failure.
+    pub(super) async fn prepare_held(&self) -> Result<(), DiError> {
+        let Some(hooks) = self.app.held else { return Ok(()) };
+        loop {
+            let items = self.table().held.take_unprepared();
+            if items.is_empty() {
+                return Ok(());
+            }
+            for item in items {
+                (hooks.prepare)(&self.app, item).await?;
+            }
+        }
+    }
+
+    /// Whether the scope has failed: what it holds is released as failed
+    /// ([`settle_held`](Self::settle_held) with `false`: the scope was marked failed, or its
+    /// completion phase failed).
     pub(super) fn failed(&self) -> bool {
-        matches!(self.table().held, Held::Dropping)
+        matches!(self.table().held, Held::Failing)
     }
 
     /// The scope's object for context proto `key` if it has one: a seed, or one built; nothing

@@ -175,6 +175,42 @@ macro_rules! suite {
             }
         }
 
+        /// Emitted in a request after a note is written: its `before_commit` handler writes a
+        /// journal line in the request's transaction (the note `"refused"` makes it fail).
+        #[derive(Debug)]
+        pub struct NoteWritten(pub &'static str);
+
+        /// Journals notes inside the request's transaction, and counts rollbacks.
+        #[derive(Debug)]
+        #[singleton_proto]
+        pub struct Journal {
+            #[inject(name = "database")]
+            db: Arc<Database<$db>>,
+            rolled_back: std::sync::atomic::AtomicUsize,
+        }
+
+        #[di_core::handlers]
+        impl Journal {
+            #[event_handler(before_commit)]
+            async fn journal(&self, written: &NoteWritten) -> Result<(), TxError> {
+                if written.0 == "refused" {
+                    let error = "the journal refuses this note".into();
+                    return Err(TxError::Database { doing: "journaling", data_source: "database".into(), error });
+                }
+                // No `#[transactional]`: in the request's transaction all the same.
+                assert!(self.db.in_transaction(), "a before_commit handler runs in the transaction");
+                let mut conn = self.db.conn().await?;
+                let line = format!("journal:{}", written.0);
+                let done = sqlx::query("INSERT INTO notes (note) VALUES ($1)").bind(line).execute(&mut *conn).await;
+                done.map(drop).map_err(|e| self.db.error("journaling", e))
+            }
+
+            #[event_handler(after_rollback)]
+            async fn rolled_back(&self, _: &NoteWritten) {
+                self.rolled_back.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+
         /// An App on a fresh database with its tables, or `None` (skipped) without one.
         async fn setup(test: &str) -> Option<(App, Arc<Ledger>, Arc<Database<$db>>)> {
             let url = $fresh_url(test).await?;
@@ -354,6 +390,34 @@ macro_rules! suite {
             let error = result.unwrap_err().to_string();
             assert!(error.contains("committing"), "{error}");
             assert_eq!(notes(&db).await, Vec::<String>::new());
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_before_commit_handler_writes_in_the_request_transaction_and_fails_it_whole() {
+            let Some((app, ledger, db)) = setup("before_commit").await else { return };
+            let journal = app.get_object::<Journal>().unwrap();
+            let write = |note: &'static str, fail: bool| {
+                let ledger = ledger.clone();
+                let events = app.events();
+                async move {
+                    ledger.outer(note, Inner::Nothing, false).await.unwrap();
+                    events.emit(NoteWritten(note));
+                    if fail {
+                        di_core::fail_scope();
+                    }
+                }
+            };
+            app.try_run_in_context(write("a", false)).await.unwrap();
+            assert_eq!(notes(&db).await, ["a", "journal:a"]);
+            // The scope fails: neither the note nor its journal line is kept.
+            app.try_run_in_context(write("b", true)).await.unwrap();
+            // The handler fails: the request's completion fails, and its note goes with it.
+            let error = app.try_run_in_context(write("refused", false)).await.unwrap_err();
+            assert!(matches!(error, di_core::DiError::EventHandler { .. }), "{error}");
+            assert!(error.to_string().contains("Journal::journal"), "{error}");
+            assert_eq!(notes(&db).await, ["a", "journal:a"]);
+            app.shutdown().await.unwrap();
+            assert_eq!(journal.rolled_back.load(std::sync::atomic::Ordering::SeqCst), 2);
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,6 @@
 //! `#[handlers]` takes only `crate = path` and applies to an inherent impl block of a non-generic
-//! singleton with at least one handler; `#[event_handler]` takes no options; a method has one
-//! handler attribute.
+//! singleton with at least one handler; `#[event_handler]` takes one phase, as a bare word; a
+//! method has one handler attribute.
 use di_core::{handlers, singleton_proto};
 
 pub struct Ping;
@@ -12,6 +12,15 @@ pub struct Audit;
 impl Audit {
     #[event_handler(priority = 1)]
     async fn on_ping(&self, _ping: &Ping) {}
+
+    #[event_handler(before_commit, after_rollback)]
+    async fn two_phases(&self, _ping: &Ping) {}
+
+    #[event_handler(before_commit = true)]
+    async fn phase_with_value(&self, _ping: &Ping) {}
+
+    #[event_handler()]
+    async fn empty(&self, _ping: &Ping) {}
 
     #[event_handler]
     #[schedule(every = "1m")]

@@ -1,5 +1,5 @@
-//! Handlers take `&E` and return `()` or `Result<(), E>`; jobs run on a period or a cron
-//! expression; `crate = path` names di-core where a crate re-exports it.
+//! Handlers take `&E` and return `()` or `Result<(), E>`, in any of the three phases; jobs run
+//! on a period or a cron expression; `crate = path` names di-core where a crate re-exports it.
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use di_core::{handlers, singleton_proto, App};
@@ -28,6 +28,17 @@ impl Stats {
         Ok(())
     }
 
+    #[event_handler(before_commit)]
+    async fn inside(&self, _: &Created) -> Result<(), std::io::Error> {
+        Ok(())
+    }
+
+    #[event_handler(after_commit)]
+    async fn after(&self, _: &Created) {}
+
+    #[event_handler(after_rollback)]
+    async fn undone(&self, _: &Created) {}
+
     #[schedule(every = "1h30m")]
     async fn report(&self) {}
 
@@ -40,7 +51,7 @@ impl Stats {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let app = App::builder().without_schedules().build().await.unwrap();
-    assert_eq!(app.events().handler_count::<Created>(), 2);
+    assert_eq!(app.events().handler_count::<Created>(), 5);
     app.events().emit(Created(3));
     app.run_schedule::<Stats>("purge").await.unwrap();
     app.shutdown().await.unwrap(); // waits for the handlers
