@@ -203,6 +203,9 @@ pub use keyed::Keyed;
 pub use proto::{Access, ContextProto, Dependency, InjectKind, Proto, ProtoDef, Scope, SingletonProto, TransientProto};
 pub use provider::Provider;
 pub use resolver::Resolver;
+#[cfg(feature = "schedule")]
+#[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
+pub use schedule::{ClaimFuture, ScheduleLock};
 pub use startup::{ProtoTiming, StartupReport, TARGET as STARTUP_TARGET};
 pub use telemetry::NAMES as METRICS;
 

@@ -5,17 +5,24 @@
 //! is a task of its own, in a new context scope, counted by the App. A run still going when
 //! the next is due makes that one skipped (logged). `App::shutdown` stops the timers, then
 //! waits for running jobs within its deadline. `App::run_schedule` runs one by hand.
+//!
+//! A `once_per_cluster` job runs on the wall clock (an `every` period counts from the Unix
+//! epoch, so every instance has the same due times), and each due run is claimed through the
+//! App's [`ScheduleLock`] first: only the instance that claimed it runs it. With no
+//! `ScheduleLock`, it runs in every instance, as the others.
 
 use std::any::TypeId;
+use std::future::Future;
+use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
 
 use crate::erased::{AnyArc, HookFuture};
-use crate::error::DiError;
+use crate::error::{BoxError, DiError};
 use crate::graph::Graph;
 use crate::runtime::{AppInner, Handle, Handles};
 use crate::scope;
@@ -39,7 +46,57 @@ pub struct ScheduleDescriptor {
     pub proto_name: fn() -> &'static str,
     pub method: &'static str,
     pub when: When,
+    /// `once_per_cluster`: each due run is claimed through the App's [`ScheduleLock`] first.
+    pub once_per_cluster: bool,
     pub call: fn(AnyArc) -> HookFuture,
+}
+
+/// What [`ScheduleLock::claim`] returns.
+pub type ClaimFuture<'a> = Pin<Box<dyn Future<Output = Result<bool, BoxError>> + Send + 'a>>;
+
+/// Decides which instance of a service runs each due run of a
+/// `#[schedule(.., once_per_cluster)]` job: every instance asks to claim the run when it is due,
+/// and only the one whose claim succeeds runs it. A singleton provides it
+/// (`provides(dyn ScheduleLock)`); di-sqlx's `ClusterSchedules` claims runs in a database table.
+///
+/// A claim must outlive the run: the instances' timers fire a few milliseconds apart, so a lock
+/// held only while the run goes would let a second instance run the same due time once the
+/// first has finished. Claim the pair (job, due time), once.
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use std::collections::HashSet;
+/// use std::sync::Mutex;
+/// use std::time::SystemTime;
+/// use di_core::{singleton_proto, ClaimFuture, ScheduleLock};
+///
+/// /// Claims in memory: right for instances sharing one process (tests); a cluster claims
+/// /// where all instances see it (a database table, a key-value store).
+/// #[singleton_proto(provides(dyn ScheduleLock))]
+/// #[derive(Default)]
+/// pub struct MemoryClaims {
+///     claimed: Mutex<HashSet<(String, SystemTime)>>,
+/// }
+///
+/// impl ScheduleLock for MemoryClaims {
+///     fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> ClaimFuture<'a> {
+///         Box::pin(async move { Ok(self.claimed.lock().unwrap().insert((job.to_owned(), due))) })
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let claims = MemoryClaims::default();
+/// let due = SystemTime::UNIX_EPOCH;
+/// assert!(claims.claim("Reports::purge", due).await.unwrap());
+/// assert!(!claims.claim("Reports::purge", due).await.unwrap()); // another instance
+/// # }
+/// ```
+pub trait ScheduleLock: Send + Sync + 'static {
+    /// Claims the run of `job` (`Type::method`) due at `due`: `Ok(true)` for the first claim of
+    /// that pair, whichever instance makes it; `Ok(false)` for every later one. An `Err` skips
+    /// the run in this instance (logged).
+    fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> ClaimFuture<'a>;
 }
 
 inventory::collect!(ScheduleDescriptor);
@@ -58,6 +115,13 @@ struct Job {
     descriptor: &'static ScheduleDescriptor,
     timing: Timing,
     running: AtomicBool,
+}
+
+impl Job {
+    /// Whether its due runs are claimed (`once_per_cluster`) and run on the wall clock.
+    fn clustered(&self) -> bool {
+        self.descriptor.once_per_cluster
+    }
 }
 
 /// The jobs of the protos that `build()` built (or left lazy); a cron expression that does
@@ -89,20 +153,50 @@ fn jobs(graph: &Graph, available: impl Fn(usize) -> bool) -> Result<Vec<Job>, Di
     Ok(jobs)
 }
 
-/// The schedule feature's handle in an App: its jobs, and what stops their timers (`shutdown`;
-/// dropped with the App, which stops them too).
+/// The schedule feature's handle in an App: its jobs, what claims the runs of the
+/// `once_per_cluster` ones, and what stops their timers (`shutdown`; dropped with the App,
+/// which stops them too).
 pub(crate) struct Jobs {
     list: Vec<Job>,
+    lock: Option<Arc<dyn ScheduleLock>>,
     stop: watch::Sender<bool>,
 }
 
 /// Gives the App's handles its jobs: those of the protos in `graph` that `build()` built (or
-/// left lazy), from `inventory`; or the bad cron expressions.
-pub(crate) fn install(handles: &mut Handles, graph: &Graph, available: impl Fn(usize) -> bool) -> Result<(), DiError> {
+/// left lazy), from `inventory`, and the [`ScheduleLock`] among `locks` (the singletons that
+/// provide one, as `(label, lock)`); or the bad cron expressions, or more than one lock for
+/// `once_per_cluster` jobs.
+pub(crate) fn install(
+    handles: &mut Handles,
+    graph: &Graph,
+    available: impl Fn(usize) -> bool,
+    mut locks: Vec<(String, Arc<dyn ScheduleLock>)>,
+) -> Result<(), DiError> {
     let list = jobs(graph, available)?;
-    if !list.is_empty() {
-        handles.jobs = Handle::new(Jobs { list, stop: watch::Sender::new(false) });
+    let Some(clustered) = list.iter().find(|job| job.clustered()) else {
+        if !list.is_empty() {
+            handles.jobs = Handle::new(Jobs { list, lock: None, stop: watch::Sender::new(false) });
+        }
+        return Ok(());
+    };
+    if locks.len() > 1 {
+        let names: Vec<&str> = locks.iter().map(|(label, _)| label.as_str()).collect();
+        return Err(DiError::Schedule {
+            job: clustered.name.clone(),
+            reason: format!(
+                "is once_per_cluster, and several singletons provide `dyn ScheduleLock` ({}): keep one",
+                names.join(", ")
+            ),
+        });
     }
+    let lock = locks.pop().map(|(_, lock)| lock);
+    if lock.is_none() {
+        tracing::info!(
+            job = %clustered.name,
+            "a once_per_cluster job runs in this instance at each due time: no singleton provides `dyn ScheduleLock` to claim its runs across instances"
+        );
+    }
+    handles.jobs = Handle::new(Jobs { list, lock, stop: watch::Sender::new(false) });
     Ok(())
 }
 
@@ -142,20 +236,30 @@ pub(crate) fn start(app: &Arc<AppInner>) {
 
 /// Runs job `index` at each due time until the App is gone.
 async fn timer(app: Weak<AppInner>, index: usize) {
-    let Some(timing) = app.upgrade().map(|app| jobs_of(&app)[index].timing.clone()) else { return };
+    let Some((timing, clustered)) = app.upgrade().map(|app| {
+        let job = &jobs_of(&app)[index];
+        (job.timing.clone(), job.clustered())
+    }) else {
+        return;
+    };
     match timing {
+        // A clustered job's period counts from the epoch: every instance has the same due times.
+        Timing::Every(period) if clustered => {
+            wall_timer(|after| aligned_after(after, period), wall_now, |due| fire(&app, index, Some(due))).await;
+        }
         Timing::Every(period) => {
             let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
                 interval.tick().await;
-                if !fire(&app, index) {
+                if !fire(&app, index, None) {
                     return;
                 }
             }
         }
         Timing::Cron(schedule) => {
-            cron_timer(&schedule, wall_now, || fire(&app, index)).await;
+            let next = |after: &chrono::DateTime<chrono::Utc>| schedule.after(after).next();
+            wall_timer(next, wall_now, |due| fire(&app, index, Some(due))).await;
             if let Some(app) = app.upgrade() {
                 tracing::warn!(job = %jobs_of(&app)[index].name, "a scheduled job's cron expression has no due time left; its timer stops");
             }
@@ -163,23 +267,31 @@ async fn timer(app: Weak<AppInner>, index: usize) {
     }
 }
 
+/// The first multiple of `period` since the Unix epoch after `after`.
+fn aligned_after(after: &chrono::DateTime<chrono::Utc>, period: Duration) -> Option<chrono::DateTime<chrono::Utc>> {
+    let period = i64::try_from(period.as_millis()).ok()?.max(1);
+    let next = after.timestamp_millis().div_euclid(period).checked_add(1)?.checked_mul(period)?;
+    chrono::DateTime::from_timestamp_millis(next)
+}
+
 /// How long a cron timer sleeps at most before it looks at the wall clock again: a clock
 /// stepped forward or back meanwhile (NTP, a VM resumed) is noticed within this.
 const RECHECK: Duration = Duration::from_secs(60);
 
-/// Calls `fire` at each due time of `schedule` by the wall clock `now` until it returns
-/// `false`, or the schedule has no due time left. A due time is fired once: after the clock
-/// steps back, the next one is the first after both the last fired and now, and it fires when
-/// the clock reads it (not one old interval later); after it steps forward, within [`RECHECK`].
-async fn cron_timer(
-    schedule: &cron::Schedule,
+/// Calls `fire` with each due time that `next_after` gives, when the wall clock `now` reads
+/// it, until it returns `false` or there is no due time left. A due time is fired once: after
+/// the clock steps back, the next one is the first after both the last fired and now, and it
+/// fires when the clock reads it (not one old interval later); after it steps forward, within
+/// [`RECHECK`].
+async fn wall_timer(
+    next_after: impl Fn(&chrono::DateTime<chrono::Utc>) -> Option<chrono::DateTime<chrono::Utc>>,
     now: impl Fn() -> chrono::DateTime<chrono::Utc>,
-    mut fire: impl FnMut() -> bool,
+    mut fire: impl FnMut(SystemTime) -> bool,
 ) {
     let mut last: Option<chrono::DateTime<chrono::Utc>> = None;
     loop {
         let base = last.map_or_else(&now, |last| last.max(now()));
-        let Some(next) = schedule.after(&base).next() else { return };
+        let Some(next) = next_after(&base) else { return };
         // Sleeps are measured by tokio's (monotonic) clock, the due time by the wall clock:
         // sleep in steps, until the wall clock says it is time.
         loop {
@@ -190,7 +302,7 @@ async fn cron_timer(
             tokio::time::sleep(left.min(RECHECK)).await;
         }
         last = Some(next);
-        if !fire() {
+        if !fire(next.into()) {
             return;
         }
     }
@@ -204,9 +316,9 @@ fn wall_now() -> chrono::DateTime<chrono::Utc> {
     chrono::Utc::now() + chrono::Duration::from_std(ahead).unwrap_or_default()
 }
 
-/// Starts a run of job `index`, unless the previous one is still going; `false` when the App
-/// is gone.
-fn fire(app: &Weak<AppInner>, index: usize) -> bool {
+/// Starts a run of job `index` (due at `due`, for a clustered job), unless the previous one
+/// is still going or another instance claimed it; `false` when the App is gone.
+fn fire(app: &Weak<AppInner>, index: usize, due: Option<SystemTime>) -> bool {
     let Some(app) = app.upgrade() else { return false };
     let Some(guard) = app.try_pending() else { return false };
     let Some(running) = Running::claim(&app, index) else {
@@ -215,12 +327,27 @@ fn fire(app: &Weak<AppInner>, index: usize) -> bool {
         return true;
     };
     drop(tokio::spawn(async move {
+        let job = &jobs_of(&app)[index];
+        let lock = app.handles.jobs.get::<Jobs>().and_then(|jobs| jobs.lock.as_ref()).filter(|_| job.clustered());
+        if let (Some(lock), Some(due)) = (lock, due) {
+            match lock.claim(&job.name, due).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::debug!(job = %job.name, "another instance claimed this run");
+                    return;
+                }
+                Err(error) => {
+                    tracing::error!(job = %job.name, %error, "a once_per_cluster run could not be claimed; skipped in this instance");
+                    return;
+                }
+            }
+        }
         let began = std::time::Instant::now();
         let result = run(&app, index).await;
-        crate::telemetry::job_ran(&jobs_of(&app)[index].name, began.elapsed(), result.is_err());
+        crate::telemetry::job_ran(&job.name, began.elapsed(), result.is_err());
         drop(running);
         if let Err(error) = result {
-            tracing::error!(job = %jobs_of(&app)[index].name, %error, "a scheduled job failed");
+            tracing::error!(job = %job.name, %error, "a scheduled job failed");
         }
         drop(guard);
     }));
@@ -336,10 +463,10 @@ mod tests {
         let runs: Runs = Arc::default();
         let (c, r) = (clock.clone(), runs.clone());
         let timer = tokio::spawn(async move {
-            super::cron_timer(
-                &schedule,
+            super::wall_timer(
+                |after| schedule.after(after).next(),
                 || c.now(),
-                || {
+                |_| {
                     let mut runs = r.lock().unwrap();
                     runs.push((c.now(), c.origin.elapsed()));
                     if runs.len() == 1 {
@@ -370,10 +497,10 @@ mod tests {
         });
         let fired = Arc::new(Mutex::new(None));
         let (c, f) = (clock.clone(), fired.clone());
-        super::cron_timer(
-            &schedule,
+        super::wall_timer(
+            |after| schedule.after(after).next(),
             || c.now(),
-            || {
+            |_| {
                 *f.lock().unwrap() = Some(c.origin.elapsed());
                 false
             },

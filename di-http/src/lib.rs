@@ -119,8 +119,6 @@ pub mod guide {
     pub struct Interceptors;
     #[doc = include_str!("../../docs/guide/events.md")]
     pub struct Events;
-    #[doc = include_str!("../../docs/guide/schedules.md")]
-    pub struct Schedules;
     #[doc = include_str!("../../docs/guide/operating.md")]
     pub struct Operating;
 }

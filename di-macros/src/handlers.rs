@@ -29,13 +29,15 @@ enum Phase {
 enum Kind {
     /// Takes `&E`.
     Event(Box<syn::Type>, Phase),
-    Schedule(When),
+    /// When, and whether `once_per_cluster`.
+    Schedule(When, bool),
 }
 
 /// What a method's attribute says, parsed: the part of its [`Kind`] that the signature does not.
 enum Options {
     Event(Phase),
-    Schedule(When),
+    /// When, and whether `once_per_cluster`.
+    Schedule(When, bool),
 }
 
 struct Method {
@@ -147,11 +149,23 @@ fn event_phase(cx: &Ctxt, attr: &syn::Attribute) -> Option<Phase> {
     }
 }
 
-/// `every = "30s"` or `cron = "0 */5 * * * *"`, checked now.
+/// `every = "30s"` or `cron = "0 */5 * * * *"`, checked now; then `once_per_cluster`, maybe.
 fn schedule_when(cx: &Ctxt, attr: &syn::Attribute) -> Option<Options> {
-    let usage = "write `#[schedule(every = \"30s\")]` or `#[schedule(cron = \"0 */5 * * * *\")]`";
+    let usage = "write `#[schedule(every = \"30s\")]` or `#[schedule(cron = \"0 */5 * * * *\")]`, \
+                 with `once_per_cluster` if one instance of the service is to run each due time";
     let mut when = None;
+    let mut once_per_cluster = false;
     let parsed = attr.parse_nested_meta(|meta| {
+        if meta.path.is_ident("once_per_cluster") {
+            if once_per_cluster {
+                return Err(meta.error("`once_per_cluster` is given twice"));
+            }
+            if !(meta.input.is_empty() || meta.input.peek(syn::Token![,])) {
+                return Err(meta.error("`once_per_cluster` takes no value"));
+            }
+            once_per_cluster = true;
+            return Ok(());
+        }
         let key = if meta.path.is_ident("every") {
             "every"
         } else if meta.path.is_ident("cron") {
@@ -184,7 +198,7 @@ fn schedule_when(cx: &Ctxt, attr: &syn::Attribute) -> Option<Options> {
             cx.error_spanned_by(attr, usage);
             None
         }
-        (Ok(()), Some(when)) => Some(Options::Schedule(when)),
+        (Ok(()), Some(when)) => Some(Options::Schedule(when, once_per_cluster)),
     }
 }
 
@@ -278,7 +292,7 @@ fn check_signature(
             ok = false;
         }
         match options {
-            Some(Options::Schedule(when)) => Some(Kind::Schedule(when)),
+            Some(Options::Schedule(when, once)) => Some(Kind::Schedule(when, once)),
             _ => None,
         }
     } else {
@@ -346,7 +360,7 @@ fn expand(model: &HandlersItem) -> TokenStream {
                     }
                 }
             }
-            Kind::Schedule(when) => {
+            Kind::Schedule(when, once_per_cluster) => {
                 let when = match when {
                     When::Every(ms) => quote!(__di::When::Every(#ms)),
                     When::Cron(expr) => quote!(__di::When::Cron(#expr)),
@@ -364,6 +378,7 @@ fn expand(model: &HandlersItem) -> TokenStream {
                             proto_name: ::core::any::type_name::<#self_ty>,
                             method: #name,
                             when: #when,
+                            once_per_cluster: #once_per_cluster,
                             call: #call,
                         }
                     }

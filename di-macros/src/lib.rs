@@ -299,7 +299,9 @@ pub fn event_handler(_: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Marks a scheduled job, `#[schedule(every = "30s")]` or `#[schedule(cron = "0 */5 * * * *")]`
 /// on `async fn job(&self)`, inside a `#[handlers]` impl block (which consumes it; alone, it
-/// is an error saying so).
+/// is an error saying so). `#[schedule(every = "1h", once_per_cluster)]`: one instance of the
+/// service runs each due time, the one that claims it through the App's
+/// `di_core::ScheduleLock`.
 #[proc_macro_attribute]
 pub fn schedule(_: TokenStream, item: TokenStream) -> TokenStream {
     handlers::stray("schedule", item.into()).into()

@@ -9,25 +9,31 @@
 //!   SQLite rolls back itself (a full disk, an I/O error, `RAISE(ROLLBACK)`) is seen through a
 //!   rollback hook and refuses every later statement, so nothing runs outside it and commits
 //!   on its own, and its commit fails the request.
+//! - [`ClusterSchedules<DB>`]: the runs of `#[schedule(.., once_per_cluster)]` jobs, claimed in
+//!   a table of the database, so that one instance of a service runs each due time.
 //!
 //! See di-tx for the propagations, and [`Database`] for an example.
 
 mod backend;
 mod conn;
 mod database;
+mod schedules;
 
 pub use backend::Backend;
 pub use conn::Conn;
 pub use database::Database;
+pub use schedules::ClusterSchedules;
 #[cfg(feature = "postgres")]
 pub use sqlx::Postgres;
 #[cfg(feature = "sqlite")]
 pub use sqlx::Sqlite;
 
-/// The guide's chapter on transactions (`docs/guide/transactions.md`), run as doctests here,
-/// where its crates are.
+/// The guide's chapters on transactions and on scheduled jobs (`docs/guide/transactions.md`,
+/// `docs/guide/schedules.md`), run as doctests here, where their crates are.
 #[cfg(doctest)]
 pub mod guide {
     #[doc = include_str!("../../docs/guide/transactions.md")]
     pub struct Transactions;
+    #[doc = include_str!("../../docs/guide/schedules.md")]
+    pub struct Schedules;
 }

@@ -5,27 +5,7 @@
 
 mod common;
 
-/// A new database per test on the server.
-async fn fresh_url(test: &str) -> Option<String> {
-    let admin = match di_test_support::servers::postgres() {
-        Ok(url) => url,
-        Err(why) => {
-            di_test_support::servers::skip(test, why);
-            return None;
-        }
-    };
-    // One at a time: PostgreSQL refuses to copy its template while another copy runs.
-    static CREATING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    let _one_at_a_time = CREATING.lock().await;
-    let name = format!("di_sqlx_{}_{test}", std::process::id());
-    let pool = sqlx::PgPool::connect(admin).await.expect("the admin database");
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name}")).execute(&pool).await.unwrap();
-    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&pool).await.unwrap();
-    pool.close().await;
-    Some(format!("{}/{name}", admin.rsplit_once('/').expect("a URL with a database").0))
-}
-
-suite!(di_sqlx::Postgres, fresh_url);
+suite!(di_sqlx::Postgres, common::urls::postgres);
 
 /// On Postgres a `requires_new` method of the same data source runs beside its caller's
 /// transaction, on a second connection.

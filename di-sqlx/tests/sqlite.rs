@@ -3,16 +3,7 @@
 
 mod common;
 
-/// A new database file per test, in a folder of the temporary directory named after the
-/// process and the test (emptied first).
-async fn fresh_url(test: &str) -> Option<String> {
-    let dir = std::env::temp_dir().join(format!("di-sqlx-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a temporary folder");
-    Some(format!("sqlite://{}/db.sqlite3?mode=rwc", dir.display()))
-}
-
-suite!(di_sqlx::Sqlite, fresh_url);
+suite!(di_sqlx::Sqlite, common::urls::sqlite);
 
 /// `RAISE(ROLLBACK)` in a trigger: SQLite rolls the whole transaction back and the statement
 /// fails. The method goes on as if only the statement had failed; nothing of the transaction

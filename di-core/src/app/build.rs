@@ -249,7 +249,14 @@ impl AppBuilder {
         let mut handles = Handles::default();
         let held = crate::events::install(&mut handles, &graph, available);
         #[cfg(feature = "schedule")]
-        if let Err(e) = crate::schedule::install(&mut handles, &graph, available) {
+        if let Err(e) =
+            provided_singletons::<dyn crate::schedule::ScheduleLock>(&graph, &singletons, "dyn ScheduleLock").and_then(
+                |locks| {
+                    let locks = locks.into_iter().map(|(label, _, lock)| (label, lock)).collect();
+                    crate::schedule::install(&mut handles, &graph, available, locks)
+                },
+            )
+        {
             return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await);
         }
         let hosted =

@@ -1,7 +1,9 @@
 //! The tests both databases pass: `suite!(Sqlite, fresh_url)` in `sqlite.rs`, and
 //! `suite!(Postgres, fresh_url)` in `postgres.rs` (each test binary registers its own protos).
 //! `fresh_url(test)` is an async function giving the URL of an empty database per test, or
-//! `None` (with the reason printed) where the database cannot be had.
+//! `None` (with the reason printed) where the database cannot be had (`urls.rs`).
+
+pub(crate) mod urls;
 
 /// The protos and tests of the suite, for database `$db`.
 #[macro_export]

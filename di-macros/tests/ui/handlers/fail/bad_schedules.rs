@@ -1,4 +1,5 @@
-//! A schedule names a period with units (`every = "30s"`, longer than zero) or a six- or seven-field cron expression, and nothing else.
+//! A schedule names a period with units (`every = "30s"`, longer than zero) or a six- or seven-field cron expression, and nothing else
+//! but a bare `once_per_cluster`, once.
 use di_core::{handlers, singleton_proto};
 
 #[singleton_proto]
@@ -23,6 +24,15 @@ impl Jobs {
 
     #[schedule]
     async fn nothing(&self) {}
+
+    #[schedule(once_per_cluster)]
+    async fn cluster_only(&self) {}
+
+    #[schedule(every = "1h", once_per_cluster = true)]
+    async fn cluster_with_value(&self) {}
+
+    #[schedule(every = "1h", once_per_cluster, once_per_cluster)]
+    async fn cluster_twice(&self) {}
 }
 
 fn main() {}

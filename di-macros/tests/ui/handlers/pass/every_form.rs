@@ -42,6 +42,12 @@ impl Stats {
     #[schedule(every = "1h30m")]
     async fn report(&self) {}
 
+    #[schedule(every = "1h", once_per_cluster)]
+    async fn rollup(&self) {}
+
+    #[schedule(once_per_cluster, cron = "0 0 3 * * *")]
+    async fn nightly(&self) {}
+
     #[schedule(cron = "0 */5 * * * *")]
     async fn purge(&self) -> Result<(), std::io::Error> {
         Ok(())

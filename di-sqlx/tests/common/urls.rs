@@ -1,0 +1,35 @@
+//! A fresh, empty database per test, as a URL; or `None`, with the reason printed, where the
+//! database cannot be had (failed under `DI_TEST_REQUIRE_SERVERS=1`). Each test binary uses
+//! the ones of its databases.
+
+/// A new SQLite file, in a folder of the temporary directory named after the process and the
+/// test (emptied first).
+#[allow(dead_code)]
+pub(crate) async fn sqlite(test: &str) -> Option<String> {
+    let dir = std::env::temp_dir().join(format!("di-sqlx-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    Some(format!("sqlite://{}/db.sqlite3?mode=rwc", dir.display()))
+}
+
+/// A new database on the PostgreSQL server of the tests: the one `DI_TEST_POSTGRES_URL` names
+/// (`.ci/run` starts it), else one this test process starts (`di_test_support::servers`).
+#[allow(dead_code)]
+pub(crate) async fn postgres(test: &str) -> Option<String> {
+    let admin = match di_test_support::servers::postgres() {
+        Ok(url) => url,
+        Err(why) => {
+            di_test_support::servers::skip(test, why);
+            return None;
+        }
+    };
+    // One at a time: PostgreSQL refuses to copy its template while another copy runs.
+    static CREATING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _one_at_a_time = CREATING.lock().await;
+    let name = format!("di_sqlx_{}_{test}", std::process::id());
+    let pool = sqlx::PgPool::connect(admin).await.expect("the admin database");
+    sqlx::query(&format!("DROP DATABASE IF EXISTS {name}")).execute(&pool).await.unwrap();
+    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&pool).await.unwrap();
+    pool.close().await;
+    Some(format!("{}/{name}", admin.rsplit_once('/').expect("a URL with a database").0))
+}
