@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use di_core::registry::{AnyArc, BuildFuture, ProtoDescriptor, Provide, cast_to, put};
 use di_core::{ClaimFuture, Dependency, DiError, InjectKind, Resolver, ScheduleLock, Scope};
+use di_tx::TxError;
 
 use crate::Database;
 
@@ -89,18 +90,27 @@ macro_rules! claims {
     ($db:ty, $build:ident, $as_lock:ident) => {
         fn $build(r: &Resolver<'_>) -> Result<BuildFuture, DiError> {
             let db = r.arc::<Database<$db>>(0)?;
-            Ok(Box::pin(async move {
+            Ok(Box::pin(async move { Ok(Arc::new(ClusterSchedules::<$db>::new(db).await?) as AnyArc) }))
+        }
+
+        impl ClusterSchedules<$db> {
+            /// Claims in `db`, creating the table `di_schedule_runs` if it does not exist: for
+            /// a service that builds its data source itself (choosing SQLite or PostgreSQL
+            /// when it starts) and provides `dyn ScheduleLock` through its own singleton.
+            ///
+            /// # Errors
+            ///
+            /// [`TxError::Database`] if the table cannot be created.
+            pub async fn new(db: Arc<Database<$db>>) -> Result<Self, TxError> {
                 // Two instances starting together may both create it: PostgreSQL's
                 // `IF NOT EXISTS` is not atomic, and the loser fails on the catalog's unique
                 // index; once it exists, a second try succeeds.
                 if sqlx::query(TABLE).execute(db.pool()).await.is_err() {
-                    sqlx::query(TABLE)
-                        .execute(db.pool())
-                        .await
-                        .map_err(|e| format!("creating the table di_schedule_runs in `{}`: {e}", db.name()))?;
+                    let created = sqlx::query(TABLE).execute(db.pool()).await;
+                    created.map_err(|e| db.error("creating the table di_schedule_runs", e))?;
                 }
-                Ok(Arc::new(ClusterSchedules { db }) as AnyArc)
-            }))
+                Ok(ClusterSchedules { db })
+            }
         }
 
         fn $as_lock(obj: AnyArc, out: &mut dyn std::any::Any) {

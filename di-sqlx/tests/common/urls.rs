@@ -16,20 +16,12 @@ pub(crate) async fn sqlite(test: &str) -> Option<String> {
 /// (`.ci/run` starts it), else one this test process starts (`di_test_support::servers`).
 #[allow(dead_code)]
 pub(crate) async fn postgres(test: &str) -> Option<String> {
-    let admin = match di_test_support::servers::postgres() {
-        Ok(url) => url,
+    let name = format!("di_sqlx_{}_{test}", std::process::id());
+    match di_test_support::servers::postgres_database(&name) {
+        Ok(url) => Some(url),
         Err(why) => {
             di_test_support::servers::skip(test, why);
-            return None;
+            None
         }
-    };
-    // One at a time: PostgreSQL refuses to copy its template while another copy runs.
-    static CREATING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    let _one_at_a_time = CREATING.lock().await;
-    let name = format!("di_sqlx_{}_{test}", std::process::id());
-    let pool = sqlx::PgPool::connect(admin).await.expect("the admin database");
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name}")).execute(&pool).await.unwrap();
-    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&pool).await.unwrap();
-    pool.close().await;
-    Some(format!("{}/{name}", admin.rsplit_once('/').expect("a URL with a database").0))
+    }
 }

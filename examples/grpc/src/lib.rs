@@ -6,17 +6,19 @@
 //! - [`router`] merges its routes ([`grpc_router`]) beside the controllers'
 //!   ([`di_http::RouterBuilder::merge`]): **each call runs in its own context scope**, as an
 //!   HTTP request does (a `RequestHead`, the completion phase, destroy hooks), so it has its own
-//!   [`todos::db::UnitOfWork`]: committed when the call succeeds.
+//!   transaction (di-tx's, begun by `TodoService`'s `#[transactional]` methods): committed
+//!   when the call succeeds.
 //! - **An error status fails the call** as a 4xx or 5xx fails an HTTP request: a failed tonic
 //!   call answers HTTP 200 with a `grpc-status` other than 0 in its headers, which di-http reads
-//!   before the completion phase: the unit of work rolls back what the call wrote, and the
-//!   events it emitted ([`todos::advice::TodoCompleted`]) are dropped.
+//!   before the completion phase: the transaction rolls back what the call wrote, and the
+//!   events it emitted ([`todos::advice::TodoCompleted`]) go to no `after_commit` handler.
 //! - **One port** for both: di-http's `Server` serves HTTP/1.1 and HTTP/2 without TLS (h2c,
 //!   "prior knowledge", what gRPC clients speak), so `curl` and a gRPC client reach the same
 //!   address.
 //!
 //! `cargo run -p example-grpc` serves it on 127.0.0.1:7002 (`GRPC_ADDR` to change it), the
-//! database as `examples/todos/config/todos.toml` says (`TODOS_DB__PATH` overrides it).
+//! database as `examples/todos/config/todos.toml` says (`TODOS_DB__PATH` or `TODOS_DB__URL`
+//! override it).
 //! `cargo test -p example-grpc` calls it with tonic's generated client over a real socket.
 
 use std::sync::Arc;

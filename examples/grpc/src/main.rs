@@ -18,7 +18,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "todos over gRPC (todos.v1.Todos) and HTTP on {addr}, database {}\n  curl -i {addr}/users/ada/todos\n  \
          call it with the test client: cargo test -p example-grpc",
-        db.file().display()
+        db.shown()
     );
     di_http::Server::new(app, router).run(listener).await?;
     Ok(())

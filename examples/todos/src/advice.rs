@@ -1,25 +1,26 @@
-//! The example's advices (`#[intercept]`), its event and its scheduled job.
+//! The example's advice (`#[intercept]`), its event and its scheduled job.
 //!
 //! - [`Timing`]: logs each service call with its duration, inside the request's `tracing`
-//!   span (`#[intercept(Timing)]` on `TodoService`'s impl block: every `pub async fn`).
-//! - [`Transactional`]: runs a method in a savepoint of the request's unit of work, released
-//!   on `Ok` and rolled back on `Err`: the method's writes are all or nothing, whatever the
-//!   rest of the request does (`TodoService::create_all`, which `POST .../import` calls per
-//!   batch).
+//!   span (`#[intercept(Timing)]` on `TodoService`'s impl block: every `pub async fn`). The
+//!   transactions are di-tx's `#[transactional]` advice, on the methods that write.
 //! - [`TodoCompleted`], handled by [`TodoStats`]: counts todos marked done, after the request
 //!   that did it has committed (`GET /stats`).
-//! - [`TodoPurger`]: every hour, deletes the todos done more than a day ago.
+//! - [`TodoPurger`]: every hour, deletes the todos done more than a day ago; with several
+//!   instances on one database, one of them does (`once_per_cluster`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use axum::Json;
-use di_core::{Advice, Call, ContextRef, Next, handlers, singleton_proto};
+use di_core::{Advice, Call, Next, handlers, singleton_proto};
 use di_http::{http_controller, http_routes};
 use serde::Serialize;
 
-use crate::db::{Db, DbError, UnitOfWork};
+use di_tx::TxError;
+
+use crate::db::{Db, unix_now};
+use crate::on_db;
 
 /// Logs how long each call took, inside the current `tracing` span (di-http's
 /// `request{id=...}`).
@@ -32,29 +33,6 @@ impl<R> Advice<R> for Timing {
         let started = Instant::now();
         let out = next.run().await;
         tracing::info!(call = %call, elapsed_us = started.elapsed().as_micros() as u64, "timed");
-        out
-    }
-}
-
-/// Runs a method in a savepoint of the request's unit of work: released (kept, to be committed
-/// with the request) on `Ok`, rolled back on `Err`.
-#[singleton_proto]
-#[derive(Debug)]
-pub struct Transactional {
-    #[inject]
-    uow: ContextRef<UnitOfWork>,
-}
-
-impl<T, E: From<DbError>> Advice<Result<T, E>> for Transactional {
-    async fn around(&self, call: Call, next: Next<'_, Result<T, E>>) -> Result<T, E> {
-        let uow = UnitOfWork::current(&self.uow)?;
-        uow.write("opening a savepoint", |conn| conn.execute_batch("SAVEPOINT method")).await?;
-        let out = next.run().await;
-        let end = if out.is_ok() { "RELEASE method" } else { "ROLLBACK TO method; RELEASE method" };
-        uow.write("closing a savepoint", |conn| conn.execute_batch(end)).await?;
-        if out.is_err() {
-            tracing::info!(call = %call, "rolled back to the method's savepoint");
-        }
         out
     }
 }
@@ -112,7 +90,8 @@ impl StatsController {
     }
 }
 
-/// Deletes the todos done more than a day ago, every hour.
+/// Deletes the todos done more than a day ago, every hour: in one instance of the service,
+/// whichever claims the hour (`once_per_cluster`, claimed through [`Db`]).
 #[singleton_proto]
 #[derive(Debug)]
 pub struct TodoPurger {
@@ -126,18 +105,17 @@ pub const KEEP_DONE_SECS: i64 = 24 * 60 * 60;
 #[handlers]
 impl TodoPurger {
     /// The job; `App::run_schedule::<TodoPurger>("purge")` runs it by hand.
-    #[schedule(every = "1h")]
-    pub async fn purge(&self) -> Result<(), DbError> {
-        let purged = self
-            .db
-            .with_writer(|conn| {
-                conn.execute(
-                    "DELETE FROM todos WHERE done = 1 AND done_at < unixepoch() - ?1",
-                    rusqlite::params![KEEP_DONE_SECS],
-                )
-            })
-            .await
-            .map_err(DbError::new("purging done todos"))?;
+    #[schedule(every = "1h", once_per_cluster)]
+    pub async fn purge(&self) -> Result<(), TxError> {
+        let before = unix_now() - KEEP_DONE_SECS;
+        let purged = on_db!(self.db.pools(), |db, conn| {
+            sqlx::query("DELETE FROM todos WHERE done AND done_at < $1")
+                .bind(before)
+                .execute(conn)
+                .await
+                .map_err(|e| db.error("purging done todos", e))?
+                .rows_affected()
+        });
         tracing::info!(purged, "purged the todos done more than a day ago");
         Ok(())
     }

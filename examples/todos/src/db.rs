@@ -1,356 +1,289 @@
-//! The database: a writer and a reader connection to one SQLite file (a singleton), and the
-//! per-request unit of work on them.
+//! The database: SQLite by default (a file in this example's folder: nothing to install), or
+//! PostgreSQL when the configuration gives a `postgres://` URL (`TODOS_DB__URL`), through
+//! di-sqlx. Transactions are di-tx's `#[transactional]`: the request's is begun by its first
+//! write and committed in its completion phase (a failed COMMIT answers 500), rolled back when
+//! the request fails, panics or is cancelled.
 //!
-//! The trade-off this file shows: a unit of work **ends its transaction in its completion
-//! hook**, before the response is sent: COMMIT when the request succeeded, so a COMMIT that
-//! fails (a full disk) answers 500 and nothing is acknowledged that was not stored; ROLLBACK
-//! when it answered an error, so the writer is free at once. Its **destroy hook** rolls back
-//! what no completion hook ended (a panic, a client gone), after the response; `Drop` is the
-//! last resort. It follows SQLite's real state: a transaction SQLite rolled back itself after
-//! an error aborts the unit of work, which then refuses every write and fails the request.
+//! Which database is chosen when the service starts, so [`Db`] is this example's own singleton:
+//! it builds di-sqlx's `Database` for the URL's scheme and stands for it in the App, as the data
+//! source of the transactions (`dyn TxSource`), the claims of the `once_per_cluster` purge
+//! (`dyn ScheduleLock`) and the readiness check `db`. [`on_db!`](crate::on_db) writes a query
+//! once and runs it on whichever database that is.
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
 
-use di_core::{CheckFuture, ContextRef, HealthCheck, config_proto, context_proto, singleton_proto};
-use di_http::RequestHead;
-use rusqlite::{Connection, OpenFlags};
+use di_core::{CheckFuture, ClaimFuture, HealthCheck, ScheduleLock, config_proto, singleton_proto};
+use di_sqlx::{ClusterSchedules, Database, Postgres, Sqlite};
+use di_tx::{Transactions, TxConn, TxError, TxFuture, TxSource};
 use serde::Deserialize;
-use tokio::sync::{Mutex, OwnedMutexGuard};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 
-/// The `[db]` section of `config/todos.toml` (`TODOS_DB__PATH`, `TODOS_DB__READERS`).
+/// The `[db]` section of `config/todos.toml` (`TODOS_DB__PATH`, `TODOS_DB__URL`,
+/// `TODOS_DB__MAX_CONNECTIONS`).
 #[config_proto(prefix = "db")]
 #[derive(Debug, Clone, Deserialize)]
 pub struct DbConfig {
-    /// The SQLite file; a relative path is relative to this example's folder.
+    /// The SQLite file, when no `url` is given; a relative path is relative to this example's
+    /// folder.
     #[serde(default = "default_path")]
     pub path: PathBuf,
-    /// How many read-only connections to open.
-    #[serde(default = "default_readers")]
-    pub readers: usize,
+    /// A database URL, which wins over `path`: `postgres://user:password@host/db`, or
+    /// `sqlite://file`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The most connections the service opens.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: u32,
 }
 
 fn default_path() -> PathBuf {
     PathBuf::from("todos.sqlite3")
 }
 
-fn default_readers() -> usize {
-    4
+fn default_max_connections() -> u32 {
+    8
 }
 
 impl DbConfig {
-    /// The database file, absolute: a relative `path` is taken from this example's folder (a
+    /// The SQLite file, absolute: a relative `path` is taken from this example's folder (a
     /// path relative to the working directory served an empty database when the service was
     /// started elsewhere), so that the start-up line says exactly which file.
     pub fn file(&self) -> PathBuf {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(&self.path);
         std::path::absolute(&path).unwrap_or(path)
     }
-}
 
-/// A database error, with what was being done.
-#[derive(Debug, thiserror::Error)]
-#[error("{doing}: {source}")]
-pub struct DbError {
-    doing: &'static str,
-    #[source]
-    source: Box<dyn std::error::Error + Send + Sync>,
-}
-
-impl DbError {
-    pub(crate) fn new(doing: &'static str) -> impl FnOnce(rusqlite::Error) -> DbError {
-        move |source| DbError { doing, source: Box::new(source) }
-    }
-
-    /// `doing` could not even start: `why`.
-    fn refused(doing: &'static str, why: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> DbError {
-        DbError { doing, source: why.into() }
-    }
-
-    /// A write after the unit of work completed.
-    fn completed(doing: &'static str) -> DbError {
-        Self::refused(doing, "the request's unit of work has completed; write in a transaction of your own")
-    }
-
-    /// A write after SQLite rolled the request's transaction back.
-    fn aborted(doing: &'static str) -> DbError {
-        Self::refused(
-            doing,
-            "SQLite rolled the request's transaction back after an earlier error: nothing of it is saved, and it takes no more writes",
-        )
+    /// Whether `url` names a PostgreSQL database.
+    fn postgres(&self) -> bool {
+        self.url.as_deref().is_some_and(|url| url.starts_with("postgres://") || url.starts_with("postgresql://"))
     }
 }
 
-/// The connections, opened (and the schema created) by the async constructor when the App is
-/// built. SQLite runs one write transaction at a time, so units of work that write take turns
-/// on the writer, waiting asynchronously. Reads of requests that did not write go through one of
-/// a few read-only connections, which in WAL mode never wait for a writer (only for another
-/// read on the same connection).
+/// di-sqlx's data source for the database the configuration names.
+#[derive(Debug)]
+pub enum Pools {
+    /// The embedded default.
+    Sqlite(Arc<Database<Sqlite>>, ClusterSchedules<Sqlite>),
+    /// `TODOS_DB__URL=postgres://…`.
+    Postgres(Arc<Database<Postgres>>, ClusterSchedules<Postgres>),
+}
+
+/// The object name of [`Db`], which its `Database` takes too: di-tx knows a data source by the
+/// name its provider has in the App, and `Database::conn` finds its transaction by its own.
+const NAME: &str = "db";
+
+/// The database, connected (and its schema created) by the async constructor when the App is
+/// built: a pool of SQLite connections in WAL mode (readers never wait for the writer; one
+/// write transaction at a time, begun `IMMEDIATE`), or a pool of PostgreSQL connections.
 #[derive(Debug)]
 pub struct Db {
-    file: PathBuf,
-    writer: Arc<Mutex<Connection>>,
-    readers: Vec<Mutex<Connection>>,
-    next_reader: AtomicUsize,
+    /// What the start-up line and errors show: the file, or the URL without its password.
+    shown: String,
+    /// The SQLite file, for the readiness check.
+    file: Option<PathBuf>,
+    pools: Pools,
 }
 
-#[singleton_proto(provides(dyn HealthCheck))]
+#[singleton_proto(name = "db", provides(dyn TxSource, dyn ScheduleLock, dyn HealthCheck))]
 impl Db {
-    /// Opens the database that `config` names, creating the schema.
+    /// Connects to the database that `config` names and creates the schema.
     ///
     /// # Errors
     ///
-    /// A `DbError` if the file cannot be opened or the schema created: `App::build` fails with
-    /// it, naming `Db`.
-    pub async fn new(config: Arc<DbConfig>) -> Result<Self, DbError> {
-        let file = config.file();
-        let readers = config.readers.max(1);
-        // SQLite's calls block: open on a blocking thread, not on the runtime's workers.
-        let (writer, readers) = tokio::task::spawn_blocking({
-            let file = file.clone();
-            move || open(&file, readers)
-        })
-        .await
-        .expect("opening the database panicked")?;
+    /// A `TxError` if the database cannot be reached or the schema created: `App::build`
+    /// fails with it, naming `Db`.
+    pub async fn new(config: Arc<DbConfig>, transactions: Arc<Transactions>) -> Result<Self, TxError> {
+        let failed = |doing, e: sqlx::Error| TxError::Database { doing, data_source: NAME.into(), error: e.into() };
+        if config.postgres() {
+            let url = config.url.clone().unwrap_or_default();
+            let pool = PgPoolOptions::new()
+                .max_connections(config.max_connections)
+                .acquire_timeout(Duration::from_secs(5))
+                .connect(&url)
+                .await
+                .map_err(|e| failed("connecting to the database", e))?;
+            let db = Arc::new(Database::new(NAME, pool, transactions));
+            for ddl in POSTGRES_SCHEMA {
+                // Two instances starting at once may both create a table: the loser's
+                // `IF NOT EXISTS` fails on the catalog, and a second try succeeds.
+                if sqlx::query(ddl).execute(db.pool()).await.is_err() {
+                    sqlx::query(ddl).execute(db.pool()).await.map_err(|e| db.error("creating the schema", e))?;
+                }
+            }
+            let shown = redacted(&url);
+            tracing::info!(database = %shown, "database open");
+            let claims = ClusterSchedules::<Postgres>::new(db.clone()).await?;
+            return Ok(Db { shown, file: None, pools: Pools::Postgres(db, claims) });
+        }
+        let (options, file) = match &config.url {
+            Some(url) => {
+                let options: SqliteConnectOptions = url.parse().map_err(|e| failed("reading the database URL", e))?;
+                let file = options.get_filename().to_owned();
+                (options, file)
+            }
+            None => (SqliteConnectOptions::new().filename(config.file()), config.file()),
+        };
+        let options =
+            options.create_if_missing(true).journal_mode(SqliteJournalMode::Wal).busy_timeout(Duration::from_secs(5));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(config.max_connections)
+            .connect_with(options)
+            .await
+            .map_err(|e| failed("opening the database", e))?;
+        let db = Arc::new(Database::new(NAME, pool, transactions));
+        for ddl in SQLITE_SCHEMA {
+            sqlx::query(ddl).execute(db.pool()).await.map_err(|e| db.error("creating the schema", e))?;
+        }
+        // Files made before `done_at` (the purge job's column) gain it.
+        let has_done_at: Option<i64> =
+            sqlx::query_scalar("SELECT 1 FROM pragma_table_info('todos') WHERE name = 'done_at'")
+                .fetch_optional(db.pool())
+                .await
+                .map_err(|e| db.error("reading the schema", e))?;
+        if has_done_at.is_none() {
+            sqlx::query("ALTER TABLE todos ADD COLUMN done_at INTEGER")
+                .execute(db.pool())
+                .await
+                .map_err(|e| db.error("adding the done_at column", e))?;
+        }
         tracing::info!(file = %file.display(), "database open");
-        Ok(Db { file, writer: Arc::new(Mutex::new(writer)), readers, next_reader: AtomicUsize::new(0) })
+        let claims = ClusterSchedules::<Sqlite>::new(db.clone()).await?;
+        Ok(Db { shown: file.display().to_string(), file: Some(file), pools: Pools::Sqlite(db, claims) })
     }
 
-    /// The database file.
-    pub fn file(&self) -> &std::path::Path {
-        &self.file
+    /// The database: its file, or its URL without the password.
+    pub fn shown(&self) -> &str {
+        &self.shown
     }
 
-    /// Waits for the writer.
-    async fn writer(&self) -> OwnedMutexGuard<Connection> {
-        Arc::clone(&self.writer).lock_owned().await
+    /// The SQLite file, if the database is one.
+    pub fn file(&self) -> Option<&std::path::Path> {
+        self.file.as_deref()
     }
 
-    /// Runs `f` on a read-only connection (the next one, round robin).
-    async fn read<R>(&self, f: impl FnOnce(&Connection) -> R) -> R {
-        let next = self.next_reader.fetch_add(1, Ordering::Relaxed) % self.readers.len();
-        f(&*self.readers[next].lock().await)
-    }
-
-    /// Runs `f` on the writer between units of work, outside any transaction: for maintenance
-    /// (and for tests that need to stand in for the disk, with `Connection::commit_hook`).
-    pub async fn with_writer<R>(&self, f: impl FnOnce(&Connection) -> R) -> R {
-        f(&*self.writer().await)
+    /// The data source, for [`on_db!`](crate::on_db).
+    pub fn pools(&self) -> &Pools {
+        &self.pools
     }
 }
 
-/// The readiness check `db` (`GET /health/ready`): the database file answers a query on a
-/// connection of its own, opened read-only for the check. A file removed or made unreadable
-/// fails it, though the open connections would go on working on what they hold.
+/// `url` without the password it may carry.
+fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    match rest.rsplit_once('@') {
+        Some((credentials, host)) => {
+            let user = credentials.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}@{host}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+/// The todos table, on SQLite (`"user"` quoted: PostgreSQL reserves the word, and files made
+/// by earlier versions of this example have the column).
+const SQLITE_SCHEMA: [&str; 2] = [
+    "CREATE TABLE IF NOT EXISTS todos (
+         id      INTEGER PRIMARY KEY AUTOINCREMENT,
+         \"user\" TEXT    NOT NULL,
+         title   TEXT    NOT NULL,
+         done    INTEGER NOT NULL DEFAULT 0,
+         done_at INTEGER
+     )",
+    "CREATE INDEX IF NOT EXISTS todos_by_user ON todos (\"user\", id)",
+];
+
+/// The todos table, on PostgreSQL.
+const POSTGRES_SCHEMA: [&str; 2] = [
+    "CREATE TABLE IF NOT EXISTS todos (
+         id      BIGSERIAL PRIMARY KEY,
+         \"user\" TEXT    NOT NULL,
+         title   TEXT    NOT NULL,
+         done    BOOLEAN NOT NULL DEFAULT FALSE,
+         done_at BIGINT
+     )",
+    "CREATE INDEX IF NOT EXISTS todos_by_user ON todos (\"user\", id)",
+];
+
+/// Runs `$body` with `$db` (the `Database`) and `$conn` (a connection of the current
+/// transaction, else of the pool) on whichever database the service runs on: a query written
+/// once, compiled for each. `?` in `$body` returns a `TxError` (or what converts from one).
+#[macro_export]
+macro_rules! on_db {
+    ($pools:expr, |$db:ident, $conn:ident| $body:expr) => {
+        match $pools {
+            $crate::db::Pools::Sqlite($db, _) => {
+                let mut $conn = $db.conn().await?;
+                let $conn = &mut *$conn;
+                $body
+            }
+            $crate::db::Pools::Postgres($db, _) => {
+                let mut $conn = $db.conn().await?;
+                let $conn = &mut *$conn;
+                $body
+            }
+        }
+    };
+}
+
+/// The seconds since the Unix epoch, as `done_at` stores them.
+pub fn unix_now() -> i64 {
+    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0))
+}
+
+/// The data source of every `#[transactional]` method: the chosen database's.
+impl TxSource for Db {
+    fn begin(&self) -> TxFuture<'_, Box<dyn TxConn>> {
+        match &self.pools {
+            Pools::Sqlite(db, _) => db.begin(),
+            Pools::Postgres(db, _) => db.begin(),
+        }
+    }
+
+    fn one_at_a_time(&self) -> bool {
+        match &self.pools {
+            Pools::Sqlite(db, _) => db.one_at_a_time(),
+            Pools::Postgres(db, _) => db.one_at_a_time(),
+        }
+    }
+}
+
+/// The claims of the `once_per_cluster` purge, in the table `di_schedule_runs`.
+impl ScheduleLock for Db {
+    fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> ClaimFuture<'a> {
+        match &self.pools {
+            Pools::Sqlite(_, claims) => claims.claim(job, due),
+            Pools::Postgres(_, claims) => claims.claim(job, due),
+        }
+    }
+}
+
+/// The readiness check `db` (`GET /health/ready`). SQLite: the file answers a query on a
+/// connection of its own, opened read-only for the check, so a file removed or made unreadable
+/// fails it (the open connections would go on working on what they hold). PostgreSQL: a
+/// connection of the pool answers a query.
 impl HealthCheck for Db {
     fn check(self: Arc<Self>) -> CheckFuture {
         Box::pin(async move {
-            let file = self.file.clone();
-            tokio::task::spawn_blocking(move || {
-                let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-                let conn = Connection::open_with_flags(&file, flags)?;
-                conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get::<_, i64>(0))
-            })
-            .await?
-            .map(drop)
-            .map_err(Into::into)
-        })
-    }
-}
-
-/// The request's unit of work: a write transaction begun on first write, ended in the
-/// completion phase (before the response): committed if the request succeeded, rolled back if
-/// not.
-///
-/// It follows SQLite's own state: after any statement, if SQLite has ended the transaction
-/// itself (some errors do, a full disk or an I/O error among them, and a `RAISE(ROLLBACK)`),
-/// the unit of work is **aborted**: nothing of it is saved, it refuses every later write and
-/// savepoint (one would otherwise run outside any transaction and commit on its own), and its
-/// completion fails the request (500) unless the request had failed already.
-///
-/// Once it has completed (or been destroyed) it takes no more writes: work that outlives the
-/// response (a background task) needs a transaction of its own, and one that first touches the
-/// unit of work after the response is fixed is refused by the container itself
-/// (`DiError::LateCompletion`).
-#[context_proto(complete = complete, destroy = roll_back)]
-#[derive(Debug)]
-pub struct UnitOfWork {
-    #[inject]
-    db: Arc<Db>,
-    #[inject]
-    head: Arc<RequestHead>,
-    tx: Mutex<Tx>,
-}
-
-/// Where the request's transaction stands.
-#[derive(Debug, Default)]
-enum Tx {
-    /// Nothing written yet.
-    #[default]
-    None,
-    /// Open, holding the writer.
-    Open(OwnedMutexGuard<Connection>),
-    /// Ended by the completion or destroy hook (committed or rolled back).
-    Completed,
-    /// Ended by SQLite itself after an error: nothing saved; the request fails.
-    Aborted,
-}
-
-impl UnitOfWork {
-    /// The current request's unit of work through `handle`, or why there is none: outside a
-    /// request, or first asked for once the response is fixed (a background task of the
-    /// request), when no commit would follow its writes.
-    ///
-    /// # Errors
-    ///
-    /// A `DbError` naming the container's refusal.
-    pub fn current(handle: &ContextRef<UnitOfWork>) -> Result<Arc<UnitOfWork>, DbError> {
-        handle.try_get().map_err(|e| DbError::refused("reaching the request's unit of work", e))
-    }
-
-    /// Runs `f` inside the request's write transaction, beginning it on first use.
-    ///
-    /// # Errors
-    ///
-    /// A `DbError` if SQLite fails (and if that ended the transaction, every later write fails
-    /// too), or if the unit of work has completed or was aborted.
-    pub async fn write<R>(
-        &self,
-        doing: &'static str,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<R>,
-    ) -> Result<R, DbError> {
-        let mut tx = self.tx.lock().await;
-        if matches!(*tx, Tx::None) {
-            let conn = self.db.writer().await;
-            conn.execute_batch("BEGIN IMMEDIATE").map_err(DbError::new("beginning a transaction"))?;
-            *tx = Tx::Open(conn);
-        }
-        let (result, ended) = match &*tx {
-            // In autocommit mode already: something ended the transaction behind our back.
-            Tx::Open(conn) if conn.is_autocommit() => (Err(DbError::aborted(doing)), true),
-            Tx::Open(conn) => {
-                let result = f(conn).map_err(DbError::new(doing));
-                (result, conn.is_autocommit())
+            match (&self.pools, &self.file) {
+                (Pools::Sqlite(..), Some(file)) => {
+                    use sqlx::ConnectOptions;
+                    let options = SqliteConnectOptions::new().filename(file).read_only(true).create_if_missing(false);
+                    let mut conn = options.connect().await?;
+                    sqlx::query("SELECT count(*) FROM sqlite_master").execute(&mut conn).await?;
+                    sqlx::Connection::close(conn).await?;
+                }
+                (pools, _) => {
+                    on_db!(pools, |db, conn| sqlx::query("SELECT 1")
+                        .execute(conn)
+                        .await
+                        .map(drop)
+                        .map_err(|e| db.error("checking", e)))?;
+                }
             }
-            Tx::Aborted => return Err(DbError::aborted(doing)),
-            Tx::None | Tx::Completed => return Err(DbError::completed(doing)),
-        };
-        if ended {
-            // The writer goes back with no transaction open; the request's writes are lost.
-            *tx = Tx::Aborted;
-            tracing::error!(doing, "SQLite ended the request's transaction itself; nothing of it is saved");
-            return Err(result.err().unwrap_or_else(|| DbError::aborted(doing)));
-        }
-        result
-    }
-
-    /// Runs `f` on what the request can see: its own transaction if it wrote, else the last
-    /// committed state through a read-only connection (no write lock taken, no writer waited
-    /// for).
-    ///
-    /// # Errors
-    ///
-    /// A `DbError` if SQLite fails.
-    pub async fn read<R>(
-        &self,
-        doing: &'static str,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<R>,
-    ) -> Result<R, DbError> {
-        let tx = self.tx.lock().await;
-        let result = match &*tx {
-            Tx::Open(conn) => f(conn),
-            _ => self.db.read(f).await,
-        };
-        result.map_err(DbError::new(doing))
-    }
-
-    /// The completion hook: COMMIT if the request succeeded, else ROLLBACK, freeing the writer
-    /// before the response leaves. A failed COMMIT fails the request (di-http answers 500) and
-    /// is rolled back; so does a transaction SQLite aborted, in a request that answered as if
-    /// it had succeeded.
-    async fn complete(&self) -> Result<(), DbError> {
-        let mut tx = self.tx.lock().await;
-        let conn = match std::mem::replace(&mut *tx, Tx::Completed) {
-            Tx::Open(conn) => conn,
-            Tx::Aborted if self.head.succeeded() => return Err(DbError::aborted("completing the request")),
-            _ => return Ok(()),
-        };
-        if !self.head.succeeded() {
-            end_transaction(&conn);
-            tracing::info!(status = ?self.head.response_status(), "transaction rolled back");
-            return Ok(());
-        }
-        let committed = conn.execute_batch("COMMIT").map_err(DbError::new("committing"));
-        match &committed {
-            Ok(()) => tracing::info!(status = ?self.head.response_status(), "transaction committed"),
-            Err(_) => end_transaction(&conn),
-        }
-        committed
-    }
-
-    /// The destroy hook: ROLLBACK what no completion hook ended (a panic, a client gone). The
-    /// unit of work stays completed: a kept reference cannot write through it.
-    async fn roll_back(&self) {
-        if let Tx::Open(conn) = std::mem::replace(&mut *self.tx.lock().await, Tx::Completed) {
-            end_transaction(&conn);
-            tracing::info!(status = ?self.head.response_status(), "transaction rolled back");
-        }
-    }
-}
-
-/// Opens the writer (creating the schema) and `readers` read-only connections on `file`.
-fn open(file: &std::path::Path, readers: usize) -> Result<(Connection, Vec<Mutex<Connection>>), DbError> {
-    let writer = Connection::open(file).map_err(DbError::new("opening the database"))?;
-    writer
-        .execute_batch(
-            "PRAGMA journal_mode = WAL;
-             CREATE TABLE IF NOT EXISTS todos (
-                 id    INTEGER PRIMARY KEY AUTOINCREMENT,
-                 user  TEXT    NOT NULL,
-                 title TEXT    NOT NULL,
-                 done  INTEGER NOT NULL DEFAULT 0,
-                 done_at INTEGER
-             );
-             CREATE INDEX IF NOT EXISTS todos_by_user ON todos (user, id);",
-        )
-        .map_err(DbError::new("creating the schema"))?;
-    // Files made before `done_at` (the purge job's column) gain it.
-    let has_done_at = writer
-        .prepare("SELECT 1 FROM pragma_table_info('todos') WHERE name = 'done_at'")
-        .and_then(|mut stmt| stmt.exists([]))
-        .map_err(DbError::new("reading the schema"))?;
-    if !has_done_at {
-        writer
-            .execute_batch("ALTER TABLE todos ADD COLUMN done_at INTEGER")
-            .map_err(DbError::new("adding the done_at column"))?;
-    }
-    let readers = (0..readers)
-        .map(|_| {
-            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            Connection::open_with_flags(file, flags).map(Mutex::new)
+            Ok(())
         })
-        .collect::<Result<_, _>>()
-        .map_err(DbError::new("opening the database for reading"))?;
-    Ok((writer, readers))
-}
-
-/// Rolls back an open transaction: a writer never goes back with one open.
-fn end_transaction(conn: &Connection) {
-    if !conn.is_autocommit()
-        && let Err(error) = conn.execute_batch("ROLLBACK")
-    {
-        tracing::error!(%error, "rolling back failed");
-    }
-}
-
-impl Drop for UnitOfWork {
-    /// The last line of defence: if the destroy hook did not run (its scope's end was cut, the
-    /// runtime went away), the transaction is rolled back here, synchronously.
-    fn drop(&mut self) {
-        if let Tx::Open(conn) = std::mem::take(self.tx.get_mut()) {
-            end_transaction(&conn);
-            tracing::warn!("a unit of work was dropped with its transaction open; rolled back");
-        }
     }
 }

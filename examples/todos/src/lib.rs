@@ -1,21 +1,21 @@
-//! The flagship example: todos per user on an embedded SQLite database.
+//! The flagship example: todos per user, on an embedded SQLite database by default or on
+//! PostgreSQL (`TODOS_DB__URL=postgres://…`).
 //!
 //! - [`db::DbConfig`], [`HttpConfig`] (config sections): `config/todos.toml`, overridden by
 //!   `TODOS_*` environment variables.
-//! - [`db::Db`] (singleton): a writer and a few read-only connections, opened by its async
-//!   constructor when the App is built.
-//! - [`db::UnitOfWork`] (context): the request's write transaction, begun on first write and
-//!   ended in its completion hook: committed if the request succeeded (a failed COMMIT answers
-//!   500), rolled back if not; its destroy hook rolls back after a panic or a disconnect. Reads
-//!   of a request that did not write go through read-only connections, which never wait for a
-//!   writer.
+//! - [`db::Db`] (singleton): di-sqlx's data source for the configured database, connected by
+//!   its async constructor when the App is built; the data source of di-tx's transactions.
+//!   The request's transaction is begun by its first `#[transactional]` method and committed in
+//!   its completion phase if the request succeeded (a failed COMMIT answers 500), rolled back if
+//!   not, or after a panic or a disconnect. Reads of a request that did not write run on the
+//!   pool, outside any transaction: they never wait for a writer.
 //! - [`todo::RequestTracer`] (context): the request id and what the request did.
 //! - [`todo::TodoRepository`], [`todo::TodoService`] (singletons) and [`todo::TodoController`];
 //!   the service asks [`todo::Users`] (a trait; [`todo::OpenUsers`] by default, a fake in tests)
 //!   whether a user exists.
-//! - [`advice`]: the advices around the service's methods ([`advice::Timing`],
-//!   [`advice::Transactional`]), the [`advice::TodoCompleted`] event counted by
-//!   [`advice::TodoStats`] (`GET /stats`), and the hourly [`advice::TodoPurger`] job.
+//! - [`advice`]: the advice around the service's methods ([`advice::Timing`]), the
+//!   [`advice::TodoCompleted`] event counted by [`advice::TodoStats`] (`GET /stats`), and the
+//!   hourly [`advice::TodoPurger`] job, once per cluster.
 //!
 //! `cargo run -p example-todos` serves it on 127.0.0.1:7001.
 

@@ -3,8 +3,9 @@
 //! Serves the todo example as `config/todos.toml` says: on 127.0.0.1:7001, with its database in
 //! `examples/todos/todos.sqlite3` (both printed at start), over HTTP/1.1 and HTTP/2 (h2c) on
 //! the same port. Environment variables override the file: `TODOS_HTTP__ADDR`,
-//! `TODOS_HTTP__BACKLOG`, `TODOS_HTTP__DRAIN_DELAY_SECS`, `TODOS_DB__PATH`; `TODOS_PROFILE=prod`
-//! also reads `config/todos.prod.toml`.
+//! `TODOS_HTTP__BACKLOG`, `TODOS_HTTP__DRAIN_DELAY_SECS`, `TODOS_DB__PATH`, `TODOS_DB__URL`
+//! (`postgres://user:password@host/db` runs it on PostgreSQL); `TODOS_PROFILE=prod` also reads
+//! `config/todos.prod.toml`.
 //!
 //! Operating it: `GET /health/live` and `GET /health/ready` (the database answers a query),
 //! `GET /metrics` (Prometheus' text format), the start-up timeline printed at start. SIGTERM or
@@ -39,7 +40,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let listener = http.listen().await?;
     let addr = format!("http://{}", listener.local_addr()?);
-    println!("todos on {addr}, database {}; try:\n  {}", db.file().display(), todos::try_it(&addr));
+    println!("todos on {addr}, database {}; try:\n  {}", db.shown(), todos::try_it(&addr));
     di_http::Server::new(app, router).drain_delay(http.drain_delay()).run(listener).await?;
     Ok(())
 }

@@ -10,11 +10,12 @@ use axum::middleware::{Next, from_fn};
 use axum::response::{IntoResponse, Response};
 use di_core::{ContextRef, EventBus, context_proto, intercept, singleton_proto};
 use di_http::{RequestHead, http_controller, http_routes};
-use rusqlite::{OptionalExtension, Row, params};
+use di_tx::TxError;
 use serde::{Deserialize, Serialize};
 
-use crate::advice::{Timing, TodoCompleted, Transactional};
-use crate::db::{DbError, UnitOfWork};
+use crate::advice::{Timing, TodoCompleted};
+use crate::db::{Db, unix_now};
+use crate::on_db;
 
 /// A todo of a user.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,9 +28,9 @@ pub struct Todo {
     pub done: bool,
 }
 
-impl Todo {
-    fn from_row(row: &Row<'_>) -> rusqlite::Result<Todo> {
-        Ok(Todo { id: row.get(0)?, title: row.get(1)?, done: row.get(2)? })
+impl From<(i64, String, bool)> for Todo {
+    fn from((id, title, done): (i64, String, bool)) -> Todo {
+        Todo { id, title, done }
     }
 }
 
@@ -74,78 +75,89 @@ impl RequestTracer {
     }
 }
 
-/// The todos table.
+/// The todos table. Its statements run on the current transaction (the request's, once a
+/// `#[transactional]` method of [`TodoService`] began it), else each on its own: a request
+/// that only reads takes no write lock and waits for no writer.
 #[singleton_proto]
 #[derive(Debug)]
 pub struct TodoRepository {
     #[inject]
-    uow: ContextRef<UnitOfWork>,
+    db: Arc<Db>,
 }
 
 impl TodoRepository {
-    fn uow(&self) -> Result<Arc<UnitOfWork>, DbError> {
-        UnitOfWork::current(&self.uow)
+    async fn list(&self, user: &str) -> Result<Vec<Todo>, TxError> {
+        let rows: Vec<(i64, String, bool)> = on_db!(self.db.pools(), |db, conn| {
+            sqlx::query_as("SELECT id, title, done FROM todos WHERE \"user\" = $1 ORDER BY id")
+                .bind(user)
+                .fetch_all(conn)
+                .await
+                .map_err(|e| db.error("listing todos", e))?
+        });
+        Ok(rows.into_iter().map(Todo::from).collect())
     }
 
-    async fn list(&self, user: &str) -> Result<Vec<Todo>, DbError> {
-        self.uow()?
-            .read("listing todos", |conn| {
-                let mut stmt = conn.prepare_cached("SELECT id, title, done FROM todos WHERE user = ?1 ORDER BY id")?;
-                stmt.query_map(params![user], Todo::from_row)?.collect()
-            })
-            .await
+    async fn get(&self, user: &str, id: i64) -> Result<Option<Todo>, TxError> {
+        let row: Option<(i64, String, bool)> = on_db!(self.db.pools(), |db, conn| {
+            sqlx::query_as("SELECT id, title, done FROM todos WHERE \"user\" = $1 AND id = $2")
+                .bind(user)
+                .bind(id)
+                .fetch_optional(conn)
+                .await
+                .map_err(|e| db.error("reading a todo", e))?
+        });
+        Ok(row.map(Todo::from))
     }
 
-    async fn get(&self, user: &str, id: i64) -> Result<Option<Todo>, DbError> {
-        self.uow()?
-            .read("reading a todo", |conn| {
-                conn.query_row(
-                    "SELECT id, title, done FROM todos WHERE user = ?1 AND id = ?2",
-                    params![user, id],
-                    Todo::from_row,
-                )
-                .optional()
-            })
-            .await
-    }
-
-    async fn insert(&self, user: &str, title: &str) -> Result<Todo, DbError> {
-        self.uow()?
-            .write("inserting a todo", |conn| {
-                conn.execute("INSERT INTO todos (user, title) VALUES (?1, ?2)", params![user, title])?;
-                Ok(Todo { id: conn.last_insert_rowid(), title: title.to_owned(), done: false })
-            })
-            .await
+    async fn insert(&self, user: &str, title: &str) -> Result<Todo, TxError> {
+        let id: i64 = on_db!(self.db.pools(), |db, conn| {
+            sqlx::query_scalar("INSERT INTO todos (\"user\", title) VALUES ($1, $2) RETURNING id")
+                .bind(user)
+                .bind(title)
+                .fetch_one(conn)
+                .await
+                .map_err(|e| db.error("inserting a todo", e))?
+        });
+        Ok(Todo { id, title: title.to_owned(), done: false })
     }
 
     /// Marks a todo done or not: `None` if there is no such todo, else whether it changed (a
     /// todo already in that state is left as it is, its `done_at` included).
-    async fn set_done(&self, user: &str, id: i64, done: bool) -> Result<Option<bool>, DbError> {
-        self.uow()?
-            .write("updating a todo", |conn| {
-                let changed = conn.execute(
-                    "UPDATE todos SET done = ?3, done_at = CASE WHEN ?3 THEN unixepoch() END
-                     WHERE user = ?1 AND id = ?2 AND done != ?3",
-                    params![user, id, done],
-                )?;
-                if changed == 1 {
-                    return Ok(Some(true));
-                }
-                let exists = conn
-                    .query_row("SELECT 1 FROM todos WHERE user = ?1 AND id = ?2", params![user, id], |_| Ok(()))
-                    .optional()?;
-                Ok(exists.map(|()| false))
-            })
-            .await
+    async fn set_done(&self, user: &str, id: i64, done: bool) -> Result<Option<bool>, TxError> {
+        let done_at = done.then(unix_now);
+        on_db!(self.db.pools(), |db, conn| {
+            let changed =
+                sqlx::query("UPDATE todos SET done = $3, done_at = $4 WHERE \"user\" = $1 AND id = $2 AND done != $3")
+                    .bind(user)
+                    .bind(id)
+                    .bind(done)
+                    .bind(done_at)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(|e| db.error("updating a todo", e))?;
+            if changed.rows_affected() == 1 {
+                return Ok(Some(true));
+            }
+            let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM todos WHERE \"user\" = $1 AND id = $2")
+                .bind(user)
+                .bind(id)
+                .fetch_optional(conn)
+                .await
+                .map_err(|e| db.error("reading a todo", e))?;
+            Ok(exists.map(|_| false))
+        })
     }
 
-    async fn delete(&self, user: &str, id: i64) -> Result<bool, DbError> {
-        self.uow()?
-            .write("deleting a todo", |conn| {
-                conn.execute("DELETE FROM todos WHERE user = ?1 AND id = ?2", params![user, id])
-            })
-            .await
-            .map(|n| n == 1)
+    async fn delete(&self, user: &str, id: i64) -> Result<bool, TxError> {
+        on_db!(self.db.pools(), |db, conn| {
+            let deleted = sqlx::query("DELETE FROM todos WHERE \"user\" = $1 AND id = $2")
+                .bind(user)
+                .bind(id)
+                .execute(conn)
+                .await
+                .map_err(|e| db.error("deleting a todo", e))?;
+            Ok(deleted.rows_affected() == 1)
+        })
     }
 }
 
@@ -163,7 +175,7 @@ pub enum TodoError {
     UnknownUser(String),
     /// The database failed.
     #[error(transparent)]
-    Db(#[from] DbError),
+    Db(#[from] TxError),
 }
 
 /// A [`TodoError`] answered with its status and a JSON body naming the request.
@@ -213,7 +225,8 @@ impl Users for OpenUsers {
 }
 
 /// The rules: the user exists; titles are 1 to 200 characters; a batch is saved whole or not
-/// at all.
+/// at all. The methods that write are `#[transactional]`: the first begins the request's
+/// transaction, which the request commits in its completion phase (or rolls back if it fails).
 #[singleton_proto]
 #[derive(Debug)]
 pub struct TodoService {
@@ -244,6 +257,7 @@ impl TodoService {
     }
 
     /// Adds one todo.
+    #[transactional]
     pub async fn create(&self, user: &str, title: &str) -> Result<Todo, TodoError> {
         let todo = self.repo.insert(self.check_user(user)?, Self::check_title(title)?).await?;
         self.tracer.get().event(format!("created todo {} for {user}", todo.id));
@@ -251,8 +265,8 @@ impl TodoService {
     }
 
     /// Adds several todos: every one, or (on the first invalid title) none: the method runs in
-    /// a savepoint of the request's unit of work ([`Transactional`]), rolled back on `Err`.
-    #[intercept(Transactional)]
+    /// a savepoint of the request's transaction (`nested`), rolled back to on `Err`.
+    #[transactional(nested)]
     pub async fn create_all(&self, user: &str, titles: &[NewTodo]) -> Result<Vec<Todo>, TodoError> {
         let mut created = Vec::with_capacity(titles.len());
         for new in titles {
@@ -273,6 +287,7 @@ impl TodoService {
 
     /// Marks a todo done or not. Marking it as it is already changes nothing and emits nothing
     /// (a client's retry does not count twice).
+    #[transactional]
     pub async fn set_done(&self, user: &str, id: i64, done: bool) -> Result<Todo, TodoError> {
         let changed = self.repo.set_done(self.check_user(user)?, id, done).await?.ok_or(TodoError::NotFound(id))?;
         if changed {
@@ -286,6 +301,7 @@ impl TodoService {
     }
 
     /// Deletes a todo.
+    #[transactional]
     pub async fn delete(&self, user: &str, id: i64) -> Result<(), TodoError> {
         if !self.repo.delete(self.check_user(user)?, id).await? {
             return Err(TodoError::NotFound(id));

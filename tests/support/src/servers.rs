@@ -33,6 +33,32 @@ pub fn postgres() -> Result<&'static str, &'static str> {
     }
 }
 
+/// A new, empty database named `name` on the [`postgres`] server (dropped first if a previous
+/// run left it), as a URL; or why there is none. With Debian's `dropdb` and `createdb`, one at
+/// a time (PostgreSQL refuses to copy its template while another copy runs).
+///
+/// # Panics
+///
+/// When there is no server and `DI_TEST_REQUIRE_SERVERS=1`, or the database cannot be made.
+pub fn postgres_database(name: &str) -> Result<String, &'static str> {
+    static CREATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let admin = postgres()?;
+    let _one_at_a_time = CREATING.lock().unwrap_or_else(|e| e.into_inner());
+    let bin = postgres_bin().unwrap_or_else(|| PathBuf::from("/usr/bin"));
+    let maintenance = format!("--maintenance-db={admin}");
+    for (program, args) in [("dropdb", vec!["--if-exists", &maintenance, name]), ("createdb", vec![&maintenance, name])]
+    {
+        let out = Command::new(bin.join(program)).args(&args).output();
+        match out {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => panic!("{program} {name}: {}", String::from_utf8_lossy(&out.stderr)),
+            Err(e) => panic!("{program} {name}: {e}"),
+        }
+    }
+    let (server, _) = admin.rsplit_once('/').expect("a URL with a database");
+    Ok(format!("{server}/{name}"))
+}
+
 /// Whether the servers must be there (`DI_TEST_REQUIRE_SERVERS=1`: CI).
 pub fn required() -> bool {
     std::env::var_os("DI_TEST_REQUIRE_SERVERS").is_some_and(|v| v == "1")
