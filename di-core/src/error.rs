@@ -444,6 +444,22 @@ pub enum DiError {
         /// What the handler returned, or its panic.
         source: Arc<dyn std::error::Error + Send + Sync + 'static>,
     },
+    /// The event transport (`dyn EventTransport`) failed to send an event in its scope's
+    /// completion phase, which fails with it.
+    #[error("the event transport failed to send an event before its scope's commit: {source}")]
+    EventTransport {
+        /// What the transport returned, or its panic.
+        source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+    },
+    /// Several singletons provide a role an App has at most one of (`dyn EventTransport`,
+    /// `dyn ScheduleLock`).
+    #[error("several singletons provide `{role}`, which an App has at most one of: {}; keep one", .providers.join(", "))]
+    OneOfRole {
+        /// The role, as `dyn Trait`.
+        role: &'static str,
+        /// The singletons that provide it.
+        providers: Vec<String>,
+    },
     /// A hosted service could not start, or failed with [`OnFailure::StopApp`](crate::OnFailure::StopApp).
     #[error("hosted service {service} {reason}")]
     Hosted {

@@ -98,6 +98,96 @@ pub(crate) struct Handler {
 /// The handlers of an App, by event type, in registration order.
 type Handlers = crate::maps::FastMap<TypeId, Vec<Handler>>;
 
+/// The events feature's handle in an App: its handlers, and the transport that carries some
+/// event types to every instance of the service.
+struct Bus {
+    handlers: Handlers,
+    transport: Option<Arc<dyn EventTransport>>,
+}
+
+impl Bus {
+    /// The transport, if it carries events of type `ty`.
+    fn carrier(&self, ty: TypeId) -> Option<&Arc<dyn EventTransport>> {
+        self.transport.as_ref().filter(|t| t.carries(ty))
+    }
+}
+
+/// Carries the events of some types to the handlers of every instance of the service, instead
+/// of this App's handlers directly: an outbox written in the emitting scope's transaction and
+/// relayed to a broker (di-outbox), say. A singleton provides it (`provides(dyn
+/// EventTransport)`); an App has at most one. Without one, every event stays in the process.
+///
+/// For a type it [`carries`](Self::carries), an event emitted in a context scope is
+/// [`send`](Self::send)-ed at the start of the scope's completion phase, inside the scope and
+/// before its completion hooks (so in the transaction a unit of work commits in them); a failed
+/// send fails the phase. Then [`released`](Self::released) says how the scope ended. The
+/// event's `after_commit` handlers do not get it from the emitting scope: the transport hands
+/// it to [`EventBus::deliver`] in every instance, this one included. Its `before_commit`
+/// handlers run in the scope as for any event, and its `after_rollback` ones if the scope fails.
+/// Emitted outside a scope (or after the scope's phase), it is sent at once in a scope of its
+/// own, on a task; a failure is logged.
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use std::any::{Any, TypeId};
+/// use std::sync::{Arc, Mutex};
+/// use di_core::{singleton_proto, App, EventBus, EventTransport};
+/// use di_core::registry::HookFuture;
+///
+/// pub struct Shipped(pub u32);
+///
+/// /// Carries `Shipped` to a queue (a broker, in a service).
+/// #[singleton_proto(provides(dyn EventTransport))]
+/// #[derive(Default)]
+/// pub struct Queue { sent: Mutex<Vec<u32>> }
+///
+/// impl EventTransport for Queue {
+///     fn carries(&self, event: TypeId) -> bool {
+///         event == TypeId::of::<Shipped>()
+///     }
+///
+///     fn send(&self, event: Arc<dyn Any + Send + Sync>) -> HookFuture {
+///         let shipped = event.downcast_ref::<Shipped>().map(|s| s.0);
+///         self.sent.lock().unwrap().extend(shipped);
+///         Box::pin(async { Ok(()) })
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().build().await?;
+/// let bus = app.events();
+/// app.try_run_in_context(async { bus.emit(Shipped(7)) }).await?;
+/// assert_eq!(*app.get_object::<Queue>()?.sent.lock().unwrap(), [7]);
+/// // What the queue brings back, in each instance: to the handlers of `Shipped`.
+/// let delivery = bus.deliver(Shipped(7)).await;
+/// assert_eq!(delivery.failed, 0);
+/// # Ok(()) }
+/// ```
+pub trait EventTransport: Send + Sync + 'static {
+    /// Whether this transport carries the events of type `event`.
+    fn carries(&self, event: TypeId) -> bool;
+
+    /// Sends `event` (of a type it carries): in the emitting scope, before its commit.
+    fn send(&self, event: Arc<dyn Any + Send + Sync>) -> HookFuture;
+
+    /// The scope that sent an event ended: `committed` if its completion phase succeeded. An
+    /// outbox wakes its relay then. Called once per event; by default, nothing.
+    fn released(&self, committed: bool) {
+        let _ = committed;
+    }
+}
+
+/// What [`EventBus::deliver`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Delivery {
+    /// How many handlers got the event.
+    pub handlers: usize,
+    /// How many of them failed or panicked (each logged).
+    pub failed: usize,
+}
+
 /// The handlers of the protos in `graph` that `build()` built (or left lazy), from `inventory`.
 fn handlers(graph: &Graph, available: impl Fn(usize) -> bool) -> Handlers {
     let mut map = Handlers::default();
@@ -110,20 +200,37 @@ fn handlers(graph: &Graph, available: impl Fn(usize) -> bool) -> Handlers {
 }
 
 /// Gives the App's handles what the event bus needs: the handlers of the protos in `graph`
-/// that `build()` built (or left lazy); and, if there is any, what a scope does with the events
-/// it holds (the `before_commit` handlers in its completion phase, the others at its end).
-pub(crate) fn install(handles: &mut Handles, graph: &Graph, available: impl Fn(usize) -> bool) -> Option<HeldHooks> {
-    let handlers = handlers(graph, available);
-    if handlers.is_empty() {
-        return None;
+/// that `build()` built (or left lazy), and the transport among `transports` (the singletons
+/// that provide one, as `(label, transport)`); and, if there is any of them, what a scope does
+/// with the events it holds (the `before_commit` handlers and the transport's send in its
+/// completion phase, the others at its end). More than one transport is an error naming them.
+pub(crate) fn install(
+    handles: &mut Handles,
+    graph: &Graph,
+    available: impl Fn(usize) -> bool,
+    mut transports: Vec<(String, Arc<dyn EventTransport>)>,
+) -> Result<Option<HeldHooks>, DiError> {
+    if transports.len() > 1 {
+        let providers = transports.into_iter().map(|(label, _)| label).collect();
+        return Err(DiError::OneOfRole { role: "dyn EventTransport", providers });
     }
-    handles.events = Handle::new(handlers);
-    Some(HeldHooks { prepare: before_commit, release })
+    let handlers = handlers(graph, available);
+    let transport = transports.pop().map(|(_, transport)| transport);
+    if handlers.is_empty() && transport.is_none() {
+        return Ok(None);
+    }
+    handles.events = Handle::new(Bus { handlers, transport });
+    Ok(Some(HeldHooks { prepare: before_commit, release }))
+}
+
+/// The App's bus (none if no handler or transport is registered).
+fn bus_of(app: &AppInner) -> Option<&Bus> {
+    app.handles.events.get::<Bus>()
 }
 
 /// The App's handlers, by event type (none if no handler is registered).
 fn handlers_of(app: &AppInner) -> Option<&Handlers> {
-    app.handles.events.get::<Handlers>()
+    bus_of(app).map(|bus| &bus.handlers)
 }
 
 /// Emits events to the `#[event_handler]` methods of an App's singletons. Inject it
@@ -210,8 +317,14 @@ impl EventBus {
             return;
         };
         let ty = TypeId::of::<E>();
-        let Some(handlers) = handlers_of(&app).and_then(|h| h.get(&ty)) else { return };
-        let prepare = handlers.iter().any(|h| h.descriptor.phase == EventPhase::BeforeCommit);
+        let Some(bus) = bus_of(&app) else { return };
+        let carried = bus.carrier(ty).is_some();
+        let handlers = bus.handlers.get(&ty);
+        if !carried && handlers.is_none() {
+            return;
+        }
+        let prepare =
+            carried || handlers.is_some_and(|h| h.iter().any(|h| h.descriptor.phase == EventPhase::BeforeCommit));
         let held = HeldItem { ty, value: Arc::new(event), prepare };
         match scope::handle::current_shared(app.id) {
             Some(shared) => {
@@ -250,6 +363,40 @@ impl EventBus {
     }
 }
 
+impl EventBus {
+    /// Hands `event`, received from an [`EventTransport`] (in every instance of the service),
+    /// to the `after_commit` handlers of `E` in this App: one after the other, each in a scope
+    /// of its own, as after a commit. Resolves when they have run; a failing handler is logged
+    /// and counted in [`Delivery::failed`], and the others still run. What the transport calls;
+    /// see [`EventTransport`] for an example.
+    pub async fn deliver<E: Send + Sync + 'static>(&self, event: E) -> Delivery {
+        let mut delivery = Delivery { handlers: 0, failed: 0 };
+        let Some(app) = self.app.get().and_then(Weak::upgrade) else {
+            tracing::error!(
+                event = core::any::type_name::<E>(),
+                "an event was delivered to an App that is gone; dropped"
+            );
+            return delivery;
+        };
+        let Some(handlers) = handlers_of(&app).and_then(|h| h.get(&TypeId::of::<E>())) else { return delivery };
+        let Some(_guard) = app.try_pending() else {
+            tracing::error!(
+                event = core::any::type_name::<E>(),
+                "an event was delivered after the App shut down; dropped"
+            );
+            return delivery;
+        };
+        let event: AnyEvent = Arc::new(event);
+        for &handler in handlers.iter().filter(|h| h.descriptor.phase == EventPhase::AfterCommit) {
+            delivery.handlers += 1;
+            if !run_handler(&app, handler, event.clone()).await {
+                delivery.failed += 1;
+            }
+        }
+        delivery
+    }
+}
+
 impl fmt::Debug for EventBus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EventBus").finish_non_exhaustive()
@@ -258,18 +405,29 @@ impl fmt::Debug for EventBus {
 
 /// A held event at the end of its scope's completion phase (`ok`: it succeeded), or emitted
 /// where nothing holds it: starts its `after_commit` handlers, and its `before_commit` ones if
-/// they have not run in the phase; or its `after_rollback` ones.
+/// they have not run in the phase; or its `after_rollback` ones. An event a transport carries
+/// goes to no `after_commit` handler here (the transport delivers it), and is sent now if it
+/// was not in the phase.
 fn release(app: &Arc<AppInner>, held: HeldItem, ok: bool) {
-    let Some(handlers) = handlers_of(app).and_then(|h| h.get(&held.ty)) else { return };
+    let Some(bus) = bus_of(app) else { return };
+    let carrier = bus.carrier(held.ty);
+    if let Some(transport) = carrier {
+        if ok && held.prepare {
+            send_alone(app, transport.clone(), held.value.clone());
+        } else {
+            transport.released(ok);
+        }
+    }
+    let Some(handlers) = bus.handlers.get(&held.ty) else { return };
     let runs = |h: &&Handler| match h.descriptor.phase {
         EventPhase::BeforeCommit => ok && held.prepare,
-        EventPhase::AfterCommit => ok,
+        EventPhase::AfterCommit => ok && carrier.is_none(),
         EventPhase::AfterRollback => !ok,
     };
     let mut handlers = handlers.iter().filter(runs).peekable();
     if handlers.peek().is_none() {
-        if !ok {
-            let event = handlers_of(app).and_then(|h| h.get(&held.ty)).and_then(|h| h.first());
+        if !ok && carrier.is_none() {
+            let event = bus.handlers.get(&held.ty).and_then(|h| h.first());
             tracing::debug!(
                 event = event.map_or("?", |h| (h.descriptor.event_name)()),
                 "the event's scope failed, and no `after_rollback` handler takes it: dropped"
@@ -299,15 +457,37 @@ fn release(app: &Arc<AppInner>, held: HeldItem, ok: bool) {
     }
 }
 
-/// The `before_commit` handlers of a held event, one after the other, inside the scope that
-/// holds it (its completion phase): the first that fails or panics fails the phase.
+/// Sends an event that no scope's phase sent (emitted outside a scope, or after the phase) in
+/// a scope of its own, on a task; a failure is logged (nobody is left to answer to).
+fn send_alone(app: &Arc<AppInner>, transport: Arc<dyn EventTransport>, event: AnyEvent) {
+    let (Ok(runtime), Some(guard)) = (tokio::runtime::Handle::try_current(), app.try_pending()) else {
+        tracing::error!(
+            "an event for the event transport was emitted outside a tokio runtime, or after shutdown; dropped"
+        );
+        return;
+    };
+    let app = app.clone();
+    drop(runtime.spawn(async move {
+        let sent = scope::end::run_job(&app, crate::isolate::catch_hook(|| transport.send(event))).await;
+        if let Err(error) = &sent {
+            tracing::error!(%error, "an event emitted outside a scope could not be sent by the event transport; it is lost");
+        }
+        transport.released(sent.is_ok());
+        drop(guard);
+    }));
+}
+
+/// The `before_commit` handlers of a held event, one after the other, then the transport's
+/// send if it carries it, inside the scope that holds it (its completion phase): the first
+/// that fails or panics fails the phase.
 fn before_commit(
     app: &Arc<AppInner>,
     held: HeldItem,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), DiError>> + Send>> {
     let app = app.clone();
     Box::pin(async move {
-        let Some(handlers) = handlers_of(&app).and_then(|h| h.get(&held.ty)) else { return Ok(()) };
+        let Some(bus) = bus_of(&app) else { return Ok(()) };
+        let handlers = bus.handlers.get(&held.ty).map_or(&[][..], Vec::as_slice);
         for handler in handlers.iter().filter(|h| h.descriptor.phase == EventPhase::BeforeCommit) {
             let d = handler.descriptor;
             let _running = app.metrics.handler();
@@ -327,19 +507,25 @@ fn before_commit(
                 });
             }
         }
+        if let Some(transport) = bus.carrier(held.ty) {
+            let event = held.value.clone();
+            crate::isolate::catch_hook(|| transport.send(event))
+                .await
+                .map_err(|source| DiError::EventTransport { source: Arc::from(source) })?;
+        }
         Ok(())
     })
 }
 
-/// Runs one handler in a new scope; logs its failure.
-async fn run_handler(app: &Arc<AppInner>, handler: Handler, event: AnyEvent) {
+/// Runs one handler in a new scope; logs its failure, and says whether it succeeded.
+async fn run_handler(app: &Arc<AppInner>, handler: Handler, event: AnyEvent) -> bool {
     let d = handler.descriptor;
     let _running = app.metrics.handler();
     let result = match app.instance_of(handler.proto) {
         Ok(object) => scope::end::run_job(app, crate::isolate::catch_hook(|| (d.call)(object, event))).await,
         Err(error) => Err(error.into()),
     };
-    if let Err(error) = result {
+    if let Err(error) = &result {
         crate::telemetry::handler_failed((d.event_name)());
         tracing::error!(
             event = (d.event_name)(),
@@ -348,6 +534,7 @@ async fn run_handler(app: &Arc<AppInner>, handler: Handler, event: AnyEvent) {
             "an event handler failed; the other handlers of the event are not affected"
         );
     }
+    result.is_ok()
 }
 
 fn bus_factory(r: &Resolver<'_>) -> Result<AnyArc, DiError> {

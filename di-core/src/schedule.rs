@@ -180,14 +180,8 @@ pub(crate) fn install(
         return Ok(());
     };
     if locks.len() > 1 {
-        let names: Vec<&str> = locks.iter().map(|(label, _)| label.as_str()).collect();
-        return Err(DiError::Schedule {
-            job: clustered.name.clone(),
-            reason: format!(
-                "is once_per_cluster, and several singletons provide `dyn ScheduleLock` ({}): keep one",
-                names.join(", ")
-            ),
-        });
+        let providers = locks.into_iter().map(|(label, _)| label).collect();
+        return Err(DiError::OneOfRole { role: "dyn ScheduleLock", providers });
     }
     let lock = locks.pop().map(|(_, lock)| lock);
     if lock.is_none() {

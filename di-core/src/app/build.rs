@@ -247,7 +247,15 @@ impl AppBuilder {
                     && (roots.is_empty() || reached.as_ref().is_none_or(|r| r[p])))
         };
         let mut handles = Handles::default();
-        let held = crate::events::install(&mut handles, &graph, available);
+        let held =
+            match provided_singletons::<dyn crate::events::EventTransport>(&graph, &singletons, "dyn EventTransport")
+                .and_then(|transports| {
+                    let transports = transports.into_iter().map(|(label, _, t)| (label, t)).collect();
+                    crate::events::install(&mut handles, &graph, available, transports)
+                }) {
+                Ok(held) => held,
+                Err(e) => return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await),
+            };
         #[cfg(feature = "schedule")]
         if let Err(e) =
             provided_singletons::<dyn crate::schedule::ScheduleLock>(&graph, &singletons, "dyn ScheduleLock").and_then(
