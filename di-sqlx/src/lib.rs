@@ -11,17 +11,23 @@
 //!   on its own, and its commit fails the request.
 //! - [`ClusterSchedules<DB>`]: the runs of `#[schedule(.., once_per_cluster)]` jobs, claimed in
 //!   a table of the database, so that one instance of a service runs each due time.
+//! - [`OutboxTable<DB>`] (feature `outbox`, on by default): di-outbox's outbox, a table written in
+//!   the request's transaction.
 //!
 //! See di-tx for the propagations, and [`Database`] for an example.
 
 mod backend;
 mod conn;
 mod database;
+#[cfg(feature = "outbox")]
+mod outbox;
 mod schedules;
 
 pub use backend::Backend;
 pub use conn::Conn;
 pub use database::Database;
+#[cfg(feature = "outbox")]
+pub use outbox::OutboxTable;
 pub use schedules::ClusterSchedules;
 #[cfg(feature = "postgres")]
 pub use sqlx::Postgres;

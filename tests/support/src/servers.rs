@@ -1,12 +1,13 @@
 //! Real servers for the tests that need them, from Debian's packages, on loopback with
-//! throwaway data: a PostgreSQL cluster.
+//! throwaway data: a PostgreSQL cluster, a NATS server with JetStream.
 //!
-//! - `DI_TEST_POSTGRES_URL` set (`.ci/run` starts one and sets it): that server.
+//! - `DI_TEST_POSTGRES_URL` (`DI_TEST_NATS_URL`) set: that server.
 //! - Otherwise a cluster of this test process's own: `initdb` into a temporary folder (as the
 //!   `postgres` user when the tests run as root, which PostgreSQL refuses to run as), a free
 //!   port on 127.0.0.1, `fsync` off. A watchdog stops it and removes its folder when the test
 //!   process is gone.
-//! - When neither works, [`postgres`] says why. A test then skips with that reason printed,
+//!   NATS the same way ([`nats`]): `nats-server -js`, its store in a temporary folder.
+//! - When neither works, [`postgres`] ([`nats`]) says why. A test then skips with that reason printed,
 //!   unless `DI_TEST_REQUIRE_SERVERS=1` (set by `.ci/run`): there it fails.
 
 use std::path::{Path, PathBuf};
@@ -57,6 +58,64 @@ pub fn postgres_database(name: &str) -> Result<String, &'static str> {
     }
     let (server, _) = admin.rsplit_once('/').expect("a URL with a database");
     Ok(format!("{server}/{name}"))
+}
+
+/// The URL of a NATS server with JetStream, or why there is none. One server per test process.
+///
+/// # Panics
+///
+/// When there is none and `DI_TEST_REQUIRE_SERVERS=1`.
+pub fn nats() -> Result<&'static str, &'static str> {
+    static SERVER: OnceLock<Result<String, String>> = OnceLock::new();
+    let server = SERVER.get_or_init(|| match std::env::var("DI_TEST_NATS_URL") {
+        Ok(url) if !url.is_empty() => Ok(url),
+        _ => start_nats(),
+    });
+    match server {
+        Ok(url) => Ok(url),
+        Err(why) if required() => panic!("DI_TEST_REQUIRE_SERVERS=1, but no NATS server: {why}"),
+        Err(why) => Err(why),
+    }
+}
+
+fn start_nats() -> Result<String, String> {
+    let server = ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|path| path.exists())
+        .ok_or("NATS is not installed (Debian's package `nats-server`)")?;
+    let dir = std::env::temp_dir().join(format!("di-test-nats-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("finding a free port: {e}"))?
+        .port();
+    // The server, and a watchdog that stops it and removes its folder once this process is gone.
+    let script = format!(
+        "{server} -js -a 127.0.0.1 -p {port} -sd {dir}/store >{dir}/log 2>&1 & nats=$!; \
+         while [ -d /proc/{parent} ] && kill -0 $nats 2>/dev/null; do sleep 1; done; \
+         kill -TERM $nats 2>/dev/null; wait $nats; rm -rf {dir}",
+        server = server.display(),
+        dir = dir.display(),
+        parent = std::process::id(),
+    );
+    Command::new("sh")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("starting nats-server: {e}"))?;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(30) {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(format!("nats://127.0.0.1:{port}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
+    Err(format!("nats-server did not answer within 30 s; its log:\n{log}"))
 }
 
 /// Whether the servers must be there (`DI_TEST_REQUIRE_SERVERS=1`: CI).

@@ -1,0 +1,64 @@
+//! The broker the relay publishes to and each instance subscribes to: a trait, so that NATS
+//! JetStream (di-nats) can be joined by Redis Streams or Kafka.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use di_core::BoxError;
+
+/// A boxed future, as the traits of this crate return them.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// An event on its way to the broker.
+#[derive(Debug, Clone, Copy)]
+pub struct Outgoing<'a> {
+    /// Its id, unique across the service: the broker keeps one event per id.
+    pub id: &'a str,
+    /// Its name ([`external_event!`](crate::external_event)).
+    pub name: &'a str,
+    /// Its JSON.
+    pub payload: &'a [u8],
+}
+
+/// Where events go between the instances of a service: the relay publishes each once it is
+/// committed, and every instance subscribes to all of them. A singleton provides it
+/// (`dyn Broker`); di-nats' `JetStream` is one.
+pub trait Broker: Send + Sync + 'static {
+    /// Publishes `event`, and resolves once the broker has stored it. Publishing an id the
+    /// broker has seen lately stores nothing more (a second relay of the same row).
+    fn publish<'a>(&'a self, event: Outgoing<'a>) -> BoxFuture<'a, Result<(), BoxError>>;
+
+    /// This instance's subscription to every event: durable (it resumes where this instance
+    /// left off, when the broker knows it by name), each event redelivered until acknowledged.
+    fn subscribe(&self) -> BoxFuture<'_, Result<Box<dyn Subscription>, BoxError>>;
+}
+
+/// An instance's stream of events from the [`Broker`].
+pub trait Subscription: Send {
+    /// The next event; `None` when the subscription has ended (the connection is gone).
+    fn next(&mut self) -> BoxFuture<'_, Option<Result<Received, BoxError>>>;
+}
+
+/// Acknowledges a received event: the broker will not deliver it to this instance again.
+pub trait Ack: Send {
+    /// Acknowledges.
+    fn ack(self: Box<Self>) -> BoxFuture<'static, Result<(), BoxError>>;
+}
+
+/// An event the [`Subscription`] received.
+pub struct Received {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its JSON.
+    pub payload: Vec<u8>,
+    /// How to acknowledge it.
+    pub ack: Box<dyn Ack>,
+}
+
+impl std::fmt::Debug for Received {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Received").field("id", &self.id).field("name", &self.name).finish_non_exhaustive()
+    }
+}

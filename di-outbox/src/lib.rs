@@ -1,0 +1,76 @@
+//! Events that reach every instance of a service, with nothing lost between the commit and the
+//! broker: the transactional outbox.
+//!
+//! An event type marked external ([`external_event!`]) is not handed to the in-process bus's
+//! `after_commit` handlers by the request that emits it. Instead:
+//!
+//! 1. **In the request's transaction**: [`Outbox`], the App's `di_core::EventTransport`, writes it
+//!    to the outbox table ([`OutboxStore`]; di-sqlx's `OutboxTable` on SQLite or PostgreSQL) in
+//!    the request's completion phase, before the commit. The event is stored with the data or
+//!    not at all; a failed write fails the request.
+//! 2. **After the commit**: the outbox's relay (a hosted service) publishes what the table holds
+//!    to a [`Broker`] (di-nats' JetStream) under the event's id, then deletes it. A process killed
+//!    between the commit and the relay loses nothing: any instance's relay publishes what is left
+//!    (polling), or this one on restart. Two relays may publish the same row; the broker keeps one
+//!    per id (JetStream's deduplication window).
+//! 3. **In every instance**: each instance's subscription (a durable consumer of its own)
+//!    receives every event and hands it to its `after_commit` handlers
+//!    (`di_core::EventBus::deliver`), then acknowledges it. Delivery is at least once; the ids
+//!    of the events handled lately are remembered, so a redelivered one is not handled twice.
+//!
+//! Without an `Outbox` in the App (no broker configured), events stay in the process, as ever.
+//!
+//! ```rust,standalone_crate
+//! use serde::{Deserialize, Serialize};
+//!
+//! /// Serialized as JSON into the outbox and onto the broker.
+//! #[derive(Debug, Serialize, Deserialize)]
+//! pub struct TodoCompleted { pub id: i64 }
+//!
+//! // Its name on the broker: the subject `events.todos.completed` on JetStream.
+//! di_outbox::external_event!(TodoCompleted = "todos.completed");
+//!
+//! assert_eq!(di_outbox::external_name::<TodoCompleted>(), Some("todos.completed"));
+//! ```
+//!
+//! Then register the pieces: `App::builder().register(Outbox::proto())`, an `OutboxStore`
+//! (`di_sqlx::OutboxTable`) and a `Broker` (`di_nats::JetStream`). The guide's chapter "Running
+//! more than one instance" puts them together.
+
+mod broker;
+mod external;
+mod outbox;
+mod recent;
+mod store;
+
+pub use broker::{Ack, BoxFuture, Broker, Outgoing, Received, Subscription};
+pub use external::{external_name, valid_name};
+pub use outbox::{Outbox, OutboxCounts};
+pub use store::{OutboxStore, Stored};
+
+/// What [`external_event!`] expands to; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::external::{ExternalEvent, decode_and_deliver, encode};
+    pub use inventory;
+}
+
+/// Marks an event type as external: `external_event!(TodoCompleted = "todos.completed")`. The
+/// type is `serde`'s `Serialize + Deserialize` (JSON on the wire); the name is its name on the
+/// broker, dot-separated words of letters, digits, `-` and `_`, one per type. An App with an
+/// [`Outbox`] sends such events through it (see the crate's documentation); one without keeps
+/// them in the process.
+#[macro_export]
+macro_rules! external_event {
+    ($ty:ty = $name:literal) => {
+        $crate::__private::inventory::submit! {
+            $crate::__private::ExternalEvent {
+                ty: ::core::any::TypeId::of::<$ty>,
+                type_name: ::core::any::type_name::<$ty>,
+                name: $name,
+                encode: $crate::__private::encode::<$ty>,
+                deliver: $crate::__private::decode_and_deliver::<$ty>,
+            }
+        }
+    };
+}

@@ -1,0 +1,333 @@
+//! `Outbox`: the App's event transport (the outbox write, in the request's transaction), its
+//! relay to the broker, and this instance's subscription, as one hosted service.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use di_core::registry::HookFuture;
+use di_core::{
+    Dependency, DiError, EventBus, EventTransport, HostedFuture, HostedService, InjectKind, OnFailure, ProtoDef, Stop,
+};
+use serde::Deserialize;
+use tokio::sync::Notify;
+
+use crate::broker::{Broker, Outgoing, Received};
+use crate::external::ExternalEvent;
+use crate::recent::Recent;
+use crate::store::OutboxStore;
+
+/// The `[outbox]` section of the configuration; every key has a default.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct Settings {
+    /// How many events the relay publishes per round.
+    batch: u32,
+    /// How often the relay looks for events that no instance relayed (one that died between
+    /// the commit and the relay), in milliseconds.
+    poll_ms: u64,
+    /// How many ids of handled events an instance remembers, to handle a redelivered one once.
+    remember: usize,
+    /// What the events' ids start with: the outbox's rows are unique in its table, and the
+    /// prefix tells the tables of several services on one broker apart.
+    id_prefix: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { batch: 100, poll_ms: 500, remember: 100_000, id_prefix: "outbox".to_owned() }
+    }
+}
+
+/// What an [`Outbox`] has done since it started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OutboxCounts {
+    /// Events written to the outbox in a transaction.
+    pub written: u64,
+    /// Events this instance's relay published (and deleted from the outbox).
+    pub relayed: u64,
+    /// Events this instance received and handed to its handlers.
+    pub delivered: u64,
+    /// Events this instance received again and did not hand over twice.
+    pub duplicates: u64,
+}
+
+/// The transactional outbox of an App: its `dyn EventTransport` (see the crate's
+/// documentation) and a hosted service that relays the outbox to the broker and delivers what
+/// the broker brings to this instance's handlers.
+///
+/// Register it with [`Outbox::proto`], beside a singleton that provides `dyn OutboxStore`
+/// (di-sqlx's `OutboxTable`) and one that provides `dyn Broker` (di-nats' `JetStream`). Its
+/// settings are the optional section `[outbox]`: `batch` (100), `poll_ms` (500), `remember`
+/// (100000 ids), `id_prefix` ("outbox").
+pub struct Outbox {
+    store: Arc<dyn OutboxStore>,
+    broker: Arc<dyn Broker>,
+    bus: Arc<EventBus>,
+    by_type: HashMap<TypeId, &'static ExternalEvent>,
+    by_name: HashMap<&'static str, &'static ExternalEvent>,
+    settings: Settings,
+    /// Wakes the relay: a scope that wrote to the outbox committed.
+    wake: Notify,
+    recent: Mutex<Recent>,
+    written: Arc<AtomicU64>,
+    relayed: AtomicU64,
+    delivered: AtomicU64,
+    duplicates: AtomicU64,
+}
+
+impl std::fmt::Debug for Outbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut names: Vec<&str> = self.by_name.keys().copied().collect();
+        names.sort_unstable();
+        f.debug_struct("Outbox").field("events", &names).field("counts", &self.counts()).finish_non_exhaustive()
+    }
+}
+
+impl Outbox {
+    /// The proto to register: `App::builder().register(Outbox::proto())`. It injects the App's
+    /// `dyn OutboxStore`, `dyn Broker` and `EventBus`, reads `[outbox]`, and provides
+    /// `dyn EventTransport` and `dyn HostedService`. `build()` fails, naming the type, if an
+    /// external event's name is not a valid name or two types share one.
+    pub fn proto() -> ProtoDef {
+        ProtoDef::singleton::<Outbox>(|r| {
+            let settings = if r.config().contains("outbox") { r.config().get("outbox")? } else { Settings::default() };
+            Outbox::new(r.arc(0)?, r.arc(1)?, r.arc(2)?, settings)
+        })
+        .dep(Dependency::new::<dyn OutboxStore>(InjectKind::Arc, None))
+        .dep(Dependency::new::<dyn Broker>(InjectKind::Arc, None))
+        .dep(Dependency::new::<EventBus>(InjectKind::Arc, None))
+        .provides::<Outbox, dyn EventTransport>(|outbox| outbox)
+        .provides::<Outbox, dyn HostedService>(|outbox| outbox)
+    }
+
+    fn new(
+        store: Arc<dyn OutboxStore>,
+        broker: Arc<dyn Broker>,
+        bus: Arc<EventBus>,
+        settings: Settings,
+    ) -> Result<Outbox, DiError> {
+        let mut by_type = HashMap::new();
+        let mut by_name: HashMap<&'static str, &'static ExternalEvent> = HashMap::new();
+        for event in inventory::iter::<ExternalEvent> {
+            let refused = |reason: String| DiError::Construction {
+                type_name: std::any::type_name::<Outbox>(),
+                name: "outbox".to_owned(),
+                source: Arc::from(Box::<dyn std::error::Error + Send + Sync>::from(reason)),
+            };
+            if !crate::valid_name(event.name) {
+                return Err(refused(format!(
+                    "external event `{}` is named \"{}\"; a name is dot-separated words of letters, digits, `-` and `_`",
+                    (event.type_name)(),
+                    event.name
+                )));
+            }
+            if let Some(other) = by_name.insert(event.name, event) {
+                return Err(refused(format!(
+                    "external events `{}` and `{}` are both named \"{}\"",
+                    (other.type_name)(),
+                    (event.type_name)(),
+                    event.name
+                )));
+            }
+            by_type.insert((event.ty)(), event);
+        }
+        let recent = Mutex::new(Recent::new(settings.remember));
+        Ok(Outbox {
+            store,
+            broker,
+            bus,
+            by_type,
+            by_name,
+            settings,
+            wake: Notify::new(),
+            recent,
+            written: Arc::default(),
+            relayed: AtomicU64::new(0),
+            delivered: AtomicU64::new(0),
+            duplicates: AtomicU64::new(0),
+        })
+    }
+
+    /// What it has done since it started.
+    pub fn counts(&self) -> OutboxCounts {
+        OutboxCounts {
+            written: self.written.load(Ordering::Relaxed),
+            relayed: self.relayed.load(Ordering::Relaxed),
+            delivered: self.delivered.load(Ordering::Relaxed),
+            duplicates: self.duplicates.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Publishes what the outbox holds, a batch at a time, until it is empty or the broker
+    /// fails (logged; the next round tries again). Each event is deleted once the broker has
+    /// it.
+    async fn relay_all(&self) {
+        loop {
+            let batch = match self.store.pending(self.settings.batch).await {
+                Ok(batch) => batch,
+                Err(error) => {
+                    tracing::error!(%error, "reading the outbox failed; the relay tries again");
+                    return;
+                }
+            };
+            if batch.is_empty() {
+                return;
+            }
+            let mut published = Vec::with_capacity(batch.len());
+            for stored in &batch {
+                let id = format!("{}-{}", self.settings.id_prefix, stored.row);
+                let event = Outgoing { id: &id, name: &stored.name, payload: &stored.payload };
+                if let Err(error) = self.broker.publish(event).await {
+                    tracing::error!(%error, event = %stored.name, id, "publishing an event failed; the relay tries again");
+                    break;
+                }
+                published.push(stored.row);
+            }
+            if !published.is_empty() {
+                if let Err(error) = self.store.remove(&published).await {
+                    // Published, not deleted: the next round publishes them again, and the
+                    // broker keeps one of each.
+                    tracing::error!(%error, "deleting relayed events from the outbox failed");
+                    return;
+                }
+                self.relayed.fetch_add(published.len() as u64, Ordering::Relaxed);
+            }
+            if published.len() < batch.len() {
+                return;
+            }
+        }
+    }
+
+    /// Relays after each commit that wrote to the outbox, and every `poll_ms` what no instance
+    /// relayed; once more when told to stop. Begins once this instance has subscribed: a new
+    /// subscription starts with the events published from then on, so that this instance's
+    /// own handlers get what its first round publishes.
+    async fn relay(&self, stop: &Stop, mut subscribed: tokio::sync::watch::Receiver<bool>) {
+        tokio::select! {
+            () = stop.stopped() => return,
+            _ = subscribed.wait_for(|subscribed| *subscribed) => {}
+        }
+        let poll = Duration::from_millis(self.settings.poll_ms.max(1));
+        loop {
+            self.relay_all().await;
+            tokio::select! {
+                () = stop.stopped() => break,
+                () = self.wake.notified() => {}
+                () = tokio::time::sleep(poll) => {}
+            }
+        }
+        self.relay_all().await;
+    }
+
+    /// Hands each event the broker brings to this instance's handlers, once, and acknowledges
+    /// it; subscribes again (after a second) when the subscription ends or fails.
+    async fn receive(&self, stop: &Stop, subscribed: tokio::sync::watch::Sender<bool>) {
+        loop {
+            let subscription = tokio::select! {
+                () = stop.stopped() => return,
+                subscription = self.broker.subscribe() => subscription,
+            };
+            let mut subscription = match subscription {
+                Ok(subscription) => {
+                    subscribed.send_replace(true);
+                    subscription
+                }
+                Err(error) => {
+                    tracing::error!(%error, "subscribing to the broker failed; trying again in a second");
+                    tokio::select! {
+                        () = stop.stopped() => return,
+                        () = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                    }
+                }
+            };
+            loop {
+                let next = tokio::select! {
+                    () = stop.stopped() => return,
+                    next = subscription.next() => next,
+                };
+                match next {
+                    Some(Ok(received)) => self.handle(received).await,
+                    Some(Err(error)) => tracing::error!(%error, "receiving from the broker failed"),
+                    None => {
+                        tracing::warn!("the broker ended the subscription; subscribing again");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// One received event: delivered unless handled lately, then acknowledged.
+    async fn handle(&self, received: Received) {
+        let Received { id, name, payload, ack } = received;
+        let seen = self.recent.lock().unwrap_or_else(|e| e.into_inner()).contains(&id);
+        if seen {
+            self.duplicates.fetch_add(1, Ordering::Relaxed);
+        } else {
+            match self.by_name.get(name.as_str()) {
+                Some(event) => match (event.deliver)(&self.bus, &payload).await {
+                    Ok(_) => {
+                        self.delivered.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(error) => {
+                        tracing::error!(event = %name, id, %error, "a received event could not be decoded; dropped")
+                    }
+                },
+                None => {
+                    tracing::warn!(event = %name, id, "a received event is of no type this instance knows; dropped")
+                }
+            }
+            self.recent.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone());
+        }
+        if let Err(error) = ack.ack().await {
+            tracing::warn!(event = %name, id, %error, "acknowledging an event failed; it will come again, and be recognised");
+        }
+    }
+}
+
+impl EventTransport for Outbox {
+    fn carries(&self, event: TypeId) -> bool {
+        self.by_type.contains_key(&event)
+    }
+
+    fn send(&self, event: Arc<dyn Any + Send + Sync>) -> HookFuture {
+        let Some(&external) = self.by_type.get(&(*event).type_id()) else {
+            return Box::pin(async { Err("the outbox was given an event type it does not carry".into()) });
+        };
+        let (store, written) = (self.store.clone(), self.written.clone());
+        Box::pin(async move {
+            let payload = (external.encode)(&*event)
+                .map_err(|e| format!("encoding event `{}` for the outbox: {e}", external.name))?;
+            store
+                .insert(external.name, &payload)
+                .await
+                .map_err(|e| format!("writing event `{}` to the outbox: {e}", external.name))?;
+            written.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        })
+    }
+
+    fn released(&self, committed: bool) {
+        if committed {
+            self.wake.notify_one();
+        }
+    }
+}
+
+impl HostedService for Outbox {
+    fn run(self: Arc<Self>, stop: Stop) -> HostedFuture {
+        Box::pin(async move {
+            let (subscribed, first) = tokio::sync::watch::channel(false);
+            tokio::join!(self.relay(&stop, first), self.receive(&stop, subscribed));
+            Ok(())
+        })
+    }
+
+    fn on_failure(&self) -> OnFailure {
+        OnFailure::Restart { first: Duration::from_millis(100), max: Duration::from_secs(10) }
+    }
+}

@@ -1,0 +1,159 @@
+//! `OutboxTable<DB>`: di-outbox's outbox, a table of the `database` data source, written in the
+//! request's transaction.
+
+use std::sync::Arc;
+
+use di_core::registry::{AnyArc, BuildFuture, ProtoDescriptor, Provide, cast_to, put};
+use di_core::{BoxError, Dependency, DiError, InjectKind, Resolver, Scope};
+use di_outbox::{BoxFuture, OutboxStore, Stored};
+use di_tx::TxError;
+
+use crate::Database;
+
+/// di-outbox's outbox on SQLite or PostgreSQL: the table `di_outbox` (created when the App is
+/// built if it does not exist), written through [`Database::conn`], so in the current
+/// transaction: the request's, when the request's `#[transactional]` methods began it. An event
+/// emitted where no transaction is open is written on its own.
+///
+/// Link it with the App, next to the `database` data source it uses:
+/// `App::builder().link::<Database<Postgres>>().link::<OutboxTable<Postgres>>()`, or build it
+/// with [`OutboxTable::new`] for a data source made by hand. It provides
+/// `dyn di_outbox::OutboxStore`.
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use di_core::App;
+/// use di_outbox::OutboxStore;
+/// use di_sqlx::{Database, OutboxTable, Sqlite};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let app = App::builder()
+///     .link::<Database<Sqlite>>()
+///     .link::<OutboxTable<Sqlite>>()
+///     .config_value("database.url", "sqlite::memory:")
+///     .build()
+///     .await?;
+/// let outbox = app.get_object::<OutboxTable<Sqlite>>()?;
+/// let row = outbox.insert("todos.completed", br#"{"id":1}"#).await?; // no transaction: on its own
+/// let pending = outbox.pending(10).await?;
+/// assert_eq!((pending.len(), pending[0].row), (1, row));
+/// outbox.remove(&[row]).await?;
+/// assert!(outbox.pending(10).await?.is_empty());
+/// # Ok(()) }
+/// ```
+pub struct OutboxTable<DB: sqlx::Database> {
+    db: Arc<Database<DB>>,
+}
+
+impl<DB: sqlx::Database> std::fmt::Debug for OutboxTable<DB> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutboxTable").field("database", &self.db).finish()
+    }
+}
+
+/// `DELETE` of `rows` (integers: written into the statement, which both databases take).
+fn delete_rows(rows: &[i64]) -> String {
+    let list: Vec<String> = rows.iter().map(i64::to_string).collect();
+    format!("DELETE FROM di_outbox WHERE id IN ({})", list.join(", "))
+}
+
+/// `OutboxTable<DB>` as a proto (object name `outboxTable`) on the `database` data source,
+/// providing `dyn OutboxStore`.
+macro_rules! table {
+    ($db:ty, $ddl:expr, $build:ident, $as_store:ident) => {
+        fn $build(r: &Resolver<'_>) -> Result<BuildFuture, DiError> {
+            let db = r.arc::<Database<$db>>(0)?;
+            Ok(Box::pin(async move { Ok(Arc::new(OutboxTable::<$db>::new(db).await?) as AnyArc) }))
+        }
+
+        fn $as_store(obj: AnyArc, out: &mut dyn std::any::Any) {
+            let store: Arc<dyn OutboxStore> = obj.downcast::<OutboxTable<$db>>().expect("stored as its own type");
+            put(out, store);
+        }
+
+        impl di_core::Proto for OutboxTable<$db> {
+            const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new_async::<OutboxTable<$db>>(
+                "outboxTable",
+                Scope::Singleton,
+                $build,
+                cast_to::<OutboxTable<$db>>,
+            )
+            .deps(const { &[Dependency::new::<Database<$db>>(InjectKind::Arc, Some("database"))] })
+            .provides(const { &[Provide::new::<dyn OutboxStore>($as_store)] });
+        }
+
+        impl di_core::SingletonProto for OutboxTable<$db> {}
+
+        impl OutboxTable<$db> {
+            /// The outbox in `db`, creating the table `di_outbox` if it does not exist.
+            ///
+            /// # Errors
+            ///
+            /// [`TxError::Database`] if the table cannot be created.
+            pub async fn new(db: Arc<Database<$db>>) -> Result<Self, TxError> {
+                // Two instances starting together may both create it (see `ClusterSchedules`).
+                if sqlx::query($ddl).execute(db.pool()).await.is_err() {
+                    let created = sqlx::query($ddl).execute(db.pool()).await;
+                    created.map_err(|e| db.error("creating the table di_outbox", e))?;
+                }
+                Ok(OutboxTable { db })
+            }
+        }
+
+        impl OutboxStore for OutboxTable<$db> {
+            fn insert<'a>(&'a self, name: &'a str, payload: &'a [u8]) -> BoxFuture<'a, Result<i64, BoxError>> {
+                Box::pin(async move {
+                    let mut conn = self.db.conn().await?;
+                    let row = sqlx::query_scalar("INSERT INTO di_outbox (name, payload) VALUES ($1, $2) RETURNING id")
+                        .bind(name)
+                        .bind(payload)
+                        .fetch_one(&mut *conn)
+                        .await
+                        .map_err(|e| self.db.error("writing to the outbox", e))?;
+                    Ok(row)
+                })
+            }
+
+            fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, BoxError>> {
+                Box::pin(async move {
+                    let rows: Vec<(i64, String, Vec<u8>)> =
+                        sqlx::query_as("SELECT id, name, payload FROM di_outbox ORDER BY id LIMIT $1")
+                            .bind(i64::from(limit))
+                            .fetch_all(self.db.pool())
+                            .await
+                            .map_err(|e| self.db.error("reading the outbox", e))?;
+                    Ok(rows.into_iter().map(|(row, name, payload)| Stored { row, name, payload }).collect())
+                })
+            }
+
+            fn remove<'a>(&'a self, rows: &'a [i64]) -> BoxFuture<'a, Result<(), BoxError>> {
+                Box::pin(async move {
+                    if rows.is_empty() {
+                        return Ok(());
+                    }
+                    sqlx::query(&delete_rows(rows))
+                        .execute(self.db.pool())
+                        .await
+                        .map_err(|e| self.db.error("deleting from the outbox", e))?;
+                    Ok(())
+                })
+            }
+        }
+    };
+}
+
+#[cfg(feature = "sqlite")]
+table!(
+    sqlx::Sqlite,
+    "CREATE TABLE IF NOT EXISTS di_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, payload BLOB NOT NULL)",
+    build_sqlite,
+    sqlite_as_store
+);
+#[cfg(feature = "postgres")]
+table!(
+    sqlx::Postgres,
+    "CREATE TABLE IF NOT EXISTS di_outbox (id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL, payload BYTEA NOT NULL)",
+    build_postgres,
+    postgres_as_store
+);
