@@ -8,6 +8,9 @@ use serde::de::DeserializeOwned;
 
 use crate::broker::BoxFuture;
 
+/// Decodes an event's JSON and delivers it to an App's handlers.
+pub type DeliverFn = for<'a> fn(&'a EventBus, &'a [u8]) -> BoxFuture<'a, Result<Delivery, serde_json::Error>>;
+
 /// What [`external_event!`](crate::external_event) submits: an event type, its name on the
 /// broker, and how to encode and decode it.
 #[derive(Debug)]
@@ -21,7 +24,7 @@ pub struct ExternalEvent {
     /// The event as JSON.
     pub encode: fn(&(dyn Any + Send + Sync)) -> Result<Vec<u8>, serde_json::Error>,
     /// Decodes JSON into the event and delivers it to this App's handlers.
-    pub deliver: for<'a> fn(&'a EventBus, &'a [u8]) -> BoxFuture<'a, Result<Delivery, serde_json::Error>>,
+    pub deliver: DeliverFn,
 }
 
 inventory::collect!(ExternalEvent);

@@ -51,7 +51,7 @@ pub use store::{OutboxStore, Stored};
 /// What [`external_event!`] expands to; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::external::{ExternalEvent, decode_and_deliver, encode};
+    pub use crate::external::{DeliverFn, ExternalEvent, decode_and_deliver, encode};
     pub use inventory;
 }
 

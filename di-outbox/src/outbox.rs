@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use di_core::registry::HookFuture;
 use di_core::{
-    Dependency, DiError, EventBus, EventTransport, HostedFuture, HostedService, InjectKind, OnFailure, ProtoDef, Stop,
+    CheckFuture, Dependency, DiError, EventBus, EventTransport, HealthCheck, HostedFuture, HostedService, InjectKind,
+    OnFailure, ProtoDef, Stop,
 };
 use serde::Deserialize;
 use tokio::sync::Notify;
@@ -33,11 +34,14 @@ struct Settings {
     /// What the events' ids start with: the outbox's rows are unique in its table, and the
     /// prefix tells the tables of several services on one broker apart.
     id_prefix: String,
+    /// After a commit wakes the relay, how long it waits for more before publishing, in
+    /// milliseconds: larger rounds under load, at the cost of that much latency (0).
+    linger_ms: u64,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { batch: 100, poll_ms: 500, remember: 100_000, id_prefix: "outbox".to_owned() }
+        Settings { batch: 100, poll_ms: 500, remember: 100_000, id_prefix: "outbox".to_owned(), linger_ms: 0 }
     }
 }
 
@@ -62,7 +66,7 @@ pub struct OutboxCounts {
 /// Register it with [`Outbox::proto`], beside a singleton that provides `dyn OutboxStore`
 /// (di-sqlx's `OutboxTable`) and one that provides `dyn Broker` (di-nats' `JetStream`). Its
 /// settings are the optional section `[outbox]`: `batch` (100), `poll_ms` (500), `remember`
-/// (100000 ids), `id_prefix` ("outbox").
+/// (100000 ids), `id_prefix` ("outbox"), `linger_ms` (0).
 pub struct Outbox {
     store: Arc<dyn OutboxStore>,
     broker: Arc<dyn Broker>,
@@ -72,6 +76,8 @@ pub struct Outbox {
     settings: Settings,
     /// Wakes the relay: a scope that wrote to the outbox committed.
     wake: Notify,
+    /// Whether this instance is subscribed: the relay waits for it, and readiness reports it.
+    subscribed: tokio::sync::watch::Sender<bool>,
     recent: Mutex<Recent>,
     written: Arc<AtomicU64>,
     relayed: AtomicU64,
@@ -90,7 +96,7 @@ impl std::fmt::Debug for Outbox {
 impl Outbox {
     /// The proto to register: `App::builder().register(Outbox::proto())`. It injects the App's
     /// `dyn OutboxStore`, `dyn Broker` and `EventBus`, reads `[outbox]`, and provides
-    /// `dyn EventTransport` and `dyn HostedService`. `build()` fails, naming the type, if an
+    /// `dyn EventTransport`, `dyn HostedService` and `dyn HealthCheck` (ready once subscribed). `build()` fails, naming the type, if an
     /// external event's name is not a valid name or two types share one.
     pub fn proto() -> ProtoDef {
         ProtoDef::singleton::<Outbox>(|r| {
@@ -102,6 +108,7 @@ impl Outbox {
         .dep(Dependency::new::<EventBus>(InjectKind::Arc, None))
         .provides::<Outbox, dyn EventTransport>(|outbox| outbox)
         .provides::<Outbox, dyn HostedService>(|outbox| outbox)
+        .provides::<Outbox, dyn HealthCheck>(|outbox| outbox)
     }
 
     fn new(
@@ -144,6 +151,7 @@ impl Outbox {
             by_name,
             settings,
             wake: Notify::new(),
+            subscribed: tokio::sync::watch::Sender::new(false),
             recent,
             written: Arc::default(),
             relayed: AtomicU64::new(0),
@@ -206,17 +214,26 @@ impl Outbox {
     /// relayed; once more when told to stop. Begins once this instance has subscribed: a new
     /// subscription starts with the events published from then on, so that this instance's
     /// own handlers get what its first round publishes.
-    async fn relay(&self, stop: &Stop, mut subscribed: tokio::sync::watch::Receiver<bool>) {
+    async fn relay(&self, stop: &Stop) {
+        let mut subscribed = self.subscribed.subscribe();
         tokio::select! {
             () = stop.stopped() => return,
             _ = subscribed.wait_for(|subscribed| *subscribed) => {}
         }
         let poll = Duration::from_millis(self.settings.poll_ms.max(1));
+        let linger = Duration::from_millis(self.settings.linger_ms);
         loop {
             self.relay_all().await;
             tokio::select! {
                 () = stop.stopped() => break,
-                () = self.wake.notified() => {}
+                () = self.wake.notified() => {
+                    if !linger.is_zero() {
+                        tokio::select! {
+                            () = stop.stopped() => break,
+                            () = tokio::time::sleep(linger) => {}
+                        }
+                    }
+                }
                 () = tokio::time::sleep(poll) => {}
             }
         }
@@ -225,7 +242,7 @@ impl Outbox {
 
     /// Hands each event the broker brings to this instance's handlers, once, and acknowledges
     /// it; subscribes again (after a second) when the subscription ends or fails.
-    async fn receive(&self, stop: &Stop, subscribed: tokio::sync::watch::Sender<bool>) {
+    async fn receive(&self, stop: &Stop) {
         loop {
             let subscription = tokio::select! {
                 () = stop.stopped() => return,
@@ -233,7 +250,7 @@ impl Outbox {
             };
             let mut subscription = match subscription {
                 Ok(subscription) => {
-                    subscribed.send_replace(true);
+                    self.subscribed.send_replace(true);
                     subscription
                 }
                 Err(error) => {
@@ -254,6 +271,7 @@ impl Outbox {
                     Some(Err(error)) => tracing::error!(%error, "receiving from the broker failed"),
                     None => {
                         tracing::warn!("the broker ended the subscription; subscribing again");
+                        self.subscribed.send_replace(false);
                         break;
                     }
                 }
@@ -318,11 +336,20 @@ impl EventTransport for Outbox {
     }
 }
 
+/// Readiness (`outbox`): ready once this instance is subscribed to the broker, so that a load
+/// balancer sends it requests only when it will also receive the events.
+impl HealthCheck for Outbox {
+    fn check(self: Arc<Self>) -> CheckFuture {
+        Box::pin(async move {
+            if *self.subscribed.borrow() { Ok(()) } else { Err("not subscribed to the broker (yet)".into()) }
+        })
+    }
+}
+
 impl HostedService for Outbox {
     fn run(self: Arc<Self>, stop: Stop) -> HostedFuture {
         Box::pin(async move {
-            let (subscribed, first) = tokio::sync::watch::channel(false);
-            tokio::join!(self.relay(&stop, first), self.receive(&stop, subscribed));
+            tokio::join!(self.relay(&stop), self.receive(&stop));
             Ok(())
         })
     }

@@ -3,8 +3,10 @@
 //! - [`Timing`]: logs each service call with its duration, inside the request's `tracing`
 //!   span (`#[intercept(Timing)]` on `TodoService`'s impl block: every `pub async fn`). The
 //!   transactions are di-tx's `#[transactional]` advice, on the methods that write.
-//! - [`TodoCompleted`], handled by [`TodoStats`]: counts todos marked done, after the request
-//!   that did it has committed (`GET /stats`).
+//! - [`TodoCreated`] and [`TodoCompleted`], handled by [`TodoStats`]: count todos created and
+//!   marked done, after the request that did it has committed (`GET /stats`). Both are external
+//!   events: with NATS configured they go through the outbox, and every instance counts each
+//!   once.
 //! - [`TodoPurger`]: every hour, deletes the todos done more than a day ago; with several
 //!   instances on one database, one of them does (`once_per_cluster`).
 
@@ -15,7 +17,7 @@ use std::time::Instant;
 use axum::Json;
 use di_core::{Advice, Call, Next, handlers, singleton_proto};
 use di_http::{http_controller, http_routes};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use di_tx::TxError;
 
@@ -37,8 +39,9 @@ impl<R> Advice<R> for Timing {
     }
 }
 
-/// Emitted when a todo is marked done; handled once its request has committed.
-#[derive(Debug, Clone)]
+/// Emitted when a todo is marked done; handled once its request has committed. External: with
+/// NATS configured (`TODOS_NATS__URL`), it goes through the outbox to every instance.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TodoCompleted {
     /// Whose todo.
     pub user: String,
@@ -46,19 +49,44 @@ pub struct TodoCompleted {
     pub id: i64,
 }
 
-/// Counts completed todos (`GET /stats`).
+di_outbox::external_event!(TodoCompleted = "todos.completed");
+
+/// Emitted when a todo is created; handled once its request has committed. External too.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TodoCreated {
+    /// Whose todo.
+    pub user: String,
+    /// Which.
+    pub id: i64,
+}
+
+di_outbox::external_event!(TodoCreated = "todos.created");
+
+/// Counts created and completed todos (`GET /stats`): in each instance, every todo of the
+/// service once, wherever it was created or completed.
 #[singleton_proto]
 #[derive(Debug, Default)]
 pub struct TodoStats {
+    created: AtomicU64,
     completed: AtomicU64,
 }
 
 #[handlers]
 impl TodoStats {
     #[event_handler]
+    async fn on_created(&self, _event: &TodoCreated) {
+        self.created.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[event_handler]
     async fn on_completed(&self, event: &TodoCompleted) {
         let total = self.completed.fetch_add(1, Ordering::Relaxed) + 1;
         tracing::info!(user = %event.user, id = event.id, total, "todo completed");
+    }
+
+    /// How many todos were created since start.
+    pub fn created(&self) -> u64 {
+        self.created.load(Ordering::Relaxed)
     }
 
     /// How many todos were completed since start.
@@ -68,8 +96,10 @@ impl TodoStats {
 }
 
 /// The body of `GET /stats`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct StatsBody {
+    /// Todos created since start (after their requests committed).
+    pub created: u64,
     /// Todos marked done since start (after their requests committed).
     pub completed: u64,
 }
@@ -86,7 +116,7 @@ pub struct StatsController {
 impl StatsController {
     #[get("/stats")]
     async fn stats(&self) -> Json<StatsBody> {
-        Json(StatsBody { completed: self.stats.completed() })
+        Json(StatsBody { created: self.stats.created(), completed: self.stats.completed() })
     }
 }
 

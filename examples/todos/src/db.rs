@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use di_core::{CheckFuture, ClaimFuture, HealthCheck, ScheduleLock, config_proto, singleton_proto};
-use di_sqlx::{ClusterSchedules, Database, Postgres, Sqlite};
+use di_outbox::{BoxFuture, OutboxStore, Stored};
+use di_sqlx::{ClusterSchedules, Database, OutboxTable, Postgres, Sqlite};
 use di_tx::{Transactions, TxConn, TxError, TxFuture, TxSource};
 use serde::Deserialize;
 use sqlx::postgres::PgPoolOptions;
@@ -62,13 +63,14 @@ impl DbConfig {
     }
 }
 
-/// di-sqlx's data source for the database the configuration names.
+/// di-sqlx's data source for the database the configuration names, with its claims of the
+/// `once_per_cluster` purge and its outbox.
 #[derive(Debug)]
 pub enum Pools {
     /// The embedded default.
-    Sqlite(Arc<Database<Sqlite>>, ClusterSchedules<Sqlite>),
+    Sqlite(Arc<Database<Sqlite>>, ClusterSchedules<Sqlite>, OutboxTable<Sqlite>),
     /// `TODOS_DB__URL=postgres://…`.
-    Postgres(Arc<Database<Postgres>>, ClusterSchedules<Postgres>),
+    Postgres(Arc<Database<Postgres>>, ClusterSchedules<Postgres>, OutboxTable<Postgres>),
 }
 
 /// The object name of [`Db`], which its `Database` takes too: di-tx knows a data source by the
@@ -87,7 +89,7 @@ pub struct Db {
     pools: Pools,
 }
 
-#[singleton_proto(name = "db", provides(dyn TxSource, dyn ScheduleLock, dyn HealthCheck))]
+#[singleton_proto(name = "db", provides(dyn TxSource, dyn ScheduleLock, dyn OutboxStore, dyn HealthCheck))]
 impl Db {
     /// Connects to the database that `config` names and creates the schema.
     ///
@@ -116,7 +118,8 @@ impl Db {
             let shown = redacted(&url);
             tracing::info!(database = %shown, "database open");
             let claims = ClusterSchedules::<Postgres>::new(db.clone()).await?;
-            return Ok(Db { shown, file: None, pools: Pools::Postgres(db, claims) });
+            let outbox = OutboxTable::<Postgres>::new(db.clone()).await?;
+            return Ok(Db { shown, file: None, pools: Pools::Postgres(db, claims, outbox) });
         }
         let (options, file) = match &config.url {
             Some(url) => {
@@ -151,7 +154,8 @@ impl Db {
         }
         tracing::info!(file = %file.display(), "database open");
         let claims = ClusterSchedules::<Sqlite>::new(db.clone()).await?;
-        Ok(Db { shown: file.display().to_string(), file: Some(file), pools: Pools::Sqlite(db, claims) })
+        let outbox = OutboxTable::<Sqlite>::new(db.clone()).await?;
+        Ok(Db { shown: file.display().to_string(), file: Some(file), pools: Pools::Sqlite(db, claims, outbox) })
     }
 
     /// The database: its file, or its URL without the password.
@@ -214,12 +218,12 @@ const POSTGRES_SCHEMA: [&str; 2] = [
 macro_rules! on_db {
     ($pools:expr, |$db:ident, $conn:ident| $body:expr) => {
         match $pools {
-            $crate::db::Pools::Sqlite($db, _) => {
+            $crate::db::Pools::Sqlite($db, ..) => {
                 let mut $conn = $db.conn().await?;
                 let $conn = &mut *$conn;
                 $body
             }
-            $crate::db::Pools::Postgres($db, _) => {
+            $crate::db::Pools::Postgres($db, ..) => {
                 let mut $conn = $db.conn().await?;
                 let $conn = &mut *$conn;
                 $body
@@ -237,15 +241,15 @@ pub fn unix_now() -> i64 {
 impl TxSource for Db {
     fn begin(&self) -> TxFuture<'_, Box<dyn TxConn>> {
         match &self.pools {
-            Pools::Sqlite(db, _) => db.begin(),
-            Pools::Postgres(db, _) => db.begin(),
+            Pools::Sqlite(db, ..) => db.begin(),
+            Pools::Postgres(db, ..) => db.begin(),
         }
     }
 
     fn one_at_a_time(&self) -> bool {
         match &self.pools {
-            Pools::Sqlite(db, _) => db.one_at_a_time(),
-            Pools::Postgres(db, _) => db.one_at_a_time(),
+            Pools::Sqlite(db, ..) => db.one_at_a_time(),
+            Pools::Postgres(db, ..) => db.one_at_a_time(),
         }
     }
 }
@@ -254,8 +258,33 @@ impl TxSource for Db {
 impl ScheduleLock for Db {
     fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> ClaimFuture<'a> {
         match &self.pools {
-            Pools::Sqlite(_, claims) => claims.claim(job, due),
-            Pools::Postgres(_, claims) => claims.claim(job, due),
+            Pools::Sqlite(_, claims, _) => claims.claim(job, due),
+            Pools::Postgres(_, claims, _) => claims.claim(job, due),
+        }
+    }
+}
+
+/// The outbox of the external events (`TodoCompleted`), in the table `di_outbox`: written in
+/// the request's transaction. Used when NATS is configured (`TODOS_NATS__URL`).
+impl OutboxStore for Db {
+    fn insert<'a>(&'a self, name: &'a str, payload: &'a [u8]) -> BoxFuture<'a, Result<i64, di_core::BoxError>> {
+        match &self.pools {
+            Pools::Sqlite(.., outbox) => outbox.insert(name, payload),
+            Pools::Postgres(.., outbox) => outbox.insert(name, payload),
+        }
+    }
+
+    fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, di_core::BoxError>> {
+        match &self.pools {
+            Pools::Sqlite(.., outbox) => outbox.pending(limit),
+            Pools::Postgres(.., outbox) => outbox.pending(limit),
+        }
+    }
+
+    fn remove<'a>(&'a self, rows: &'a [i64]) -> BoxFuture<'a, Result<(), di_core::BoxError>> {
+        match &self.pools {
+            Pools::Sqlite(.., outbox) => outbox.remove(rows),
+            Pools::Postgres(.., outbox) => outbox.remove(rows),
         }
     }
 }

@@ -76,9 +76,19 @@ pub fn config_file() -> PathBuf {
 }
 
 /// The App's builder: every proto of the binary (they register themselves), configured by
-/// [`config_file`] and `TODOS_*` environment variables. Tests add `config_value`s on top.
+/// [`config_file`] and `TODOS_*` environment variables; with the outbox to NATS
+/// ([`with_nats`]) when `TODOS_NATS__URL` is set. Tests add `config_value`s on top.
 pub fn builder() -> AppBuilder {
-    App::builder().config_file_required(config_file()).config_env("TODOS_")
+    let builder = App::builder().config_file_required(config_file()).config_env("TODOS_");
+    if std::env::var_os("TODOS_NATS__URL").is_some() { with_nats(builder) } else { builder }
+}
+
+/// `builder` with the external events ([`advice::TodoCompleted`], [`advice::TodoCreated`])
+/// going through the transactional outbox to NATS JetStream, and from there to every instance:
+/// di-outbox's `Outbox` (its outbox is [`db::Db`]'s table) and di-nats' `JetStream`, set by
+/// `[nats]` (`url`, `consumer`: this instance's name; `TODOS_NATS__URL`, `TODOS_NATS__CONSUMER`).
+pub fn with_nats(builder: AppBuilder) -> AppBuilder {
+    builder.register(di_outbox::Outbox::proto()).register(di_nats::JetStream::proto())
 }
 
 /// Builds the App with the configuration of [`builder`].

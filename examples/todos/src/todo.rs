@@ -13,7 +13,7 @@ use di_http::{RequestHead, http_controller, http_routes};
 use di_tx::TxError;
 use serde::{Deserialize, Serialize};
 
-use crate::advice::{Timing, TodoCompleted};
+use crate::advice::{Timing, TodoCompleted, TodoCreated};
 use crate::db::{Db, unix_now};
 use crate::on_db;
 
@@ -261,6 +261,7 @@ impl TodoService {
     pub async fn create(&self, user: &str, title: &str) -> Result<Todo, TodoError> {
         let todo = self.repo.insert(self.check_user(user)?, Self::check_title(title)?).await?;
         self.tracer.get().event(format!("created todo {} for {user}", todo.id));
+        self.events.emit(TodoCreated { user: user.to_owned(), id: todo.id });
         Ok(todo)
     }
 

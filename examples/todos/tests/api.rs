@@ -492,7 +492,7 @@ both!(an_import_keeps_the_good_batches_and_rolls_back_the_bad_one);
 async fn completing_a_todo_is_counted_after_its_request_commits(on: On) {
     let Some(service) = Service::start_on(on, "stats").await else { return };
     let stats = || async { send(service.addr, "GET", "/stats", &[], b"").await.body };
-    assert_eq!(stats().await, r#"{"completed":0}"#);
+    assert_eq!(stats().await, r#"{"created":0,"completed":0}"#);
     let reply = send_json(service.addr, "POST", "/users/ada/todos", r#"{"title":"t"}"#).await;
     let todo: Todo = serde_json::from_str(&reply.body).unwrap();
     let path = format!("/users/ada/todos/{}", todo.id);
@@ -504,7 +504,7 @@ async fn completing_a_todo_is_counted_after_its_request_commits(on: On) {
     // The handler runs on its own task after the response: wait for it (the App's ending
     // scopes and handlers), at most a few seconds.
     let deadline = Instant::now() + Duration::from_secs(5);
-    while stats().await != r#"{"completed":2}"# {
+    while stats().await != r#"{"created":1,"completed":2}"# {
         assert!(Instant::now() < deadline, "stats: {}", stats().await);
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

@@ -3,74 +3,16 @@
 //! its metrics, SIGTERM with the drain delay of its configuration, and readiness when the
 //! database goes away.
 
-use std::io::BufRead;
+mod common;
+
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use common::Binary;
 
 use di_test_support::eventually;
 use di_test_support::http_client::send;
-
-/// The binary, started on a free port with a database of its own.
-struct Binary {
-    child: Child,
-    addr: SocketAddr,
-    db: PathBuf,
-}
-
-impl Binary {
-    fn start(name: &str) -> Binary {
-        let db = di_test_support::fresh_sqlite(&format!("todos-bin-{name}"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_example-todos"))
-            .env("TODOS_HTTP__ADDR", "127.0.0.1:0")
-            .env("TODOS_DB__PATH", &db)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the example's binary starts");
-        let stdout = child.stdout.take().unwrap();
-        let (found, addr) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut found = Some(found);
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(rest) = line.strip_prefix("todos on http://") {
-                    let addr: SocketAddr = rest.split(',').next().unwrap().parse().unwrap();
-                    if let Some(found) = found.take() {
-                        found.send(addr).unwrap();
-                    }
-                }
-            }
-        });
-        let addr = addr.recv_timeout(Duration::from_secs(60)).expect("the binary prints its address");
-        Binary { child, addr, db }
-    }
-
-    fn signal(&self, signal: &str) {
-        let status = Command::new("sh").arg("-c").arg(format!("kill -{signal} {}", self.child.id())).status().unwrap();
-        assert!(status.success());
-    }
-
-    /// Waits for the process to exit, at most `within`: its exit status.
-    fn exited_within(&mut self, within: Duration) -> std::process::ExitStatus {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "the binary did not exit within {within:?}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        di_test_support::remove_sqlite(&self.db);
-    }
-}
 
 /// `curl --http2-prior-knowledge`: the status and body.
 fn curl_h2(addr: SocketAddr, path: &str) -> (u16, String) {
@@ -148,7 +90,7 @@ async fn a_lost_database_makes_it_unready_naming_the_check_while_it_stays_live()
     let addr = binary.addr;
     assert_eq!(send(addr, "GET", "/health/ready", &[], b"").await.status, 200);
     // The database goes away: not ready, naming the check; still live.
-    di_test_support::remove_sqlite(&binary.db);
+    di_test_support::remove_sqlite(binary.db.as_ref().unwrap());
     let body = eventually(async || {
         let ready = send(addr, "GET", "/health/ready", &[], b"").await;
         (ready.status == 503).then_some(ready.body)

@@ -1,0 +1,178 @@
+//! Two instances of the example's binary on one PostgreSQL database and one NATS server, as a
+//! load balancer would run them: events reach both, once; an instance killed between its
+//! commit and its relay loses nothing; ten thousand creates across both are all stored,
+//! relayed and counted once by each. Real servers (`di_test_support::servers`): skipped with
+//! the reason printed where there are none, except in CI.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use common::Binary;
+use di_test_support::http_client::{send, send_json};
+use todos::advice::StatsBody;
+
+/// The database and the NATS stream of one test.
+struct Cluster {
+    db: String,
+    nats: String,
+    stream: String,
+}
+
+impl Cluster {
+    fn new(test: &str) -> Option<Cluster> {
+        let servers = di_test_support::servers::nats().and_then(|nats| {
+            let db = di_test_support::servers::postgres_database(&format!("cluster_{}_{test}", std::process::id()))?;
+            Ok((db, nats.to_owned()))
+        });
+        match servers {
+            Ok((db, nats)) => Some(Cluster { db, nats, stream: format!("C{}_{test}", std::process::id()) }),
+            Err(why) => {
+                di_test_support::servers::skip(test, why);
+                None
+            }
+        }
+    }
+
+    /// An instance named `name` (its NATS consumer), with `more` settings.
+    fn start(&self, name: &str, more: &[(&str, &str)]) -> Binary {
+        let subjects = self.stream.to_lowercase();
+        let mut env = vec![
+            ("TODOS_DB__URL", self.db.as_str()),
+            ("TODOS_NATS__URL", self.nats.as_str()),
+            ("TODOS_NATS__CONSUMER", name),
+            ("TODOS_NATS__STREAM", self.stream.as_str()),
+            ("TODOS_NATS__SUBJECTS", subjects.as_str()),
+            ("TODOS_OUTBOX__POLL_MS", "200"),
+            ("TODOS_HTTP__DRAIN_DELAY_SECS", "0"),
+        ];
+        env.extend_from_slice(more);
+        Binary::start_with(&env)
+    }
+
+    /// Rows of `table`, read behind the instances' backs.
+    async fn count(&self, table: &str) -> i64 {
+        let pool = sqlx::PgPool::connect(&self.db).await.unwrap();
+        let count = sqlx::query_scalar(&format!("SELECT count(*) FROM {table}")).fetch_one(&pool).await.unwrap();
+        pool.close().await;
+        count
+    }
+}
+
+async fn stats(addr: SocketAddr) -> (u64, u64) {
+    let reply = send(addr, "GET", "/stats", &[], b"").await;
+    let body: StatsBody = serde_json::from_str(&reply.body).unwrap();
+    (body.created, body.completed)
+}
+
+/// Waits until the instance is ready: its database answers and it is subscribed to NATS.
+async fn ready(addr: SocketAddr) {
+    until("the instance to be ready", async || send(addr, "GET", "/health/ready", &[], b"").await.status == 200).await;
+}
+
+/// Waits (at most 60 s) until `done` holds.
+async fn until(what: &str, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done().await {
+        assert!(Instant::now() < deadline, "waited 60 s for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Creates a todo of `user` on `addr`, and marks it done: its id.
+async fn create_and_complete(addr: SocketAddr, user: &str) -> i64 {
+    let reply = send_json(addr, "POST", &format!("/users/{user}/todos"), r#"{"title":"t"}"#).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    let id = serde_json::from_str::<serde_json::Value>(&reply.body).unwrap()["id"].as_i64().unwrap();
+    let reply = send_json(addr, "PATCH", &format!("/users/{user}/todos/{id}"), r#"{"done":true}"#).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_todo_completed_on_one_instance_is_counted_once_on_each() {
+    let Some(cluster) = Cluster::new("counted_once") else { return };
+    let (a, b) = (cluster.start("a", &[]), cluster.start("b", &[]));
+    ready(a.addr).await;
+    ready(b.addr).await;
+    create_and_complete(a.addr, "ada").await;
+    until("B to count A's todo", async || stats(b.addr).await == (1, 1)).await;
+    until("A to count its own todo", async || stats(a.addr).await == (1, 1)).await;
+    // Both instances read the same database.
+    let reply = send(b.addr, "GET", "/users/ada/todos", &[], b"").await;
+    assert!(reply.body.contains(r#""done":true"#), "{reply:?}");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!((stats(a.addr).await, stats(b.addr).await), ((1, 1), (1, 1)), "nothing counted twice");
+    assert_eq!(cluster.count("di_outbox").await, 0);
+}
+
+/// A commits, and is killed (SIGKILL) before its relay runs (it waits 5 s after a commit):
+/// B's relay publishes what A left in the outbox, B counts it once, and A, restarted under the
+/// same name, receives what was published while it was dead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_killed_between_commit_and_relay_loses_no_event() {
+    let Some(cluster) = Cluster::new("killed") else { return };
+    let mut a = cluster.start("a", &[("TODOS_OUTBOX__LINGER_MS", "5000"), ("TODOS_OUTBOX__POLL_MS", "60000")]);
+    let b = cluster.start("b", &[]);
+    ready(a.addr).await;
+    ready(b.addr).await;
+    create_and_complete(a.addr, "ada").await;
+    a.signal("KILL");
+    a.exited_within(Duration::from_secs(10));
+    until("B to relay and count what A left", async || stats(b.addr).await == (1, 1)).await;
+    until("the outbox to empty", async || cluster.count("di_outbox").await == 0).await;
+    let a = cluster.start("a", &[]);
+    ready(a.addr).await;
+    until("A, restarted, to receive what it missed", async || stats(a.addr).await == (1, 1)).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!((stats(a.addr).await, stats(b.addr).await), ((1, 1), (1, 1)), "nothing counted twice");
+}
+
+/// Ten thousand creates, alternating between the instances, 64 at a time: every acknowledged
+/// todo is stored, every event relayed (the outbox empties) and counted once by each instance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_creates_across_two_instances() {
+    const CREATES: usize = 10_000;
+    let Some(cluster) = Cluster::new("load") else { return };
+    let (a, b) = (cluster.start("a", &[]), cluster.start("b", &[]));
+    ready(a.addr).await;
+    ready(b.addr).await;
+    let began = Instant::now();
+    let addrs = [a.addr, b.addr];
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let workers: Vec<_> = (0..64)
+        .map(|_| {
+            let next = next.clone();
+            tokio::spawn(async move {
+                let mut acknowledged = 0;
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= CREATES {
+                        return acknowledged;
+                    }
+                    let body = format!(r#"{{"title":"load {i}"}}"#);
+                    let reply = send_json(addrs[i % 2], "POST", &format!("/users/u{}/todos", i % 100), &body).await;
+                    assert_eq!(reply.status, 201, "create {i}: {reply:?}");
+                    acknowledged += 1;
+                }
+            })
+        })
+        .collect();
+    let mut acknowledged = 0;
+    for worker in workers {
+        acknowledged += worker.await.unwrap();
+    }
+    let created = began.elapsed();
+    assert_eq!(acknowledged, CREATES);
+    assert_eq!(cluster.count("todos").await, CREATES as i64, "acknowledged == stored");
+    until("the outbox to empty", async || cluster.count("di_outbox").await == 0).await;
+    let expected = CREATES as u64;
+    until("each instance to count every create", async || {
+        stats(a.addr).await.0 == expected && stats(b.addr).await.0 == expected
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!((stats(a.addr).await.0, stats(b.addr).await.0), (expected, expected), "each counted once");
+    eprintln!("{CREATES} creates in {created:?}; relayed and counted by both in {:?}", began.elapsed());
+}
