@@ -48,6 +48,14 @@ pub use external::{external_name, valid_name};
 pub use outbox::{Outbox, OutboxCounts};
 pub use store::{OutboxStore, Stored};
 
+/// The guide's chapter "Running more than one instance" (`docs/guide/instances.md`), compiled
+/// as doctests here, where its crates are.
+#[cfg(doctest)]
+pub mod guide {
+    #[doc = include_str!("../../docs/guide/instances.md")]
+    pub struct Instances;
+}
+
 /// What [`external_event!`] expands to; not a public API.
 #[doc(hidden)]
 pub mod __private {
