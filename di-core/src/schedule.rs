@@ -21,6 +21,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
 
+use crate::config::Config;
 use crate::erased::{AnyArc, HookFuture};
 use crate::error::{BoxError, DiError};
 use crate::graph::Graph;
@@ -48,6 +49,9 @@ pub struct ScheduleDescriptor {
     pub when: When,
     /// `once_per_cluster`: each due run is claimed through the App's [`ScheduleLock`] first.
     pub once_per_cluster: bool,
+    /// `config = "key"`: the configuration key whose value, when set, replaces `when` (a period
+    /// for `every`, an expression for `cron`).
+    pub config: Option<&'static str>,
     pub call: fn(AnyArc) -> HookFuture,
 }
 
@@ -124,26 +128,74 @@ impl Job {
     }
 }
 
-/// The jobs of the protos that `build()` built (or left lazy); a cron expression that does
-/// not parse is an error naming the job (the macro checks it at compile time already).
-fn jobs(graph: &Graph, available: impl Fn(usize) -> bool) -> Result<Vec<Job>, DiError> {
+/// When a job runs: as its attribute says, or as the configuration key it names says. A
+/// period or a cron expression that does not parse is a reason, naming the key and its source.
+fn timing(descriptor: &ScheduleDescriptor, config: &Config) -> Result<Timing, String> {
+    let set = descriptor.config.filter(|key| config.contains(key));
+    let from = |key: &str| {
+        let origin = config.origin(key).unwrap_or_else(|| "the configuration".to_owned());
+        format!("config key {key} (from {origin})")
+    };
+    match (descriptor.when, set) {
+        (When::Every(ms), None) => Ok(Timing::Every(Duration::from_millis(ms.max(1)))),
+        (When::Cron(expr), None) => cron::Schedule::from_str(expr)
+            .map(|schedule| Timing::Cron(Box::new(schedule)))
+            .map_err(|error| format!("has a bad cron expression \"{expr}\": {error}")),
+        (When::Every(_), Some(key)) => {
+            let text: String = config.get(key).map_err(|e| format!("cannot read its period: {e}"))?;
+            parse_period(&text).map(Timing::Every).map_err(|why| format!("has its period in {}: {why}", from(key)))
+        }
+        (When::Cron(_), Some(key)) => {
+            let text: String = config.get(key).map_err(|e| format!("cannot read its cron expression: {e}"))?;
+            cron::Schedule::from_str(&text)
+                .map(|schedule| Timing::Cron(Box::new(schedule)))
+                .map_err(|error| format!("has a bad cron expression \"{text}\" in {}: {error}", from(key)))
+        }
+    }
+}
+
+/// A period as `#[schedule(every = ..)]` writes one: numbers with units (`ms`, `s`, `m`, `h`,
+/// `d`), combined (`"1h30m"`), longer than zero.
+fn parse_period(text: &str) -> Result<Duration, String> {
+    let bad = || format!("\"{text}\" is no period; write numbers with units (`ms`, `s`, `m`, `h`, `d`), e.g. \"30s\"");
+    let (mut total, mut rest) = (Duration::ZERO, text.trim());
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let number: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        let unit = rest[digits..].find(|c: char| c.is_ascii_digit()).map_or(rest.len(), |at| digits + at);
+        let part = match rest[digits..unit].trim() {
+            "ms" => Duration::from_millis(number),
+            "s" => Duration::from_secs(number),
+            "m" => Duration::from_secs(number.saturating_mul(60)),
+            "h" => Duration::from_secs(number.saturating_mul(3_600)),
+            "d" => Duration::from_secs(number.saturating_mul(86_400)),
+            _ => return Err(bad()),
+        };
+        total = total.saturating_add(part);
+        rest = &rest[unit..];
+    }
+    if total.is_zero() {
+        Err(format!("\"{text}\" would never wait; give a period longer than zero"))
+    } else {
+        Ok(total)
+    }
+}
+
+/// The jobs of the protos that `build()` built (or left lazy); a cron expression or a period
+/// that does not parse is an error naming the job (the macro checks the attribute's at compile
+/// time already; the configuration's are checked here).
+fn jobs(graph: &Graph, config: &Config, available: impl Fn(usize) -> bool) -> Result<Vec<Job>, DiError> {
     let mut jobs = Vec::new();
     let mut errors = Vec::new();
     for descriptor in inventory::iter::<ScheduleDescriptor> {
         for &proto in graph.of_type((descriptor.proto)()).iter().filter(|&&p| available(p)) {
             let name = format!("{}::{}", (descriptor.proto_name)(), descriptor.method);
-            let timing = match descriptor.when {
-                When::Every(ms) => Timing::Every(Duration::from_millis(ms.max(1))),
-                When::Cron(expr) => match cron::Schedule::from_str(expr) {
-                    Ok(schedule) => Timing::Cron(Box::new(schedule)),
-                    Err(error) => {
-                        errors.push(DiError::Schedule {
-                            job: name,
-                            reason: format!("has a bad cron expression \"{expr}\": {error}"),
-                        });
-                        continue;
-                    }
-                },
+            let timing = match timing(descriptor, config) {
+                Ok(timing) => timing,
+                Err(reason) => {
+                    errors.push(DiError::Schedule { job: name, reason });
+                    continue;
+                }
             };
             jobs.push(Job { proto, name, descriptor, timing, running: AtomicBool::new(false) });
         }
@@ -169,10 +221,11 @@ pub(crate) struct Jobs {
 pub(crate) fn install(
     handles: &mut Handles,
     graph: &Graph,
+    config: &Config,
     available: impl Fn(usize) -> bool,
     mut locks: Vec<(String, Arc<dyn ScheduleLock>)>,
 ) -> Result<(), DiError> {
-    let list = jobs(graph, available)?;
+    let list = jobs(graph, config, available)?;
     let Some(clustered) = list.iter().find(|job| job.clustered()) else {
         if !list.is_empty() {
             handles.jobs = Handle::new(Jobs { list, lock: None, stop: watch::Sender::new(false) });
@@ -416,6 +469,17 @@ impl Drop for Running {
 #[cfg(test)]
 mod tests {
     use std::str::FromStr;
+
+    #[test]
+    fn periods_parse_as_the_attribute_writes_them() {
+        use std::time::Duration;
+        assert_eq!(super::parse_period("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(super::parse_period(" 250ms "), Ok(Duration::from_millis(250)));
+        assert_eq!(super::parse_period("2d"), Ok(Duration::from_secs(172_800)));
+        for bad in ["", "10", "10 parsecs", "h", "0s"] {
+            assert!(super::parse_period(bad).is_err(), "{bad:?}");
+        }
+    }
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 

@@ -129,7 +129,7 @@ async fn jobs_run_by_hand() {
     assert!(
         unknown.to_string()
             == ("scheduled job `schedule_jobs::Jobs::vacuum` is not a scheduled job of this App; its jobs are: \
-             schedule_jobs::Jobs::every_ten_seconds, schedule_jobs::Jobs::failing, schedule_jobs::Jobs::panicking, schedule_jobs::Jobs::slow, \
+             schedule_jobs::Configured::nightly, schedule_jobs::Configured::tick, schedule_jobs::Jobs::every_ten_seconds, schedule_jobs::Jobs::failing, schedule_jobs::Jobs::panicking, schedule_jobs::Jobs::slow, \
              schedule_jobs::Jobs::tick"),
         "{unknown}"
     );
@@ -158,4 +158,67 @@ async fn no_job_runs_by_hand_after_shutdown() {
     app.shutdown().await.unwrap();
     let error = app.run_schedule::<Jobs>("tick").await.unwrap_err();
     assert_eq!(error.to_string(), "scheduled job `schedule_jobs::Jobs::tick` cannot run: the App has shut down");
+}
+
+/// Jobs whose period or cron expression a configuration key may set.
+#[singleton_proto]
+#[derive(Default)]
+pub struct Configured {
+    ticks: AtomicUsize,
+    crons: AtomicUsize,
+}
+
+#[handlers]
+impl Configured {
+    #[schedule(every = "1h", config = "jobs.tick_every")]
+    async fn tick(&self) {
+        self.ticks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[schedule(cron = "0 0 3 * * *", config = "jobs.cron")]
+    async fn nightly(&self) {
+        self.crons.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_configuration_key_sets_the_period_or_the_cron_expression() {
+    let app = App::builder()
+        .config_value("jobs.tick_every", "10s")
+        .config_value("jobs.cron", "*/20 * * * * *")
+        .build()
+        .await
+        .unwrap();
+    let configured = app.get_object::<Configured>().unwrap();
+    tokio::time::sleep(Duration::from_secs(65)).await;
+    assert_eq!(count(&configured.ticks), 6, "every 10 s, not every hour");
+    assert!((3..=4).contains(&count(&configured.crons)), "every 20 s: {}", count(&configured.crons));
+    app.shutdown().await.unwrap();
+    // Without the keys, the attribute's.
+    let app = App::builder().build().await.unwrap();
+    let configured = app.get_object::<Configured>().unwrap();
+    tokio::time::sleep(Duration::from_secs(65)).await;
+    assert_eq!((count(&configured.ticks), count(&configured.crons)), (0, 0));
+    app.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_bad_configured_schedule_fails_the_build_naming_the_job_and_the_key() {
+    let error = App::builder()
+        .config_value("jobs.tick_every", "ten seconds")
+        .config_value("jobs.cron", "every night")
+        .build()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(
+            "scheduled job `schedule_jobs::Configured::tick` has its period in config key jobs.tick_every (from "
+        ) && error.contains("\"ten seconds\" is no period"),
+        "{error}"
+    );
+    assert!(
+        error.contains("scheduled job `schedule_jobs::Configured::nightly` has a bad cron expression \"every night\" in config key jobs.cron"),
+        "{error}"
+    );
 }

@@ -29,15 +29,21 @@ enum Phase {
 enum Kind {
     /// Takes `&E`.
     Event(Box<syn::Type>, Phase),
-    /// When, and whether `once_per_cluster`.
-    Schedule(When, bool),
+    Schedule(Schedule),
 }
 
 /// What a method's attribute says, parsed: the part of its [`Kind`] that the signature does not.
 enum Options {
     Event(Phase),
-    /// When, and whether `once_per_cluster`.
-    Schedule(When, bool),
+    Schedule(Schedule),
+}
+
+/// `#[schedule(..)]`'s options.
+struct Schedule {
+    when: When,
+    once_per_cluster: bool,
+    /// `config = "key"`: the configuration key whose value, when set, replaces `when`.
+    config: Option<String>,
 }
 
 struct Method {
@@ -149,13 +155,31 @@ fn event_phase(cx: &Ctxt, attr: &syn::Attribute) -> Option<Phase> {
     }
 }
 
-/// `every = "30s"` or `cron = "0 */5 * * * *"`, checked now; then `once_per_cluster`, maybe.
+/// `every = "30s"` or `cron = "0 */5 * * * *"`, checked now; then `once_per_cluster` and
+/// `config = "key"`, maybe.
 fn schedule_when(cx: &Ctxt, attr: &syn::Attribute) -> Option<Options> {
     let usage = "write `#[schedule(every = \"30s\")]` or `#[schedule(cron = \"0 */5 * * * *\")]`, \
-                 with `once_per_cluster` if one instance of the service is to run each due time";
+                 with `once_per_cluster` if one instance of the service is to run each due time, and \
+                 `config = \"key\"` if a configuration key may set it";
     let mut when = None;
     let mut once_per_cluster = false;
+    let mut config = None;
     let parsed = attr.parse_nested_meta(|meta| {
+        if meta.path.is_ident("config") {
+            let key: syn::LitStr = meta.value()?.parse()?;
+            if config.is_some() {
+                return Err(meta.error("`config` is given twice"));
+            }
+            let text = key.value();
+            if text.is_empty() || text.split('.').any(str::is_empty) {
+                return Err(syn::Error::new(
+                    key.span(),
+                    "a configuration key: dot-separated names, e.g. \"purge.every\"",
+                ));
+            }
+            config = Some(text);
+            return Ok(());
+        }
         if meta.path.is_ident("once_per_cluster") {
             if once_per_cluster {
                 return Err(meta.error("`once_per_cluster` is given twice"));
@@ -198,7 +222,7 @@ fn schedule_when(cx: &Ctxt, attr: &syn::Attribute) -> Option<Options> {
             cx.error_spanned_by(attr, usage);
             None
         }
-        (Ok(()), Some(when)) => Some(Options::Schedule(when, once_per_cluster)),
+        (Ok(()), Some(when)) => Some(Options::Schedule(Schedule { when, once_per_cluster, config })),
     }
 }
 
@@ -292,7 +316,7 @@ fn check_signature(
             ok = false;
         }
         match options {
-            Some(Options::Schedule(when, once)) => Some(Kind::Schedule(when, once)),
+            Some(Options::Schedule(schedule)) => Some(Kind::Schedule(schedule)),
             _ => None,
         }
     } else {
@@ -360,7 +384,11 @@ fn expand(model: &HandlersItem) -> TokenStream {
                     }
                 }
             }
-            Kind::Schedule(when, once_per_cluster) => {
+            Kind::Schedule(Schedule { when, once_per_cluster, config }) => {
+                let config = match config {
+                    Some(key) => quote!(::core::option::Option::Some(#key)),
+                    None => quote!(::core::option::Option::None),
+                };
                 let when = match when {
                     When::Every(ms) => quote!(__di::When::Every(#ms)),
                     When::Cron(expr) => quote!(__di::When::Cron(#expr)),
@@ -379,6 +407,7 @@ fn expand(model: &HandlersItem) -> TokenStream {
                             method: #name,
                             when: #when,
                             once_per_cluster: #once_per_cluster,
+                            config: #config,
                             call: #call,
                         }
                     }

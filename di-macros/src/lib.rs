@@ -301,7 +301,8 @@ pub fn event_handler(_: TokenStream, item: TokenStream) -> TokenStream {
 /// on `async fn job(&self)`, inside a `#[handlers]` impl block (which consumes it; alone, it
 /// is an error saying so). `#[schedule(every = "1h", once_per_cluster)]`: one instance of the
 /// service runs each due time, the one that claims it through the App's
-/// `di_core::ScheduleLock`.
+/// `di_core::ScheduleLock`. `config = "purge.every"`: that configuration key, when set, gives
+/// the period (or the cron expression) instead, checked when the App is built.
 #[proc_macro_attribute]
 pub fn schedule(_: TokenStream, item: TokenStream) -> TokenStream {
     handlers::stray("schedule", item.into()).into()

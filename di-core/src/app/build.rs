@@ -261,7 +261,7 @@ impl AppBuilder {
             provided_singletons::<dyn crate::schedule::ScheduleLock>(&graph, &singletons, "dyn ScheduleLock").and_then(
                 |locks| {
                     let locks = locks.into_iter().map(|(label, _, lock)| (label, lock)).collect();
-                    crate::schedule::install(&mut handles, &graph, available, locks)
+                    crate::schedule::install(&mut handles, &graph, &config, available, locks)
                 },
             )
         {

@@ -120,8 +120,9 @@ impl StatsController {
     }
 }
 
-/// Deletes the todos done more than a day ago, every hour: in one instance of the service,
-/// whichever claims the hour (`once_per_cluster`, claimed through [`Db`]).
+/// Deletes the todos done more than a day ago, every hour (`[purge] every` sets another period):
+/// in one instance of the service, whichever claims the due time (`once_per_cluster`, claimed
+/// through [`Db`]).
 #[singleton_proto]
 #[derive(Debug)]
 pub struct TodoPurger {
@@ -135,7 +136,7 @@ pub const KEEP_DONE_SECS: i64 = 24 * 60 * 60;
 #[handlers]
 impl TodoPurger {
     /// The job; `App::run_schedule::<TodoPurger>("purge")` runs it by hand.
-    #[schedule(every = "1h", once_per_cluster)]
+    #[schedule(every = "1h", once_per_cluster, config = "purge.every")]
     pub async fn purge(&self) -> Result<(), TxError> {
         let before = unix_now() - KEEP_DONE_SECS;
         let purged = on_db!(self.db.pools(), |db, conn| {

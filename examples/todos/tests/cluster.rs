@@ -129,6 +129,33 @@ async fn an_instance_killed_between_commit_and_relay_loses_no_event() {
     assert_eq!((stats(a.addr).await, stats(b.addr).await), ((1, 1), (1, 1)), "nothing counted twice");
 }
 
+/// The purge job runs once per period across both instances: with a one-second period, the runs
+/// each instance counts (its `/metrics`) add up to the due times claimed, one per second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_purge_runs_once_per_period_across_both() {
+    let Some(cluster) = Cluster::new("purge") else { return };
+    let every = [("TODOS_PURGE__EVERY", "1s")];
+    let (a, b) = (cluster.start("a", &every), cluster.start("b", &every));
+    ready(a.addr).await;
+    ready(b.addr).await;
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    let runs = |text: &str| -> u64 {
+        let line = text.lines().find(|l| l.starts_with("di_job_runs_total{job=\"todos::advice::TodoPurger::purge\"}"));
+        line.and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0)
+    };
+    // A run claimed just now may not be counted yet: read the claims after the counts.
+    let (a_runs, b_runs) = (
+        runs(&send(a.addr, "GET", "/metrics", &[], b"").await.body),
+        runs(&send(b.addr, "GET", "/metrics", &[], b"").await.body),
+    );
+    let claimed = cluster.count("di_schedule_runs").await as u64;
+    assert!(a_runs + b_runs >= 3, "four or five due times: {a_runs} + {b_runs}");
+    assert!(
+        claimed == a_runs + b_runs || claimed == a_runs + b_runs + 1,
+        "each due time run by one instance: {a_runs} + {b_runs} runs, {claimed} claimed"
+    );
+}
+
 /// Ten thousand creates, alternating between the instances, 64 at a time: every acknowledged
 /// todo is stored, every event relayed (the outbox empties) and counted once by each instance.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

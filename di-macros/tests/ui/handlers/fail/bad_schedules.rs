@@ -1,5 +1,5 @@
 //! A schedule names a period with units (`every = "30s"`, longer than zero) or a six- or seven-field cron expression, and nothing else
-//! but a bare `once_per_cluster`, once.
+//! but a bare `once_per_cluster`, once, and a `config = "key"` string, once.
 use di_core::{handlers, singleton_proto};
 
 #[singleton_proto]
@@ -33,6 +33,15 @@ impl Jobs {
 
     #[schedule(every = "1h", once_per_cluster, once_per_cluster)]
     async fn cluster_twice(&self) {}
+
+    #[schedule(every = "1h", config = "")]
+    async fn empty_key(&self) {}
+
+    #[schedule(every = "1h", config = 5)]
+    async fn number_key(&self) {}
+
+    #[schedule(every = "1h", config = "a.b", config = "c")]
+    async fn two_keys(&self) {}
 }
 
 fn main() {}

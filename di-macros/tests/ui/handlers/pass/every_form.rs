@@ -42,7 +42,7 @@ impl Stats {
     #[schedule(every = "1h30m")]
     async fn report(&self) {}
 
-    #[schedule(every = "1h", once_per_cluster)]
+    #[schedule(every = "1h", once_per_cluster, config = "reports.rollup_every")]
     async fn rollup(&self) {}
 
     #[schedule(once_per_cluster, cron = "0 0 3 * * *")]
