@@ -3,9 +3,9 @@
 //! Dispatch rules (also in `docs/decisions.md`):
 //! - an event with no handler costs a map lookup and is dropped;
 //! - inside a context scope of the bus's App, events are held by the scope until its completion
-//!   phase ends. `after_commit` handlers (the default) get them if it succeeded, then
-//!   (before destroy hooks); `after_rollback` handlers if it failed, the scope was marked failed
-//!   (`fail_scope`), its future panicked, or it was cancelled. Once the phase is over, the
+//!   phase ends. If it succeeded, `after_commit` handlers (the default) get them, before the
+//!   destroy hooks run; if it failed, the scope was marked failed (`fail_scope`), its future
+//!   panicked, or it was cancelled, `after_rollback` handlers do. Once the phase is over, the
 //!   scope's later events (background tasks, destroy hooks) follow its result at once;
 //! - `before_commit` handlers run inside the emitting scope, awaited one after the other at the
 //!   start of its completion phase, before its completion hooks (so inside the transaction a

@@ -117,6 +117,27 @@ fn parse(cx: &Ctxt, item: TokenStream, krate: Option<syn::Path>) -> Option<Handl
     Some(HandlersItem { item, krate, methods })
 }
 
+/// What an attribute's options gave: `found`, or the parse error, or (none given) `usage`.
+fn parsed_or_usage<T>(
+    cx: &Ctxt,
+    attr: &syn::Attribute,
+    parsed: syn::Result<()>,
+    found: Option<T>,
+    usage: &str,
+) -> Option<T> {
+    match (parsed, found) {
+        (Err(err), _) => {
+            cx.push(err);
+            None
+        }
+        (Ok(()), None) => {
+            cx.error_spanned_by(attr, usage);
+            None
+        }
+        (Ok(()), found) => found,
+    }
+}
+
 /// Nothing (after the commit), `before_commit`, `after_commit` or `after_rollback`.
 fn event_phase(cx: &Ctxt, attr: &syn::Attribute) -> Option<Phase> {
     let usage = "`#[event_handler]` takes one of `before_commit`, `after_commit` (the default) or \
@@ -142,17 +163,7 @@ fn event_phase(cx: &Ctxt, attr: &syn::Attribute) -> Option<Phase> {
             _ => Err(meta.error(format!("unknown option; {usage}"))),
         }
     });
-    match (parsed, phase) {
-        (Err(err), _) => {
-            cx.push(err);
-            None
-        }
-        (Ok(()), None) => {
-            cx.error_spanned_by(attr, usage);
-            None
-        }
-        (Ok(()), Some(phase)) => Some(phase),
-    }
+    parsed_or_usage(cx, attr, parsed, phase, usage)
 }
 
 /// `every = "30s"` or `cron = "0 */5 * * * *"`, checked now; then `once_per_cluster` and
@@ -213,17 +224,8 @@ fn schedule_when(cx: &Ctxt, attr: &syn::Attribute) -> Option<Options> {
         });
         Ok(())
     });
-    match (parsed, when) {
-        (Err(err), _) => {
-            cx.push(err);
-            None
-        }
-        (Ok(()), None) => {
-            cx.error_spanned_by(attr, usage);
-            None
-        }
-        (Ok(()), Some(when)) => Some(Options::Schedule(Schedule { when, once_per_cluster, config })),
-    }
+    let when = parsed_or_usage(cx, attr, parsed, when, usage)?;
+    Some(Options::Schedule(Schedule { when, once_per_cluster, config }))
 }
 
 /// A cron expression as `cron::Schedule` (which di-core parses at run time) takes it.

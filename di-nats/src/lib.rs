@@ -12,7 +12,9 @@
 //!
 //! Register it with `App::builder().register(JetStream::proto())`; settings in `[nats]`: `url`
 //! (required), `stream` (`"DI_EVENTS"`), `subjects` (`"events"`), `consumer` (this instance's
-//! name; by default one made up at start, which a restart does not resume).
+//! name; by default one made up at start, which a restart does not resume and the server removes
+//! an hour after the instance is gone), `max_age_hours` (how long the stream keeps an event when
+//! this instance creates it: a week).
 
 use std::time::Duration;
 
@@ -38,6 +40,13 @@ struct Settings {
     /// This instance's durable consumer.
     #[serde(default)]
     consumer: Option<String>,
+    /// How long the stream keeps an event, in hours (when creating it).
+    #[serde(default = "default_max_age_hours")]
+    max_age_hours: u64,
+}
+
+fn default_max_age_hours() -> u64 {
+    7 * 24
 }
 
 fn default_stream() -> String {
@@ -57,6 +66,9 @@ pub struct JetStream {
     stream: jetstream::stream::Stream,
     subjects: String,
     consumer: String,
+    /// Whether `consumer` was made up at start: the server removes it an hour after its
+    /// instance is gone, since no restart will resume it.
+    made_up: bool,
 }
 
 impl std::fmt::Debug for JetStream {
@@ -92,10 +104,12 @@ impl JetStream {
                 name: settings.stream.clone(),
                 subjects: vec![format!("{}.>", settings.subjects)],
                 duplicate_window: DUPLICATE_WINDOW,
+                max_age: Duration::from_secs(settings.max_age_hours.saturating_mul(3600)),
                 ..Default::default()
             })
             .await
             .map_err(|e| format!("creating the JetStream stream `{}`: {e}", settings.stream))?;
+        let made_up = settings.consumer.is_none();
         let consumer = settings.consumer.unwrap_or_else(|| {
             let made_up = format!("instance-{}-{}", std::process::id(), made_up_suffix());
             tracing::warn!(consumer = %made_up, "no `nats.consumer` is set: this instance's consumer is made up, and a restart will not resume it");
@@ -105,7 +119,7 @@ impl JetStream {
             return Err(format!("`nats.consumer` is \"{consumer}\"; use letters, digits, `-` and `_`").into());
         }
         tracing::info!(stream = %settings.stream, consumer = %consumer, "JetStream ready");
-        Ok(JetStream { context, stream, subjects: settings.subjects, consumer })
+        Ok(JetStream { context, stream, subjects: settings.subjects, consumer, made_up })
     }
 
     /// This instance's consumer.
@@ -140,6 +154,7 @@ impl Broker for JetStream {
                 ack_policy: consumer::AckPolicy::Explicit,
                 ack_wait: Duration::from_secs(30),
                 filter_subject: format!("{}.>", self.subjects),
+                inactive_threshold: if self.made_up { Duration::from_secs(3600) } else { Duration::ZERO },
                 ..Default::default()
             };
             let consumer = self.stream.get_or_create_consumer(&self.consumer, config).await?;

@@ -31,9 +31,6 @@ struct Settings {
     poll_ms: u64,
     /// How many ids of handled events an instance remembers, to handle a redelivered one once.
     remember: usize,
-    /// What the events' ids start with: the outbox's rows are unique in its table, and the
-    /// prefix tells the tables of several services on one broker apart.
-    id_prefix: String,
     /// After a commit wakes the relay, how long it waits for more before publishing, in
     /// milliseconds: larger rounds under load, at the cost of that much latency (0).
     linger_ms: u64,
@@ -41,7 +38,7 @@ struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { batch: 100, poll_ms: 500, remember: 100_000, id_prefix: "outbox".to_owned(), linger_ms: 0 }
+        Settings { batch: 100, poll_ms: 500, remember: 100_000, linger_ms: 0 }
     }
 }
 
@@ -66,7 +63,7 @@ pub struct OutboxCounts {
 /// Register it with [`Outbox::proto`], beside a singleton that provides `dyn OutboxStore`
 /// (di-sqlx's `OutboxTable`) and one that provides `dyn Broker` (di-nats' `JetStream`). Its
 /// settings are the optional section `[outbox]`: `batch` (100), `poll_ms` (500), `remember`
-/// (100000 ids), `id_prefix` ("outbox"), `linger_ms` (0).
+/// (100000 ids), `linger_ms` (0).
 pub struct Outbox {
     store: Arc<dyn OutboxStore>,
     broker: Arc<dyn Broker>,
@@ -119,12 +116,15 @@ impl Outbox {
     ) -> Result<Outbox, DiError> {
         let mut by_type = HashMap::new();
         let mut by_name: HashMap<&'static str, &'static ExternalEvent> = HashMap::new();
+        let refused = |reason: String| DiError::Construction {
+            type_name: std::any::type_name::<Outbox>(),
+            name: "outbox".to_owned(),
+            source: Arc::from(Box::<dyn std::error::Error + Send + Sync>::from(reason)),
+        };
+        if settings.batch == 0 {
+            return Err(refused("`outbox.batch` is 0, which would relay nothing; give at least 1".to_owned()));
+        }
         for event in inventory::iter::<ExternalEvent> {
-            let refused = |reason: String| DiError::Construction {
-                type_name: std::any::type_name::<Outbox>(),
-                name: "outbox".to_owned(),
-                source: Arc::from(Box::<dyn std::error::Error + Send + Sync>::from(reason)),
-            };
             if !crate::valid_name(event.name) {
                 return Err(refused(format!(
                     "external event `{}` is named \"{}\"; a name is dot-separated words of letters, digits, `-` and `_`",
@@ -140,8 +140,16 @@ impl Outbox {
                     event.name
                 )));
             }
-            by_type.insert((event.ty)(), event);
+            if let Some(other) = by_type.insert((event.ty)(), event) {
+                return Err(refused(format!(
+                    "`{}` is marked external twice, as \"{}\" and \"{}\"",
+                    (event.type_name)(),
+                    other.name,
+                    event.name
+                )));
+            }
         }
+
         let recent = Mutex::new(Recent::new(settings.remember));
         Ok(Outbox {
             store,
@@ -187,10 +195,9 @@ impl Outbox {
             }
             let mut published = Vec::with_capacity(batch.len());
             for stored in &batch {
-                let id = format!("{}-{}", self.settings.id_prefix, stored.row);
-                let event = Outgoing { id: &id, name: &stored.name, payload: &stored.payload };
+                let event = Outgoing { id: &stored.id, name: &stored.name, payload: &stored.payload };
                 if let Err(error) = self.broker.publish(event).await {
-                    tracing::error!(%error, event = %stored.name, id, "publishing an event failed; the relay tries again");
+                    tracing::error!(%error, event = %stored.name, id = %stored.id, "publishing an event failed; the relay tries again");
                     break;
                 }
                 published.push(stored.row);
@@ -282,7 +289,8 @@ impl Outbox {
     /// One received event: delivered unless handled lately, then acknowledged.
     async fn handle(&self, received: Received) {
         let Received { id, name, payload, ack } = received;
-        let seen = self.recent.lock().unwrap_or_else(|e| e.into_inner()).contains(&id);
+        // An event without an id (published by something else) cannot be recognised again.
+        let seen = !id.is_empty() && self.recent.lock().unwrap_or_else(|e| e.into_inner()).contains(&id);
         if seen {
             self.duplicates.fetch_add(1, Ordering::Relaxed);
         } else {
@@ -299,12 +307,31 @@ impl Outbox {
                     tracing::warn!(event = %name, id, "a received event is of no type this instance knows; dropped")
                 }
             }
-            self.recent.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone());
+            if !id.is_empty() {
+                self.recent.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone());
+            }
         }
         if let Err(error) = ack.ack().await {
             tracing::warn!(event = %name, id, %error, "acknowledging an event failed; it will come again, and be recognised");
         }
     }
+}
+
+/// 128 random bits as 32 hex digits: an event's id, unique across services and databases
+/// (std's `RandomState` is seeded by the OS and differs per call).
+fn new_event_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let half = |salt: u64| {
+        let mut hasher = std::hash::RandomState::new().build_hasher();
+        hasher.write_u64(count);
+        hasher.write_u128(nanos);
+        hasher.write_u64(salt);
+        hasher.finish()
+    };
+    format!("{:016x}{:016x}", half(1), half(2))
 }
 
 impl EventTransport for Outbox {
@@ -321,7 +348,7 @@ impl EventTransport for Outbox {
             let payload = (external.encode)(&*event)
                 .map_err(|e| format!("encoding event `{}` for the outbox: {e}", external.name))?;
             store
-                .insert(external.name, &payload)
+                .insert(&new_event_id(), external.name, &payload)
                 .await
                 .map_err(|e| format!("writing event `{}` to the outbox: {e}", external.name))?;
             written.fetch_add(1, Ordering::Relaxed);

@@ -7,8 +7,10 @@ use crate::broker::BoxFuture;
 /// An event in the outbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored {
-    /// Its row: unique in the table, and so across the instances that share it.
+    /// Its row in the table.
     pub row: i64,
+    /// Its id: 128 random bits, unique across services and databases.
+    pub id: String,
     /// Its name.
     pub name: String,
     /// Its JSON.
@@ -18,9 +20,9 @@ pub struct Stored {
 /// The outbox table. A singleton provides it (`dyn OutboxStore`); di-sqlx's `OutboxTable` is one,
 /// on SQLite or PostgreSQL.
 pub trait OutboxStore: Send + Sync + 'static {
-    /// Writes an event **in the current transaction** (the request's, in its completion phase):
+    /// Writes an event (its id, name and JSON) **in the current transaction** (the request's, in its completion phase):
     /// it is stored with the request's data or not at all. Outside any transaction, on its own.
-    fn insert<'a>(&'a self, name: &'a str, payload: &'a [u8]) -> BoxFuture<'a, Result<i64, BoxError>>;
+    fn insert<'a>(&'a self, id: &'a str, name: &'a str, payload: &'a [u8]) -> BoxFuture<'a, Result<i64, BoxError>>;
 
     /// Up to `limit` of the oldest events committed, oldest first, outside any transaction.
     fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, BoxError>>;

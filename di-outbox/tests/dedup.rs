@@ -39,7 +39,7 @@ impl Handled {
 struct NoStore;
 
 impl OutboxStore for NoStore {
-    fn insert<'a>(&'a self, _: &'a str, _: &'a [u8]) -> BoxFuture<'a, Result<i64, BoxError>> {
+    fn insert<'a>(&'a self, _: &'a str, _: &'a str, _: &'a [u8]) -> BoxFuture<'a, Result<i64, BoxError>> {
         Box::pin(async { Err("not in this test".into()) })
     }
     fn pending(&self, _: u32) -> BoxFuture<'_, Result<Vec<Stored>, BoxError>> {

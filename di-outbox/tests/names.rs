@@ -13,7 +13,7 @@ di_outbox::external_event!(Badly = "badly named");
 struct NoStore;
 
 impl OutboxStore for NoStore {
-    fn insert<'a>(&'a self, _: &'a str, _: &'a [u8]) -> BoxFuture<'a, Result<i64, BoxError>> {
+    fn insert<'a>(&'a self, _: &'a str, _: &'a str, _: &'a [u8]) -> BoxFuture<'a, Result<i64, BoxError>> {
         Box::pin(async { Ok(0) })
     }
     fn pending(&self, _: u32) -> BoxFuture<'_, Result<Vec<Stored>, BoxError>> {

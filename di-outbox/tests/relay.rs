@@ -162,7 +162,10 @@ async fn each_instance_handles_a_committed_event_once(postgres: bool, test: &str
     let a = setup.instance("a").build().await.unwrap();
     let b = setup.instance("b").build().await.unwrap();
     // Both subscribed before anything is published (a new consumer starts with what comes).
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    for app in [&a, &b] {
+        let outbox = app.get_object::<Outbox>().unwrap();
+        until("the instance to subscribe", async || di_core::HealthCheck::check(outbox.clone()).await.is_ok()).await;
+    }
     let payments = a.get_object::<Payments>().unwrap();
     for id in 1..=20 {
         a.try_run_in_context(payments.pay(id)).await.unwrap().unwrap();

@@ -231,6 +231,37 @@ macro_rules! proto {
         }
 
         impl di_core::SingletonProto for Database<$db> {}
+
+        impl Database<$db> {
+            /// Runs `ddl`, a `CREATE … IF NOT EXISTS` statement, where several instances of a
+            /// service may start at once: PostgreSQL's `IF NOT EXISTS` is not atomic (the loser
+            /// of the race fails on the catalog's unique index), so a failure is tried once more,
+            /// when the object exists. On the pool, outside any transaction.
+            ///
+            /// # Errors
+            ///
+            /// [`TxError::Database`], saying `doing`, if the second try fails too.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// # use di_core::App;
+            /// # use di_sqlx::{Database, Sqlite};
+            /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+            /// # let app = App::builder().link::<Database<Sqlite>>().config_value("database.url", "sqlite::memory:").build().await?;
+            /// let db = app.get_object::<Database<Sqlite>>()?;
+            /// let ddl = "CREATE TABLE IF NOT EXISTS notes (note TEXT)";
+            /// db.create_if_missing(ddl, "creating the notes").await?;
+            /// db.create_if_missing(ddl, "creating the notes").await?; // there already: nothing
+            /// # Ok(()) }
+            /// ```
+            pub async fn create_if_missing(&self, ddl: &str, doing: &'static str) -> Result<(), TxError> {
+                if sqlx::query(ddl).execute(&self.pool).await.is_ok() {
+                    return Ok(());
+                }
+                sqlx::query(ddl).execute(&self.pool).await.map(drop).map_err(|e| self.error(doing, e))
+            }
+        }
     };
 }
 

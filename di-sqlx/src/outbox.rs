@@ -27,7 +27,7 @@ use crate::Database;
 /// use di_outbox::OutboxStore;
 /// use di_sqlx::{Database, OutboxTable, Sqlite};
 ///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::BoxError> {
 /// let app = App::builder()
 ///     .link::<Database<Sqlite>>()
 ///     .link::<OutboxTable<Sqlite>>()
@@ -35,7 +35,8 @@ use crate::Database;
 ///     .build()
 ///     .await?;
 /// let outbox = app.get_object::<OutboxTable<Sqlite>>()?;
-/// let row = outbox.insert("todos.completed", br#"{"id":1}"#).await?; // no transaction: on its own
+/// // No transaction is open here: written on its own.
+/// let row = outbox.insert("5f0c1e2d", "todos.completed", br#"{"id":1}"#).await?;
 /// let pending = outbox.pending(10).await?;
 /// assert_eq!((pending.len(), pending[0].row), (1, row));
 /// outbox.remove(&[row]).await?;
@@ -92,20 +93,23 @@ macro_rules! table {
             ///
             /// [`TxError::Database`] if the table cannot be created.
             pub async fn new(db: Arc<Database<$db>>) -> Result<Self, TxError> {
-                // Two instances starting together may both create it (see `ClusterSchedules`).
-                if sqlx::query($ddl).execute(db.pool()).await.is_err() {
-                    let created = sqlx::query($ddl).execute(db.pool()).await;
-                    created.map_err(|e| db.error("creating the table di_outbox", e))?;
-                }
+                db.create_if_missing($ddl, "creating the table di_outbox").await?;
                 Ok(OutboxTable { db })
             }
         }
 
         impl OutboxStore for OutboxTable<$db> {
-            fn insert<'a>(&'a self, name: &'a str, payload: &'a [u8]) -> BoxFuture<'a, Result<i64, BoxError>> {
+            fn insert<'a>(
+                &'a self,
+                id: &'a str,
+                name: &'a str,
+                payload: &'a [u8],
+            ) -> BoxFuture<'a, Result<i64, BoxError>> {
                 Box::pin(async move {
                     let mut conn = self.db.conn().await?;
-                    let row = sqlx::query_scalar("INSERT INTO di_outbox (name, payload) VALUES ($1, $2) RETURNING id")
+                    let insert = "INSERT INTO di_outbox (event_id, name, payload) VALUES ($1, $2, $3) RETURNING id";
+                    let row = sqlx::query_scalar(insert)
+                        .bind(id)
                         .bind(name)
                         .bind(payload)
                         .fetch_one(&mut *conn)
@@ -117,13 +121,13 @@ macro_rules! table {
 
             fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, BoxError>> {
                 Box::pin(async move {
-                    let rows: Vec<(i64, String, Vec<u8>)> =
-                        sqlx::query_as("SELECT id, name, payload FROM di_outbox ORDER BY id LIMIT $1")
+                    let rows: Vec<(i64, String, String, Vec<u8>)> =
+                        sqlx::query_as("SELECT id, event_id, name, payload FROM di_outbox ORDER BY id LIMIT $1")
                             .bind(i64::from(limit))
                             .fetch_all(self.db.pool())
                             .await
                             .map_err(|e| self.db.error("reading the outbox", e))?;
-                    Ok(rows.into_iter().map(|(row, name, payload)| Stored { row, name, payload }).collect())
+                    Ok(rows.into_iter().map(|(row, id, name, payload)| Stored { row, id, name, payload }).collect())
                 })
             }
 
@@ -146,14 +150,14 @@ macro_rules! table {
 #[cfg(feature = "sqlite")]
 table!(
     sqlx::Sqlite,
-    "CREATE TABLE IF NOT EXISTS di_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, payload BLOB NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS di_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL)",
     build_sqlite,
     sqlite_as_store
 );
 #[cfg(feature = "postgres")]
 table!(
     sqlx::Postgres,
-    "CREATE TABLE IF NOT EXISTS di_outbox (id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL, payload BYTEA NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS di_outbox (id BIGSERIAL PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL)",
     build_postgres,
     postgres_as_store
 );

@@ -410,7 +410,8 @@ impl ScopeShared {
     }
 
     /// Runs the step of each held item that asks for one and has not had it (events emitted by
-    /// a step included), in the order they came, inside the scope; stops at the first failure.
+    /// a step included), in the order they came, inside the scope; stops at the first failure,
+    /// or once the scope was marked failed.
     pub(super) async fn prepare_held(&self) -> Result<(), DiError> {
         let Some(hooks) = self.app.held else { return Ok(()) };
         loop {
@@ -419,6 +420,11 @@ impl ScopeShared {
                 return Ok(());
             }
             for item in items {
+                // Marked failed by a step (a handler called `fail_scope`): what is left is
+                // released as failed, with the rest of the scope's events.
+                if self.failed() {
+                    return Ok(());
+                }
                 (hooks.prepare)(&self.app, item).await?;
             }
         }

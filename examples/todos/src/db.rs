@@ -25,7 +25,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 /// The `[db]` section of `config/todos.toml` (`TODOS_DB__PATH`, `TODOS_DB__URL`,
 /// `TODOS_DB__MAX_CONNECTIONS`).
 #[config_proto(prefix = "db")]
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Clone, Deserialize)]
 pub struct DbConfig {
     /// The SQLite file, when no `url` is given; a relative path is relative to this example's
     /// folder.
@@ -46,6 +46,17 @@ fn default_path() -> PathBuf {
 
 fn default_max_connections() -> u32 {
     8
+}
+
+/// Without the URL's password.
+impl std::fmt::Debug for DbConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbConfig")
+            .field("path", &self.path)
+            .field("url", &self.url.as_deref().map(redacted))
+            .field("max_connections", &self.max_connections)
+            .finish()
+    }
 }
 
 impl DbConfig {
@@ -109,11 +120,7 @@ impl Db {
                 .map_err(|e| failed("connecting to the database", e))?;
             let db = Arc::new(Database::new(NAME, pool, transactions));
             for ddl in POSTGRES_SCHEMA {
-                // Two instances starting at once may both create a table: the loser's
-                // `IF NOT EXISTS` fails on the catalog, and a second try succeeds.
-                if sqlx::query(ddl).execute(db.pool()).await.is_err() {
-                    sqlx::query(ddl).execute(db.pool()).await.map_err(|e| db.error("creating the schema", e))?;
-                }
+                db.create_if_missing(ddl, "creating the schema").await?;
             }
             let shown = redacted(&url);
             tracing::info!(database = %shown, "database open");
@@ -174,8 +181,10 @@ impl Db {
     }
 }
 
-/// `url` without the password it may carry.
+/// `url` without the password it may carry: in its user part (`user:password@`) or in its
+/// parameters (`?password=…`, dropped with the others).
 fn redacted(url: &str) -> String {
+    let url = url.split_once('?').map_or(url, |(url, _)| url);
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
     match rest.rsplit_once('@') {
         Some((credentials, host)) => {
@@ -267,10 +276,15 @@ impl ScheduleLock for Db {
 /// The outbox of the external events (`TodoCompleted`), in the table `di_outbox`: written in
 /// the request's transaction. Used when NATS is configured (`TODOS_NATS__URL`).
 impl OutboxStore for Db {
-    fn insert<'a>(&'a self, name: &'a str, payload: &'a [u8]) -> BoxFuture<'a, Result<i64, di_core::BoxError>> {
+    fn insert<'a>(
+        &'a self,
+        id: &'a str,
+        name: &'a str,
+        payload: &'a [u8],
+    ) -> BoxFuture<'a, Result<i64, di_core::BoxError>> {
         match &self.pools {
-            Pools::Sqlite(.., outbox) => outbox.insert(name, payload),
-            Pools::Postgres(.., outbox) => outbox.insert(name, payload),
+            Pools::Sqlite(.., outbox) => outbox.insert(id, name, payload),
+            Pools::Postgres(.., outbox) => outbox.insert(id, name, payload),
         }
     }
 
@@ -314,5 +328,15 @@ impl HealthCheck for Db {
             }
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_shown_url_carries_no_password() {
+        let shown = super::redacted("postgres://todos:s3cret@db.internal:5432/todos?password=again&sslmode=require");
+        assert_eq!(shown, "postgres://todos@db.internal:5432/todos");
+        assert_eq!(super::redacted("sqlite:///tmp/todos.sqlite3"), "sqlite:///tmp/todos.sqlite3");
     }
 }

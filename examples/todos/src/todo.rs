@@ -259,21 +259,32 @@ impl TodoService {
     /// Adds one todo.
     #[transactional]
     pub async fn create(&self, user: &str, title: &str) -> Result<Todo, TodoError> {
-        let todo = self.repo.insert(self.check_user(user)?, Self::check_title(title)?).await?;
-        self.tracer.get().event(format!("created todo {} for {user}", todo.id));
+        let todo = self.insert(user, title).await?;
         self.events.emit(TodoCreated { user: user.to_owned(), id: todo.id });
         Ok(todo)
     }
 
     /// Adds several todos: every one, or (on the first invalid title) none: the method runs in
-    /// a savepoint of the request's transaction (`nested`), rolled back to on `Err`.
+    /// a savepoint of the request's transaction (`nested`), rolled back to on `Err`. The events
+    /// are emitted once every todo is written: an event follows the request, not the savepoint,
+    /// so one emitted before a rollback to the savepoint would still go out with the request.
     #[transactional(nested)]
     pub async fn create_all(&self, user: &str, titles: &[NewTodo]) -> Result<Vec<Todo>, TodoError> {
         let mut created = Vec::with_capacity(titles.len());
         for new in titles {
-            created.push(self.create(user, &new.title).await?);
+            created.push(self.insert(user, &new.title).await?);
+        }
+        for todo in &created {
+            self.events.emit(TodoCreated { user: user.to_owned(), id: todo.id });
         }
         Ok(created)
+    }
+
+    /// Writes one todo, checked, in the current transaction; emits nothing.
+    async fn insert(&self, user: &str, title: &str) -> Result<Todo, TodoError> {
+        let todo = self.repo.insert(self.check_user(user)?, Self::check_title(title)?).await?;
+        self.tracer.get().event(format!("created todo {} for {user}", todo.id));
+        Ok(todo)
     }
 
     /// The todos of `user`, oldest first.
@@ -294,7 +305,7 @@ impl TodoService {
         if changed {
             self.tracer.get().event(format!("todo {id} done={done}"));
             if done {
-                // Held until the request has committed; dropped if it fails.
+                // Held until the request has committed; to no `after_commit` handler if it fails.
                 self.events.emit(TodoCompleted { user: user.to_owned(), id });
             }
         }
