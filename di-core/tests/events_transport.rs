@@ -183,3 +183,20 @@ async fn two_transports_are_an_error_naming_both() {
     assert!(matches!(error, DiError::OneOfRole { role: "dyn EventTransport", .. }), "{message}");
     assert!(message.contains("Wire") && message.contains("Other"), "{message}");
 }
+
+#[tokio::test]
+async fn a_lazy_transport_fails_the_build_rather_than_leave_the_app_without_it() {
+    struct Sleepy;
+    impl EventTransport for Sleepy {
+        fn carries(&self, _: TypeId) -> bool {
+            true
+        }
+        fn send(&self, _: Arc<dyn Any + Send + Sync>) -> HookFuture {
+            Box::pin(async { Ok(()) })
+        }
+    }
+    let sleepy = ProtoDef::singleton::<Sleepy>(|_| Ok(Sleepy)).provides::<Sleepy, dyn EventTransport>(|s| s).lazy();
+    let error = App::builder().exclude::<Wire>().register(sleepy).build().await.unwrap_err();
+    assert!(matches!(error, DiError::Lazy { .. }), "{error}");
+    assert!(error.to_string().contains("Sleepy") && error.to_string().contains("dyn EventTransport"), "{error}");
+}

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
-use super::lifecycle::{abort, join_all, provided_singletons, timed_out};
+use super::lifecycle::{abort, join_all, provided_singletons, role_providers, timed_out};
 use super::{App, AppBuilder};
 use crate::config::Config;
 use crate::erased::{AnyArc, BuildFuture, HookFuture};
@@ -247,23 +247,20 @@ impl AppBuilder {
                     && (roots.is_empty() || reached.as_ref().is_none_or(|r| r[p])))
         };
         let mut handles = Handles::default();
-        let held =
-            match provided_singletons::<dyn crate::events::EventTransport>(&graph, &singletons, "dyn EventTransport")
-                .and_then(|transports| {
-                    let transports = transports.into_iter().map(|(label, _, t)| (label, t)).collect();
-                    crate::events::install(&mut handles, &graph, available, transports)
-                }) {
-                Ok(held) => held,
-                Err(e) => return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await),
-            };
+        let held = match role_providers::<dyn crate::events::EventTransport>(&graph, &singletons, "dyn EventTransport")
+            .and_then(|transports| {
+                let transports = transports.into_iter().map(|(label, _, t)| (label, t)).collect();
+                crate::events::install(&mut handles, &graph, available, transports)
+            }) {
+            Ok(held) => held,
+            Err(e) => return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await),
+        };
         #[cfg(feature = "schedule")]
-        if let Err(e) =
-            provided_singletons::<dyn crate::schedule::ScheduleLock>(&graph, &singletons, "dyn ScheduleLock").and_then(
-                |locks| {
-                    let locks = locks.into_iter().map(|(label, _, lock)| (label, lock)).collect();
-                    crate::schedule::install(&mut handles, &graph, &config, available, locks)
-                },
-            )
+        if let Err(e) = role_providers::<dyn crate::schedule::ScheduleLock>(&graph, &singletons, "dyn ScheduleLock")
+            .and_then(|locks| {
+                let locks = locks.into_iter().map(|(label, _, lock)| (label, lock)).collect();
+                crate::schedule::install(&mut handles, &graph, &config, available, locks)
+            })
         {
             return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await);
         }

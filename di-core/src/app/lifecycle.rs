@@ -44,6 +44,24 @@ pub(super) fn timed_out(graph: &Graph, running: &[usize], stage: &str, timeout: 
     DiError::StartTimeout { timeout, running }
 }
 
+/// [`provided_singletons`] for a role that changes what the App does when it is built (`dyn
+/// EventTransport`, `dyn ScheduleLock`): a lazy provider, which `build()` leaves unbuilt, would
+/// leave the App without it, silently; it is an error naming the proto instead.
+pub(super) fn role_providers<U: ?Sized + 'static>(
+    graph: &Graph,
+    singletons: &[Option<AnyArc>],
+    role: &'static str,
+) -> Result<Vec<(String, String, Arc<U>)>, DiError> {
+    let lazy = graph.provided.get(&TypeId::of::<U>()).into_iter().flatten().map(|t| t.proto);
+    if let Some(p) = lazy.into_iter().find(|&p| graph.protos[p].lazy && singletons[p].is_none()) {
+        return Err(DiError::Lazy {
+            proto: graph.protos[p].label(),
+            reason: "it provides a role the App takes when it is built (`dyn EventTransport`, `dyn ScheduleLock`); drop `lazy`",
+        });
+    }
+    provided_singletons(graph, singletons, role)
+}
+
 /// Destroys the singletons that finished init (in reverse), then returns the build error.
 pub(super) async fn abort(
     graph: &Graph,
