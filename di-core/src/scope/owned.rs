@@ -346,7 +346,7 @@ impl ScopeHandle {
 mod tests {
     use std::panic::AssertUnwindSafe;
 
-    use super::FRAMES;
+    use super::with_frames;
     use crate::{App, Dependency, DiError, InjectKind, ProtoDef};
 
     struct Leaf<const I: usize>;
