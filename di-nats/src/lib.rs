@@ -134,15 +134,47 @@ fn made_up_suffix() -> String {
     format!("{nanos:x}")
 }
 
+impl JetStream {
+    /// Sends `event` to the server; the future resolves once the server stored it.
+    async fn send(&self, event: Outgoing<'_>) -> Result<jetstream::context::PublishAckFuture, BoxError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id);
+        let subject = format!("{}.{}", self.subjects, event.name);
+        Ok(self.context.publish_with_headers(subject, headers, event.payload.to_vec().into()).await?)
+    }
+}
+
 impl Broker for JetStream {
     fn publish<'a>(&'a self, event: Outgoing<'a>) -> BoxFuture<'a, Result<(), BoxError>> {
         Box::pin(async move {
-            let mut headers = HeaderMap::new();
-            headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id);
-            let subject = format!("{}.{}", self.subjects, event.name);
-            let ack = self.context.publish_with_headers(subject, headers, event.payload.to_vec().into()).await?;
-            ack.await?;
+            self.send(event).await?.await?;
             Ok(())
+        })
+    }
+
+    /// Sends the whole batch, then waits for the server's acknowledgements in order: one round
+    /// trip for the batch instead of one per event.
+    fn publish_all<'a>(&'a self, events: &'a [Outgoing<'a>]) -> BoxFuture<'a, (usize, Result<(), BoxError>)> {
+        Box::pin(async move {
+            let mut acks = Vec::with_capacity(events.len());
+            let mut sent = Ok(());
+            for event in events {
+                match self.send(*event).await {
+                    Ok(ack) => acks.push(ack),
+                    Err(error) => {
+                        sent = Err(error);
+                        break;
+                    }
+                }
+            }
+            let count = acks.len();
+            for (done, ack) in acks.into_iter().enumerate() {
+                if let Err(error) = ack.await {
+                    return (done, Err(error.into()));
+                }
+            }
+            // All sent were stored; if sending one failed, those before it.
+            (count, sent)
         })
     }
 

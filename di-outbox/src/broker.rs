@@ -28,6 +28,21 @@ pub trait Broker: Send + Sync + 'static {
     /// broker has seen lately stores nothing more (a second relay of the same row).
     fn publish<'a>(&'a self, event: Outgoing<'a>) -> BoxFuture<'a, Result<(), BoxError>>;
 
+    /// Publishes `events` in order, and resolves once the broker has stored them: how many, from
+    /// the first, it stored before one failed (with that failure), or all of them. The relay
+    /// calls this with a batch; by default one [`publish`](Self::publish) after the other, and a
+    /// broker that can have several in flight (JetStream) overrides it.
+    fn publish_all<'a>(&'a self, events: &'a [Outgoing<'a>]) -> BoxFuture<'a, (usize, Result<(), BoxError>)> {
+        Box::pin(async move {
+            for (done, event) in events.iter().enumerate() {
+                if let Err(error) = self.publish(*event).await {
+                    return (done, Err(error));
+                }
+            }
+            (events.len(), Ok(()))
+        })
+    }
+
     /// This instance's subscription to every event: durable (it resumes where this instance
     /// left off, when the broker knows it by name), each event redelivered until acknowledged.
     fn subscribe(&self) -> BoxFuture<'_, Result<Box<dyn Subscription>, BoxError>>;

@@ -193,15 +193,16 @@ impl Outbox {
             if batch.is_empty() {
                 return;
             }
-            let mut published = Vec::with_capacity(batch.len());
-            for stored in &batch {
-                let event = Outgoing { id: &stored.id, name: &stored.name, payload: &stored.payload };
-                if let Err(error) = self.broker.publish(event).await {
-                    tracing::error!(%error, event = %stored.name, id = %stored.id, "publishing an event failed; the relay tries again");
-                    break;
-                }
-                published.push(stored.row);
+            let events: Vec<Outgoing<'_>> = batch
+                .iter()
+                .map(|stored| Outgoing { id: &stored.id, name: &stored.name, payload: &stored.payload })
+                .collect();
+            let (done, result) = self.broker.publish_all(&events).await;
+            if let Err(error) = result {
+                let failed = &batch[done.min(batch.len() - 1)];
+                tracing::error!(%error, event = %failed.name, id = %failed.id, "publishing an event failed; the relay tries again");
             }
+            let published: Vec<i64> = batch[..done].iter().map(|stored| stored.row).collect();
             if !published.is_empty() {
                 if let Err(error) = self.store.remove(&published).await {
                     // Published, not deleted: the next round publishes them again, and the
