@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use di_tx::{TxConn, TxFuture};
+use di_core::BoxError;
+use di_tx::{Busy, TxConn, TxFuture};
 use sqlx::{Pool, Transaction};
 
 /// A database di-sqlx runs transactions on: SQLite and Postgres. Sealed.
@@ -16,6 +17,24 @@ pub trait Backend: sqlx::Database + sealed::Sealed {
     /// Begins a transaction on a connection of `pool`.
     #[doc(hidden)]
     fn begin(pool: &Pool<Self>) -> TxFuture<'_, Box<dyn TxConn>>;
+
+    /// Whether `error` says the database had no connection to give in time: the pool stayed
+    /// exhausted for its acquire timeout (both), or the database itself is busy.
+    #[doc(hidden)]
+    fn busy(error: &sqlx::Error) -> bool {
+        matches!(error, sqlx::Error::PoolTimedOut)
+    }
+}
+
+/// `error` boxed for di-tx: a [`Busy`] (which di-tx reports as `TxError::Busy`) if the
+/// database had no connection to give in time, else as it is.
+pub(crate) fn boxed<DB: Backend>(error: sqlx::Error) -> BoxError {
+    if DB::busy(&error) { Box::new(Busy(Box::new(error))) } else { Box::new(error) }
+}
+
+/// The error's database code (SQLite's result code, PostgreSQL's SQLSTATE), if it has one.
+fn code(error: &sqlx::Error) -> Option<std::borrow::Cow<'_, str>> {
+    error.as_database_error().and_then(|e| e.code())
 }
 
 mod sealed {
@@ -101,13 +120,20 @@ mod sqlite {
     impl Backend for Sqlite {
         const ONE_AT_A_TIME: bool = true;
 
+        /// Also `SQLITE_BUSY` (primary result code 5, any extended one): another connection
+        /// held the database past the busy timeout.
+        fn busy(error: &sqlx::Error) -> bool {
+            matches!(error, sqlx::Error::PoolTimedOut)
+                || code(error).and_then(|code| code.parse::<i32>().ok()).is_some_and(|code| code & 0xff == 5)
+        }
+
         /// `BEGIN IMMEDIATE`: SQLite runs one writer at a time, and a transaction that begins
         /// deferred, reads, then writes, fails with `SQLITE_BUSY` when another wrote meanwhile;
         /// begun immediate, it waits for the writer (the busy timeout) instead. A rollback hook
         /// tells when SQLite ends the transaction itself.
         fn begin(pool: &Pool<Self>) -> TxFuture<'_, Box<dyn TxConn>> {
             Box::pin(async move {
-                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(boxed::<Self>)?;
                 let rolled_back = Arc::new(AtomicBool::new(false));
                 let flag = Arc::clone(&rolled_back);
                 tx.lock_handle().await?.set_rollback_hook(move || flag.store(true, Ordering::Release));
@@ -129,9 +155,16 @@ mod postgres {
     impl Backend for Postgres {
         const ONE_AT_A_TIME: bool = false;
 
+        /// Also `too_many_connections` (53300) and `cannot_connect_now` (57P03): the server
+        /// refused the pool a new connection.
+        fn busy(error: &sqlx::Error) -> bool {
+            matches!(error, sqlx::Error::PoolTimedOut)
+                || code(error).is_some_and(|code| code == "53300" || code == "57P03")
+        }
+
         fn begin(pool: &Pool<Self>) -> TxFuture<'_, Box<dyn TxConn>> {
             Box::pin(async move {
-                let tx = pool.begin().await?;
+                let tx = pool.begin().await.map_err(boxed::<Self>)?;
                 Ok(Box::new(SqlxTx { tx, rolled_back: None, sql: String::new() }) as Box<dyn TxConn>)
             })
         }

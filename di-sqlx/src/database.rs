@@ -157,8 +157,9 @@ impl<DB: Backend> Database<DB> {
     ///
     /// [`TxError::Aborted`] if SQLite rolled the transaction back itself (after a full disk,
     /// an I/O error, a `RAISE(ROLLBACK)`): no statement may then run outside it and commit on
-    /// its own. [`TxError::Ended`] once the transaction is over, and
-    /// [`TxError::Database`] if no connection could be had.
+    /// its own. [`TxError::Ended`] once the transaction is over, [`TxError::Busy`] if no
+    /// connection came free within the pool's acquire timeout, and [`TxError::Database`] if
+    /// none could be had otherwise.
     pub async fn conn(&self) -> Result<Conn<DB>, TxError> {
         match self.transactions.current(&self.name) {
             Some(tx) => {
@@ -182,10 +183,12 @@ impl<DB: Backend> Database<DB> {
         self.transactions.current(&self.name).is_some()
     }
 
-    /// `error` of this data source while `doing`, as a [`TxError::Database`]: for a
+    /// `error` of this data source while `doing`, as a [`TxError::Database`], or as a
+    /// [`TxError::Busy`] if the database had no connection to give in time (the pool's
+    /// acquire timeout, SQLite's busy timeout, PostgreSQL refusing connections): for a
     /// `#[transactional]` method whose error type is `TxError` (or converts from it).
     pub fn error(&self, doing: &'static str, error: sqlx::Error) -> TxError {
-        TxError::Database { doing, data_source: self.name.clone(), error: Box::new(error) }
+        TxError::database(doing, self.name.as_str(), crate::backend::boxed::<DB>(error))
     }
 }
 

@@ -57,3 +57,23 @@ async fn requires_new_inside_a_transaction_of_the_same_sqlite_database_is_refuse
     app.run_in_context(ledger.requires_new("c", false)).await.unwrap();
     assert_eq!(notes(&db).await, ["a", "c"]);
 }
+
+/// Another connection holds SQLite's write lock past the busy timeout: beginning a
+/// transaction fails as `TxError::Busy` (`SQLITE_BUSY`), not as a fault; once the lock is
+/// released, it begins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_lock_held_past_the_busy_timeout_is_busy() {
+    let Some((app, ledger, db)) = setup_with("sqlite_busy", &[("max_connections", 1)]).await else { return };
+    sqlx::query("PRAGMA busy_timeout = 100").execute(db.pool()).await.unwrap();
+    let file = db.pool().connect_options().get_filename().to_owned();
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&file);
+    let mut other = sqlx::Connection::connect_with(&options).await.map(|c: sqlx::SqliteConnection| c).unwrap();
+    sqlx::Executor::execute(&mut other, "BEGIN IMMEDIATE").await.unwrap();
+    let began = app.run_in_context(ledger.required("a", false)).await;
+    let Err(TestError::Tx(TxError::Busy { doing: "beginning a transaction", .. })) = &began else {
+        panic!("{began:?}")
+    };
+    sqlx::Executor::execute(&mut other, "ROLLBACK").await.unwrap();
+    app.run_in_context(ledger.required("a", false)).await.unwrap();
+    assert_eq!(notes(&db).await, ["a"]);
+}

@@ -75,6 +75,21 @@ pub enum TxError {
         #[source]
         error: BoxError,
     },
+    /// No connection of the data source came free in time: its pool stayed exhausted for its
+    /// acquire timeout, or the database refused more connections. A failure to try again
+    /// later, not a fault: a web service answers it `503 Service Unavailable`.
+    #[error(
+        "{doing} on data source `{data_source}`: the database is busy (no connection came free in time); try again later"
+    )]
+    Busy {
+        /// What was being done: `beginning a transaction`, `acquiring a connection`, ...
+        doing: &'static str,
+        /// The data source.
+        data_source: String,
+        /// What the adapter said.
+        #[source]
+        error: Busy,
+    },
     /// The database ended the transaction itself (SQLite, after a full disk, an I/O error or a
     /// `RAISE(ROLLBACK)`): nothing of it is saved, and it takes no more work.
     #[error(
@@ -94,3 +109,36 @@ pub enum TxError {
         how: &'static str,
     },
 }
+
+impl TxError {
+    /// `error` of data source `data_source` while `doing`: [`TxError::Busy`] if it is a
+    /// [`Busy`] (boxed), else [`TxError::Database`]. What an adapter calls for its driver's
+    /// errors, and di-tx for a [`TxSource`](crate::TxSource)'s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_tx::{Busy, TxError};
+    ///
+    /// let timed_out = Busy("pool timed out".into());
+    /// let error = TxError::database("beginning a transaction", "orders", Box::new(timed_out));
+    /// assert!(matches!(error, TxError::Busy { .. }));
+    /// let error = TxError::database("committing", "orders", "disk I/O error".into());
+    /// assert!(matches!(error, TxError::Database { .. }));
+    /// ```
+    pub fn database(doing: &'static str, data_source: impl Into<String>, error: BoxError) -> TxError {
+        let data_source = data_source.into();
+        match error.downcast::<Busy>() {
+            Ok(busy) => TxError::Busy { doing, data_source, error: *busy },
+            Err(error) => TxError::Database { doing, data_source, error },
+        }
+    }
+}
+
+/// What an adapter returns, boxed, when its data source has no connection to give in time (a
+/// pool exhausted for its acquire timeout, a database refusing more connections), from
+/// [`TxSource::begin`](crate::TxSource::begin) or through [`TxError::database`]: di-tx then
+/// reports [`TxError::Busy`], which callers can tell from a fault. Holds the driver's error.
+#[derive(Debug, thiserror::Error)]
+#[error("no connection came free in time")]
+pub struct Busy(#[source] pub BoxError);

@@ -44,11 +44,7 @@ impl std::fmt::Debug for Tx {
 impl Tx {
     /// Begins a transaction of `source`, named `name`.
     pub(crate) async fn begin(source: &dyn TxSource, name: &str) -> Result<Arc<Tx>, TxError> {
-        let conn = source.begin().await.map_err(|error| TxError::Database {
-            doing: "beginning a transaction",
-            data_source: name.to_owned(),
-            error,
-        })?;
+        let conn = source.begin().await.map_err(|error| TxError::database("beginning a transaction", name, error))?;
         Ok(Arc::new(Tx {
             source: name.into(),
             state: Arc::new(Mutex::new(State::Open(conn))),
@@ -176,7 +172,7 @@ impl Tx {
     }
 
     fn database(&self, doing: &'static str, error: di_core::BoxError) -> TxError {
-        TxError::Database { doing, data_source: self.source.to_string(), error }
+        TxError::database(doing, &*self.source, error)
     }
 }
 

@@ -215,16 +215,22 @@ macro_rules! suite {
 
         /// An App on a fresh database with its tables, or `None` (skipped) without one.
         async fn setup(test: &str) -> Option<(App, Arc<Ledger>, Arc<Database<$db>>)> {
+            setup_with(test, &[]).await
+        }
+
+        /// The same, with more settings of the data source `database` (`[database]`).
+        async fn setup_with(test: &str, settings: &[(&str, u64)]) -> Option<(App, Arc<Ledger>, Arc<Database<$db>>)> {
             let url = $fresh_url(test).await?;
             let audit_url = $fresh_url(&format!("audit_of_{test}")).await?;
-            let app = App::builder()
+            let mut builder = App::builder()
                 .link::<Database<$db>>()
                 .config_value("database.url", url)
                 .register(Database::<$db>::named("audit", "audit_db"))
-                .config_value("audit_db.url", audit_url)
-                .build()
-                .await
-                .expect("the App builds");
+                .config_value("audit_db.url", audit_url);
+            for (key, value) in settings {
+                builder = builder.config_value(&format!("database.{key}"), *value);
+            }
+            let app = builder.build().await.expect("the App builds");
             let audit = app.get_object_named::<Database<$db>>("audit").unwrap();
             sqlx::query("CREATE TABLE notes (note TEXT NOT NULL)").execute(audit.pool()).await.unwrap();
             let db = app.get_object_named::<Database<$db>>("database").unwrap();
@@ -448,6 +454,28 @@ macro_rules! suite {
             expected.extend((0..40).step_by(2).filter(|i| i % 4 != 0).map(|_| "inner".to_owned()));
             expected.sort();
             assert_eq!(notes(&db).await, expected);
+        }
+
+        /// A pool with no connection free within its acquire timeout: beginning a transaction,
+        /// and `conn()` outside one, fail as `TxError::Busy` (a failure to try again, which a
+        /// service answers 503), naming the data source; once the connection is back, both work.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_pool_with_no_connection_free_in_time_is_busy() {
+            let settings = [("max_connections", 1), ("acquire_timeout_ms", 100)];
+            let Some((app, ledger, db)) = setup_with("pool_busy", &settings).await else { return };
+            let held = db.pool().acquire().await.unwrap();
+            let began = app.run_in_context(ledger.required("a", false)).await;
+            let Err(TestError::Tx(TxError::Busy { doing, data_source, .. })) = &began else { panic!("{began:?}") };
+            assert_eq!((*doing, data_source.as_str()), ("beginning a transaction", "database"));
+            let outside = app.run_in_context(async { db.conn().await.map(drop) }).await;
+            let Err(error @ TxError::Busy { doing: "acquiring a connection", .. }) = &outside else {
+                panic!("{outside:?}")
+            };
+            assert!(error.to_string().contains("data source `database`: the database is busy"), "{error}");
+            drop(held);
+            app.run_in_context(ledger.required("a", false)).await.unwrap();
+            app.run_in_context(async { db.conn().await.map(drop) }).await.unwrap();
+            assert_eq!(notes(&db).await, ["a"]);
         }
     };
 }

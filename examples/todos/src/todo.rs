@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use axum::Json;
 use axum::extract::{Path, Request};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::middleware::{Next, from_fn};
 use axum::response::{IntoResponse, Response};
 use di_core::{ContextRef, EventBus, context_proto, intercept, singleton_proto};
@@ -194,15 +194,22 @@ struct ErrorBody {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = match self.error {
-            TodoError::Invalid(_) => StatusCode::BAD_REQUEST,
-            TodoError::NotFound(_) | TodoError::UnknownUser(_) => StatusCode::NOT_FOUND,
+        // A database's errors are logged, not answered: they name tables, statements and hosts.
+        let (status, error) = match self.error {
+            TodoError::Invalid(_) => (StatusCode::BAD_REQUEST, self.error.to_string()),
+            TodoError::NotFound(_) | TodoError::UnknownUser(_) => (StatusCode::NOT_FOUND, self.error.to_string()),
+            TodoError::Db(ref err @ TxError::Busy { .. }) => {
+                tracing::warn!(%err, request_id = %self.request_id, "database busy");
+                let error = "the service is busy; try again shortly".to_owned();
+                let body = Json(ErrorBody { error, request_id: self.request_id });
+                return (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "1")], body).into_response();
+            }
             TodoError::Db(ref err) => {
-                tracing::error!(%err, "database error");
-                StatusCode::INTERNAL_SERVER_ERROR
+                tracing::error!(%err, request_id = %self.request_id, "database error");
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal error".to_owned())
             }
         };
-        (status, Json(ErrorBody { error: self.error.to_string(), request_id: self.request_id })).into_response()
+        (status, Json(ErrorBody { error, request_id: self.request_id })).into_response()
     }
 }
 

@@ -306,6 +306,18 @@ async fn a_failing_commit_answers_500_and_every_acknowledged_todo_is_stored(on: 
 }
 both!(a_failing_commit_answers_500_and_every_acknowledged_todo_is_stored);
 
+/// A database error in a handler answers 500 with the request's id and none of the database's
+/// words (the table, the statement, the driver's message), which go to the log instead.
+async fn a_database_error_answers_500_without_the_database_s_words(on: On) {
+    let Some(service) = Service::start_on(on, "db-error").await else { return };
+    service.db.execute("ALTER TABLE todos RENAME TO todos_moved").await;
+    let reply = send(service.addr, "GET", "/users/ada/todos", &[("x-request-id", "broken-1")], b"").await;
+    assert_eq!(reply.status, 500, "{reply:?}");
+    assert_eq!(reply.body, r#"{"error":"internal error","request_id":"broken-1"}"#);
+    service.stop().await;
+}
+both!(a_database_error_answers_500_without_the_database_s_words);
+
 /// A context object whose destroy hook panics, touched after the handler by `touch_grenade`,
 /// so that it is newer than the request's transaction and destroyed first.
 #[context_proto(destroy = explode)]
@@ -554,6 +566,8 @@ async fn a_transaction_sqlite_rolls_back_itself_saves_nothing_and_fails_the_requ
     let body = r#"[[{"title":"a"}], [{"title":"disk full"}], [{"title":"c"}]]"#;
     let reply = send_json(service.addr, "POST", "/users/ada/todos/import", body).await;
     assert_eq!(reply.status, 500, "{reply:?}");
+    // The database's words (its tables, its statements) stay in the log.
+    assert!(!reply.body.contains("disk is full") && !reply.body.contains("transaction"), "{reply:?}");
     let committed = service.committed_titles("ada").await;
     assert!(committed.is_empty(), "half-committed: {committed:?}");
     // The connection went back with no transaction open: the next request works.

@@ -6,6 +6,7 @@
 //! - [`alloc`]: the one counting global allocator, process-wide or per thread;
 //! - [`child_env`]: running a test again in a child process with environment variables set;
 //! - [`listen_backlog`]: the backlog the kernel gave a listening socket;
+//! - [`open_files_at_least`]: room for as many sockets as a load test opens at once;
 //! - [`Lines`]: a journal of lines, and waiting for it to say what a test expects (destroy
 //!   hooks run after the response);
 //! - [`capture_logs`]: what a piece of code logged through `tracing`;
@@ -150,6 +151,30 @@ pub fn listen_backlog(port: u16) -> (u32, u32) {
     let backlog = line.split_whitespace().nth(2).and_then(|q| q.parse().ok()).unwrap_or_else(|| panic!("{line}"));
     let max = std::fs::read_to_string("/proc/sys/net/core/somaxconn").map_or(u32::MAX, |m| m.trim().parse().unwrap());
     (backlog, max)
+}
+
+/// Raises this process's limit of open files (its soft `RLIMIT_NOFILE`) to at least `files`,
+/// up to the hard limit, so that a test can hold that many sockets at once; processes it starts
+/// afterwards inherit the limit. Panics, naming both limits, where the hard limit is lower.
+///
+/// # Examples
+///
+/// ```
+/// di_test_support::open_files_at_least(256);
+/// ```
+pub fn open_files_at_least(files: u64) {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current.is_none_or(|current| current >= files) {
+        return;
+    }
+    assert!(
+        limit.maximum.is_none_or(|maximum| maximum >= files),
+        "this test needs {files} open files; the hard limit is {:?} (raise it: `ulimit -Hn`)",
+        limit.maximum
+    );
+    let raised = rustix::process::Rlimit { current: Some(files), maximum: limit.maximum };
+    setrlimit(Resource::Nofile, raised).unwrap_or_else(|e| panic!("raising the open-files limit to {files}: {e}"));
 }
 
 /// Runs `f` on this thread with a `tracing` subscriber (every level, no colours) that writes
