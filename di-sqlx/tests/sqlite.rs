@@ -77,3 +77,34 @@ async fn a_write_lock_held_past_the_busy_timeout_is_busy() {
     app.run_in_context(ledger.required("a", false)).await.unwrap();
     assert_eq!(notes(&db).await, ["a"]);
 }
+
+/// A full disk: SQLite's `SQLITE_FULL` ("database or disk is full"), here from the database's
+/// page limit (`PRAGMA max_page_count`), which fails a write exactly as a full disk does. The
+/// statement fails as a database error, the request fails (as di-http fails a 5xx answer's
+/// scope), and nothing of its transaction is saved, whether SQLite undid the one statement or
+/// the whole transaction; once there is room again, the same connection commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_saves_nothing_of_the_request() {
+    let Some((app, ledger, db)) = setup_with("sqlite_full", &[("max_connections", 1)]).await else { return };
+    let pages: i64 = sqlx::query_scalar("PRAGMA page_count").fetch_one(db.pool()).await.unwrap();
+    sqlx::query(&format!("PRAGMA max_page_count = {}", pages + 3)).execute(db.pool()).await.unwrap();
+    let note = "x".repeat(2000);
+    let failed = app
+        .run_in_context(async {
+            for written in 0.. {
+                if let Err(error) = ledger.required(&note, false).await {
+                    di_core::fail_scope();
+                    return (written, error);
+                }
+            }
+            unreachable!()
+        })
+        .await;
+    let (written, TestError::Tx(TxError::Database { error, .. })) = &failed else { panic!("{failed:?}") };
+    assert!(*written > 0, "some notes fit before the disk filled");
+    assert!(error.to_string().contains("database or disk is full"), "{error}");
+    assert_eq!(notes(&db).await, Vec::<String>::new(), "half-committed");
+    sqlx::query("PRAGMA max_page_count = 1073741823").execute(db.pool()).await.unwrap();
+    app.run_in_context(ledger.required("after", false)).await.unwrap();
+    assert_eq!(notes(&db).await, ["after"]);
+}
