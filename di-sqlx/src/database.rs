@@ -272,3 +272,42 @@ macro_rules! proto {
 proto!(sqlx::Sqlite, connect_sqlite, sqlite_as_source);
 #[cfg(feature = "postgres")]
 proto!(sqlx::Postgres, connect_postgres, postgres_as_source);
+
+/// `$ty<$db>` as a singleton proto of object name `$name` on the `database` data source,
+/// providing `$role`, built by `$ty::<$db>::new(db)` (which creates its table): the shape
+/// [`OutboxTable`](crate::OutboxTable) and [`ClusterSchedules`](crate::ClusterSchedules) share.
+/// `$build` and `$as_role` name the two functions it writes.
+macro_rules! on_database {
+    ($ty:ident<$db:ty>, $name:literal, $role:ty, $build:ident, $as_role:ident) => {
+        fn $build(r: &di_core::Resolver<'_>) -> Result<di_core::registry::BuildFuture, di_core::DiError> {
+            let db = r.arc::<$crate::Database<$db>>(0)?;
+            Ok(Box::pin(
+                async move { Ok(std::sync::Arc::new($ty::<$db>::new(db).await?) as di_core::registry::AnyArc) },
+            ))
+        }
+
+        fn $as_role(obj: di_core::registry::AnyArc, out: &mut dyn std::any::Any) {
+            let role: std::sync::Arc<$role> = obj.downcast::<$ty<$db>>().expect("stored as its own type");
+            di_core::registry::put(out, role);
+        }
+
+        impl di_core::Proto for $ty<$db> {
+            const DESCRIPTOR: di_core::registry::ProtoDescriptor =
+                di_core::registry::ProtoDescriptor::new_async::<$ty<$db>>(
+                    $name,
+                    di_core::Scope::Singleton,
+                    $build,
+                    di_core::registry::cast_to::<$ty<$db>>,
+                )
+                .deps(
+                    const {
+                        &[di_core::Dependency::new::<$crate::Database<$db>>(di_core::InjectKind::Arc, Some("database"))]
+                    },
+                )
+                .provides(const { &[di_core::registry::Provide::new::<$role>($as_role)] });
+        }
+
+        impl di_core::SingletonProto for $ty<$db> {}
+    };
+}
+pub(crate) use on_database;

@@ -3,8 +3,7 @@
 
 use std::sync::Arc;
 
-use di_core::registry::{AnyArc, BuildFuture, ProtoDescriptor, Provide, cast_to, put};
-use di_core::{BoxError, Dependency, DiError, InjectKind, Resolver, Scope};
+use di_core::BoxError;
 use di_outbox::{BoxFuture, OutboxStore, Stored};
 use di_tx::TxError;
 
@@ -63,28 +62,7 @@ fn delete_rows(rows: &[i64]) -> String {
 /// providing `dyn OutboxStore`.
 macro_rules! table {
     ($db:ty, $ddl:expr, $build:ident, $as_store:ident) => {
-        fn $build(r: &Resolver<'_>) -> Result<BuildFuture, DiError> {
-            let db = r.arc::<Database<$db>>(0)?;
-            Ok(Box::pin(async move { Ok(Arc::new(OutboxTable::<$db>::new(db).await?) as AnyArc) }))
-        }
-
-        fn $as_store(obj: AnyArc, out: &mut dyn std::any::Any) {
-            let store: Arc<dyn OutboxStore> = obj.downcast::<OutboxTable<$db>>().expect("stored as its own type");
-            put(out, store);
-        }
-
-        impl di_core::Proto for OutboxTable<$db> {
-            const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new_async::<OutboxTable<$db>>(
-                "outboxTable",
-                Scope::Singleton,
-                $build,
-                cast_to::<OutboxTable<$db>>,
-            )
-            .deps(const { &[Dependency::new::<Database<$db>>(InjectKind::Arc, Some("database"))] })
-            .provides(const { &[Provide::new::<dyn OutboxStore>($as_store)] });
-        }
-
-        impl di_core::SingletonProto for OutboxTable<$db> {}
+        crate::database::on_database!(OutboxTable<$db>, "outboxTable", dyn OutboxStore, $build, $as_store);
 
         impl OutboxTable<$db> {
             /// The outbox in `db`, creating the table `di_outbox` if it does not exist.

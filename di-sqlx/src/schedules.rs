@@ -4,8 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use di_core::registry::{AnyArc, BuildFuture, ProtoDescriptor, Provide, cast_to, put};
-use di_core::{ClaimFuture, Dependency, DiError, InjectKind, Resolver, ScheduleLock, Scope};
+use di_core::{ClaimFuture, ScheduleLock};
 use di_tx::TxError;
 
 use crate::Database;
@@ -88,10 +87,7 @@ fn millis(at: SystemTime) -> i64 {
 /// source, providing `dyn ScheduleLock`.
 macro_rules! claims {
     ($db:ty, $build:ident, $as_lock:ident) => {
-        fn $build(r: &Resolver<'_>) -> Result<BuildFuture, DiError> {
-            let db = r.arc::<Database<$db>>(0)?;
-            Ok(Box::pin(async move { Ok(Arc::new(ClusterSchedules::<$db>::new(db).await?) as AnyArc) }))
-        }
+        crate::database::on_database!(ClusterSchedules<$db>, "clusterSchedules", dyn ScheduleLock, $build, $as_lock);
 
         impl ClusterSchedules<$db> {
             /// Claims in `db`, creating the table `di_schedule_runs` if it does not exist: for
@@ -106,24 +102,6 @@ macro_rules! claims {
                 Ok(ClusterSchedules { db })
             }
         }
-
-        fn $as_lock(obj: AnyArc, out: &mut dyn std::any::Any) {
-            let lock: Arc<dyn ScheduleLock> = obj.downcast::<ClusterSchedules<$db>>().expect("stored as its own type");
-            put(out, lock);
-        }
-
-        impl di_core::Proto for ClusterSchedules<$db> {
-            const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new_async::<ClusterSchedules<$db>>(
-                "clusterSchedules",
-                Scope::Singleton,
-                $build,
-                cast_to::<ClusterSchedules<$db>>,
-            )
-            .deps(const { &[Dependency::new::<Database<$db>>(InjectKind::Arc, Some("database"))] })
-            .provides(const { &[Provide::new::<dyn ScheduleLock>($as_lock)] });
-        }
-
-        impl di_core::SingletonProto for ClusterSchedules<$db> {}
 
         impl ScheduleLock for ClusterSchedules<$db> {
             fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> ClaimFuture<'a> {
