@@ -18,23 +18,18 @@ pub trait Backend: sqlx::Database + sealed::Sealed {
     #[doc(hidden)]
     fn begin(pool: &Pool<Self>) -> TxFuture<'_, Box<dyn TxConn>>;
 
-    /// Whether `error` says the database had no connection to give in time: the pool stayed
-    /// exhausted for its acquire timeout (both), or the database itself is busy.
+    /// Whether an error of this database with `code` (SQLite's result code, PostgreSQL's
+    /// SQLSTATE) says it is busy: it had no connection or lock to give in time.
     #[doc(hidden)]
-    fn busy(error: &sqlx::Error) -> bool {
-        matches!(error, sqlx::Error::PoolTimedOut)
-    }
+    fn busy_code(code: &str) -> bool;
 }
 
-/// `error` boxed for di-tx: a [`Busy`] (which di-tx reports as `TxError::Busy`) if the
-/// database had no connection to give in time, else as it is.
+/// `error` boxed for di-tx: a [`Busy`] (which di-tx reports as `TxError::Busy`) if the pool
+/// stayed exhausted for its acquire timeout or the database said it is busy, else as it is.
 pub(crate) fn boxed<DB: Backend>(error: sqlx::Error) -> BoxError {
-    if DB::busy(&error) { Box::new(Busy(Box::new(error))) } else { Box::new(error) }
-}
-
-/// The error's database code (SQLite's result code, PostgreSQL's SQLSTATE), if it has one.
-fn code(error: &sqlx::Error) -> Option<std::borrow::Cow<'_, str>> {
-    error.as_database_error().and_then(|e| e.code())
+    let busy = matches!(error, sqlx::Error::PoolTimedOut)
+        || error.as_database_error().and_then(|e| e.code()).is_some_and(|code| DB::busy_code(&code));
+    if busy { Box::new(Busy(Box::new(error))) } else { Box::new(error) }
 }
 
 mod sealed {
@@ -120,11 +115,10 @@ mod sqlite {
     impl Backend for Sqlite {
         const ONE_AT_A_TIME: bool = true;
 
-        /// Also `SQLITE_BUSY` (primary result code 5, any extended one): another connection
-        /// held the database past the busy timeout.
-        fn busy(error: &sqlx::Error) -> bool {
-            matches!(error, sqlx::Error::PoolTimedOut)
-                || code(error).and_then(|code| code.parse::<i32>().ok()).is_some_and(|code| code & 0xff == 5)
+        /// `SQLITE_BUSY` (primary result code 5, any extended one): another connection held
+        /// the database past the busy timeout.
+        fn busy_code(code: &str) -> bool {
+            code.parse::<i32>().is_ok_and(|code| code & 0xff == 5)
         }
 
         /// `BEGIN IMMEDIATE`: SQLite runs one writer at a time, and a transaction that begins
@@ -155,11 +149,10 @@ mod postgres {
     impl Backend for Postgres {
         const ONE_AT_A_TIME: bool = false;
 
-        /// Also `too_many_connections` (53300) and `cannot_connect_now` (57P03): the server
-        /// refused the pool a new connection.
-        fn busy(error: &sqlx::Error) -> bool {
-            matches!(error, sqlx::Error::PoolTimedOut)
-                || code(error).is_some_and(|code| code == "53300" || code == "57P03")
+        /// `too_many_connections` (53300) and `cannot_connect_now` (57P03): the server refused
+        /// the pool a new connection.
+        fn busy_code(code: &str) -> bool {
+            code == "53300" || code == "57P03"
         }
 
         fn begin(pool: &Pool<Self>) -> TxFuture<'_, Box<dyn TxConn>> {

@@ -200,16 +200,18 @@ impl IntoResponse for ApiError {
             TodoError::NotFound(_) | TodoError::UnknownUser(_) => (StatusCode::NOT_FOUND, self.error.to_string()),
             TodoError::Db(ref err @ TxError::Busy { .. }) => {
                 tracing::warn!(%err, request_id = %self.request_id, "database busy");
-                let error = "the service is busy; try again shortly".to_owned();
-                let body = Json(ErrorBody { error, request_id: self.request_id });
-                return (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "1")], body).into_response();
+                (StatusCode::SERVICE_UNAVAILABLE, "the service is busy; try again shortly".to_owned())
             }
             TodoError::Db(ref err) => {
                 tracing::error!(%err, request_id = %self.request_id, "database error");
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal error".to_owned())
             }
         };
-        (status, Json(ErrorBody { error, request_id: self.request_id })).into_response()
+        let mut response = (status, Json(ErrorBody { error, request_id: self.request_id })).into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        }
+        response
     }
 }
 

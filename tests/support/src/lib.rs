@@ -155,7 +155,7 @@ pub fn listen_backlog(port: u16) -> (u32, u32) {
 
 /// Raises this process's limit of open files (its soft `RLIMIT_NOFILE`) to at least `files`,
 /// up to the hard limit, so that a test can hold that many sockets at once; processes it starts
-/// afterwards inherit the limit. Panics, naming both limits, where the hard limit is lower.
+/// afterwards inherit the limit. Panics, naming the hard limit, where it is lower than `files`.
 ///
 /// # Examples
 ///
