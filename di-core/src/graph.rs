@@ -334,7 +334,7 @@ fn resolve_dep(
         }
     };
     // Registration order is arbitrary (inventory's, the builder's): every list that shows is
-    // sorted, by object name then type name. Only here, on what a dependency chose: sorting
+    // sorted, by the protos' `order`, then object name, then type name. Only here, on what a dependency chose: sorting
     // every provider list of the App up front cost a third of `build()` at 10000 protos.
     if chosen.len() > 1 {
         chosen = sorted(protos, chosen);
@@ -425,11 +425,11 @@ fn resolve_dep(
     })
 }
 
-/// `targets` by object name, then type name, then registration.
+/// `targets` by their protos' `order`, then object name, then type name, then registration.
 pub(crate) fn sorted(protos: &[ProtoDef], mut targets: Vec<Target>) -> Vec<Target> {
     targets.sort_by(|a, b| {
         let (pa, pb) = (&protos[a.proto], &protos[b.proto]);
-        (&pa.name, pa.type_name, a.proto).cmp(&(&pb.name, pb.type_name, b.proto))
+        (pa.order, &pa.name, pa.type_name, a.proto).cmp(&(pb.order, &pb.name, pb.type_name, b.proto))
     });
     targets
 }

@@ -205,6 +205,12 @@ fn jobs(graph: &Graph, config: &Config, available: impl Fn(usize) -> bool) -> Re
     Ok(jobs)
 }
 
+/// Whether the jobs of the protos `available` says the App has are well declared (their
+/// timings, also those read from configuration): `AppBuilder::check`'s part.
+pub(crate) fn check(graph: &Graph, config: &Config, available: impl Fn(usize) -> bool) -> Result<(), DiError> {
+    jobs(graph, config, available).map(drop)
+}
+
 /// The schedule feature's handle in an App: its jobs, what claims the runs of the
 /// `once_per_cluster` ones, and what stops their timers (`shutdown`; dropped with the App,
 /// which stops them too).

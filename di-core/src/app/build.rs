@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
-use super::lifecycle::{abort, join_all, provided_singletons, role_providers, timed_out};
+use super::lifecycle::{abort, join_all, lazy_role, provided_singletons, providers_of, role_providers, timed_out};
 use super::{App, AppBuilder};
 use crate::config::Config;
 use crate::erased::{AnyArc, BuildFuture, HookFuture};
@@ -25,6 +25,15 @@ use crate::runtime::{AppCell, AppInner, Handles, LazySlot};
 use crate::startup::{ProtoTiming, StartupReport};
 
 static NEXT_APP_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The validated graph and what else `build()` constructs it from.
+struct Prepared {
+    graph: Graph,
+    config: Config,
+    roots: Vec<(TypeId, &'static str)>,
+    /// Which protos `build()` constructs (`None`: every singleton).
+    reached: Option<Vec<bool>>,
+}
 
 impl AppBuilder {
     /// Validates the graph and builds the singletons in dependency order, running their async
@@ -56,98 +65,11 @@ impl AppBuilder {
     /// assert!(matches!(error, DiError::Missing { .. }), "{error}");
     /// # Ok(()) }
     /// ```
-    pub async fn build(self) -> Result<App, DiError> {
+    pub async fn build(mut self) -> Result<App, DiError> {
         let began = Instant::now();
         let deadline = tokio::time::Instant::now() + self.start_timeout;
-        let mut defs: Vec<ProtoDef> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        let registered = self.inventory.then(|| inventory::iter::<ProtoDescriptor>.into_iter()).into_iter().flatten();
-        for descriptor in self.linked.into_iter().chain(registered) {
-            if seen.insert(((descriptor.type_id)(), descriptor.name)) {
-                defs.push(descriptor.to_def());
-            }
-        }
-        defs.extend(self.defs);
-
-        let mut errors = Vec::new();
-        let profile = self.config.profile.clone();
-        let mut inactive = select_active(&mut defs, profile.as_deref(), &self.excluded, &mut errors);
-        let overridden = |ty: TypeId, name: &str| {
-            self.overrides.iter().any(|o| o.type_id == ty && o.name.as_deref().is_none_or(|n| n == name))
-        };
-        let config = match self.config.load() {
-            Ok(config) => {
-                load_config(&mut defs, &config, overridden, &mut errors);
-                config
-            }
-            // Sections are not read from a broken source: each would only repeat its error.
-            Err(e) => {
-                errors.extend(e);
-                Config::default()
-            }
-        };
-        defs = expand_instances(defs, &mut inactive);
-        for o in self.overrides {
-            let mut hit = false;
-            for def in
-                defs.iter_mut().filter(|d| d.type_id == o.type_id && o.name.as_deref().is_none_or(|n| d.name == n))
-            {
-                let value = o.value.clone();
-                def.factory = Factory::Sync(SyncFactory::Closure(Arc::new(move |_: &Resolver<'_>| Ok(value.clone()))));
-                def.deps = Cow::Borrowed(&[]);
-                def.init = None;
-                def.complete = None;
-                def.destroy = None;
-                hit = true;
-            }
-            if !hit {
-                errors.push(DiError::OverrideUnknown { type_name: o.type_name });
-            }
-        }
-        for o in self.provider_overrides {
-            let provides = |d: &ProtoDef| d.provides.iter().any(|p| p.type_id == o.type_id);
-            let hit = |d: &ProtoDef| provides(d) && o.name.as_deref().is_none_or(|n| d.name == n);
-            let mut names: Vec<(Cow<'static, str>, Scope)> =
-                defs.iter().filter(|d| hit(d)).map(|d| (d.name.clone(), d.scope)).collect();
-            names.sort_by(|a, b| a.0.cmp(&b.0));
-            names.dedup_by(|a, b| a.0 == b.0);
-            if names.is_empty() {
-                let mut providers: Vec<String> = defs.iter().filter(|d| provides(d)).map(ProtoDef::label).collect();
-                providers.sort();
-                errors.push(DiError::OverrideNoProvider { wanted: o.type_name, name: o.name, providers });
-                continue;
-            }
-            // A replaced proto that provides other traits too stays, for those: only its
-            // `U` goes to the fake. One that provides nothing else is gone, and so is one whose
-            // own type is `U` (its own type stays its first entry, which lookups by type use).
-            defs.retain_mut(|d| {
-                if !hit(d) {
-                    return true;
-                }
-                let (own, faked) = (d.type_id, o.type_id);
-                let keeps_others = own != faked && d.provides.iter().any(|p| p.type_id != own && p.type_id != faked);
-                d.provides.retain(|p| p.type_id != faked);
-                keeps_others
-            });
-            defs.extend(names.into_iter().map(|(name, scope)| (o.fake)(name, scope)));
-        }
-
-        for &(ty, wanted, expected) in &self.expected {
-            let found: Vec<String> =
-                defs.iter().filter(|d| d.provides.iter().any(|p| p.type_id == ty)).map(ProtoDef::label).collect();
-            if found.len() < expected {
-                errors.push(DiError::ExpectedProviders { wanted, expected, found });
-            }
-        }
-        let graph = Graph::new(defs, &inactive);
-        DiError::collect(errors.into_iter().chain(graph.as_ref().err().cloned()).collect())?;
-        let graph = graph?;
+        let Prepared { graph, config, roots, reached } = self.prepare()?;
         let id = NEXT_APP_ID.fetch_add(1, Ordering::Relaxed);
-        let mut roots = self.roots;
-        if self.inventory {
-            check_advices(&graph, &inactive, &mut roots)?;
-        }
-        let reached = reached_from(&graph, &roots)?;
         let cell = AppCell::default();
         let mut singletons: Vec<Option<AnyArc>> = vec![None; graph.protos.len()];
         let mut ready: Vec<usize> = Vec::new();
@@ -324,6 +246,176 @@ impl AppBuilder {
         }
         Ok(App { inner })
     }
+
+    /// Validates what [`build`](Self::build) would build, and builds nothing: the graph, the
+    /// configuration sections, the profiles, the overrides, the advices the program names, and
+    /// the roles and schedules the App takes at build. It fails with the error `build()` would
+    /// fail with before its first factory (the same [`DiError`], naming the same culprit). It
+    /// constructs no object and runs no hook; what it cannot know without them (a factory or an
+    /// init hook that fails, a start timeout) only `build()` finds.
+    ///
+    /// A one-line test keeps a broken graph out of CI:
+    ///
+    /// ```
+    /// use di_core::{App, Dependency, DiError, InjectKind, ProtoDef};
+    ///
+    /// struct Db;
+    /// struct Repo;
+    ///
+    /// // The App's builder, as `main` builds it.
+    /// fn app() -> di_core::AppBuilder {
+    ///     App::builder()
+    ///         .without_inventory()
+    ///         .register(ProtoDef::singleton::<Repo>(|_| unreachable!("check() builds nothing")).dep(Dependency::new::<Db>(InjectKind::Arc, None)))
+    /// }
+    ///
+    /// let error = app().check().unwrap_err();
+    /// assert!(matches!(&error, DiError::Missing { wanted, .. } if wanted.ends_with("Db")), "{error}");
+    /// assert!(app().register(ProtoDef::singleton::<Db>(|_| unreachable!())).check().is_ok());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Those of [`build`](Self::build) but [`DiError::Construction`], [`DiError::Hook`] and
+    /// [`DiError::StartTimeout`].
+    pub fn check(mut self) -> Result<(), DiError> {
+        let Prepared { graph, config, roots, reached } = self.prepare()?;
+        let built = |p: usize| graph.protos[p].scope == Scope::Singleton && reached.as_ref().is_none_or(|r| r[p]);
+        // As `build()`'s `available`: a lazy singleton counts where the App may build it.
+        let available = |p: usize| {
+            built(p) || (graph.protos[p].lazy && graph.protos[p].scope == Scope::Singleton && roots.is_empty())
+        };
+        let mut errors = Vec::new();
+        for (role, providers) in [
+            ("dyn EventTransport", one_role::<dyn crate::events::EventTransport>(&graph, built, "dyn EventTransport")),
+            #[cfg(feature = "schedule")]
+            ("dyn ScheduleLock", one_role::<dyn crate::schedule::ScheduleLock>(&graph, built, "dyn ScheduleLock")),
+        ] {
+            match providers {
+                Ok(providers) if providers.len() > 1 => errors.push(DiError::OneOfRole { role, providers }),
+                Ok(_) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        for role in [
+            providers_of::<dyn crate::hosted::HostedService>(&graph, built, "dyn HostedService"),
+            providers_of::<dyn crate::health::HealthCheck>(&graph, built, "dyn HealthCheck"),
+        ] {
+            errors.extend(role.err());
+        }
+        #[cfg(feature = "schedule")]
+        errors.extend(crate::schedule::check(&graph, &config, available).err());
+        #[cfg(not(feature = "schedule"))]
+        let _ = (&config, available);
+        DiError::collect(errors)
+    }
+
+    /// What `build()` and `check()` share: the protos selected (inventory, links, registered;
+    /// profiles, exclusions, overrides), the configuration read into its sections, the graph
+    /// validated and indexed, and which singletons `build()` would construct. Runs no factory
+    /// and no hook. Takes the protos, overrides and sources out of `self`.
+    fn prepare(&mut self) -> Result<Prepared, DiError> {
+        let mut defs: Vec<ProtoDef> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let registered = self.inventory.then(|| inventory::iter::<ProtoDescriptor>.into_iter()).into_iter().flatten();
+        for descriptor in std::mem::take(&mut self.linked).into_iter().chain(registered) {
+            if seen.insert(((descriptor.type_id)(), descriptor.name)) {
+                defs.push(descriptor.to_def());
+            }
+        }
+        defs.extend(std::mem::take(&mut self.defs));
+
+        let mut errors = Vec::new();
+        let profile = self.config.profile.clone();
+        let mut inactive = select_active(&mut defs, profile.as_deref(), &self.excluded, &mut errors);
+        let overridden = |ty: TypeId, name: &str| {
+            self.overrides.iter().any(|o| o.type_id == ty && o.name.as_deref().is_none_or(|n| n == name))
+        };
+        let config = match std::mem::take(&mut self.config).load() {
+            Ok(config) => {
+                load_config(&mut defs, &config, overridden, &mut errors);
+                config
+            }
+            // Sections are not read from a broken source: each would only repeat its error.
+            Err(e) => {
+                errors.extend(e);
+                Config::default()
+            }
+        };
+        defs = expand_instances(defs, &mut inactive);
+        for o in std::mem::take(&mut self.overrides) {
+            let mut hit = false;
+            for def in
+                defs.iter_mut().filter(|d| d.type_id == o.type_id && o.name.as_deref().is_none_or(|n| d.name == n))
+            {
+                let value = o.value.clone();
+                def.factory = Factory::Sync(SyncFactory::Closure(Arc::new(move |_: &Resolver<'_>| Ok(value.clone()))));
+                def.deps = Cow::Borrowed(&[]);
+                def.init = None;
+                def.complete = None;
+                def.destroy = None;
+                hit = true;
+            }
+            if !hit {
+                errors.push(DiError::OverrideUnknown { type_name: o.type_name });
+            }
+        }
+        for o in std::mem::take(&mut self.provider_overrides) {
+            let provides = |d: &ProtoDef| d.provides.iter().any(|p| p.type_id == o.type_id);
+            let hit = |d: &ProtoDef| provides(d) && o.name.as_deref().is_none_or(|n| d.name == n);
+            let mut names: Vec<(Cow<'static, str>, Scope)> =
+                defs.iter().filter(|d| hit(d)).map(|d| (d.name.clone(), d.scope)).collect();
+            names.sort_by(|a, b| a.0.cmp(&b.0));
+            names.dedup_by(|a, b| a.0 == b.0);
+            if names.is_empty() {
+                let mut providers: Vec<String> = defs.iter().filter(|d| provides(d)).map(ProtoDef::label).collect();
+                providers.sort();
+                errors.push(DiError::OverrideNoProvider { wanted: o.type_name, name: o.name, providers });
+                continue;
+            }
+            // A replaced proto that provides other traits too stays, for those: only its
+            // `U` goes to the fake. One that provides nothing else is gone, and so is one whose
+            // own type is `U` (its own type stays its first entry, which lookups by type use).
+            defs.retain_mut(|d| {
+                if !hit(d) {
+                    return true;
+                }
+                let (own, faked) = (d.type_id, o.type_id);
+                let keeps_others = own != faked && d.provides.iter().any(|p| p.type_id != own && p.type_id != faked);
+                d.provides.retain(|p| p.type_id != faked);
+                keeps_others
+            });
+            defs.extend(names.into_iter().map(|(name, scope)| (o.fake)(name, scope)));
+        }
+
+        for &(ty, wanted, expected) in &self.expected {
+            let found: Vec<String> =
+                defs.iter().filter(|d| d.provides.iter().any(|p| p.type_id == ty)).map(ProtoDef::label).collect();
+            if found.len() < expected {
+                errors.push(DiError::ExpectedProviders { wanted, expected, found });
+            }
+        }
+        let graph = Graph::new(defs, &inactive);
+        DiError::collect(errors.into_iter().chain(graph.as_ref().err().cloned()).collect())?;
+        let graph = graph?;
+        let mut roots = std::mem::take(&mut self.roots);
+        if self.inventory {
+            check_advices(&graph, &inactive, &mut roots)?;
+        }
+        let reached = reached_from(&graph, &roots)?;
+        Ok(Prepared { graph, config, roots, reached })
+    }
+}
+
+/// The labels of the providers of the role `U` that `built` says are built: a lazy one that is
+/// not, or one that is no singleton, is an error.
+fn one_role<U: ?Sized + 'static>(
+    graph: &Graph,
+    built: impl Fn(usize) -> bool + Copy,
+    role: &'static str,
+) -> Result<Vec<String>, DiError> {
+    lazy_role::<U>(graph, built)?;
+    Ok(providers_of::<U>(graph, built, role)?.into_iter().map(|(p, _)| graph.protos[p].label()).collect())
 }
 
 /// Every advice that an `#[intercept]` in the program names must be registered: a method

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::erased::AnyArc;
 use crate::error::{BoxError, DiError};
-use crate::graph::Graph;
+use crate::graph::{Graph, Target};
 use crate::proto::kinds::Scope;
 
 /// The singletons that provide `U`, in build order: each's label, its `name` (what a health
@@ -21,20 +21,30 @@ pub(super) fn provided_singletons<U: ?Sized + 'static>(
     singletons: &[Option<AnyArc>],
     role: &'static str,
 ) -> Result<Vec<(String, String, Arc<U>)>, DiError> {
+    let found = providers_of::<U>(graph, |p| singletons[p].is_some(), role)?;
+    Ok(found
+        .into_iter()
+        .map(|(p, target)| {
+            let (def, obj) = (&graph.protos[p], singletons[p].clone().expect("built: `providers_of` asked"));
+            (def.label(), def.name.to_string(), crate::resolver::provided_as::<U>(graph, target, obj))
+        })
+        .collect())
+}
+
+/// The protos that provide `U` and that `built` says are built, in build order, with how
+/// each provides it. A context or transient provider is an error, built or not.
+pub(super) fn providers_of<U: ?Sized + 'static>(
+    graph: &Graph,
+    built: impl Fn(usize) -> bool,
+    role: &'static str,
+) -> Result<Vec<(usize, Target)>, DiError> {
     let Some(targets) = graph.provided.get(&TypeId::of::<U>()) else { return Ok(Vec::new()) };
     if let Some(def) = targets.iter().map(|t| &graph.protos[t.proto]).find(|d| d.scope != Scope::Singleton) {
         let scope = if def.scope == Scope::Context { "context" } else { "transient" };
         return Err(DiError::MustBeSingleton { proto: def.label(), role, scope });
     }
-    let mut found = Vec::new();
-    for &p in graph.levels.iter().flatten() {
-        let Some(target) = targets.iter().find(|t| t.proto == p) else { continue };
-        let def = &graph.protos[p];
-        // Not built (lazy, or outside the roots): nothing runs for it.
-        let Some(obj) = singletons[p].clone() else { continue };
-        found.push((def.label(), def.name.to_string(), crate::resolver::provided_as::<U>(graph, *target, obj)));
-    }
-    Ok(found)
+    let in_order = graph.levels.iter().flatten().filter(|&&p| built(p));
+    Ok(in_order.filter_map(|&p| targets.iter().find(|t| t.proto == p).map(|&t| (p, t))).collect())
 }
 
 /// The start-up deadline passed with `running` still going.
@@ -52,14 +62,21 @@ pub(super) fn role_providers<U: ?Sized + 'static>(
     singletons: &[Option<AnyArc>],
     role: &'static str,
 ) -> Result<Vec<(String, String, Arc<U>)>, DiError> {
+    lazy_role::<U>(graph, |p| singletons[p].is_some())?;
+    provided_singletons(graph, singletons, role)
+}
+
+/// A lazy provider of `U` that `built` says is not built: an error, since the App takes its
+/// roles (`dyn EventTransport`, `dyn ScheduleLock`) when it is built.
+pub(super) fn lazy_role<U: ?Sized + 'static>(graph: &Graph, built: impl Fn(usize) -> bool) -> Result<(), DiError> {
     let lazy = graph.provided.get(&TypeId::of::<U>()).into_iter().flatten().map(|t| t.proto);
-    if let Some(p) = lazy.into_iter().find(|&p| graph.protos[p].lazy && singletons[p].is_none()) {
-        return Err(DiError::Lazy {
+    match lazy.into_iter().find(|&p| graph.protos[p].lazy && !built(p)) {
+        Some(p) => Err(DiError::Lazy {
             proto: graph.protos[p].label(),
             reason: "it provides a role the App takes when it is built (`dyn EventTransport`, `dyn ScheduleLock`); drop `lazy`",
-        });
+        }),
+        None => Ok(()),
     }
-    provided_singletons(graph, singletons, role)
 }
 
 /// Destroys the singletons that finished init (in reverse), then returns the build error.

@@ -57,6 +57,8 @@ pub struct ProtoDef {
     pub(crate) profile: Option<Cow<'static, str>>,
     /// A singleton built on first use.
     pub(crate) lazy: bool,
+    /// Where it comes among its type's providers in a collection: lower first.
+    pub(crate) order: i32,
     pub(crate) init: Option<Arc<DynHook>>,
     pub(crate) complete: Option<Arc<DynHook>>,
     pub(crate) destroy: Option<Arc<DynHook>>,
@@ -386,10 +388,49 @@ impl ProtoDef {
             instances_of: None,
             profile: None,
             lazy: false,
+            order: 0,
             init: None,
             complete: None,
             destroy: None,
         }
+    }
+
+    /// Where this proto comes in the collections of the types it provides
+    /// (`Vec<Arc<dyn Trait>>`, and the lists of providers in errors): lower first.
+    /// 0 by default; ties go by object name, then type name (Spring's `@Order`). A
+    /// [`Keyed`](crate::Keyed) map is by name and ignores it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use di_core::{App, Dependency, InjectKind, ProtoDef};
+    ///
+    /// trait Filter: Send + Sync { fn name(&self) -> &'static str; }
+    /// struct Auth;
+    /// impl Filter for Auth { fn name(&self) -> &'static str { "auth" } }
+    /// struct Log;
+    /// impl Filter for Log { fn name(&self) -> &'static str { "log" } }
+    /// struct Zip;
+    /// impl Filter for Zip { fn name(&self) -> &'static str { "zip" } }
+    /// struct Chain(Vec<Arc<dyn Filter>>);
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::singleton::<Zip>(|_| Ok(Zip)).provides::<Zip, dyn Filter>(|f| f).order(10))
+    ///     .register(ProtoDef::singleton::<Log>(|_| Ok(Log)).provides::<Log, dyn Filter>(|f| f))
+    ///     .register(ProtoDef::singleton::<Auth>(|_| Ok(Auth)).provides::<Auth, dyn Filter>(|f| f).order(-1))
+    ///     .register(ProtoDef::singleton::<Chain>(|r| Ok(Chain(r.all(0)?)))
+    ///         .dep(Dependency::new::<dyn Filter>(InjectKind::All, None)))
+    ///     .build()
+    ///     .await?;
+    /// let names: Vec<_> = app.get_object::<Chain>()?.0.iter().map(|f| f.name()).collect();
+    /// assert_eq!(names, ["auth", "log", "zip"]); // -1, then 0 (the default), then 10
+    /// # Ok(()) }
+    /// ```
+    pub fn order(mut self, order: i32) -> Self {
+        self.order = order;
+        self
     }
 
     /// Sets the object name (default: the type name in lowerCamelCase, as tegg does).

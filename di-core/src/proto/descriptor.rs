@@ -63,6 +63,7 @@ pub struct ProtoDescriptor {
     pub(crate) instances_of: Option<TypeRef>,
     pub(crate) profile: Option<&'static str>,
     pub(crate) lazy: bool,
+    pub(crate) order: i32,
     pub(crate) init: Option<HookFn>,
     pub(crate) complete: Option<HookFn>,
     pub(crate) destroy: Option<HookFn>,
@@ -206,6 +207,7 @@ impl ProtoDescriptor {
             instances_of: None,
             profile: None,
             lazy: false,
+            order: 0,
             init: None,
             complete: None,
             destroy: None,
@@ -333,6 +335,14 @@ impl ProtoDescriptor {
     /// ```
     pub const fn profile(mut self, profile: &'static str) -> Self {
         self.profile = Some(profile);
+        self
+    }
+
+    /// Where this proto comes in the collections that gather its type's providers
+    /// (`Vec<Arc<dyn Trait>>`): lower first, 0 by default, ties by object name
+    /// ([`ProtoDef::order`](crate::ProtoDef::order) has an example).
+    pub const fn order(mut self, order: i32) -> Self {
+        self.order = order;
         self
     }
 
@@ -612,6 +622,7 @@ impl ProtoDescriptor {
             instances_of: self.instances_of.map(|c| ((c.type_id)(), (c.type_name)())),
             profile: self.profile.map(Cow::Borrowed),
             lazy: self.lazy,
+            order: self.order,
             init: hook(self.init),
             complete: hook(self.complete),
             destroy: hook(self.destroy),

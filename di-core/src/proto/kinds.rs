@@ -120,7 +120,8 @@ pub enum InjectKind {
     ContextRef,
     /// `Option<Arc<T>>`: zero or one provider.
     Optional,
-    /// `Vec<Arc<T>>`: every provider, ordered by object name then type name.
+    /// `Vec<Arc<T>>`: every provider, ordered by their `order` (0 unless set), then object name,
+    /// then type name.
     All,
     /// `Keyed<T>`: every provider, by object name.
     Keyed,

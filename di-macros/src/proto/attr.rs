@@ -8,8 +8,8 @@ use syn::{Token, Type};
 use crate::ctxt::Ctxt;
 use crate::internals::{check_prefix, once, path_name, skip_value};
 use crate::symbol::{
-    ACCESS, COMPLETE, CRATE, DESTROY, EXTERNAL, INIT, INSTANCES, INSTANCES_OF, LAZY, NAME, PATH, PREFIX, PRIVATE,
-    PROFILE, PROVIDES, PUBLIC,
+    ACCESS, COMPLETE, CRATE, DESTROY, EXTERNAL, INIT, INSTANCES, INSTANCES_OF, LAZY, NAME, ORDER, PATH, PREFIX,
+    PRIVATE, PROFILE, PROVIDES, PUBLIC,
 };
 
 /// Which proto attribute is being expanded.
@@ -76,6 +76,7 @@ const OPTIONS: &[(&str, &[ProtoScope])] = {
         (COMPLETE, &[Context]),
         (DESTROY, HOOKED),
         (LAZY, &[Singleton]),
+        (ORDER, &[Singleton, Context, Controller, Transient]),
         (PROFILE, ALL),
         (INSTANCES_OF, &[Singleton, Context]),
         (CRATE, ALL),
@@ -111,6 +112,8 @@ pub(crate) struct ProtoAttr {
     pub(crate) instances: Option<syn::Path>,
     /// `#[singleton_proto(lazy)]`: built on first use.
     pub(crate) lazy: Option<syn::Path>,
+    /// `order = -1`: where the proto comes among its type's providers in a collection.
+    pub(crate) order: Option<i32>,
 }
 
 impl ProtoAttr {
@@ -141,6 +144,15 @@ impl ProtoAttr {
                 once(cx, &meta, &mut attr.instances, meta.path.clone());
             } else if takes(LAZY) && meta.path.is_ident(LAZY) {
                 once(cx, &meta, &mut attr.lazy, meta.path.clone());
+            } else if takes(ORDER) && meta.path.is_ident(ORDER) {
+                let expr: syn::Expr = meta.value()?.parse()?;
+                match order_of(&expr) {
+                    Some(order) => once(cx, &meta, &mut attr.order, order),
+                    None => cx.error_spanned_by(
+                        &expr,
+                        "`order` is an integer of 32 bits, such as `order = 10` or `order = -1`: lower comes first in a `Vec<Arc<dyn Trait>>`",
+                    ),
+                }
             } else if takes(INSTANCES_OF) && meta.path.is_ident(INSTANCES_OF) {
                 let ty: Type = meta.value()?.parse()?;
                 once(cx, &meta, &mut attr.instances_of, ty);
@@ -206,6 +218,22 @@ impl ProtoAttr {
     }
 }
 
+/// The value of `order = ..`: an integer literal, maybe negated, that fits an `i32`.
+fn order_of(expr: &syn::Expr) -> Option<i32> {
+    match expr {
+        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(int), .. }) if int.suffix().is_empty() => {
+            int.base10_parse::<i32>().ok()
+        }
+        syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => match &**expr {
+            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(int), .. }) if int.suffix().is_empty() => {
+                int.base10_parse::<i64>().ok().and_then(|n| i32::try_from(-n).ok())
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The options of one `#[inject]`.
 #[derive(Default)]
 pub(crate) struct InjectAttr {
@@ -261,17 +289,20 @@ mod tests {
         let lists = [
             (
                 ProtoScope::Singleton,
-                "`name`, `provides`, `access`, `init`, `destroy`, `lazy`, `profile`, `instances_of` or `crate`",
+                "`name`, `provides`, `access`, `init`, `destroy`, `lazy`, `order`, `profile`, `instances_of` or `crate`",
             ),
             (
                 ProtoScope::Context,
-                "`name`, `provides`, `access`, `init`, `complete`, `destroy`, `profile`, `instances_of` or `crate`",
+                "`name`, `provides`, `access`, `init`, `complete`, `destroy`, `order`, `profile`, `instances_of` or `crate`",
             ),
-            (ProtoScope::Controller, "`path`, `name`, `provides`, `access`, `init`, `destroy`, `profile` or `crate`"),
+            (
+                ProtoScope::Controller,
+                "`path`, `name`, `provides`, `access`, `init`, `destroy`, `order`, `profile` or `crate`",
+            ),
             (ProtoScope::Config, "`prefix`, `instances`, `name`, `access`, `profile` or `crate`"),
             (
                 ProtoScope::Transient,
-                "`name`, `provides`, `access`, `profile` or `crate` (a transient has no hooks: the container does not keep it)",
+                "`name`, `provides`, `access`, `order`, `profile` or `crate` (a transient has no hooks: the container does not keep it)",
             ),
         ];
         for (scope, list) in lists {

@@ -137,6 +137,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
     let profile_set = model.attr.profile.as_ref().map(|p| quote!(.profile(#p)));
     let instances_of_set = model.attr.instances_of.as_ref().map(|c| quote!(.instances_of::<#c>()));
     let lazy_set = model.attr.lazy.as_ref().map(|_| quote!(.lazy()));
+    let order_set = model.attr.order.map(|order| quote!(.order(#order)));
     let controller = (model.scope == ProtoScope::Controller).then(|| {
         let path = model.attr.path.as_ref().map_or_else(String::new, syn::LitStr::value);
         // Listed outermost first, as in `tower::ServiceBuilder`: the last `.layer` wraps the rest.
@@ -184,6 +185,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
                     #profile_set
                     #instances_of_set
                     #lazy_set
+                    #order_set
                     #init_set
                     #complete_set
                     #destroy_set;

@@ -142,6 +142,12 @@ async fn main() -> Result<(), DiError> {
 
 #[cfg(test)]
 mod tests {
+    /// The graph `main` builds, checked with nothing built (`AppBuilder::check`).
+    #[test]
+    fn the_graph_checks() {
+        di_core::App::builder().check().unwrap();
+    }
+
     #[tokio::test]
     async fn the_advice_sees_each_call_and_only_the_good_request_mails() {
         let lines = super::run().await.unwrap();

@@ -89,6 +89,12 @@ async fn main() -> Result<(), DiError> {
 
 #[cfg(test)]
 mod tests {
+    /// The graph `main` builds, checked with nothing built (`AppBuilder::check`).
+    #[test]
+    fn the_graph_checks() {
+        di_core::App::builder().check().unwrap();
+    }
+
     #[tokio::test]
     async fn the_answer_comes_first_and_the_scope_waits_for_its_task() {
         let lines = super::run().await.unwrap();

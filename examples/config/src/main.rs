@@ -129,6 +129,15 @@ mod tests {
         Some(format!("file {}", file.display()))
     }
 
+    /// The graph `main` builds, in each profile, checked with nothing built
+    /// (`AppBuilder::check`): its configuration sections are read, so a broken file fails it.
+    #[test]
+    fn the_graph_checks_in_each_profile() {
+        for profile in ["dev", "prod"] {
+            builder(config_file(), profile).check().unwrap_or_else(|e| panic!("profile {profile}: {e}"));
+        }
+    }
+
     #[tokio::test]
     async fn values_come_from_the_file_and_the_dev_outbox_prints() {
         // In a child process without the shell's NEWS_* variables, as every test here that

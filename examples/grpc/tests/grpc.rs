@@ -12,6 +12,12 @@ use todos::advice::TodoStats;
 use tonic::Code;
 use tonic::transport::Channel;
 
+/// The graph `main` builds, checked with nothing built (`AppBuilder::check`).
+#[test]
+fn the_graph_checks() {
+    todos::builder().check().unwrap();
+}
+
 struct Service {
     addr: SocketAddr,
     app: App,

@@ -87,3 +87,12 @@ async fn main() -> Result<(), DiError> {
     }
     app.shutdown().await
 }
+
+#[cfg(test)]
+mod tests {
+    /// The graph `main` builds, checked with nothing built (`AppBuilder::check`).
+    #[test]
+    fn the_graph_checks() {
+        di_core::App::builder().check().unwrap();
+    }
+}

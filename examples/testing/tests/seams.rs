@@ -13,6 +13,12 @@ use tower::ServiceExt; // `oneshot`
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
+/// The graph `app()` builds, checked with nothing built (`AppBuilder::check`).
+#[test]
+fn the_graph_checks() {
+    App::builder().check().unwrap();
+}
+
 /// A clock stopped at one hour.
 #[derive(Debug)]
 struct FixedClock(u32);

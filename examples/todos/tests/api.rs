@@ -20,6 +20,17 @@ use di_test_support::child_env;
 use di_test_support::http_client;
 use http_client::{send, send_json};
 
+/// The graph `main` builds, alone and with the outbox to NATS, checked with nothing built
+/// (`AppBuilder::check`): no database is opened, no broker reached.
+#[test]
+fn the_graph_checks_with_and_without_nats() {
+    todos::builder().check().unwrap();
+    todos::with_nats(todos::builder()).config_value("nats.url", "nats://127.0.0.1:1").check().unwrap();
+    // A schedule's period read from the configuration is checked too, naming the job.
+    let error = todos::builder().config_value("purge.every", "now and then").check().unwrap_err().to_string();
+    assert!(error.contains("purge"), "{error}");
+}
+
 /// The database a test runs on.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum On {

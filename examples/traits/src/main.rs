@@ -78,6 +78,12 @@ async fn main() -> Result<(), DiError> {
 mod tests {
     use super::*;
 
+    /// The graph `main` builds, checked with nothing built (`AppBuilder::check`).
+    #[test]
+    fn the_graph_checks() {
+        di_core::App::builder().check().unwrap();
+    }
+
     #[tokio::test]
     async fn providers_by_name_all_of_them_and_at_run_time() {
         let app = App::builder().build().await.unwrap();
