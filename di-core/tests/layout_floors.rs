@@ -45,6 +45,7 @@ const FLOORS: &[(&str, Floor)] = &[
     ("hosted", Floor::Feature),
     ("health", Floor::Feature),
     ("startup", Floor::Feature),
+    ("live", Floor::Feature),
     // 4: the composition root.
     ("app", Floor::Root),
     ("private", Floor::Root),

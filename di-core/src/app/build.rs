@@ -33,6 +33,8 @@ struct Prepared {
     roots: Vec<(TypeId, &'static str)>,
     /// Which protos `build()` constructs (`None`: every singleton).
     reached: Option<Vec<bool>>,
+    /// The reloadable sections, if there are any.
+    live: Option<Arc<crate::live::Live>>,
 }
 
 impl AppBuilder {
@@ -68,7 +70,7 @@ impl AppBuilder {
     pub async fn build(mut self) -> Result<App, DiError> {
         let began = Instant::now();
         let deadline = tokio::time::Instant::now() + self.start_timeout;
-        let Prepared { graph, config, roots, reached } = self.prepare()?;
+        let Prepared { graph, config, roots, reached, live } = self.prepare()?;
         let id = NEXT_APP_ID.fetch_add(1, Ordering::Relaxed);
         let cell = AppCell::default();
         let mut singletons: Vec<Option<AnyArc>> = vec![None; graph.protos.len()];
@@ -216,6 +218,9 @@ impl AppBuilder {
             tracing::warn!(target: crate::startup::TARGET, proto = %slow.proto, took = ?slow.total(), construct = ?slow.construct, init = ?slow.init, "a singleton was slow to start");
         }
         handles.startup = crate::runtime::Handle::new(report);
+        if let Some(live) = live {
+            handles.live = crate::runtime::Handle::new(live);
+        }
         let inner = Arc::new(AppInner {
             id,
             handles,
@@ -279,7 +284,7 @@ impl AppBuilder {
     /// Those of [`build`](Self::build) but [`DiError::Construction`], [`DiError::Hook`] and
     /// [`DiError::StartTimeout`].
     pub fn check(mut self) -> Result<(), DiError> {
-        let Prepared { graph, config, roots, reached } = self.prepare()?;
+        let Prepared { graph, config, roots, reached, .. } = self.prepare()?;
         let built = |p: usize| graph.protos[p].scope == Scope::Singleton && reached.as_ref().is_none_or(|r| r[p]);
         // As `build()`'s `available`: a lazy singleton counts where the App may build it.
         let available = |p: usize| {
@@ -331,9 +336,21 @@ impl AppBuilder {
         let overridden = |ty: TypeId, name: &str| {
             self.overrides.iter().any(|o| o.type_id == ty && o.name.as_deref().is_none_or(|n| n == name))
         };
+        let is_live = |d: &ProtoDef| matches!(&d.factory, Factory::Config(c) if c.live.is_some() && !c.instances);
+        let sources = defs.iter().any(is_live).then(|| self.config.clone());
+        let mut live = None;
         let config = match std::mem::take(&mut self.config).load() {
             Ok(config) => {
-                load_config(&mut defs, &config, overridden, &mut errors);
+                let found = load_config(&mut defs, &config, overridden, &mut errors);
+                if let Some(sources) = sources.filter(|_| !found.is_empty()) {
+                    for (def, _) in &found {
+                        let why = format!("a reloadable section: singletons hold `ConfigRef<{}>`", def.type_name);
+                        inactive.push((def.clone(), why));
+                    }
+                    let (installed, protos) = crate::live::install(sources, &config, found);
+                    defs.extend(protos);
+                    live = Some(installed);
+                }
                 config
             }
             // Sections are not read from a broken source: each would only repeat its error.
@@ -403,7 +420,7 @@ impl AppBuilder {
             check_advices(&graph, &inactive, &mut roots)?;
         }
         let reached = reached_from(&graph, &roots)?;
-        Ok(Prepared { graph, config, roots, reached })
+        Ok(Prepared { graph, config, roots, reached, live })
     }
 }
 
@@ -524,24 +541,33 @@ fn select_active(
 
 /// Reads every config section (but those overridden): a section becomes a proto holding its
 /// value; a multi-instance one, one proto per table under its prefix (appended; an overridden
-/// instance is left for its override). Works in place: a def is a few hundred bytes, and an
+/// instance is left for its override); a reloadable one leaves `defs` and is returned with its
+/// value, for the live configuration. Works in place: a def is a few hundred bytes, and an
 /// App may have tens of thousands.
 fn load_config(
     defs: &mut Vec<ProtoDef>,
     config: &Config,
     overridden: impl Fn(TypeId, &str) -> bool,
     errors: &mut Vec<DiError>,
-) {
+) -> Vec<(ProtoDef, AnyArc)> {
     let value_factory =
         |value: AnyArc| Factory::Sync(SyncFactory::Closure(Arc::new(move |_: &Resolver<'_>| Ok(value.clone()))));
     let mut instances = Vec::new();
     let mut templates = false;
+    let mut live = Vec::new();
     for def in defs.iter_mut() {
         let Factory::Config(section) = &def.factory else { continue };
         if !section.instances {
             if !overridden(def.type_id, &def.name) {
                 match (section.load)(config, &section.prefix, def.type_name) {
+                    Ok(value) if section.live.is_some() => live.push((def.clone(), value)),
                     Ok(value) => def.factory = value_factory(value),
+                    // A reloadable section that fails still gets its `ConfigRef` (the build
+                    // fails before any factory runs), so that its users show no second error.
+                    Err(e) if section.live.is_some() => {
+                        errors.push(e);
+                        live.push((def.clone(), Arc::new(()) as AnyArc));
+                    }
                     Err(e) => errors.push(e),
                 }
             }
@@ -567,10 +593,15 @@ fn load_config(
             instances.push(instance);
         }
     }
-    if templates {
-        defs.retain(|d| !matches!(&d.factory, Factory::Config(c) if c.instances));
+    // What is left a config factory is a template (its instances replace it), or a reloadable
+    // section (its `ConfigRef` replaces it), or a section whose value failed to read.
+    if templates || !live.is_empty() {
+        let read =
+            |d: &ProtoDef| live.iter().any(|(l, _): &(ProtoDef, AnyArc)| l.type_id == d.type_id && l.name == d.name);
+        defs.retain(|d| !matches!(&d.factory, Factory::Config(c) if c.instances || (c.live.is_some() && read(d))));
     }
     defs.extend(instances);
+    live
 }
 
 /// Replaces each `instances_of` template with one proto per proto of the type it follows,

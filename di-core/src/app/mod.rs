@@ -659,6 +659,31 @@ impl App {
         &self.inner.config
     }
 
+    /// Reads the configuration's sources again (files, environment, values) into its
+    /// reloadable sections (`#[config_proto(.., reloadable)]`, [`ProtoDef::live_config`](crate::ProtoDef::live_config)):
+    /// scopes that begin afterwards see the new version through their
+    /// [`ConfigRef`](crate::ConfigRef)s, those already running keep the one they pinned. The
+    /// sections that did not change keep their objects; the change hooks of those that did run
+    /// ([`ConfigRef::on_change`](crate::ConfigRef::on_change)). Sections that are not reloadable,
+    /// and [`config`](Self::config), stay as `build()` read them.
+    ///
+    /// Reads files: call it from a blocking context, or accept a short block. An App without
+    /// reloadable sections reloads nothing (version 0).
+    ///
+    /// # Errors
+    ///
+    /// A source that does not parse ([`DiError::ConfigSource`]) or a section that no longer
+    /// reads as its type ([`DiError::ConfigInvalid`], [`DiError::ConfigMissing`]): nothing
+    /// changes, the error names the key and its source (never the value), it is logged, and
+    /// [`health`](Self::health) reports it until a reload succeeds.
+    ///
+    /// # Examples
+    ///
+    /// See [`ConfigRef`](crate::ConfigRef).
+    pub fn reload_config(&self) -> Result<crate::ConfigReload, DiError> {
+        crate::live::reload(&self.inner)
+    }
+
     /// The App's event bus: what an `#[inject] events: Arc<EventBus>` holds.
     ///
     /// # Examples

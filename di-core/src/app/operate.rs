@@ -139,6 +139,11 @@ pub struct HealthReport {
     pub checks: Vec<CheckReport>,
     /// Each hosted service, in start order.
     pub services: Vec<ServiceReport>,
+    /// Why the last [`App::reload_config`] failed, while no reload has succeeded since: the
+    /// App serves the version before it. It does not make the App unready, since every
+    /// instance given the same broken file would leave the load balancer at once; di-http's
+    /// probes do not send it (it names keys and files).
+    pub config_error: Option<String>,
 }
 
 /// Where an App is in its life, as [`App::state`] and the probes report it.
@@ -233,7 +238,7 @@ impl App {
         let services = self.hosted_services();
         let ready = live && !stopping && checks.iter().all(|c| c.ok) && services.iter().all(|s| s.state.is_ok());
         let state = AppState::of(live, stopping);
-        HealthReport { live, ready, state, checks, services }
+        HealthReport { live, ready, state, checks, services, config_error: crate::live::failed(&self.inner) }
     }
 
     /// Whether the App serves: not shut down, and no hosted service stopped it. Runs no

@@ -29,14 +29,16 @@ use crate::erased::AnyArc;
 use crate::error::DiError;
 
 /// One source, as the builder collected it.
+#[derive(Clone)]
 enum Source {
     File { path: PathBuf, required: bool },
     Env { prefix: String },
     Value { key: String, value: Result<Value, String>, at: &'static Location<'static> },
 }
 
-/// The configuration sources of an [`AppBuilder`](crate::AppBuilder), merged at build.
-#[derive(Default)]
+/// The configuration sources of an [`AppBuilder`](crate::AppBuilder), merged at build (and
+/// again at each reload of a live configuration).
+#[derive(Default, Clone)]
 pub(crate) struct Sources {
     sources: Vec<Source>,
     pub(crate) profile: Option<String>,
@@ -399,6 +401,11 @@ impl Config {
     /// ```
     pub fn profile(&self) -> Option<&str> {
         self.inner.profile.as_deref()
+    }
+
+    /// The merged value at `prefix`, as read (a live configuration compares it across reloads).
+    pub(crate) fn raw(&self, prefix: &str) -> Option<Value> {
+        self.inner.merged.find_ref(prefix).cloned()
     }
 
     /// Deserializes the section at `prefix` as `T`, for the config proto `section`: an absent

@@ -237,6 +237,7 @@ impl ProtoDef {
                 prefix: prefix.into(),
                 instances: false,
                 load: crate::config::load_section::<T>,
+                live: None,
             }),
         )
     }

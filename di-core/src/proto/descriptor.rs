@@ -616,7 +616,7 @@ impl ProtoDescriptor {
                 Construct::Sync(f) => Factory::Sync(SyncFactory::Fn(f)),
                 Construct::Async(f) => Factory::Async(Arc::new(f)),
                 Construct::Config { prefix, instances, load } => {
-                    Factory::Config(ConfigDef { prefix: Cow::Borrowed(prefix), instances, load })
+                    Factory::Config(ConfigDef { prefix: Cow::Borrowed(prefix), instances, load, live: None })
                 }
             },
             instances_of: self.instances_of.map(|c| ((c.type_id)(), (c.type_name)())),

@@ -126,4 +126,10 @@ pub(crate) struct ConfigDef {
     pub(crate) prefix: Cow<'static, str>,
     pub(crate) instances: bool,
     pub(crate) load: LoadFn,
+    /// A reloadable section: how to make the proto of its `ConfigRef<T>`, given the App's live
+    /// configuration (erased), the section's index there and the section's object name.
+    pub(crate) live: Option<LiveFn>,
 }
+
+/// [`ConfigDef::live`].
+pub(crate) type LiveFn = fn(AnyArc, usize, Cow<'static, str>) -> crate::proto::def::ProtoDef;

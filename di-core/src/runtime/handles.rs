@@ -38,4 +38,6 @@ pub(crate) struct Handles {
     pub(crate) health: Handle,
     /// The start-up timeline `build()` took (the startup feature's).
     pub(crate) startup: Handle,
+    /// The reloadable configuration sections and their versions (the live feature's).
+    pub(crate) live: Handle,
 }
