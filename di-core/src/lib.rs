@@ -314,7 +314,7 @@ pub mod __private {
     #[cfg(feature = "schedule")]
     pub use crate::schedule::{ScheduleDescriptor, When};
     pub use crate::{
-        Access, AsyncContextRef, ContextProto, ContextRef, Dependency, DiError, InjectKind, Keyed, Proto, Provider,
-        Resolver, Scope, SingletonProto, TransientProto,
+        Access, AsyncContextRef, ConfigRef, ContextProto, ContextRef, Dependency, DiError, InjectKind, Keyed, Proto,
+        Provider, Resolver, Scope, SingletonProto, TransientProto,
     };
 }

@@ -19,7 +19,8 @@ use crate::erased::{AnyArc, downcast};
 use crate::error::DiError;
 use crate::proto::def::ProtoDef;
 use crate::proto::dependency::Dependency;
-use crate::proto::factory::{ConfigDef, Factory};
+use crate::proto::descriptor::ProtoDescriptor;
+use crate::proto::factory::{ConfigDef, Construct, Factory};
 use crate::proto::kinds::InjectKind;
 use crate::runtime::AppInner;
 
@@ -141,8 +142,9 @@ impl Live {
     }
 }
 
-/// A singleton's handle on a reloadable configuration section `T`
-/// (`#[config_proto(prefix = "..", reloadable)]`, or [`ProtoDef::live_config`]).
+/// A proto's handle on a reloadable configuration section `T`
+/// (`#[config_proto(prefix = "..", reloadable)]`, or [`ProtoDef::live_config`]), injected as
+/// `#[inject] x: ConfigRef<T>` (by hand: `Arc<ConfigRef<T>>`).
 ///
 /// [`get`](Self::get) returns the version the current scope pinned at its first read of any
 /// reloadable section: one request sees one version of all of them, from its start to its end,
@@ -194,12 +196,7 @@ pub struct ConfigRef<T> {
 
 impl<T> Clone for ConfigRef<T> {
     fn clone(&self) -> Self {
-        ConfigRef {
-            live: Arc::clone(&self.live),
-            index: self.index,
-            pinned: self.pinned,
-            _section: PhantomData,
-        }
+        ConfigRef { live: Arc::clone(&self.live), index: self.index, pinned: self.pinned, _section: PhantomData }
     }
 }
 
@@ -256,6 +253,18 @@ impl ProtoDef {
             section.live = Some(config_ref_def::<T>);
         }
         def
+    }
+}
+
+impl ProtoDescriptor {
+    /// Makes a config section's descriptor ([`ProtoDescriptor::config`]) reloadable, as
+    /// [`ProtoDef::live_config`] does: what `#[config_proto(prefix = "..", reloadable)]`
+    /// generates. Does nothing to a descriptor of another kind.
+    pub const fn reloadable<T: Send + Sync + 'static>(mut self) -> Self {
+        if let Construct::Config { live, .. } = &mut self.construct {
+            *live = Some(config_ref_def::<T>);
+        }
+        self
     }
 }
 

@@ -226,3 +226,61 @@ async fn a_section_that_no_longer_reads_at_build_fails_the_build() {
     let err = builder(&path).build().await.expect_err("`left.secret` is missing");
     assert!(matches!(&err, DiError::ConfigMissing { key, .. } if key == "left.secret"), "{err:?}");
 }
+
+/// The attribute form: `#[config_proto(.., reloadable)]` and `#[inject] x: ConfigRef<T>`.
+pub mod annotated {
+    use di_core::{App, ConfigRef, config_proto, context_proto, singleton_proto};
+
+    /// A reloadable section.
+    #[config_proto(prefix = "greeting", reloadable)]
+    #[derive(serde::Deserialize, Debug)]
+    pub struct Greeting {
+        /// The word.
+        pub word: String,
+    }
+
+    /// A singleton holding the section.
+    #[singleton_proto]
+    #[derive(Debug)]
+    pub struct Greeter {
+        #[inject]
+        greeting: ConfigRef<Greeting>,
+    }
+
+    /// A context proto holding it too: it reads its scope's version.
+    #[context_proto]
+    #[derive(Debug)]
+    pub struct Reply {
+        #[inject]
+        greeting: ConfigRef<Greeting>,
+    }
+
+    #[tokio::test]
+    async fn the_attributes_register_and_inject_a_reloadable_section() {
+        let path = super::file("annotated");
+        std::fs::write(&path, "[greeting]\nword = \"hello\"\n").unwrap();
+        let app = App::builder()
+            .without_inventory()
+            .link::<Greeting>()
+            .link::<Greeter>()
+            .link::<Reply>()
+            .config_file_required(&path)
+            .build()
+            .await
+            .unwrap();
+        let greeter = app.get_object::<Greeter>().unwrap();
+        let words = app
+            .run_in_context(async {
+                let first = greeter.greeting.get().word.clone();
+                std::fs::write(&path, "[greeting]\nword = \"bonjour\"\n").unwrap();
+                app.reload_config().unwrap();
+                let reply = app.get_object::<Reply>().unwrap();
+                (first, reply.greeting.get().word.clone())
+            })
+            .await;
+        assert_eq!(words, ("hello".to_owned(), "hello".to_owned()));
+        assert_eq!(greeter.greeting.get().word, "bonjour");
+        // `Greeting` itself is no proto: a version would otherwise be held forever.
+        assert!(app.get_object::<Greeting>().is_err());
+    }
+}

@@ -20,6 +20,7 @@ pub(crate) const CONSTRUCTOR: &str = "constructor";
 
 pub(crate) const LAZY: &str = "lazy";
 pub(crate) const ORDER: &str = "order";
+pub(crate) const RELOADABLE: &str = "reloadable";
 pub(crate) const PATH: &str = "path";
 pub(crate) const MIDDLEWARE: &str = "middleware";
 pub(crate) const METHOD: &str = "method";

@@ -184,7 +184,7 @@ impl ProtoDescriptor {
         load: LoadFn,
         cast_self: CastFn,
     ) -> Self {
-        Self::with::<T>(name, Scope::Singleton, Construct::Config { prefix, instances, load }, cast_self)
+        Self::with::<T>(name, Scope::Singleton, Construct::Config { prefix, instances, load, live: None }, cast_self)
     }
 
     const fn with<T: Send + Sync + 'static>(
@@ -615,8 +615,8 @@ impl ProtoDescriptor {
             factory: match self.construct {
                 Construct::Sync(f) => Factory::Sync(SyncFactory::Fn(f)),
                 Construct::Async(f) => Factory::Async(Arc::new(f)),
-                Construct::Config { prefix, instances, load } => {
-                    Factory::Config(ConfigDef { prefix: Cow::Borrowed(prefix), instances, load, live: None })
+                Construct::Config { prefix, instances, load, live } => {
+                    Factory::Config(ConfigDef { prefix: Cow::Borrowed(prefix), instances, load, live })
                 }
             },
             instances_of: self.instances_of.map(|c| ((c.type_id)(), (c.type_name)())),

@@ -87,7 +87,7 @@ pub(crate) type DynAsyncFactory = dyn Fn(&Resolver<'_>) -> Result<BuildFuture, D
 pub(crate) enum Construct {
     Sync(FactoryFn),
     Async(AsyncFactoryFn),
-    Config { prefix: &'static str, instances: bool, load: LoadFn },
+    Config { prefix: &'static str, instances: bool, load: LoadFn, live: Option<LiveFn> },
 }
 
 /// How a def's object is made.

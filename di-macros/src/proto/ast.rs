@@ -27,6 +27,8 @@ pub(crate) enum Kind {
     Keyed,
     /// `Provider<T>`
     Provider,
+    /// `ConfigRef<T>`: a reloadable config section, as the current scope pinned it.
+    ConfigRef,
 }
 
 impl Kind {
@@ -199,7 +201,7 @@ fn classify_inject(cx: &Ctxt, ty: &Type, attr: InjectAttr, what: &str) -> Option
         cx.error_spanned_by(
             ty,
             format!(
-                "{what} is `Arc<T>`, `ContextRef<T>`, `AsyncContextRef<T>`, `Provider<T>`, `Option<Arc<T>>`, `Vec<Arc<T>>` or `Keyed<T>`; a plain value comes from a `#[config_proto]` section (`config: Arc<MyConfig>`)"
+                "{what} is `Arc<T>`, `ContextRef<T>`, `AsyncContextRef<T>`, `Provider<T>`, `ConfigRef<T>`, `Option<Arc<T>>`, `Vec<Arc<T>>` or `Keyed<T>`; a plain value comes from a `#[config_proto]` section (`config: Arc<MyConfig>`)"
             ),
         );
         return None;
@@ -313,6 +315,7 @@ fn classify(ty: &Type) -> Option<(Kind, Type)> {
         "AsyncContextRef" => Some((Kind::AsyncContextRef, inner.clone())),
         "Keyed" => Some((Kind::Keyed, inner.clone())),
         "Provider" => Some((Kind::Provider, inner.clone())),
+        "ConfigRef" => Some((Kind::ConfigRef, inner.clone())),
         "Option" | "Vec" => {
             let (arc, target) = single_generic(inner)?;
             let kind = if wrapper == "Option" { Kind::Optional } else { Kind::All };

@@ -9,7 +9,7 @@ use crate::ctxt::Ctxt;
 use crate::internals::{check_prefix, once, path_name, skip_value};
 use crate::symbol::{
     ACCESS, COMPLETE, CRATE, DESTROY, EXTERNAL, INIT, INSTANCES, INSTANCES_OF, LAZY, NAME, ORDER, PATH, PREFIX,
-    PRIVATE, PROFILE, PROVIDES, PUBLIC,
+    PRIVATE, PROFILE, PROVIDES, PUBLIC, RELOADABLE,
 };
 
 /// Which proto attribute is being expanded.
@@ -69,6 +69,7 @@ const OPTIONS: &[(&str, &[ProtoScope])] = {
         (PATH, &[Controller]),
         (PREFIX, &[Config]),
         (INSTANCES, &[Config]),
+        (RELOADABLE, &[Config]),
         (NAME, ALL),
         (PROVIDES, &[Singleton, Context, Controller, Transient]),
         (ACCESS, ALL),
@@ -112,6 +113,8 @@ pub(crate) struct ProtoAttr {
     pub(crate) instances: Option<syn::Path>,
     /// `#[singleton_proto(lazy)]`: built on first use.
     pub(crate) lazy: Option<syn::Path>,
+    /// `#[config_proto(reloadable)]`: read again by `App::reload_config`, held as `ConfigRef<T>`.
+    pub(crate) reloadable: Option<syn::Path>,
     /// `order = -1`: where the proto comes among its type's providers in a collection.
     pub(crate) order: Option<i32>,
 }
@@ -142,6 +145,8 @@ impl ProtoAttr {
                 once(cx, &meta, &mut attr.prefix, lit);
             } else if takes(INSTANCES) && meta.path.is_ident(INSTANCES) {
                 once(cx, &meta, &mut attr.instances, meta.path.clone());
+            } else if takes(RELOADABLE) && meta.path.is_ident(RELOADABLE) {
+                once(cx, &meta, &mut attr.reloadable, meta.path.clone());
             } else if takes(LAZY) && meta.path.is_ident(LAZY) {
                 once(cx, &meta, &mut attr.lazy, meta.path.clone());
             } else if takes(ORDER) && meta.path.is_ident(ORDER) {
@@ -213,6 +218,12 @@ impl ProtoAttr {
         });
         if let Err(err) = parser.parse2(args) {
             cx.push(err);
+        }
+        if let (Some(reloadable), Some(_)) = (&attr.reloadable, &attr.instances) {
+            cx.error_spanned_by(
+                reloadable,
+                "a multi-instance section (`instances`) cannot be `reloadable`: declare each instance a section of its own",
+            );
         }
         attr
     }
@@ -299,7 +310,7 @@ mod tests {
                 ProtoScope::Controller,
                 "`path`, `name`, `provides`, `access`, `init`, `destroy`, `order`, `profile` or `crate`",
             ),
-            (ProtoScope::Config, "`prefix`, `instances`, `name`, `access`, `profile` or `crate`"),
+            (ProtoScope::Config, "`prefix`, `instances`, `reloadable`, `name`, `access`, `profile` or `crate`"),
             (
                 ProtoScope::Transient,
                 "`name`, `provides`, `access`, `order`, `profile` or `crate` (a transient has no hooks: the container does not keep it)",

@@ -47,8 +47,13 @@ fn expand(model: &ProtoItem) -> TokenStream {
 
     let deps = model.injected().map(|(label, inject)| {
         let target = &inject.target;
+        // A `ConfigRef<T>` is a singleton the live configuration registers, taken by `Arc`.
+        let target = match inject.kind {
+            Kind::ConfigRef => quote!(__di::ConfigRef<#target>),
+            _ => quote!(#target),
+        };
         let kind = match inject.kind {
-            Kind::Arc => quote!(Arc),
+            Kind::Arc | Kind::ConfigRef => quote!(Arc),
             Kind::ContextRef | Kind::AsyncContextRef => quote!(ContextRef),
             Kind::Optional => quote!(Optional),
             Kind::All => quote!(All),
@@ -234,10 +239,11 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
     if model.scope == ProtoScope::Config {
         let prefix = model.attr.prefix.as_ref().map_or_else(String::new, syn::LitStr::value);
         let instances = model.attr.instances.is_some();
+        let reloadable = model.attr.reloadable.as_ref().map(|_| quote!(.reloadable::<#self_ty>()));
         // `load_section::<T>` requires `T: Deserialize`, which is the check.
         return (
             quote!(),
-            quote!(__di::ProtoDescriptor::config::<#self_ty>(#name, #prefix, #instances, __di::load_section::<#self_ty>, __di::cast_to::<#self_ty>)),
+            quote!(__di::ProtoDescriptor::config::<#self_ty>(#name, #prefix, #instances, __di::load_section::<#self_ty>, __di::cast_to::<#self_ty>) #reloadable),
         );
     }
     // Each dependency is resolved in its own `let` statement: a `?` inside the struct literal
@@ -271,8 +277,12 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
     });
     let others = model.injected().zip(&locals).enumerate().filter(|(_, ((_, inject), _))| !own_type(inject)).map(
         |(i, ((_, inject), local))| {
+            let target = &inject.target;
+            if inject.kind == Kind::ConfigRef {
+                return quote!(let #local = __di::ConfigRef::clone(&*__di_r.arc::<__di::ConfigRef<#target>>(#i)?););
+            }
             let call = match inject.kind {
-                Kind::Arc => quote!(arc),
+                Kind::Arc | Kind::ConfigRef => quote!(arc),
                 Kind::ContextRef => quote!(context_ref),
                 Kind::AsyncContextRef => quote!(async_context_ref),
                 Kind::Optional => quote!(optional),
@@ -283,7 +293,6 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
             // Naming the type keeps type checking linear: inferred from the struct literal at
             // the end, every `let` left obligations that each later one re-walked (4000 fields:
             // 75 s of `cargo check` against 7.8 s; see benches/RESULTS.md).
-            let target = &inject.target;
             quote!(let #local = __di_r.#call::<#target>(#i)?;)
         },
     );
