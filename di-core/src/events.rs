@@ -200,27 +200,22 @@ fn handlers(graph: &Graph, available: impl Fn(usize) -> bool) -> Handlers {
 }
 
 /// Gives the App's handles what the event bus needs: the handlers of the protos in `graph`
-/// that `build()` built (or left lazy), and the transport among `transports` (the singletons
-/// that provide one, as `(label, transport)`); and, if there is any of them, what a scope does
-/// with the events it holds (the `before_commit` handlers and the transport's send in its
-/// completion phase, the others at its end). More than one transport is an error naming them.
+/// that `build()` built (or left lazy), and the App's transport (the singleton that provides
+/// one: `build()` refuses two); and, if there is any of them, what a scope does with the events
+/// it holds (the `before_commit` handlers and the transport's send in its completion phase, the
+/// others at its end).
 pub(crate) fn install(
     handles: &mut Handles,
     graph: &Graph,
     available: impl Fn(usize) -> bool,
-    mut transports: Vec<(String, Arc<dyn EventTransport>)>,
-) -> Result<Option<HeldHooks>, DiError> {
-    if transports.len() > 1 {
-        let providers = transports.into_iter().map(|(label, _)| label).collect();
-        return Err(DiError::OneOfRole { role: "dyn EventTransport", providers });
-    }
+    transport: Option<Arc<dyn EventTransport>>,
+) -> Option<HeldHooks> {
     let handlers = handlers(graph, available);
-    let transport = transports.pop().map(|(_, transport)| transport);
     if handlers.is_empty() && transport.is_none() {
-        return Ok(None);
+        return None;
     }
     handles.events = Handle::new(Bus { handlers, transport });
-    Ok(Some(HeldHooks { prepare: before_commit, release }))
+    Some(HeldHooks { prepare: before_commit, release })
 }
 
 /// The App's bus (none if no handler or transport is registered).

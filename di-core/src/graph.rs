@@ -334,8 +334,9 @@ fn resolve_dep(
         }
     };
     // Registration order is arbitrary (inventory's, the builder's): every list that shows is
-    // sorted, by the protos' `order`, then object name, then type name. Only here, on what a dependency chose: sorting
-    // every provider list of the App up front cost a third of `build()` at 10000 protos.
+    // sorted, by the protos' `order`, then object name, then type name. Only here, on what a
+    // dependency chose: sorting every provider list of the App up front cost a third of
+    // `build()` at 10000 protos.
     if chosen.len() > 1 {
         chosen = sorted(protos, chosen);
     }

@@ -221,15 +221,14 @@ pub(crate) struct Jobs {
 }
 
 /// Gives the App's handles its jobs: those of the protos in `graph` that `build()` built (or
-/// left lazy), from `inventory`, and the [`ScheduleLock`] among `locks` (the singletons that
-/// provide one, as `(label, lock)`); or the bad cron expressions, or more than one lock for
-/// `once_per_cluster` jobs.
+/// left lazy), from `inventory`, and the App's [`ScheduleLock`] (the singleton that provides
+/// one: `build()` refuses two); or the bad cron expressions.
 pub(crate) fn install(
     handles: &mut Handles,
     graph: &Graph,
     config: &Config,
     available: impl Fn(usize) -> bool,
-    mut locks: Vec<(String, Arc<dyn ScheduleLock>)>,
+    lock: Option<Arc<dyn ScheduleLock>>,
 ) -> Result<(), DiError> {
     let list = jobs(graph, config, available)?;
     let Some(clustered) = list.iter().find(|job| job.clustered()) else {
@@ -238,11 +237,6 @@ pub(crate) fn install(
         }
         return Ok(());
     };
-    if locks.len() > 1 {
-        let providers = locks.into_iter().map(|(label, _)| label).collect();
-        return Err(DiError::OneOfRole { role: "dyn ScheduleLock", providers });
-    }
-    let lock = locks.pop().map(|(_, lock)| lock);
     if lock.is_none() {
         tracing::info!(
             job = %clustered.name,

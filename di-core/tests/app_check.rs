@@ -5,7 +5,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use di_core::{App, AppBuilder, CheckFuture, Dependency, DiError, HealthCheck, InjectKind, ProtoDef};
+use std::time::SystemTime;
+
+use di_core::{
+    App, AppBuilder, CheckFuture, ClaimFuture, Dependency, DiError, HealthCheck, InjectKind, ProtoDef, ScheduleLock,
+};
 
 struct Repo;
 struct Db;
@@ -26,6 +30,23 @@ impl HealthCheck for Db {
 
 fn dep<T: ?Sized + 'static>(kind: InjectKind) -> Dependency {
     Dependency::new::<T>(kind, None)
+}
+
+/// An App of only `defs`.
+fn only(defs: impl IntoIterator<Item = ProtoDef>) -> AppBuilder {
+    App::builder().without_inventory().register_all(defs)
+}
+
+/// Two locks that claim every run, for the role an App has one of.
+impl ScheduleLock for Repo {
+    fn claim<'a>(&'a self, _: &'a str, _: SystemTime) -> ClaimFuture<'a> {
+        Box::pin(async { Ok(true) })
+    }
+}
+impl ScheduleLock for Db {
+    fn claim<'a>(&'a self, _: &'a str, _: SystemTime) -> ClaimFuture<'a> {
+        Box::pin(async { Ok(true) })
+    }
 }
 
 /// What a valid App's protos ran: factories and hooks alike.
@@ -121,10 +142,10 @@ async fn a_missing_dependency_fails_as_build_does() {
 #[tokio::test]
 async fn a_cycle_fails_as_build_does() {
     let app = || {
-        App::builder()
-            .without_inventory()
-            .register(ProtoDef::singleton::<Repo>(|_| Ok(Repo)).dep(dep::<Db>(InjectKind::Arc)))
-            .register(ProtoDef::singleton::<Db>(|_| Ok(Db)).dep(dep::<Repo>(InjectKind::Arc)))
+        only([
+            ProtoDef::singleton::<Repo>(|_| Ok(Repo)).dep(dep::<Db>(InjectKind::Arc)),
+            ProtoDef::singleton::<Db>(|_| Ok(Db)).dep(dep::<Repo>(InjectKind::Arc)),
+        ])
     };
     let err = both_fail(app).await;
     assert!(matches!(&err, DiError::Cycle { .. }), "{err}");
@@ -133,10 +154,10 @@ async fn a_cycle_fails_as_build_does() {
 #[tokio::test]
 async fn a_singleton_taking_a_context_object_by_value_fails_as_build_does() {
     let app = || {
-        App::builder()
-            .without_inventory()
-            .register(ProtoDef::singleton::<Cache>(|_| Ok(Cache)).dep(dep::<Tracer>(InjectKind::Arc)))
-            .register(ProtoDef::context::<Tracer>(|_| Ok(Tracer)))
+        only([
+            ProtoDef::singleton::<Cache>(|_| Ok(Cache)).dep(dep::<Tracer>(InjectKind::Arc)),
+            ProtoDef::context::<Tracer>(|_| Ok(Tracer)),
+        ])
     };
     let err = both_fail(app).await;
     assert!(matches!(&err, DiError::ContextByValue { .. }), "{err}");
@@ -147,7 +168,7 @@ async fn configuration_errors_name_the_key_as_build_does() {
     let ran = Arc::new(Ran::default());
     let err = both_fail(|| counted(&ran).config_value("db.pool", "four")).await;
     assert!(matches!(&err, DiError::ConfigInvalid { key, .. } if key == "db.pool"), "{err}");
-    let missing = || App::builder().without_inventory().register(ProtoDef::config::<DbConfig>("db"));
+    let missing = || only([ProtoDef::config::<DbConfig>("db")]);
     let err = both_fail(missing).await;
     assert!(err.to_string().contains("db.url"), "{err}");
     assert_eq!(ran.0.load(Ordering::SeqCst), 0);
@@ -156,11 +177,11 @@ async fn configuration_errors_name_the_key_as_build_does() {
 #[tokio::test]
 async fn a_proto_of_another_profile_is_named_as_build_names_it() {
     let app = || {
-        App::builder()
-            .without_inventory()
-            .register(ProtoDef::singleton::<Repo>(|_| Ok(Repo)).dep(dep::<Db>(InjectKind::Arc)))
-            .register(ProtoDef::singleton::<Db>(|_| Ok(Db)).profile("prod"))
-            .profile("dev")
+        only([
+            ProtoDef::singleton::<Repo>(|_| Ok(Repo)).dep(dep::<Db>(InjectKind::Arc)),
+            ProtoDef::singleton::<Db>(|_| Ok(Db)).profile("prod"),
+        ])
+        .profile("dev")
     };
     let err = both_fail(app).await;
     assert!(err.to_string().contains("profile \"prod\""), "{err}");
@@ -170,18 +191,26 @@ async fn a_proto_of_another_profile_is_named_as_build_names_it() {
 #[tokio::test]
 async fn roles_the_app_takes_at_build_are_checked() {
     // A health check must be a singleton: found before anything is built.
-    let context_check = || {
-        App::builder()
-            .without_inventory()
-            .register(ProtoDef::context::<Db>(|_| Ok(Db)).provides::<Db, dyn HealthCheck>(|d| d))
-    };
+    let context_check = || only([ProtoDef::context::<Db>(|_| Ok(Db)).provides::<Db, dyn HealthCheck>(|d| d)]);
     let err = both_fail(context_check).await;
     assert!(matches!(&err, DiError::MustBeSingleton { role: "dyn HealthCheck", .. }), "{err}");
+    // An App has at most one schedule lock, with or without jobs that would use it.
+    let two_locks = || {
+        only([
+            ProtoDef::singleton::<Repo>(|_| Ok(Repo)).provides::<Repo, dyn ScheduleLock>(|l| l),
+            ProtoDef::singleton::<Db>(|_| Ok(Db)).provides::<Db, dyn ScheduleLock>(|l| l),
+        ])
+    };
+    let err = both_fail(two_locks).await;
+    assert!(
+        matches!(&err, DiError::OneOfRole { role: "dyn ScheduleLock", providers } if providers.len() == 2),
+        "{err}"
+    );
 }
 
 #[tokio::test]
 async fn an_unknown_override_fails_as_build_does() {
-    let err = both_fail(|| App::builder().without_inventory().override_with(Cache)).await;
+    let err = both_fail(|| only([]).override_with(Cache)).await;
     assert!(matches!(&err, DiError::OverrideUnknown { .. }), "{err}");
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
-use super::lifecycle::{abort, join_all, lazy_role, provided_singletons, providers_of, role_providers, timed_out};
+use super::lifecycle::{abort, join_all, one_of_role, provided_singletons, providers_of, role_provider, timed_out};
 use super::{App, AppBuilder};
 use crate::config::Config;
 use crate::erased::{AnyArc, BuildFuture, HookFuture};
@@ -18,7 +18,7 @@ use crate::graph::Graph;
 use crate::pending::Pending;
 use crate::proto::def::ProtoDef;
 use crate::proto::descriptor::ProtoDescriptor;
-use crate::proto::factory::{Factory, SyncFactory};
+use crate::proto::factory::{ConfigDef, Factory, SyncFactory};
 use crate::proto::kinds::{InjectKind, Scope};
 use crate::resolver::Resolver;
 use crate::runtime::{AppCell, AppInner, Handles, LazySlot};
@@ -164,27 +164,17 @@ impl AppBuilder {
             .collect();
         // Handlers and jobs of the singletons built, and of the lazy ones this App may build
         // (with roots, those the roots reach).
-        let available = |p: usize| {
-            singletons[p].is_some()
-                || (graph.protos[p].lazy
-                    && graph.protos[p].scope == Scope::Singleton
-                    && (roots.is_empty() || reached.as_ref().is_none_or(|r| r[p])))
-        };
+        let available = |p: usize| available(&graph, &roots, reached.as_deref(), p);
         let mut handles = Handles::default();
-        let held = match role_providers::<dyn crate::events::EventTransport>(&graph, &singletons, "dyn EventTransport")
-            .and_then(|transports| {
-                let transports = transports.into_iter().map(|(label, _, t)| (label, t)).collect();
-                crate::events::install(&mut handles, &graph, available, transports)
-            }) {
-            Ok(held) => held,
+        let held = match role_provider::<dyn crate::events::EventTransport>(&graph, &singletons, "dyn EventTransport") {
+            Ok(transport) => {
+                crate::events::install(&mut handles, &graph, available, transport.map(|(_, transport)| transport))
+            }
             Err(e) => return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await),
         };
         #[cfg(feature = "schedule")]
-        if let Err(e) = role_providers::<dyn crate::schedule::ScheduleLock>(&graph, &singletons, "dyn ScheduleLock")
-            .and_then(|locks| {
-                let locks = locks.into_iter().map(|(label, _, lock)| (label, lock)).collect();
-                crate::schedule::install(&mut handles, &graph, &config, available, locks)
-            })
+        if let Err(e) = role_provider::<dyn crate::schedule::ScheduleLock>(&graph, &singletons, "dyn ScheduleLock")
+            .and_then(|lock| crate::schedule::install(&mut handles, &graph, &config, available, lock.map(|(_, l)| l)))
         {
             return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await);
         }
@@ -287,27 +277,13 @@ impl AppBuilder {
         let Prepared { graph, config, roots, reached, .. } = self.prepare()?;
         let built = |p: usize| graph.protos[p].scope == Scope::Singleton && reached.as_ref().is_none_or(|r| r[p]);
         // As `build()`'s `available`: a lazy singleton counts where the App may build it.
-        let available = |p: usize| {
-            built(p) || (graph.protos[p].lazy && graph.protos[p].scope == Scope::Singleton && roots.is_empty())
-        };
+        let available = |p: usize| available(&graph, &roots, reached.as_deref(), p);
         let mut errors = Vec::new();
-        for (role, providers) in [
-            ("dyn EventTransport", one_role::<dyn crate::events::EventTransport>(&graph, built, "dyn EventTransport")),
-            #[cfg(feature = "schedule")]
-            ("dyn ScheduleLock", one_role::<dyn crate::schedule::ScheduleLock>(&graph, built, "dyn ScheduleLock")),
-        ] {
-            match providers {
-                Ok(providers) if providers.len() > 1 => errors.push(DiError::OneOfRole { role, providers }),
-                Ok(_) => {}
-                Err(e) => errors.push(e),
-            }
-        }
-        for role in [
-            providers_of::<dyn crate::hosted::HostedService>(&graph, built, "dyn HostedService"),
-            providers_of::<dyn crate::health::HealthCheck>(&graph, built, "dyn HealthCheck"),
-        ] {
-            errors.extend(role.err());
-        }
+        errors.extend(one_of_role::<dyn crate::events::EventTransport>(&graph, built, "dyn EventTransport").err());
+        #[cfg(feature = "schedule")]
+        errors.extend(one_of_role::<dyn crate::schedule::ScheduleLock>(&graph, built, "dyn ScheduleLock").err());
+        errors.extend(providers_of::<dyn crate::hosted::HostedService>(&graph, built, "dyn HostedService").err());
+        errors.extend(providers_of::<dyn crate::health::HealthCheck>(&graph, built, "dyn HealthCheck").err());
         #[cfg(feature = "schedule")]
         errors.extend(crate::schedule::check(&graph, &config, available).err());
         #[cfg(not(feature = "schedule"))]
@@ -424,15 +400,12 @@ impl AppBuilder {
     }
 }
 
-/// The labels of the providers of the role `U` that `built` says are built: a lazy one that is
-/// not, or one that is no singleton, is an error.
-fn one_role<U: ?Sized + 'static>(
-    graph: &Graph,
-    built: impl Fn(usize) -> bool + Copy,
-    role: &'static str,
-) -> Result<Vec<String>, DiError> {
-    lazy_role::<U>(graph, built)?;
-    Ok(providers_of::<U>(graph, built, role)?.into_iter().map(|(p, _)| graph.protos[p].label()).collect())
+/// Whether the App has singleton `p` for its features (its handlers, its jobs): built by
+/// `build()` (`reached`), or lazy and buildable later (with roots, only what they reach, which
+/// `reached` already says).
+fn available(graph: &Graph, roots: &[(TypeId, &'static str)], reached: Option<&[bool]>, p: usize) -> bool {
+    let def = &graph.protos[p];
+    def.scope == Scope::Singleton && (reached.is_none_or(|r| r[p]) || (def.lazy && roots.is_empty()))
 }
 
 /// Every advice that an `#[intercept]` in the program names must be registered: a method
@@ -593,12 +566,11 @@ fn load_config(
             instances.push(instance);
         }
     }
-    // What is left a config factory is a template (its instances replace it), or a reloadable
-    // section (its `ConfigRef` replaces it), or a section whose value failed to read.
+    // Templates leave (their instances replace them), and so do the reloadable sections that
+    // are not overridden (each went to `live`, and its `ConfigRef` replaces it).
     if templates || !live.is_empty() {
-        let read =
-            |d: &ProtoDef| live.iter().any(|(l, _): &(ProtoDef, AnyArc)| l.type_id == d.type_id && l.name == d.name);
-        defs.retain(|d| !matches!(&d.factory, Factory::Config(c) if c.instances || (c.live.is_some() && read(d))));
+        let leaves = |d: &ProtoDef, c: &ConfigDef| c.instances || (c.live.is_some() && !overridden(d.type_id, &d.name));
+        defs.retain(|d| !matches!(&d.factory, Factory::Config(c) if leaves(d, c)));
     }
     defs.extend(instances);
     live

@@ -54,28 +54,40 @@ pub(super) fn timed_out(graph: &Graph, running: &[usize], stage: &str, timeout: 
     DiError::StartTimeout { timeout, running }
 }
 
-/// [`provided_singletons`] for a role that changes what the App does when it is built (`dyn
-/// EventTransport`, `dyn ScheduleLock`): a lazy provider, which `build()` leaves unbuilt, would
-/// leave the App without it, silently; it is an error naming the proto instead.
-pub(super) fn role_providers<U: ?Sized + 'static>(
+/// The one singleton that provides the role `U` (`dyn EventTransport`, `dyn ScheduleLock`),
+/// as its label and its object, if there is one: an App has at most one of each.
+pub(super) fn role_provider<U: ?Sized + 'static>(
     graph: &Graph,
     singletons: &[Option<AnyArc>],
     role: &'static str,
-) -> Result<Vec<(String, String, Arc<U>)>, DiError> {
-    lazy_role::<U>(graph, |p| singletons[p].is_some())?;
-    provided_singletons(graph, singletons, role)
+) -> Result<Option<(String, Arc<U>)>, DiError> {
+    let Some((p, target)) = one_of_role::<U>(graph, |p| singletons[p].is_some(), role)? else { return Ok(None) };
+    let obj = singletons[p].clone().expect("built: `one_of_role` asked");
+    Ok(Some((graph.protos[p].label(), crate::resolver::provided_as::<U>(graph, target, obj))))
 }
 
-/// A lazy provider of `U` that `built` says is not built: an error, since the App takes its
-/// roles (`dyn EventTransport`, `dyn ScheduleLock`) when it is built.
-pub(super) fn lazy_role<U: ?Sized + 'static>(graph: &Graph, built: impl Fn(usize) -> bool) -> Result<(), DiError> {
+/// Which proto provides the role `U`, among those `built` says are built: none, or one. More
+/// than one is an error naming them; so is a lazy provider left unbuilt (the App takes its
+/// roles when it is built) and one that is no singleton. What `build()` and `check()` ask.
+pub(super) fn one_of_role<U: ?Sized + 'static>(
+    graph: &Graph,
+    built: impl Fn(usize) -> bool + Copy,
+    role: &'static str,
+) -> Result<Option<(usize, Target)>, DiError> {
     let lazy = graph.provided.get(&TypeId::of::<U>()).into_iter().flatten().map(|t| t.proto);
-    match lazy.into_iter().find(|&p| graph.protos[p].lazy && !built(p)) {
-        Some(p) => Err(DiError::Lazy {
+    if let Some(p) = lazy.into_iter().find(|&p| graph.protos[p].lazy && !built(p)) {
+        return Err(DiError::Lazy {
             proto: graph.protos[p].label(),
             reason: "it provides a role the App takes when it is built (`dyn EventTransport`, `dyn ScheduleLock`); drop `lazy`",
-        }),
-        None => Ok(()),
+        });
+    }
+    match providers_of::<U>(graph, built, role)?.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(*one)),
+        several => {
+            let providers = several.iter().map(|&(p, _)| graph.protos[p].label()).collect();
+            Err(DiError::OneOfRole { role, providers })
+        }
     }
 }
 
