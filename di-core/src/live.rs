@@ -35,6 +35,8 @@ pub(crate) struct Live {
     /// Why the last reload failed, until one succeeds (the health report shows it).
     failed: Mutex<Option<String>>,
     hooks: Mutex<Vec<(usize, ChangeHook)>>,
+    /// Stops the watch of the files, if any ([`stop`]); dropped with the App, which stops it too.
+    stop: tokio::sync::watch::Sender<bool>,
 }
 
 /// A hook run with a section's new value after a reload that changed it.
@@ -302,6 +304,7 @@ pub(crate) fn install(sources: Sources, config: &Config, found: Vec<(ProtoDef, A
         reloading: Mutex::new(()),
         failed: Mutex::new(None),
         hooks: Mutex::new(Vec::new()),
+        stop: tokio::sync::watch::Sender::new(false),
     });
     let current = Arc::clone(&live);
     let mut protos = vec![ProtoDef::context::<Pinned>(move |_| Ok(Pinned(current.current()))).name("configVersion")];
@@ -327,4 +330,67 @@ pub(crate) fn reload(app: &AppInner) -> Result<ConfigReload, DiError> {
 /// Why the last reload failed, if it did and none succeeded since.
 pub(crate) fn failed(app: &AppInner) -> Option<String> {
     live_of(app)?.failed.lock().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+/// Stops the watch of the configuration files (`shutdown`): no reload starts after it.
+pub(crate) fn stop(app: &AppInner) {
+    if let Some(live) = live_of(app) {
+        live.stop.send_replace(true);
+    }
+}
+
+/// Watches the folders of `live`'s configuration files (`AppBuilder::watch_config`): after a
+/// change there, waits `every`, so that the changes within it are one reload, then reloads on a
+/// blocking thread (a reload reads the files). Stops at [`stop`], or when the App is gone.
+#[cfg(feature = "watch")]
+pub(crate) fn watch(live: &Arc<Live>, every: std::time::Duration) -> Result<(), DiError> {
+    use notify::Watcher as _;
+    let folders = live.sources.folders();
+    if folders.is_empty() {
+        tracing::info!("watch_config: the App reads no configuration file; nothing is watched");
+        return Ok(());
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!("the App was built outside a tokio runtime: its configuration files are not watched");
+        return Ok(());
+    };
+    let refused = |folder: &std::path::Path, e: notify::Error| DiError::ConfigSource {
+        source_name: format!("folder {} (watch_config)", folder.display()),
+        message: format!("cannot be watched: {e}"),
+    };
+    let changed = Arc::new(tokio::sync::Notify::new());
+    let signal = Arc::clone(&changed);
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
+        // Reading the files (each reload does) is no change.
+        Ok(event) if event.kind.is_access() => {}
+        Ok(_) => signal.notify_one(),
+        Err(e) => tracing::warn!(error = %e, "watch_config: the file watcher reported an error"),
+    })
+    .map_err(|e| refused(&folders[0], e))?;
+    for folder in &folders {
+        if !folder.is_dir() {
+            tracing::warn!(folder = %folder.display(), "watch_config: a configuration file's folder does not exist; it is not watched");
+            continue;
+        }
+        watcher.watch(folder, notify::RecursiveMode::NonRecursive).map_err(|e| refused(folder, e))?;
+    }
+    let weak = Arc::downgrade(live);
+    let mut stop = live.stop.subscribe();
+    drop(runtime.spawn(async move {
+        let _watching = watcher; // dropped, the watch ends
+        loop {
+            tokio::select! {
+                () = changed.notified() => {}
+                _ = stop.wait_for(|stopped| *stopped) => return,
+            }
+            tokio::select! {
+                () = tokio::time::sleep(every) => {}
+                _ = stop.wait_for(|stopped| *stopped) => return,
+            }
+            let Some(live) = weak.upgrade() else { return };
+            // A failed reload is logged and kept for the health report by `reload` itself.
+            let _ = tokio::task::spawn_blocking(move || live.reload()).await;
+        }
+    }));
+    Ok(())
 }

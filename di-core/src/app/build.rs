@@ -209,7 +209,16 @@ impl AppBuilder {
         }
         handles.startup = crate::runtime::Handle::new(report);
         if let Some(live) = live {
+            #[cfg(feature = "watch")]
+            if let Some(Err(e)) = self.watch.map(|every| crate::live::watch(&live, every)) {
+                return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await);
+            }
             handles.live = crate::runtime::Handle::new(live);
+        } else {
+            #[cfg(feature = "watch")]
+            if self.watch.is_some() {
+                tracing::info!("watch_config: the App has no reloadable configuration section; nothing is watched");
+            }
         }
         let inner = Arc::new(AppInner {
             id,

@@ -52,6 +52,8 @@ pub struct AppBuilder {
     pub(super) hosted: bool,
     #[cfg(feature = "schedule")]
     pub(super) schedules: bool,
+    #[cfg(feature = "watch")]
+    pub(super) watch: Option<Duration>,
 }
 
 impl AppBuilder {
@@ -107,6 +109,57 @@ impl AppBuilder {
     /// ```
     pub fn config_file_required(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.config.file(path.into(), true);
+        self
+    }
+
+    /// Watches the folders of the configuration files and, after a change there, reloads the
+    /// configuration ([`App::reload_config`](crate::App::reload_config)) once `every` has
+    /// passed: changes within that time are read in one reload, and a request that begins
+    /// after it sees the new version. A reload that fails (a file half written, a value that no
+    /// longer reads as its type) keeps the version, as `reload_config` does, and the next change
+    /// reloads again. The watch stops at shutdown. It watches the folders rather than the
+    /// files, so a file replaced by a rename (editors, a Kubernetes ConfigMap's symlink swap)
+    /// is seen; any change in them reloads, and a reload that changes nothing is no new
+    /// version. An App without reloadable sections (`#[config_proto(.., reloadable)]`) or
+    /// without configuration files watches nothing, and says so in a log line.
+    ///
+    /// The operating system's file events come through the `notify` crate (inotify, FSEvents,
+    /// ReadDirectoryChangesW); `build()` fails if they cannot be had for a folder that exists
+    /// (the inotify watch limit, say), naming the folder. Needs the `watch` feature.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{sync::Arc, time::Duration};
+    /// use di_core::{App, ConfigRef, Dependency, InjectKind, ProtoDef};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Limits { per_minute: u32 }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = std::env::temp_dir().join(format!("di-watch-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// std::fs::write(dir.join("app.toml"), "[limits]\nper_minute = 60\n")?;
+    /// let app = App::builder()
+    ///     .without_inventory()
+    ///     .config_file_required(dir.join("app.toml"))
+    ///     .watch_config(Duration::from_millis(100))
+    ///     .register(ProtoDef::live_config::<Limits>("limits"))
+    ///     .build()
+    ///     .await?;
+    /// let limits = app.get_object::<ConfigRef<Limits>>()?;
+    ///
+    /// std::fs::write(dir.join("app.toml"), "[limits]\nper_minute = 120\n")?;
+    /// while app.run_in_context(async { limits.get().per_minute }).await != 120 {
+    ///     tokio::time::sleep(Duration::from_millis(20)).await; // the watch reloads
+    /// }
+    /// app.shutdown().await?;
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "watch")]
+    pub fn watch_config(mut self, every: Duration) -> Self {
+        self.watch = Some(every);
         self
     }
 

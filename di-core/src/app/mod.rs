@@ -96,6 +96,8 @@ impl App {
             hosted: true,
             #[cfg(feature = "schedule")]
             schedules: true,
+            #[cfg(feature = "watch")]
+            watch: None,
         }
     }
 
@@ -502,6 +504,7 @@ impl App {
         }
         #[cfg(feature = "schedule")]
         crate::schedule::stop(&self.inner);
+        crate::live::stop(&self.inner);
         let timeout = self.inner.stop_timeout;
         let mut cut = crate::hosted::stop(&self.inner, timeout).await;
         self.inner.outside_closed.store(true, Ordering::Release);

@@ -84,6 +84,25 @@ impl Sources {
         self.sources.push(Source::Value { key, value, at });
     }
 
+    /// The folders the configuration files are in (a profile variant is in its file's), each
+    /// once, in the order added: what a watch of the files watches.
+    #[cfg_attr(not(feature = "watch"), allow(dead_code))]
+    pub(crate) fn folders(&self) -> Vec<PathBuf> {
+        let mut folders: Vec<PathBuf> = Vec::new();
+        for source in &self.sources {
+            if let Source::File { path, .. } = source {
+                let folder = match path.parent() {
+                    Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+                    _ => PathBuf::from("."),
+                };
+                if !folders.contains(&folder) {
+                    folders.push(folder);
+                }
+            }
+        }
+        folders
+    }
+
     /// Merges the sources, files first, then environment variables, then values. The errors
     /// are those of the sources themselves: a malformed file, a missing required one, a value
     /// that is not serializable.
