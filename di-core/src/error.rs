@@ -507,6 +507,14 @@ pub enum DiError {
         /// The requested type.
         wanted: &'static str,
     },
+    /// A [`TenantRef`](crate::TenantRef) was read in a scope that serves no tenant.
+    #[error(
+        "`{wanted}` builds an object per tenant, but this scope has no tenant; open it with `app.scope().tenant(key)?.run(..)`"
+    )]
+    NoTenant {
+        /// The `TenantObjects` whose object was asked for.
+        wanted: &'static str,
+    },
     /// The scope ended (its objects are destroyed), but a background task asked for an object.
     #[error(
         "the context scope has ended, so `{wanted}` can no longer be created; a background task outlived its scope's timeout"

@@ -9,18 +9,23 @@ use crate::error::{BoxError, Panicked, panic_message};
 /// Calls a hook and polls it to its end; a panic (in the call or in the future) is returned
 /// as an error holding its message.
 pub(crate) async fn catch_hook(call: impl FnOnce() -> HookFuture) -> Result<(), BoxError> {
-    let caught = match std::panic::catch_unwind(AssertUnwindSafe(call)) {
-        Ok(mut hook) => {
-            std::future::poll_fn(|cx| match std::panic::catch_unwind(AssertUnwindSafe(|| hook.as_mut().poll(cx))) {
-                Ok(Poll::Pending) => Poll::Pending,
-                Ok(Poll::Ready(result)) => Poll::Ready(Ok(result)),
-                // Not polled again: the hook's future is dropped with this one.
-                Err(panic) => Poll::Ready(Err(panic)),
-            })
-            .await
-        }
-        Err(panic) => Err(panic),
-    };
+    match std::panic::catch_unwind(AssertUnwindSafe(call)) {
+        Ok(hook) => catch_future(hook).await,
+        Err(panic) => Err(Box::new(Panicked(panic_message(&*panic).to_owned()))),
+    }
+}
+
+/// Polls `future` to its end; a panic while it is polled is returned as an error holding its
+/// message, and the future is not polled again.
+pub(crate) async fn catch_future<T>(future: impl Future<Output = Result<T, BoxError>>) -> Result<T, BoxError> {
+    let mut future = std::pin::pin!(future);
+    let caught =
+        std::future::poll_fn(|cx| match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(result)) => Poll::Ready(Ok(result)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        })
+        .await;
     match caught {
         Ok(result) => result,
         Err(panic) => Err(Box::new(Panicked(panic_message(&*panic).to_owned()))),

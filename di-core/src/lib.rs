@@ -191,6 +191,7 @@ mod schedule;
 mod scope;
 mod startup;
 mod telemetry;
+mod tenant;
 
 pub use advice::{Advice, Call, Next};
 pub use app::{App, AppBuilder, AppHold, AppState, ContextSlot, HealthReport, ScopeBuilder, ServiceReport};
@@ -210,6 +211,7 @@ pub use resolver::Resolver;
 pub use schedule::{ClaimFuture, ScheduleLock};
 pub use startup::{ProtoTiming, StartupReport, TARGET as STARTUP_TARGET};
 pub use telemetry::NAMES as METRICS;
+pub use tenant::{Tenant, TenantObjects, TenantRef};
 
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
@@ -315,6 +317,6 @@ pub mod __private {
     pub use crate::schedule::{ScheduleDescriptor, When};
     pub use crate::{
         Access, AsyncContextRef, ConfigRef, ContextProto, ContextRef, Dependency, DiError, InjectKind, Keyed, Proto,
-        Provider, Resolver, Scope, SingletonProto, TransientProto,
+        ProtoDef, Provider, Resolver, Scope, SingletonProto, TenantRef, TransientProto,
     };
 }

@@ -46,6 +46,7 @@ const FLOORS: &[(&str, Floor)] = &[
     ("health", Floor::Feature),
     ("startup", Floor::Feature),
     ("live", Floor::Feature),
+    ("tenant", Floor::Feature),
     // 4: the composition root.
     ("app", Floor::Root),
     ("private", Floor::Root),

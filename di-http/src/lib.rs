@@ -115,6 +115,8 @@ pub mod guide {
     pub struct Constructors;
     #[doc = include_str!("../../docs/guide/configuration.md")]
     pub struct Configuration;
+    #[doc = include_str!("../../docs/guide/tenants.md")]
+    pub struct Tenants;
     #[doc = include_str!("../../docs/guide/interceptors.md")]
     pub struct Interceptors;
     #[doc = include_str!("../../docs/guide/events.md")]

@@ -314,6 +314,17 @@ impl AppBuilder {
             }
         }
         defs.extend(std::mem::take(&mut self.defs));
+        // The protos that others bring along, once each (those brought may bring more).
+        let mut at = 0;
+        while at < defs.len() {
+            for make in defs[at].also.clone().iter() {
+                let brought = make();
+                if !defs.iter().any(|d| d.type_id == brought.type_id && d.name == brought.name) {
+                    defs.push(brought);
+                }
+            }
+            at += 1;
+        }
 
         let mut errors = Vec::new();
         let profile = self.config.profile.clone();

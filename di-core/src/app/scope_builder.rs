@@ -70,6 +70,17 @@ impl ScopeBuilder<'_> {
         self.with_arc(Arc::new(value))
     }
 
+    /// Makes the scope serve tenant `key`: what its [`TenantRef`](crate::TenantRef)s read.
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::NotFound`] if the App has no tenant objects (no proto holds a `TenantRef`).
+    ///
+    /// See [`TenantRef`](crate::TenantRef) for an example.
+    pub fn tenant(self, key: impl Into<Arc<str>>) -> Result<Self, DiError> {
+        self.with(crate::Tenant::new(key))
+    }
+
     /// As [`with`](Self::with), for an object the test keeps a handle on.
     ///
     /// # Errors

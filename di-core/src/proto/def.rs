@@ -62,6 +62,8 @@ pub struct ProtoDef {
     pub(crate) init: Option<Arc<DynHook>>,
     pub(crate) complete: Option<Arc<DynHook>>,
     pub(crate) destroy: Option<Arc<DynHook>>,
+    /// Protos this one brings into every App it is in: see [`ProtoDef::also`].
+    pub(crate) also: Cow<'static, [fn() -> ProtoDef]>,
 }
 
 impl ProtoDef {
@@ -393,6 +395,7 @@ impl ProtoDef {
             init: None,
             complete: None,
             destroy: None,
+            also: Cow::Borrowed(&[]),
         }
     }
 
@@ -431,6 +434,15 @@ impl ProtoDef {
     /// ```
     pub fn order(mut self, order: i32) -> Self {
         self.order = order;
+        self
+    }
+
+    /// Brings the proto `make` returns into every App this one is in, once however many protos
+    /// bring it, and not at all if the App has a proto of its type and name already: what a
+    /// holder of a [`TenantRef<F>`](crate::TenantRef) needs
+    /// (`.also(ProtoDef::tenants::<F>)`, which `#[inject]` adds by itself).
+    pub fn also(mut self, make: fn() -> ProtoDef) -> Self {
+        self.also.to_mut().push(make);
         self
     }
 

@@ -67,6 +67,7 @@ pub struct ProtoDescriptor {
     pub(crate) init: Option<HookFn>,
     pub(crate) complete: Option<HookFn>,
     pub(crate) destroy: Option<HookFn>,
+    pub(crate) also: &'static [fn() -> ProtoDef],
 }
 
 impl ProtoDescriptor {
@@ -211,6 +212,7 @@ impl ProtoDescriptor {
             init: None,
             complete: None,
             destroy: None,
+            also: &[],
         }
     }
 
@@ -343,6 +345,13 @@ impl ProtoDescriptor {
     /// ([`ProtoDef::order`](crate::ProtoDef::order) has an example).
     pub const fn order(mut self, order: i32) -> Self {
         self.order = order;
+        self
+    }
+
+    /// The protos this one brings into every App it is in, as
+    /// [`ProtoDef::also`](crate::ProtoDef::also) does.
+    pub const fn also(mut self, makes: &'static [fn() -> ProtoDef]) -> Self {
+        self.also = makes;
         self
     }
 
@@ -626,6 +635,7 @@ impl ProtoDescriptor {
             init: hook(self.init),
             complete: hook(self.complete),
             destroy: hook(self.destroy),
+            also: Cow::Borrowed(self.also),
         }
     }
 }

@@ -29,6 +29,8 @@ pub(crate) enum Kind {
     Provider,
     /// `ConfigRef<T>`: a reloadable config section, as the current scope pinned it.
     ConfigRef,
+    /// `TenantRef<F>`: the current tenant's object of `F: TenantObjects`.
+    TenantRef,
 }
 
 impl Kind {
@@ -201,7 +203,7 @@ fn classify_inject(cx: &Ctxt, ty: &Type, attr: InjectAttr, what: &str) -> Option
         cx.error_spanned_by(
             ty,
             format!(
-                "{what} is `Arc<T>`, `ContextRef<T>`, `AsyncContextRef<T>`, `Provider<T>`, `ConfigRef<T>`, `Option<Arc<T>>`, `Vec<Arc<T>>` or `Keyed<T>`; a plain value comes from a `#[config_proto]` section (`config: Arc<MyConfig>`)"
+                "{what} is `Arc<T>`, `ContextRef<T>`, `AsyncContextRef<T>`, `Provider<T>`, `ConfigRef<T>`, `TenantRef<T>`, `Option<Arc<T>>`, `Vec<Arc<T>>` or `Keyed<T>`; a plain value comes from a `#[config_proto]` section (`config: Arc<MyConfig>`)"
             ),
         );
         return None;
@@ -316,6 +318,7 @@ fn classify(ty: &Type) -> Option<(Kind, Type)> {
         "Keyed" => Some((Kind::Keyed, inner.clone())),
         "Provider" => Some((Kind::Provider, inner.clone())),
         "ConfigRef" => Some((Kind::ConfigRef, inner.clone())),
+        "TenantRef" => Some((Kind::TenantRef, inner.clone())),
         "Option" | "Vec" => {
             let (arc, target) = single_generic(inner)?;
             let kind = if wrapper == "Option" { Kind::Optional } else { Kind::All };

@@ -50,10 +50,11 @@ fn expand(model: &ProtoItem) -> TokenStream {
         // A `ConfigRef<T>` is a singleton the live configuration registers, taken by `Arc`.
         let target = match inject.kind {
             Kind::ConfigRef => quote!(__di::ConfigRef<#target>),
+            Kind::TenantRef => quote!(__di::TenantRef<#target>),
             _ => quote!(#target),
         };
         let kind = match inject.kind {
-            Kind::Arc | Kind::ConfigRef => quote!(Arc),
+            Kind::Arc | Kind::ConfigRef | Kind::TenantRef => quote!(Arc),
             Kind::ContextRef | Kind::AsyncContextRef => quote!(ContextRef),
             Kind::Optional => quote!(Optional),
             Kind::All => quote!(All),
@@ -143,6 +144,17 @@ fn expand(model: &ProtoItem) -> TokenStream {
     let instances_of_set = model.attr.instances_of.as_ref().map(|c| quote!(.instances_of::<#c>()));
     let lazy_set = model.attr.lazy.as_ref().map(|_| quote!(.lazy()));
     let order_set = model.attr.order.map(|order| quote!(.order(#order)));
+    // A `TenantRef<F>` is a singleton each holder brings along (once per App), spanned at `F`
+    // so that an `F` that is no `TenantObjects` is reported there.
+    let tenants: Vec<_> = model
+        .injected()
+        .filter(|(_, inject)| inject.kind == Kind::TenantRef)
+        .map(|(_, inject)| {
+            let target = &inject.target;
+            quote_spanned!(target.span()=> __di::ProtoDef::tenants::<#target> as fn() -> __di::ProtoDef)
+        })
+        .collect();
+    let also_set = (!tenants.is_empty()).then(|| quote!(.also(&[#(#tenants),*])));
     let controller = (model.scope == ProtoScope::Controller).then(|| {
         let path = model.attr.path.as_ref().map_or_else(String::new, syn::LitStr::value);
         // Listed outermost first, as in `tower::ServiceBuilder`: the last `.layer` wraps the rest.
@@ -191,6 +203,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
                     #instances_of_set
                     #lazy_set
                     #order_set
+                    #also_set
                     #init_set
                     #complete_set
                     #destroy_set;
@@ -281,8 +294,11 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
             if inject.kind == Kind::ConfigRef {
                 return quote!(let #local = __di::ConfigRef::clone(&*__di_r.arc::<__di::ConfigRef<#target>>(#i)?););
             }
+            if inject.kind == Kind::TenantRef {
+                return quote!(let #local = __di::TenantRef::clone(&*__di_r.arc::<__di::TenantRef<#target>>(#i)?););
+            }
             let call = match inject.kind {
-                Kind::Arc | Kind::ConfigRef => quote!(arc),
+                Kind::Arc | Kind::ConfigRef | Kind::TenantRef => quote!(arc),
                 Kind::ContextRef => quote!(context_ref),
                 Kind::AsyncContextRef => quote!(async_context_ref),
                 Kind::Optional => quote!(optional),

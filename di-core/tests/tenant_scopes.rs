@@ -1,0 +1,345 @@
+//! Tenant scopes: `TenantRef<F>` reaches the current tenant's object, built once per tenant
+//! while cached, evicted past `MAX_TENANTS` or after `IDLE` with its destroy hook run, rebuilt
+//! on next use, and destroyed at shutdown.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use di_core::{App, BoxError, Dependency, DiError, InjectKind, ProtoDef, Tenant, TenantObjects, TenantRef};
+
+/// A tenant's object: says whose it is, and which build of it.
+#[derive(Debug)]
+struct Db {
+    tenant: String,
+    build: usize,
+}
+
+/// What the tenant objects of a test did: builds and destroys per tenant.
+#[derive(Default)]
+struct Counts {
+    built: Mutex<HashMap<String, usize>>,
+    destroyed: Mutex<HashMap<String, usize>>,
+}
+
+impl Counts {
+    fn build(&self, tenant: &Tenant) -> Db {
+        let mut built = self.built.lock().unwrap();
+        let count = built.entry(tenant.key().to_owned()).or_default();
+        *count += 1;
+        Db { tenant: tenant.key().to_owned(), build: *count }
+    }
+
+    fn destroy(&self, tenant: &Tenant, db: &Db) {
+        assert_eq!(tenant.key(), db.tenant, "a destroy hook got another tenant's object");
+        *self.destroyed.lock().unwrap().entry(tenant.key().to_owned()).or_default() += 1;
+    }
+
+    fn built(&self, tenant: &str) -> usize {
+        self.built.lock().unwrap().get(tenant).copied().unwrap_or(0)
+    }
+
+    fn destroyed(&self, tenant: &str) -> usize {
+        self.destroyed.lock().unwrap().get(tenant).copied().unwrap_or(0)
+    }
+
+    fn total(map: &Mutex<HashMap<String, usize>>) -> usize {
+        map.lock().unwrap().values().sum()
+    }
+}
+
+/// Tenant objects that count their builds and destroys, with the limits given.
+macro_rules! counting {
+    ($(#[$doc:meta])* $name:ident { $($limit:item)* }) => {
+        $(#[$doc])*
+        #[derive(Default)]
+        struct $name(Counts);
+
+        impl TenantObjects for $name {
+            type Object = Db;
+            $($limit)*
+
+            async fn create(&self, tenant: &Tenant) -> Result<Db, BoxError> {
+                tokio::task::yield_now().await; // concurrent first reads overlap here
+                Ok(self.0.build(tenant))
+            }
+
+            async fn destroy(&self, tenant: &Tenant, db: Arc<Db>) -> Result<(), BoxError> {
+                self.0.destroy(tenant, &db);
+                Ok(())
+            }
+        }
+    };
+}
+
+counting!(
+    /// Room for every tenant of the tests.
+    Roomy { const MAX_TENANTS: usize = 100_000; }
+);
+counting!(
+    /// Room for 100.
+    Tight { const MAX_TENANTS: usize = 100; }
+);
+counting!(
+    /// Evicted after 100 ms unread.
+    Brief { const IDLE: Duration = Duration::from_millis(100); }
+);
+
+/// Tenant objects whose hooks fail for some tenants: `create` errs for "err" and panics for
+/// "panic" the first time; `destroy` panics for "bad".
+#[derive(Default)]
+struct Flaky(Counts, AtomicUsize);
+
+impl TenantObjects for Flaky {
+    type Object = Db;
+
+    async fn create(&self, tenant: &Tenant) -> Result<Db, BoxError> {
+        let attempt = self.1.fetch_add(1, Ordering::Relaxed);
+        match tenant.key() {
+            "err" if attempt == 0 => Err("the tenant's database is down".into()),
+            "panic" if attempt == 0 => panic!("create panicked"),
+            _ => Ok(self.0.build(tenant)),
+        }
+    }
+
+    async fn destroy(&self, tenant: &Tenant, db: Arc<Db>) -> Result<(), BoxError> {
+        if tenant.key() == "bad" {
+            panic!("destroy panicked");
+        }
+        self.0.destroy(tenant, &db);
+        Ok(())
+    }
+}
+
+/// A singleton that reaches the tenant objects, as a service would.
+struct Service<F: TenantObjects> {
+    dbs: Arc<TenantRef<F>>,
+}
+
+async fn app<F: TenantObjects + Default>() -> (App, Arc<Service<F>>, Arc<F>) {
+    let app = App::builder()
+        .without_inventory()
+        .register(ProtoDef::singleton::<F>(|_| Ok(F::default())))
+        .register(
+            ProtoDef::singleton::<Service<F>>(|r| Ok(Service { dbs: r.arc(0)? }))
+                .dep(Dependency::new::<TenantRef<F>>(InjectKind::Arc, None))
+                .also(ProtoDef::tenants::<F>),
+        )
+        .build()
+        .await
+        .unwrap();
+    let service = app.get_object::<Service<F>>().unwrap();
+    let objects = app.get_object::<F>().unwrap();
+    (app, service, objects)
+}
+
+/// What tenant `key`'s request reads from `service`.
+async fn read<F: TenantObjects<Object = Db>>(app: &App, service: &Service<F>, key: &str) -> Arc<Db> {
+    app.scope().tenant(key).unwrap().run(async { service.dbs.get().await.unwrap() }).await
+}
+
+/// The acceptance test: 10,000 tenants through one singleton, three concurrent requests each,
+/// each reading twice across awaits. Each tenant's object is built once, and no request sees
+/// another tenant's object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_tenants_each_built_once_and_never_mixed_up() {
+    let (app, service, objects) = app::<Roomy>().await;
+    let app = Arc::new(app);
+    let mixed = Arc::new(AtomicUsize::new(0));
+    let requests: Vec<_> = (0..30_000)
+        .map(|i| {
+            let (app, service, mixed) = (Arc::clone(&app), Arc::clone(&service), Arc::clone(&mixed));
+            tokio::spawn(async move {
+                let key = format!("tenant-{}", i % 10_000);
+                let scope = app.scope().tenant(key.as_str()).unwrap();
+                scope
+                    .run(async {
+                        let first = service.dbs.get().await.unwrap();
+                        tokio::task::yield_now().await;
+                        let second = service.dbs.get().await.unwrap();
+                        if first.tenant != key || !Arc::ptr_eq(&first, &second) {
+                            mixed.fetch_add(1, Ordering::Relaxed);
+                        }
+                    })
+                    .await;
+            })
+        })
+        .collect();
+    for request in requests {
+        request.await.unwrap();
+    }
+    assert_eq!(mixed.load(Ordering::Relaxed), 0, "requests saw another tenant's object");
+    let built = objects.0.built.lock().unwrap().clone();
+    assert_eq!(built.len(), 10_000);
+    assert!(built.values().all(|&n| n == 1), "a tenant's object was built more than once while cached");
+    assert_eq!(service.dbs.cached(), 10_000);
+
+    app.shutdown().await.unwrap();
+    assert_eq!(Counts::total(&objects.0.destroyed), 10_000, "shutdown left cached tenant objects undestroyed");
+    assert!((0..10_000).all(|i| objects.0.destroyed(&format!("tenant-{i}")) == 1));
+}
+
+/// Past `MAX_TENANTS`, the least recently used is evicted and destroyed; it is rebuilt on its
+/// next read. Shutdown destroys the rest: every object built is destroyed once.
+#[tokio::test]
+async fn past_the_limit_the_least_recently_used_is_evicted_and_rebuilt_on_next_use() {
+    let (app, service, objects) = app::<Tight>().await;
+    for i in 0..100 {
+        read(&app, &service, &format!("t{i}")).await;
+    }
+    assert_eq!((service.dbs.cached(), Counts::total(&objects.0.destroyed)), (100, 0));
+    read(&app, &service, "t0").await; // t0 is now the most recent; t1 the least
+    read(&app, &service, "t100").await;
+    assert_eq!(service.dbs.cached(), 100);
+    let destroyed = wait_until(|| objects.0.destroyed("t1") == 1).await;
+    assert!(destroyed, "the least recently used tenant was not destroyed");
+    assert_eq!(objects.0.destroyed("t0"), 0, "a recently used tenant was evicted");
+
+    let again = read(&app, &service, "t1").await;
+    assert_eq!((again.tenant.as_str(), again.build), ("t1", 2), "an evicted tenant was not rebuilt");
+
+    // 10,000 tenants through a cache of 100.
+    for i in 0..10_000 {
+        read(&app, &service, &format!("many-{i}")).await;
+    }
+    assert_eq!(service.dbs.cached(), 100);
+    app.shutdown().await.unwrap();
+    let (built, destroyed) = (Counts::total(&objects.0.built), Counts::total(&objects.0.destroyed));
+    assert_eq!(built, 10_102);
+    assert_eq!(destroyed, built, "every object built is destroyed once, evicted or at shutdown");
+}
+
+/// An object unread for `IDLE` is evicted and destroyed; the next read builds a new one.
+#[tokio::test]
+async fn an_idle_object_is_evicted_and_rebuilt() {
+    let (app, service, objects) = app::<Brief>().await;
+    let first = read(&app, &service, "acme").await;
+    assert!(wait_until(|| objects.0.destroyed("acme") == 1).await, "the idle object was not destroyed");
+    assert_eq!(service.dbs.cached(), 0);
+    let second = read(&app, &service, "acme").await;
+    assert_eq!((first.build, second.build), (1, 2));
+    app.shutdown().await.unwrap();
+    assert_eq!(objects.0.destroyed("acme"), 2);
+}
+
+/// A failed or panicking `create` fails the read and caches nothing: the next read builds.
+/// A panicking destroy hook is logged, and the other objects are still destroyed.
+#[tokio::test]
+async fn failing_hooks_cache_nothing_and_harm_no_other_tenant() {
+    let (app, service, objects) = app::<Flaky>().await;
+    let failed = app.scope().tenant("err").unwrap().run(async { service.dbs.get().await }).await;
+    let error = failed.unwrap_err();
+    assert!(matches!(&error, DiError::Construction { name, .. } if name.contains("tenant err")), "{error}");
+    assert!(error.to_string().contains("database is down"), "{error}");
+    assert_eq!(service.dbs.cached(), 0);
+    assert_eq!(read(&app, &service, "err").await.tenant, "err"); // built on the next read
+
+    objects.1.store(0, Ordering::Relaxed);
+    let panicked = app.scope().tenant("panic").unwrap().run(async { service.dbs.get().await }).await;
+    assert!(panicked.unwrap_err().to_string().contains("create panicked"));
+    assert_eq!(read(&app, &service, "panic").await.tenant, "panic");
+
+    read(&app, &service, "bad").await;
+    read(&app, &service, "good").await;
+    app.shutdown().await.unwrap();
+    assert_eq!((objects.0.destroyed("good"), objects.0.destroyed("err")), (1, 1));
+}
+
+/// A read without a tenant names what was asked for and how to give one; outside a scope, it
+/// fails as a `ContextRef` does.
+#[tokio::test]
+async fn a_scope_without_a_tenant_is_told_how_to_give_one() {
+    let (app, service, _) = app::<Roomy>().await;
+    let error = app.run_in_context(async { service.dbs.get().await }).await.unwrap_err();
+    assert!(matches!(error, DiError::NoTenant { wanted } if wanted.ends_with("Roomy")), "{error}");
+    assert!(error.to_string().contains("app.scope().tenant(key)"), "{error}");
+    assert!(matches!(service.dbs.get().await, Err(DiError::NoScope { .. })));
+    // An App without tenant objects refuses a tenant, naming the type.
+    let plain = App::builder().without_inventory().build().await.unwrap();
+    assert!(matches!(plain.scope().tenant("acme"), Err(DiError::NotFound { .. })));
+}
+
+/// Two holders of `TenantRef<F>` share one cache: the proto is brought once.
+#[tokio::test]
+async fn two_holders_share_one_cache() {
+    struct Other {
+        dbs: Arc<TenantRef<Roomy>>,
+    }
+    let app = App::builder()
+        .without_inventory()
+        .register(ProtoDef::singleton::<Roomy>(|_| Ok(Roomy::default())))
+        .register(
+            ProtoDef::singleton::<Service<Roomy>>(|r| Ok(Service { dbs: r.arc(0)? }))
+                .dep(Dependency::new::<TenantRef<Roomy>>(InjectKind::Arc, None))
+                .also(ProtoDef::tenants::<Roomy>),
+        )
+        .register(
+            ProtoDef::singleton::<Other>(|r| Ok(Other { dbs: r.arc(0)? }))
+                .dep(Dependency::new::<TenantRef<Roomy>>(InjectKind::Arc, None))
+                .also(ProtoDef::tenants::<Roomy>),
+        )
+        .build()
+        .await
+        .unwrap();
+    let (service, other) = (app.get_object::<Service<Roomy>>().unwrap(), app.get_object::<Other>().unwrap());
+    let (a, b) = app
+        .scope()
+        .tenant("acme")
+        .unwrap()
+        .run(async { (service.dbs.get().await.unwrap(), other.dbs.get().await.unwrap()) })
+        .await;
+    assert!(Arc::ptr_eq(&a, &b));
+    assert_eq!(app.get_object::<Roomy>().unwrap().0.built("acme"), 1);
+}
+
+/// Polls `done` for up to 20 s (eviction's destroy hooks run in tasks of their own).
+async fn wait_until(done: impl Fn() -> bool) -> bool {
+    for _ in 0..2_000 {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    done()
+}
+
+/// Tenant objects declared with the attributes: the singleton that builds them is a
+/// `#[singleton_proto]`, and `#[inject] x: TenantRef<F>` brings the cache along.
+#[di_core::singleton_proto]
+struct AnnotatedDbs {
+    counts: Counts,
+}
+
+impl TenantObjects for AnnotatedDbs {
+    type Object = Db;
+
+    async fn create(&self, tenant: &Tenant) -> Result<Db, BoxError> {
+        Ok(self.counts.build(tenant))
+    }
+
+    async fn destroy(&self, tenant: &Tenant, db: Arc<Db>) -> Result<(), BoxError> {
+        self.counts.destroy(tenant, &db);
+        Ok(())
+    }
+}
+
+#[di_core::singleton_proto]
+struct AnnotatedService {
+    #[inject]
+    dbs: TenantRef<AnnotatedDbs>,
+}
+
+#[tokio::test]
+async fn the_attributes_bring_the_tenant_objects_along() {
+    let app = App::builder().root::<AnnotatedService>().build().await.unwrap();
+    let service = app.get_object::<AnnotatedService>().unwrap();
+    for key in ["acme", "globex", "acme"] {
+        let db = app.scope().tenant(key).unwrap().run(async { service.dbs.get().await.unwrap() }).await;
+        assert_eq!(db.tenant, key);
+    }
+    let dbs = app.get_object::<AnnotatedDbs>().unwrap();
+    assert_eq!((dbs.counts.built("acme"), dbs.counts.built("globex")), (1, 1));
+    app.shutdown().await.unwrap();
+    assert_eq!(Counts::total(&dbs.counts.destroyed), 2);
+}
