@@ -11,7 +11,6 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
@@ -28,7 +27,7 @@ use crate::proto::kinds::InjectKind;
 /// The tenant a scope serves: its key (a customer id, a subdomain). A scope gets one from
 /// [`ScopeBuilder::tenant`](crate::ScopeBuilder::tenant); a [`TenantRef`] read in a scope
 /// without one fails with [`DiError::NoTenant`]. Cheap to clone.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Tenant(Arc<str>);
 
 impl Tenant {
@@ -44,12 +43,6 @@ impl Tenant {
     /// The tenant's key.
     pub fn key(&self) -> &str {
         &self.0
-    }
-}
-
-impl Hash for Tenant {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.hash(state);
     }
 }
 

@@ -314,17 +314,7 @@ impl AppBuilder {
             }
         }
         defs.extend(std::mem::take(&mut self.defs));
-        // The protos that others bring along, once each (those brought may bring more).
-        let mut at = 0;
-        while at < defs.len() {
-            for make in defs[at].also.clone().iter() {
-                let brought = make();
-                if !defs.iter().any(|d| d.type_id == brought.type_id && d.name == brought.name) {
-                    defs.push(brought);
-                }
-            }
-            at += 1;
-        }
+        bring_along(&mut defs);
 
         let mut errors = Vec::new();
         let profile = self.config.profile.clone();
@@ -530,6 +520,27 @@ fn select_active(
         false
     });
     inactive
+}
+
+/// Adds the protos that `defs` bring along ([`ProtoDef::also`]), once each by type and name, and
+/// none the App has already; those brought may bring more. One set of what the App has, made
+/// at the first proto that brings one: an App without them pays a walk over its protos.
+fn bring_along(defs: &mut Vec<ProtoDef>) {
+    let mut have: Option<std::collections::HashSet<(TypeId, Cow<'static, str>)>> = None;
+    let mut at = 0;
+    while at < defs.len() {
+        if !defs[at].also.is_empty() {
+            let also = defs[at].also.clone();
+            let have = have.get_or_insert_with(|| defs.iter().map(|d| (d.type_id, d.name.clone())).collect());
+            for make in also.iter() {
+                let brought = make();
+                if have.insert((brought.type_id, brought.name.clone())) {
+                    defs.push(brought);
+                }
+            }
+        }
+        at += 1;
+    }
 }
 
 /// Reads every config section (but those overridden): a section becomes a proto holding its
