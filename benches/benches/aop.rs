@@ -11,6 +11,10 @@
 //!   pinned in the method's future, the dynamic poll.
 //! - `intercept/one_context_advice`: the same with a context-proto advice (the scope's object).
 //! - `intercept/two_advices`: both, nested.
+//! - `intercept/join_point_unselected`: the same method as a join point (a `pub async fn` of an
+//!   impl block marked `#[intercept]`) that no crosscut selects: what opting in costs.
+//! - `intercept/one_crosscut`: a join point that `crosscut!(Pass, ..)` selects: the advice's
+//!   lookup, its boxed future, the dynamic calls.
 //! - `event/*`: `emit` of an event with one handler, run to its end on a current-thread
 //!   runtime, against spawning and running an empty task the same way; and `emit` of an event
 //!   with no handler (a lookup).
@@ -20,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use benches::micro::{poll_once, runtime};
-use di_core::{Advice, App, Call, EventBus, Next, context_proto, handlers, intercept, singleton_proto};
+use di_core::{Advice, App, Call, EventBus, Next, context_proto, crosscut, handlers, intercept, singleton_proto};
 use divan::Bencher;
 use tokio::runtime::Runtime;
 
@@ -76,6 +80,20 @@ impl Svc {
         n + 1
     }
 }
+
+/// Join points: one that no crosscut selects, one that `Pass` does.
+#[intercept]
+impl Svc {
+    pub async fn joined(&self, n: u64) -> u64 {
+        n + 1
+    }
+
+    pub async fn crosscut_one(&self, n: u64) -> u64 {
+        n + 1
+    }
+}
+
+crosscut!(Pass, types = "Svc", methods = "crosscut_*");
 
 struct Tick;
 struct Unheard;
@@ -163,6 +181,16 @@ mod intercept {
     #[divan::bench]
     fn two_advices(b: Bencher) {
         in_scope(b, |svc| poll_once(svc.two(black_box(1))));
+    }
+
+    #[divan::bench]
+    fn join_point_unselected(b: Bencher) {
+        in_scope(b, |svc| poll_once(svc.joined(black_box(1))));
+    }
+
+    #[divan::bench]
+    fn one_crosscut(b: Bencher) {
+        in_scope(b, |svc| poll_once(svc.crosscut_one(black_box(1))));
     }
 }
 

@@ -322,6 +322,34 @@ pub enum DiError {
         /// Why the App has no such proto: excluded, another profile, or not registered.
         why: String,
     },
+    /// A `crosscut!` selects no method of the program: its selector is wrong, or the impl
+    /// blocks it means are not marked `#[intercept]`.
+    #[error(
+        "the crosscut of `{advice}` ({at}) selects no method: no `pub async fn` of an impl block marked `#[intercept]` matches {selector}"
+    )]
+    CrosscutMatchesNothing {
+        /// The advice type, as written in `crosscut!`.
+        advice: &'static str,
+        /// The selector, as written: `implements = dyn Audited, methods = "get_*"`.
+        selector: String,
+        /// Where: `file:line` of the `crosscut!`.
+        at: String,
+    },
+    /// A crosscut selects protos by a trait they provide, and one of them has no method it can
+    /// advise: its impl block is not marked `#[intercept]` (or is generic, or a trait impl).
+    #[error(
+        "`{proto}` is selected by the crosscut of `{advice}` ({selector}, {at}), but none of its methods can be advised; mark its impl block `#[intercept]`"
+    )]
+    CrosscutUnreachable {
+        /// The advice type, as written in `crosscut!`.
+        advice: &'static str,
+        /// The proto selected, as its label (`orders: my_app::Orders`).
+        proto: String,
+        /// The selector, as written.
+        selector: String,
+        /// Where: `file:line` of the `crosscut!`.
+        at: String,
+    },
     /// A configuration key has a value that does not fit its section's field.
     #[error("config key {key} of `{section}`: {message}{}", .origin.as_ref().map(|o| format!(" (from {o})")).unwrap_or_default())]
     ConfigInvalid {

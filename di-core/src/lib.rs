@@ -193,7 +193,7 @@ mod startup;
 mod telemetry;
 mod tenant;
 
-pub use advice::{Advice, Call, Next};
+pub use advice::{Advice, AdviceParams, Call, Next, Outcome};
 pub use app::{App, AppBuilder, AppHold, AppState, ContextSlot, HealthReport, ScopeBuilder, ServiceReport};
 pub use config::Config;
 pub use context_ref::{AsyncContextRef, ContextRef, RefTarget};
@@ -216,7 +216,8 @@ pub use tenant::{Tenant, TenantObjects, TenantRef};
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 pub use di_macros::{
-    config_proto, context_proto, event_handler, handlers, intercept, schedule, singleton_proto, transient_proto,
+    config_proto, context_proto, crosscut, event_handler, handlers, intercept, schedule, singleton_proto,
+    transient_proto,
 };
 
 pub use events::discard_events;
@@ -303,8 +304,11 @@ pub mod __private {
 
     pub use ::core::fmt::Formatter;
 
+    pub use crate::advice::crosscut::{
+        AroundFn, CrosscutDef, JoinPoint, JoinPointSite, Named, Outcome, Rest, ShowFailed, ShowNoFailure, crosscut,
+    };
     pub use crate::advice::{
-        Advice, AdviceSite, Call, Next, Probe, Proceed, ShowDebug, ShowOpaque, advice, body, shower,
+        Advice, AdviceParams, AdviceSite, Call, Next, Probe, Proceed, ShowDebug, ShowOpaque, advice, body, shower,
     };
     pub use crate::error::panic_message;
     pub use crate::events::{AnyEvent, EventPhase, HandlerDescriptor, assert_event, event_ref};

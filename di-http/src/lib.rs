@@ -119,6 +119,8 @@ pub mod guide {
     pub struct Tenants;
     #[doc = include_str!("../../docs/guide/interceptors.md")]
     pub struct Interceptors;
+    #[doc = include_str!("../../docs/guide/crosscuts.md")]
+    pub struct Crosscuts;
     #[doc = include_str!("../../docs/guide/events.md")]
     pub struct Events;
     #[doc = include_str!("../../docs/guide/operating.md")]

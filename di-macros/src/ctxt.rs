@@ -24,6 +24,11 @@ impl Ctxt {
         self.errors.borrow_mut().as_mut().expect("Ctxt used after check").push(err);
     }
 
+    /// Whether an error is recorded: a later check that would only repeat it stays quiet.
+    pub(crate) fn has_errors(&self) -> bool {
+        self.errors.borrow().as_ref().is_some_and(|e| !e.is_empty())
+    }
+
     /// All errors combined, or `Ok` if there were none. Must be called exactly once.
     pub(crate) fn check(self) -> Result<(), syn::Error> {
         let mut errors = self.errors.borrow_mut().take().expect("Ctxt checked twice").into_iter();

@@ -1,5 +1,7 @@
 //! `#[intercept(A, B)]`: on an async method, runs the advices `A` then `B` around it; on an
-//! impl block, around each of its `pub async fn`s (before the method's own advices).
+//! impl block, around each of its `pub async fn`s (before the method's own advices), which
+//! become join points that crosscuts (`crosscut!`) may advise too. `#[intercept]` alone on an
+//! impl block makes join points only.
 //!
 //! The method keeps its signature; its body becomes the innermost `Next` of a chain of
 //! `Advice::around` calls, all generic (`di_core::advice` explains the runtime half).
@@ -18,11 +20,64 @@ const INTERCEPT: &str = "intercept";
 type Advices = Vec<AdviceUse>;
 
 /// One advice around a method: its type, and the parameters its `Call` carries (a constant
-/// expression of a type without interior mutability: `#[transactional]`'s options).
+/// expression of a type without interior mutability: `#[transactional]`'s options), or the
+/// fields of its `AdviceParams` that `A(name = value)` sets.
 #[derive(Clone)]
 pub(crate) struct AdviceUse {
     pub(crate) path: syn::Path,
     pub(crate) params: Option<TokenStream>,
+    pub(crate) fields: Option<Vec<(syn::Ident, syn::Expr)>>,
+}
+
+impl AdviceUse {
+    /// The parameters as a constant expression, if the use gives any.
+    pub(crate) fn params(&self, di: &TokenStream) -> Option<TokenStream> {
+        if let Some(params) = &self.params {
+            return Some(params.clone());
+        }
+        let fields = self.fields.as_ref()?;
+        let path = &self.path;
+        let names = fields.iter().map(|(name, _)| name);
+        let values = fields.iter().map(|(_, value)| value);
+        let bound = quote_spanned!(path.span()=> <#path as #di::AdviceParams>);
+        Some(quote! {
+            {
+                type __DiParams = #bound::Params;
+                // The defaults fill what the use leaves out, which may be nothing.
+                #[allow(clippy::needless_update)]
+                let __di_params = __DiParams { #(#names: #values,)* ..*#bound::DEFAULT };
+                __di_params
+            }
+        })
+    }
+}
+
+/// `A` or `A(name = value, ..)`: an advice and the fields of its parameters.
+pub(crate) fn parse_advice_use(input: syn::parse::ParseStream<'_>) -> syn::Result<AdviceUse> {
+    let path: syn::Path = input.parse()?;
+    if !input.peek(syn::token::Paren) {
+        return Ok(AdviceUse { path, params: None, fields: None });
+    }
+    let content;
+    syn::parenthesized!(content in input);
+    let mut fields = Vec::new();
+    while !content.is_empty() {
+        let name: syn::Ident = content.parse().map_err(|e| {
+            syn::Error::new(e.span(), "give the advice's parameters as `name = value`: `RateLimit(per_sec = 10)`")
+        })?;
+        content
+            .parse::<syn::Token![=]>()
+            .map_err(|e| syn::Error::new(e.span(), format!("give parameter `{name}` a value: `{name} = ..`")))?;
+        let value: syn::Expr = content.parse()?;
+        if fields.iter().any(|(n, _): &(syn::Ident, syn::Expr)| *n == name) {
+            return Err(syn::Error::new(name.span(), format!("parameter `{name}` is given twice")));
+        }
+        fields.push((name, value));
+        if !content.is_empty() {
+            content.parse::<syn::Token![,]>()?;
+        }
+    }
+    Ok(AdviceUse { path, params: None, fields: Some(fields) })
 }
 
 pub(crate) fn intercept(args: TokenStream, item: TokenStream) -> TokenStream {
@@ -46,6 +101,10 @@ pub(crate) fn transactional(args: TokenStream, item: TokenStream) -> TokenStream
 
 fn expand(cx: Ctxt, advices: Advices, mut krate: Option<syn::Path>, item: TokenStream) -> TokenStream {
     let model = if let Ok(mut item) = syn::parse2::<syn::ItemImpl>(item.clone()) {
+        // Crosscuts reach the methods of a type the expansion can name: not those of a trait
+        // impl or of a generic impl block.
+        let join = (item.trait_.is_none() && item.generics.params.is_empty() && is_plain_path(&item.self_ty))
+            .then(|| (*item.self_ty).clone());
         let mut methods: Vec<&mut syn::ImplItemFn> = item
             .items
             .iter_mut()
@@ -57,19 +116,21 @@ fn expand(cx: Ctxt, advices: Advices, mut krate: Option<syn::Path>, item: TokenS
         let mut any = false;
         let mut chains = Vec::new();
         for method in &mut methods {
-            let mut chain = if matches!(method.vis, syn::Visibility::Public(_)) && method.sig.asyncness.is_some() {
+            let public = matches!(method.vis, syn::Visibility::Public(_)) && method.sig.asyncness.is_some();
+            let mut chain = if public {
                 any = true;
                 advices.clone()
             } else {
                 Vec::new()
             };
             chain.extend(take_intercepts(&cx, &mut method.attrs, &mut krate));
-            chains.push(chain);
+            chains.push((chain, public));
         }
         let di = private_path(krate.as_ref(), quote!(::di_core));
-        for (method, chain) in methods.into_iter().zip(chains) {
-            if !chain.is_empty() {
-                rewrite(&cx, method, &chain, &di);
+        for (method, (chain, public)) in methods.into_iter().zip(chains) {
+            let join = join.as_ref().filter(|_| public);
+            if !chain.is_empty() || join.is_some() {
+                rewrite(&cx, method, &chain, join, &di);
             }
         }
         if !any {
@@ -84,8 +145,12 @@ fn expand(cx: Ctxt, advices: Advices, mut krate: Option<syn::Path>, item: TokenS
             Ok(mut method) => {
                 let mut chain = advices;
                 chain.extend(take_intercepts(&cx, &mut method.attrs, &mut krate));
-                if !chain.is_empty() {
-                    rewrite(&cx, &mut method, &chain, &private_path(krate.as_ref(), quote!(::di_core)));
+                if chain.is_empty() {
+                    if !cx.has_errors() {
+                        cx.push(syn::Error::new(Span::call_site(), NAME_THEM));
+                    }
+                } else {
+                    rewrite(&cx, &mut method, &chain, None, &private_path(krate.as_ref(), quote!(::di_core)));
                 }
                 Some(quote!(#method))
             }
@@ -98,9 +163,23 @@ fn expand(cx: Ctxt, advices: Advices, mut krate: Option<syn::Path>, item: TokenS
     finish(cx, model.as_ref().map(|m| (m, m)), item, Clone::clone)
 }
 
-/// One entry of `#[intercept(..)]`: an advice type, or `crate = path`.
+const NAME_THEM: &str =
+    "name the advices: `#[intercept(Timing, Transactional)]` (alone, `#[intercept]` goes on an impl block)";
+
+/// Whether `ty` is a path without generic arguments or `Self`, which a `static` in a method
+/// can name.
+fn is_plain_path(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Path(p) => {
+            p.qself.is_none() && p.path.segments.iter().all(|s| s.arguments.is_empty() && s.ident != "Self")
+        }
+        _ => false,
+    }
+}
+
+/// One entry of `#[intercept(..)]`: an advice (with its parameters), or `crate = path`.
 enum Arg {
-    Advice(syn::Path),
+    Advice(AdviceUse),
     Krate(syn::Path),
 }
 
@@ -111,7 +190,7 @@ impl syn::parse::Parse for Arg {
             input.parse::<syn::Token![=]>()?;
             return Ok(Arg::Krate(input.call(syn::Path::parse_mod_style)?));
         }
-        input.parse().map(Arg::Advice)
+        parse_advice_use(input).map(Arg::Advice)
     }
 }
 
@@ -124,17 +203,18 @@ fn parse_advices(cx: &Ctxt, args: TokenStream, krate: &mut Option<syn::Path>) ->
             let mut advices = Vec::new();
             for arg in list {
                 match arg {
-                    Arg::Advice(path) => advices.push(AdviceUse { path, params: None }),
+                    Arg::Advice(advice) => advices.push(advice),
                     Arg::Krate(path) if krate.is_some() => {
                         cx.error_spanned_by(&path, "`crate` specified more than once")
                     }
                     Arg::Krate(path) => *krate = Some(path),
                 }
             }
-            if advices.is_empty() {
-                cx.push(syn::Error::new(Span::call_site(), "name the advices: `#[intercept(Timing, Transactional)]`"));
-            }
             advices
+        }
+        Err(err) if err.to_string().starts_with("give ") || err.to_string().starts_with("parameter ") => {
+            cx.push(err);
+            Vec::new()
         }
         Err(err) => {
             cx.push(syn::Error::new(err.span(), "write the advice types: `#[intercept(Timing, Transactional)]`"));
@@ -162,8 +242,14 @@ fn take_intercepts(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>, krate: &mut Optio
             return true;
         }
         match &attr.meta {
-            syn::Meta::List(list) => advices.extend(parse_advices(cx, list.tokens.clone(), krate)),
-            _ => cx.error_spanned_by(attr, "name the advices: `#[intercept(Timing, Transactional)]`"),
+            syn::Meta::List(list) => {
+                let named = parse_advices(cx, list.tokens.clone(), krate);
+                if list.tokens.is_empty() {
+                    cx.error_spanned_by(attr, NAME_THEM);
+                }
+                advices.extend(named);
+            }
+            _ => cx.error_spanned_by(attr, NAME_THEM),
         }
         false
     });
@@ -171,7 +257,9 @@ fn take_intercepts(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>, krate: &mut Optio
 }
 
 /// Rewrites `method`'s body into the chain of `advices` (outermost first) around it.
-fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[AdviceUse], di: &TokenStream) {
+/// With `join` (the impl block's type), the method is a join point: the crosscuts that select
+/// it run around that chain.
+fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[AdviceUse], join: Option<&syn::Type>, di: &TokenStream) {
     let sig = &mut method.sig;
     if sig.asyncness.is_none() {
         cx.error_spanned_by(
@@ -225,10 +313,16 @@ fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[AdviceUse], di: &
     };
     let mut checks = Vec::new();
     let mut sites = Vec::new();
-    let mut call = TokenStream::new();
-    for (depth, AdviceUse { path: advice, params }) in advices.iter().enumerate().rev() {
+    let mut call = quote! {
+        {
+            let __di_b = #di::body::<#output, _, _, _>(&__di_v, move |(#(#patterns,)*)| async move #body);
+            __di_b(__di_v).await
+        }
+    };
+    for (depth, used) in advices.iter().enumerate().rev() {
+        let advice = &used.path;
         let around = quote_spanned!(advice.span()=> <#advice as #di::Advice<#output>>::around);
-        let this_call = match params {
+        let this_call = match used.params(di) {
             Some(params) => quote!(__di_call.with_params(const { &#params })),
             None => quote!(__di_call),
         };
@@ -259,6 +353,40 @@ fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[AdviceUse], di: &
                 }
             }
         });
+    }
+    if let Some(self_ty) = join {
+        // The chain above as a function of the arguments, run alone or inside the crosscuts
+        // that select this method (chosen at its first call; none costs one atomic load).
+        let failed = if output.to_string() == "_" {
+            quote!(::core::option::Option::None)
+        } else {
+            quote! {{
+                #[allow(unused_imports)]
+                use #di::{ShowFailed as _, ShowNoFailure as _};
+                (&&#di::Probe(&__di_r)).failed()
+            }}
+        };
+        call = quote! {
+            {
+                static __DI_JOIN: #di::JoinPoint = #di::JoinPoint::new(
+                    ::core::any::TypeId::of::<#self_ty>,
+                    ::core::any::type_name::<#self_ty>,
+                    #method_name,
+                    ::core::file!(),
+                    ::core::line!(),
+                );
+                #di::inventory::submit! { #di::JoinPointSite(&__DI_JOIN) }
+                let __di_chain = #di::body::<_, _, _, _>(&__di_v, move |__di_v| async move {
+                    let __di_r: #output = #call;
+                    let __di_f = #failed;
+                    (__di_r, __di_f)
+                });
+                match __DI_JOIN.cuts() {
+                    [] => __di_chain(__di_v).await.0,
+                    __di_cuts => #di::crosscut(__di_cuts, __di_call, __di_v, __di_show, __di_chain).await,
+                }
+            }
+        };
     }
     let block: syn::Block = syn::parse_quote! {
         {

@@ -8,6 +8,7 @@
 //! Errors accumulate in a `Ctxt`, so one compile reports them all.
 //! `DI_MACROS_DEBUG=1` prints each expansion to stderr.
 
+mod crosscut;
 mod ctxt;
 mod handlers;
 mod http;
@@ -265,6 +266,25 @@ pub fn http_routes(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn intercept(args: TokenStream, item: TokenStream) -> TokenStream {
     intercept::intercept(args.into(), item.into()).into()
+}
+
+/// Declares a crosscut: an advice that runs around every method it selects, among the
+/// `pub async fn`s of impl blocks marked `#[intercept]` (alone or with advices), outside the
+/// method's own advices.
+///
+/// `crosscut!(Audit, implements = dyn Audited)`: the advice first, with parameters if it takes
+/// some (`RateLimit(per_sec = 10)`, see `di_core::AdviceParams`); then one or more selectors,
+/// all of which a method must match: `implements = dyn Trait` (the protos that
+/// `provides(dyn Trait)`), `module = "crate::orders"` (types defined there or below),
+/// `types = "*Service"` (the type's name), `methods = "get_*|list"` (the method's name; `*`
+/// any text, `|` between alternatives). `order = n`: crosscuts run lower `order` outermost
+/// (0 by default, then by advice name). `crate = path` names di-core where a crate re-exports
+/// it. The advice implements `di_core::Advice<di_core::Outcome>` (an `impl<R> Advice<R>` does).
+/// `build()` fails on a crosscut that selects nothing, whose advice the App lacks, or that
+/// selects by trait a proto none of whose methods can be advised. See `di_core::Outcome`.
+#[proc_macro]
+pub fn crosscut(input: TokenStream) -> TokenStream {
+    crosscut::crosscut(input.into()).into()
 }
 
 /// Runs an async method returning a `Result` in a transaction: di-tx's advice `Transactional`

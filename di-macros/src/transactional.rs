@@ -100,5 +100,6 @@ pub(crate) fn parse(cx: &Ctxt, args: TokenStream) -> Option<AdviceUse> {
     Some(AdviceUse {
         path: syn::parse2(quote!(#tx::Transactional)).expect("a path"),
         params: Some(quote!(#tx::TxOptions::new(#tx::Propagation::#propagation) #source)),
+        fields: None,
     })
 }

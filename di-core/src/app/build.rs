@@ -404,6 +404,7 @@ impl AppBuilder {
         let mut roots = std::mem::take(&mut self.roots);
         if self.inventory {
             check_advices(&graph, &inactive, &mut roots)?;
+            check_crosscuts(&graph, &inactive, &mut roots)?;
         }
         let reached = reached_from(&graph, &roots)?;
         Ok(Prepared { graph, config, roots, reached, live })
@@ -446,6 +447,35 @@ fn check_advices(
         });
     }
     DiError::collect(errors)
+}
+
+/// The program's crosscuts against this App: see `advice::crosscut::check`.
+fn check_crosscuts(
+    graph: &Graph,
+    inactive: &[(ProtoDef, String)],
+    roots: &mut Vec<(TypeId, &'static str)>,
+) -> Result<(), DiError> {
+    let has_type = |ty| !graph.of_type(ty).is_empty();
+    let providers = |tr| {
+        let mut found: Vec<(TypeId, String)> = graph
+            .provided
+            .get(&tr)
+            .into_iter()
+            .flatten()
+            .map(|t| &graph.protos[t.proto])
+            .map(|d| (d.type_id, d.label()))
+            .collect();
+        found.dedup_by(|a, b| a.0 == b.0);
+        found
+    };
+    let why = |ty| {
+        inactive
+            .iter()
+            .find(|(d, _)| d.type_id == ty)
+            .map_or("it is not registered", |(_, why)| why.as_str())
+            .to_owned()
+    };
+    crate::advice::crosscut::check(&has_type, &providers, &why, roots)
 }
 
 /// Which singletons `build()` constructs: with roots, those the roots reach (by value, and

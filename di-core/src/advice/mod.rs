@@ -18,6 +18,10 @@ use pin_project_lite::pin_project;
 
 use crate::error::DiError;
 
+pub(crate) mod crosscut;
+
+pub use crosscut::Outcome;
+
 /// An around advice for methods returning `R`: a proto (so it can inject singletons and
 /// `ContextRef`s) that methods name in `#[intercept(..)]`.
 ///
@@ -122,6 +126,65 @@ pub trait Advice<R>: Send + Sync + 'static {
     fn around(&self, call: Call, next: Next<'_, R>) -> impl Future<Output = R>;
 }
 
+/// The parameters an advice takes where it is named: `#[intercept(RateLimit(per_sec = 10))]`
+/// or `crosscut!(RateLimit(per_sec = 10), ..)` builds a `Params` from the fields given and
+/// the [`DEFAULT`](Self::DEFAULT)'s others, at compile time, and the advice reads it with
+/// [`Call::params_of`].
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use std::sync::Mutex;
+/// use di_core::{intercept, singleton_proto, Advice, AdviceParams, App, Call, Next};
+///
+/// /// Remembers the label each call was given.
+/// #[singleton_proto]
+/// #[derive(Default)]
+/// pub struct Tag { seen: Mutex<Vec<String>> }
+///
+/// pub struct TagParams { pub label: &'static str, pub level: u8 }
+///
+/// impl AdviceParams for Tag {
+///     type Params = TagParams;
+///     const DEFAULT: &'static TagParams = &TagParams { label: "none", level: 1 };
+/// }
+///
+/// impl<R> Advice<R> for Tag {
+///     async fn around(&self, call: Call, next: Next<'_, R>) -> R {
+///         let p = call.params_of::<Tag>();
+///         self.seen.lock().unwrap().push(format!("{}:{}:{}", call.method(), p.label, p.level));
+///         next.run().await
+///     }
+/// }
+///
+/// #[singleton_proto]
+/// pub struct Orders;
+/// impl Orders {
+///     #[intercept(Tag(label = "write"))]
+///     pub async fn place(&self) {}
+///     #[intercept(Tag)]
+///     pub async fn list(&self) {}
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
+/// let app = App::builder().build().await?;
+/// let orders = app.get_object::<Orders>()?;
+/// app.run_in_context(async { orders.place().await; orders.list().await }).await;
+/// assert_eq!(*app.get_object::<Tag>()?.seen.lock().unwrap(), ["place:write:1", "list:none:1"]);
+/// # Ok(()) }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "advice `{Self}` takes no parameters",
+    label = "`{Self}` does not implement `di_core::AdviceParams`",
+    note = "name it without parameters, or implement `di_core::AdviceParams` for `{Self}` to take `{Self}(name = value)`"
+)]
+pub trait AdviceParams: 'static {
+    /// What the advice reads: a struct whose fields a use of the advice may set.
+    type Params: Send + Sync + 'static;
+    /// The parameters of a use that sets none, and of the fields a use leaves out.
+    const DEFAULT: &'static Self::Params;
+}
+
 /// Which method an advice runs around.
 ///
 /// # Examples
@@ -198,6 +261,30 @@ impl Call {
     /// ```
     pub fn params<P: 'static>(&self) -> Option<&'static P> {
         self.params?.downcast_ref::<P>()
+    }
+
+    /// The parameters the use of advice `A` gave (`#[intercept(RateLimit(per_sec = 10))]`),
+    /// or `A`'s [defaults](AdviceParams::DEFAULT) when it gave none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::{AdviceParams, Call};
+    ///
+    /// struct RateLimit;
+    /// struct Limit { per_sec: u32 }
+    /// impl AdviceParams for RateLimit {
+    ///     type Params = Limit;
+    ///     const DEFAULT: &'static Limit = &Limit { per_sec: 100 };
+    /// }
+    ///
+    /// static TEN: Limit = Limit { per_sec: 10 };
+    /// let call = Call::new("my_app::Todos", "get");
+    /// assert_eq!(call.params_of::<RateLimit>().per_sec, 100);
+    /// assert_eq!(call.with_params(&TEN).params_of::<RateLimit>().per_sec, 10);
+    /// ```
+    pub fn params_of<A: AdviceParams>(&self) -> &'static A::Params {
+        self.params::<A::Params>().unwrap_or(A::DEFAULT)
     }
 
     /// The type whose method is called, with its module path (`my_app::Todos`).
@@ -409,6 +496,13 @@ impl<R> fmt::Debug for Next<'_, R> {
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Run<'a, R> {
     step: Pin<&'a mut (dyn Step<R> + Send + 'a)>,
+}
+
+impl<'a, R> Run<'a, R> {
+    /// Runs `step`: the future of a chain that is not an advice's `Next` (a crosscut's).
+    pub(crate) fn from_step(step: Pin<&'a mut (dyn Step<R> + Send + 'a)>) -> Self {
+        Run { step }
+    }
 }
 
 impl<R> Future for Run<'_, R> {
