@@ -336,9 +336,10 @@ pub enum DiError {
         at: String,
     },
     /// A crosscut selects protos by a trait they provide, and one of them has no method it can
-    /// advise: its impl block is not marked `#[intercept]` (or is generic, or a trait impl).
+    /// advise: its impl block is not marked `#[intercept]` (or is generic, or a trait impl), or
+    /// it is registered by hand, where crosscuts do not see what it provides.
     #[error(
-        "`{proto}` is selected by the crosscut of `{advice}` ({selector}, {at}), but none of its methods can be advised; mark its impl block `#[intercept]`"
+        "`{proto}` is selected by the crosscut of `{advice}` ({selector}, {at}), but none of its methods can be advised; mark its impl block `#[intercept]`, and declare the proto with its attribute (crosscuts do not see a proto registered by hand)"
     )]
     CrosscutUnreachable {
         /// The advice type, as written in `crosscut!`.

@@ -36,6 +36,21 @@ impl Joined {
 crosscut!(Noop, methods = "no_such_*");
 crosscut!(Noop, implements = dyn Flagged);
 crosscut!(Noop, types = "Joined");
+// By trait within a module: `Plain`, outside it, is none of its business.
+crosscut!(Noop, implements = dyn Flagged, module = "crate::inner");
+
+pub mod inner {
+    use super::*;
+
+    #[singleton_proto(provides(dyn Flagged))]
+    pub struct Marked;
+    impl Flagged for Marked {}
+
+    #[intercept]
+    impl Marked {
+        pub async fn work(&self) {}
+    }
+}
 
 fn errors(error: DiError) -> Vec<String> {
     match error {
@@ -61,7 +76,8 @@ async fn build_and_check_name_each_broken_crosscut() {
             errors.contains(
                 &"`advice_crosscut_errors::Plain (\"plain\")` is selected by the crosscut of `Noop` (implements = dyn \
                  Flagged, di-core/tests/advice_crosscut_errors.rs:37), but none of its methods can be advised; mark \
-                 its impl block `#[intercept]`"
+                 its impl block `#[intercept]`, and declare the proto with its attribute (crosscuts do not see a \
+                 proto registered by hand)"
                     .to_owned()
             ),
             "{errors:#?}"

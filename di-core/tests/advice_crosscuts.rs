@@ -100,6 +100,12 @@ impl Books {
         self.private().await
     }
 
+    /// No receiver: no join point (an associated function), nothing around it.
+    pub async fn opened() -> u8 {
+        log("body opened".into());
+        1
+    }
+
     /// Not async: untouched.
     pub fn sync_count(&self) -> usize {
         log("body sync_count".into());
@@ -154,6 +160,23 @@ pub mod shop {
             4
         }
     }
+
+    /// An impl block written by a `macro_rules!` (its type a `$t:ty` fragment).
+    macro_rules! joined {
+        ($t:ty) => {
+            #[intercept]
+            impl $t {
+                pub async fn find_made(&self) -> u8 {
+                    log("body find_made".into());
+                    1
+                }
+            }
+        };
+    }
+
+    #[singleton_proto]
+    pub struct MacroMade;
+    joined!(MacroMade);
 }
 
 #[tokio::test]
@@ -169,6 +192,7 @@ async fn a_marker_crosscut_runs_around_every_method_of_the_protos_providing_it_a
         assert_eq!(weather.today().await, "sunny");
         assert_eq!(books.call_private().await, 7);
         assert_eq!(books.sync_count(), 1);
+        assert_eq!(Books::opened().await, 1);
     }))
     .await;
     assert_eq!(
@@ -184,6 +208,7 @@ async fn a_marker_crosscut_runs_around_every_method_of_the_protos_providing_it_a
             "leave Own call_private",
             "leave Audit call_private",
             "body sync_count",
+            "body opened",
         ]
     );
 }
@@ -219,6 +244,32 @@ async fn crosscuts_run_by_order_outside_the_methods_own_advices_with_their_param
     );
 }
 
+/// A join point of a concrete instance of a generic type (registered by hand: the attributes
+/// take no generic struct).
+pub struct Cache<T> {
+    items: Vec<T>,
+}
+
+#[intercept]
+impl Cache<u32> {
+    pub async fn find_cached(&self) -> usize {
+        log("body find_cached".into());
+        self.items.len()
+    }
+}
+
+crosscut!(Reads(label = ":generic"), types = "Cache", methods = "find_*");
+
+#[tokio::test]
+async fn a_concrete_generic_type_has_join_points() {
+    let cache = di_core::ProtoDef::singleton::<Cache<u32>>(|_| Ok(Cache { items: vec![] }));
+    let app = App::builder().register(cache).build().await.unwrap();
+    let cache = app.get_object::<Cache<u32>>().unwrap();
+    let (out, seen) = logged(app.run_in_context(cache.find_cached())).await;
+    assert_eq!(out, 0);
+    assert_eq!(seen, ["enter Reads find_cached:generic", "body find_cached", "leave Reads find_cached"]);
+}
+
 #[tokio::test]
 async fn module_and_name_selectors_pick_exactly_the_matching_methods() {
     let app = App::builder().build().await.unwrap();
@@ -227,6 +278,9 @@ async fn module_and_name_selectors_pick_exactly_the_matching_methods() {
         app.run_in_context(async { (catalog.find_item(4).await, catalog.list().await, catalog.listing().await) }),
     )
     .await;
+    let made = app.get_object::<shop::MacroMade>().unwrap();
+    let (made, made_seen) = logged(app.run_in_context(made.find_made())).await;
+    assert_eq!((made, made_seen.len()), (1, 3), "{made_seen:?}");
     assert_eq!(out, (Some(4), 3, 4));
     assert_eq!(
         seen,
@@ -266,7 +320,15 @@ impl Advice<Outcome> for Stats {
     }
 }
 
-crosscut!(Stats, types = "Books", methods = "ledger|close");
+crosscut!(Stats, types = "Books|Stats", methods = "ledger|close|snapshot");
+
+/// A join point that `Stats`' own crosscut selects by name: never advised by `Stats` itself.
+#[intercept]
+impl Stats {
+    pub async fn snapshot(&self) -> usize {
+        self.calls.load(Ordering::Relaxed)
+    }
+}
 
 #[tokio::test]
 async fn a_crosscut_sees_the_arguments_and_whether_the_call_failed() {
@@ -279,6 +341,8 @@ async fn a_crosscut_sees_the_arguments_and_whether_the_call_failed() {
     assert_eq!(stats.failed.load(Ordering::Relaxed), 1);
     assert_eq!(stats.not_results.load(Ordering::Relaxed), 1);
     assert_eq!(*stats.args.lock().unwrap(), ["ledger { year: 0 }", "ledger { year: 1 }", "close"]);
+    assert_eq!(app.run_in_context(stats.snapshot()).await, 3, "an advice ran around its own method");
+    assert_eq!(stats.calls.load(Ordering::Relaxed), 3);
 }
 
 /// A request's object: which request it is.
@@ -353,8 +417,38 @@ async fn check_accepts_the_crosscuts_and_an_app_of_roots_builds_their_advices() 
 }
 
 #[tokio::test]
-#[should_panic(expected = "is advised by `Audit`")]
-async fn an_advised_method_called_outside_a_scope_panics_naming_the_advice() {
+async fn outside_a_scope_or_in_an_app_without_the_advice_the_method_runs_unadvised() {
     let app = App::builder().build().await.unwrap();
-    app.get_object::<Payroll>().unwrap().pay("outside").await;
+    let payroll = app.get_object::<Payroll>().unwrap();
+    let (out, seen) = logged(payroll.pay("outside")).await;
+    assert_eq!(out, "paid outside");
+    assert_eq!(seen, ["body pay outside"]);
+
+    // An App built without inventory has only what it links: not the crosscuts' advices.
+    let bare = App::builder().without_inventory().link::<Payroll>().build().await.unwrap();
+    let payroll = bare.get_object::<Payroll>().unwrap();
+    let (out, seen) = logged(bare.run_in_context(payroll.pay("bare"))).await;
+    assert_eq!(out, "paid bare");
+    assert_eq!(seen, ["body pay bare"]);
+}
+
+/// `Audited`, but registered by hand: crosscuts choose from what `inventory` holds, so its
+/// join points would run without `Audit`, and `build()` says so.
+pub struct Manual;
+impl Audited for Manual {}
+
+#[intercept]
+impl Manual {
+    pub async fn work(&self) {}
+}
+
+#[tokio::test]
+async fn a_proto_providing_the_trait_by_hand_is_refused_rather_than_left_unadvised() {
+    let manual = di_core::ProtoDef::singleton::<Manual>(|_| Ok(Manual))
+        .provides::<Manual, dyn Audited>(|m| m as Arc<dyn Audited>);
+    let error = App::builder().register(manual).check().unwrap_err().to_string();
+    assert!(
+        error.contains("`advice_crosscuts::Manual (\"manual\")` is selected by the crosscut of `Audit`"),
+        "{error}"
+    );
 }

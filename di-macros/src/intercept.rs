@@ -116,7 +116,11 @@ fn expand(cx: Ctxt, advices: Advices, mut krate: Option<syn::Path>, item: TokenS
         let mut any = false;
         let mut chains = Vec::new();
         for method in &mut methods {
-            let public = matches!(method.vis, syn::Visibility::Public(_)) && method.sig.asyncness.is_some();
+            // A `pub async fn` with a receiver: an associated function (a constructor) is
+            // no method to advise.
+            let public = matches!(method.vis, syn::Visibility::Public(_))
+                && method.sig.asyncness.is_some()
+                && matches!(method.sig.inputs.first(), Some(syn::FnArg::Receiver(_)));
             let mut chain = if public {
                 any = true;
                 advices.clone()
@@ -166,15 +170,45 @@ fn expand(cx: Ctxt, advices: Advices, mut krate: Option<syn::Path>, item: TokenS
 const NAME_THEM: &str =
     "name the advices: `#[intercept(Timing, Transactional)]` (alone, `#[intercept]` goes on an impl block)";
 
-/// Whether `ty` is a path without generic arguments or `Self`, which a `static` in a method
-/// can name.
+/// Whether `ty` is a type a `static` in a method can name: a path (possibly from a
+/// `macro_rules!` fragment) without `Self`, whose generic arguments, if any, are concrete (no
+/// lifetime but `'static`, no `_`).
 fn is_plain_path(ty: &syn::Type) -> bool {
     match ty {
+        syn::Type::Group(g) => is_plain_path(&g.elem),
+        syn::Type::Paren(p) => is_plain_path(&p.elem),
         syn::Type::Path(p) => {
-            p.qself.is_none() && p.path.segments.iter().all(|s| s.arguments.is_empty() && s.ident != "Self")
+            p.qself.is_none()
+                && p.path.segments.iter().all(|s| {
+                    s.ident != "Self"
+                        && match &s.arguments {
+                            syn::PathArguments::None => true,
+                            syn::PathArguments::AngleBracketed(args) => concrete(&quote!(#args)),
+                            syn::PathArguments::Parenthesized(_) => false,
+                        }
+                })
         }
         _ => false,
     }
+}
+
+/// Whether generic arguments name no `Self`, `_`, `impl` or lifetime but `'static`.
+fn concrete(tokens: &TokenStream) -> bool {
+    let mut trees = tokens.clone().into_iter().peekable();
+    while let Some(tree) = trees.next() {
+        match tree {
+            proc_macro2::TokenTree::Ident(i) if i == "Self" || i == "_" || i == "impl" => return false,
+            proc_macro2::TokenTree::Punct(p)
+                if p.as_char() == '\''
+                    && !matches!(trees.peek(), Some(proc_macro2::TokenTree::Ident(i)) if i == "static") =>
+            {
+                return false;
+            }
+            proc_macro2::TokenTree::Group(g) if !concrete(&g.stream()) => return false,
+            _ => {}
+        }
+    }
+    true
 }
 
 /// One entry of `#[intercept(..)]`: an advice (with its parameters), or `crate = path`.
@@ -383,7 +417,11 @@ fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[AdviceUse], join:
                 });
                 match __DI_JOIN.cuts() {
                     [] => __di_chain(__di_v).await.0,
-                    __di_cuts => #di::crosscut(__di_cuts, __di_call, __di_v, __di_show, __di_chain).await,
+                    // Boxed: the crosscuts' state stays out of the method's future, which
+                    // then costs what the chain alone does when no crosscut selects it.
+                    __di_cuts => {
+                        #di::Box::pin(#di::crosscut(__di_cuts, __di_call, __di_v, __di_show, __di_chain)).await
+                    }
                 }
             }
         };

@@ -155,13 +155,19 @@ impl CrosscutDef {
 
     /// Whether this crosscut selects `point`; `provides(type, trait)` says which protos
     /// provide which traits.
+    /// The advice's own methods are never selected: it would run around itself.
     fn selects(&self, point: &JoinPoint, provides: &dyn Fn(TypeId, TypeId) -> bool) -> bool {
-        let path = (point.target_name)();
-        let short = short_name(path);
-        self.implements.is_none_or(|(tr, _)| provides((point.target)(), tr()))
-            && self.module.is_none_or(|m| in_module(path, &resolve_crate(m, self.site)))
-            && self.types.is_none_or(|g| glob(g, short))
+        let ty = (point.target)();
+        ty != (self.advice)()
+            && self.implements.is_none_or(|(tr, _)| provides(ty, tr()))
+            && self.selects_type((point.target_name)())
             && self.methods.is_none_or(|g| glob(g, point.method))
+    }
+
+    /// Whether the `module` and `types` selectors take type `path`.
+    fn selects_type(&self, path: &str) -> bool {
+        self.module.is_none_or(|m| in_module(path, &resolve_crate(m, self.site)))
+            && self.types.is_none_or(|g| glob(g, short_name(path)))
     }
 }
 
@@ -318,7 +324,10 @@ impl Step<Outcome> for Rest<'_> {
                         *this = Rest::Inner { inner };
                         continue;
                     };
-                    let advice = advice_object(cut, call);
+                    let Some(advice) = advice_object(cut, call) else {
+                        *this = Rest::Ready { cuts: rest, call, inner };
+                        continue;
+                    };
                     let with = match cut.params {
                         Some(params) => call.with_params(params),
                         None => call,
@@ -330,18 +339,17 @@ impl Step<Outcome> for Rest<'_> {
     }
 }
 
-/// The advice of `cut`, from the current scope's App.
-fn advice_object(cut: &CrosscutDef, call: Call) -> AnyArc {
-    match crate::scope::handle::with_current_app(|app| app.object_of((cut.advice)(), cut.advice_name)) {
-        Some(Ok(obj)) => obj,
-        Some(Err(error)) => panic!(
+/// The advice of `cut`, from the current scope's App: `None` outside a scope, or in an App
+/// that lacks it (one built `without_inventory`, which `build()` does not check against the
+/// program's crosscuts), where the call runs without it.
+/// An advice the App has but cannot give (its constructor failed) is a panic naming it, as
+/// for an interceptor.
+fn advice_object(cut: &CrosscutDef, call: Call) -> Option<AnyArc> {
+    match crate::scope::handle::with_current_app(|app| app.object_of((cut.advice)(), cut.advice_name))? {
+        Ok(obj) => Some(obj),
+        Err(DiError::NotFound { .. }) => None,
+        Err(error) => panic!(
             "`{call}` is advised by `{}` (crosscut at {}), which this App cannot give: {error}",
-            cut.advice_name,
-            cut.at()
-        ),
-        None => panic!(
-            "`{call}` is advised by `{}` (crosscut at {}), which is reached through the context scope, but it was \
-             called outside one; call it inside `App::run_in_context` (di-http, events and schedules open one)",
             cut.advice_name,
             cut.at()
         ),
@@ -354,7 +362,7 @@ fn advice_object(cut: &CrosscutDef, call: Call) -> AnyArc {
 /// other selectors may still leave them all out).
 pub(crate) fn check(
     has_type: &dyn Fn(TypeId) -> bool,
-    providers: &dyn Fn(TypeId) -> Vec<(TypeId, String)>,
+    providers: &dyn Fn(TypeId) -> Vec<(TypeId, &'static str, String)>,
     why_missing: &dyn Fn(TypeId) -> String,
     roots: &mut Vec<(TypeId, &'static str)>,
 ) -> Result<(), DiError> {
@@ -363,12 +371,22 @@ pub(crate) fn check(
     let provides = |ty, tr| PROVIDED.contains(&(ty, tr));
     for cut in crosscuts() {
         let selected: Vec<&JoinPoint> = points.iter().copied().filter(|p| cut.selects(p, &provides)).collect();
-        // The protos selected by trait that have no join point at all: their impl blocks were
-        // meant, and are not marked.
+        // The protos the other selectors take that provide the trait but have no join point
+        // (their impl blocks were meant, and are not marked), or that crosscuts cannot see
+        // provide it (registered by hand, not through `inventory`).
         let unreachable = cut.implements.map_or_else(Vec::new, |(tr, _)| {
-            providers(tr()).into_iter().filter(|(proto, _)| !points.iter().any(|p| (p.target)() == *proto)).collect()
+            let tr = tr();
+            providers(tr)
+                .into_iter()
+                .filter(|(proto, path, _)| {
+                    *proto != (cut.advice)()
+                        && cut.selects_type(path)
+                        && (!points.iter().any(|p| (p.target)() == *proto) || !provides(*proto, tr))
+                })
+                .map(|(_, _, label)| label)
+                .collect()
         });
-        for (_, proto) in &unreachable {
+        for proto in &unreachable {
             errors.push(DiError::CrosscutUnreachable {
                 advice: cut.advice_name,
                 proto: proto.clone(),

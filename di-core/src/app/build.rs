@@ -457,13 +457,13 @@ fn check_crosscuts(
 ) -> Result<(), DiError> {
     let has_type = |ty| !graph.of_type(ty).is_empty();
     let providers = |tr| {
-        let mut found: Vec<(TypeId, String)> = graph
+        let mut found: Vec<(TypeId, &'static str, String)> = graph
             .provided
             .get(&tr)
             .into_iter()
             .flatten()
             .map(|t| &graph.protos[t.proto])
-            .map(|d| (d.type_id, d.label()))
+            .map(|d| (d.type_id, d.type_name, d.label()))
             .collect();
         found.dedup_by(|a, b| a.0 == b.0);
         found
