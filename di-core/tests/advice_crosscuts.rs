@@ -452,3 +452,92 @@ async fn a_proto_providing_the_trait_by_hand_is_refused_rather_than_left_unadvis
         "{error}"
     );
 }
+
+/// Panics around `flaky_boom(true)` before the method runs, and waits before `flaky_slow`;
+/// counts its calls that were dropped before they finished.
+#[singleton_proto]
+#[derive(Default)]
+pub struct Flaky {
+    dropped: AtomicUsize,
+}
+
+/// Counts a drop that `disarm` did not prevent: the advice's future dropped mid-call.
+struct DropCount<'a>(&'a AtomicUsize, bool);
+
+impl Drop for DropCount<'_> {
+    fn drop(&mut self) {
+        if self.1 {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl<R> Advice<R> for Flaky {
+    async fn around(&self, call: Call, next: Next<'_, R>) -> R {
+        let mut armed = DropCount(&self.dropped, true);
+        if format!("{:?}", next.args()).contains("boom: true") {
+            panic!("the advice around {} failed", call.method());
+        }
+        if call.method() == "flaky_slow" {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let out = next.run().await;
+        armed.1 = false;
+        out
+    }
+}
+
+crosscut!(Flaky, types = "Risky", methods = "flaky_*");
+
+#[singleton_proto]
+#[derive(Default)]
+pub struct Risky {
+    bodies: AtomicUsize,
+}
+
+#[intercept]
+impl Risky {
+    pub async fn flaky_boom(&self, boom: bool) -> u8 {
+        self.bodies.fetch_add(1, Ordering::Relaxed);
+        u8::from(boom)
+    }
+
+    pub async fn flaky_slow(&self) -> u8 {
+        self.bodies.fetch_add(1, Ordering::Relaxed);
+        2
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_advice_fails_its_call_only_and_the_next_calls_run() {
+    let app = Arc::new(App::builder().build().await.unwrap());
+    let risky = app.get_object::<Risky>().unwrap();
+    let (app2, risky2) = (app.clone(), risky.clone());
+    let failed = tokio::spawn(async move { app2.run_in_context(risky2.flaky_boom(true)).await }).await;
+    let panic = failed.expect_err("the advice panicked").into_panic();
+    assert_eq!(panic.downcast_ref::<String>().map(String::as_str), Some("the advice around flaky_boom failed"));
+    assert_eq!(risky.bodies.load(Ordering::Relaxed), 0, "the method ran after its advice panicked");
+    // The next calls, concurrent, are advised and run as before.
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..100 {
+        let (app, risky) = (app.clone(), risky.clone());
+        tasks.spawn(async move { app.run_in_context(risky.flaky_boom(false)).await });
+    }
+    while let Some(out) = tasks.join_next().await {
+        assert_eq!(out.unwrap(), 0);
+    }
+    assert_eq!(risky.bodies.load(Ordering::Relaxed), 100);
+}
+
+#[tokio::test]
+async fn a_call_cancelled_inside_its_crosscut_drops_the_advice_and_runs_no_body() {
+    let app = App::builder().build().await.unwrap();
+    let (risky, flaky) = (app.get_object::<Risky>().unwrap(), app.get_object::<Flaky>().unwrap());
+    let short = std::time::Duration::from_millis(5);
+    let cancelled = app.run_in_context(tokio::time::timeout(short, risky.flaky_slow())).await;
+    assert!(cancelled.is_err(), "the call was not cancelled");
+    assert_eq!(risky.bodies.load(Ordering::Relaxed), 0);
+    assert_eq!(flaky.dropped.load(Ordering::Relaxed), 1, "the advice's future was not dropped");
+    assert_eq!(app.run_in_context(risky.flaky_slow()).await, 2);
+    assert_eq!(flaky.dropped.load(Ordering::Relaxed), 1);
+}
