@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use crate::graph::{Graph, Resolved, Target};
+use crate::proto::def::short_type_name;
 use crate::proto::kinds::Scope;
 
 struct Edge<'a> {
@@ -29,11 +30,6 @@ fn edges(graph: &Graph) -> Vec<Edge<'_>> {
     out
 }
 
-fn short(type_name: &str) -> &str {
-    let base = type_name.split('<').next().unwrap_or(type_name);
-    base.rsplit("::").next().unwrap_or(base)
-}
-
 pub(crate) fn dot(graph: &Graph) -> String {
     let mut s = String::from("digraph di {\n  rankdir=LR;\n  node [fontname=\"Helvetica\"];\n");
     for (i, p) in graph.protos.iter().enumerate() {
@@ -41,7 +37,7 @@ pub(crate) fn dot(graph: &Graph) -> String {
         let _ = writeln!(
             s,
             "  n{i} [label=\"{}\\n{}\" shape={shape} tooltip=\"{}\"];",
-            esc(short(p.type_name)),
+            esc(short_type_name(p.type_name)),
             esc(&p.name),
             esc(p.type_name)
         );
@@ -58,7 +54,7 @@ pub(crate) fn mermaid(graph: &Graph) -> String {
     let mut s = String::from("flowchart LR\n");
     for (i, p) in graph.protos.iter().enumerate() {
         let (open, close) = if p.scope == Scope::Singleton { ("[", "]") } else { ("([", "])") };
-        let _ = writeln!(s, "  n{i}{open}\"{}<br/>{}\"{close}", mesc(short(p.type_name)), mesc(&p.name));
+        let _ = writeln!(s, "  n{i}{open}\"{}<br/>{}\"{close}", mesc(short_type_name(p.type_name)), mesc(&p.name));
     }
     for e in edges(graph) {
         let arrow = if e.lazy { "-.->" } else { "-->" };

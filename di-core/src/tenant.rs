@@ -20,7 +20,7 @@ use tokio::sync::OnceCell;
 use crate::context_ref::ContextRef;
 use crate::error::{BoxError, DiError};
 use crate::isolate::catch_future;
-use crate::proto::def::ProtoDef;
+use crate::proto::def::{ProtoDef, short_type_name};
 use crate::proto::dependency::Dependency;
 use crate::proto::kinds::InjectKind;
 
@@ -363,7 +363,7 @@ impl ProtoDef {
     ///
     /// See [`TenantRef`] for an example.
     pub fn tenants<F: TenantObjects>() -> ProtoDef {
-        let name = format!("tenantRef<{}>", short_name(std::any::type_name::<F>()));
+        let name = format!("tenantRef<{}>", short_type_name(std::any::type_name::<F>()));
         ProtoDef::singleton::<TenantRef<F>>(|r| {
             let cache = Arc::new(Cache {
                 objects: r.arc::<F>(0)?,
@@ -390,9 +390,4 @@ impl ProtoDef {
 /// The [`Tenant`] context proto: a scope has one only if it was seeded with one.
 fn tenant_key() -> ProtoDef {
     ProtoDef::context::<Tenant>(|_| Err(DiError::NoTenant { wanted: "Tenant" })).name("tenant")
-}
-
-/// `Foo` for `my_crate::module::Foo`.
-fn short_name(type_name: &'static str) -> &'static str {
-    type_name.rsplit("::").next().unwrap_or(type_name)
 }

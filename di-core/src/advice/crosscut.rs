@@ -24,6 +24,7 @@ use std::task::{Context, Poll};
 use super::{Call, Probe, Proceed, Run, Step};
 use crate::erased::AnyArc;
 use crate::error::DiError;
+use crate::proto::def::short_type_name;
 use crate::proto::descriptor::ProtoDescriptor;
 
 /// The output of a method, as a crosscut's advice sees it: it comes only from running the rest
@@ -167,7 +168,7 @@ impl CrosscutDef {
     /// Whether the `module` and `types` selectors take type `path`.
     fn selects_type(&self, path: &str) -> bool {
         self.module.is_none_or(|m| in_module(path, &resolve_crate(m, self.site)))
-            && self.types.is_none_or(|g| glob(g, short_name(path)))
+            && self.types.is_none_or(|g| glob(g, short_type_name(path)))
     }
 }
 
@@ -422,12 +423,6 @@ pub(crate) fn check(
     DiError::collect(errors)
 }
 
-/// `path`'s last segment, without generic arguments: `Orders` of `my_app::orders::Orders`.
-fn short_name(path: &str) -> &str {
-    let base = path.split('<').next().unwrap_or(path);
-    base.rsplit("::").next().unwrap_or(base)
-}
-
 /// Whether type `path` is defined in module `module` or below it.
 fn in_module(path: &str, module: &str) -> bool {
     path.strip_prefix(module).is_some_and(|rest| rest.starts_with("::"))
@@ -490,6 +485,6 @@ mod tests {
         assert_eq!(resolve_crate("crate::orders", "my_app::web"), "my_app::orders");
         assert_eq!(resolve_crate("crate", "my_app::web"), "my_app");
         assert_eq!(resolve_crate("crates::x", "my_app"), "crates::x");
-        assert_eq!(short_name("my_app::Repo<my_app::Db>"), "Repo");
+        assert_eq!(short_type_name("my_app::Repo<my_app::Db>"), "Repo");
     }
 }

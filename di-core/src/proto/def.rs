@@ -804,6 +804,13 @@ where
     Arc::new(move |obj: AnyArc| Box::pin(hook(downcast::<T>(obj))) as HookFuture)
 }
 
+/// A type name's last path segment, without its generic arguments: `Repo` for
+/// `my_app::Repo<my_app::Db>`. What object names, graph labels and crosscuts' `types` read.
+pub(crate) fn short_type_name(type_name: &str) -> &str {
+    let base = type_name.split('<').next().unwrap_or(type_name);
+    base.rsplit("::").next().unwrap_or(base)
+}
+
 /// tegg's default object name: the last path segment of the type name in lowerCamelCase
 /// (`my_app::UserService` becomes `userService`).
 ///
@@ -814,9 +821,7 @@ where
 /// assert_eq!(di_core::registry::default_name("Wrapper<my_app::Inner>"), "wrapper");
 /// ```
 pub fn default_name(type_name: &str) -> String {
-    let base = type_name.split('<').next().unwrap_or(type_name);
-    let last = base.rsplit("::").next().unwrap_or(base);
-    let mut chars = last.chars();
+    let mut chars = short_type_name(type_name).chars();
     match chars.next() {
         Some(c) => c.to_lowercase().chain(chars).collect(),
         None => String::new(),
