@@ -436,14 +436,12 @@ fn check_advices(
             }
             continue;
         }
-        let why =
-            inactive.iter().find(|(d, _)| d.type_id == ty).map_or("it is not registered", |(_, why)| why.as_str());
         errors.push(DiError::AdviceMissing {
             advice: site.advice_name,
             module: site.module,
             method: site.method,
             at: format!("{}:{}", site.file, site.line),
-            why: why.to_owned(),
+            why: why_missing(inactive, ty),
         });
     }
     DiError::collect(errors)
@@ -456,26 +454,20 @@ fn check_crosscuts(
     roots: &mut Vec<(TypeId, &'static str)>,
 ) -> Result<(), DiError> {
     let has_type = |ty| !graph.of_type(ty).is_empty();
+    // One entry per type: a type registered under two names is one proto to a crosscut.
     let providers = |tr| {
-        let mut found: Vec<(TypeId, &'static str, String)> = graph
-            .provided
-            .get(&tr)
-            .into_iter()
-            .flatten()
-            .map(|t| &graph.protos[t.proto])
-            .map(|d| (d.type_id, d.type_name, d.label()))
-            .collect();
-        found.dedup_by(|a, b| a.0 == b.0);
-        found
+        let mut types = std::collections::HashSet::new();
+        let targets = graph.provided.get(&tr).into_iter().flatten().map(|t| &graph.protos[t.proto]);
+        targets.filter(|d| types.insert(d.type_id)).map(|d| (d.type_id, d.type_name, d.label())).collect()
     };
-    let why = |ty| {
-        inactive
-            .iter()
-            .find(|(d, _)| d.type_id == ty)
-            .map_or("it is not registered", |(_, why)| why.as_str())
-            .to_owned()
-    };
+    let why = |ty| why_missing(inactive, ty);
     crate::advice::crosscut::check(&has_type, &providers, &why, roots)
+}
+
+/// Why the App has no proto of type `ty`, which an advice needs: excluded, another profile's,
+/// or not registered.
+fn why_missing(inactive: &[(ProtoDef, String)], ty: TypeId) -> String {
+    inactive.iter().find(|(d, _)| d.type_id == ty).map_or("it is not registered", |(_, why)| why.as_str()).to_owned()
 }
 
 /// Which singletons `build()` constructs: with roots, those the roots reach (by value, and
