@@ -54,8 +54,6 @@ use crate::proto::descriptor::ProtoDescriptor;
 /// ```
 pub struct Outcome {
     failed: Option<bool>,
-    /// The call whose output it stands for (the address of its slot).
-    call: usize,
 }
 
 impl Outcome {
@@ -258,32 +256,33 @@ where
     A: Send,
     R: Send,
 {
+    // The output's place: filled by the method, so whether the call ran is read there, not
+    // from the `Outcome` the advices hand back.
     let mut slot: Option<R> = None;
-    let id = &slot as *const Option<R> as usize;
-    let outcome = {
+    {
         let fill = |args| {
             let fut = chain(args);
             let slot = &mut slot;
             async move {
                 let (output, failed) = fut.await;
                 *slot = Some(output);
-                Outcome { failed, call: id }
+                Outcome { failed }
             }
         };
         let mut inner = std::pin::pin!(Proceed::new(args, show, fill));
         let mut rest = std::pin::pin!(Rest::Ready { cuts, call, inner: inner.as_mut() });
-        Run::from_step(rest.as_mut()).await
-    };
+        Run::from_step(rest.as_mut()).await;
+    }
     match slot {
-        Some(output) if outcome.call == id => output,
-        _ => foreign_outcome(call),
+        Some(output) => output,
+        None => foreign_outcome(call),
     }
 }
 
 #[cold]
 #[inline(never)]
 fn foreign_outcome(call: Call) -> ! {
-    panic!("a crosscut's advice around `{call}` returned an `Outcome` that is not this call's")
+    panic!("a crosscut's advice around `{call}` returned an `Outcome` without running the call (one of another call)")
 }
 
 /// The crosscuts still to run around a call, then the rest of it: the `Next` each crosscut's
