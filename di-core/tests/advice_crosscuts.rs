@@ -541,3 +541,58 @@ async fn a_call_cancelled_inside_its_crosscut_drops_the_advice_and_runs_no_body(
     assert_eq!(app.run_in_context(risky.flaky_slow()).await, 2);
     assert_eq!(flaky.dropped.load(Ordering::Relaxed), 1);
 }
+
+/// Runs the first call, keeps its `Outcome` and panics; returns that `Outcome` for the next
+/// call without running it.
+#[singleton_proto]
+#[derive(Default)]
+pub struct Replay {
+    kept: Mutex<Option<Outcome>>,
+}
+
+impl Advice<Outcome> for Replay {
+    async fn around(&self, _call: Call, next: Next<'_, Outcome>) -> Outcome {
+        let kept = self.kept.lock().unwrap().take();
+        if let Some(outcome) = kept {
+            return outcome;
+        }
+        let first = next.run().await;
+        *self.kept.lock().unwrap() = Some(first);
+        panic!("kept the first call's outcome");
+    }
+}
+
+crosscut!(Replay, types = "Replayed");
+
+#[singleton_proto]
+#[derive(Default)]
+pub struct Replayed {
+    bodies: AtomicUsize,
+}
+
+#[intercept]
+impl Replayed {
+    pub async fn replayed(&self) -> u8 {
+        self.bodies.fetch_add(1, Ordering::Relaxed);
+        9
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outcome_returned_without_running_the_call_is_a_panic_naming_the_method() {
+    let app = Arc::new(App::builder().build().await.unwrap());
+    let replayed = app.get_object::<Replayed>().unwrap();
+    for expected in ["kept the first call's outcome", "returned an `Outcome` without running the call"] {
+        let (app, replayed) = (app.clone(), replayed.clone());
+        let failed = tokio::spawn(async move { app.run_in_context(replayed.replayed()).await }).await;
+        let panic = failed.expect_err("the call panicked").into_panic();
+        let message =
+            panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()));
+        let message = message.unwrap_or_default();
+        assert!(message.contains(expected), "{message}");
+        if expected.starts_with("returned") {
+            assert!(message.contains("Replayed::replayed"), "{message}");
+        }
+    }
+    assert_eq!(replayed.bodies.load(Ordering::Relaxed), 1, "the second call's method ran");
+}
