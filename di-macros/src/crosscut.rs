@@ -30,7 +30,7 @@ impl Parse for Crosscut {
         if input.is_empty() {
             return Err(syn::Error::new(Span::call_site(), USAGE));
         }
-        let advice = parse_advice_use(input)?;
+        let advice = parse_advice_use(input, USAGE)?;
         let mut cut =
             Crosscut { advice, implements: None, module: None, types: None, methods: None, order: None, krate: None };
         while !input.is_empty() {

@@ -8,7 +8,6 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
-use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 
 use crate::ctxt::Ctxt;
@@ -52,9 +51,10 @@ impl AdviceUse {
     }
 }
 
-/// `A` or `A(name = value, ..)`: an advice and the fields of its parameters.
-pub(crate) fn parse_advice_use(input: syn::parse::ParseStream<'_>) -> syn::Result<AdviceUse> {
-    let path: syn::Path = input.parse()?;
+/// `A` or `A(name = value, ..)`: an advice and the fields of its parameters. A malformed
+/// advice type is reported as `usage` says; malformed parameters, by what is wrong with them.
+pub(crate) fn parse_advice_use(input: syn::parse::ParseStream<'_>, usage: &str) -> syn::Result<AdviceUse> {
+    let path: syn::Path = input.parse().map_err(|e| syn::Error::new(e.span(), usage))?;
     if !input.peek(syn::token::Paren) {
         return Ok(AdviceUse { path, params: None, fields: None });
     }
@@ -217,22 +217,36 @@ enum Arg {
     Krate(syn::Path),
 }
 
+const WRITE_THEM: &str = "write the advice types: `#[intercept(Timing, Transactional)]`";
+
 impl syn::parse::Parse for Arg {
     fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
         if input.peek(syn::Token![crate]) && input.peek2(syn::Token![=]) {
             input.parse::<syn::Token![crate]>()?;
             input.parse::<syn::Token![=]>()?;
-            return Ok(Arg::Krate(input.call(syn::Path::parse_mod_style)?));
+            let path = input.call(syn::Path::parse_mod_style).map_err(|e| syn::Error::new(e.span(), WRITE_THEM))?;
+            return Ok(Arg::Krate(path));
         }
-        parse_advice_use(input).map(Arg::Advice)
+        parse_advice_use(input, WRITE_THEM).map(Arg::Advice)
     }
+}
+
+/// The entries of `#[intercept(..)]`, separated by commas.
+fn parse_args(input: syn::parse::ParseStream<'_>) -> syn::Result<Vec<Arg>> {
+    let mut args = Vec::new();
+    while !input.is_empty() {
+        args.push(input.parse()?);
+        if !input.is_empty() {
+            input.parse::<syn::Token![,]>().map_err(|e| syn::Error::new(e.span(), WRITE_THEM))?;
+        }
+    }
+    Ok(args)
 }
 
 /// `A, B` (and `crate = path`, at most once in all of an item's `#[intercept]`s, into `krate`):
 /// the advice types.
 fn parse_advices(cx: &Ctxt, args: TokenStream, krate: &mut Option<syn::Path>) -> Advices {
-    let parser = Punctuated::<Arg, syn::Token![,]>::parse_terminated;
-    match syn::parse::Parser::parse2(parser, args.clone()) {
+    match syn::parse::Parser::parse2(parse_args, args) {
         Ok(list) => {
             let mut advices = Vec::new();
             for arg in list {
@@ -246,12 +260,8 @@ fn parse_advices(cx: &Ctxt, args: TokenStream, krate: &mut Option<syn::Path>) ->
             }
             advices
         }
-        Err(err) if err.to_string().starts_with("give ") || err.to_string().starts_with("parameter ") => {
-            cx.push(err);
-            Vec::new()
-        }
         Err(err) => {
-            cx.push(syn::Error::new(err.span(), "write the advice types: `#[intercept(Timing, Transactional)]`"));
+            cx.push(err);
             Vec::new()
         }
     }
