@@ -117,15 +117,18 @@ struct Service<F: TenantObjects> {
     dbs: Arc<TenantRef<F>>,
 }
 
+/// A singleton `H` made from a `TenantRef<F>`, registered by hand: it brings the cache along.
+fn holder<F: TenantObjects, H: Send + Sync + 'static>(make: fn(Arc<TenantRef<F>>) -> H) -> ProtoDef {
+    ProtoDef::singleton::<H>(move |r| Ok(make(r.arc(0)?)))
+        .dep(Dependency::new::<TenantRef<F>>(InjectKind::Arc, None))
+        .also(ProtoDef::tenants::<F>)
+}
+
 async fn app<F: TenantObjects + Default>() -> (App, Arc<Service<F>>, Arc<F>) {
     let app = App::builder()
         .without_inventory()
         .register(ProtoDef::singleton::<F>(|_| Ok(F::default())))
-        .register(
-            ProtoDef::singleton::<Service<F>>(|r| Ok(Service { dbs: r.arc(0)? }))
-                .dep(Dependency::new::<TenantRef<F>>(InjectKind::Arc, None))
-                .also(ProtoDef::tenants::<F>),
-        )
+        .register(holder::<F, _>(|dbs| Service { dbs }))
         .build()
         .await
         .unwrap();
@@ -269,16 +272,8 @@ async fn two_holders_share_one_cache() {
     let app = App::builder()
         .without_inventory()
         .register(ProtoDef::singleton::<Roomy>(|_| Ok(Roomy::default())))
-        .register(
-            ProtoDef::singleton::<Service<Roomy>>(|r| Ok(Service { dbs: r.arc(0)? }))
-                .dep(Dependency::new::<TenantRef<Roomy>>(InjectKind::Arc, None))
-                .also(ProtoDef::tenants::<Roomy>),
-        )
-        .register(
-            ProtoDef::singleton::<Other>(|r| Ok(Other { dbs: r.arc(0)? }))
-                .dep(Dependency::new::<TenantRef<Roomy>>(InjectKind::Arc, None))
-                .also(ProtoDef::tenants::<Roomy>),
-        )
+        .register(holder::<Roomy, _>(|dbs| Service { dbs }))
+        .register(holder::<Roomy, _>(|dbs| Other { dbs }))
         .build()
         .await
         .unwrap();
