@@ -152,10 +152,9 @@ impl CrosscutDef {
         format!("{}:{}", self.file, self.line)
     }
 
-    /// Whether this crosscut selects `point`; `provides(type, trait)` says which protos
-    /// provide which traits.
-    /// The advice's own methods are never selected: it would run around itself.
-    fn selects(&self, point: &JoinPoint, provides: &dyn Fn(TypeId, TypeId) -> bool) -> bool {
+    /// Whether this crosscut selects `point`. The advice's own methods are never selected: it
+    /// would run around itself.
+    fn selects(&self, point: &JoinPoint) -> bool {
         let ty = (point.target)();
         ty != (self.advice)()
             && self.implements.is_none_or(|(tr, _)| provides(ty, tr()))
@@ -203,8 +202,7 @@ impl JoinPoint {
     #[inline]
     pub fn cuts(&'static self) -> &'static [&'static CrosscutDef] {
         self.cuts.get_or_init(|| {
-            let mut cuts: Vec<&'static CrosscutDef> =
-                crosscuts().filter(|c| c.selects(self, &|ty, tr| PROVIDED.contains(&(ty, tr)))).collect();
+            let mut cuts: Vec<&'static CrosscutDef> = crosscuts().filter(|c| c.selects(self)).collect();
             cuts.sort_by_key(|c| (c.order, c.advice_name, c.file, c.line));
             cuts.into_boxed_slice()
         })
@@ -225,6 +223,11 @@ fn crosscuts() -> impl Iterator<Item = &'static CrosscutDef> {
 
 fn join_points() -> impl Iterator<Item = &'static JoinPoint> {
     inventory::iter::<JoinPointSite>.into_iter().map(|s| s.0)
+}
+
+/// Whether the proto of type `ty` registered through `inventory` provides trait `tr`.
+fn provides(ty: TypeId, tr: TypeId) -> bool {
+    PROVIDED.contains(&(ty, tr))
 }
 
 /// Which registered protos provide which traits, (type, trait), for `implements`.
@@ -371,9 +374,8 @@ pub(crate) fn check(
     }
     let mut errors = Vec::new();
     let points: Vec<&'static JoinPoint> = join_points().collect();
-    let provides = |ty, tr| PROVIDED.contains(&(ty, tr));
     for cut in crosscuts() {
-        let selected: Vec<&JoinPoint> = points.iter().copied().filter(|p| cut.selects(p, &provides)).collect();
+        let selected: Vec<&JoinPoint> = points.iter().copied().filter(|p| cut.selects(p)).collect();
         // The protos the other selectors take that provide the trait but have no join point
         // (their impl blocks were meant, and are not marked), or that crosscuts cannot see
         // provide it (registered by hand, not through `inventory`).
