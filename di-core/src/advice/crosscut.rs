@@ -21,7 +21,7 @@ use std::pin::Pin;
 use std::sync::{LazyLock, OnceLock};
 use std::task::{Context, Poll};
 
-use super::{Call, Probe, Proceed, Run, Step};
+use super::{Call, Needed, Probe, Proceed, Run, Step};
 use crate::erased::AnyArc;
 use crate::error::DiError;
 use crate::proto::def::short_type_name;
@@ -359,20 +359,19 @@ fn advice_object(cut: &CrosscutDef, call: Call) -> Option<AnyArc> {
     }
 }
 
-/// Checks the program's crosscuts against an App's graph, for `build()` and `check()`: each
-/// selects a method, its advice is a proto of the App (a root too when the App has roots),
-/// and each proto that an `implements` selects has a method it can advise (a join point; its
-/// other selectors may still leave them all out).
+/// Checks the program's crosscuts against an App's providers (`providers(trait)`), for
+/// `build()` and `check()`: each selects a method, and each proto that an `implements` selects
+/// has a method it can advise (a join point; its other selectors may still leave them all
+/// out). Returns the advices the selected methods need, which `build()` checks as those of
+/// `#[intercept]`s.
 pub(crate) fn check(
-    has_type: &dyn Fn(TypeId) -> bool,
     providers: &dyn Fn(TypeId) -> Vec<(TypeId, &'static str, String)>,
-    why_missing: &dyn Fn(TypeId) -> String,
-    roots: &mut Vec<(TypeId, &'static str)>,
-) -> Result<(), DiError> {
+    errors: &mut Vec<DiError>,
+) -> Vec<Needed> {
+    let mut needed = Vec::new();
     if crosscuts().next().is_none() {
-        return Ok(()); // the usual program: no join point to walk
+        return needed; // the usual program: no join point to walk
     }
-    let mut errors = Vec::new();
     let points: Vec<&'static JoinPoint> = join_points().collect();
     for cut in crosscuts() {
         let selected: Vec<&JoinPoint> = points.iter().copied().filter(|p| cut.selects(p)).collect();
@@ -409,22 +408,15 @@ pub(crate) fn check(
             }
             continue;
         };
-        let ty = (cut.advice)();
-        if has_type(ty) {
-            if !roots.is_empty() && !roots.iter().any(|r| r.0 == ty) {
-                roots.push((ty, cut.advice_name));
-            }
-        } else {
-            errors.push(DiError::AdviceMissing {
-                advice: cut.advice_name,
-                module: (first.target_name)(),
-                method: first.method,
-                at: format!("{}:{}, crosscut at {}", first.file, first.line, cut.at()),
-                why: why_missing(ty),
-            });
-        }
+        needed.push(Needed {
+            advice: (cut.advice)(),
+            advice_name: cut.advice_name,
+            module: (first.target_name)(),
+            method: first.method,
+            at: format!("{}:{}, crosscut at {}", first.file, first.line, cut.at()),
+        });
     }
-    DiError::collect(errors)
+    needed
 }
 
 /// Whether type `path` is defined in module `module` or below it.

@@ -694,7 +694,25 @@ fn advice_outside(call: Call, advice: &str) -> ! {
     )
 }
 
+/// An advice some method needs: named by an `#[intercept]`, or by a crosscut that selects it.
+/// `build()` checks that the App has each, and builds it with the roots.
+pub(crate) struct Needed {
+    pub(crate) advice: TypeId,
+    pub(crate) advice_name: &'static str,
+    /// The module (or, for a crosscut, the type) of a method that needs it, and that method.
+    pub(crate) module: &'static str,
+    pub(crate) method: &'static str,
+    /// Where it is named: `file:line`.
+    pub(crate) at: String,
+}
+
 /// The advices `#[intercept]` names anywhere in the program, with where.
-pub(crate) fn sites() -> impl Iterator<Item = &'static AdviceSite> {
-    inventory::iter::<AdviceSite>.into_iter()
+pub(crate) fn sites() -> impl Iterator<Item = Needed> {
+    inventory::iter::<AdviceSite>.into_iter().map(|site| Needed {
+        advice: (site.advice)(),
+        advice_name: site.advice_name,
+        module: site.module,
+        method: site.method,
+        at: format!("{}:{}", site.file, site.line),
+    })
 }

@@ -404,7 +404,6 @@ impl AppBuilder {
         let mut roots = std::mem::take(&mut self.roots);
         if self.inventory {
             check_advices(&graph, &inactive, &mut roots)?;
-            check_crosscuts(&graph, &inactive, &mut roots)?;
         }
         let reached = reached_from(&graph, &roots)?;
         Ok(Prepared { graph, config, roots, reached, live })
@@ -419,49 +418,40 @@ fn available(graph: &Graph, roots: &[(TypeId, &'static str)], reached: Option<&[
     def.scope == Scope::Singleton && (reached.is_none_or(|r| r[p]) || (def.lazy && roots.is_empty()))
 }
 
-/// Every advice that an `#[intercept]` in the program names must be registered: a method
-/// would otherwise panic on its first call. An App built from roots builds them too.
+/// Every advice that an `#[intercept]` in the program names, or that a crosscut needs for a
+/// method it selects, must be registered: the method would otherwise panic on its first call
+/// (or, for a crosscut, run without it). An App built from roots builds them too. The
+/// crosscuts' own rules are checked on the way.
 fn check_advices(
     graph: &Graph,
     inactive: &[(ProtoDef, String)],
     roots: &mut Vec<(TypeId, &'static str)>,
 ) -> Result<(), DiError> {
-    let mut errors = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for site in crate::advice::sites() {
-        let ty = (site.advice)();
-        if !graph.of_type(ty).is_empty() {
-            if !roots.is_empty() && seen.insert(ty) {
-                roots.push((ty, site.advice_name));
-            }
-            continue;
-        }
-        errors.push(DiError::AdviceMissing {
-            advice: site.advice_name,
-            module: site.module,
-            method: site.method,
-            at: format!("{}:{}", site.file, site.line),
-            why: why_missing(inactive, ty),
-        });
-    }
-    DiError::collect(errors)
-}
-
-/// The program's crosscuts against this App: see `advice::crosscut::check`.
-fn check_crosscuts(
-    graph: &Graph,
-    inactive: &[(ProtoDef, String)],
-    roots: &mut Vec<(TypeId, &'static str)>,
-) -> Result<(), DiError> {
-    let has_type = |ty| !graph.of_type(ty).is_empty();
     // One entry per type: a type registered under two names is one proto to a crosscut.
     let providers = |tr| {
         let mut types = std::collections::HashSet::new();
         let targets = graph.provided.get(&tr).into_iter().flatten().map(|t| &graph.protos[t.proto]);
         targets.filter(|d| types.insert(d.type_id)).map(|d| (d.type_id, d.type_name, d.label())).collect()
     };
-    let why = |ty| why_missing(inactive, ty);
-    crate::advice::crosscut::check(&has_type, &providers, &why, roots)
+    let mut errors = Vec::new();
+    let crosscuts = crate::advice::crosscut::check(&providers, &mut errors);
+    let mut seen = std::collections::HashSet::new();
+    for need in crate::advice::sites().chain(crosscuts) {
+        if !graph.of_type(need.advice).is_empty() {
+            if !roots.is_empty() && seen.insert(need.advice) {
+                roots.push((need.advice, need.advice_name));
+            }
+            continue;
+        }
+        errors.push(DiError::AdviceMissing {
+            advice: need.advice_name,
+            module: need.module,
+            method: need.method,
+            at: need.at,
+            why: why_missing(inactive, need.advice),
+        });
+    }
+    DiError::collect(errors)
 }
 
 /// Why the App has no proto of type `ty`, which an advice needs: excluded, another profile's,
