@@ -16,9 +16,12 @@ use std::time::{Duration, SystemTime};
 
 use di_core::{CheckFuture, ClaimFuture, HealthCheck, ScheduleLock, config_proto, singleton_proto};
 use di_outbox::{BoxFuture, OutboxStore, Stored};
-use di_sqlx::{ClusterSchedules, Database, OutboxTable, Postgres, Sqlite};
+#[cfg(feature = "postgres")]
+use di_sqlx::Postgres;
+use di_sqlx::{ClusterSchedules, Database, OutboxTable, Sqlite};
 use di_tx::{Transactions, TxConn, TxError, TxFuture, TxSource};
 use serde::Deserialize;
+#[cfg(feature = "postgres")]
 use sqlx::postgres::PgPoolOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 
@@ -80,7 +83,8 @@ impl DbConfig {
 pub enum Pools {
     /// The embedded default.
     Sqlite(Arc<Database<Sqlite>>, ClusterSchedules<Sqlite>, OutboxTable<Sqlite>),
-    /// `TODOS_DB__URL=postgres://…`.
+    /// `TODOS_DB__URL=postgres://…` (the `postgres` feature).
+    #[cfg(feature = "postgres")]
     Postgres(Arc<Database<Postgres>>, ClusterSchedules<Postgres>, OutboxTable<Postgres>),
 }
 
@@ -111,22 +115,7 @@ impl Db {
     pub async fn new(config: Arc<DbConfig>, transactions: Arc<Transactions>) -> Result<Self, TxError> {
         let failed = |doing, e: sqlx::Error| TxError::Database { doing, data_source: NAME.into(), error: e.into() };
         if config.postgres() {
-            let url = config.url.clone().unwrap_or_default();
-            let pool = PgPoolOptions::new()
-                .max_connections(config.max_connections)
-                .acquire_timeout(Duration::from_secs(5))
-                .connect(&url)
-                .await
-                .map_err(|e| failed("connecting to the database", e))?;
-            let db = Arc::new(Database::new(NAME, pool, transactions));
-            for ddl in POSTGRES_SCHEMA {
-                db.create_if_missing(ddl, "creating the schema").await?;
-            }
-            let shown = redacted(&url);
-            tracing::info!(database = %shown, "database open");
-            let claims = ClusterSchedules::<Postgres>::new(db.clone()).await?;
-            let outbox = OutboxTable::<Postgres>::new(db.clone()).await?;
-            return Ok(Db { shown, file: None, pools: Pools::Postgres(db, claims, outbox) });
+            return Self::postgres(&config, transactions).await;
         }
         let (options, file) = match &config.url {
             Some(url) => {
@@ -163,6 +152,40 @@ impl Db {
         let claims = ClusterSchedules::<Sqlite>::new(db.clone()).await?;
         let outbox = OutboxTable::<Sqlite>::new(db.clone()).await?;
         Ok(Db { shown: file.display().to_string(), file: Some(file), pools: Pools::Sqlite(db, claims, outbox) })
+    }
+
+    /// [`Db::new`] on PostgreSQL: a pool on `config`'s URL, the schema, the cluster's schedule
+    /// claims and the outbox table.
+    #[cfg(feature = "postgres")]
+    async fn postgres(config: &DbConfig, transactions: Arc<Transactions>) -> Result<Self, TxError> {
+        let failed = |doing, e: sqlx::Error| TxError::Database { doing, data_source: NAME.into(), error: e.into() };
+        let url = config.url.clone().unwrap_or_default();
+        let pool = PgPoolOptions::new()
+            .max_connections(config.max_connections)
+            .acquire_timeout(Duration::from_secs(5))
+            .connect(&url)
+            .await
+            .map_err(|e| failed("connecting to the database", e))?;
+        let db = Arc::new(Database::new(NAME, pool, transactions));
+        for ddl in POSTGRES_SCHEMA {
+            db.create_if_missing(ddl, "creating the schema").await?;
+        }
+        let shown = redacted(&url);
+        tracing::info!(database = %shown, "database open");
+        let claims = ClusterSchedules::<Postgres>::new(db.clone()).await?;
+        let outbox = OutboxTable::<Postgres>::new(db.clone()).await?;
+        Ok(Db { shown, file: None, pools: Pools::Postgres(db, claims, outbox) })
+    }
+
+    /// A `postgres://` URL in a build without the `postgres` feature: the error names it.
+    #[cfg(not(feature = "postgres"))]
+    async fn postgres(_: &DbConfig, _: Arc<Transactions>) -> Result<Self, TxError> {
+        let missing = "this build has no PostgreSQL support: cargo run -p example-todos --features postgres";
+        Err(TxError::Database {
+            doing: "connecting to the database",
+            data_source: NAME.into(),
+            error: sqlx::Error::Configuration(missing.into()).into(),
+        })
     }
 
     /// The database: its file, or its URL without the password.
@@ -209,6 +232,7 @@ const SQLITE_SCHEMA: [&str; 2] = [
 ];
 
 /// The todos table, on PostgreSQL.
+#[cfg(feature = "postgres")]
 const POSTGRES_SCHEMA: [&str; 2] = [
     "CREATE TABLE IF NOT EXISTS todos (
          id      BIGSERIAL PRIMARY KEY,
@@ -232,6 +256,7 @@ macro_rules! on_db {
                 let $conn = &mut *$conn;
                 $body
             }
+            #[cfg(feature = "postgres")]
             $crate::db::Pools::Postgres($db, ..) => {
                 let mut $conn = $db.conn().await?;
                 let $conn = &mut *$conn;
@@ -251,6 +276,7 @@ impl TxSource for Db {
     fn begin(&self) -> TxFuture<'_, Box<dyn TxConn>> {
         match &self.pools {
             Pools::Sqlite(db, ..) => db.begin(),
+            #[cfg(feature = "postgres")]
             Pools::Postgres(db, ..) => db.begin(),
         }
     }
@@ -258,6 +284,7 @@ impl TxSource for Db {
     fn one_at_a_time(&self) -> bool {
         match &self.pools {
             Pools::Sqlite(db, ..) => db.one_at_a_time(),
+            #[cfg(feature = "postgres")]
             Pools::Postgres(db, ..) => db.one_at_a_time(),
         }
     }
@@ -268,6 +295,7 @@ impl ScheduleLock for Db {
     fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> ClaimFuture<'a> {
         match &self.pools {
             Pools::Sqlite(_, claims, _) => claims.claim(job, due),
+            #[cfg(feature = "postgres")]
             Pools::Postgres(_, claims, _) => claims.claim(job, due),
         }
     }
@@ -284,6 +312,7 @@ impl OutboxStore for Db {
     ) -> BoxFuture<'a, Result<i64, di_core::BoxError>> {
         match &self.pools {
             Pools::Sqlite(.., outbox) => outbox.insert(id, name, payload),
+            #[cfg(feature = "postgres")]
             Pools::Postgres(.., outbox) => outbox.insert(id, name, payload),
         }
     }
@@ -291,6 +320,7 @@ impl OutboxStore for Db {
     fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, di_core::BoxError>> {
         match &self.pools {
             Pools::Sqlite(.., outbox) => outbox.pending(limit),
+            #[cfg(feature = "postgres")]
             Pools::Postgres(.., outbox) => outbox.pending(limit),
         }
     }
@@ -298,6 +328,7 @@ impl OutboxStore for Db {
     fn remove<'a>(&'a self, rows: &'a [i64]) -> BoxFuture<'a, Result<(), di_core::BoxError>> {
         match &self.pools {
             Pools::Sqlite(.., outbox) => outbox.remove(rows),
+            #[cfg(feature = "postgres")]
             Pools::Postgres(.., outbox) => outbox.remove(rows),
         }
     }

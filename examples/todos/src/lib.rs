@@ -1,5 +1,7 @@
 //! The flagship example: todos per user, on an embedded SQLite database by default or on
-//! PostgreSQL (`TODOS_DB__URL=postgres://…`).
+//! PostgreSQL (`TODOS_DB__URL=postgres://…`, with the `postgres` feature), its events to every
+//! instance through NATS with the `nats` feature (`TODOS_NATS__URL`). Neither feature is on by
+//! default: a first `cargo run -p example-todos` compiles neither driver.
 //!
 //! - [`db::DbConfig`], [`HttpConfig`] (config sections): `config/todos.toml`, overridden by
 //!   `TODOS_*` environment variables.
@@ -87,8 +89,30 @@ pub fn builder() -> AppBuilder {
 /// going through the transactional outbox to NATS JetStream, and from there to every instance:
 /// di-outbox's `Outbox` (its outbox is [`db::Db`]'s table) and di-nats' `JetStream`, set by
 /// `[nats]` (`url`, `consumer`: this instance's name; `TODOS_NATS__URL`, `TODOS_NATS__CONSUMER`).
+///
+/// A build without the `nats` feature (the default: `cargo run -p example-todos --features nats`
+/// has it) fails at start-up instead, naming the feature: it would keep the events to itself.
+#[cfg(feature = "nats")]
 pub fn with_nats(builder: AppBuilder) -> AppBuilder {
     builder.register(di_outbox::Outbox::proto()).register(di_nats::JetStream::proto())
+}
+
+/// See the `nats` feature's [`with_nats`]: this build has no NATS support, so `build()` fails,
+/// naming the feature.
+#[cfg(not(feature = "nats"))]
+pub fn with_nats(builder: AppBuilder) -> AppBuilder {
+    /// What `build()` fails on: NATS is configured, the build cannot reach it.
+    struct NatsFeatureMissing;
+    builder.register(di_core::ProtoDef::singleton::<NatsFeatureMissing>(|_| {
+        Err(DiError::ConfigInvalid {
+            key: "nats.url".into(),
+            section: "example-todos",
+            message: "NATS is configured, but this build has no `nats` feature: \
+                      cargo run -p example-todos --features nats"
+                .into(),
+            origin: Some("env TODOS_NATS__URL".into()),
+        })
+    }))
 }
 
 /// Builds the App with the configuration of [`builder`].

@@ -4,7 +4,7 @@
 //! `examples/todos/todos.sqlite3` (both printed at start), over HTTP/1.1 and HTTP/2 (h2c) on
 //! the same port. Environment variables override the file: `TODOS_HTTP__ADDR`,
 //! `TODOS_HTTP__BACKLOG`, `TODOS_HTTP__DRAIN_DELAY_SECS`, `TODOS_DB__PATH`, `TODOS_DB__URL`
-//! (`postgres://user:password@host/db` runs it on PostgreSQL); `TODOS_PROFILE=prod` also reads
+//! (`postgres://user:password@host/db` runs it on PostgreSQL, with `--features postgres`); `TODOS_PROFILE=prod` also reads
 //! `config/todos.prod.toml`.
 //!
 //! Operating it: `GET /health/live` and `GET /health/ready` (the database answers a query),
