@@ -92,6 +92,11 @@ pub enum Pools {
 /// name its provider has in the App, and `Database::conn` finds its transaction by its own.
 const NAME: &str = "db";
 
+/// A driver's error while `doing` something to the database, as di-tx reports it.
+fn failed(doing: &'static str, e: sqlx::Error) -> TxError {
+    TxError::Database { doing, data_source: NAME.into(), error: e.into() }
+}
+
 /// The database, connected (and its schema created) by the async constructor when the App is
 /// built: a pool of SQLite connections in WAL mode (readers never wait for the writer; one
 /// write transaction at a time, begun `IMMEDIATE`), or a pool of PostgreSQL connections.
@@ -113,7 +118,6 @@ impl Db {
     /// A `TxError` if the database cannot be reached or the schema created: `App::build`
     /// fails with it, naming `Db`.
     pub async fn new(config: Arc<DbConfig>, transactions: Arc<Transactions>) -> Result<Self, TxError> {
-        let failed = |doing, e: sqlx::Error| TxError::Database { doing, data_source: NAME.into(), error: e.into() };
         if config.postgres() {
             return Self::postgres(&config, transactions).await;
         }
@@ -158,7 +162,6 @@ impl Db {
     /// claims and the outbox table.
     #[cfg(feature = "postgres")]
     async fn postgres(config: &DbConfig, transactions: Arc<Transactions>) -> Result<Self, TxError> {
-        let failed = |doing, e: sqlx::Error| TxError::Database { doing, data_source: NAME.into(), error: e.into() };
         let url = config.url.clone().unwrap_or_default();
         let pool = PgPoolOptions::new()
             .max_connections(config.max_connections)
@@ -181,11 +184,7 @@ impl Db {
     #[cfg(not(feature = "postgres"))]
     async fn postgres(_: &DbConfig, _: Arc<Transactions>) -> Result<Self, TxError> {
         let missing = "this build has no PostgreSQL support: cargo run -p example-todos --features postgres";
-        Err(TxError::Database {
-            doing: "connecting to the database",
-            data_source: NAME.into(),
-            error: sqlx::Error::Configuration(missing.into()).into(),
-        })
+        Err(failed("connecting to the database", sqlx::Error::Configuration(missing.into())))
     }
 
     /// The database: its file, or its URL without the password.
@@ -272,32 +271,32 @@ pub fn unix_now() -> i64 {
 }
 
 /// The data source of every `#[transactional]` method: the chosen database's.
+/// `$body` with the open database's parts (its `Database`, schedule claims and outbox table)
+/// bound by `|$db, $claims, $outbox|`, compiled once for each database.
+macro_rules! per_pool {
+    ($pools:expr, |$db:pat_param, $claims:pat_param, $outbox:pat_param| $body:expr) => {
+        match $pools {
+            Pools::Sqlite($db, $claims, $outbox) => $body,
+            #[cfg(feature = "postgres")]
+            Pools::Postgres($db, $claims, $outbox) => $body,
+        }
+    };
+}
+
 impl TxSource for Db {
     fn begin(&self) -> TxFuture<'_, Box<dyn TxConn>> {
-        match &self.pools {
-            Pools::Sqlite(db, ..) => db.begin(),
-            #[cfg(feature = "postgres")]
-            Pools::Postgres(db, ..) => db.begin(),
-        }
+        per_pool!(&self.pools, |db, _, _| db.begin())
     }
 
     fn one_at_a_time(&self) -> bool {
-        match &self.pools {
-            Pools::Sqlite(db, ..) => db.one_at_a_time(),
-            #[cfg(feature = "postgres")]
-            Pools::Postgres(db, ..) => db.one_at_a_time(),
-        }
+        per_pool!(&self.pools, |db, _, _| db.one_at_a_time())
     }
 }
 
 /// The claims of the `once_per_cluster` purge, in the table `di_schedule_runs`.
 impl ScheduleLock for Db {
     fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> ClaimFuture<'a> {
-        match &self.pools {
-            Pools::Sqlite(_, claims, _) => claims.claim(job, due),
-            #[cfg(feature = "postgres")]
-            Pools::Postgres(_, claims, _) => claims.claim(job, due),
-        }
+        per_pool!(&self.pools, |_, claims, _| claims.claim(job, due))
     }
 }
 
@@ -310,27 +309,15 @@ impl OutboxStore for Db {
         name: &'a str,
         payload: &'a [u8],
     ) -> BoxFuture<'a, Result<i64, di_core::BoxError>> {
-        match &self.pools {
-            Pools::Sqlite(.., outbox) => outbox.insert(id, name, payload),
-            #[cfg(feature = "postgres")]
-            Pools::Postgres(.., outbox) => outbox.insert(id, name, payload),
-        }
+        per_pool!(&self.pools, |_, _, outbox| outbox.insert(id, name, payload))
     }
 
     fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, di_core::BoxError>> {
-        match &self.pools {
-            Pools::Sqlite(.., outbox) => outbox.pending(limit),
-            #[cfg(feature = "postgres")]
-            Pools::Postgres(.., outbox) => outbox.pending(limit),
-        }
+        per_pool!(&self.pools, |_, _, outbox| outbox.pending(limit))
     }
 
     fn remove<'a>(&'a self, rows: &'a [i64]) -> BoxFuture<'a, Result<(), di_core::BoxError>> {
-        match &self.pools {
-            Pools::Sqlite(.., outbox) => outbox.remove(rows),
-            #[cfg(feature = "postgres")]
-            Pools::Postgres(.., outbox) => outbox.remove(rows),
-        }
+        per_pool!(&self.pools, |_, _, outbox| outbox.remove(rows))
     }
 }
 

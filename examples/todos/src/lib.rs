@@ -90,8 +90,9 @@ pub fn builder() -> AppBuilder {
 /// di-outbox's `Outbox` (its outbox is [`db::Db`]'s table) and di-nats' `JetStream`, set by
 /// `[nats]` (`url`, `consumer`: this instance's name; `TODOS_NATS__URL`, `TODOS_NATS__CONSUMER`).
 ///
-/// A build without the `nats` feature (the default: `cargo run -p example-todos --features nats`
-/// has it) fails at start-up instead, naming the feature: it would keep the events to itself.
+/// Without the `nats` feature (off by default; `--features nats` turns it on), this registers
+/// instead a singleton whose factory fails, so that `build()` fails naming the feature rather
+/// than keep the events to this instance.
 #[cfg(feature = "nats")]
 pub fn with_nats(builder: AppBuilder) -> AppBuilder {
     builder.register(di_outbox::Outbox::proto()).register(di_nats::JetStream::proto())
