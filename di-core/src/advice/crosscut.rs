@@ -373,8 +373,9 @@ pub(crate) fn check(
         return needed; // the usual program: no join point to walk
     }
     let points: Vec<&'static JoinPoint> = join_points().collect();
+    let with_points: HashSet<TypeId> = points.iter().map(|p| (p.target)()).collect();
     for cut in crosscuts() {
-        let selected: Vec<&JoinPoint> = points.iter().copied().filter(|p| cut.selects(p)).collect();
+        let first = points.iter().find(|p| cut.selects(p));
         // The protos the other selectors take that provide the trait but have no join point
         // (their impl blocks were meant, and are not marked), or that crosscuts cannot see
         // provide it (registered by hand, not through `inventory`).
@@ -385,7 +386,7 @@ pub(crate) fn check(
                 .filter(|(proto, path, _)| {
                     *proto != (cut.advice)()
                         && cut.selects_type(path)
-                        && (!points.iter().any(|p| (p.target)() == *proto) || !provides(*proto, tr))
+                        && (!with_points.contains(proto) || !provides(*proto, tr))
                 })
                 .map(|(_, _, label)| label)
                 .collect()
@@ -398,7 +399,7 @@ pub(crate) fn check(
                 at: cut.at(),
             });
         }
-        let Some(first) = selected.first() else {
+        let Some(first) = first else {
             if unreachable.is_empty() {
                 errors.push(DiError::CrosscutMatchesNothing {
                     advice: cut.advice_name,
