@@ -1,7 +1,7 @@
 //! Erased types: objects, hook and build futures, casts, as the container stores and calls
 //! them. Floor 0: nothing here knows what a proto is.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -135,7 +135,8 @@ pub type HookFn = fn(AnyArc) -> HookFuture;
 ///     put(out, clock);
 /// }
 ///
-/// // A descriptor holds two kinds: to its own type, and to each type it provides.
+/// // Two kinds: to the object's own type, and to a type it provides (a descriptor needs
+/// // only the second: its own type is converted where it is asked for).
 /// let casts: [CastFn; 2] = [cast_to::<Clock>, clock_as_tick];
 /// let obj: AnyArc = Arc::new(Clock);
 /// let mut own: Option<Arc<Clock>> = None;
@@ -160,10 +161,10 @@ pub fn downcast<T: Send + Sync + 'static>(obj: AnyArc) -> Arc<T> {
     }
 }
 
-/// The standard [`CastFn`] for a proto's own type: `Arc<dyn Any>` back to `Arc<T>`.
-///
-/// Compiled once per proto type, so written with no generic helper of its own: a large
-/// project's build time goes to code instantiated per type (issue 13).
+/// A [`CastFn`] to the object's own type: `Arc<dyn Any>` back to `Arc<T>`, for a
+/// [`Provide`](crate::registry::Provide) entry that names a concrete type. A descriptor's own
+/// type needs none (since issue 30: a cast per proto was a fifth of a large crate's debug
+/// build).
 ///
 /// # Examples
 ///
@@ -185,6 +186,40 @@ pub fn cast_to<T: Send + Sync + 'static>(obj: AnyArc, out: &mut dyn Any) {
     match obj.downcast::<T>() {
         Ok(t) => *slot = Some(t),
         Err(_) => stored_as_another_type(),
+    }
+}
+
+/// `obj` as an `Arc<U>`, `U` being the object's own type: how every proto's own entry is
+/// reached (a `ContextRef<U>`, `get_provider::<U>()`), compiled once per type *asked for*
+/// instead of a cast compiled per proto. A cast per proto was a fifth of a 2000-proto crate's
+/// debug build (issue 30, `docs/decisions.md`).
+///
+/// `U` is `?Sized` because its callers are (`ContextRef<dyn Trait>` goes through a provided
+/// type's cast instead); an unsized `U` is never an object's own type, so it fails the check.
+///
+/// # Panics
+///
+/// When the object is not a `U`: a factory returned another type than its proto's, a
+/// programming error in hand-written registration.
+#[inline]
+pub(crate) fn own_as<U: ?Sized + 'static>(obj: AnyArc) -> Arc<U> {
+    let any: &dyn Any = &*obj;
+    if any.type_id() != TypeId::of::<U>() {
+        stored_as_another_type()
+    }
+    let data: *const () = Arc::into_raw(obj).cast::<()>();
+    assert!(size_of::<*const U>() == size_of::<*const ()>(), "a sized type's pointer is thin");
+    // SAFETY: the object's concrete type has `U`'s `TypeId`, so it *is* `U`, and `U` is sized:
+    // `*const U` is a thin pointer (checked above), which `transmute_copy` makes from `data`,
+    // the address of that `U`. `data` comes from `Arc::into_raw` of an `Arc<dyn Any + Send +
+    // Sync>` whose data is that `U`, allocated by `Arc` with `U`'s layout (an `Arc<U>` coerced,
+    // or `Arc::from` a box): what `Arc::<U>::from_raw` requires ("its data pointer must have
+    // the same size and alignment as T"). The strong count `into_raw` kept is the one the new
+    // `Arc` owns. This is `Arc::downcast`'s own conversion, minus its `T: Sized` bound.
+    // Checked under miri: `cargo +nightly miri test -p di-core --lib erased`.
+    #[allow(unsafe_code)] // measured reason above and in docs/decisions.md (issue 30)
+    unsafe {
+        Arc::from_raw(std::mem::transmute_copy::<*const (), *const U>(&data))
     }
 }
 
@@ -235,4 +270,65 @@ pub(crate) fn cast_to_another_type(yields: &str) -> ! {
 #[inline(never)]
 pub(crate) fn stored_as_another_type() -> ! {
     unreachable!("the container stores each proto as its own type")
+}
+
+#[cfg(test)]
+mod tests {
+    //! Run under miri too: `cargo +nightly miri test -p di-core --lib erased`.
+
+    use std::any::Any;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::{AnyArc, own_as};
+
+    #[repr(align(64))]
+    struct Wide([u8; 3]);
+
+    struct Counted<'a>(&'a AtomicUsize);
+    impl Drop for Counted<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn own_as_yields_the_same_object_with_its_count() {
+        let obj: AnyArc = Arc::new(42u64);
+        let again = obj.clone();
+        let n = own_as::<u64>(obj);
+        assert_eq!(*n, 42);
+        assert_eq!(Arc::strong_count(&n), 2);
+        assert!(Arc::ptr_eq(&n, &again.clone().downcast::<u64>().unwrap()));
+        drop(again);
+        assert_eq!(Arc::strong_count(&n), 1);
+    }
+
+    #[test]
+    fn own_as_keeps_alignment_sizes_and_drops_once() {
+        let wide = own_as::<Wide>(Arc::new(Wide([1, 2, 3])));
+        assert_eq!(wide.0, [1, 2, 3]);
+        assert_eq!(std::ptr::from_ref::<Wide>(&wide) as usize % 64, 0);
+        let unit = own_as::<()>(Arc::new(()));
+        assert_eq!(*unit, ());
+        let boxed: Box<dyn Any + Send + Sync> = Box::new(String::from("from a box"));
+        assert_eq!(*own_as::<String>(Arc::from(boxed)), "from a box");
+
+        static DROPS: AtomicUsize = AtomicUsize::new(0);
+        let counted = own_as::<Counted<'static>>(Arc::new(Counted(&DROPS)));
+        let weak = Arc::downgrade(&counted);
+        drop(counted);
+        assert_eq!(DROPS.load(Ordering::SeqCst), 1);
+        assert!(weak.upgrade().is_none());
+    }
+
+    #[test]
+    fn own_as_refuses_another_type_and_any_unsized_one() {
+        let wrong = std::panic::catch_unwind(|| own_as::<u32>(Arc::new(1u64)));
+        assert!(wrong.is_err(), "a u64 is not a u32");
+        let unsized_ = std::panic::catch_unwind(|| own_as::<dyn Send>(Arc::new(1u64)));
+        assert!(unsized_.is_err(), "no object's own type is unsized");
+        let slice = std::panic::catch_unwind(|| own_as::<[u64]>(Arc::new(1u64)));
+        assert!(slice.is_err());
+    }
 }

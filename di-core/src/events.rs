@@ -20,7 +20,7 @@ use std::any::{Any, TypeId};
 use std::fmt;
 use std::sync::{Arc, Weak};
 
-use crate::erased::{AnyArc, HookFuture, cast_to};
+use crate::erased::{AnyArc, HookFuture};
 use crate::error::DiError;
 use crate::graph::Graph;
 use crate::proto::descriptor::ProtoDescriptor;
@@ -536,8 +536,7 @@ fn bus_factory(r: &Resolver<'_>) -> Result<AnyArc, DiError> {
     Ok(Arc::new(EventBus::new(r.cell.clone())))
 }
 
-const BUS: ProtoDescriptor =
-    ProtoDescriptor::new::<EventBus>("eventBus", Scope::Singleton, bus_factory, cast_to::<EventBus>);
+const BUS: ProtoDescriptor = ProtoDescriptor::new::<EventBus>("eventBus", Scope::Singleton, bus_factory);
 
 inventory::submit! { BUS }
 

@@ -234,7 +234,7 @@ pub use scope::{ScopeHold, complete_scope, fail_scope, hold_scope, in_scope, sco
 /// A proto described by hand, as `#[singleton_proto]` would, and linked into an App:
 ///
 /// ```
-/// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+/// use di_core::registry::{AnyArc, ProtoDescriptor};
 /// use di_core::{App, DiError, Proto, Resolver, Scope, SingletonProto};
 ///
 /// pub struct Clock;
@@ -245,7 +245,7 @@ pub use scope::{ScopeHold, complete_scope, fail_scope, hold_scope, in_scope, sco
 ///
 /// impl Proto for Clock {
 ///     const DESCRIPTOR: ProtoDescriptor =
-///         ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, clock, cast_to::<Clock>);
+///         ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, clock);
 /// }
 /// impl SingletonProto for Clock {}
 ///
@@ -316,7 +316,7 @@ pub mod __private {
         CtorOutput, HookOutput, assert_context, assert_proto, assert_singleton, assert_transient, construct_async,
         constructed, downcast, fill, hook_result, take,
     };
-    pub use crate::registry::{AnyArc, BuildFuture, HookFuture, ProtoDescriptor, Provide, cast_to, load_section, put};
+    pub use crate::registry::{AnyArc, BuildFuture, HookFuture, ProtoDescriptor, Provide, load_section, put};
     #[cfg(feature = "schedule")]
     pub use crate::schedule::{ScheduleDescriptor, When};
     pub use crate::{

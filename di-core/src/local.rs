@@ -44,7 +44,9 @@ impl<T: 'static> Local<T> {
         // innermost entry's, alive and not moved (it is borrowed) until that entry ends, which
         // is after `f` returns: `f` cannot keep the reference (`R` does not borrow from it).
         // Only shared references are made, and `T`'s own cells guard its mutation.
-        #[allow(unsafe_code)] // the one `unsafe` of di-core: measured reason in the module docs
+        // One of the two `unsafe` blocks of di-core (the other: `erased::own_as`); measured
+        // reason in the module docs.
+        #[allow(unsafe_code)]
         let value = unsafe { &*current };
         Ok(f(value))
     }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use di_core::registry::{HookFuture, ProtoDescriptor, Provide, cast_to};
+use di_core::registry::{HookFuture, ProtoDescriptor, Provide};
 use di_core::{App, ContextRef, Dependency, DiError, InjectKind, Resolver, Scope};
 
 trait Greet: Send + Sync {
@@ -50,15 +50,15 @@ const GREETER_DEPS: &[Dependency] = &[
 const ENGLISH_PROVIDES: &[Provide] = &[Provide::new::<dyn Greet>(english_as_greet)];
 
 inventory::submit! {
-    ProtoDescriptor::new::<English>("english", Scope::Singleton, english, cast_to::<English>)
+    ProtoDescriptor::new::<English>("english", Scope::Singleton, english)
         .provides(ENGLISH_PROVIDES)
         .access(di_core::Access::Public, module_path!())
 }
 inventory::submit! {
-    ProtoDescriptor::new::<Tracer>("tracer", Scope::Context, tracer, cast_to::<Tracer>)
+    ProtoDescriptor::new::<Tracer>("tracer", Scope::Context, tracer)
 }
 inventory::submit! {
-    ProtoDescriptor::new::<Greeter>("greeter", Scope::Singleton, greeter, cast_to::<Greeter>)
+    ProtoDescriptor::new::<Greeter>("greeter", Scope::Singleton, greeter)
         .deps(GREETER_DEPS)
         .init(greeter_init)
 }

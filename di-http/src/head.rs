@@ -4,7 +4,7 @@ use std::cell::Cell;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 
-use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+use di_core::registry::{AnyArc, ProtoDescriptor};
 use di_core::{ContextProto, DiError, Proto, Resolver, Scope};
 use http::{Extensions, HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, Version};
 
@@ -418,7 +418,7 @@ fn head_factory(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
 }
 
 pub(crate) const HEAD_DESCRIPTOR: ProtoDescriptor =
-    ProtoDescriptor::new::<RequestHead>("requestHead", Scope::Context, head_factory, cast_to::<RequestHead>);
+    ProtoDescriptor::new::<RequestHead>("requestHead", Scope::Context, head_factory);
 
 impl Proto for RequestHead {
     const DESCRIPTOR: ProtoDescriptor = HEAD_DESCRIPTOR;

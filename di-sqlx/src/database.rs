@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use di_core::registry::{AnyArc, BuildFuture, ProtoDescriptor, Provide, cast_to, put};
+use di_core::registry::{AnyArc, BuildFuture, ProtoDescriptor, Provide, put};
 use di_core::{Dependency, DiError, InjectKind, ProtoDef, Resolver, Scope};
 use di_tx::{Transactions, TxConn, TxError, TxFuture, TxSource};
 use sqlx::Pool;
@@ -223,14 +223,10 @@ macro_rules! proto {
         }
 
         impl di_core::Proto for Database<$db> {
-            const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new_async::<Database<$db>>(
-                "database",
-                Scope::Singleton,
-                $connect,
-                cast_to::<Database<$db>>,
-            )
-            .deps(const { &[Dependency::new::<Transactions>(InjectKind::Arc, None)] })
-            .provides(const { &[Provide::new::<dyn TxSource>($as_source)] });
+            const DESCRIPTOR: ProtoDescriptor =
+                ProtoDescriptor::new_async::<Database<$db>>("database", Scope::Singleton, $connect)
+                    .deps(const { &[Dependency::new::<Transactions>(InjectKind::Arc, None)] })
+                    .provides(const { &[Provide::new::<dyn TxSource>($as_source)] });
         }
 
         impl di_core::SingletonProto for Database<$db> {}
@@ -293,18 +289,16 @@ macro_rules! on_database {
 
         impl di_core::Proto for $ty<$db> {
             const DESCRIPTOR: di_core::registry::ProtoDescriptor =
-                di_core::registry::ProtoDescriptor::new_async::<$ty<$db>>(
-                    $name,
-                    di_core::Scope::Singleton,
-                    $build,
-                    di_core::registry::cast_to::<$ty<$db>>,
-                )
-                .deps(
-                    const {
-                        &[di_core::Dependency::new::<$crate::Database<$db>>(di_core::InjectKind::Arc, Some("database"))]
-                    },
-                )
-                .provides(const { &[di_core::registry::Provide::new::<$role>($as_role)] });
+                di_core::registry::ProtoDescriptor::new_async::<$ty<$db>>($name, di_core::Scope::Singleton, $build)
+                    .deps(
+                        const {
+                            &[di_core::Dependency::new::<$crate::Database<$db>>(
+                                di_core::InjectKind::Arc,
+                                Some("database"),
+                            )]
+                        },
+                    )
+                    .provides(const { &[di_core::registry::Provide::new::<$role>($as_role)] });
         }
 
         impl di_core::SingletonProto for $ty<$db> {}

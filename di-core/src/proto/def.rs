@@ -1,7 +1,7 @@
 //! A proto's definition as the builder holds it: a descriptor made runtime, or one written by
 //! hand.
 
-use crate::erased::{AnyArc, BuildFuture, DynHook, HookFuture, cast_to, downcast, put};
+use crate::erased::{AnyArc, BuildFuture, DynHook, HookFuture, downcast, put};
 use crate::error::{BoxError, DiError};
 use crate::proto::dependency::Dependency;
 use crate::proto::factory::{ConfigDef, Factory, SyncFactory};
@@ -385,7 +385,7 @@ impl ProtoDef {
             provides: vec![ProvideDef {
                 type_id: TypeId::of::<T>(),
                 type_name: core::any::type_name::<T>(),
-                cast: ProvideCast::Fn(cast_to::<T>),
+                cast: ProvideCast::Own,
             }],
             factory,
             instances_of: None,

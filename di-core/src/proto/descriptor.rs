@@ -1,7 +1,7 @@
 //! A proto's static description, as the attribute macros write it (a `const`).
 
 use crate::config::LoadFn;
-use crate::erased::{CastFn, DynHook, HookFn};
+use crate::erased::{DynHook, HookFn};
 use crate::proto::def::ProtoDef;
 use crate::proto::dependency::Dependency;
 use crate::proto::factory::{AsyncFactoryFn, ConfigDef, Construct, Factory, FactoryFn, SyncFactory};
@@ -24,7 +24,7 @@ use std::sync::Arc;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+/// use di_core::registry::{AnyArc, ProtoDescriptor};
 /// use di_core::{Access, App, ContextProto, DiError, Proto, Resolver, Scope};
 ///
 /// struct Tracer { id: u32 }
@@ -35,7 +35,7 @@ use std::sync::Arc;
 ///
 /// impl Proto for Tracer {
 ///     const DESCRIPTOR: ProtoDescriptor =
-///         ProtoDescriptor::new::<Tracer>("tracer", Scope::Context, tracer, cast_to::<Tracer>)
+///         ProtoDescriptor::new::<Tracer>("tracer", Scope::Context, tracer)
 ///             .deps(&[])
 ///             .provides(&[])
 ///             .access(Access::Public, module_path!());
@@ -59,7 +59,6 @@ pub struct ProtoDescriptor {
     pub(crate) deps: &'static [Dependency],
     pub(crate) provides: &'static [Provide],
     pub(crate) construct: Construct,
-    pub(crate) cast_self: CastFn,
     pub(crate) instances_of: Option<TypeRef>,
     pub(crate) profile: Option<&'static str>,
     pub(crate) lazy: bool,
@@ -71,14 +70,14 @@ pub struct ProtoDescriptor {
 }
 
 impl ProtoDescriptor {
-    /// A proto of type `T` named `name` in `scope`, built by `factory`. `cast_self` turns the
-    /// erased object back into an `Arc<T>` (see [`cast_to`](crate::registry::cast_to)).
+    /// A proto of type `T` named `name` in `scope`, built by `factory`, which returns the
+    /// object as an [`AnyArc`](crate::registry::AnyArc) of a `T`.
     ///
     /// # Examples
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::registry::{AnyArc, ProtoDescriptor};
     /// use di_core::{App, DiError, Proto, Resolver, Scope};
     ///
     /// struct Clock { started: u64 }
@@ -89,7 +88,7 @@ impl ProtoDescriptor {
     ///
     /// impl Proto for Clock {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<Clock>("systemClock", Scope::Singleton, clock, cast_to::<Clock>);
+    ///         ProtoDescriptor::new::<Clock>("systemClock", Scope::Singleton, clock);
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
@@ -97,13 +96,8 @@ impl ProtoDescriptor {
     /// assert_eq!(app.get_object_named::<Clock>("systemClock")?.started, 42);
     /// # Ok(()) }
     /// ```
-    pub const fn new<T: Send + Sync + 'static>(
-        name: &'static str,
-        scope: Scope,
-        factory: FactoryFn,
-        cast_self: CastFn,
-    ) -> Self {
-        Self::with::<T>(name, scope, Construct::Sync(factory), cast_self)
+    pub const fn new<T: Send + Sync + 'static>(name: &'static str, scope: Scope, factory: FactoryFn) -> Self {
+        Self::with::<T>(name, scope, Construct::Sync(factory))
     }
 
     /// A proto of type `T` built by an async constructor: `factory` takes the dependencies from
@@ -115,7 +109,7 @@ impl ProtoDescriptor {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::registry::{AnyArc, BuildFuture, ProtoDescriptor, cast_to};
+    /// use di_core::registry::{AnyArc, BuildFuture, ProtoDescriptor};
     /// use di_core::{App, DiError, Proto, Resolver, Scope};
     ///
     /// struct Pool { size: usize }
@@ -132,7 +126,7 @@ impl ProtoDescriptor {
     ///
     /// impl Proto for Pool {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new_async::<Pool>("pool", Scope::Singleton, connect, cast_to::<Pool>);
+    ///         ProtoDescriptor::new_async::<Pool>("pool", Scope::Singleton, connect);
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
@@ -144,9 +138,8 @@ impl ProtoDescriptor {
         name: &'static str,
         scope: Scope,
         factory: AsyncFactoryFn,
-        cast_self: CastFn,
     ) -> Self {
-        Self::with::<T>(name, scope, Construct::Async(factory), cast_self)
+        Self::with::<T>(name, scope, Construct::Async(factory))
     }
 
     /// A singleton whose value is the configuration section at `prefix`, deserialized by `load`
@@ -156,7 +149,7 @@ impl ProtoDescriptor {
     /// # Examples
     ///
     /// ```
-    /// use di_core::registry::{ProtoDescriptor, cast_to, load_section};
+    /// use di_core::registry::{ProtoDescriptor, load_section};
     /// use di_core::{App, DiError, Proto};
     ///
     /// #[derive(serde::Deserialize)]
@@ -165,7 +158,7 @@ impl ProtoDescriptor {
     /// // What `#[config_proto(prefix = "db")]` generates.
     /// impl Proto for DbConfig {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::config::<DbConfig>("dbConfig", "db", false, load_section::<DbConfig>, cast_to::<DbConfig>);
+    ///         ProtoDescriptor::config::<DbConfig>("dbConfig", "db", false, load_section::<DbConfig>);
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
@@ -183,17 +176,11 @@ impl ProtoDescriptor {
         prefix: &'static str,
         instances: bool,
         load: LoadFn,
-        cast_self: CastFn,
     ) -> Self {
-        Self::with::<T>(name, Scope::Singleton, Construct::Config { prefix, instances, load, live: None }, cast_self)
+        Self::with::<T>(name, Scope::Singleton, Construct::Config { prefix, instances, load, live: None })
     }
 
-    const fn with<T: Send + Sync + 'static>(
-        name: &'static str,
-        scope: Scope,
-        construct: Construct,
-        cast_self: CastFn,
-    ) -> Self {
+    const fn with<T: Send + Sync + 'static>(name: &'static str, scope: Scope, construct: Construct) -> Self {
         ProtoDescriptor {
             type_id: TypeId::of::<T>,
             type_name: core::any::type_name::<T>,
@@ -204,7 +191,6 @@ impl ProtoDescriptor {
             deps: &[],
             provides: &[],
             construct,
-            cast_self,
             instances_of: None,
             profile: None,
             lazy: false,
@@ -224,7 +210,7 @@ impl ProtoDescriptor {
     /// ```
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicBool, Ordering};
-    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::registry::{AnyArc, ProtoDescriptor};
     /// use di_core::{App, DiError, Proto, Resolver, Scope};
     ///
     /// static BUILT: AtomicBool = AtomicBool::new(false);
@@ -238,7 +224,7 @@ impl ProtoDescriptor {
     /// // `#[singleton_proto(lazy)]`
     /// impl Proto for Geo {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<Geo>("geo", Scope::Singleton, geo, cast_to::<Geo>).lazy();
+    ///         ProtoDescriptor::new::<Geo>("geo", Scope::Singleton, geo).lazy();
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
@@ -261,7 +247,7 @@ impl ProtoDescriptor {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to, load_section};
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, load_section};
     /// use di_core::{App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
     ///
     /// #[derive(serde::Deserialize)]
@@ -277,12 +263,12 @@ impl ProtoDescriptor {
     /// // `#[config_proto(prefix = "redis", instances)]`: one section per table under `redis`.
     /// impl Proto for RedisConfig {
     ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::config::<RedisConfig>(
-    ///         "redisConfig", "redis", true, load_section::<RedisConfig>, cast_to::<RedisConfig>,
+    ///         "redisConfig", "redis", true, load_section::<RedisConfig>,
     ///     );
     /// }
     /// // `#[singleton_proto(instances_of = RedisConfig)]`: one client per section.
     /// impl Proto for Redis {
-    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Redis>("redis", Scope::Singleton, redis, cast_to::<Redis>)
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Redis>("redis", Scope::Singleton, redis)
     ///         .deps(REDIS_DEPS)
     ///         .instances_of::<RedisConfig>();
     /// }
@@ -312,7 +298,7 @@ impl ProtoDescriptor {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::registry::{AnyArc, ProtoDescriptor};
     /// use di_core::{App, DiError, Proto, Resolver, Scope};
     ///
     /// struct FakeMailer;
@@ -324,7 +310,7 @@ impl ProtoDescriptor {
     /// // `#[singleton_proto(profile = "test")]`
     /// impl Proto for FakeMailer {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<FakeMailer>("fakeMailer", Scope::Singleton, fake_mailer, cast_to::<FakeMailer>)
+    ///         ProtoDescriptor::new::<FakeMailer>("fakeMailer", Scope::Singleton, fake_mailer)
     ///             .profile("test");
     /// }
     ///
@@ -361,7 +347,7 @@ impl ProtoDescriptor {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::registry::{AnyArc, ProtoDescriptor};
     /// use di_core::{App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
     ///
     /// struct Db;
@@ -375,11 +361,11 @@ impl ProtoDescriptor {
     /// }
     ///
     /// impl Proto for Db {
-    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Db>("db", Scope::Singleton, db, cast_to::<Db>);
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Db>("db", Scope::Singleton, db);
     /// }
     /// impl Proto for Repo {
     ///     // `#[inject] db: Arc<Db>`
-    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Repo>("repo", Scope::Singleton, repo, cast_to::<Repo>)
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Repo>("repo", Scope::Singleton, repo)
     ///         .deps(const { &[Dependency::new::<Db>(InjectKind::Arc, None).field("db")] });
     /// }
     ///
@@ -400,7 +386,7 @@ impl ProtoDescriptor {
     /// ```
     /// use std::any::Any;
     /// use std::sync::Arc;
-    /// use di_core::registry::{AnyArc, ProtoDescriptor, Provide, cast_to, put};
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, Provide, put};
     /// use di_core::{App, DiError, Proto, Resolver, Scope};
     ///
     /// trait Mailer: Send + Sync { fn send(&self) -> &'static str; }
@@ -417,7 +403,7 @@ impl ProtoDescriptor {
     ///
     /// // `#[singleton_proto(provides(dyn Mailer))]`
     /// impl Proto for Smtp {
-    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Smtp>("smtp", Scope::Singleton, smtp, cast_to::<Smtp>)
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Smtp>("smtp", Scope::Singleton, smtp)
     ///         .provides(const { &[Provide::new::<dyn Mailer>(smtp_as_mailer)] });
     /// }
     ///
@@ -438,7 +424,7 @@ impl ProtoDescriptor {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::registry::{AnyArc, ProtoDescriptor};
     /// use di_core::{Access, App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
     ///
     /// struct Ledger;
@@ -454,12 +440,12 @@ impl ProtoDescriptor {
     ///
     /// // Private to crate `billing` (only the first segment of the path counts) ...
     /// impl Proto for Ledger {
-    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Ledger>("ledger", Scope::Singleton, ledger, cast_to::<Ledger>)
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Ledger>("ledger", Scope::Singleton, ledger)
     ///         .access(Access::Private, "billing::ledger");
     /// }
     /// // ... and injected by a proto of crate `web`.
     /// impl Proto for Report {
-    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Report>("report", Scope::Singleton, report, cast_to::<Report>)
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Report>("report", Scope::Singleton, report)
     ///         .deps(const { &[Dependency::new::<Ledger>(InjectKind::Arc, None)] })
     ///         .access(Access::Public, "web::reports");
     /// }
@@ -482,7 +468,7 @@ impl ProtoDescriptor {
     /// ```
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicBool, Ordering};
-    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor, cast_to};
+    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor};
     /// use di_core::{App, DiError, Proto, Resolver, Scope};
     ///
     /// #[derive(Default)]
@@ -502,7 +488,7 @@ impl ProtoDescriptor {
     /// // `#[singleton_proto(init = warm_up)]`
     /// impl Proto for Pool {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<Pool>("pool", Scope::Singleton, pool, cast_to::<Pool>).init(warm_up);
+    ///         ProtoDescriptor::new::<Pool>("pool", Scope::Singleton, pool).init(warm_up);
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
@@ -523,7 +509,7 @@ impl ProtoDescriptor {
     /// ```
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicBool, Ordering};
-    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor, cast_to};
+    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor};
     /// use di_core::{App, DiError, Proto, Resolver, Scope};
     ///
     /// #[derive(Default)]
@@ -543,7 +529,7 @@ impl ProtoDescriptor {
     /// // `#[context_proto(complete = commit)]`
     /// impl Proto for UnitOfWork {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<UnitOfWork>("unitOfWork", Scope::Context, unit_of_work, cast_to::<UnitOfWork>)
+    ///         ProtoDescriptor::new::<UnitOfWork>("unitOfWork", Scope::Context, unit_of_work)
     ///             .complete(commit);
     /// }
     ///
@@ -565,7 +551,7 @@ impl ProtoDescriptor {
     /// ```
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicBool, Ordering};
-    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor, cast_to};
+    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor};
     /// use di_core::{App, DiError, Proto, Resolver, Scope};
     ///
     /// static CLOSED: AtomicBool = AtomicBool::new(false);
@@ -584,7 +570,7 @@ impl ProtoDescriptor {
     /// // `#[singleton_proto(destroy = close)]`
     /// impl Proto for Pool {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<Pool>("pool", Scope::Singleton, pool, cast_to::<Pool>).destroy(close);
+    ///         ProtoDescriptor::new::<Pool>("pool", Scope::Singleton, pool).destroy(close);
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
@@ -602,11 +588,7 @@ impl ProtoDescriptor {
     pub(crate) fn to_def(&'static self) -> ProtoDef {
         let hook = |h: Option<HookFn>| h.map(|h| Arc::new(h) as Arc<DynHook>);
         let mut provides = Vec::with_capacity(1 + self.provides.len());
-        provides.push(ProvideDef {
-            type_id: (self.type_id)(),
-            type_name: (self.type_name)(),
-            cast: ProvideCast::Fn(self.cast_self),
-        });
+        provides.push(ProvideDef { type_id: (self.type_id)(), type_name: (self.type_name)(), cast: ProvideCast::Own });
         provides.extend(self.provides.iter().map(|p| ProvideDef {
             type_id: (p.type_id)(),
             type_name: (p.type_name)(),

@@ -14,7 +14,7 @@ use crate::resolver::Resolver;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use di_core::registry::{AnyArc, FactoryFn, ProtoDescriptor, cast_to};
+/// use di_core::registry::{AnyArc, FactoryFn, ProtoDescriptor};
 /// use di_core::{App, DiError, Proto, Resolver, Scope};
 ///
 /// struct Clock { started: u64 }
@@ -28,7 +28,7 @@ use crate::resolver::Resolver;
 ///
 /// impl Proto for Clock {
 ///     const DESCRIPTOR: ProtoDescriptor =
-///         ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, FACTORY, cast_to::<Clock>);
+///         ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, FACTORY);
 /// }
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
@@ -45,7 +45,7 @@ pub type FactoryFn = fn(&Resolver<'_>) -> Result<AnyArc, DiError>;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use di_core::registry::{AnyArc, AsyncFactoryFn, BuildFuture, ProtoDescriptor, cast_to};
+/// use di_core::registry::{AnyArc, AsyncFactoryFn, BuildFuture, ProtoDescriptor};
 /// use di_core::{App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
 ///
 /// struct Url(&'static str);
@@ -64,11 +64,11 @@ pub type FactoryFn = fn(&Resolver<'_>) -> Result<AnyArc, DiError>;
 /// const CLIENT_DEPS: &[Dependency] = &[Dependency::new::<Url>(InjectKind::Arc, None)];
 ///
 /// impl Proto for Url {
-///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Url>("url", Scope::Singleton, url, cast_to::<Url>);
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Url>("url", Scope::Singleton, url);
 /// }
 /// impl Proto for Client {
 ///     const DESCRIPTOR: ProtoDescriptor =
-///         ProtoDescriptor::new_async::<Client>("client", Scope::Singleton, CLIENT, cast_to::<Client>).deps(CLIENT_DEPS);
+///         ProtoDescriptor::new_async::<Client>("client", Scope::Singleton, CLIENT).deps(CLIENT_DEPS);
 /// }
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {

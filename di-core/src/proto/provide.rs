@@ -4,7 +4,7 @@ use std::any::{Any, TypeId};
 use std::fmt;
 use std::sync::Arc;
 
-use crate::erased::{AnyArc, CastFn, DynCast, cast_to_another_type};
+use crate::erased::{AnyArc, CastFn, DynCast, cast_to_another_type, own_as, stored_as_another_type};
 
 /// A type a proto can be injected as, besides its own: usually a `dyn Trait`.
 ///
@@ -49,7 +49,7 @@ impl Provide {
     /// ```
     /// use std::any::Any;
     /// use std::sync::Arc;
-    /// use di_core::registry::{AnyArc, ProtoDescriptor, Provide, cast_to, put};
+    /// use di_core::registry::{AnyArc, ProtoDescriptor, Provide, put};
     /// use di_core::{App, DiError, Proto, Resolver, Scope};
     ///
     /// trait Greet: Send + Sync { fn hi(&self) -> &str; }
@@ -66,7 +66,7 @@ impl Provide {
     ///
     /// impl Proto for English {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<English>("english", Scope::Singleton, english, cast_to::<English>)
+    ///         ProtoDescriptor::new::<English>("english", Scope::Singleton, english)
     ///             .provides(const { &[Provide::new::<dyn Greet>(english_as_greet)] });
     /// }
     ///
@@ -93,10 +93,13 @@ pub(crate) struct ProvideDef {
     pub(crate) cast: ProvideCast,
 }
 
-/// A provide entry's cast: a static `fn` (from a descriptor, no allocation) or a closure (from
-/// [`ProtoDef::provides`]).
+/// A provide entry's cast: none for the proto's own type, a static `fn` (from a descriptor,
+/// no allocation) or a closure (from [`ProtoDef::provides`]).
 #[derive(Clone)]
 pub(crate) enum ProvideCast {
+    /// The proto's own type: the object already is one, and [`own_as`] converts it where it
+    /// is asked for, so that no cast is compiled per proto (issue 30).
+    Own,
     Fn(CastFn),
     Closure(Arc<DynCast>),
 }
@@ -106,6 +109,9 @@ pub(crate) enum ProvideCast {
 /// what a large project's build spends its time on).
 #[inline]
 pub(crate) fn cast_with<U: ?Sized + 'static>(cast: &ProvideCast, obj: AnyArc) -> Arc<U> {
+    if let ProvideCast::Own = cast {
+        return own_as::<U>(obj);
+    }
     let mut out: Option<Arc<U>> = None;
     run_cast(cast, obj, &mut out);
     match out {
@@ -116,6 +122,9 @@ pub(crate) fn cast_with<U: ?Sized + 'static>(cast: &ProvideCast, obj: AnyArc) ->
 
 pub(crate) fn run_cast(cast: &ProvideCast, obj: AnyArc, out: &mut dyn Any) {
     match cast {
+        // Reached from `take` only when the object is not of the type asked for, which for
+        // the own entry is the object's own type: a factory returned another type.
+        ProvideCast::Own => stored_as_another_type(),
         ProvideCast::Fn(f) => f(obj, out),
         ProvideCast::Closure(f) => f(obj, out),
     }

@@ -13,7 +13,7 @@ use super::descriptor::ProtoDescriptor;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+/// use di_core::registry::{AnyArc, ProtoDescriptor};
 /// use di_core::{App, DiError, Proto, Resolver, Scope};
 ///
 /// struct Clock;
@@ -24,7 +24,7 @@ use super::descriptor::ProtoDescriptor;
 ///
 /// // What `#[singleton_proto]` on `Clock` implements.
 /// impl Proto for Clock {
-///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, clock, cast_to::<Clock>);
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, clock);
 /// }
 ///
 /// /// An App of `T` alone: code generic over protos.
@@ -53,7 +53,7 @@ pub trait Proto: Send + Sync + 'static {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor, cast_to};
+    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor};
     /// use di_core::{App, DiError, Proto, Resolver, Scope};
     ///
     /// struct Session;
@@ -69,7 +69,7 @@ pub trait Proto: Send + Sync + 'static {
     /// impl Proto for Session {
     ///     const NEEDS_ASYNC: bool = true;
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<Session>("session", Scope::Context, session, cast_to::<Session>).init(load);
+    ///         ProtoDescriptor::new::<Session>("session", Scope::Context, session).init(load);
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
@@ -91,7 +91,7 @@ pub trait Proto: Send + Sync + 'static {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::registry::{AnyArc, ProtoDescriptor};
     /// use di_core::{Access, App, DiError, Proto, Resolver, Scope};
     ///
     /// struct Tracer { id: u32 }
@@ -103,7 +103,7 @@ pub trait Proto: Send + Sync + 'static {
     /// // Built in `const` context, as `#[context_proto]` writes it.
     /// impl Proto for Tracer {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<Tracer>("tracer", Scope::Context, tracer, cast_to::<Tracer>)
+    ///         ProtoDescriptor::new::<Tracer>("tracer", Scope::Context, tracer)
     ///             .access(Access::Public, module_path!());
     /// }
     ///
@@ -123,7 +123,7 @@ pub trait Proto: Send + Sync + 'static {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+    /// use di_core::registry::{AnyArc, ProtoDescriptor};
     /// use di_core::{DiError, Proto, Resolver, Scope};
     ///
     /// struct Clock;
@@ -133,7 +133,7 @@ pub trait Proto: Send + Sync + 'static {
     /// }
     ///
     /// impl Proto for Clock {
-    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, clock, cast_to::<Clock>);
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, clock);
     /// }
     ///
     /// // What `AppBuilder::link` keeps, and a tool can list.
@@ -152,7 +152,7 @@ pub trait Proto: Send + Sync + 'static {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+/// use di_core::registry::{AnyArc, ProtoDescriptor};
 /// use di_core::{App, DiError, Proto, Resolver, Scope, SingletonProto};
 ///
 /// struct Clock;
@@ -163,7 +163,7 @@ pub trait Proto: Send + Sync + 'static {
 ///
 /// // What `#[singleton_proto]` on `Clock` implements.
 /// impl Proto for Clock {
-///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, clock, cast_to::<Clock>);
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, clock);
 /// }
 /// impl SingletonProto for Clock {}
 ///
@@ -190,7 +190,7 @@ pub trait SingletonProto: Proto {}
 ///
 /// ```
 /// use std::sync::Arc;
-/// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+/// use di_core::registry::{AnyArc, ProtoDescriptor};
 /// use di_core::{App, ContextProto, DiError, Proto, Resolver, Scope};
 ///
 /// struct Tracer;
@@ -201,7 +201,7 @@ pub trait SingletonProto: Proto {}
 ///
 /// // What `#[context_proto]` on `Tracer` implements.
 /// impl Proto for Tracer {
-///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Tracer>("tracer", Scope::Context, tracer, cast_to::<Tracer>);
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Tracer>("tracer", Scope::Context, tracer);
 /// }
 /// impl ContextProto for Tracer {}
 ///
@@ -233,7 +233,7 @@ pub trait ContextProto: Proto {}
 /// ```
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicU64, Ordering};
-/// use di_core::registry::{AnyArc, ProtoDescriptor, cast_to};
+/// use di_core::registry::{AnyArc, ProtoDescriptor};
 /// use di_core::{App, DiError, Proto, Resolver, Scope, TransientProto};
 ///
 /// static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -245,7 +245,7 @@ pub trait ContextProto: Proto {}
 ///
 /// // What `#[transient_proto]` on `Ticket` implements.
 /// impl Proto for Ticket {
-///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Ticket>("ticket", Scope::Transient, ticket, cast_to::<Ticket>);
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Ticket>("ticket", Scope::Transient, ticket);
 /// }
 /// impl TransientProto for Ticket {}
 ///

@@ -256,7 +256,7 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
         // `load_section::<T>` requires `T: Deserialize`, which is the check.
         return (
             quote!(),
-            quote!(__di::ProtoDescriptor::config::<#self_ty>(#name, #prefix, #instances, __di::load_section::<#self_ty>, __di::cast_to::<#self_ty>) #reloadable),
+            quote!(__di::ProtoDescriptor::config::<#self_ty>(#name, #prefix, #instances, __di::load_section::<#self_ty>) #reloadable),
         );
     }
     // Each dependency is resolved in its own `let` statement: a `?` inside the struct literal
@@ -330,7 +330,7 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
                         __di::Result::Ok(__di::Arc::new(#ident { #(#fields,)* }))
                     }
                 },
-                quote!(__di::ProtoDescriptor::new::<#self_ty>(#name, __di::Scope::#scope, __di_factory::<()>, __di::cast_to::<#self_ty>)),
+                quote!(__di::ProtoDescriptor::new::<#self_ty>(#name, __di::Scope::#scope, __di_factory::<()>)),
             )
         }
         Body::Impl { .. } => {
@@ -347,7 +347,7 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
                             __di::Result::Ok(#construct)
                         }
                     },
-                    quote!(__di::ProtoDescriptor::new_async::<#self_ty>(#name, __di::Scope::#scope, __di_factory::<()>, __di::cast_to::<#self_ty>)),
+                    quote!(__di::ProtoDescriptor::new_async::<#self_ty>(#name, __di::Scope::#scope, __di_factory::<()>)),
                 )
             } else {
                 // `__di_r` is made here, at the call site: spanned at the constructor, it would not
@@ -361,7 +361,7 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
                             #construct
                         }
                     },
-                    quote!(__di::ProtoDescriptor::new::<#self_ty>(#name, __di::Scope::#scope, __di_factory::<()>, __di::cast_to::<#self_ty>)),
+                    quote!(__di::ProtoDescriptor::new::<#self_ty>(#name, __di::Scope::#scope, __di_factory::<()>)),
                 )
             }
         }
