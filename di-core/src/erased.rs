@@ -4,6 +4,7 @@
 use std::any::{Any, TypeId};
 use std::future::Future;
 use std::pin::Pin;
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::error::BoxError;
@@ -253,9 +254,15 @@ pub(crate) fn own_as<U: ?Sized + 'static>(obj: AnyArc) -> Arc<U> {
 /// assert_eq!(out.unwrap().hi(), "hello");
 /// ```
 pub fn put<U: ?Sized + 'static>(out: &mut dyn Any, value: Arc<U>) {
-    match out.downcast_mut::<Option<Arc<U>>>() {
-        Some(slot) => *slot = Some(value),
-        None => cast_to_another_type(core::any::type_name::<U>()),
+    if let Some(slot) = out.downcast_mut::<Option<Arc<U>>>() {
+        *slot = Some(value);
+        return;
+    }
+    // A factory's `fill`, for a fake of a proto's own type: the `Arc` raw, once its type is
+    // known to be the one asked for (and so sized: a proto's own type).
+    match out.downcast_mut::<RawOut>() {
+        Some(raw) if raw.ty == TypeId::of::<U>() => raw.raw = Some(thin(Arc::into_raw(value))),
+        _ => cast_to_another_type(core::any::type_name::<U>()),
     }
 }
 
@@ -272,6 +279,133 @@ pub(crate) fn stored_as_another_type() -> ! {
     unreachable!("the container stores each proto as its own type")
 }
 
+/// One `#[inject] x: Arc<T>` field's object (`T` a proto, checked at compile time, so sized) on
+/// its way from [`fill`](crate::private::fill) to [`take`]: a factory holds an array of them,
+/// one per such field.
+///
+/// `fill` resolves every object first (so that an error drops the ones before it, as any value
+/// is dropped), then makes each one a raw pointer with its type: what [`take`] turns into an
+/// `Arc<T>` with no code per type but `Arc::from_raw`'s, the least a typed `Arc` costs (the
+/// downcast and the typed fallback it replaced were most of the code a 2000-field consumer
+/// compiled: issue 30, `docs/decisions.md`).
+#[derive(Debug, Default)]
+pub struct Own(OwnState);
+
+#[derive(Debug, Default)]
+enum OwnState {
+    /// Not filled yet, or taken.
+    #[default]
+    Empty,
+    /// Resolved, not yet converted.
+    Object(AnyArc),
+    /// The address of a `T` inside an `Arc<T>`'s allocation, which owns one strong count of
+    /// it, and `T`'s `TypeId`: from `Arc::into_raw`, of the object itself or of what its
+    /// target's cast made of it (a fake).
+    Raw(NonNull<()>, TypeId),
+}
+
+impl Own {
+    /// An empty place, for the factory's array.
+    pub const EMPTY: Own = Own(OwnState::Empty);
+
+    /// Puts a resolved object in this place: `fill`'s first step.
+    pub(crate) fn set(&mut self, obj: AnyArc) {
+        self.0 = OwnState::Object(obj);
+    }
+
+    /// `fill`'s second step, for an object of the declared type `ty` (its target's own
+    /// entry, which `fill` checked): the object as a raw pointer, with its type, which
+    /// [`take`] checks.
+    pub(crate) fn make_raw(&mut self, ty: TypeId) {
+        let OwnState::Object(obj) = std::mem::take(&mut self.0) else { unfilled() };
+        debug_assert_eq!((*obj).type_id(), ty, "fill checks the object's type");
+        self.0 = OwnState::Raw(thin(Arc::into_raw(obj)), ty);
+    }
+
+    /// `fill`'s second step, for an object stored as another type than the declared one,
+    /// `declared` (a fake given to `override_provider`): what `cast`, its target's cast, writes
+    /// through `put`.
+    pub(crate) fn make_raw_by(
+        &mut self,
+        declared: TypeId,
+        cast: impl FnOnce(AnyArc, &mut RawOut),
+        name: impl FnOnce() -> &'static str,
+    ) {
+        let OwnState::Object(obj) = std::mem::take(&mut self.0) else { unfilled() };
+        let mut out = RawOut { ty: declared, raw: None };
+        cast(obj, &mut out);
+        self.0 = match out.raw {
+            Some(raw) => OwnState::Raw(raw, declared),
+            None => left_empty(name()),
+        };
+    }
+}
+
+/// Where [`put`](crate::registry::put) writes an `Arc<U>` raw, for `fill`: `U` is `ty`, the
+/// dependency's declared type, checked by `put`.
+pub(crate) struct RawOut {
+    pub(crate) ty: TypeId,
+    pub(crate) raw: Option<NonNull<()>>,
+}
+
+/// The data address of an `Arc::into_raw` pointer, without its metadata.
+pub(crate) fn thin<U: ?Sized>(ptr: *const U) -> NonNull<()> {
+    match NonNull::new(ptr.cast::<()>().cast_mut()) {
+        Some(ptr) => ptr,
+        None => unreachable!("Arc::into_raw is never null"),
+    }
+}
+
+/// The second step of [`fill`](crate::private::fill): dependency `own`'s object as an `Arc<T>`, taken out of its
+/// place in the factory's array. Inlined into the factory, with no function per dependency
+/// type but `Arc::from_raw` (issue 30) and no unwinding: a place that is not a `T` aborts (the
+/// macros never make one), so the factory's takes need no cleanup paths (issue 13).
+#[inline]
+pub fn take<T: Send + Sync + 'static>(own: &mut Own) -> Arc<T> {
+    let ptr = own.raw(TypeId::of::<T>());
+    // SAFETY: `raw` returned the pointer of an `OwnState::Raw` whose type is `T`'s, which
+    // `fill` made with `Arc::into_raw` of an `Arc<dyn Any + Send + Sync>` whose object is of
+    // that type (an `Arc<T>` coerced), or `put` with `Arc::into_raw` of an `Arc<U>` whose `U`
+    // has that `TypeId`: either way, the address of a `T` in an allocation of `Arc<T>`'s
+    // layout, what `Arc::<T>::from_raw` requires. The strong count `into_raw` kept is the one
+    // the new `Arc` owns, and `raw` emptied the place, so no other `Arc` is made from it.
+    // Checked under miri: `cargo +nightly miri test -p di-core --lib erased`.
+    #[allow(unsafe_code)] // measured reason above and in docs/decisions.md (issue 30)
+    unsafe {
+        Arc::from_raw(ptr.as_ptr() as *const T)
+    }
+}
+
+impl Own {
+    /// The raw pointer of this place, if it holds an object of type `ty`, and the place
+    /// emptied. Not generic. Aborts otherwise, which no generated factory reaches.
+    #[inline]
+    fn raw(&mut self, ty: TypeId) -> NonNull<()> {
+        match std::mem::take(&mut self.0) {
+            OwnState::Raw(ptr, t) if t == ty => ptr,
+            _ => unfilled(),
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn left_empty(ty: &str) -> ! {
+    panic!("the cast of a fake for `{ty}` returned without `put`")
+}
+
+/// An object `fill` did not write, or not of the type asked for, which the macros never
+/// make: they give it as many places as indices and take each as its declared type.
+/// `extern "C"`, so that it adds no unwind path to each dependency of a factory.
+#[cold]
+#[inline(never)]
+extern "C" fn unfilled() -> ! {
+    eprintln!(
+        "di-core: a generated factory took a dependency as a type its object is not (fill was not called, or a hand-written factory returned another type than its proto's)"
+    );
+    std::process::abort()
+}
+
 #[cfg(test)]
 mod tests {
     //! Run under miri too: `cargo +nightly miri test -p di-core --lib erased`.
@@ -280,7 +414,9 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use super::{AnyArc, own_as};
+    use std::any::TypeId;
+
+    use super::{AnyArc, Own, RawOut, downcast, own_as, put, take};
 
     #[repr(align(64))]
     struct Wide([u8; 3]);
@@ -330,5 +466,66 @@ mod tests {
         assert!(unsized_.is_err(), "no object's own type is unsized");
         let slice = std::panic::catch_unwind(|| own_as::<[u64]>(Arc::new(1u64)));
         assert!(slice.is_err());
+    }
+
+    #[derive(Debug, PartialEq)]
+    struct Svc(u64);
+
+    fn filled(obj: AnyArc) -> Own {
+        let mut own = Own::EMPTY;
+        own.set(obj);
+        own.make_raw(TypeId::of::<Svc>());
+        own
+    }
+
+    #[test]
+    fn an_object_of_the_declared_type_is_taken_as_itself() {
+        let obj: AnyArc = Arc::new(Svc(7));
+        let keep = obj.clone();
+        let mut own = filled(obj);
+        let svc: Arc<Svc> = take(&mut own);
+        assert_eq!(*svc, Svc(7));
+        assert_eq!(Arc::strong_count(&svc), 2, "the same object, one count moved into the `Arc`");
+        drop(svc);
+        assert_eq!(Arc::strong_count(&keep), 1);
+    }
+
+    #[test]
+    fn a_fake_stored_as_another_type_is_taken_through_its_cast() {
+        let fake = Arc::new(Svc(9));
+        // How `override_provider` stores a fake: an `Arc<Svc>` inside the object.
+        let obj: AnyArc = Arc::new(fake.clone());
+        let mut own = Own::EMPTY;
+        own.set(obj);
+        let cast = |obj, out: &mut RawOut| put(out as &mut dyn Any, (*downcast::<Arc<Svc>>(obj)).clone());
+        own.make_raw_by(TypeId::of::<Svc>(), cast, || "Svc");
+        let svc: Arc<Svc> = take(&mut own);
+        assert!(Arc::ptr_eq(&svc, &fake));
+        assert_eq!(Arc::strong_count(&fake), 2, "the wrapper is gone, the taken `Arc` holds one count");
+    }
+
+    #[test]
+    fn objects_resolved_but_not_converted_are_dropped_with_the_array() {
+        let obj: AnyArc = Arc::new(Svc(1));
+        let keep = obj.clone();
+        let mut objs = [Own::EMPTY, Own::EMPTY];
+        objs[0].set(obj);
+        // As when the second dependency's resolution fails: `fill` returns before converting.
+        drop(objs);
+        assert_eq!(Arc::strong_count(&keep), 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "a cast yields `Arc<")]
+    fn a_cast_that_puts_another_type_is_refused() {
+        let obj: AnyArc = Arc::new(Svc(3));
+        let mut own = Own::EMPTY;
+        own.set(obj);
+        // Declared as `u8`, and the cast puts a `Svc`: `put` checks the type asked for.
+        own.make_raw_by(
+            TypeId::of::<u8>(),
+            |obj, out: &mut RawOut| put(out as &mut dyn Any, downcast::<Svc>(obj)),
+            || "u8",
+        );
     }
 }

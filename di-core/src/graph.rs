@@ -9,6 +9,7 @@ use crate::maps::{FastMap, FastSet};
 use crate::proto::def::ProtoDef;
 use crate::proto::factory::{Factory, SyncFactory};
 use crate::proto::kinds::{Access, InjectKind, Scope};
+use crate::proto::provide::ProvideCast;
 
 /// The providers of one (type, object name): almost always one, kept without a `Vec`.
 enum Named {
@@ -70,8 +71,8 @@ pub(crate) struct Graph {
     /// is checked against without calling each dependency's `TypeId` function or reading its
     /// `ProtoDef` (both cold memory in a large graph).
     pub(crate) declared: Vec<Box<[(InjectKind, TypeId)]>>,
-    /// Per proto, per dependency: the proto an `Arc<T>` of a proto's own type resolves to, or
-    /// [`NO_TARGET`] (another kind): what a factory's `fill` reads per field, one `u32`, to take
+    /// Per proto, per dependency: the proto an `Arc<T>` of a proto's own type resolves to, with
+    /// [`CAST_TARGET`] if its object needs its cast, or [`NO_TARGET`] (another kind): what a factory's `fill` reads per field, one `u32`, to take
     /// an object already at hand without the checks and dispatch of a general request.
     pub(crate) arc_targets: Vec<Box<[u32]>>,
     /// Each proto's scope, dense: the resolver's dispatch reads one byte, not a `ProtoDef`.
@@ -103,6 +104,9 @@ pub(crate) struct Graph {
 
 /// In [`Graph::arc_targets`]: the dependency is not an `Arc<T>` with one target.
 pub(crate) const NO_TARGET: u32 = u32::MAX;
+/// In [`Graph::arc_targets`], with a target's index: its object is not of the declared type
+/// (a fake stored as another), so its cast makes it one.
+pub(crate) const CAST_TARGET: u32 = 1 << 31;
 
 /// A proto with a completion hook, in [`Graph::hooks`].
 pub(crate) const COMPLETE_HOOK: u8 = 1;
@@ -270,7 +274,10 @@ impl Graph {
                 deps.iter()
                     .zip(declared.iter())
                     .map(|(r, (kind, _))| match (kind, r) {
-                        (InjectKind::Arc, Resolved::One(t)) => t.proto as u32,
+                        (InjectKind::Arc, Resolved::One(t)) => {
+                            let own = matches!(protos[t.proto].provides[t.cast].cast, ProvideCast::Own);
+                            t.proto as u32 | if own { 0 } else { CAST_TARGET }
+                        }
                         _ => NO_TARGET,
                     })
                     .collect()

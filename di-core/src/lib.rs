@@ -313,7 +313,7 @@ pub mod __private {
     pub use crate::error::panic_message;
     pub use crate::events::{AnyEvent, EventPhase, HandlerDescriptor, assert_event, event_ref};
     pub use crate::private::{
-        CtorOutput, HookOutput, assert_context, assert_proto, assert_singleton, assert_transient, construct_async,
+        CtorOutput, HookOutput, Own, assert_context, assert_proto, assert_singleton, assert_transient, construct_async,
         constructed, downcast, fill, hook_result, take,
     };
     pub use crate::registry::{AnyArc, BuildFuture, HookFuture, ProtoDescriptor, Provide, load_section, put};

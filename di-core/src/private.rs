@@ -4,7 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::erased::AnyArc;
-pub use crate::erased::downcast;
+pub use crate::erased::{Own, downcast, take};
 use crate::error::BoxError;
 use crate::proto::traits::{ContextProto, Proto, SingletonProto, TransientProto};
 
@@ -30,62 +30,12 @@ impl<E: Into<BoxError>> HookOutput for Result<(), E> {
     }
 }
 
-/// The `#[inject] x: Arc<T>` fields where `T` is a proto (checked at compile time, so sized),
-/// first step: writes the object of dependency `indices[k]` into `objs[k]`, in order, and stops
-/// at the first error. Not generic, so the lookups cost a factory one call (issue 13); [`take`]
-/// then makes each object an `Arc<T>`.
-pub fn fill(r: &crate::Resolver<'_>, indices: &[usize], objs: &mut [Option<AnyArc>]) -> Result<(), crate::DiError> {
+/// The `#[inject] x: Arc<T>` fields where `T` is a proto: writes the object of dependency
+/// `indices[k]` into `objs[k]`, in order, and stops at the first error. Not generic, so the
+/// lookups cost a factory one call (issue 13); [`take`] then makes each object an `Arc<T>`.
+pub fn fill(r: &crate::Resolver<'_>, indices: &[usize], objs: &mut [Own]) -> Result<(), crate::DiError> {
     debug_assert_eq!(indices.len(), objs.len(), "one object per index");
     r.fill_own(indices, objs)
-}
-
-/// The second step of [`fill`]: dependency `index`'s object, taken out of its place in the
-/// factory's array, as an `Arc<T>`. A downcast, inlined into the factory (the request path runs
-/// no function per dependency type, which would be cold code: issue 12); the cast only for a
-/// fake stored as another type.
-///
-/// The objects stay in the array until taken, so that the array is one value to drop if the
-/// factory unwinds: with one local per object, the cleanup after each step would drop a
-/// different set of them, and both the MIR and LLVM's release build grow quadratically in the
-/// dependencies (300: 31 s instead of 6 s; issue 13).
-#[inline]
-pub fn take<T: Send + Sync + 'static>(r: &crate::Resolver<'_>, index: usize, obj: &mut Option<AnyArc>) -> Arc<T> {
-    match taken(obj).downcast::<T>() {
-        Ok(t) => t,
-        Err(obj) => {
-            let mut slot: Option<Arc<T>> = None;
-            r.cast_own(index, obj, &mut slot);
-            match slot {
-                Some(t) => t,
-                None => left_empty(core::any::type_name::<T>()),
-            }
-        }
-    }
-}
-
-/// The object in `obj`, which [`fill`] wrote.
-#[inline]
-fn taken(obj: &mut Option<AnyArc>) -> AnyArc {
-    match obj.take() {
-        Some(obj) => obj,
-        None => unfilled(),
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn left_empty(ty: &str) -> ! {
-    panic!("the cast of a fake for `{ty}` returned without `put`")
-}
-
-/// An object [`fill`] did not write, which it always does for each index it is given: the
-/// macros give it as many places as indices. `extern "C"`, so that it adds no unwind path to
-/// each dependency of a factory.
-#[cold]
-#[inline(never)]
-extern "C" fn unfilled() -> ! {
-    eprintln!("di-core: a generated factory was given fewer objects than dependencies");
-    std::process::abort()
 }
 
 /// A lifecycle hook's output as the hook's result: what `#[…(init = m)]` calls on `m`'s output,

@@ -279,7 +279,7 @@ async fn a_generated_fill_of_a_dependency_that_is_no_arc_is_explained() {
             .register(ProtoDef::context::<C>(|_| Ok(C)))
             .register(
                 ProtoDef::singleton::<A>(move |r| {
-                    let mut objs = [None, None];
+                    let mut objs = [di_core::__private::Own::EMPTY, di_core::__private::Own::EMPTY];
                     di_core::__private::fill(r, &[0, index], &mut objs)?;
                     Ok(A)
                 })

@@ -279,11 +279,11 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
         let count = owns.len();
         let indices = owns.iter().map(|(i, _, _)| i);
         // Taken out of the array one by one, not moved into a local each: see `take`.
-        let takes = owns.iter().enumerate().map(|(k, (i, local, target))| {
-            quote!(let #local: __di::Arc<#target> = __di::take::<#target>(__di_r, #i, &mut __di_objs[#k]);)
+        let takes = owns.iter().enumerate().map(|(k, (_, local, target))| {
+            quote!(let #local: __di::Arc<#target> = __di::take::<#target>(&mut __di_objs[#k]);)
         });
         quote! {
-            let mut __di_objs: [__di::Option<__di::AnyArc>; #count] = [const { __di::Option::None }; #count];
+            let mut __di_objs: [__di::Own; #count] = [const { __di::Own::EMPTY }; #count];
             __di::fill(__di_r, &[#(#indices),*], &mut __di_objs)?;
             #(#takes)*
         }

@@ -1,0 +1,48 @@
+//! A hand-written descriptor whose factory returns another type than its proto's: the
+//! consumer's generated `fill` refuses it with a panic naming both types, before any object is
+//! converted (so the panic drops them all and the process goes on), never by reading the
+//! object as a type it is not.
+
+use std::sync::Arc;
+
+use di_core::registry::{AnyArc, ProtoDescriptor};
+use di_core::{App, Dependency, DiError, InjectKind, ProtoDef, Resolver, Scope};
+
+struct Liar;
+struct Other;
+struct Consumer;
+
+fn liar(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+    Ok(Arc::new(Other))
+}
+
+inventory::submit! {
+    ProtoDescriptor::new::<Liar>("liar", Scope::Singleton, liar)
+}
+
+/// What the macros generate for `#[inject] liar: Arc<Liar>`.
+fn consumer() -> ProtoDef {
+    ProtoDef::singleton::<Consumer>(|r| {
+        let mut objs = [di_core::__private::Own::EMPTY];
+        di_core::__private::fill(r, &[0], &mut objs)?;
+        let _liar: Arc<Liar> = di_core::__private::take::<Liar>(&mut objs[0]);
+        Ok(Consumer)
+    })
+    .dep(Dependency::new::<Liar>(InjectKind::Arc, None))
+}
+
+#[tokio::test]
+async fn a_factory_returning_another_type_is_refused_by_name() {
+    let built = tokio::spawn(App::builder().register(consumer()).build()).await;
+    let panic = match built {
+        Err(e) if e.is_panic() => e.into_panic(),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("the build should have panicked"),
+    };
+    let msg = panic.downcast_ref::<String>().expect("a formatted message");
+    assert!(msg.contains("descriptor_wrong_type::Consumer` depends on `descriptor_wrong_type::Liar`"), "{msg}");
+    assert!(msg.contains("returned an object of another type"), "{msg}");
+    // The process goes on: a graph without the consumer builds.
+    let app = App::builder().build().await.expect("the liar alone builds");
+    assert_eq!(app.proto_count(), 2, "the liar and di-core's `EventBus`");
+}
