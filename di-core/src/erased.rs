@@ -288,7 +288,7 @@ pub(crate) fn stored_as_another_type() -> ! {
 /// `Arc<T>` with no code per type but `Arc::from_raw`'s, the least a typed `Arc` costs (the
 /// downcast and the typed fallback it replaced were most of the code a 2000-field consumer
 /// compiled: issue 30, `docs/decisions.md`).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Own(OwnState);
 
 #[derive(Debug, Default)]
@@ -339,6 +339,16 @@ impl Own {
             None => left_empty(name()),
         };
     }
+
+    /// The raw pointer of this place, if it holds an object of type `ty`, and the place
+    /// emptied. Not generic. Aborts otherwise, which no generated factory reaches.
+    #[inline]
+    fn raw(&mut self, ty: TypeId) -> NonNull<()> {
+        match std::mem::take(&mut self.0) {
+            OwnState::Raw(ptr, t) if t == ty => ptr,
+            _ => unfilled(),
+        }
+    }
 }
 
 /// Where [`put`](crate::registry::put) writes an `Arc<U>` raw, for `fill`: `U` is `ty`, the
@@ -373,18 +383,6 @@ pub fn take<T: Send + Sync + 'static>(own: &mut Own) -> Arc<T> {
     #[allow(unsafe_code)] // measured reason above and in docs/decisions.md (issue 30)
     unsafe {
         Arc::from_raw(ptr.as_ptr() as *const T)
-    }
-}
-
-impl Own {
-    /// The raw pointer of this place, if it holds an object of type `ty`, and the place
-    /// emptied. Not generic. Aborts otherwise, which no generated factory reaches.
-    #[inline]
-    fn raw(&mut self, ty: TypeId) -> NonNull<()> {
-        match std::mem::take(&mut self.0) {
-            OwnState::Raw(ptr, t) if t == ty => ptr,
-            _ => unfilled(),
-        }
     }
 }
 
