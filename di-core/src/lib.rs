@@ -299,6 +299,8 @@ pub mod __private {
     pub use ::std::boxed::Box;
     pub use ::std::sync::Arc;
 
+    pub use crate::__register_proto as register;
+
     /// Where a `provides` cast writes its `Arc<dyn Trait>`.
     pub type CastOut<'a> = &'a mut dyn ::core::any::Any;
 

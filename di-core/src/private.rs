@@ -98,3 +98,28 @@ where
 {
     Box::pin(async move { fut.await.into_ctor_result().map(|t| Arc::new(t) as AnyArc) })
 }
+
+/// Registers proto `$ty`: its descriptor (`<$ty as Proto>::DESCRIPTOR`) copied into a `static`
+/// of the link section that `proto/registered.rs` reads. Emitted by the attribute macros; not
+/// public API.
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __register_proto {
+    ($ty:ty) => {
+        #[used]
+        #[unsafe(link_section = "di_core_protos_0_1")]
+        static __DI_PROTO: $crate::registry::ProtoDescriptor = <$ty as $crate::Proto>::DESCRIPTOR;
+    };
+}
+
+/// Registers proto `$ty` with `inventory`, on targets without a link-section registry. Emitted
+/// by the attribute macros; not public API.
+#[cfg(not(all(any(target_os = "linux", target_os = "android"), not(miri))))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __register_proto {
+    ($ty:ty) => {
+        $crate::__private::inventory::submit! { <$ty as $crate::Proto>::DESCRIPTOR }
+    };
+}

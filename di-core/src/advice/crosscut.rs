@@ -25,7 +25,6 @@ use super::{Call, Needed, Probe, Proceed, Run, Step};
 use crate::erased::AnyArc;
 use crate::error::DiError;
 use crate::proto::def::short_type_name;
-use crate::proto::descriptor::ProtoDescriptor;
 
 /// The output of a method, as a crosscut's advice sees it: it comes only from running the rest
 /// of the call (`next.run().await`), and the advice returns it. Whether the method failed is
@@ -225,7 +224,7 @@ fn join_points() -> impl Iterator<Item = &'static JoinPoint> {
     inventory::iter::<JoinPointSite>.into_iter().map(|s| s.0)
 }
 
-/// Whether the proto of type `ty` registered through `inventory` provides trait `tr`.
+/// Whether the proto of type `ty` registered by the macros provides trait `tr`.
 fn provides(ty: TypeId, tr: TypeId) -> bool {
     PROVIDED.contains(&(ty, tr))
 }
@@ -234,7 +233,7 @@ fn provides(ty: TypeId, tr: TypeId) -> bool {
 static PROVIDED: LazyLock<HashSet<(TypeId, TypeId)>> = LazyLock::new(|| {
     let mut provided = HashSet::new();
     if crosscuts().any(|c| c.implements.is_some()) {
-        for d in inventory::iter::<ProtoDescriptor> {
+        for d in crate::proto::registered::all() {
             let ty = (d.type_id)();
             provided.extend(d.provides.iter().map(|p| (ty, (p.type_id)())));
         }

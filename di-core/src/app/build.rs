@@ -17,7 +17,6 @@ use crate::error::DiError;
 use crate::graph::Graph;
 use crate::pending::Pending;
 use crate::proto::def::ProtoDef;
-use crate::proto::descriptor::ProtoDescriptor;
 use crate::proto::factory::{ConfigDef, Factory, SyncFactory};
 use crate::proto::kinds::{InjectKind, Scope};
 use crate::resolver::Resolver;
@@ -307,7 +306,7 @@ impl AppBuilder {
     fn prepare(&mut self) -> Result<Prepared, DiError> {
         let mut defs: Vec<ProtoDef> = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        let registered = self.inventory.then(|| inventory::iter::<ProtoDescriptor>.into_iter()).into_iter().flatten();
+        let registered = self.inventory.then(crate::proto::registered::all).into_iter().flatten();
         for descriptor in std::mem::take(&mut self.linked).into_iter().chain(registered) {
             if seen.insert(((descriptor.type_id)(), descriptor.name)) {
                 defs.push(descriptor.to_def());

@@ -13,8 +13,10 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-/// The static description of a proto, as `#[singleton_proto]` and `#[context_proto]` submit it
-/// to [`inventory`]. Built in `const` context; every callback is a plain `fn` pointer.
+/// The static description of a proto, as `#[singleton_proto]` and `#[context_proto]` register
+/// it: a `static` in a link section on Linux and Android, an [`inventory`] submission elsewhere
+/// (`inventory::submit!` of a descriptor registers one by hand on every target). Built in
+/// `const` context; every callback is a plain `fn` pointer.
 ///
 /// Hand-written registration usually goes through [`ProtoDef`] on the builder instead.
 ///
@@ -419,6 +421,8 @@ impl ProtoDescriptor {
     }
 
     /// Sets the access level and the crate it is checked against (`module_path!()` works).
+    /// Without it, a proto is public and belongs to its type's crate (the first segment of its
+    /// type's name), which is what the macros rely on: they call it for `access = private` only.
     ///
     /// # Examples
     ///
@@ -600,7 +604,7 @@ impl ProtoDescriptor {
             name: Cow::Borrowed(self.name),
             scope: self.scope,
             access: self.access,
-            krate: Cow::Borrowed(crate_of(self.krate)),
+            krate: Cow::Borrowed(crate_of(if self.krate.is_empty() { (self.type_name)() } else { self.krate })),
             deps: Cow::Borrowed(self.deps),
             provides,
             factory: match self.construct {
@@ -632,8 +636,6 @@ impl fmt::Debug for ProtoDescriptor {
             .finish_non_exhaustive()
     }
 }
-
-inventory::collect!(ProtoDescriptor);
 
 /// A type named in a `const` descriptor.
 #[derive(Clone, Copy)]

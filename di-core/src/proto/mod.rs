@@ -5,6 +5,7 @@
 //! - `provide.rs`: [`Provide`], what it can be injected as;
 //! - `factory.rs`: how it is built ([`FactoryFn`], [`AsyncFactoryFn`]);
 //! - `descriptor.rs`: [`ProtoDescriptor`], the `const` the macros write;
+//! - `registered.rs`: where the macros register it (a link section, or `inventory`);
 //! - `def.rs`: [`ProtoDef`], a definition as the builder holds it;
 //! - `traits.rs`: [`Proto`] and the scope markers.
 
@@ -14,6 +15,7 @@ pub(crate) mod descriptor;
 pub(crate) mod factory;
 pub(crate) mod kinds;
 pub(crate) mod provide;
+pub(crate) mod registered;
 pub(crate) mod traits;
 
 pub use def::ProtoDef;

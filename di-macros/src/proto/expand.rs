@@ -40,10 +40,9 @@ fn expand(model: &ProtoItem) -> TokenStream {
         ProtoScope::Context => quote!(ContextProto),
         ProtoScope::Transient => quote!(TransientProto),
     };
-    let access = match model.attr.access {
-        Some(Access::Private) => quote!(Private),
-        _ => quote!(Public),
-    };
+    // A public proto's crate is its type's (`ProtoDescriptor::access`): said only when private.
+    let access_set = matches!(model.attr.access, Some(Access::Private))
+        .then(|| quote!(.access(__di::Access::Private, __di::module_path!())));
 
     let deps = model.injected().map(|(label, inject)| {
         let target = &inject.target;
@@ -173,12 +172,14 @@ fn expand(model: &ProtoItem) -> TokenStream {
     // `Dependency` has drop glue, so its array is not promoted: an inline constant makes it
     // `'static` (and costs no item of its own).
     let deps: Vec<_> = deps.collect();
-    let deps = if deps.is_empty() { quote!(&[]) } else { quote!(const { &[#(#deps),*] }) };
+    // An empty list is the descriptor's default: not said (each call costs every proto's build).
+    let deps_set = (!deps.is_empty()).then(|| quote!(.deps(const { &[#(#deps),*] })));
     let provides: Vec<_> = provides.collect();
-    let provides = if provides.is_empty() { quote!(&[]) } else { quote!(const { &[#(#provides),*] }) };
+    let provides_set = (!provides.is_empty()).then(|| quote!(.provides(const { &[#(#provides),*] })));
 
-    // The descriptor is the `Proto` impl's constant and the `inventory` entry copies it: no
-    // other item per proto, since each one costs a large project's build time (issue 13).
+    // The descriptor is the `Proto` impl's constant, and the registration (`register!`: a
+    // `static` in a link section, or an `inventory` entry where there is none) copies it: no
+    // other item per proto, since each one costs a large project's build time (issues 13, 30).
     //
     // The functions (factory, casts, hooks) take an unused type parameter and are used as
     // `f::<()>`: an incremental build compiles a module's generic code in a codegen unit of its
@@ -196,9 +197,9 @@ fn expand(model: &ProtoItem) -> TokenStream {
             impl __di::Proto for #self_ty {
                 #needs_async
                 const DESCRIPTOR: __di::ProtoDescriptor = #constructor
-                    .deps(#deps)
-                    .provides(#provides)
-                    .access(__di::Access::#access, __di::module_path!())
+                    #deps_set
+                    #provides_set
+                    #access_set
                     #profile_set
                     #instances_of_set
                     #lazy_set
@@ -217,7 +218,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
             #complete_fn
             #destroy_fn
 
-            __di::inventory::submit! { <#self_ty as __di::Proto>::DESCRIPTOR }
+            __di::register!(#self_ty);
         };
     }
 }
