@@ -532,6 +532,17 @@ impl Server {
     /// # Ok(()) }
     /// ```
     pub async fn run(self, listener: TcpListener) -> Result<(), ServeError> {
+        self.run_boxed(listener).await
+    }
+
+    /// `run()`'s work, boxed here: so that di-http compiles the server's state machine (and
+    /// the hyper connections it drives) once, instead of every crate that awaits `run()` or
+    /// `serve()` (as di-core's `AppBuilder::build`; issue 30).
+    fn run_boxed(self, listener: TcpListener) -> Pin<Box<dyn Future<Output = Result<(), ServeError>> + Send>> {
+        Box::pin(self.serve_until_shutdown(listener))
+    }
+
+    async fn serve_until_shutdown(self, listener: TcpListener) -> Result<(), ServeError> {
         let Server {
             app,
             router,

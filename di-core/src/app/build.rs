@@ -3,6 +3,8 @@
 
 use std::any::TypeId;
 use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -66,7 +68,18 @@ impl AppBuilder {
     /// assert!(matches!(error, DiError::Missing { .. }), "{error}");
     /// # Ok(()) }
     /// ```
-    pub async fn build(mut self) -> Result<App, DiError> {
+    pub async fn build(self) -> Result<App, DiError> {
+        self.build_boxed().await
+    }
+
+    /// `build()`'s work, boxed here: so that di-core compiles its state machine and all it
+    /// instantiates once, instead of every crate that awaits `build()` (issue 30: 950
+    /// functions, about a second of each such crate's debug build, and its link).
+    fn build_boxed(self) -> Pin<Box<dyn Future<Output = Result<App, DiError>> + Send>> {
+        Box::pin(self.build_app())
+    }
+
+    async fn build_app(mut self) -> Result<App, DiError> {
         let began = Instant::now();
         let deadline = tokio::time::Instant::now() + self.start_timeout;
         let Prepared { graph, config, roots, reached, live } = self.prepare()?;

@@ -20,6 +20,7 @@ pub use scope_builder::{ContextSlot, ScopeBuilder};
 use std::any::TypeId;
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -498,6 +499,16 @@ impl App {
     /// # Ok(()) }
     /// ```
     pub async fn shutdown(&self) -> Result<(), DiError> {
+        self.shutdown_boxed().await
+    }
+
+    /// `shutdown()`'s work, boxed here so that di-core compiles its state machine once, not
+    /// every crate that awaits it (as `AppBuilder::build`'s).
+    fn shutdown_boxed(&self) -> Pin<Box<dyn Future<Output = Result<(), DiError>> + Send + '_>> {
+        Box::pin(self.shut_down())
+    }
+
+    async fn shut_down(&self) -> Result<(), DiError> {
         self.begin_shutdown();
         if self.inner.shut_down.swap(true, Ordering::AcqRel) {
             return Ok(());
