@@ -401,12 +401,13 @@ impl AppBuilder {
         self
     }
 
-    /// Registers the annotated proto `T` even if the linker dropped its `inventory` entry.
+    /// Registers the annotated proto `T` even if the linker dropped its registration.
     ///
-    /// `inventory` registers protos from static constructors. A linker may leave out an object
-    /// file that nothing references, and with it the registrations of a crate the program links
-    /// but never names, typically a plugin that only provides a `dyn Trait` implementation
-    /// (inventory issue 7, rust-lang/rust#133491). Naming one of its protos here references it:
+    /// The macros register protos where the linker gathers them (a `static` in a link section
+    /// on Linux and Android, an `inventory` static constructor elsewhere). A linker may leave
+    /// out an object file that nothing references, and with it the registrations of a crate the
+    /// program links but never names, typically a plugin that only provides a `dyn Trait`
+    /// implementation (inventory issue 7, rust-lang/rust#133491). Naming one of its protos here references it:
     /// `T` is registered for sure, and so, in practice, are the other protos of its module.
     /// Registering a proto both ways is harmless; the duplicate is dropped.
     ///
@@ -419,7 +420,7 @@ impl AppBuilder {
     /// pub struct Clock;
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
-    /// // Named here, `Clock` is registered even in an App that ignores inventory.
+    /// // Named here, `Clock` is registered even in an App that ignores the registrations.
     /// let app = App::builder().without_inventory().link::<Clock>().build().await?;
     /// assert!(app.get_object::<Clock>().is_ok());
     /// # Ok(()) }
@@ -429,8 +430,9 @@ impl AppBuilder {
         self
     }
 
-    /// Ignores the protos registered through `inventory`: the App holds only what was added by
-    /// hand. For tests and generated graphs.
+    /// Ignores the protos the macros registered (in the link section or through `inventory`,
+    /// and descriptors submitted to `inventory` by hand): the App holds only what was added on
+    /// this builder. For tests and generated graphs.
     ///
     /// # Examples
     ///

@@ -2,7 +2,7 @@
 
 use crate::config::LoadFn;
 use crate::erased::{DynHook, HookFn};
-use crate::proto::def::ProtoDef;
+use crate::proto::def::{ProtoDef, default_name};
 use crate::proto::dependency::Dependency;
 use crate::proto::factory::{AsyncFactoryFn, ConfigDef, Construct, Factory, FactoryFn, SyncFactory};
 use crate::proto::kinds::{Access, Scope};
@@ -73,7 +73,8 @@ pub struct ProtoDescriptor {
 
 impl ProtoDescriptor {
     /// A proto of type `T` named `name` in `scope`, built by `factory`, which returns the
-    /// object as an [`AnyArc`](crate::registry::AnyArc) of a `T`.
+    /// object as an [`AnyArc`](crate::registry::AnyArc) of a `T`. An empty `name` is tegg's
+    /// default: the type's name in lowerCamelCase ([`default_name`](crate::registry::default_name)).
     ///
     /// # Examples
     ///
@@ -96,6 +97,10 @@ impl ProtoDescriptor {
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
     /// let app = App::builder().without_inventory().link::<Clock>().build().await?;
     /// assert_eq!(app.get_object_named::<Clock>("systemClock")?.started, 42);
+    ///
+    /// // An empty name is the type's own, in lowerCamelCase.
+    /// const UNNAMED: ProtoDescriptor = ProtoDescriptor::new::<Clock>("", Scope::Singleton, clock);
+    /// assert!(format!("{UNNAMED:?}").contains("name: \"clock\""));
     /// # Ok(()) }
     /// ```
     pub const fn new<T: Send + Sync + 'static>(name: &'static str, scope: Scope, factory: FactoryFn) -> Self {
@@ -589,6 +594,14 @@ impl ProtoDescriptor {
         self
     }
 
+    /// The object name: `name`, or the type's default when `name` is empty.
+    fn name(&self) -> Cow<'static, str> {
+        match self.name {
+            "" => Cow::Owned(default_name((self.type_name)())),
+            name => Cow::Borrowed(name),
+        }
+    }
+
     pub(crate) fn to_def(&'static self) -> ProtoDef {
         let hook = |h: Option<HookFn>| h.map(|h| Arc::new(h) as Arc<DynHook>);
         let mut provides = Vec::with_capacity(1 + self.provides.len());
@@ -601,7 +614,7 @@ impl ProtoDescriptor {
         ProtoDef {
             type_id: (self.type_id)(),
             type_name: (self.type_name)(),
-            name: Cow::Borrowed(self.name),
+            name: self.name(),
             scope: self.scope,
             access: self.access,
             krate: Cow::Borrowed(crate_of(if self.krate.is_empty() { (self.type_name)() } else { self.krate })),
@@ -630,7 +643,7 @@ impl fmt::Debug for ProtoDescriptor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProtoDescriptor")
             .field("type", &(self.type_name)())
-            .field("name", &self.name)
+            .field("name", &self.name())
             .field("scope", &self.scope)
             .field("deps", &self.deps)
             .finish_non_exhaustive()

@@ -2,6 +2,10 @@
 //! that compile-time checks read.
 
 use super::descriptor::ProtoDescriptor;
+use super::kinds::Scope;
+use crate::erased::AnyArc;
+use crate::error::DiError;
+use crate::resolver::Resolver;
 
 /// A type registered as a proto by `#[singleton_proto]`, `#[context_proto]` or `#[config_proto]`.
 ///
@@ -43,7 +47,7 @@ use super::descriptor::ProtoDescriptor;
     label = "not annotated with `#[singleton_proto]`, `#[context_proto]` or `#[config_proto]`",
     note = "annotate `{Self}` (or an `impl` block with its constructor), inject a `dyn Trait` that a proto provides, or, if `{Self}` is registered by hand with `ProtoDef`, mark the dependency `#[inject(external)]`"
 )]
-pub trait Proto: Send + Sync + 'static {
+pub trait Proto: Sized + Send + Sync + 'static {
     /// Whether a context scope builds it asynchronously: a context proto with an async
     /// constructor or init hook, or one that takes such a context proto by value. Always
     /// `false` for singletons, which exist before any scope (the default). The macros check it
@@ -83,9 +87,14 @@ pub trait Proto: Send + Sync + 'static {
     /// ```
     const NEEDS_ASYNC: bool = false;
 
-    /// The proto's static description, the one submitted to `inventory`. A constant rather
-    /// than a function so that the macros generate no code for it: in a large project every
-    /// item per proto shows in the build time (issue 13).
+    /// The proto's static description, the one the macros register. A constant rather than a
+    /// function so that the macros generate no code for it: in a large project every item per
+    /// proto shows in the build time (issue 13).
+    ///
+    /// A hand-written impl sets it. Its default describes a singleton under its default name
+    /// (the type's, in lowerCamelCase), built by the factory the macros write: what
+    /// `#[singleton_proto]` on a proto with no injected dependency and no option relies on, so
+    /// that such a proto costs its crate no constant of its own (issue 30).
     ///
     /// # Examples
     ///
@@ -115,7 +124,20 @@ pub trait Proto: Send + Sync + 'static {
     /// assert_eq!(id, 7);
     /// # Ok(()) }
     /// ```
-    const DESCRIPTOR: ProtoDescriptor;
+    const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Self>("", Scope::Singleton, Self::__di_factory::<()>);
+
+    /// The factory of a proto whose descriptor is the default one: written by the macros,
+    /// generic over `()` so that its code sits apart from the user's (`docs/decisions.md`,
+    /// "Compile cost"). Not API. An impl that sets neither this nor `DESCRIPTOR` fails to build
+    /// where its descriptor is used, with this message.
+    #[doc(hidden)]
+    fn __di_factory<G>(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+        const {
+            panic!(
+                "a hand-written `Proto` impl sets `DESCRIPTOR` (the macros write `__di_factory`, which its default names)"
+            )
+        }
+    }
 
     /// [`DESCRIPTOR`](Self::DESCRIPTOR), as a `'static` reference.
     ///

@@ -97,7 +97,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
     }
     let checks = (!asserts.is_empty()).then(|| quote!(const _: () = { #(#asserts)* };));
     let needs_async = needs_async(model);
-    let (factory, constructor) = factory(model);
+    let Factory { item: factory, method, constructor } = factory(model);
     // A cast per provided type: the downcast and the coercion, spanned at the type so that a
     // trait the proto does not implement is reported there. No generic helper per proto.
     let casts = model.attr.provides.iter().enumerate().map(|(i, ty)| {
@@ -177,6 +177,34 @@ fn expand(model: &ProtoItem) -> TokenStream {
     let provides: Vec<_> = provides.collect();
     let provides_set = (!provides.is_empty()).then(|| quote!(.provides(const { &[#(#provides),*] })));
 
+    // A singleton built by its sync factory, with nothing else to say (no dependency, option or
+    // name), takes `Proto::DESCRIPTOR`'s default, which names `Proto::__di_factory`: a constant
+    // fewer per proto, a twentieth of a large crate's debug build (issue 30).
+    let default_descriptor = method
+        && matches!(model.scope, ProtoScope::Singleton | ProtoScope::Controller)
+        && model.attr.name.is_none()
+        && [&deps_set, &provides_set, &access_set, &profile_set, &instances_of_set, &lazy_set, &order_set, &also_set]
+            .iter()
+            .all(|set| set.is_none())
+        && [&init_set, &complete_set, &destroy_set].iter().all(|set| set.is_empty());
+    let descriptor = (!default_descriptor).then(|| {
+        quote! {
+            const DESCRIPTOR: __di::ProtoDescriptor = #constructor
+                #deps_set
+                #provides_set
+                #access_set
+                #profile_set
+                #instances_of_set
+                #lazy_set
+                #order_set
+                #also_set
+                #init_set
+                #complete_set
+                #destroy_set;
+        }
+    });
+    let (method_factory, free_factory) = if method { (factory, quote!()) } else { (quote!(), factory) };
+
     // The descriptor is the `Proto` impl's constant, and the registration (`register!`: a
     // `static` in a link section, or an `inventory` entry where there is none) copies it: no
     // other item per proto, since each one costs a large project's build time (issues 13, 30).
@@ -196,23 +224,13 @@ fn expand(model: &ProtoItem) -> TokenStream {
 
             impl __di::Proto for #self_ty {
                 #needs_async
-                const DESCRIPTOR: __di::ProtoDescriptor = #constructor
-                    #deps_set
-                    #provides_set
-                    #access_set
-                    #profile_set
-                    #instances_of_set
-                    #lazy_set
-                    #order_set
-                    #also_set
-                    #init_set
-                    #complete_set
-                    #destroy_set;
+                #descriptor
+                #method_factory
             }
             impl __di::#scope_trait for #self_ty {}
             #controller
 
-            #factory
+            #free_factory
             #(#casts)*
             #init_fn
             #complete_fn
@@ -240,8 +258,19 @@ fn needs_async(model: &ProtoItem) -> Option<TokenStream> {
     Some(quote!(#own #(|| #deps)*))
 }
 
+/// How a proto is built: its factory function, and the descriptor constructor that names it.
+struct Factory {
+    /// The factory (none for a configuration section).
+    item: TokenStream,
+    /// Whether it is `Proto::__di_factory`, in the `Proto` impl (a sync factory), or a
+    /// function of its own beside it (an async one, whose signature differs).
+    method: bool,
+    /// `ProtoDescriptor::new(..)` or its async or configuration form.
+    constructor: TokenStream,
+}
+
 /// The factory function and the descriptor constructor that takes it.
-fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
+fn factory(model: &ProtoItem) -> Factory {
     let ident = model.ident();
     let self_ty = model.self_ty();
     let name = model.attr.name.as_ref().map_or_else(|| default_name(ident), syn::LitStr::value);
@@ -255,10 +284,11 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
         let instances = model.attr.instances.is_some();
         let reloadable = model.attr.reloadable.as_ref().map(|_| quote!(.reloadable::<#self_ty>()));
         // `load_section::<T>` requires `T: Deserialize`, which is the check.
-        return (
-            quote!(),
-            quote!(__di::ProtoDescriptor::config::<#self_ty>(#name, #prefix, #instances, __di::load_section::<#self_ty>) #reloadable),
-        );
+        return Factory {
+            item: quote!(),
+            method: false,
+            constructor: quote!(__di::ProtoDescriptor::config::<#self_ty>(#name, #prefix, #instances, __di::load_section::<#self_ty>) #reloadable),
+        };
     }
     // Each dependency is resolved in its own `let` statement: a `?` inside the struct literal
     // would keep every earlier field's temporary alive to the end of the literal, and drop
@@ -324,15 +354,16 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
                     _ => quote!(#ident: __di::Default::default()),
                 }
             });
-            (
-                quote! {
+            Factory {
+                item: quote! {
                     fn __di_factory<__DiGen>(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::AnyArc, __di::DiError> {
                         #(#lets)*
                         __di::Result::Ok(__di::Arc::new(#ident { #(#fields,)* }))
                     }
                 },
-                quote!(__di::ProtoDescriptor::new::<#self_ty>(#name, __di::Scope::#scope, __di_factory::<()>)),
-            )
+                method: true,
+                constructor: quote!(__di::ProtoDescriptor::new::<#self_ty>(#name, __di::Scope::#scope, Self::__di_factory::<()>)),
+            }
         }
         Body::Impl { .. } => {
             let Some(ctor) = model.ctor() else { unreachable!("a constructor-less impl block is an error") };
@@ -341,29 +372,31 @@ fn factory(model: &ProtoItem) -> (TokenStream, TokenStream) {
             let call = quote_spanned!(ctor_ident.span()=> <#self_ty>::#ctor_ident(#(#locals),*));
             if ctor.is_async {
                 let construct = quote_spanned!(ctor_ident.span()=> __di::construct_async::<#self_ty, _>(#call));
-                (
-                    quote! {
+                Factory {
+                    item: quote! {
                         fn __di_factory<__DiGen>(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::BuildFuture, __di::DiError> {
                             #(#lets)*
                             __di::Result::Ok(#construct)
                         }
                     },
-                    quote!(__di::ProtoDescriptor::new_async::<#self_ty>(#name, __di::Scope::#scope, __di_factory::<()>)),
-                )
+                    method: false,
+                    constructor: quote!(__di::ProtoDescriptor::new_async::<#self_ty>(#name, __di::Scope::#scope, __di_factory::<()>)),
+                }
             } else {
                 // `__di_r` is made here, at the call site: spanned at the constructor, it would not
                 // resolve when the constructor's name comes from a `macro_rules!` argument.
                 let resolver = quote!(__di_r);
                 let construct = quote_spanned!(ctor_ident.span()=> __di::constructed::<#self_ty>(#resolver, #call));
-                (
-                    quote! {
+                Factory {
+                    item: quote! {
                         fn __di_factory<__DiGen>(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::AnyArc, __di::DiError> {
                             #(#lets)*
                             #construct
                         }
                     },
-                    quote!(__di::ProtoDescriptor::new::<#self_ty>(#name, __di::Scope::#scope, __di_factory::<()>)),
-                )
+                    method: true,
+                    constructor: quote!(__di::ProtoDescriptor::new::<#self_ty>(#name, __di::Scope::#scope, Self::__di_factory::<()>)),
+                }
             }
         }
     }
