@@ -1,6 +1,8 @@
 //! The traits the attribute macros implement: `Proto` (its descriptor) and the scope markers
 //! that compile-time checks read.
 
+use std::marker::PhantomData;
+
 use super::descriptor::ProtoDescriptor;
 use super::kinds::Scope;
 use crate::erased::AnyArc;
@@ -129,14 +131,12 @@ pub trait Proto: Sized + Send + Sync + 'static {
     /// The factory of a proto whose descriptor is the default one: written by the macros,
     /// generic over `()` so that its code sits apart from the user's (`docs/decisions.md`,
     /// "Compile cost"). Not API. An impl that sets neither this nor `DESCRIPTOR` fails to build
-    /// where its descriptor is used, with this message.
+    /// where its descriptor is used (`NoFactory`).
     #[doc(hidden)]
     fn __di_factory<G>(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
-        const {
-            panic!(
-                "a hand-written `Proto` impl sets `DESCRIPTOR` (the macros write `__di_factory`, which its default names)"
-            )
-        }
+        #[allow(clippy::let_unit_value)] // the constant is the point: evaluated for `Self` only
+        let () = NoFactory::<Self>::FAILS;
+        unreachable!("`NoFactory::FAILS` fails the build")
     }
 
     /// [`DESCRIPTOR`](Self::DESCRIPTOR), as a `'static` reference.
@@ -166,6 +166,16 @@ pub trait Proto: Sized + Send + Sync + 'static {
     fn descriptor() -> &'static ProtoDescriptor {
         const { &Self::DESCRIPTOR }
     }
+}
+
+/// Fails the build of a `Proto` impl whose default `DESCRIPTOR` is used while it has no
+/// factory (a hand-written impl that sets neither): a constant of a generic type, evaluated
+/// for that type only, where its descriptor is used (never for the impls that set either).
+struct NoFactory<T>(PhantomData<T>);
+
+impl<T> NoFactory<T> {
+    const FAILS: () =
+        panic!("a hand-written `Proto` impl sets `DESCRIPTOR` (the macros write `__di_factory`, which its default names)");
 }
 
 /// A proto built once per App: what a singleton may take by value (`Arc<T>`).
