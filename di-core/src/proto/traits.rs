@@ -174,8 +174,9 @@ pub trait Proto: Sized + Send + Sync + 'static {
 struct NoFactory<T>(PhantomData<T>);
 
 impl<T> NoFactory<T> {
-    const FAILS: () =
-        panic!("a hand-written `Proto` impl sets `DESCRIPTOR` (the macros write `__di_factory`, which its default names)");
+    const FAILS: () = panic!(
+        "a hand-written `Proto` impl sets `DESCRIPTOR` (the macros write `__di_factory`, which its default names)"
+    );
 }
 
 /// A proto built once per App: what a singleton may take by value (`Arc<T>`).
