@@ -3,7 +3,7 @@
 # registration written by hand (RESULTS.md, "Compile cost against plain Rust" and "Compile
 # cost of the macros").
 #
-#   benches/scripts/compile-cost.sh [--ns "1000 2000"] [--styles "plain macro hand"] [--big] [--llvm-lines] [--tegg] [--timeout SECS]
+#   benches/scripts/compile-cost.sh [--ns "1000 2000"] [--styles "plain macro hand"] [--big] [--opt-macros] [--llvm-lines] [--tegg] [--timeout SECS]
 #   benches/scripts/compile-cost.sh [--runs K] [--timeout SECS] CASE...
 #
 # Without CASE: the floor table. For each N (1000 and 2000; --big adds 10000) and each style
@@ -17,6 +17,9 @@
 # and the table gives each figure with its ratio to `plain` in the same run. All crates share
 # one target directory (target/compile-cost/floor-target), so the dependencies build once per
 # profile; each crate is cleaned (`cargo clean -p gen-services`) before its full builds.
+# --opt-macros builds the generated crates with `[profile.dev.build-override] opt-level = 3`
+# (proc macros and build scripts optimised, as docs/guide/performance.md recommends), in a
+# target directory of its own (target/compile-cost/floor-target-opt).
 # --llvm-lines then lists the ten functions with the most LLVM IR lines (cargo llvm-lines, which
 # the script installs if missing) in the macro crate of the first N and in the largest crate of
 # tegg's 10000-service project; --tegg times the release build of that project (four crates of
@@ -51,6 +54,7 @@ CASES=()
 BIG=0
 LINES=0
 TEGG=0
+OPT=""
 NS="1000 2000"
 STYLES="plain macro hand"
 while [ $# -gt 0 ]; do
@@ -60,9 +64,10 @@ while [ $# -gt 0 ]; do
         --big) BIG=1; shift ;;
         --llvm-lines) LINES=1; shift ;;
         --tegg) TEGG=1; shift ;;
+        --opt-macros) OPT="-opt"; shift ;;
         --ns) NS=$2; shift 2 ;;
         --styles) STYLES=$2; shift 2 ;;
-        -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
         -*) echo "compile-cost.sh: unknown option $1" >&2; exit 2 ;;
         *) CASES+=("$1"); shift ;;
     esac
@@ -111,27 +116,28 @@ timed() {
 want() { echo "sum=$(($1 * ($1 - 1) / 2)) protos=$(($1 + 1 + $([ "$2" = plain ] && echo 0 || echo 1)))"; }
 
 floor_table() {
-    export CARGO_TARGET_DIR=$OUT/floor-target
-    local warm=$OUT/floor-warm results=() n style dir
+    export CARGO_TARGET_DIR=$OUT/floor-target$OPT
+    local warm=$OUT/floor-warm$OPT results=() n style dir gen=("$GEN")
+    [ -n "$OPT" ] && gen+=(--opt-macros)
     # Dependencies once per profile, through a one-service crate with the same Cargo.toml.
-    "$GEN" --n 1 --style macro --out "$warm" >/dev/null
+    "${gen[@]}" --n 1 --style macro --out "$warm" >/dev/null
     cargo build --offline --quiet --manifest-path "$warm/Cargo.toml"
     cargo build --release --offline --quiet --manifest-path "$warm/Cargo.toml"
     for n in $NS; do
         for style in $STYLES; do
-            dir=$OUT/floor-$style-n$n
+            dir=$OUT/floor-$style-n$n$OPT
             local build=(cargo build --offline --manifest-path "$dir/Cargo.toml")
-            "$GEN" --n "$n" --style "$style" --out "$dir" >/dev/null
+            "${gen[@]}" --n "$n" --style "$style" --out "$dir" >/dev/null
             cargo clean --offline --quiet --manifest-path "$dir/Cargo.toml" -p gen-services
             local debug edit add release check
             debug=$(timed "${build[@]}")
-            "$GEN" --n "$n" --style "$style" --edit "$(date +%s)" --out "$dir" >/dev/null
+            "${gen[@]}" --n "$n" --style "$style" --edit "$(date +%s)" --out "$dir" >/dev/null
             edit=$(timed "${build[@]}")
-            "$GEN" --n "$((n + 1))" --style "$style" --out "$dir" >/dev/null
+            "${gen[@]}" --n "$((n + 1))" --style "$style" --out "$dir" >/dev/null
             add=$(timed "${build[@]}")
             check=$("$CARGO_TARGET_DIR/debug/gen-services" 2>&1 || true)
             [ "$check" = "$(want $((n + 1)) "$style")" ] || check="WRONG: got '$check', want '$(want $((n + 1)) "$style")'"
-            "$GEN" --n "$n" --style "$style" --out "$dir" >/dev/null
+            "${gen[@]}" --n "$n" --style "$style" --out "$dir" >/dev/null
             cargo clean --offline --quiet --manifest-path "$dir/Cargo.toml" -p gen-services
             release=$(timed "${build[@]}" --release)
             results+=("$n $style $debug $edit $add $release")
