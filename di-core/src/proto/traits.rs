@@ -175,7 +175,7 @@ struct NoFactory<T>(PhantomData<T>);
 
 impl<T> NoFactory<T> {
     const FAILS: () = panic!(
-        "a hand-written `Proto` impl sets `DESCRIPTOR` (the macros write `__di_factory`, which its default names)"
+        "a hand-written `Proto` impl must set `DESCRIPTOR`: the default calls the `__di_factory` that only the macros write"
     );
 }
 
