@@ -18,7 +18,7 @@
 # one target directory (target/compile-cost/floor-target), so the dependencies build once per
 # profile; each crate is cleaned (`cargo clean -p gen-services`) before its full builds.
 # --opt-macros builds the generated crates with `[profile.dev.build-override] opt-level = 3`
-# (proc macros and build scripts optimised, as docs/guide/performance.md recommends), in a
+# (proc macros and build scripts optimised; docs/guide/performance.md, "Compile time"), in a
 # target directory of its own (target/compile-cost/floor-target-opt).
 # --llvm-lines then lists the ten functions with the most LLVM IR lines (cargo llvm-lines, which
 # the script installs if missing) in the macro crate of the first N and in the largest crate of
@@ -204,7 +204,8 @@ tegg_release() {
 }
 
 if [ ${#CASES[@]} -eq 0 ]; then
-    floor_table
+    # `--ns ""` (with --tegg or --llvm-lines): no floor table.
+    [ -n "${NS// /}" ] && floor_table
     [ $LINES = 1 ] && llvm_lines
     [ $TEGG = 1 ] && tegg_release
     exit 0
