@@ -117,7 +117,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
         quote!(__di::Provide::new::<#ty>(#cast::<()>))
     });
     let hook = |method: &Option<syn::Ident>, fn_name: &str, setter: &str| {
-        let Some(method) = method else { return (quote!(), quote!()) };
+        let Some(method) = method else { return (quote!(), None) };
         let hook_fn = syn::Ident::new(fn_name, Span::call_site());
         let setter = syn::Ident::new(setter, Span::call_site());
         // Spanned at the method name, so a misspelled name or a wrong return type points there;
@@ -133,7 +133,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
                     __di::Box::pin(async move { #call })
                 }
             },
-            quote!(.#setter(#hook_fn::<()>)),
+            Some(quote!(.#setter(#hook_fn::<()>))),
         )
     };
     let (init_fn, init_set) = hook(&model.attr.init, "__di_init", "init");
@@ -177,30 +177,34 @@ fn expand(model: &ProtoItem) -> TokenStream {
     let provides: Vec<_> = provides.collect();
     let provides_set = (!provides.is_empty()).then(|| quote!(.provides(const { &[#(#provides),*] })));
 
+    // What the descriptor says beyond its constructor, in the order it is applied: each part
+    // only where it differs from the default.
+    let setters: Vec<TokenStream> = [
+        deps_set,
+        provides_set,
+        access_set,
+        profile_set,
+        instances_of_set,
+        lazy_set,
+        order_set,
+        also_set,
+        init_set,
+        complete_set,
+        destroy_set,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     // A singleton built by its sync factory, with nothing else to say (no dependency, option or
     // name), takes `Proto::DESCRIPTOR`'s default, which names `Proto::__di_factory`: a constant
     // fewer per proto, a twentieth of a large crate's debug build (issue 30).
     let default_descriptor = method
         && matches!(model.scope, ProtoScope::Singleton | ProtoScope::Controller)
         && model.attr.name.is_none()
-        && [&deps_set, &provides_set, &access_set, &profile_set, &instances_of_set, &lazy_set, &order_set, &also_set]
-            .iter()
-            .all(|set| set.is_none())
-        && [&init_set, &complete_set, &destroy_set].iter().all(|set| set.is_empty());
+        && setters.is_empty();
     let descriptor = (!default_descriptor).then(|| {
         quote! {
-            const DESCRIPTOR: __di::ProtoDescriptor = #constructor
-                #deps_set
-                #provides_set
-                #access_set
-                #profile_set
-                #instances_of_set
-                #lazy_set
-                #order_set
-                #also_set
-                #init_set
-                #complete_set
-                #destroy_set;
+            const DESCRIPTOR: __di::ProtoDescriptor = #constructor #(#setters)*;
         }
     });
     let (method_factory, free_factory) = if method { (factory, quote!()) } else { (quote!(), factory) };
