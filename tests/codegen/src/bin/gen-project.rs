@@ -14,8 +14,9 @@
 //! `--edit V` rewrites the body of `Service0::call` to an equivalent one that differs for each
 //! `V` (`black_box(0 ^ V) ^ V`), for the incremental-rebuild measurement: same output.
 //! `--opt-macros` adds `[profile.dev.build-override] opt-level = 3` to the manifest: the
-//! proc macros (and build scripts) of a debug build compiled optimised, as `docs/guide/performance.md`
-//! recommends. Files whose content is unchanged are not rewritten, so their mtime stays.
+//! proc macros (and build scripts) of a debug build compiled optimised (`docs/guide/performance.md`,
+//! "Compile time", says what it does and does not save). Files whose content is unchanged are not
+//! rewritten, so their mtime stays.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
