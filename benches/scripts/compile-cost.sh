@@ -23,7 +23,8 @@
 # --llvm-lines then lists the ten functions with the most LLVM IR lines (cargo llvm-lines, which
 # the script installs if missing) in the macro crate of the first N and in the largest crate of
 # tegg's 10000-service project; --tegg times the release build of that project (four crates of
-# generated services and the app, in target/compile-cost/tegg-target).
+# generated services, the app's shared crate and a crate per flavour, in
+# target/compile-cost/tegg-target).
 #
 # With CASE: the release build time of the named cases (the earlier "Compile cost of the
 # macros" measurements):
@@ -184,8 +185,9 @@ llvm_lines() {
         --manifest-path "$ROOT/Cargo.toml" -p tegg-services-0 --lib | head -n 13
 }
 
-# The release build of tegg's 10000-service project (four crates of generated services and the
-# app), its dependencies built first: seconds and the peak RSS of the largest rustc.
+# The release build of tegg's 10000-service project (four crates of generated services, the
+# app's shared crate and the four flavour crates), its dependencies built first: seconds and
+# the peak RSS of the largest rustc.
 tegg_release() {
     export CARGO_TARGET_DIR=$OUT/tegg-target
     # Each crate's own rustc, timed through a wrapper: which crate takes the time and the memory.
@@ -194,10 +196,11 @@ tegg_release() {
     chmod +x "$wrapper"
     export RUSTC_WRAPPER=$wrapper
     # The dependencies and build scripts, through a project of one service per crate; the real
-    # size then re-runs the build scripts and rebuilds the five generated crates only.
-    TEGG_SERVICES=4 cargo build --release --offline --quiet --manifest-path "$ROOT/Cargo.toml" -p tegg-app
+    # size then re-runs the build scripts and rebuilds the nine generated crates only.
+    local crates="-p tegg-singleton -p tegg-context -p tegg-handwired -p tegg-handwired-context"
+    TEGG_SERVICES=4 cargo build --release --offline --quiet --manifest-path "$ROOT/Cargo.toml" $crates
     : >"$log"
-    echo "# tegg project, 10000 services, release: $(TEGG_SERVICES=10000 timed cargo build --release --offline --manifest-path "$ROOT/Cargo.toml" -p tegg-app) (s MB)"
+    echo "# tegg project, 10000 services, release: $(TEGG_SERVICES=10000 timed cargo build --release --offline --manifest-path "$ROOT/Cargo.toml" $crates) (s MB)"
     unset RUSTC_WRAPPER
     grep '^tegg_' "$log" | awk '{ printf "#   %s: %s s, %d MB\n", $1, $2, $4 / 1024 }'
     unset CARGO_TARGET_DIR

@@ -134,7 +134,10 @@ fn main() -> ExitCode {
         lines.push(line);
     };
     let started = Instant::now();
-    let app = runtime.block_on(App::builder().build()).expect("the generated project builds");
+    // The container flavours' crates are named nowhere else: `link` has them linked, and with
+    // them their protos' registrations.
+    let builder = App::builder().link::<tegg_singleton::SingletonHello1>().link::<tegg_context::ContextHello1>();
+    let app = runtime.block_on(builder.build()).expect("the generated project builds");
     if args.whole_table {
         emit(json_line(&[
             ("metric", Value::Str("app_build_ms".into())),
@@ -146,7 +149,10 @@ fn main() -> ExitCode {
             emit(line);
         }
     }
-    let router = di_http::router(&app).merge(tegg_app::handwired_router()).merge(tegg_app::handwired_traced_router());
+    let router = di_http::router(&app)
+        .merge(tegg_handwired::handwired_router())
+        .merge(tegg_handwired::handwired_traced_router())
+        .merge(tegg_handwired_context::handwired_context_router());
     let wrk = args.drivers.contains(&"http") && ensure_wrk();
     for &driver in &args.drivers {
         if driver == "http" && !wrk {
