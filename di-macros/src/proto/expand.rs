@@ -20,13 +20,6 @@ pub(crate) fn proto(args: TokenStream, item: TokenStream, scope: ProtoScope) -> 
     finish(cx, model.as_ref().map(|m| (&m.body, m)), item, expand)
 }
 
-/// tegg's default object name: the type name in lowerCamelCase.
-fn default_name(ident: &syn::Ident) -> String {
-    let name = ident.to_string();
-    let mut chars = name.trim_start_matches("r#").chars();
-    chars.next().map(|c| c.to_lowercase().chain(chars).collect()).unwrap_or_default()
-}
-
 fn expand(model: &ProtoItem) -> TokenStream {
     let runtime = match model.scope {
         ProtoScope::Controller => quote!(::di_http),
@@ -277,7 +270,9 @@ struct Factory {
 fn factory(model: &ProtoItem) -> Factory {
     let ident = model.ident();
     let self_ty = model.self_ty();
-    let name = model.attr.name.as_ref().map_or_else(|| default_name(ident), syn::LitStr::value);
+    // No name given: an empty one, which di-core reads as the type's default name
+    // (`registry::default_name`, lowerCamelCase), so that the rule is written once.
+    let name = model.attr.name.as_ref().map_or_else(String::new, syn::LitStr::value);
     let scope = match model.scope {
         ProtoScope::Context => quote!(Context),
         ProtoScope::Transient => quote!(Transient),
