@@ -197,10 +197,9 @@ tegg_release() {
     export RUSTC_WRAPPER=$wrapper
     # The dependencies and build scripts, through a project of one service per crate; the real
     # size then re-runs the build scripts and rebuilds the nine generated crates only.
-    local crates="-p tegg-singleton -p tegg-context -p tegg-handwired -p tegg-handwired-context"
-    TEGG_SERVICES=4 cargo build --release --offline --quiet --manifest-path "$ROOT/Cargo.toml" $crates
+    TEGG_SERVICES=4 cargo build --release --offline --quiet --manifest-path "$ROOT/Cargo.toml" -p 'tegg-*'
     : >"$log"
-    echo "# tegg project, 10000 services, release: $(TEGG_SERVICES=10000 timed cargo build --release --offline --manifest-path "$ROOT/Cargo.toml" $crates) (s MB)"
+    echo "# tegg project, 10000 services, release: $(TEGG_SERVICES=10000 timed cargo build --release --offline --manifest-path "$ROOT/Cargo.toml" -p 'tegg-*') (s MB)"
     unset RUSTC_WRAPPER
     grep '^tegg_' "$log" | awk '{ printf "#   %s: %s s, %d MB\n", $1, $2, $4 / 1024 }'
     unset CARGO_TARGET_DIR
