@@ -100,8 +100,9 @@ where
 }
 
 /// Registers proto `$ty`: its descriptor (`<$ty as Proto>::DESCRIPTOR`) copied into a `static`
-/// of the link section that `proto/registered.rs` reads. Emitted by the attribute macros; not
-/// public API.
+/// of the link section that `proto/registered.rs` reads, named `$name` where given (an expansion
+/// outside a block, where the name must be the proto's own). Emitted by the attribute macros;
+/// not public API.
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
 #[doc(hidden)]
 #[macro_export]
@@ -111,15 +112,22 @@ macro_rules! __register_proto {
         #[unsafe(link_section = "di_core_protos_0_1")]
         static __DI_PROTO: $crate::registry::ProtoDescriptor = <$ty as $crate::Proto>::DESCRIPTOR;
     };
+    ($ty:ty, $name:ident) => {
+        #[used]
+        #[allow(non_upper_case_globals)]
+        #[unsafe(link_section = "di_core_protos_0_1")]
+        static $name: $crate::registry::ProtoDescriptor = <$ty as $crate::Proto>::DESCRIPTOR;
+    };
 }
 
-/// Registers proto `$ty` with `inventory`, on targets without a link-section registry. Emitted
-/// by the attribute macros; not public API.
+/// Registers proto `$ty` with `inventory`, on targets without a link-section registry (`$name`,
+/// the name of the `static` on other targets, unused). Emitted by the attribute macros; not
+/// public API.
 #[cfg(not(all(any(target_os = "linux", target_os = "android"), not(miri))))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __register_proto {
-    ($ty:ty) => {
+    ($ty:ty $(, $name:ident)?) => {
         $crate::__private::inventory::submit! { <$ty as $crate::Proto>::DESCRIPTOR }
     };
 }
