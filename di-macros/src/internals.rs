@@ -119,19 +119,14 @@ pub(crate) fn private_path(krate: Option<&syn::Path>, default: TokenStream) -> T
     }
 }
 
-/// `tokens` with the alias `__di` replaced by the path it stands for (`di`, the runtime's
-/// `__private` module): for an expansion emitted without the block that imports the alias.
-pub(crate) fn replace_alias(tokens: TokenStream, di: &TokenStream) -> TokenStream {
-    tokens
+/// `path` (the runtime's `__private` path) with every token at `span`: in code spanned at the
+/// user's tokens, an error about the whole expression then points there alone.
+pub(crate) fn respan(path: &TokenStream, span: proc_macro2::Span) -> TokenStream {
+    path.clone()
         .into_iter()
-        .flat_map(|tree| match tree {
-            proc_macro2::TokenTree::Ident(ident) if ident == "__di" => di.clone(),
-            proc_macro2::TokenTree::Group(group) => {
-                let mut new = proc_macro2::Group::new(group.delimiter(), replace_alias(group.stream(), di));
-                new.set_span(group.span());
-                quote!(#new)
-            }
-            other => quote!(#other),
+        .map(|mut tree| {
+            tree.set_span(span);
+            tree
         })
         .collect()
 }
@@ -239,16 +234,5 @@ mod tests {
         assert!(check_route_path("/u/x{id}").unwrap_err().contains("whole segment"));
         assert!(check_prefix("/files/{*rest}").unwrap_err().contains("must end"));
         assert!(check_prefix("").is_ok());
-    }
-
-    #[test]
-    fn replace_alias_writes_the_path_wherever_the_alias_was() {
-        let di = quote::quote!(::my::di::__private);
-        let out =
-            super::replace_alias(quote::quote!(impl __di::Proto for A { fn f() -> __di::Arc<[__di::X; 1]> {} }), &di);
-        assert_eq!(
-            out.to_string(),
-            "impl :: my :: di :: __private :: Proto for A { fn f () -> :: my :: di :: __private :: Arc < [:: my :: di :: __private :: X ; 1] > { } }"
-        );
     }
 }

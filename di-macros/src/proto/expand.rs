@@ -6,7 +6,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::ctxt::Ctxt;
-use crate::internals::{finish, private_path, replace_alias};
+use crate::internals::{finish, private_path, respan};
 use crate::proto::ast::{Body, Kind, ProtoItem};
 use crate::proto::attr::{Access, ProtoScope};
 use crate::proto::check;
@@ -35,14 +35,14 @@ fn expand(model: &ProtoItem) -> TokenStream {
     };
     // A public proto's crate is its type's (`ProtoDescriptor::access`): said only when private.
     let access_set = matches!(model.attr.access, Some(Access::Private))
-        .then(|| quote!(.access(__di::Access::Private, __di::module_path!())));
+        .then(|| quote!(.access(#di::Access::Private, #di::module_path!())));
 
     let deps = model.injected().map(|(label, inject)| {
         let target = &inject.target;
         // A `ConfigRef<T>` is a singleton the live configuration registers, taken by `Arc`.
         let target = match inject.kind {
-            Kind::ConfigRef => quote!(__di::ConfigRef<#target>),
-            Kind::TenantRef => quote!(__di::TenantRef<#target>),
+            Kind::ConfigRef => quote!(#di::ConfigRef<#target>),
+            Kind::TenantRef => quote!(#di::TenantRef<#target>),
             _ => quote!(#target),
         };
         let kind = match inject.kind {
@@ -54,14 +54,14 @@ fn expand(model: &ProtoItem) -> TokenStream {
             Kind::Provider => quote!(Provider),
         };
         let qualifier = match &inject.name {
-            Some(name) => quote!(__di::Option::Some(#name)),
-            None => quote!(__di::Option::None),
+            Some(name) => quote!(#di::Option::Some(#name)),
+            None => quote!(#di::Option::None),
         };
         let label = label.to_string();
         // The holder may call `get()`: `build()` refuses a target built asynchronously (the
         // compile-time check below covers a proto's type, not a `dyn Trait`).
         let sync_only = check::sync_reference(inject.kind).then(|| quote!(.sync_only()));
-        quote!(__di::Dependency::new::<#target>(__di::InjectKind::#kind, #qualifier).field(#label) #sync_only)
+        quote!(#di::Dependency::new::<#target>(#di::InjectKind::#kind, #qualifier).field(#label) #sync_only)
     });
     // The trait-bound checks of every dependency, as calls in one constant: each item costs
     // the compiler time in a large project (issue 13), and a bound's error is reported for
@@ -79,35 +79,38 @@ fn expand(model: &ProtoItem) -> TokenStream {
             (_, false) => None,
         };
         let Some(assert) = assert else { continue };
-        asserts.push(quote_spanned!(target.span()=> __di::#assert::<#target>();));
+        let di = respan(&di, target.span());
+        asserts.push(quote_spanned!(target.span()=> #di::#assert::<#target>();));
         if check::sync_reference(inject.kind) {
             let shown = type_text(target);
             let message = format!(
                 "`{shown}` is built asynchronously (an async constructor or init hook, its own or a by-value dependency's), so `ContextRef::get` could not return it: hold `AsyncContextRef<{shown}>` and call `get_async().await`"
             );
-            sync_checks.push(quote_spanned!(target.span()=> const _: () = if <#target as __di::Proto>::NEEDS_ASYNC { ::core::panic!(#message) };));
+            let di = respan(&di, target.span());
+            sync_checks.push(quote_spanned!(target.span()=> const _: () = if <#target as #di::Proto>::NEEDS_ASYNC { ::core::panic!(#message) };));
         }
     }
     let checks = (!asserts.is_empty()).then(|| quote!(const _: () = { #(#asserts)* };));
-    let needs_async = needs_async(model);
-    let Factory { item: factory, method, constructor } = factory(model);
+    let needs_async = needs_async(model, &di);
+    let Factory { item: factory, method, constructor } = factory(model, &di);
     // A cast per provided type: the downcast and the coercion, spanned at the type so that a
     // trait the proto does not implement is reported there. No generic helper per proto.
     let casts = model.attr.provides.iter().enumerate().map(|(i, ty)| {
         let cast = format_ident!("__di_provide_{}", i);
         // The closure's parameter and body share the type's span, so they resolve to each other
         // whatever context that span has (a `macro_rules!` argument).
-        let coerce = quote_spanned!(ty.span()=> |__di_this: __di::Arc<#self_ty>| -> __di::Arc<#ty> { __di_this });
+        let di_at = respan(&di, ty.span());
+        let coerce = quote_spanned!(ty.span()=> |__di_this: #di_at::Arc<#self_ty>| -> #di_at::Arc<#ty> { __di_this });
         quote! {
-            fn #cast<__DiGen>(__di_obj: __di::AnyArc, __di_out: __di::CastOut<'_>) {
+            fn #cast<__DiGen>(__di_obj: #di::AnyArc, __di_out: #di::CastOut<'_>) {
                 let __di_coerce = #coerce;
-                __di::put::<#ty>(__di_out, __di_coerce(__di::downcast::<#self_ty>(__di_obj)))
+                #di::put::<#ty>(__di_out, __di_coerce(#di::downcast::<#self_ty>(__di_obj)))
             }
         }
     });
     let provides = model.attr.provides.iter().enumerate().map(|(i, ty)| {
         let cast = format_ident!("__di_provide_{}", i);
-        quote!(__di::Provide::new::<#ty>(#cast::<()>))
+        quote!(#di::Provide::new::<#ty>(#cast::<()>))
     });
     let hook = |method: &Option<syn::Ident>, fn_name: &str, setter: &str| {
         let Some(method) = method else { return (quote!(), None) };
@@ -118,12 +121,13 @@ fn expand(model: &ProtoItem) -> TokenStream {
         // One function and one async block per hook, no generic helper: code per proto is what
         // a large project's build spends its time on (issue 13).
         let this = quote!(__di_this);
-        let call = quote_spanned! {method.span()=> __di::hook_result(<#self_ty>::#method(&#this).await)};
+        let di_at = respan(&di, method.span());
+        let call = quote_spanned! {method.span()=> #di_at::hook_result(<#self_ty>::#method(&#this).await)};
         (
             quote! {
-                fn #hook_fn<__DiGen>(__di_obj: __di::AnyArc) -> __di::HookFuture {
-                    let #this = __di::downcast::<#self_ty>(__di_obj);
-                    __di::Box::pin(async move { #call })
+                fn #hook_fn<__DiGen>(__di_obj: #di::AnyArc) -> #di::HookFuture {
+                    let #this = #di::downcast::<#self_ty>(__di_obj);
+                    #di::Box::pin(async move { #call })
                 }
             },
             Some(quote!(.#setter(#hook_fn::<()>))),
@@ -143,7 +147,8 @@ fn expand(model: &ProtoItem) -> TokenStream {
         .filter(|(_, inject)| inject.kind == Kind::TenantRef)
         .map(|(_, inject)| {
             let target = &inject.target;
-            quote_spanned!(target.span()=> __di::ProtoDef::tenants::<#target> as fn() -> __di::ProtoDef)
+            let di = respan(&di, target.span());
+            quote_spanned!(target.span()=> #di::ProtoDef::tenants::<#target> as fn() -> #di::ProtoDef)
         })
         .collect();
     let also_set = (!tenants.is_empty()).then(|| quote!(.also(&[#(#tenants),*])));
@@ -152,9 +157,9 @@ fn expand(model: &ProtoItem) -> TokenStream {
         // Listed outermost first, as in `tower::ServiceBuilder`: the last `.layer` wraps the rest.
         let layers = model.middleware.iter().rev();
         quote! {
-            impl __di::Controller for #self_ty {
+            impl #di::Controller for #self_ty {
                 const PATH: &'static str = #path;
-                fn layers(__di_router: __di::Router) -> __di::Router {
+                fn layers(__di_router: #di::Router) -> #di::Router {
                     __di_router #(.layer(#layers))*
                 }
             }
@@ -197,7 +202,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
         && setters.is_empty();
     let descriptor = (!default_descriptor).then(|| {
         quote! {
-            const DESCRIPTOR: __di::ProtoDescriptor = #constructor #(#setters)*;
+            const DESCRIPTOR: #di::ProtoDescriptor = #constructor #(#setters)*;
         }
     });
     let (method_factory, free_factory) = if method { (factory, quote!()) } else { (quote!(), factory) };
@@ -211,11 +216,12 @@ fn expand(model: &ProtoItem) -> TokenStream {
     // own, so editing the user's code in the module recompiles none of ours (a one-body edit in
     // a module of 1000 protos: LLVM's work halves; see docs/decisions.md).
     let casts: Vec<TokenStream> = casts.collect();
-    // Most protos of a large crate (a sync factory, no `provides`, no hook) expand to trait
-    // impls and their registration only. Those need no block: their paths are written in full
-    // instead of through the block's `use`, and the registration's `static` is named after the
-    // type. Two items fewer per proto: a 2000-proto crate's full debug build 4% shorter
-    // (docs/decisions.md, "A proto with only trait impls expands without a block").
+    // Every path is written in full (`#di::Proto`, not through a `use` of the runtime's module
+    // in the block): a `use` is an item per proto. Most protos of a large crate (a sync factory,
+    // no `provides`, no hook) expand to trait impls and their registration only, which need no
+    // block at all: the registration's `static` is then named after the type. Two items fewer
+    // per proto; the 2000-proto crate's one-body edit 4% shorter (docs/decisions.md, "A proto
+    // with only trait impls expands without a block").
     let free_items = !free_factory.is_empty()
         || !casts.is_empty()
         || !init_fn.is_empty()
@@ -227,32 +233,29 @@ fn expand(model: &ProtoItem) -> TokenStream {
         let expansion = quote! {
             #checks
             #(#sync_checks)*
-            impl __di::Proto for #self_ty {
+            impl #di::Proto for #self_ty {
                 #needs_async
                 #descriptor
                 #method_factory
             }
-            impl __di::#scope_trait for #self_ty {}
-            __di::register!(#self_ty, #registration);
+            impl #di::#scope_trait for #self_ty {}
+            #di::register!(#self_ty, #registration);
         };
-        let expansion = replace_alias(expansion, &di);
         return quote!(#item #expansion);
     }
     quote! {
         #item
 
         const _: () = {
-            use #di as __di;
-
             #checks
             #(#sync_checks)*
 
-            impl __di::Proto for #self_ty {
+            impl #di::Proto for #self_ty {
                 #needs_async
                 #descriptor
                 #method_factory
             }
-            impl __di::#scope_trait for #self_ty {}
+            impl #di::#scope_trait for #self_ty {}
             #controller
 
             #free_factory
@@ -261,7 +264,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
             #complete_fn
             #destroy_fn
 
-            __di::register!(#self_ty);
+            #di::register!(#self_ty);
         };
     }
 }
@@ -270,7 +273,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
 /// proto's own async constructor or init hook, or a by-value dependency that needs it;
 /// `None` (the trait's default, `false`) for singletons, which exist before any scope. Trait
 /// objects and `external` dependencies are unknown here: the run-time check covers them.
-fn needs_async(model: &ProtoItem) -> Option<TokenStream> {
+fn needs_async(model: &ProtoItem, di: &TokenStream) -> Option<TokenStream> {
     if !matches!(model.scope, ProtoScope::Context | ProtoScope::Transient) {
         return None;
     }
@@ -278,7 +281,7 @@ fn needs_async(model: &ProtoItem) -> Option<TokenStream> {
     let deps =
         model.injected().filter(|(_, inject)| inject.kind.by_value() && check::checked(inject)).map(|(_, inject)| {
             let target = &inject.target;
-            quote!(<#target as __di::Proto>::NEEDS_ASYNC)
+            quote!(<#target as #di::Proto>::NEEDS_ASYNC)
         });
     Some(quote!(#own #(|| #deps)*))
 }
@@ -295,7 +298,7 @@ struct Factory {
 }
 
 /// The factory function and the descriptor constructor that takes it.
-fn factory(model: &ProtoItem) -> Factory {
+fn factory(model: &ProtoItem, di: &TokenStream) -> Factory {
     let ident = model.ident();
     let self_ty = model.self_ty();
     // No name given: an empty one, which di-core reads as the type's default name
@@ -314,7 +317,7 @@ fn factory(model: &ProtoItem) -> Factory {
         return Factory {
             item: quote!(),
             method: false,
-            constructor: quote!(__di::ProtoDescriptor::config::<#self_ty>(#name, #prefix, #instances, __di::load_section::<#self_ty>) #reloadable),
+            constructor: quote!(#di::ProtoDescriptor::config::<#self_ty>(#name, #prefix, #instances, #di::load_section::<#self_ty>) #reloadable),
         };
     }
     // Each dependency is resolved in its own `let` statement: a `?` inside the struct literal
@@ -337,12 +340,12 @@ fn factory(model: &ProtoItem) -> Factory {
         let count = owns.len();
         let indices = owns.iter().map(|(i, _, _)| i);
         // Taken out of the array one by one, not moved into a local each: see `take`.
-        let takes = owns.iter().enumerate().map(|(k, (_, local, target))| {
-            quote!(let #local: __di::Arc<#target> = __di::take::<#target>(&mut __di_objs[#k]);)
-        });
+        let takes = owns.iter().enumerate().map(
+            |(k, (_, local, target))| quote!(let #local: #di::Arc<#target> = #di::take::<#target>(&mut __di_objs[#k]);),
+        );
         quote! {
-            let mut __di_objs: [__di::Own; #count] = [const { __di::Own::EMPTY }; #count];
-            __di::fill(__di_r, &[#(#indices),*], &mut __di_objs)?;
+            let mut __di_objs: [#di::Own; #count] = [const { #di::Own::EMPTY }; #count];
+            #di::fill(__di_r, &[#(#indices),*], &mut __di_objs)?;
             #(#takes)*
         }
     });
@@ -350,10 +353,10 @@ fn factory(model: &ProtoItem) -> Factory {
         |(i, ((_, inject), local))| {
             let target = &inject.target;
             if inject.kind == Kind::ConfigRef {
-                return quote!(let #local = __di::ConfigRef::clone(&*__di_r.arc::<__di::ConfigRef<#target>>(#i)?););
+                return quote!(let #local = #di::ConfigRef::clone(&*__di_r.arc::<#di::ConfigRef<#target>>(#i)?););
             }
             if inject.kind == Kind::TenantRef {
-                return quote!(let #local = __di::TenantRef::clone(&*__di_r.arc::<__di::TenantRef<#target>>(#i)?););
+                return quote!(let #local = #di::TenantRef::clone(&*__di_r.arc::<#di::TenantRef<#target>>(#i)?););
             }
             let call = match inject.kind {
                 Kind::Arc | Kind::ConfigRef | Kind::TenantRef => quote!(arc),
@@ -378,18 +381,18 @@ fn factory(model: &ProtoItem) -> Factory {
                 let ident = &field.ident;
                 match (&field.inject, field.inject.as_ref().and_then(|_| next.next())) {
                     (Some(_), Some(local)) => quote!(#ident: #local),
-                    _ => quote!(#ident: __di::Default::default()),
+                    _ => quote!(#ident: #di::Default::default()),
                 }
             });
             Factory {
                 item: quote! {
-                    fn __di_factory<__DiGen>(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::AnyArc, __di::DiError> {
+                    fn __di_factory<__DiGen>(__di_r: &#di::Resolver<'_>) -> #di::Result<#di::AnyArc, #di::DiError> {
                         #(#lets)*
-                        __di::Result::Ok(__di::Arc::new(#ident { #(#fields,)* }))
+                        #di::Result::Ok(#di::Arc::new(#ident { #(#fields,)* }))
                     }
                 },
                 method: true,
-                constructor: quote!(__di::ProtoDescriptor::new::<#self_ty>(#name, __di::Scope::#scope, Self::__di_factory::<()>)),
+                constructor: quote!(#di::ProtoDescriptor::new::<#self_ty>(#name, #di::Scope::#scope, Self::__di_factory::<()>)),
             }
         }
         Body::Impl { .. } => {
@@ -398,31 +401,33 @@ fn factory(model: &ProtoItem) -> Factory {
             // Spanned at the constructor, so a wrong return type points there.
             let call = quote_spanned!(ctor_ident.span()=> <#self_ty>::#ctor_ident(#(#locals),*));
             if ctor.is_async {
-                let construct = quote_spanned!(ctor_ident.span()=> __di::construct_async::<#self_ty, _>(#call));
+                let di = respan(di, ctor_ident.span());
+                let construct = quote_spanned!(ctor_ident.span()=> #di::construct_async::<#self_ty, _>(#call));
                 Factory {
                     item: quote! {
-                        fn __di_factory<__DiGen>(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::BuildFuture, __di::DiError> {
+                        fn __di_factory<__DiGen>(__di_r: &#di::Resolver<'_>) -> #di::Result<#di::BuildFuture, #di::DiError> {
                             #(#lets)*
-                            __di::Result::Ok(#construct)
+                            #di::Result::Ok(#construct)
                         }
                     },
                     method: false,
-                    constructor: quote!(__di::ProtoDescriptor::new_async::<#self_ty>(#name, __di::Scope::#scope, __di_factory::<()>)),
+                    constructor: quote!(#di::ProtoDescriptor::new_async::<#self_ty>(#name, #di::Scope::#scope, __di_factory::<()>)),
                 }
             } else {
                 // `__di_r` is made here, at the call site: spanned at the constructor, it would not
                 // resolve when the constructor's name comes from a `macro_rules!` argument.
                 let resolver = quote!(__di_r);
-                let construct = quote_spanned!(ctor_ident.span()=> __di::constructed::<#self_ty>(#resolver, #call));
+                let di = respan(di, ctor_ident.span());
+                let construct = quote_spanned!(ctor_ident.span()=> #di::constructed::<#self_ty>(#resolver, #call));
                 Factory {
                     item: quote! {
-                        fn __di_factory<__DiGen>(__di_r: &__di::Resolver<'_>) -> __di::Result<__di::AnyArc, __di::DiError> {
+                        fn __di_factory<__DiGen>(__di_r: &#di::Resolver<'_>) -> #di::Result<#di::AnyArc, #di::DiError> {
                             #(#lets)*
                             #construct
                         }
                     },
                     method: true,
-                    constructor: quote!(__di::ProtoDescriptor::new::<#self_ty>(#name, __di::Scope::#scope, Self::__di_factory::<()>)),
+                    constructor: quote!(#di::ProtoDescriptor::new::<#self_ty>(#name, #di::Scope::#scope, Self::__di_factory::<()>)),
                 }
             }
         }
