@@ -445,3 +445,41 @@ fn type_text(ty: &syn::Type) -> String {
     let text = quote!(#ty).to_string();
     text.replace(" :: ", "::").replace(" < ", "<").replace(" >", ">").replace("< ", "<")
 }
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    use crate::proto::attr::ProtoScope;
+
+    fn expanded(args: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> String {
+        super::proto(args, item, ProtoScope::Singleton).to_string()
+    }
+
+    #[test]
+    fn a_proto_with_only_trait_impls_has_no_block_and_no_import() {
+        let out = expanded(
+            quote!(),
+            quote!(
+                pub struct Clock;
+            ),
+        );
+        assert!(!out.contains("const _") && !out.contains(" use "), "{out}");
+        assert!(out.contains("impl :: di_core :: __private :: Proto for Clock"), "{out}");
+        assert!(out.contains(":: di_core :: __private :: register ! (Clock , __DI_PROTO_Clock)"), "{out}");
+    }
+
+    #[test]
+    fn free_functions_keep_the_block_and_a_crate_path_is_written_in_full() {
+        let out = expanded(
+            quote!(init = start, crate = my::di),
+            quote!(
+                pub struct Clock;
+            ),
+        );
+        assert!(out.contains("const _ : () = {") && out.contains("fn __di_init"), "{out}");
+        assert!(out.contains("impl my :: di :: __private :: Proto for Clock"), "{out}");
+        assert!(out.contains("my :: di :: __private :: register ! (Clock) ;"), "{out}");
+        assert!(!out.contains("__di ::") && !out.contains(":: di_core"), "{out}");
+    }
+}
