@@ -100,18 +100,13 @@ where
 }
 
 /// Registers proto `$ty`: its descriptor (`<$ty as Proto>::DESCRIPTOR`) copied into a `static`
-/// of the link section that `proto/registered.rs` reads, named `$name` where given (an expansion
-/// outside a block, where the name must be the proto's own). Emitted by the attribute macros;
-/// not public API.
+/// of the link section that `proto/registered.rs` reads, named `$name` (the proto's own: the
+/// expansion of a proto without free functions has no block around it). Emitted by the
+/// attribute macros; not public API.
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __register_proto {
-    ($ty:ty) => {
-        #[used]
-        #[unsafe(link_section = "di_core_protos_0_1")]
-        static __DI_PROTO: $crate::registry::ProtoDescriptor = <$ty as $crate::Proto>::DESCRIPTOR;
-    };
     ($ty:ty, $name:ident) => {
         #[used]
         #[allow(non_upper_case_globals)]
@@ -127,7 +122,7 @@ macro_rules! __register_proto {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __register_proto {
-    ($ty:ty $(, $name:ident)?) => {
+    ($ty:ty, $name:ident) => {
         $crate::__private::inventory::submit! { <$ty as $crate::Proto>::DESCRIPTOR }
     };
 }

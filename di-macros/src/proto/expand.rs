@@ -86,7 +86,6 @@ fn expand(model: &ProtoItem) -> TokenStream {
             let message = format!(
                 "`{shown}` is built asynchronously (an async constructor or init hook, its own or a by-value dependency's), so `ContextRef::get` could not return it: hold `AsyncContextRef<{shown}>` and call `get_async().await`"
             );
-            let di = respan(&di, target.span());
             sync_checks.push(quote_spanned!(target.span()=> const _: () = if <#target as #di::Proto>::NEEDS_ASYNC { ::core::panic!(#message) };));
         }
     }
@@ -208,64 +207,49 @@ fn expand(model: &ProtoItem) -> TokenStream {
     let (method_factory, free_factory) = if method { (factory, quote!()) } else { (quote!(), factory) };
 
     // The descriptor is the `Proto` impl's constant, and the registration (`register!`: a
-    // `static` in a link section, or an `inventory` entry where there is none) copies it: no
-    // other item per proto, since each one costs a large project's build time (issues 13, 30).
+    // `static` in a link section, or an `inventory` entry where there is none, named after the
+    // type) copies it: no other item per proto, since each one costs a large project's build
+    // time (issues 13, 30).
     //
     // The functions (factory, casts, hooks) take an unused type parameter and are used as
     // `f::<()>`: an incremental build compiles a module's generic code in a codegen unit of its
     // own, so editing the user's code in the module recompiles none of ours (a one-body edit in
     // a module of 1000 protos: LLVM's work halves; see docs/decisions.md).
-    let casts: Vec<TokenStream> = casts.collect();
-    // Every path is written in full (`#di::Proto`, not through a `use` of the runtime's module
-    // in the block): a `use` is an item per proto. Most protos of a large crate (a sync factory,
-    // no `provides`, no hook) expand to trait impls and their registration only, which need no
-    // block at all: the registration's `static` is then named after the type. Two items fewer
-    // per proto; the 2000-proto crate's one-body edit 4% shorter (docs/decisions.md, "A proto
-    // with only trait impls expands without a block").
-    let free_items = !free_factory.is_empty()
-        || !casts.is_empty()
-        || !init_fn.is_empty()
-        || !complete_fn.is_empty()
-        || !destroy_fn.is_empty()
-        || controller.is_some();
-    if !free_items {
-        let registration = format_ident!("__DI_PROTO_{}", model.ident);
-        let expansion = quote! {
-            #checks
-            #(#sync_checks)*
-            impl #di::Proto for #self_ty {
-                #needs_async
-                #descriptor
-                #method_factory
-            }
-            impl #di::#scope_trait for #self_ty {}
-            #di::register!(#self_ty, #registration);
-        };
-        return quote!(#item #expansion);
-    }
-    quote! {
-        #item
-
-        const _: () = {
-            #checks
-            #(#sync_checks)*
-
-            impl #di::Proto for #self_ty {
-                #needs_async
-                #descriptor
-                #method_factory
-            }
-            impl #di::#scope_trait for #self_ty {}
-            #controller
-
-            #free_factory
-            #(#casts)*
-            #init_fn
-            #complete_fn
-            #destroy_fn
-
-            #di::register!(#self_ty);
-        };
+    let registration = format_ident!("__DI_PROTO_{}", model.ident);
+    let impls = quote! {
+        #checks
+        #(#sync_checks)*
+        impl #di::Proto for #self_ty {
+            #needs_async
+            #descriptor
+            #method_factory
+        }
+        impl #di::#scope_trait for #self_ty {}
+        #controller
+        #di::register!(#self_ty, #registration);
+    };
+    // Every path is written in full (`#di::Proto`), so no `use` is needed, and only free
+    // functions, whose names are fixed, need a block to keep them apart from the next proto's:
+    // most protos of a large crate (a sync factory, no `provides`, no hook) have none. Two items
+    // fewer per proto (docs/decisions.md, "A proto with only trait impls expands without a
+    // block").
+    let free_fns = quote! {
+        #free_factory
+        #(#casts)*
+        #init_fn
+        #complete_fn
+        #destroy_fn
+    };
+    if free_fns.is_empty() {
+        quote!(#item #impls)
+    } else {
+        quote! {
+            #item
+            const _: () = {
+                #impls
+                #free_fns
+            };
+        }
     }
 }
 
@@ -479,7 +463,7 @@ mod tests {
         );
         assert!(out.contains("const _ : () = {") && out.contains("fn __di_init"), "{out}");
         assert!(out.contains("impl my :: di :: __private :: Proto for Clock"), "{out}");
-        assert!(out.contains("my :: di :: __private :: register ! (Clock) ;"), "{out}");
+        assert!(out.contains("my :: di :: __private :: register ! (Clock , __DI_PROTO_Clock) ;"), "{out}");
         assert!(!out.contains("__di ::") && !out.contains(":: di_core"), "{out}");
     }
 }
