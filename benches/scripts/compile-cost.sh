@@ -11,7 +11,9 @@
 # crate (gen-project, in tests/codegen) is built four ways, each timed with /usr/bin/time
 # (seconds and the peak RSS of the largest process, rustc):
 #   debug        full debug build of the crate (its dependencies prebuilt)
-#   edit-body    incremental debug rebuild after editing one method body (Service0::call)
+#   edit-body    incremental debug rebuild after editing one method body (Service0::call): the
+#                median of three such rebuilds, each with another body (one 2-second rebuild
+#                strays by a tenth of a second on a shared machine; the three are printed too)
 #   add-service  incremental debug rebuild after adding one service (and its consumer field)
 #   release      full release build of the crate
 # and the table gives each figure with its ratio to `plain` in the same run. All crates share
@@ -68,7 +70,7 @@ while [ $# -gt 0 ]; do
         --opt-macros) OPT="-opt"; shift ;;
         --ns) NS=$2; shift 2 ;;
         --styles) STYLES=$2; shift 2 ;;
-        -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,49p' "$0"; exit 0 ;;
         -*) echo "compile-cost.sh: unknown option $1" >&2; exit 2 ;;
         *) CASES+=("$1"); shift ;;
     esac
@@ -112,6 +114,15 @@ timed() {
     rm -f "$tfile"
 }
 
+# The median of three "seconds peak-MB" results by seconds, or the first that is a failure.
+median3() {
+    local r
+    for r in "$@"; do
+        case $r in [0-9]*) ;; *) echo "$r"; return ;; esac
+    done
+    printf '%s\n' "$@" | sort -n | sed -n 2p
+}
+
 # The output a crate of n services (with its consumer) of style $2 prints: an App also holds
 # di-core's event bus, which plain Rust has not.
 want() { echo "sum=$(($1 * ($1 - 1) / 2)) protos=$(($1 + 1 + $([ "$2" = plain ] && echo 0 || echo 1)))"; }
@@ -132,8 +143,12 @@ floor_table() {
             cargo clean --offline --quiet --manifest-path "$dir/Cargo.toml" -p gen-services
             local debug edit add release check
             debug=$(timed "${build[@]}")
-            "${gen[@]}" --n "$n" --style "$style" --edit "$(date +%s)" --out "$dir" >/dev/null
-            edit=$(timed "${build[@]}")
+            local edits=() k
+            for k in 1 2 3; do
+                "${gen[@]}" --n "$n" --style "$style" --edit "$(date +%s)$k" --out "$dir" >/dev/null
+                edits+=("$(timed "${build[@]}")")
+            done
+            edit=$(median3 "${edits[@]}")
             "${gen[@]}" --n "$((n + 1))" --style "$style" --out "$dir" >/dev/null
             add=$(timed "${build[@]}")
             check=$("$CARGO_TARGET_DIR/debug/gen-services" 2>&1 || true)
@@ -142,8 +157,8 @@ floor_table() {
             cargo clean --offline --quiet --manifest-path "$dir/Cargo.toml" -p gen-services
             release=$(timed "${build[@]}" --release)
             results+=("$n $style $debug $edit $add $release")
-            printf '# n=%s %-6s debug %s, edit-body %s, add-service %s, release %s (s MB); %s\n' \
-                "$n" "$style" "$debug" "$edit" "$add" "$release" "$check"
+            printf '# n=%s %-6s debug %s, edit-body %s (median of %s), add-service %s, release %s (s MB); %s\n' \
+                "$n" "$style" "$debug" "$edit" "$(printf '%s; ' "${edits[@]}" | sed 's/; $//')" "$add" "$release" "$check"
         done
     done
     unset CARGO_TARGET_DIR
