@@ -280,11 +280,11 @@ pub(crate) fn stored_as_another_type() -> ! {
 }
 
 /// One `#[inject] x: Arc<T>` field's object (`T` a proto, checked at compile time, so sized) on
-/// its way from [`fill`](crate::private::fill) to [`take`]: a factory holds an array of them,
+/// its way from [`fill`](crate::private::fill) to [`Own::take`]: a factory holds an array of them,
 /// one per such field.
 ///
 /// `fill` resolves every object first (so that an error drops the ones before it, as any value
-/// is dropped), then makes each one a raw pointer with its type: what [`take`] turns into an
+/// is dropped), then makes each one a raw pointer with its type: what [`Own::take`] turns into an
 /// `Arc<T>` with no code per type but `Arc::from_raw`'s, the least a typed `Arc` costs (the
 /// downcast and the typed fallback it replaced were most of the code a 2000-field consumer
 /// compiled: issue 30, `docs/decisions.md`).
@@ -315,7 +315,7 @@ impl Own {
 
     /// `fill`'s second step, for an object of the declared type `ty` (its target's own
     /// entry, which `fill` checked): the object as a raw pointer, with its type, which
-    /// [`take`] checks.
+    /// [`Own::take`] checks.
     pub(crate) fn make_raw(&mut self, ty: TypeId) {
         let OwnState::Object(obj) = std::mem::take(&mut self.0) else { unfilled() };
         debug_assert_eq!((*obj).type_id(), ty, "fill checks the object's type");
@@ -349,6 +349,28 @@ impl Own {
             _ => unfilled(),
         }
     }
+
+    /// The second step of [`fill`](crate::private::fill): this place's object as an `Arc<T>`,
+    /// taken out of the factory's array. A method, so that the macros' call for each
+    /// dependency is a few tokens (each costs a large crate's rebuild: issue 30). Inlined into
+    /// the factory, with no function per dependency type but `Arc::from_raw` (issue 30) and no
+    /// unwinding: a place that is not a `T` aborts (the macros never make one), so the
+    /// factory's takes need no cleanup paths (issue 13).
+    #[inline]
+    pub fn take<T: Send + Sync + 'static>(&mut self) -> Arc<T> {
+        let ptr = self.raw(TypeId::of::<T>());
+        // SAFETY: `raw` returned the pointer of an `OwnState::Raw` whose type is `T`'s, which
+        // `fill` made with `Arc::into_raw` of an `Arc<dyn Any + Send + Sync>` whose object is of
+        // that type (an `Arc<T>` coerced), or `put` with `Arc::into_raw` of an `Arc<U>` whose `U`
+        // has that `TypeId`: either way, the address of a `T` in an allocation of `Arc<T>`'s
+        // layout, what `Arc::<T>::from_raw` requires. The strong count `into_raw` kept is the one
+        // the new `Arc` owns, and `raw` emptied the place, so no other `Arc` is made from it.
+        // Checked under miri: `cargo +nightly miri test -p di-core --lib erased`.
+        #[allow(unsafe_code)] // measured reason above and in docs/decisions.md (issue 30)
+        unsafe {
+            Arc::from_raw(ptr.as_ptr() as *const T)
+        }
+    }
 }
 
 /// Where [`put`](crate::registry::put) writes an `Arc<U>` raw, for `fill`: `U` is `ty`, the
@@ -363,26 +385,6 @@ pub(crate) fn thin<U: ?Sized>(ptr: *const U) -> NonNull<()> {
     match NonNull::new(ptr.cast::<()>().cast_mut()) {
         Some(ptr) => ptr,
         None => unreachable!("Arc::into_raw is never null"),
-    }
-}
-
-/// The second step of [`fill`](crate::private::fill): dependency `own`'s object as an `Arc<T>`, taken out of its
-/// place in the factory's array. Inlined into the factory, with no function per dependency
-/// type but `Arc::from_raw` (issue 30) and no unwinding: a place that is not a `T` aborts (the
-/// macros never make one), so the factory's takes need no cleanup paths (issue 13).
-#[inline]
-pub fn take<T: Send + Sync + 'static>(own: &mut Own) -> Arc<T> {
-    let ptr = own.raw(TypeId::of::<T>());
-    // SAFETY: `raw` returned the pointer of an `OwnState::Raw` whose type is `T`'s, which
-    // `fill` made with `Arc::into_raw` of an `Arc<dyn Any + Send + Sync>` whose object is of
-    // that type (an `Arc<T>` coerced), or `put` with `Arc::into_raw` of an `Arc<U>` whose `U`
-    // has that `TypeId`: either way, the address of a `T` in an allocation of `Arc<T>`'s
-    // layout, what `Arc::<T>::from_raw` requires. The strong count `into_raw` kept is the one
-    // the new `Arc` owns, and `raw` emptied the place, so no other `Arc` is made from it.
-    // Checked under miri: `cargo +nightly miri test -p di-core --lib erased`.
-    #[allow(unsafe_code)] // measured reason above and in docs/decisions.md (issue 30)
-    unsafe {
-        Arc::from_raw(ptr.as_ptr() as *const T)
     }
 }
 
@@ -414,7 +416,7 @@ mod tests {
 
     use std::any::TypeId;
 
-    use super::{AnyArc, Own, RawOut, downcast, own_as, put, take};
+    use super::{AnyArc, Own, RawOut, downcast, own_as, put};
 
     #[repr(align(64))]
     struct Wide([u8; 3]);
@@ -481,7 +483,7 @@ mod tests {
         let obj: AnyArc = Arc::new(Svc(7));
         let keep = obj.clone();
         let mut own = filled(obj);
-        let svc: Arc<Svc> = take(&mut own);
+        let svc: Arc<Svc> = own.take();
         assert_eq!(*svc, Svc(7));
         assert_eq!(Arc::strong_count(&svc), 2, "the same object, one count moved into the `Arc`");
         drop(svc);
@@ -497,7 +499,7 @@ mod tests {
         own.set(obj);
         let cast = |obj, out: &mut RawOut| put(out as &mut dyn Any, (*downcast::<Arc<Svc>>(obj)).clone());
         own.make_raw_by(TypeId::of::<Svc>(), cast, || "Svc");
-        let svc: Arc<Svc> = take(&mut own);
+        let svc: Arc<Svc> = own.take();
         assert!(Arc::ptr_eq(&svc, &fake));
         assert_eq!(Arc::strong_count(&fake), 2, "the wrapper is gone, the taken `Arc` holds one count");
     }

@@ -301,6 +301,9 @@ pub mod __private {
 
     pub use crate::__register_proto as register;
 
+    /// What a sync factory returns.
+    pub type Made = Result<crate::registry::AnyArc, crate::DiError>;
+
     /// Where a `provides` cast writes its `Arc<dyn Trait>`.
     pub type CastOut<'a> = &'a mut dyn ::core::any::Any;
 
@@ -316,7 +319,7 @@ pub mod __private {
     pub use crate::events::{AnyEvent, EventPhase, HandlerDescriptor, assert_event, event_ref};
     pub use crate::private::{
         CtorOutput, HookOutput, Own, assert_context, assert_proto, assert_singleton, assert_transient, construct_async,
-        constructed, downcast, fill, hook_result, take,
+        constructed, dep, dep_context, dep_singleton, dep_transient, downcast, fill, hook_result,
     };
     pub use crate::registry::{AnyArc, BuildFuture, HookFuture, ProtoDescriptor, Provide, load_section, put};
     #[cfg(feature = "schedule")]

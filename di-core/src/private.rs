@@ -4,7 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::erased::AnyArc;
-pub use crate::erased::{Own, downcast, take};
+pub use crate::erased::{Own, downcast};
 use crate::error::BoxError;
 use crate::proto::traits::{ContextProto, Proto, SingletonProto, TransientProto};
 
@@ -32,7 +32,7 @@ impl<E: Into<BoxError>> HookOutput for Result<(), E> {
 
 /// The `#[inject] x: Arc<T>` fields where `T` is a proto: writes the object of dependency
 /// `indices[k]` into `objs[k]`, in order, and stops at the first error. Not generic, so the
-/// lookups cost a factory one call (issue 13); [`take`] then makes each object an `Arc<T>`.
+/// lookups cost a factory one call (issue 13); [`Own::take`] then makes each object an `Arc<T>`.
 pub fn fill(r: &crate::Resolver<'_>, indices: &[usize], objs: &mut [Own]) -> Result<(), crate::DiError> {
     debug_assert_eq!(indices.len(), objs.len(), "one object per index");
     r.fill_own(indices, objs)
@@ -43,6 +43,31 @@ pub fn fill(r: &crate::Resolver<'_>, indices: &[usize], objs: &mut [Own]) -> Res
 #[inline]
 pub fn hook_result(out: impl HookOutput) -> Result<(), BoxError> {
     out.into_hook_result()
+}
+
+/// `Dependency::new::<T>(kind, None).field(field)`, what an injected field without a name
+/// declares: the short form, since the macros write one per field and every token of a
+/// large crate's expansion costs each rebuild time (issue 30).
+pub const fn dep<T: ?Sized + 'static>(kind: crate::InjectKind, field: &'static str) -> crate::Dependency {
+    crate::Dependency::new::<T>(kind, None).field(field)
+}
+
+/// `#[inject] x: Arc<T>` in a singleton: [`dep`] of a `T` that must be a singleton proto
+/// ([`assert_singleton`]), one call per field that both checks and declares.
+pub const fn dep_singleton<T: SingletonProto>(field: &'static str) -> crate::Dependency {
+    dep::<T>(crate::InjectKind::Arc, field)
+}
+
+/// `#[inject] x: ContextRef<T>` (or `AsyncContextRef<T>`): [`dep`] of a `T` that must be a
+/// context proto ([`assert_context`]).
+pub const fn dep_context<T: ContextProto>(field: &'static str) -> crate::Dependency {
+    dep::<T>(crate::InjectKind::ContextRef, field)
+}
+
+/// `#[inject] x: Provider<T>`: [`dep`] of a `T` that must be a transient proto
+/// ([`assert_transient`]).
+pub const fn dep_transient<T: TransientProto>(field: &'static str) -> crate::Dependency {
+    dep::<T>(crate::InjectKind::Provider, field)
 }
 
 /// `#[inject] x: Arc<T>` (or `Option`/`Vec`) in a context proto: `T` must be a proto.
@@ -99,15 +124,19 @@ where
     Box::pin(async move { fut.await.into_ctor_result().map(|t| Arc::new(t) as AnyArc) })
 }
 
-/// Registers proto `$ty`: its descriptor (`<$ty as Proto>::DESCRIPTOR`) copied into a `static`
-/// of the link section that `proto/registered.rs` reads, named `$name` (the proto's own: the
-/// expansion of a proto without free functions has no block around it). Emitted by the
+/// Registers proto `$ty` of scope trait `$scope` (`SingletonProto`, `ContextProto`,
+/// `TransientProto`): implements that marker, and copies its descriptor
+/// (`<$ty as Proto>::DESCRIPTOR`) into a `static` of the link section that `proto/registered.rs`
+/// reads, named `$name` (the proto's own: the expansion of a proto without free functions has
+/// no block around it). The marker is written here rather than by the attribute macros, since
+/// each token they return costs a large crate's every rebuild (issue 30). Emitted by the
 /// attribute macros; not public API.
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __register_proto {
-    ($ty:ty, $name:ident) => {
+    ($ty:ty, $name:ident, $scope:ident) => {
+        impl $crate::$scope for $ty {}
         #[used]
         #[allow(non_upper_case_globals)]
         #[unsafe(link_section = "di_core_protos_0_1")]
@@ -115,14 +144,15 @@ macro_rules! __register_proto {
     };
 }
 
-/// Registers proto `$ty` with `inventory`, on targets without a link-section registry (`$name`,
-/// the name of the `static` on other targets, unused). Emitted by the attribute macros; not
+/// Registers proto `$ty` of scope trait `$scope` with `inventory`, on targets without a
+/// link-section registry (`$name`, the name of the `static` on other targets, unused). Emitted by the attribute macros; not
 /// public API.
 #[cfg(not(all(any(target_os = "linux", target_os = "android"), not(miri))))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __register_proto {
-    ($ty:ty, $name:ident) => {
+    ($ty:ty, $name:ident, $scope:ident) => {
+        impl $crate::$scope for $ty {}
         $crate::__private::inventory::submit! { <$ty as $crate::Proto>::DESCRIPTOR }
     };
 }

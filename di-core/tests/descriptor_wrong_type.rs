@@ -25,7 +25,7 @@ fn consumer() -> ProtoDef {
     ProtoDef::singleton::<Consumer>(|r| {
         let mut objs = [di_core::__private::Own::EMPTY];
         di_core::__private::fill(r, &[0], &mut objs)?;
-        let _liar: Arc<Liar> = di_core::__private::take::<Liar>(&mut objs[0]);
+        let _liar: Arc<Liar> = objs[0].take::<Liar>();
         Ok(Consumer)
     })
     .dep(Dependency::new::<Liar>(InjectKind::Arc, None))

@@ -139,6 +139,12 @@ pub trait Proto: Sized + Send + Sync + 'static {
         unreachable!("`NoFactory::FAILS` fails the build")
     }
 
+    /// The object a factory the macros write has made, as its result. Not API.
+    #[doc(hidden)]
+    fn __di_made(self) -> Result<AnyArc, DiError> {
+        Ok(std::sync::Arc::new(self))
+    }
+
     /// [`DESCRIPTOR`](Self::DESCRIPTOR), as a `'static` reference.
     ///
     /// # Examples

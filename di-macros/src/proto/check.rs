@@ -138,6 +138,56 @@ pub(crate) fn checked(inject: &crate::proto::ast::Inject) -> bool {
     !is_dyn(&inject.target) && !inject.external
 }
 
+/// The scope trait an injected type must implement, checked at compile time by `__private`'s
+/// `assert_..` or `dep_..` functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bound {
+    /// `SingletonProto`: what a singleton takes by value.
+    Singleton,
+    /// `ContextProto`: what `ContextRef<T>` and `AsyncContextRef<T>` point at.
+    Context,
+    /// `TransientProto`: what `Provider<T>` builds.
+    Transient,
+}
+
+impl Bound {
+    /// `__private`'s function `{prefix}_{bound}` (`assert_singleton`, `dep_context`).
+    pub(crate) fn function(self, prefix: &str) -> syn::Ident {
+        let bound = match self {
+            Bound::Singleton => "singleton",
+            Bound::Context => "context",
+            Bound::Transient => "transient",
+        };
+        syn::Ident::new(&format!("{prefix}_{bound}"), proc_macro2::Span::call_site())
+    }
+
+    /// Whether `dep_..` of this bound declares a field of `kind`: its own kind (`Arc`,
+    /// `ContextRef`, `Provider`).
+    pub(crate) fn declares(self, kind: Kind) -> bool {
+        matches!(
+            (self, kind),
+            (Bound::Singleton, Kind::Arc)
+                | (Bound::Context, Kind::ContextRef | Kind::AsyncContextRef)
+                | (Bound::Transient, Kind::Provider)
+        )
+    }
+}
+
+/// The bound an injected type must meet. `None` where it is unknown here (a `dyn Trait`, an
+/// `external` dependency) or where `Proto::NEEDS_ASYNC`, which a context proto reads of its
+/// by-value dependencies, checks that it is a proto.
+pub(crate) fn bound(inject: &crate::proto::ast::Inject, singleton: bool) -> Option<Bound> {
+    if !checked(inject) {
+        return None;
+    }
+    match (inject.kind, singleton) {
+        (Kind::ContextRef | Kind::AsyncContextRef, _) => Some(Bound::Context),
+        (Kind::Provider, _) => Some(Bound::Transient),
+        (_, true) => Some(Bound::Singleton),
+        (_, false) => None,
+    }
+}
+
 /// `ContextRef<T>` gives `get()`; `AsyncContextRef<T>` only `get_async()`.
 pub(crate) fn sync_reference(kind: Kind) -> bool {
     kind == Kind::ContextRef

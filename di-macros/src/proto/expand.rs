@@ -25,7 +25,15 @@ fn expand(model: &ProtoItem) -> TokenStream {
         ProtoScope::Controller => quote!(::di_http),
         _ => quote!(::di_core),
     };
-    let di = private_path(model.attr.krate.as_ref(), runtime);
+    let di = private_path(model.attr.krate.as_ref(), runtime.clone());
+    // The runtime's public items by their public path, two tokens shorter than through
+    // `__private` (each token of a large crate's expansion costs every rebuild: issue 30).
+    // A controller's runtime, `di_http`, re-exports them only there.
+    let rt = match (model.scope, &model.attr.krate) {
+        (ProtoScope::Controller, _) => di.clone(),
+        (_, Some(krate)) => quote!(#krate),
+        (_, None) => runtime,
+    };
     let item = &model.body;
     let self_ty = model.self_ty();
     let scope_trait = match model.scope {
@@ -37,61 +45,18 @@ fn expand(model: &ProtoItem) -> TokenStream {
     let access_set = matches!(model.attr.access, Some(Access::Private))
         .then(|| quote!(.access(#di::Access::Private, #di::module_path!())));
 
-    let deps = model.injected().map(|(label, inject)| {
-        let target = &inject.target;
-        // A `ConfigRef<T>` is a singleton the live configuration registers, taken by `Arc`.
-        let target = match inject.kind {
-            Kind::ConfigRef => quote!(#di::ConfigRef<#target>),
-            Kind::TenantRef => quote!(#di::TenantRef<#target>),
-            _ => quote!(#target),
-        };
-        let kind = match inject.kind {
-            Kind::Arc | Kind::ConfigRef | Kind::TenantRef => quote!(Arc),
-            Kind::ContextRef | Kind::AsyncContextRef => quote!(ContextRef),
-            Kind::Optional => quote!(Optional),
-            Kind::All => quote!(All),
-            Kind::Keyed => quote!(Keyed),
-            Kind::Provider => quote!(Provider),
-        };
-        let qualifier = match &inject.name {
-            Some(name) => quote!(#di::Option::Some(#name)),
-            None => quote!(#di::Option::None),
-        };
-        let label = label.to_string();
-        // The holder may call `get()`: `build()` refuses a target built asynchronously (the
-        // compile-time check below covers a proto's type, not a `dyn Trait`).
-        let sync_only = check::sync_reference(inject.kind).then(|| quote!(.sync_only()));
-        quote!(#di::Dependency::new::<#target>(#di::InjectKind::#kind, #qualifier).field(#label) #sync_only)
-    });
-    // The trait-bound checks of every dependency, as calls in one constant: each item costs
-    // the compiler time in a large project (issue 13), and a bound's error is reported for
-    // each call all the same. The `NEEDS_ASYNC` checks panic in const evaluation, which stops
-    // at the first: one item each.
-    let mut asserts = Vec::new();
-    let mut sync_checks = Vec::new();
-    for (_, inject) in model.injected().filter(|(_, inject)| check::checked(inject)) {
-        let target = &inject.target;
-        let assert = match (inject.kind, model.scope.is_singleton()) {
-            (Kind::ContextRef | Kind::AsyncContextRef, _) => Some(quote!(assert_context)),
-            (Kind::Provider, _) => Some(quote!(assert_transient)),
-            (_, true) => Some(quote!(assert_singleton)),
-            // `Proto::NEEDS_ASYNC` of the proto reads it, which checks that it is a proto.
-            (_, false) => None,
-        };
-        let Some(assert) = assert else { continue };
-        let di = respan(&di, target.span());
-        asserts.push(quote_spanned!(target.span()=> #di::#assert::<#target>();));
-        if check::sync_reference(inject.kind) {
-            let shown = type_text(target);
-            let message = format!(
-                "`{shown}` is built asynchronously (an async constructor or init hook, its own or a by-value dependency's), so `ContextRef::get` could not return it: hold `AsyncContextRef<{shown}>` and call `get_async().await`"
-            );
-            sync_checks.push(quote_spanned!(target.span()=> const _: () = if <#target as #di::Proto>::NEEDS_ASYNC { ::core::panic!(#message) };));
-        }
-    }
+    let fields: Vec<FieldParts> =
+        model.injected().map(|(label, inject)| field_parts(model, label, inject, &di, &rt)).collect();
+    let deps: Vec<_> = fields.iter().map(|f| &f.dep).collect();
+    // The bounds that no `dep_..` call checks, as calls in one constant: each item costs the
+    // compiler time in a large project (issue 13), and a bound's error is reported for each call
+    // all the same. The `NEEDS_ASYNC` checks panic in const evaluation, which stops at the
+    // first: one item each.
+    let asserts: Vec<_> = fields.iter().filter_map(|f| f.assert.as_ref()).collect();
+    let sync_checks = fields.iter().filter_map(|f| f.sync_check.as_ref());
     let checks = (!asserts.is_empty()).then(|| quote!(const _: () = { #(#asserts)* };));
-    let needs_async = needs_async(model, &di);
-    let Factory { item: factory, method, constructor } = factory(model, &di);
+    let needs_async = needs_async(model, &rt);
+    let Factory { item: factory, method, constructor } = factory(model, &di, &rt);
     // A cast per provided type: the downcast and the coercion, spanned at the type so that a
     // trait the proto does not implement is reported there. No generic helper per proto.
     let casts = model.attr.provides.iter().enumerate().map(|(i, ty)| {
@@ -168,7 +133,6 @@ fn expand(model: &ProtoItem) -> TokenStream {
     let needs_async = needs_async.map(|n| quote!(const NEEDS_ASYNC: bool = #n;));
     // `Dependency` has drop glue, so its array is not promoted: an inline constant makes it
     // `'static` (and costs no item of its own).
-    let deps: Vec<_> = deps.collect();
     // An empty list is the descriptor's default: not said (each call costs every proto's build).
     let deps_set = (!deps.is_empty()).then(|| quote!(.deps(const { &[#(#deps),*] })));
     let provides: Vec<_> = provides.collect();
@@ -206,10 +170,13 @@ fn expand(model: &ProtoItem) -> TokenStream {
     });
     let (method_factory, free_factory) = if method { (factory, quote!()) } else { (quote!(), factory) };
 
-    // The descriptor is the `Proto` impl's constant, and the registration (`register!`: a
-    // `static` in a link section, or an `inventory` entry where there is none, named after the
-    // type) copies it: no other item per proto, since each one costs a large project's build
-    // time (issues 13, 30).
+    // The descriptor is the `Proto` impl's constant, and the registration (`register!`: the
+    // scope marker's impl, and a `static` in a link section, or an `inventory` entry where there
+    // is none, named after the type) copies it: no other item per proto, since each one costs a
+    // large project's build time (issues 13, 30). What the macros write per proto and per field
+    // is kept short too: every token costs each rebuild, which expands the whole crate again
+    // (public items by their public path, `#rt::Proto`; `dep_singleton::<T>(..)` both checks
+    // and declares a field; docs/decisions.md, "Fewer tokens per proto and per field").
     //
     // The functions (factory, casts, hooks) take an unused type parameter and are used as
     // `f::<()>`: an incremental build compiles a module's generic code in a codegen unit of its
@@ -219,17 +186,16 @@ fn expand(model: &ProtoItem) -> TokenStream {
     let impls = quote! {
         #checks
         #(#sync_checks)*
-        impl #di::Proto for #self_ty {
+        impl #rt::Proto for #self_ty {
             #needs_async
             #descriptor
             #method_factory
         }
-        impl #di::#scope_trait for #self_ty {}
         #controller
-        #di::register!(#self_ty, #registration);
+        #di::register!(#self_ty, #registration, #scope_trait);
     };
-    // Every path is written in full (`#di::Proto`), so no `use` is needed, and only free
-    // functions, whose names are fixed, need a block to keep them apart from the next proto's:
+    // Every path is written in full (`#rt::Proto`, `#di::Made`), so no `use` is needed, and only
+    // free functions, whose names are fixed, need a block to keep them apart from the next proto's:
     // most protos of a large crate (a sync factory, no `provides`, no hook) have none. Two items
     // fewer per proto (docs/decisions.md, "A proto with only trait impls expands without a
     // block").
@@ -253,11 +219,82 @@ fn expand(model: &ProtoItem) -> TokenStream {
     }
 }
 
+/// What one injected field adds to the expansion.
+struct FieldParts {
+    /// Its entry in the descriptor's dependencies.
+    dep: TokenStream,
+    /// Its trait-bound check (`check::Bound`), where `dep` does not make it.
+    assert: Option<TokenStream>,
+    /// A `ContextRef<T>`'s check that `T` is not built asynchronously.
+    sync_check: Option<TokenStream>,
+}
+
+/// The parts of field `label`. Where the field names no object and injects its bound's own
+/// kind (`Arc<T>` in a singleton, `ContextRef<T>`, `Provider<T>`), one call both declares and
+/// checks it (`dep_singleton::<T>("label")`, spanned at `T`, so that a bound's error points
+/// there): each token of a large crate's expansion costs every rebuild (issue 30).
+fn field_parts(
+    model: &ProtoItem,
+    label: &syn::Ident,
+    inject: &crate::proto::ast::Inject,
+    di: &TokenStream,
+    rt: &TokenStream,
+) -> FieldParts {
+    let checked = &inject.target;
+    let bound = check::bound(inject, model.scope.is_singleton());
+    let label = label.to_string();
+    // The holder may call `get()`: `build()` refuses a target built asynchronously (the
+    // compile-time check below covers a proto's type, not a `dyn Trait`).
+    let sync_only = check::sync_reference(inject.kind).then(|| quote!(.sync_only()));
+    let sync_check = (bound.is_some() && check::sync_reference(inject.kind)).then(|| {
+        let shown = type_text(checked);
+        let message = format!(
+            "`{shown}` is built asynchronously (an async constructor or init hook, its own or a by-value dependency's), so `ContextRef::get` could not return it: hold `AsyncContextRef<{shown}>` and call `get_async().await`"
+        );
+        quote_spanned!(checked.span()=> const _: () = if <#checked as #rt::Proto>::NEEDS_ASYNC { ::core::panic!(#message) };)
+    });
+    let at = |path: &TokenStream| respan(path, checked.span());
+    if let Some(bound) = bound.filter(|b| inject.name.is_none() && b.declares(inject.kind)) {
+        let (di, dep) = (at(di), bound.function("dep"));
+        return FieldParts {
+            dep: quote_spanned!(checked.span()=> #di::#dep::<#checked>(#label) #sync_only),
+            assert: None,
+            sync_check,
+        };
+    }
+    let assert = bound.map(|bound| {
+        let (di, assert) = (at(di), bound.function("assert"));
+        quote_spanned!(checked.span()=> #di::#assert::<#checked>();)
+    });
+    // A `ConfigRef<T>` is a singleton the live configuration registers, taken by `Arc`.
+    let target = match inject.kind {
+        Kind::ConfigRef => quote!(#di::ConfigRef<#checked>),
+        Kind::TenantRef => quote!(#di::TenantRef<#checked>),
+        _ => quote!(#checked),
+    };
+    let kind = match inject.kind {
+        Kind::Arc | Kind::ConfigRef | Kind::TenantRef => quote!(Arc),
+        Kind::ContextRef | Kind::AsyncContextRef => quote!(ContextRef),
+        Kind::Optional => quote!(Optional),
+        Kind::All => quote!(All),
+        Kind::Keyed => quote!(Keyed),
+        Kind::Provider => quote!(Provider),
+    };
+    // Most fields name no object: `dep`, the short form.
+    let dep = match &inject.name {
+        Some(name) => {
+            quote!(#rt::Dependency::new::<#target>(#rt::InjectKind::#kind, #di::Option::Some(#name)).field(#label) #sync_only)
+        }
+        None => quote!(#di::dep::<#target>(#rt::InjectKind::#kind, #label) #sync_only),
+    };
+    FieldParts { dep, assert, sync_check }
+}
+
 /// `Proto::NEEDS_ASYNC`: whether a scope must build this proto asynchronously. A context
 /// proto's own async constructor or init hook, or a by-value dependency that needs it;
 /// `None` (the trait's default, `false`) for singletons, which exist before any scope. Trait
 /// objects and `external` dependencies are unknown here: the run-time check covers them.
-fn needs_async(model: &ProtoItem, di: &TokenStream) -> Option<TokenStream> {
+fn needs_async(model: &ProtoItem, rt: &TokenStream) -> Option<TokenStream> {
     if !matches!(model.scope, ProtoScope::Context | ProtoScope::Transient) {
         return None;
     }
@@ -265,7 +302,7 @@ fn needs_async(model: &ProtoItem, di: &TokenStream) -> Option<TokenStream> {
     let deps =
         model.injected().filter(|(_, inject)| inject.kind.by_value() && check::checked(inject)).map(|(_, inject)| {
             let target = &inject.target;
-            quote!(<#target as #di::Proto>::NEEDS_ASYNC)
+            quote!(<#target as #rt::Proto>::NEEDS_ASYNC)
         });
     Some(quote!(#own #(|| #deps)*))
 }
@@ -282,7 +319,7 @@ struct Factory {
 }
 
 /// The factory function and the descriptor constructor that takes it.
-fn factory(model: &ProtoItem, di: &TokenStream) -> Factory {
+fn factory(model: &ProtoItem, di: &TokenStream, rt: &TokenStream) -> Factory {
     let ident = model.ident();
     let self_ty = model.self_ty();
     // No name given: an empty one, which di-core reads as the type's default name
@@ -324,9 +361,10 @@ fn factory(model: &ProtoItem, di: &TokenStream) -> Factory {
         let count = owns.len();
         let indices = owns.iter().map(|(i, _, _)| i);
         // Taken out of the array one by one, not moved into a local each: see `take`.
-        let takes = owns.iter().enumerate().map(
-            |(k, (_, local, target))| quote!(let #local: #di::Arc<#target> = #di::take::<#target>(&mut __di_objs[#k]);),
-        );
+        let takes = owns
+            .iter()
+            .enumerate()
+            .map(|(k, (_, local, target))| quote!(let #local = __di_objs[#k].take::<#target>();));
         quote! {
             let mut __di_objs: [#di::Own; #count] = [const { #di::Own::EMPTY }; #count];
             #di::fill(__di_r, &[#(#indices),*], &mut __di_objs)?;
@@ -370,13 +408,13 @@ fn factory(model: &ProtoItem, di: &TokenStream) -> Factory {
             });
             Factory {
                 item: quote! {
-                    fn __di_factory<__DiGen>(__di_r: &#di::Resolver<'_>) -> #di::Result<#di::AnyArc, #di::DiError> {
+                    fn __di_factory<__DiGen>(__di_r: &#rt::Resolver<'_>) -> #di::Made {
                         #(#lets)*
-                        #di::Result::Ok(#di::Arc::new(#ident { #(#fields,)* }))
+                        Self::__di_made(#ident { #(#fields,)* })
                     }
                 },
                 method: true,
-                constructor: quote!(#di::ProtoDescriptor::new::<#self_ty>(#name, #di::Scope::#scope, Self::__di_factory::<()>)),
+                constructor: quote!(#di::ProtoDescriptor::new::<#self_ty>(#name, #rt::Scope::#scope, Self::__di_factory::<()>)),
             }
         }
         Body::Impl { .. } => {
@@ -389,13 +427,13 @@ fn factory(model: &ProtoItem, di: &TokenStream) -> Factory {
                 let construct = quote_spanned!(ctor_ident.span()=> #di::construct_async::<#self_ty, _>(#call));
                 Factory {
                     item: quote! {
-                        fn __di_factory<__DiGen>(__di_r: &#di::Resolver<'_>) -> #di::Result<#di::BuildFuture, #di::DiError> {
+                        fn __di_factory<__DiGen>(__di_r: &#rt::Resolver<'_>) -> #di::Result<#di::BuildFuture, #rt::DiError> {
                             #(#lets)*
                             #di::Result::Ok(#construct)
                         }
                     },
                     method: false,
-                    constructor: quote!(#di::ProtoDescriptor::new_async::<#self_ty>(#name, #di::Scope::#scope, __di_factory::<()>)),
+                    constructor: quote!(#di::ProtoDescriptor::new_async::<#self_ty>(#name, #rt::Scope::#scope, __di_factory::<()>)),
                 }
             } else {
                 // `__di_r` is made here, at the call site: spanned at the constructor, it would not
@@ -405,13 +443,13 @@ fn factory(model: &ProtoItem, di: &TokenStream) -> Factory {
                 let construct = quote_spanned!(ctor_ident.span()=> #di::constructed::<#self_ty>(#resolver, #call));
                 Factory {
                     item: quote! {
-                        fn __di_factory<__DiGen>(__di_r: &#di::Resolver<'_>) -> #di::Result<#di::AnyArc, #di::DiError> {
+                        fn __di_factory<__DiGen>(__di_r: &#rt::Resolver<'_>) -> #di::Made {
                             #(#lets)*
                             #construct
                         }
                     },
                     method: true,
-                    constructor: quote!(#di::ProtoDescriptor::new::<#self_ty>(#name, #di::Scope::#scope, Self::__di_factory::<()>)),
+                    constructor: quote!(#di::ProtoDescriptor::new::<#self_ty>(#name, #rt::Scope::#scope, Self::__di_factory::<()>)),
                 }
             }
         }
@@ -449,8 +487,56 @@ mod tests {
             ),
         );
         assert!(!out.contains("const _") && !out.contains(" use "), "{out}");
-        assert!(out.contains("impl :: di_core :: __private :: Proto for Clock"), "{out}");
-        assert!(out.contains(":: di_core :: __private :: register ! (Clock , __DI_PROTO_Clock)"), "{out}");
+        assert!(out.contains("impl :: di_core :: Proto for Clock"), "{out}");
+        assert!(
+            out.contains(":: di_core :: __private :: register ! (Clock , __DI_PROTO_Clock , SingletonProto)"),
+            "{out}"
+        );
+    }
+
+    /// Every token of the expansion costs each rebuild of a large crate (issue 30): a proto with
+    /// nothing to say writes its `Proto` impl with the factory and its registration, no more.
+    #[test]
+    fn a_proto_without_options_expands_to_few_tokens() {
+        /// Tokens as the compiler counts them: a group is its delimiters and what is inside.
+        fn count(ts: proc_macro2::TokenStream) -> usize {
+            ts.into_iter()
+                .map(|tree| match tree {
+                    proc_macro2::TokenTree::Group(g) => 2 + count(g.stream()),
+                    _ => 1,
+                })
+                .sum()
+        }
+        let out = super::proto(
+            quote!(),
+            quote!(
+                pub struct Clock;
+            ),
+            ProtoScope::Singleton,
+        );
+        let tokens = count(out.clone());
+        assert!(tokens <= 75, "{tokens} tokens: {out}");
+    }
+
+    #[test]
+    fn a_field_is_declared_and_checked_by_one_call() {
+        let out = expanded(
+            quote!(),
+            quote!(
+                pub struct Greeter {
+                    #[inject]
+                    clock: Arc<Clock>,
+                    #[inject(name = "utc")]
+                    utc: Arc<Clock>,
+                }
+            ),
+        );
+        // The unnamed field: one call, no check of its own; the named one: the long form, and
+        // its check in the one constant of checks.
+        assert!(out.contains(":: di_core :: __private :: dep_singleton :: < Clock > (\"clock\")"), "{out}");
+        assert!(out.contains("Dependency :: new :: < Clock > (:: di_core :: InjectKind :: Arc , :: di_core :: __private :: Option :: Some (\"utc\")) . field (\"utc\")"), "{out}");
+        assert_eq!(out.matches("assert_singleton").count(), 1, "{out}");
+        assert!(out.contains("__di_objs [0usize] . take :: < Clock > ()"), "{out}");
     }
 
     #[test]
@@ -462,8 +548,11 @@ mod tests {
             ),
         );
         assert!(out.contains("const _ : () = {") && out.contains("fn __di_init"), "{out}");
-        assert!(out.contains("impl my :: di :: __private :: Proto for Clock"), "{out}");
-        assert!(out.contains("my :: di :: __private :: register ! (Clock , __DI_PROTO_Clock) ;"), "{out}");
+        assert!(out.contains("impl my :: di :: Proto for Clock"), "{out}");
+        assert!(
+            out.contains("my :: di :: __private :: register ! (Clock , __DI_PROTO_Clock , SingletonProto) ;"),
+            "{out}"
+        );
         assert!(!out.contains("__di ::") && !out.contains(":: di_core"), "{out}");
     }
 }
