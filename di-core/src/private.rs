@@ -47,7 +47,7 @@ pub fn hook_result(out: impl HookOutput) -> Result<(), BoxError> {
 
 /// `Dependency::new::<T>(kind, None).field(field)`, what an injected field without a name
 /// declares: the short form, since the macros write one per field and every token of a
-/// large crate's expansion costs each rebuild time (issue 30).
+/// large crate's expansion costs every rebuild (issue 30).
 pub const fn dep<T: ?Sized + 'static>(kind: crate::InjectKind, field: &'static str) -> crate::Dependency {
     crate::Dependency::new::<T>(kind, None).field(field)
 }
