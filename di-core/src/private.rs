@@ -145,8 +145,8 @@ macro_rules! __register_proto {
 }
 
 /// Registers proto `$ty` of scope trait `$scope` with `inventory`, on targets without a
-/// link-section registry (`$name`, the name of the `static` on other targets, unused). Emitted by the attribute macros; not
-/// public API.
+/// link-section registry (`$name`, the name of the `static` on other targets, unused). Emitted
+/// by the attribute macros; not public API.
 #[cfg(not(all(any(target_os = "linux", target_os = "android"), not(miri))))]
 #[doc(hidden)]
 #[macro_export]

@@ -132,7 +132,7 @@ impl Resolver<'_> {
     }
 
     /// [`fill`](crate::private::fill)'s loops: the object of each dependency `indices[k]`, an
-    /// `Arc<T>` of a proto's own type, into `objs[k]`, then each as the raw pointer `take` makes
+    /// `Arc<T>` of a proto's own type, into `objs[k]`, then each as the raw pointer [`Own::take`](crate::private::Own::take) makes
     /// an `Arc<T>` of (the object itself, or what its cast makes of a fake stored as another
     /// type: see [`cast_own`](Self::cast_own)). Not generic: the macros fetch every such field of
     /// a factory through it (issue 13). `T` was checked at compile time, so only the kind is

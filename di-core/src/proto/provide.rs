@@ -122,8 +122,9 @@ pub(crate) fn cast_with<U: ?Sized + 'static>(cast: &ProvideCast, obj: AnyArc) ->
 
 pub(crate) fn run_cast(cast: &ProvideCast, obj: AnyArc, out: &mut dyn Any) {
     match cast {
-        // Reached from `take` only when the object is not of the type asked for, which for
-        // the own entry is the object's own type: a factory returned another type.
+        // Reached from `fill`'s rare path (`Resolver::cast_own`) only when the object is not of
+        // the type asked for, which for the own entry is the object's own type: a factory
+        // returned another type.
         ProvideCast::Own => stored_as_another_type(),
         ProvideCast::Fn(f) => f(obj, out),
         ProvideCast::Closure(f) => f(obj, out),

@@ -245,8 +245,9 @@ fn field_parts(
     let label = label.to_string();
     // The holder may call `get()`: `build()` refuses a target built asynchronously (the
     // compile-time check below covers a proto's type, not a `dyn Trait`).
-    let sync_only = check::sync_reference(inject.kind).then(|| quote!(.sync_only()));
-    let sync_check = (bound.is_some() && check::sync_reference(inject.kind)).then(|| {
+    let sync = check::sync_reference(inject.kind);
+    let sync_only = sync.then(|| quote!(.sync_only()));
+    let sync_check = (sync && bound.is_some()).then(|| {
         let shown = type_text(checked);
         let message = format!(
             "`{shown}` is built asynchronously (an async constructor or init hook, its own or a by-value dependency's), so `ContextRef::get` could not return it: hold `AsyncContextRef<{shown}>` and call `get_async().await`"
@@ -348,8 +349,8 @@ fn factory(model: &ProtoItem, di: &TokenStream, rt: &TokenStream) -> Factory {
     let locals: Vec<syn::Ident> = (0..model.injected().count()).map(|i| format_ident!("__di_dep{}", i)).collect();
     // The `Arc`s of protos' own types come first, all at once: one call that is not generic
     // looks up their objects (so each dependency costs its factory no lookup code of its own:
-    // issue 13), then `take` downcasts each, inline (the request path runs no function per
-    // dependency type: issue 12). The others follow, in order.
+    // issue 13), then `Own::take` makes each an `Arc<T>`, inline (the request path runs no
+    // function per dependency type: issue 12). The others follow, in order.
     let owns: Vec<(usize, &syn::Ident, &syn::Type)> = model
         .injected()
         .zip(&locals)
@@ -360,7 +361,7 @@ fn factory(model: &ProtoItem, di: &TokenStream, rt: &TokenStream) -> Factory {
     let fill = (!owns.is_empty()).then(|| {
         let count = owns.len();
         let indices = owns.iter().map(|(i, _, _)| i);
-        // Taken out of the array one by one, not moved into a local each: see `take`.
+        // Each taken out of its place, which stays in the array, emptied (`Own::take`).
         let takes = owns
             .iter()
             .enumerate()
