@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use di_core::BoxError;
-use di_tx::{Busy, TxConn, TxFuture};
+use di_tx::{AbortedByDatabase, Busy, Classified, ErrorClass, TxConn, TxFuture};
 use sqlx::{Pool, Transaction};
 
 /// A database di-sqlx runs transactions on: SQLite and Postgres. Sealed.
@@ -18,18 +18,50 @@ pub trait Backend: sqlx::Database + sealed::Sealed {
     #[doc(hidden)]
     fn begin(pool: &Pool<Self>) -> TxFuture<'_, Box<dyn TxConn>>;
 
-    /// Whether an error of this database with `code` (SQLite's result code, PostgreSQL's
-    /// SQLSTATE) says it is busy: it had no connection or lock to give in time.
+    /// The class of an error of this database with `code` (SQLite's extended result code,
+    /// PostgreSQL's SQLSTATE) that sqlx's `ErrorKind` does not tell: busy, a serialization
+    /// failure, a deadlock, an aborted transaction, a lost connection.
     #[doc(hidden)]
-    fn busy_code(code: &str) -> bool;
+    fn class_of_code(code: &str) -> Option<ErrorClass>;
+
+    /// Commits `tx`; a transaction the database had aborted is [`AbortedByDatabase`].
+    #[doc(hidden)]
+    fn commit(tx: Transaction<'static, Self>) -> TxFuture<'static, ()>;
 }
 
-/// `error` boxed for di-tx: a [`Busy`] (which di-tx reports as `TxError::Busy`) if the pool
-/// stayed exhausted for its acquire timeout or the database said it is busy, else as it is.
+/// The class of `error` ([`ErrorClass`]), the same on both databases for the same failure.
+pub(crate) fn class_of<DB: Backend>(error: &sqlx::Error) -> ErrorClass {
+    match error {
+        sqlx::Error::PoolTimedOut => ErrorClass::Busy,
+        sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) | sqlx::Error::WorkerCrashed => {
+            ErrorClass::ConnectionLost
+        }
+        sqlx::Error::Database(db) => {
+            if let Some(class) = db.code().and_then(|code| DB::class_of_code(&code)) {
+                return class;
+            }
+            match db.kind() {
+                sqlx::error::ErrorKind::UniqueViolation => ErrorClass::UniqueViolation,
+                sqlx::error::ErrorKind::ForeignKeyViolation => ErrorClass::ForeignKeyViolation,
+                sqlx::error::ErrorKind::NotNullViolation => ErrorClass::NotNullViolation,
+                sqlx::error::ErrorKind::CheckViolation => ErrorClass::CheckViolation,
+                _ => ErrorClass::Other,
+            }
+        }
+        _ => ErrorClass::Other,
+    }
+}
+
+/// `error` boxed for di-tx, with its class: a [`Busy`] (which di-tx reports as
+/// `TxError::Busy`) if the pool stayed exhausted for its acquire timeout or the database said
+/// it is busy, a [`Classified`] error for the other classes (`TxError::class` reads it), else
+/// as it is.
 pub(crate) fn boxed<DB: Backend>(error: sqlx::Error) -> BoxError {
-    let busy = matches!(error, sqlx::Error::PoolTimedOut)
-        || error.as_database_error().and_then(|e| e.code()).is_some_and(|code| DB::busy_code(&code));
-    if busy { Box::new(Busy(Box::new(error))) } else { Box::new(error) }
+    match class_of::<DB>(&error) {
+        ErrorClass::Busy => Box::new(Busy(Box::new(error))),
+        ErrorClass::Other => Box::new(error),
+        class => Box::new(Classified { class, error: Box::new(error) }),
+    }
 }
 
 mod sealed {
@@ -52,7 +84,7 @@ macro_rules! tx_conn {
     ($db:ty) => {
         impl TxConn for SqlxTx<$db> {
             fn commit(self: Box<Self>) -> TxFuture<'static, ()> {
-                Box::pin(async move { Ok(self.tx.commit().await?) })
+                <$db as Backend>::commit(self.tx)
             }
 
             fn rollback(mut self: Box<Self>) -> TxFuture<'static, ()> {
@@ -61,9 +93,9 @@ macro_rules! tx_conn {
                         // SQLite ended the transaction; sqlx still counts it open, and would
                         // take the connection's next BEGIN for a savepoint's. A BEGIN makes its
                         // ROLLBACK true again, and the connection goes back to the pool sound.
-                        sqlx::Executor::execute(&mut *self.tx, "BEGIN").await?;
+                        sqlx::Executor::execute(&mut *self.tx, "BEGIN").await.map_err(boxed::<$db>)?;
                     }
-                    Ok(self.tx.rollback().await?)
+                    self.tx.rollback().await.map_err(boxed::<$db>)
                 })
             }
 
@@ -97,7 +129,7 @@ macro_rules! tx_conn {
                 self.sql = sql;
                 let done = sqlx::Executor::execute(&mut *self.tx, self.sql.as_str());
                 Box::pin(async move {
-                    done.await?;
+                    done.await.map_err(boxed::<$db>)?;
                     Ok(())
                 })
             }
@@ -116,9 +148,15 @@ mod sqlite {
         const ONE_AT_A_TIME: bool = true;
 
         /// `SQLITE_BUSY` (primary result code 5, any extended one): another connection held
-        /// the database past the busy timeout.
-        fn busy_code(code: &str) -> bool {
-            code.parse::<i32>().is_ok_and(|code| code & 0xff == 5)
+        /// the database past the busy timeout. The constraints are sqlx's `ErrorKind`s.
+        fn class_of_code(code: &str) -> Option<ErrorClass> {
+            code.parse::<i32>().is_ok_and(|code| code & 0xff == 5).then_some(ErrorClass::Busy)
+        }
+
+        /// SQLite commits or fails: a transaction it ended itself is seen before, through the
+        /// rollback hook ([`TxConn::aborted`]).
+        fn commit(tx: Transaction<'static, Self>) -> TxFuture<'static, ()> {
+            Box::pin(async move { tx.commit().await.map_err(boxed::<Self>) })
         }
 
         /// `BEGIN IMMEDIATE`: SQLite runs one writer at a time, and a transaction that begins
@@ -150,9 +188,43 @@ mod postgres {
         const ONE_AT_A_TIME: bool = false;
 
         /// `too_many_connections` (53300) and `cannot_connect_now` (57P03): the server refused
-        /// the pool a new connection.
-        fn busy_code(code: &str) -> bool {
-            code == "53300" || code == "57P03"
+        /// the pool a new connection; `serialization_failure` (40001), `deadlock_detected`
+        /// (40P01), `in_failed_sql_transaction` (25P02: a statement in an aborted
+        /// transaction), and the server going away (`admin_shutdown` and the like, class 57P,
+        /// and the connection exceptions, class 08).
+        fn class_of_code(code: &str) -> Option<ErrorClass> {
+            match code {
+                "53300" | "57P03" => Some(ErrorClass::Busy),
+                "40001" => Some(ErrorClass::SerializationFailure),
+                "40P01" => Some(ErrorClass::Deadlock),
+                "25P02" => Some(ErrorClass::Aborted),
+                _ if code.starts_with("57P") || code.starts_with("08") => Some(ErrorClass::ConnectionLost),
+                _ => None,
+            }
+        }
+
+        /// PostgreSQL answers the `COMMIT` of a transaction it aborted (any statement of it
+        /// failed, even one the caller took in stride) with the tag `ROLLBACK` and no error,
+        /// which sqlx does not read: its `commit()` returns `Ok`. So the commit is sent as
+        /// `SELECT 1; COMMIT; BEGIN` in one message, one round trip as a plain `COMMIT`: in an
+        /// aborted transaction the `SELECT` fails with `25P02` and the rest is skipped (the
+        /// transaction is rolled back when `tx` is dropped); otherwise the `COMMIT` commits,
+        /// and the empty transaction the `BEGIN` opens is what `tx`'s drop rolls back, with the
+        /// check the pool makes of a connection given back (in the same round trip).
+        fn commit(mut tx: Transaction<'static, Self>) -> TxFuture<'static, ()> {
+            Box::pin(async move {
+                // The driver's boxed future: an `async` block awaiting its generic executor is
+                // refused as not `Send` for every lifetime (rust-lang/rust#102211). A query
+                // without arguments is sent as one simple-protocol message.
+                let committed = sqlx::Executor::execute(&mut *tx, "SELECT 1; COMMIT; BEGIN").await;
+                match committed {
+                    Ok(_) => Ok(()),
+                    Err(error) if class_of::<Self>(&error) == ErrorClass::Aborted => {
+                        Err(Box::new(AbortedByDatabase) as BoxError)
+                    }
+                    Err(error) => Err(boxed::<Self>(error)),
+                }
+            })
         }
 
         fn begin(pool: &Pool<Self>) -> TxFuture<'_, Box<dyn TxConn>> {

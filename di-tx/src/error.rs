@@ -90,14 +90,28 @@ pub enum TxError {
         #[source]
         error: Busy,
     },
-    /// The database ended the transaction itself (SQLite, after a full disk, an I/O error or a
-    /// `RAISE(ROLLBACK)`): nothing of it is saved, and it takes no more work.
+    /// The database ended the transaction itself: PostgreSQL after any failed statement (its
+    /// `COMMIT` then rolls back), SQLite after a full disk, an I/O error or a `RAISE(ROLLBACK)`.
+    /// Nothing of it is saved, and it takes no more work.
     #[error(
-        "the database rolled back the transaction of data source `{data_source}` itself, after an earlier error: nothing of it is saved, and it takes no more work"
+        "the database aborted the transaction of data source `{data_source}` after an earlier error: nothing of it is saved, and it takes no more work"
     )]
     Aborted {
         /// The data source.
         data_source: String,
+    },
+    /// An event emitted in the transaction could not be made ready for its commit: a
+    /// `before_commit` handler failed, or the event transport (an outbox) could not write it.
+    /// The transaction was rolled back.
+    #[error(
+        "an event emitted in the transaction of data source `{data_source}` failed before its commit: {source}; rolled back"
+    )]
+    Events {
+        /// The data source.
+        data_source: String,
+        /// The handler's or the transport's failure.
+        #[source]
+        source: Box<di_core::DiError>,
     },
     /// The transaction is over: committed, rolled back, or rolled back because the method that
     /// began it failed, panicked or was cancelled.
@@ -128,12 +142,136 @@ impl TxError {
     /// ```
     pub fn database(doing: &'static str, data_source: impl Into<String>, error: BoxError) -> TxError {
         let data_source = data_source.into();
-        match error.downcast::<Busy>() {
-            Ok(busy) => TxError::Busy { doing, data_source, error: *busy },
-            Err(error) => TxError::Database { doing, data_source, error },
+        let error = match error.downcast::<Busy>() {
+            Ok(busy) => return TxError::Busy { doing, data_source, error: *busy },
+            Err(error) => error,
+        };
+        let aborted = error.downcast_ref::<Classified>().is_some_and(|c| c.class == ErrorClass::Aborted);
+        if aborted || error.is::<AbortedByDatabase>() {
+            return TxError::Aborted { data_source };
+        }
+        TxError::Database { doing, data_source, error }
+    }
+
+    /// What kind of failure this is, for code that acts on it: a constraint the data broke, a
+    /// conflict worth trying the whole transaction again for, a busy or lost database, a
+    /// transaction the database aborted, or a rule of `#[transactional]` broken. A
+    /// [`TxError::Database`] has the class its adapter gave it ([`Classified`]; di-sqlx
+    /// classifies SQLite's and PostgreSQL's errors alike), else [`ErrorClass::Other`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_tx::{Classified, ErrorClass, TxError};
+    ///
+    /// let duplicate = Classified { class: ErrorClass::UniqueViolation, error: "duplicate key".into() };
+    /// let error = TxError::database("inserting a user", "database", Box::new(duplicate));
+    /// assert_eq!(error.class(), ErrorClass::UniqueViolation);
+    /// assert!(!error.class().retryable());
+    /// let busy = TxError::database("beginning a transaction", "database", Box::new(di_tx::Busy("pool timed out".into())));
+    /// assert!(busy.class().retryable());
+    /// ```
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            TxError::Busy { .. } => ErrorClass::Busy,
+            TxError::Aborted { .. } => ErrorClass::Aborted,
+            TxError::Ended { .. } => ErrorClass::Ended,
+            TxError::Database { error, .. } => {
+                error.downcast_ref::<Classified>().map_or(ErrorClass::Other, |c| c.class)
+            }
+            TxError::Events { .. } => ErrorClass::Other,
+            TxError::Mandatory { .. } | TxError::Never { .. } | TxError::OneAtATime { .. } | TxError::Source { .. } => {
+                ErrorClass::Usage
+            }
         }
     }
 }
+
+/// What kind of failure a [`TxError`] is ([`TxError::class`]): the same class for the same
+/// failure on SQLite and PostgreSQL, whatever each database's own code for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// A unique or primary key already holds the value (PostgreSQL `23505`, SQLite's `UNIQUE`
+    /// and `PRIMARY KEY` constraints). On PostgreSQL the transaction is aborted by it.
+    UniqueViolation,
+    /// A foreign key refers to no row, or a row still referred to was deleted (`23503`,
+    /// SQLite's `FOREIGN KEY` constraint; a deferred one fails the `COMMIT`).
+    ForeignKeyViolation,
+    /// A `NOT NULL` column was given none (`23502`).
+    NotNullViolation,
+    /// A `CHECK` constraint failed (`23514`).
+    CheckViolation,
+    /// The database could not serialise the transaction with a concurrent one (PostgreSQL
+    /// `40001`, under `REPEATABLE READ` or `SERIALIZABLE`): run the whole transaction again.
+    SerializationFailure,
+    /// The database broke a deadlock by rolling this transaction back (PostgreSQL `40P01`):
+    /// run the whole transaction again.
+    Deadlock,
+    /// No connection or lock came free in time ([`TxError::Busy`]): try again later.
+    Busy,
+    /// The database aborted the transaction itself ([`TxError::Aborted`]): nothing of it is
+    /// saved.
+    Aborted,
+    /// The transaction is over ([`TxError::Ended`]): rolled back because the method that
+    /// began it failed, or already committed.
+    Ended,
+    /// The connection to the database was lost (a server that restarted, a network that
+    /// failed). If it was lost during a `COMMIT`, whether the transaction was saved is
+    /// unknown.
+    ConnectionLost,
+    /// A rule of `#[transactional]` was broken, or the data source is not in the App: a fault
+    /// of the code, not of the database.
+    Usage,
+    /// Any other failure.
+    Other,
+}
+
+impl ErrorClass {
+    /// Whether running the whole transaction again may succeed: [`SerializationFailure`],
+    /// [`Deadlock`], [`Busy`] and [`ConnectionLost`].
+    ///
+    /// [`SerializationFailure`]: Self::SerializationFailure
+    /// [`Deadlock`]: Self::Deadlock
+    /// [`Busy`]: Self::Busy
+    /// [`ConnectionLost`]: Self::ConnectionLost
+    pub fn retryable(self) -> bool {
+        matches!(self, Self::SerializationFailure | Self::Deadlock | Self::Busy | Self::ConnectionLost)
+    }
+}
+
+/// A database error with its [`ErrorClass`], as an adapter returns it (boxed) from a
+/// [`TxConn`](crate::TxConn) or [`TxSource`](crate::TxSource) operation or hands it to
+/// [`TxError::database`], so that [`TxError::class`] can tell it. Displays as the driver's
+/// error. An [`ErrorClass::Busy`] one should be a [`Busy`] instead, and an
+/// [`ErrorClass::Aborted`] one becomes [`TxError::Aborted`].
+#[derive(Debug)]
+pub struct Classified {
+    /// What kind of failure it is.
+    pub class: ErrorClass,
+    /// The driver's error.
+    pub error: BoxError,
+}
+
+impl std::fmt::Display for Classified {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for Classified {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
+}
+
+/// What an adapter's [`TxConn::commit`](crate::TxConn::commit) returns, boxed, when the
+/// database did not commit because it had aborted the transaction after an earlier error
+/// (PostgreSQL answers such a `COMMIT` with `ROLLBACK`, and no error): di-tx reports
+/// [`TxError::Aborted`].
+#[derive(Debug, thiserror::Error)]
+#[error("the database had aborted the transaction after an earlier error; its COMMIT rolled it back")]
+pub struct AbortedByDatabase;
 
 /// What an adapter returns, boxed, when its data source has no connection to give in time (a
 /// pool exhausted for its acquire timeout, a database refusing more connections), from

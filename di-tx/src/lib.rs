@@ -100,7 +100,7 @@ mod tx;
 pub use advice::Transactional;
 pub use current::Transactions;
 pub use di_macros::transactional;
-pub use error::{Busy, TxError};
+pub use error::{AbortedByDatabase, Busy, Classified, ErrorClass, TxError};
 pub use options::{Propagation, TxOptions};
 pub use source::{TxConn, TxFuture, TxSource};
 pub use tx::{Tx, TxGuard};
