@@ -198,7 +198,7 @@ pub use app::{App, AppBuilder, AppHold, AppState, ContextSlot, HealthReport, Sco
 pub use config::Config;
 pub use context_ref::{AsyncContextRef, ContextRef, RefTarget};
 pub use error::{BoxError, DiError};
-pub use events::{Delivery, EventBus, EventTransport};
+pub use events::{Delivery, EventBus, EventHold, EventTransport};
 pub use health::{CheckFuture, CheckReport, HealthCheck};
 pub use hosted::{HostedFuture, HostedService, OnFailure, ServiceState, Stop};
 pub use keyed::Keyed;

@@ -18,3 +18,95 @@ async fn requires_new_commits_while_the_outer_rolls_back_and_the_reverse() {
     app.run_in_context(ledger.outer("c", Inner::RequiresNew("d", true), false)).await.unwrap();
     assert_eq!(notes(&db).await, ["b", "c"]);
 }
+
+/// PostgreSQL aborts a transaction at its first failed statement, even one the method takes in
+/// stride (a duplicate key taken as "already there", which SQLite undoes alone), and answers
+/// its `COMMIT` with `ROLLBACK`, not an error. The scope's commit must fail (di-http answers
+/// 500), not acknowledge what was not stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_postgres_turns_into_a_rollback_fails_the_scope() {
+    let Some((app, ledger, db)) = setup("aborted_commit").await else { return };
+    let result = app
+        .try_run_in_context(async {
+            assert_eq!(ledger.key_twice("a", "k").await.unwrap(), di_tx::ErrorClass::UniqueViolation);
+        })
+        .await;
+    let error = result.unwrap_err();
+    let di_core::DiError::Hook { source, .. } = &error else { panic!("{error:?}") };
+    let tx = source.downcast_ref::<TxError>().expect("the commit's TxError");
+    assert!(matches!(tx, TxError::Aborted { .. }), "{tx:?}");
+    assert_eq!(tx.class(), di_tx::ErrorClass::Aborted);
+    assert_eq!(notes(&db).await, Vec::<String>::new());
+    // The connection is sound afterwards: every connection of the pool commits.
+    for _ in 0..12 {
+        app.run_in_context(ledger.required("next", false)).await.unwrap();
+    }
+    assert_eq!(notes(&db).await.len(), 12);
+}
+
+/// The same in a transaction of the method's own: `requires_new`, and `required` after the
+/// completion phase (work after the response). The method fails with `TxError::Aborted`
+/// instead of returning `Ok` for a transaction PostgreSQL rolled back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_of_its_own_that_postgres_aborted_fails_the_method() {
+    let Some((app, ledger, db)) = setup("aborted_own").await else { return };
+    let own = app.run_in_context(ledger.key_twice_new("a", "k")).await;
+    let Err(TestError::Tx(TxError::Aborted { .. })) = &own else { panic!("{own:?}") };
+    let late = app
+        .run_in_context(async {
+            di_core::complete_scope().await.unwrap();
+            ledger.key_twice("b", "k").await
+        })
+        .await;
+    let Err(TestError::Tx(TxError::Aborted { .. })) = &late else { panic!("{late:?}") };
+    assert_eq!(notes(&db).await, Vec::<String>::new());
+}
+
+/// A nested method whose statement failed, taken in stride: on PostgreSQL its savepoint
+/// cannot be released (the transaction is aborted), so the method fails and its savepoint is
+/// rolled back to: the caller's transaction goes on, and commits what it did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_savepoint_postgres_aborted_fails_its_method_and_the_outer_goes_on() {
+    let Some((app, ledger, db)) = setup("aborted_savepoint").await else { return };
+    let inner = app.run_in_context(ledger.outer("a", Inner::NestedKeyTwice("b", "k"), false)).await.unwrap();
+    let inner = inner.expect("the nested method failed");
+    assert!(inner.contains("Aborted"), "{inner}");
+    assert_eq!(notes(&db).await, ["a"]);
+}
+
+/// A deadlock and a serialization failure, which only PostgreSQL reports (SQLite's writers take
+/// turns), have classes of their own, which say to run the transaction again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadlocks_and_serialization_failures_are_classified_as_retryable() {
+    let Some((_app, _ledger, db)) = setup("retryable").await else { return };
+    sqlx::raw_sql(
+        "CREATE TABLE accounts (id INT PRIMARY KEY, balance INT); INSERT INTO accounts VALUES (1, 0), (2, 0)",
+    )
+    .execute(db.pool())
+    .await
+    .unwrap();
+    let update = "UPDATE accounts SET balance = balance + 1 WHERE id = $1";
+    // A deadlock: each transaction holds one row and waits for the other's.
+    let (mut a, mut b) = (db.pool().begin().await.unwrap(), db.pool().begin().await.unwrap());
+    sqlx::query(update).bind(1).execute(&mut *a).await.unwrap();
+    sqlx::query(update).bind(2).execute(&mut *b).await.unwrap();
+    let (first, second) =
+        tokio::join!(sqlx::query(update).bind(2).execute(&mut *a), sqlx::query(update).bind(1).execute(&mut *b));
+    let failed = first.err().or(second.err()).expect("PostgreSQL breaks the deadlock");
+    let class = db.error("updating", failed).class();
+    assert_eq!(class, di_tx::ErrorClass::Deadlock);
+    assert!(class.retryable());
+    drop((a, b));
+    // A serialization failure: two REPEATABLE READ transactions update the same row.
+    let (mut a, mut b) = (db.pool().begin().await.unwrap(), db.pool().begin().await.unwrap());
+    for tx in [&mut a, &mut b] {
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ").execute(&mut **tx).await.unwrap();
+        sqlx::query("SELECT balance FROM accounts WHERE id = 1").execute(&mut **tx).await.unwrap();
+    }
+    sqlx::query(update).bind(1).execute(&mut *a).await.unwrap();
+    a.commit().await.unwrap();
+    let failed = sqlx::query(update).bind(1).execute(&mut *b).await.unwrap_err();
+    let class = db.error("updating", failed).class();
+    assert_eq!(class, di_tx::ErrorClass::SerializationFailure);
+    assert!(class.retryable());
+}

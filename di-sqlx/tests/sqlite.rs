@@ -30,7 +30,7 @@ async fn a_transaction_sqlite_rolls_back_itself_saves_nothing_and_fails_the_scop
         })
         .await;
     let error = result.unwrap_err().to_string();
-    assert!(error.contains("rolled back the transaction of data source `database` itself"), "{error}");
+    assert!(error.contains("aborted the transaction of data source `database`"), "{error}");
     assert_eq!(notes(&db).await, Vec::<String>::new());
     // The connection is sound afterwards (sqlx no longer counts a transaction on it, which
     // would turn its next BEGIN into a savepoint's): requests on every connection of the pool
@@ -107,4 +107,17 @@ async fn a_full_disk_saves_nothing_of_the_request() {
     sqlx::query("PRAGMA max_page_count = 1073741823").execute(db.pool()).await.unwrap();
     app.run_in_context(ledger.required("after", false)).await.unwrap();
     assert_eq!(notes(&db).await, ["after"]);
+}
+
+/// SQLite undoes only a failed statement: a method that takes a duplicate key in stride commits
+/// the rest, where PostgreSQL aborts the whole transaction and its commit fails
+/// (`postgres.rs`). The same code is correct on one and fails loudly on the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_statement_undoes_only_itself_on_sqlite() {
+    let Some((app, ledger, db)) = setup("statement_undone").await else { return };
+    app.try_run_in_context(async { ledger.key_twice("a", "k").await.unwrap() }).await.unwrap();
+    app.run_in_context(ledger.key_twice_new("b", "l")).await.unwrap();
+    let inner = app.run_in_context(ledger.outer("c", Inner::NestedKeyTwice("d", "m"), false)).await.unwrap();
+    assert_eq!(inner, None);
+    assert_eq!(notes(&db).await, ["a", "b", "c", "d"]);
 }

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use di_core::{Advice, Call, Keyed, Next, singleton_proto};
+use di_core::{Advice, Call, EventHold, Keyed, Next, singleton_proto};
 
-use crate::current::{self, Transactions};
+use crate::current::{self, Owner, Transactions};
 use crate::error::TxError;
 use crate::options::{Propagation, TxOptions};
 use crate::scope::Began;
@@ -74,22 +74,29 @@ impl Transactional {
         name: &str,
         next: Next<'_, Result<T, E>>,
     ) -> Result<T, E> {
-        let Ok(scope) = self.transactions.scope.try_get() else { return own(source, name, next).await };
+        let owner = self.transactions.owner;
+        let Ok(scope) = self.transactions.scope.try_get() else { return own(owner, source, name, next).await };
         let tx = match scope.begin(source, name).await? {
             Began::New(tx) => tx,
-            Began::Joined => return next.run().await,
-            Began::Closed => return own(source, name, next).await,
+            Began::Joined(tx) => return current::within(owner, tx, None, next.run()).await,
+            Began::Closed => return own(owner, source, name, next).await,
         };
         // Cut short (a panic, a cancellation): what it began is never committed.
         let cut = OnDrop(Some(|| {
             tx.doom();
             scope.forget(&tx);
         }));
-        let out = next.run().await;
+        // Its events go with the scope's transaction once it returns `Ok`, which the scope
+        // commits; on `Err` the transaction is rolled back, and they with it.
+        let events = EventHold::new();
+        let out = current::within(owner, Arc::clone(&tx), None, events.run(next.run())).await;
         std::mem::forget(cut);
         if out.is_err() {
             scope.forget(&tx);
             tx.rollback().await;
+            events.release(false);
+        } else {
+            events.hand_up();
         }
         out
     }
@@ -99,16 +106,20 @@ impl<T: Send, E: From<TxError> + Send> Advice<Result<T, E>> for Transactional {
     async fn around(&self, call: Call, next: Next<'_, Result<T, E>>) -> Result<T, E> {
         let options = call.params::<TxOptions>().copied().unwrap_or_default();
         let (name, source) = self.source(call, &options)?;
+        let owner = self.transactions.owner;
         let current = self.transactions.current(name);
         match (options.propagation(), current) {
-            (Propagation::Required | Propagation::Mandatory, Some(_)) => next.run().await,
+            // Joined: the method keeps the transaction until it returns, ended or not.
+            (Propagation::Required | Propagation::Mandatory, Some(tx)) => {
+                current::within(owner, tx, None, next.run()).await
+            }
             (Propagation::Never, None) => next.run().await,
             (Propagation::Required, None) => self.required(&*source, name, next).await,
             (Propagation::RequiresNew, Some(_)) if source.one_at_a_time() => {
                 Err(TxError::OneAtATime { call: call.to_string(), data_source: name.to_owned() }.into())
             }
-            (Propagation::RequiresNew, _) => own(&*source, name, next).await,
-            (Propagation::Nested, Some(tx)) => nested(&tx, next).await,
+            (Propagation::RequiresNew, _) => own(owner, &*source, name, next).await,
+            (Propagation::Nested, Some(tx)) => nested(owner, tx, next).await,
             (Propagation::Nested, None) => self.required(&*source, name, next).await,
             (Propagation::Mandatory, None) => {
                 Err(TxError::Mandatory { call: call.to_string(), data_source: name.to_owned() }.into())
@@ -122,32 +133,62 @@ impl<T: Send, E: From<TxError> + Send> Advice<Result<T, E>> for Transactional {
 
 /// A transaction of the method's own: begun now, the innermost of the task while the method
 /// runs, committed on `Ok` (a failed commit is the method's error), rolled back on `Err`, never
-/// committed if the method is cut short.
-async fn own<T, E: From<TxError>>(source: &dyn TxSource, name: &str, next: Next<'_, Result<T, E>>) -> Result<T, E> {
+/// committed if the method is cut short. The events emitted in it follow it: their
+/// `before_commit` handlers and the outbox's write run in it before its commit, and their
+/// other handlers once it has committed or rolled back.
+async fn own<T, E: From<TxError>>(
+    owner: Owner,
+    source: &dyn TxSource,
+    name: &str,
+    next: Next<'_, Result<T, E>>,
+) -> Result<T, E> {
     let tx = Tx::begin(source, name).await?;
     let cut = OnDrop(Some(|| tx.doom()));
-    let out = current::within(Arc::clone(&tx), next.run()).await;
+    let events = EventHold::new();
+    let out = current::within(owner, Arc::clone(&tx), None, events.run(next.run())).await;
     std::mem::forget(cut);
-    match out {
-        Ok(value) => {
-            tx.commit().await?;
+    let value = match out {
+        Ok(value) => value,
+        Err(error) => {
+            tx.rollback().await;
+            events.release(false);
+            return Err(error);
+        }
+    };
+    if let Err(source) = current::within(owner, Arc::clone(&tx), None, events.prepare()).await {
+        tx.rollback().await;
+        events.release(false);
+        return Err(TxError::Events { data_source: name.to_owned(), source: Box::new(source) }.into());
+    }
+    match tx.commit().await {
+        Ok(()) => {
+            events.release(true);
             Ok(value)
         }
         Err(error) => {
-            tx.rollback().await;
-            Err(error)
+            events.release(false);
+            Err(error.into())
         }
     }
 }
 
 /// A savepoint of the current transaction around the method: released on `Ok`, rolled back to
 /// on `Err`, and rolled back to before the transaction's next use if the method is cut short.
-async fn nested<T, E: From<TxError>>(tx: &Arc<Tx>, next: Next<'_, Result<T, E>>) -> Result<T, E> {
+/// Its events go with the transaction once the savepoint is released, and to their
+/// `after_rollback` handlers if it is rolled back to.
+async fn nested<T, E: From<TxError>>(owner: Owner, tx: Arc<Tx>, next: Next<'_, Result<T, E>>) -> Result<T, E> {
     let savepoint = tx.savepoint().await?;
-    let cut = OnDrop(Some(|| tx.abandon(savepoint.clone())));
-    let out = next.run().await;
+    let cut = OnDrop(Some(|| tx.abandon(savepoint)));
+    let events = EventHold::new();
+    let out = current::within(owner, Arc::clone(&tx), Some(savepoint), events.run(next.run())).await;
     std::mem::forget(cut);
-    tx.end_savepoint(&savepoint, out.is_ok()).await?;
+    let ended = tx.end_savepoint(savepoint, out.is_ok()).await;
+    if out.is_ok() && ended.is_ok() {
+        events.hand_up();
+    } else {
+        events.release(false);
+    }
+    ended?;
     out
 }
 

@@ -29,7 +29,7 @@ pub(crate) enum Began {
     /// A new transaction, the scope's.
     New(Arc<Tx>),
     /// Another task of the scope began one meanwhile: joined.
-    Joined,
+    Joined(Arc<Tx>),
     /// The completion phase has begun (work after the response): the method needs its own.
     Closed,
 }
@@ -50,8 +50,8 @@ impl TxScope {
         if self.closed.load(std::sync::atomic::Ordering::Acquire) {
             return Ok(Began::Closed);
         }
-        if self.find(name).is_some() {
-            return Ok(Began::Joined);
+        if let Some(tx) = self.find(name) {
+            return Ok(Began::Joined(tx));
         }
         let tx = Tx::begin(source, name).await?;
         self.open().push(Arc::clone(&tx));

@@ -4,13 +4,18 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex as SyncMutex};
 
-use tokio::sync::{Mutex, OwnedMappedMutexGuard, OwnedMutexGuard};
+use tokio::sync::{Mutex, Notify, OwnedMappedMutexGuard, OwnedMutexGuard};
 
 use crate::error::TxError;
 use crate::source::{TxConn, TxSource};
 
 /// A transaction of a data source: what a `#[transactional]` method begins and the methods it
 /// calls join. Its connection is used by one task at a time ([`lock`](Self::lock)).
+///
+/// Several methods of a request may use it at once (a `join!`, tasks of the request): their
+/// statements take turns on its connection. While a `nested` method's savepoint is set, only
+/// that method (and what it calls) runs statements: the others wait for it to end, so that
+/// rolling back to the savepoint never undoes what another method did.
 ///
 /// Adapters reach it through [`Transactions::current`](crate::Transactions::current); user
 /// code through the adapter (di-sqlx's `Database::conn`).
@@ -20,10 +25,23 @@ pub struct Tx {
     /// The method that began it failed, panicked or was cancelled: rolled back at its next use
     /// or at the scope's end, never committed.
     doomed: AtomicBool,
-    /// Savepoints of `nested` methods cut short (a panic, a cancellation): rolled back to before
-    /// the transaction's next use.
-    abandoned: SyncMutex<Vec<String>>,
-    savepoints: AtomicU32,
+    /// The savepoints set, oldest first. One cut short (a panic, a cancellation) is marked
+    /// abandoned and rolled back to before the transaction's next use.
+    savepoints: SyncMutex<Vec<Savepoint>>,
+    /// Wakes the statements waiting for a savepoint to end.
+    turn: Notify,
+    next_savepoint: AtomicU32,
+}
+
+/// A savepoint of a `nested` method.
+struct Savepoint {
+    id: u32,
+    abandoned: bool,
+}
+
+/// A savepoint's name in SQL.
+fn savepoint_name(id: u32) -> String {
+    format!("di_sp_{id}")
 }
 
 /// How a transaction the database rolled back itself ended.
@@ -49,8 +67,9 @@ impl Tx {
             source: name.into(),
             state: Arc::new(Mutex::new(State::Open(conn))),
             doomed: AtomicBool::new(false),
-            abandoned: SyncMutex::new(Vec::new()),
-            savepoints: AtomicU32::new(0),
+            savepoints: SyncMutex::new(Vec::new()),
+            turn: Notify::new(),
+            next_savepoint: AtomicU32::new(1),
         }))
     }
 
@@ -68,14 +87,41 @@ impl Tx {
     /// work is rolled back now), [`TxError::Aborted`] if the database ended it itself, and a
     /// [`TxError::Database`] if rolling back an abandoned savepoint failed.
     pub async fn lock(&self) -> Result<TxGuard, TxError> {
-        let mut state = Arc::clone(&self.state).lock_owned().await;
-        self.settle(&mut state).await?;
+        self.lock_holding(&crate::current::savepoints_of(self)).await
+    }
+
+    /// [`lock`](Self::lock) for a caller that holds the savepoints `held`: it waits while a
+    /// savepoint it does not hold is the newest set.
+    async fn lock_holding(&self, held: &[u32]) -> Result<TxGuard, TxError> {
+        let state = self.turn(held).await?;
         Ok(TxGuard {
             inner: OwnedMutexGuard::map(state, |state| match state {
                 State::Open(conn) => &mut **conn,
                 State::Ended(_) => unreachable!("settled: open"),
             }),
         })
+    }
+
+    /// The state, open and settled, once no savepoint but those in `held` is the newest set.
+    async fn turn(&self, held: &[u32]) -> Result<OwnedMutexGuard<State>, TxError> {
+        loop {
+            let turn = self.turn.notified();
+            let mut turn = std::pin::pin!(turn);
+            turn.as_mut().enable();
+            let mut state = Arc::clone(&self.state).lock_owned().await;
+            self.settle(&mut state).await?;
+            let newest = self.savepoints().last().map(|s| s.id);
+            if newest.is_none_or(|id| held.contains(&id)) {
+                return Ok(state);
+            }
+            // Another method's savepoint: wait for it to end, without the connection.
+            drop(state);
+            turn.await;
+        }
+    }
+
+    fn savepoints(&self) -> std::sync::MutexGuard<'_, Vec<Savepoint>> {
+        self.savepoints.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Brings the state up to date before a use: a doomed transaction is rolled back, an
@@ -99,23 +145,35 @@ impl Tx {
             {
                 tracing::error!(source = %self.source, %error, "ending the transaction the database rolled back failed");
             }
+            self.savepoints().clear();
+            self.turn.notify_waiters();
             return Err(TxError::Aborted { data_source: self.source.to_string() });
         }
-        let abandoned = std::mem::take(&mut *self.abandoned.lock().unwrap_or_else(|e| e.into_inner()));
-        for name in abandoned.iter().rev() {
+        // The newest savepoints, while abandoned: their methods were cut short.
+        loop {
+            let abandoned = self.savepoints().last().filter(|s| s.abandoned).map(|s| s.id);
+            let Some(id) = abandoned else { break };
+            let name = savepoint_name(id);
             let undone = async {
-                conn.rollback_to_savepoint(name).await?;
-                conn.release_savepoint(name).await
+                conn.rollback_to_savepoint(&name).await?;
+                conn.release_savepoint(&name).await
             };
+            self.pop_savepoint(id);
             undone.await.map_err(|error| self.database("rolling back to an abandoned savepoint", error))?;
         }
         Ok(())
     }
 
+    /// Takes savepoint `id` off the stack and wakes the statements waiting for it.
+    fn pop_savepoint(&self, id: u32) {
+        self.savepoints().retain(|s| s.id != id);
+        self.turn.notify_waiters();
+    }
+
     /// Commits (a doomed or aborted transaction is rolled back instead, and that is the error).
     pub(crate) async fn commit(&self) -> Result<(), TxError> {
-        let mut state = self.state.lock().await;
-        self.settle(&mut state).await?;
+        // Once no method's savepoint is set: its work is all or nothing.
+        let mut state = self.turn(&[]).await?;
         let State::Open(conn) = std::mem::replace(&mut *state, State::Ended("committed")) else {
             unreachable!("settled: open")
         };
@@ -138,6 +196,9 @@ impl Tx {
                 tracing::error!(source = %self.source, %error, "rolling back failed");
             }
         }
+        // Statements waiting for a savepoint's method see the end now.
+        self.savepoints().clear();
+        self.turn.notify_waiters();
     }
 
     /// Marks the transaction as not to be committed: its next use rolls it back.
@@ -145,26 +206,64 @@ impl Tx {
         self.doomed.store(true, Ordering::Release);
     }
 
-    /// Sets a savepoint for a `nested` method; its name.
-    pub(crate) async fn savepoint(&self) -> Result<String, TxError> {
-        let name = format!("di_sp_{}", self.savepoints.fetch_add(1, Ordering::Relaxed) + 1);
+    /// Sets a savepoint for a `nested` method (waiting while another method's is set); its id.
+    pub(crate) async fn savepoint(&self) -> Result<u32, TxError> {
+        let id = self.next_savepoint.fetch_add(1, Ordering::Relaxed);
         let mut conn = self.lock().await?;
+        let name = savepoint_name(id);
         conn.savepoint(&name).await.map_err(|error| self.database("setting a savepoint", error))?;
-        Ok(name)
+        self.savepoints().push(Savepoint { id, abandoned: false });
+        Ok(id)
     }
 
-    /// Ends savepoint `name`: released if `keep`, else rolled back to and released.
-    pub(crate) async fn end_savepoint(&self, name: &str, keep: bool) -> Result<(), TxError> {
-        let mut conn = self.lock().await?;
-        if !keep {
-            conn.rollback_to_savepoint(name).await.map_err(|e| self.database("rolling back to a savepoint", e))?;
+    /// Ends savepoint `id`, which the caller holds: released if `keep`, else rolled back to
+    /// and released. One that cannot be released because the database aborted the
+    /// transaction (PostgreSQL, after a failed statement of the savepoint's method) is rolled
+    /// back to, so that the transaction goes on without its work, and that is the error.
+    pub(crate) async fn end_savepoint(&self, id: u32, keep: bool) -> Result<(), TxError> {
+        let mut held = crate::current::savepoints_of(self);
+        held.push(id);
+        let mut conn = match self.lock_holding(&held).await {
+            Ok(conn) => conn,
+            Err(error) => {
+                self.pop_savepoint(id);
+                return Err(error);
+            }
+        };
+        let name = savepoint_name(id);
+        let ended = async {
+            if keep {
+                match conn.release_savepoint(&name).await {
+                    Ok(()) => return Ok(()),
+                    Err(error) => {
+                        let error = self.database("releasing a savepoint", error);
+                        if error.class() != crate::ErrorClass::Aborted {
+                            return Err(error);
+                        }
+                        conn.rollback_to_savepoint(&name)
+                            .await
+                            .map_err(|e| self.database("rolling back to a savepoint", e))?;
+                        conn.release_savepoint(&name).await.map_err(|e| self.database("releasing a savepoint", e))?;
+                        return Err(error);
+                    }
+                }
+            }
+            conn.rollback_to_savepoint(&name).await.map_err(|e| self.database("rolling back to a savepoint", e))?;
+            conn.release_savepoint(&name).await.map_err(|e| self.database("releasing a savepoint", e))
+        };
+        let ended = ended.await;
+        drop(conn);
+        self.pop_savepoint(id);
+        ended
+    }
+
+    /// A `nested` method holding savepoint `id` was cut short: rolled back to before the next
+    /// use.
+    pub(crate) fn abandon(&self, id: u32) {
+        if let Some(savepoint) = self.savepoints().iter_mut().find(|s| s.id == id) {
+            savepoint.abandoned = true;
         }
-        conn.release_savepoint(name).await.map_err(|e| self.database("releasing a savepoint", e))
-    }
-
-    /// A `nested` method holding savepoint `name` was cut short: rolled back to before the next use.
-    pub(crate) fn abandon(&self, name: String) {
-        self.abandoned.lock().unwrap_or_else(|e| e.into_inner()).push(name);
+        self.turn.notify_waiters();
     }
 
     fn ended(&self, how: &'static str) -> TxError {

@@ -20,6 +20,11 @@ use std::any::{Any, TypeId};
 use std::fmt;
 use std::sync::{Arc, Weak};
 
+mod hold;
+
+pub use hold::EventHold;
+use hold::Routed;
+
 use crate::erased::{AnyArc, HookFuture};
 use crate::error::DiError;
 use crate::graph::Graph;
@@ -321,22 +326,13 @@ impl EventBus {
         let prepare =
             carried || handlers.is_some_and(|h| h.iter().any(|h| h.descriptor.phase == EventPhase::BeforeCommit));
         let held = HeldItem { ty, value: Arc::new(event), prepare };
-        match scope::handle::current_shared(app.id) {
-            Some(shared) => {
-                if let Some((held, ok)) = shared.hold_item(held) {
-                    release(&app, held, ok);
-                }
-            }
-            // Once `shutdown` has begun, only what scopes still ending hold is drained: a
-            // steady emitter outside them would keep it waiting until its deadline.
-            None if app.outside_closed.load(std::sync::atomic::Ordering::Acquire) => {
-                tracing::error!(
-                    event = core::any::type_name::<E>(),
-                    "an event was emitted outside a scope after shutdown began; dropped"
-                );
-                drop(held);
-            }
-            None => release(&app, held, true),
+        match hold::route(&app, held) {
+            Routed::Held => {}
+            Routed::Release(held, ok) => release(&app, held, ok),
+            Routed::Closed => tracing::error!(
+                event = core::any::type_name::<E>(),
+                "an event was emitted outside a scope after shutdown began; dropped"
+            ),
         }
     }
 

@@ -13,7 +13,7 @@ macro_rules! suite {
 
         use di_core::{App, singleton_proto};
         use di_sqlx::Database;
-        use di_tx::{TxError, transactional};
+        use di_tx::{ErrorClass, TxError, transactional};
         use futures_util::FutureExt;
 
         /// A test's error: the transaction's, or the method's own failure.
@@ -44,10 +44,19 @@ macro_rules! suite {
             Audit(&'static str, bool),
             /// `nested` writing a note.
             Nested(&'static str, bool),
+            /// `nested` writing a note, then a key twice (`Ledger::key_twice`).
+            NestedKeyTwice(&'static str, &'static str),
             /// `mandatory`.
             Mandatory,
             /// `never`.
             Never,
+        }
+
+        /// Writes key `key` into `db`'s keys (its primary key), in its current transaction if any.
+        async fn insert_key(db: &Database<$db>, key: &str) -> Result<(), TxError> {
+            let mut conn = db.conn().await?;
+            let done = sqlx::query("INSERT INTO keys (k) VALUES ($1)").bind(key).execute(&mut *conn).await;
+            done.map(drop).map_err(|e| db.error("inserting a key", e))
         }
 
         /// Writes `note` into `db`'s notes, in its current transaction if any.
@@ -95,6 +104,7 @@ macro_rules! suite {
                     Inner::RequiresNew(note, fail) => self.requires_new(note, fail).await,
                     Inner::Audit(note, fail) => self.audit(note, fail).await,
                     Inner::Nested(note, fail) => self.nested(note, fail).await,
+                    Inner::NestedKeyTwice(note, key) => self.key_twice_nested(note, key).await.map(drop),
                     Inner::Mandatory => self.mandatory().await,
                     Inner::Never => self.never().await,
                 };
@@ -168,6 +178,130 @@ macro_rules! suite {
                 panic!("the savepoint's method panics");
             }
 
+            /// Writes `note`, then key `key` twice: the second insert hits the primary key, and
+            /// the method takes that in stride ("already there"), as code written for SQLite
+            /// does. Returns the class of the second insert's error.
+            #[transactional(source = "database")]
+            pub async fn key_twice(&self, note: &str, key: &str) -> Result<ErrorClass, TestError> {
+                self.write_key_twice(note, key).await
+            }
+
+            /// The same, in a transaction of its own.
+            #[transactional(requires_new, source = "database")]
+            pub async fn key_twice_new(&self, note: &str, key: &str) -> Result<ErrorClass, TestError> {
+                self.write_key_twice(note, key).await
+            }
+
+            /// Begins the request's transaction with `note`, lets another method join it and
+            /// write, then fails: the transaction is rolled back.
+            #[transactional(source = "database")]
+            pub async fn begin_then_fail(&self, note: &str, steps: &Steps) -> Result<(), TestError> {
+                self.insert(note).await?;
+                steps.began.wait().await;
+                steps.joined.wait().await;
+                Err(TestError::Failed)
+            }
+
+            /// Joins the request's transaction, writes `first`, then `second` once the method
+            /// that began it has failed.
+            #[transactional(source = "database")]
+            pub async fn join_then_write(&self, first: &str, second: &str, steps: &Steps) -> Result<(), TestError> {
+                self.insert(first).await?;
+                steps.joined.wait().await;
+                steps.failed.wait().await;
+                self.insert(second).await
+            }
+
+            /// A savepoint: writes `note`, lets the other branch of the request try to write
+            /// (at most half a second), then fails: rolled back to.
+            #[transactional(nested, source = "database")]
+            pub async fn nested_then_fail(&self, note: &str, steps: &Steps) -> Result<(), TestError> {
+                self.insert(note).await?;
+                steps.savepoint_set.notify_one();
+                let _ = tokio::time::timeout(std::time::Duration::from_millis(500), steps.other_wrote.notified()).await;
+                Err(TestError::Failed)
+            }
+
+            /// Writes `note` (`required`) once the other branch's savepoint is set.
+            #[transactional(source = "database")]
+            pub async fn required_after_savepoint(&self, note: &str, steps: &Steps) -> Result<(), TestError> {
+                steps.savepoint_set.notified().await;
+                self.insert(note).await?;
+                steps.other_wrote.notify_one();
+                Ok(())
+            }
+
+            /// Writes `note`, then awaits `inner`, in a transaction of its own.
+            #[transactional(requires_new, source = "database")]
+            pub async fn new_around(
+                &self,
+                note: &str,
+                inner: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>,
+            ) -> Result<(), TestError> {
+                self.insert(note).await?;
+                inner.await;
+                Ok(())
+            }
+
+            /// Writes `note` and emits `Noted(note)` and `NoteWritten(note)` in a transaction
+            /// of its own, then fails if `fail`.
+            #[transactional(requires_new, source = "database")]
+            pub async fn emitting_new(
+                &self,
+                note: &'static str,
+                fail: bool,
+                events: &di_core::EventBus,
+            ) -> Result<(), TestError> {
+                self.emitting(note, fail, events).await
+            }
+
+            /// The same, `required`.
+            #[transactional(source = "database")]
+            pub async fn emitting_required(
+                &self,
+                note: &'static str,
+                fail: bool,
+                events: &di_core::EventBus,
+            ) -> Result<(), TestError> {
+                self.emitting(note, fail, events).await
+            }
+
+            /// The same, `nested`.
+            #[transactional(nested, source = "database")]
+            pub async fn emitting_nested(
+                &self,
+                note: &'static str,
+                fail: bool,
+                events: &di_core::EventBus,
+            ) -> Result<(), TestError> {
+                self.emitting(note, fail, events).await
+            }
+
+            async fn emitting(
+                &self,
+                note: &'static str,
+                fail: bool,
+                events: &di_core::EventBus,
+            ) -> Result<(), TestError> {
+                self.insert(note).await?;
+                events.emit(Noted(note));
+                events.emit(NoteWritten(note));
+                if fail { Err(TestError::Failed) } else { Ok(()) }
+            }
+
+            /// The same, in a savepoint.
+            #[transactional(nested, source = "database")]
+            pub async fn key_twice_nested(&self, note: &str, key: &str) -> Result<ErrorClass, TestError> {
+                self.write_key_twice(note, key).await
+            }
+
+            async fn write_key_twice(&self, note: &str, key: &str) -> Result<ErrorClass, TestError> {
+                self.insert(note).await?;
+                insert_key(&self.db, key).await?;
+                let again = insert_key(&self.db, key).await;
+                Ok(again.expect_err("the primary key holds").class())
+            }
+
             /// A child whose parent does not exist: a deferred foreign key, checked at COMMIT.
             #[transactional(source = "database")]
             pub async fn orphan(&self) -> Result<(), TestError> {
@@ -189,6 +323,8 @@ macro_rules! suite {
             #[inject(name = "database")]
             db: Arc<Database<$db>>,
             rolled_back: std::sync::atomic::AtomicUsize,
+            /// The phases `Noted` events reached: `committed:note`, `rolled back:note`.
+            phases: di_test_support::Lines,
         }
 
         #[di_core::handlers]
@@ -210,6 +346,39 @@ macro_rules! suite {
             #[event_handler(after_rollback)]
             async fn rolled_back(&self, _: &NoteWritten) {
                 self.rolled_back.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+
+            #[event_handler]
+            async fn noted(&self, noted: &Noted) {
+                self.phases.push(format!("committed:{}", noted.0));
+            }
+
+            #[event_handler(after_rollback)]
+            async fn not_noted(&self, noted: &Noted) {
+                self.phases.push(format!("rolled back:{}", noted.0));
+            }
+        }
+
+        /// Emitted by `Ledger::emitting`: which of its handlers ran tells which transaction
+        /// the event followed.
+        #[derive(Debug)]
+        pub struct Noted(pub &'static str);
+
+        /// The steps two methods of one request take in turn (`tokio::join!`).
+        #[derive(Debug)]
+        pub struct Steps {
+            began: tokio::sync::Barrier,
+            joined: tokio::sync::Barrier,
+            failed: tokio::sync::Barrier,
+            savepoint_set: tokio::sync::Notify,
+            other_wrote: tokio::sync::Notify,
+        }
+
+        impl Steps {
+            fn new() -> Self {
+                let two = || tokio::sync::Barrier::new(2);
+                let notify = tokio::sync::Notify::new;
+                Steps { began: two(), joined: two(), failed: two(), savepoint_set: notify(), other_wrote: notify() }
             }
         }
 
@@ -236,6 +405,7 @@ macro_rules! suite {
             let db = app.get_object_named::<Database<$db>>("database").unwrap();
             for ddl in [
                 "CREATE TABLE notes (note TEXT NOT NULL)",
+                "CREATE TABLE keys (k TEXT PRIMARY KEY)",
                 "CREATE TABLE parents (id INTEGER PRIMARY KEY)",
                 "CREATE TABLE children (parent INTEGER REFERENCES parents (id) DEFERRABLE INITIALLY DEFERRED)",
             ] {
@@ -454,6 +624,141 @@ macro_rules! suite {
             expected.extend((0..40).step_by(2).filter(|i| i % 4 != 0).map(|_| "inner".to_owned()));
             expected.sort();
             assert_eq!(notes(&db).await, expected);
+        }
+
+        /// Two methods of one request share its transaction (`tokio::join!`): the first
+        /// begins it, the second joins it and writes, the first fails and rolls it back. The
+        /// second's next statement fails: it would otherwise run outside any transaction and
+        /// commit on its own, half of a method that then returns `Ok`.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_method_that_joined_a_transaction_rolled_back_never_autocommits() {
+            let Some((app, ledger, db)) = setup("joined_rolled_back").await else { return };
+            let steps = Steps::new();
+            let (first, second) = app
+                .run_in_context(async {
+                    tokio::join!(
+                        async {
+                            let failed = ledger.begin_then_fail("a", &steps).await;
+                            steps.failed.wait().await;
+                            failed
+                        },
+                        async {
+                            steps.began.wait().await;
+                            ledger.join_then_write("b1", "b2", &steps).await
+                        },
+                    )
+                })
+                .await;
+            assert!(matches!(first, Err(TestError::Failed)), "{first:?}");
+            let Err(TestError::Tx(TxError::Ended { .. })) = &second else { panic!("{second:?}") };
+            assert_eq!(notes(&db).await, Vec::<String>::new());
+        }
+
+        /// While a `nested` method's savepoint is set, another method of the request sharing
+        /// the transaction waits to write: rolling back to the savepoint must not undo what
+        /// that other method wrote and returned `Ok` for.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_savepoint_rolled_back_undoes_only_its_own_method() {
+            let Some((app, ledger, db)) = setup("savepoint_alone").await else { return };
+            let steps = Steps::new();
+            let (first, second) = app
+                .run_in_context(async {
+                    ledger.required("outer", false).await.unwrap();
+                    tokio::join!(ledger.nested_then_fail("a", &steps), ledger.required_after_savepoint("b", &steps))
+                })
+                .await;
+            assert!(matches!(first, Err(TestError::Failed)), "{first:?}");
+            second.unwrap();
+            assert_eq!(notes(&db).await, ["b", "outer"]);
+            // Two savepoints at once: each method's work is all or nothing.
+            app.run_in_context(async {
+                ledger.required("outer2", false).await.unwrap();
+                let (a, b) = tokio::join!(ledger.nested("c", true), ledger.nested("d", false));
+                assert!(a.is_err());
+                b.unwrap();
+            })
+            .await;
+            assert_eq!(notes(&db).await, ["b", "d", "outer", "outer2"]);
+        }
+
+        /// A task runs a method of one App inside a method of another with a transaction of
+        /// its own (the other's request, opened inside): each App's statements run in its own
+        /// transactions, never in the other's of the same data source name.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn two_apps_on_one_task_keep_their_transactions_apart() {
+            let Some((app1, ledger1, db1)) = setup("two_apps_one").await else { return };
+            let Some((app2, ledger2, db2)) = setup("two_apps_two").await else { return };
+            let inner = Box::pin(async {
+                app2.try_run_in_context(ledger2.required("b", false)).await.unwrap().unwrap();
+            });
+            app1.try_run_in_context(ledger1.new_around("a", inner)).await.unwrap().unwrap();
+            assert_eq!((notes(&db1).await, notes(&db2).await), (vec!["a".to_owned()], vec!["b".to_owned()]));
+        }
+
+        /// An event follows the transaction it was emitted in: a `requires_new` method's,
+        /// whatever the request's outcome; a savepoint's, which rolled back; a transaction of
+        /// the method's own after the response. Its `before_commit` handler writes in that
+        /// transaction.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn an_event_follows_the_transaction_it_was_emitted_in() {
+            let Some((app, ledger, db)) = setup("events_follow").await else { return };
+            let journal = app.get_object::<Journal>().unwrap();
+            let events = app.events();
+            // A transaction of its own that rolls back, in a request that succeeds.
+            app.run_in_context(async { assert!(ledger.emitting_new("a", true, &events).await.is_err()) }).await;
+            // One that commits, in a request that then fails.
+            app.run_in_context(async {
+                ledger.emitting_new("b", false, &events).await.unwrap();
+                di_core::fail_scope();
+            })
+            .await;
+            // A savepoint rolled back to, in a request that succeeds.
+            app.run_in_context(async {
+                ledger.required("outer", false).await.unwrap();
+                assert!(ledger.emitting_nested("c", true, &events).await.is_err());
+                ledger.emitting_nested("d", false, &events).await.unwrap();
+            })
+            .await;
+            // Work after the response, in a transaction of the method's own, that fails.
+            app.run_in_context(async {
+                di_core::complete_scope().await.unwrap();
+                assert!(ledger.emitting_required("e", true, &events).await.is_err());
+            })
+            .await;
+            app.shutdown().await.unwrap();
+            let mut phases = journal.phases.lines();
+            phases.sort();
+            assert_eq!(phases, ["committed:b", "committed:d", "rolled back:a", "rolled back:c", "rolled back:e"]);
+            // The before_commit handler's line went with each transaction that committed.
+            assert_eq!(notes(&db).await, ["b", "d", "journal:b", "journal:d", "outer"]);
+        }
+
+        /// A `before_commit` handler of an event emitted in a transaction of a method's own
+        /// that fails fails the method, and its transaction is rolled back.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_before_commit_handler_that_fails_rolls_back_the_transaction_of_its_own() {
+            let Some((app, ledger, db)) = setup("own_before_commit").await else { return };
+            let events = app.events();
+            let failed = app.run_in_context(ledger.emitting_new("refused", false, &events)).await;
+            let Err(TestError::Tx(TxError::Events { source, .. })) = &failed else { panic!("{failed:?}") };
+            assert!(source.to_string().contains("Journal::journal"), "{source}");
+            assert_eq!(notes(&db).await, Vec::<String>::new());
+        }
+
+        /// A duplicate key is the same class of error on both databases, whatever their codes
+        /// (SQLite's extended result code 1555, PostgreSQL's SQLSTATE 23505); so is a deferred
+        /// foreign key that fails the commit.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn errors_are_classified_alike_on_both_databases() {
+            let Some((app, ledger, db)) = setup("classes").await else { return };
+            let class = app.run_in_context(async { ledger.key_twice("a", "k").await.unwrap() }).await;
+            assert_eq!(class, ErrorClass::UniqueViolation);
+            let committed = app.try_run_in_context(async { ledger.orphan().await.unwrap() }).await;
+            let error = committed.unwrap_err();
+            let di_core::DiError::Hook { source, .. } = &error else { panic!("{error:?}") };
+            let tx = source.downcast_ref::<TxError>().expect("the commit's TxError");
+            assert_eq!(tx.class(), ErrorClass::ForeignKeyViolation, "{tx}");
+            let _ = db;
         }
 
         /// A pool with no connection free within its acquire timeout: beginning a transaction,
