@@ -46,7 +46,36 @@ pub trait Broker: Send + Sync + 'static {
     /// This instance's subscription to every event: durable (it resumes where this instance
     /// left off, when the broker knows it by name), each event redelivered until acknowledged.
     fn subscribe(&self) -> BoxFuture<'_, Result<Box<dyn Subscription>, BoxError>>;
+
+    /// Why the broker would refuse `event` for good, if it can tell before it is published
+    /// (JetStream: larger than the server's `max_payload`). The outbox asks when the event is
+    /// emitted, so that the request fails instead of acknowledging an event that could never
+    /// be sent. `None` by default.
+    fn refuses(&self, event: Outgoing<'_>) -> Option<String> {
+        let _ = event;
+        None
+    }
 }
+
+/// What a [`Broker`] returns, boxed, from [`publish`](Broker::publish) or
+/// [`publish_all`](Broker::publish_all) when it refuses an event for good: publishing it again
+/// cannot succeed (too large for the server, a subject it does not take). The relay then sets
+/// the event aside ([`OutboxStore::set_aside`](crate::OutboxStore::set_aside)) and goes on with
+/// the events after it. Any other error is taken as passing (the broker down, a timeout): the
+/// relay tries the event again in its next round, before any later one.
+///
+/// # Examples
+///
+/// ```
+/// use di_outbox::Refused;
+///
+/// let error: di_core::BoxError = Box::new(Refused("larger than the server's max_payload".into()));
+/// assert!(error.is::<Refused>());
+/// assert_eq!(error.to_string(), "the broker refuses the event for good: larger than the server's max_payload");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[error("the broker refuses the event for good: {0}")]
+pub struct Refused(#[source] pub BoxError);
 
 /// An instance's stream of events from the [`Broker`].
 pub trait Subscription: Send {

@@ -43,7 +43,7 @@ mod outbox;
 mod recent;
 mod store;
 
-pub use broker::{Ack, BoxFuture, Broker, Outgoing, Received, Subscription};
+pub use broker::{Ack, BoxFuture, Broker, Outgoing, Received, Refused, Subscription};
 pub use external::{external_name, valid_name};
 pub use outbox::{Outbox, OutboxCounts};
 pub use store::{OutboxStore, Stored};

@@ -5,7 +5,7 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use di_core::registry::HookFuture;
 use di_core::{
@@ -15,7 +15,7 @@ use di_core::{
 use serde::Deserialize;
 use tokio::sync::Notify;
 
-use crate::broker::{Broker, Outgoing, Received};
+use crate::broker::{Broker, Outgoing, Received, Refused};
 use crate::external::ExternalEvent;
 use crate::recent::Recent;
 use crate::store::OutboxStore;
@@ -34,12 +34,26 @@ struct Settings {
     /// After a commit wakes the relay, how long it waits for more before publishing, in
     /// milliseconds: larger rounds under load, at the cost of that much latency (0).
     linger_ms: u64,
+    /// How long the oldest event may wait in the outbox before readiness says the outbox
+    /// is stalled, in milliseconds; 0: never.
+    stall_ms: u64,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { batch: 100, poll_ms: 500, remember: 100_000, linger_ms: 0 }
+        Settings { batch: 100, poll_ms: 500, remember: 100_000, linger_ms: 0, stall_ms: 60_000 }
     }
+}
+
+/// How a relay round ended.
+enum Round {
+    /// The outbox is empty.
+    Drained,
+    /// The event of this row could not be published (the broker failed): it waits for the
+    /// next round, and so do those after it.
+    Waiting(i64),
+    /// The outbox could not be read.
+    Unread,
 }
 
 /// What an [`Outbox`] has done since it started.
@@ -54,6 +68,11 @@ pub struct OutboxCounts {
     pub delivered: u64,
     /// Events this instance received again and did not hand over twice.
     pub duplicates: u64,
+    /// Events this instance's relay set aside: the broker refused them for good.
+    pub set_aside: u64,
+    /// How many times this instance subscribed to the broker: more than once if a
+    /// subscription ended (the broker lost this instance's consumer, or the connection).
+    pub subscriptions: u64,
 }
 
 /// The transactional outbox of an App: its `dyn EventTransport` (see the crate's
@@ -63,7 +82,7 @@ pub struct OutboxCounts {
 /// Register it with [`Outbox::proto`], beside a singleton that provides `dyn OutboxStore`
 /// (di-sqlx's `OutboxTable`) and one that provides `dyn Broker` (di-nats' `JetStream`). Its
 /// settings are the optional section `[outbox]`: `batch` (100), `poll_ms` (500), `remember`
-/// (100000 ids), `linger_ms` (0).
+/// (100000 ids), `linger_ms` (0), `stall_ms` (60000; 0: never).
 pub struct Outbox {
     store: Arc<dyn OutboxStore>,
     broker: Arc<dyn Broker>,
@@ -76,10 +95,15 @@ pub struct Outbox {
     /// Whether this instance is subscribed: the relay waits for it, and readiness reports it.
     subscribed: tokio::sync::watch::Sender<bool>,
     recent: Mutex<Recent>,
+    /// Since when the relay has found the outbox's oldest event (`None`: it could not read
+    /// the outbox) still waiting, if it has.
+    waiting: Mutex<Option<(Option<i64>, Instant)>>,
     written: Arc<AtomicU64>,
     relayed: AtomicU64,
     delivered: AtomicU64,
     duplicates: AtomicU64,
+    set_aside: AtomicU64,
+    subscriptions: AtomicU64,
 }
 
 impl std::fmt::Debug for Outbox {
@@ -161,10 +185,13 @@ impl Outbox {
             wake: Notify::new(),
             subscribed: tokio::sync::watch::Sender::new(false),
             recent,
+            waiting: Mutex::new(None),
             written: Arc::default(),
             relayed: AtomicU64::new(0),
             delivered: AtomicU64::new(0),
             duplicates: AtomicU64::new(0),
+            set_aside: AtomicU64::new(0),
+            subscriptions: AtomicU64::new(0),
         })
     }
 
@@ -175,47 +202,106 @@ impl Outbox {
             relayed: self.relayed.load(Ordering::Relaxed),
             delivered: self.delivered.load(Ordering::Relaxed),
             duplicates: self.duplicates.load(Ordering::Relaxed),
+            set_aside: self.set_aside.load(Ordering::Relaxed),
+            subscriptions: self.subscriptions.load(Ordering::Relaxed),
         }
     }
 
     /// Publishes what the outbox holds, a batch at a time, until it is empty or the broker
     /// fails (logged; the next round tries again). Each event is deleted once the broker has
-    /// it.
-    async fn relay_all(&self) {
+    /// it; one the broker refuses for good ([`Refused`]) is set aside, and the events after it
+    /// go on.
+    async fn relay_all(&self) -> Round {
         loop {
             let batch = match self.store.pending(self.settings.batch).await {
                 Ok(batch) => batch,
                 Err(error) => {
                     tracing::error!(%error, "reading the outbox failed; the relay tries again");
-                    return;
+                    return Round::Unread;
                 }
             };
-            if batch.is_empty() {
-                return;
-            }
+            let Some(first) = batch.first() else { return Round::Drained };
+            let first = first.row;
             let events: Vec<Outgoing<'_>> = batch
                 .iter()
                 .map(|stored| Outgoing { id: &stored.id, name: &stored.name, payload: &stored.payload })
                 .collect();
             let (done, result) = self.broker.publish_all(&events).await;
-            if let Err(error) = result {
-                let failed = &batch[done.min(batch.len() - 1)];
-                tracing::error!(%error, event = %failed.name, id = %failed.id, "publishing an event failed; the relay tries again");
-            }
+            let done = done.min(batch.len());
             let published: Vec<i64> = batch[..done].iter().map(|stored| stored.row).collect();
             if !published.is_empty() {
                 if let Err(error) = self.store.remove(&published).await {
                     // Published, not deleted: the next round publishes them again, and the
                     // broker keeps one of each.
                     tracing::error!(%error, "deleting relayed events from the outbox failed");
-                    return;
+                    return Round::Waiting(first);
                 }
                 self.relayed.fetch_add(published.len() as u64, Ordering::Relaxed);
             }
-            if published.len() < batch.len() {
-                return;
+            match result {
+                Ok(()) if done == batch.len() => {}
+                Ok(()) => return Round::Waiting(batch[done].row),
+                Err(error) => {
+                    let Some(failed) = batch.get(done) else { return Round::Waiting(first) };
+                    let ty = self.by_name.get(failed.name.as_str()).map_or("?", |e| (e.type_name)());
+                    if !error.is::<Refused>() {
+                        tracing::error!(%error, event = ty, id = ?failed.id, "publishing an event failed; the relay tries again");
+                        return Round::Waiting(failed.row);
+                    }
+                    let reason = error.to_string();
+                    if let Err(error) = self.store.set_aside(failed.row, &reason).await {
+                        tracing::error!(%error, event = ty, id = ?failed.id, "setting aside an event the broker refused failed; the relay tries again");
+                        return Round::Waiting(failed.row);
+                    }
+                    self.set_aside.fetch_add(1, Ordering::Relaxed);
+                    set_aside_metric(&failed.name);
+                    tracing::error!(
+                        event = ty,
+                        id = ?failed.id,
+                        %reason,
+                        "the broker refused an event for good; it is set aside (the outbox's set-aside table) and the events after it go on"
+                    );
+                }
             }
         }
+    }
+
+    /// Notes how a relay round ended, for readiness: since when the oldest event waits.
+    fn note(&self, round: Round) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        match round {
+            Round::Drained => *waiting = None,
+            Round::Waiting(row) => {
+                if !matches!(*waiting, Some((Some(r), _)) if r == row) {
+                    *waiting = Some((Some(row), now));
+                }
+            }
+            Round::Unread => {
+                if waiting.is_none() {
+                    *waiting = Some((None, now));
+                }
+            }
+        }
+    }
+
+    /// Why readiness fails, if the oldest event has waited longer than `stall_ms`.
+    fn stalled(&self) -> Option<String> {
+        let limit = Duration::from_millis(self.settings.stall_ms);
+        if limit.is_zero() {
+            return None;
+        }
+        let waiting = *self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let (row, since) = waiting?;
+        let waited = since.elapsed();
+        (waited >= limit).then(|| match row {
+            Some(row) => format!(
+                "the outbox's oldest event (row {row}) has waited {} s for the broker (`outbox.stall_ms` is {} ms)",
+                waited.as_secs(),
+                limit.as_millis()
+            ),
+            None => format!("the outbox could not be read for {} s", waited.as_secs()),
+        })
     }
 
     /// Relays after each commit that wrote to the outbox, and every `poll_ms` what no instance
@@ -231,7 +317,8 @@ impl Outbox {
         let poll = Duration::from_millis(self.settings.poll_ms.max(1));
         let linger = Duration::from_millis(self.settings.linger_ms);
         loop {
-            self.relay_all().await;
+            let round = self.relay_all().await;
+            self.note(round);
             tokio::select! {
                 () = stop.stopped() => break,
                 () = self.wake.notified() => {
@@ -258,6 +345,7 @@ impl Outbox {
             };
             let mut subscription = match subscription {
                 Ok(subscription) => {
+                    self.subscriptions.fetch_add(1, Ordering::Relaxed);
                     self.subscribed.send_replace(true);
                     subscription
                 }
@@ -344,12 +432,20 @@ impl EventTransport for Outbox {
         let Some(&external) = self.by_type.get(&(*event).type_id()) else {
             return Box::pin(async { Err("the outbox was given an event type it does not carry".into()) });
         };
-        let (store, written) = (self.store.clone(), self.written.clone());
+        let (store, broker, written) = (self.store.clone(), self.broker.clone(), self.written.clone());
         Box::pin(async move {
             let payload = (external.encode)(&*event)
                 .map_err(|e| format!("encoding event `{}` for the outbox: {e}", external.name))?;
+            let id = new_event_id();
+            // An event the broker would never take fails the request now, rather than being
+            // acknowledged and set aside by the relay.
+            if let Some(why) = broker.refuses(Outgoing { id: &id, name: external.name, payload: &payload }) {
+                return Err(
+                    format!("event `{}` ({}) cannot be sent: {why}", external.name, (external.type_name)()).into()
+                );
+            }
             store
-                .insert(&new_event_id(), external.name, &payload)
+                .insert(&id, external.name, &payload)
                 .await
                 .map_err(|e| format!("writing event `{}` to the outbox: {e}", external.name))?;
             written.fetch_add(1, Ordering::Relaxed);
@@ -365,13 +461,29 @@ impl EventTransport for Outbox {
 }
 
 /// Readiness (`outbox`): ready once this instance is subscribed to the broker, so that a load
-/// balancer sends it requests only when it will also receive the events.
+/// balancer sends it requests only when it will also receive the events, and while the
+/// outbox's oldest event has waited no longer than `outbox.stall_ms` (60 s) for the broker.
 impl HealthCheck for Outbox {
     fn check(self: Arc<Self>) -> CheckFuture {
         Box::pin(async move {
-            if *self.subscribed.borrow() { Ok(()) } else { Err("not subscribed to the broker (yet)".into()) }
+            if !*self.subscribed.borrow() {
+                return Err("not subscribed to the broker (yet)".into());
+            }
+            match self.stalled() {
+                Some(why) => Err(why.into()),
+                None => Ok(()),
+            }
         })
     }
+}
+
+/// Counts an event set aside (`di_outbox_set_aside_total`, label `event`), with the feature
+/// `metrics`.
+fn set_aside_metric(event: &str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("di_outbox_set_aside_total", "event" => event.to_owned()).increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = event;
 }
 
 impl HostedService for Outbox {

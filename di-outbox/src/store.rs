@@ -29,4 +29,10 @@ pub trait OutboxStore: Send + Sync + 'static {
 
     /// Deletes the events of `rows` (relayed).
     fn remove<'a>(&'a self, rows: &'a [i64]) -> BoxFuture<'a, Result<(), BoxError>>;
+
+    /// Sets the event of `row` aside, with `reason`: the broker refused it for good
+    /// ([`Refused`](crate::Refused)). It leaves the events [`pending`](Self::pending) returns,
+    /// and is kept where an operator can read it (di-sqlx: the table `di_outbox_set_aside`),
+    /// never deleted by the outbox.
+    fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), BoxError>>;
 }

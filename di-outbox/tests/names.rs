@@ -22,6 +22,9 @@ impl OutboxStore for NoStore {
     fn remove<'a>(&'a self, _: &'a [i64]) -> BoxFuture<'a, Result<(), BoxError>> {
         Box::pin(async { Ok(()) })
     }
+    fn set_aside<'a>(&'a self, _: i64, _: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
+        Box::pin(async { Err("not in this test".into()) })
+    }
 }
 
 struct NoBroker;

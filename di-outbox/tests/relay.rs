@@ -72,6 +72,13 @@ impl Payments {
         self.events.emit(Paid { id });
         Ok(())
     }
+
+    /// Pays `id`, then fails: rolled back, event and all.
+    #[di_tx::transactional]
+    pub async fn pay_then_fail(&self, id: i64) -> Result<(), TxError> {
+        self.pay(id).await?;
+        Err(TxError::Mandatory { call: "a payment that fails after paying".into(), data_source: "database".into() })
+    }
 }
 
 /// The database and NATS settings of a test; `None` (skipped) without the servers.
@@ -232,4 +239,37 @@ async fn sqlite_what_a_dead_instance_left_is_relayed_by_the_other() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_what_a_dead_instance_left_is_relayed_by_the_other() {
     what_a_dead_instance_left_is_relayed_by_the_other(true, "postgres_dead").await;
+}
+
+/// Work after the response (a task of the request, after its completion phase) runs in a
+/// transaction of its own: when it rolls back, its external event is not published, and when
+/// it commits, it is.
+async fn rolled_back_work_after_the_response_publishes_nothing(postgres: bool, test: &str) {
+    let Some(setup) = Setup::new(test, postgres).await else { return };
+    let a = setup.instance("a").build().await.unwrap();
+    let outbox = a.get_object::<Outbox>().unwrap();
+    until("the instance to subscribe", async || di_core::HealthCheck::check(outbox.clone()).await.is_ok()).await;
+    let payments = a.get_object::<Payments>().unwrap();
+    a.run_in_context(async {
+        di_core::complete_scope().await.unwrap();
+        assert!(payments.pay_then_fail(100).await.is_err());
+        payments.pay(101).await.unwrap();
+    })
+    .await;
+    // Relayed in the order written: once 101 is handled, 100 would have been.
+    let ledger = a.get_object::<Ledger>().unwrap();
+    until("the payment that committed", async || ledger.seen().contains_key(&101)).await;
+    assert_eq!(ledger.seen(), HashMap::from([(101, 1)]));
+    assert_eq!(setup.count("payments").await, 1);
+    a.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_rolled_back_work_after_the_response_publishes_nothing() {
+    rolled_back_work_after_the_response_publishes_nothing(false, "sqlite_late").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_rolled_back_work_after_the_response_publishes_nothing() {
+    rolled_back_work_after_the_response_publishes_nothing(true, "postgres_late").await;
 }

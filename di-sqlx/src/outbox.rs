@@ -10,7 +10,8 @@ use di_tx::TxError;
 use crate::Database;
 
 /// di-outbox's outbox on SQLite or PostgreSQL: the table `di_outbox` (created when the App is
-/// built if it does not exist), written through [`Database::conn`], so in the current
+/// built if it does not exist, with `di_outbox_set_aside`, where the events the broker refused
+/// for good are kept with the reason), written through [`Database::conn`], so in the current
 /// transaction: the request's, when the request's `#[transactional]` methods began it. An event
 /// emitted where no transaction is open is written on its own.
 ///
@@ -61,17 +62,19 @@ fn delete_rows(rows: &[i64]) -> String {
 /// `OutboxTable<DB>` as a proto (object name `outboxTable`) on the `database` data source,
 /// providing `dyn OutboxStore`.
 macro_rules! table {
-    ($db:ty, $ddl:expr, $build:ident, $as_store:ident) => {
+    ($db:ty, $ddl:expr, $set_aside_ddl:expr, $build:ident, $as_store:ident) => {
         crate::database::on_database!(OutboxTable<$db>, "outboxTable", dyn OutboxStore, $build, $as_store);
 
         impl OutboxTable<$db> {
-            /// The outbox in `db`, creating the table `di_outbox` if it does not exist.
+            /// The outbox in `db`, creating the tables `di_outbox` and `di_outbox_set_aside`
+            /// if they do not exist.
             ///
             /// # Errors
             ///
-            /// [`TxError::Database`] if the table cannot be created.
+            /// [`TxError::Database`] if a table cannot be created.
             pub async fn new(db: Arc<Database<$db>>) -> Result<Self, TxError> {
                 db.create_if_missing($ddl, "creating the table di_outbox").await?;
+                db.create_if_missing($set_aside_ddl, "creating the table di_outbox_set_aside").await?;
                 Ok(OutboxTable { db })
             }
         }
@@ -121,6 +124,25 @@ macro_rules! table {
                     Ok(())
                 })
             }
+
+            /// Moves the row into `di_outbox_set_aside`, with the reason and the time, in one
+            /// transaction.
+            fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
+                Box::pin(async move {
+                    let failed = |e| self.db.error("setting an event aside", e);
+                    let mut tx = self.db.pool().begin().await.map_err(failed)?;
+                    let copy = "INSERT INTO di_outbox_set_aside (id, event_id, name, payload, reason) \
+                                SELECT id, event_id, name, payload, $2 FROM di_outbox WHERE id = $1";
+                    sqlx::query(copy).bind(row).bind(reason).execute(&mut *tx).await.map_err(failed)?;
+                    sqlx::query("DELETE FROM di_outbox WHERE id = $1")
+                        .bind(row)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(failed)?;
+                    tx.commit().await.map_err(failed)?;
+                    Ok(())
+                })
+            }
         }
     };
 }
@@ -129,6 +151,7 @@ macro_rules! table {
 table!(
     sqlx::Sqlite,
     "CREATE TABLE IF NOT EXISTS di_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS di_outbox_set_aside (id INTEGER PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL, reason TEXT NOT NULL, set_aside_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)",
     build_sqlite,
     sqlite_as_store
 );
@@ -136,6 +159,7 @@ table!(
 table!(
     sqlx::Postgres,
     "CREATE TABLE IF NOT EXISTS di_outbox (id BIGSERIAL PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS di_outbox_set_aside (id BIGINT PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL, reason TEXT NOT NULL, set_aside_at TIMESTAMPTZ NOT NULL DEFAULT now())",
     build_postgres,
     postgres_as_store
 );

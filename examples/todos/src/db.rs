@@ -319,6 +319,10 @@ impl OutboxStore for Db {
     fn remove<'a>(&'a self, rows: &'a [i64]) -> BoxFuture<'a, Result<(), di_core::BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.remove(rows))
     }
+
+    fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), di_core::BoxError>> {
+        per_pool!(&self.pools, |_, _, outbox| outbox.set_aside(row, reason))
+    }
 }
 
 /// The readiness check `db` (`GET /health/ready`). SQLite: the file answers a query on a

@@ -1,0 +1,195 @@
+//! The broker's state lost and refused events, on real servers: a NATS server of this test's
+//! own ([`Own::nats`]), restarted without its JetStream store, and two instances of a service
+//! on one SQLite database. The stream and each instance's consumer are created again, what was
+//! committed meanwhile reaches both once, and readiness says when an instance is deaf. An event
+//! larger than the server takes fails the request that emits it, and one already in the outbox
+//! is set aside while the events after it flow.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use di_core::{App, EventBus, handlers, singleton_proto};
+use di_nats::JetStream;
+use di_outbox::Outbox;
+use di_sqlx::{Database, OutboxTable, Sqlite};
+use di_test_support::servers::Own;
+use di_tx::TxError;
+use serde::{Deserialize, Serialize};
+
+/// The external event.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Paid {
+    /// The payment.
+    pub id: i64,
+    /// A note, as long as a test wants the event to be.
+    pub note: String,
+}
+
+di_outbox::external_event!(Paid = "billing.paid");
+
+/// Counts, per payment, how often this instance handled it.
+#[derive(Debug, Default)]
+#[singleton_proto]
+pub struct Ledger {
+    seen: Mutex<HashMap<i64, usize>>,
+}
+
+#[handlers]
+impl Ledger {
+    #[event_handler]
+    async fn on_paid(&self, paid: &Paid) {
+        *self.seen.lock().unwrap().entry(paid.id).or_default() += 1;
+    }
+}
+
+impl Ledger {
+    fn seen(&self) -> HashMap<i64, usize> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// Writes a payment and emits `Paid`, in the request's transaction.
+#[derive(Debug)]
+#[singleton_proto]
+pub struct Payments {
+    #[inject]
+    db: Arc<Database<Sqlite>>,
+    #[inject]
+    events: Arc<EventBus>,
+}
+
+impl Payments {
+    /// Pays `id`, with a note of `note_len` bytes in its event.
+    #[di_tx::transactional]
+    pub async fn pay(&self, id: i64, note_len: usize) -> Result<(), TxError> {
+        let mut conn = self.db.conn().await?;
+        let insert = sqlx::query("INSERT INTO payments (id) VALUES ($1)").bind(id).execute(&mut *conn).await;
+        insert.map_err(|e| self.db.error("paying", e))?;
+        self.events.emit(Paid { id, note: "n".repeat(note_len) });
+        Ok(())
+    }
+}
+
+/// An instance named `name` on `db` and `nats`.
+async fn instance(db: &str, nats: &str, name: &str) -> App {
+    App::builder()
+        .link::<Database<Sqlite>>()
+        .link::<OutboxTable<Sqlite>>()
+        .register(Outbox::proto())
+        .register(JetStream::proto())
+        .config_value("database.url", db)
+        .config_value("nats.url", nats)
+        .config_value("nats.consumer", name)
+        .config_value("outbox.poll_ms", 100)
+        .health_cache(Duration::ZERO)
+        .build()
+        .await
+        .unwrap()
+}
+
+/// Waits (at most 60 s) until `done` holds.
+async fn until(what: &str, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done().await {
+        assert!(Instant::now() < deadline, "waited 60 s for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A database with the payments table, as a URL.
+async fn database(test: &str) -> String {
+    let url = format!("sqlite://{}?mode=rwc", di_test_support::fresh_sqlite(test).display());
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query("CREATE TABLE payments (id BIGINT PRIMARY KEY)").execute(&pool).await.unwrap();
+    pool.close().await;
+    url
+}
+
+async fn count(db: &str, table: &str) -> i64 {
+    let pool = sqlx::SqlitePool::connect(db).await.unwrap();
+    let count = sqlx::query_scalar(&format!("SELECT count(*) FROM {table}")).fetch_one(&pool).await.unwrap();
+    pool.close().await;
+    count
+}
+
+/// NATS comes back without its store: no stream, no consumer. Each instance creates them
+/// again, is not ready until it has subscribed again, and receives once every event committed
+/// before, during and after the outage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_back_without_its_store_gets_its_stream_and_consumers_back() {
+    let Ok(mut nats) = Own::nats("restart") else { return };
+    let db = database("broker-restart").await;
+    let a = instance(&db, &nats.url(), "a").await;
+    let b = instance(&db, &nats.url(), "b").await;
+    for app in [&a, &b] {
+        until("the instance to be ready", async || app.health().await.ready).await;
+    }
+    let payments = a.get_object::<Payments>().unwrap();
+    for id in 1..=5 {
+        a.try_run_in_context(payments.pay(id, 0)).await.unwrap().unwrap();
+    }
+    let expected = |ids: std::ops::RangeInclusive<i64>| ids.map(|id| (id, 1)).collect::<HashMap<i64, usize>>();
+    for app in [&a, &b] {
+        let ledger = app.get_object::<Ledger>().unwrap();
+        until("both to handle the first payments", async || ledger.seen() == expected(1..=5)).await;
+    }
+    // The server loses its store: the payments committed meanwhile wait in the outbox.
+    nats.lose_store();
+    for id in 6..=10 {
+        a.try_run_in_context(payments.pay(id, 0)).await.unwrap().unwrap();
+    }
+    nats.start().unwrap();
+    for id in 11..=15 {
+        a.try_run_in_context(payments.pay(id, 0)).await.unwrap().unwrap();
+    }
+    // Each instance finds its consumer gone and subscribes again (not ready in between).
+    for app in [&a, &b] {
+        let ledger = app.get_object::<Ledger>().unwrap();
+        until("both to handle every payment once", async || ledger.seen() == expected(1..=15)).await;
+        until("the instance to be ready again", async || app.health().await.ready).await;
+        let counts = app.get_object::<Outbox>().unwrap().counts();
+        assert_eq!(counts.subscriptions, 2, "{counts:?}");
+    }
+    assert_eq!(count(&db, "di_outbox").await, 0);
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+/// An event larger than the server's `max_payload` (1 MiB) fails the request that emits it:
+/// nothing is stored, and the client is not told it was. One already in the outbox (written
+/// before the limit was lowered) is set aside, with the reason, and the events after it reach
+/// both instances.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_nats_refuses_fails_its_request_or_is_set_aside() {
+    let Ok(nats) = Own::nats("refused") else { return };
+    let db = database("broker-refused").await;
+    let a = instance(&db, &nats.url(), "a").await;
+    until("the instance to be ready", async || a.health().await.ready).await;
+    let payments = a.get_object::<Payments>().unwrap();
+    let refused = a.try_run_in_context(payments.pay(1, 2 << 20)).await;
+    let error = refused.unwrap_err().to_string();
+    assert!(error.contains("billing.paid") && error.contains("max_payload"), "{error}");
+    assert_eq!(count(&db, "payments").await, 0, "nothing of the request is stored");
+    // A row too large for the server, already in the outbox, before three payments.
+    let pool = sqlx::SqlitePool::connect(&db).await.unwrap();
+    let big = serde_json::to_vec(&Paid { id: 99, note: "n".repeat(2 << 20) }).unwrap();
+    sqlx::query("INSERT INTO di_outbox (event_id, name, payload) VALUES ('big', 'billing.paid', $1)")
+        .bind(big)
+        .execute(&pool)
+        .await
+        .unwrap();
+    for id in 2..=4 {
+        a.try_run_in_context(payments.pay(id, 10)).await.unwrap().unwrap();
+    }
+    let ledger = a.get_object::<Ledger>().unwrap();
+    let expected: HashMap<i64, usize> = (2..=4).map(|id| (id, 1)).collect();
+    until("the payments after the refused event", async || ledger.seen() == expected).await;
+    let (id, reason): (String, String) =
+        sqlx::query_as("SELECT event_id, reason FROM di_outbox_set_aside").fetch_one(&pool).await.unwrap();
+    assert_eq!(id, "big");
+    assert!(reason.contains("max payload"), "{reason}");
+    assert_eq!(count(&db, "di_outbox").await, 0);
+    assert_eq!(a.get_object::<Outbox>().unwrap().counts().set_aside, 1);
+    a.shutdown().await.unwrap();
+}
