@@ -7,6 +7,7 @@
 //!   port on 127.0.0.1, `fsync` off. A watchdog stops it and removes its folder when the test
 //!   process is gone.
 //!   NATS the same way ([`nats`]): `nats-server -js`, its store in a temporary folder.
+//! - [`Own`]: a server of one test of its own, which the test restarts (with its data lost).
 //! - When neither works, [`postgres`] ([`nats`]) says why. A test then skips with that reason printed,
 //!   unless `DI_TEST_REQUIRE_SERVERS=1` (set by `.ci/run`): there it fails.
 
@@ -213,4 +214,226 @@ fn start_postgres() -> Result<String, String> {
     }
     let log = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
     Err(format!("postgres did not answer within 30 s; its log:\n{log}"))
+}
+
+/// A server of one test of its own, which the test stops and starts again on the same port
+/// (to restart it as an operator would, or with its data lost): [`Own::nats`] with its
+/// JetStream store, [`Own::postgres`] with its cluster. A watchdog stops it once the test
+/// process is gone; dropping it stops it and removes its folder.
+#[derive(Debug)]
+pub struct Own {
+    kind: OwnKind,
+    dir: PathBuf,
+    port: u16,
+    /// The server's process while it runs.
+    child: Option<std::process::Child>,
+}
+
+#[derive(Debug)]
+enum OwnKind {
+    Nats(PathBuf),
+    Postgres { bin: PathBuf, root: bool },
+}
+
+impl Own {
+    /// A NATS server with JetStream of its own, started; or why there is none.
+    ///
+    /// # Panics
+    ///
+    /// When there is none and `DI_TEST_REQUIRE_SERVERS=1`.
+    pub fn nats(name: &str) -> Result<Own, String> {
+        let server =
+            ["/usr/sbin/nats-server", "/usr/bin/nats-server"].into_iter().map(PathBuf::from).find(|p| p.exists());
+        let made = match server {
+            Some(server) => Own::new(OwnKind::Nats(server), name),
+            None => Err("NATS is not installed (Debian's package `nats-server`)".to_owned()),
+        };
+        Self::or_skip(made)
+    }
+
+    /// A PostgreSQL cluster of its own, started; or why there is none.
+    ///
+    /// # Panics
+    ///
+    /// When there is none and `DI_TEST_REQUIRE_SERVERS=1`.
+    pub fn postgres(name: &str) -> Result<Own, String> {
+        let made = match postgres_bin() {
+            Some(bin) => Own::new(OwnKind::Postgres { bin, root: is_root() }, name),
+            None => Err("PostgreSQL is not installed (Debian's package `postgresql`)".to_owned()),
+        };
+        Self::or_skip(made)
+    }
+
+    fn or_skip(made: Result<Own, String>) -> Result<Own, String> {
+        match made {
+            Err(why) if required() => panic!("DI_TEST_REQUIRE_SERVERS=1, but no server: {why}"),
+            made => made,
+        }
+    }
+
+    fn new(kind: OwnKind, name: &str) -> Result<Own, String> {
+        let dir = std::env::temp_dir().join(format!("di-test-own-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("finding a free port: {e}"))?
+            .port();
+        let mut own = Own { kind, dir, port, child: None };
+        if let OwnKind::Postgres { bin, root } = &own.kind {
+            if *root {
+                let owned = Command::new("chown").args(["postgres:postgres"]).arg(&own.dir).status();
+                if !owned.is_ok_and(|s| s.success()) {
+                    return Err(format!("cannot give {} to the `postgres` user", own.dir.display()));
+                }
+            }
+            let init = as_owner(*root, &bin.join("initdb"))
+                .arg("-D")
+                .arg(own.dir.join("data"))
+                .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"])
+                .stdout(Stdio::null())
+                .output()
+                .map_err(|e| format!("running initdb: {e}"))?;
+            if !init.status.success() {
+                return Err(format!("initdb failed: {}", String::from_utf8_lossy(&init.stderr).trim()));
+            }
+        }
+        // Stops the server once this process is gone (`Drop` does, while it lives).
+        let watchdog = format!(
+            "while [ -d /proc/{parent} ]; do sleep 1; done; \
+             for f in '{dir}/server.pid' '{dir}/data/postmaster.pid'; do [ -f \"$f\" ] && kill -INT $(head -1 \"$f\") 2>/dev/null; done; \
+             sleep 3; for f in '{dir}/server.pid' '{dir}/data/postmaster.pid'; do [ -f \"$f\" ] && kill -KILL $(head -1 \"$f\") 2>/dev/null; done; \
+             rm -rf '{dir}'",
+            parent = std::process::id(),
+            dir = own.dir.display(),
+        );
+        Command::new("sh")
+            .args(["-c", &watchdog])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting a watchdog: {e}"))?;
+        own.start()?;
+        Ok(own)
+    }
+
+    /// Its URL: `nats://127.0.0.1:port`, or `postgres://postgres@127.0.0.1:port/postgres`.
+    pub fn url(&self) -> String {
+        match self.kind {
+            OwnKind::Nats(_) => format!("nats://127.0.0.1:{}", self.port),
+            OwnKind::Postgres { .. } => format!("postgres://postgres@127.0.0.1:{}/postgres", self.port),
+        }
+    }
+
+    /// A new, empty database named `name` (PostgreSQL), as a URL.
+    ///
+    /// # Panics
+    ///
+    /// On a NATS server, or when the database cannot be made.
+    pub fn database(&self, name: &str) -> String {
+        let OwnKind::Postgres { bin, .. } = &self.kind else { panic!("a NATS server has no database") };
+        let out = Command::new(bin.join("createdb"))
+            .arg(format!("--maintenance-db={}", self.url()))
+            .arg(name)
+            .output()
+            .unwrap_or_else(|e| panic!("createdb {name}: {e}"));
+        assert!(out.status.success(), "createdb {name}: {}", String::from_utf8_lossy(&out.stderr));
+        format!("postgres://postgres@127.0.0.1:{}/{name}", self.port)
+    }
+
+    /// Starts the server (again), on the same port and folder; returns once it answers.
+    ///
+    /// # Errors
+    ///
+    /// When it does not answer within 30 s (its log, in the error).
+    pub fn start(&mut self) -> Result<(), String> {
+        let (mut command, log) = match &self.kind {
+            OwnKind::Nats(server) => {
+                let mut command = Command::new(server);
+                command
+                    .args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"])
+                    .arg(self.dir.join("store"));
+                (command, self.dir.join("nats.log"))
+            }
+            OwnKind::Postgres { bin, root } => {
+                let mut command = as_owner(*root, &bin.join("postgres"));
+                command.arg("-D").arg(self.dir.join("data")).args(["-p", &self.port.to_string(), "-k"]).arg(&self.dir);
+                for setting in
+                    ["listen_addresses=127.0.0.1", "fsync=off", "full_page_writes=off", "max_connections=200"]
+                {
+                    command.args(["-c", setting]);
+                }
+                (command, self.dir.join("postgres.log"))
+            }
+        };
+        let out = std::fs::OpenOptions::new().create(true).append(true).open(&log).map_err(|e| e.to_string())?;
+        let err = out.try_clone().map_err(|e| e.to_string())?;
+        let child = command.stdin(Stdio::null()).stdout(out).stderr(err).spawn().map_err(|e| e.to_string())?;
+        if let OwnKind::Nats(_) = self.kind {
+            std::fs::write(self.dir.join("server.pid"), child.id().to_string()).map_err(|e| e.to_string())?;
+        }
+        self.child = Some(child);
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(30) {
+            if self.answers() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(format!(
+            "the server did not answer within 30 s; its log:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        ))
+    }
+
+    fn answers(&self) -> bool {
+        match &self.kind {
+            OwnKind::Nats(_) => std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok(),
+            OwnKind::Postgres { bin, .. } => Command::new(bin.join("pg_isready"))
+                .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "postgres"])
+                .stdout(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success()),
+        }
+    }
+
+    /// Stops the server: PostgreSQL fast (open transactions rolled back, connections closed),
+    /// NATS at once (SIGKILL, as a crash). Returns once it is gone.
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else { return };
+        match self.kind {
+            OwnKind::Nats(_) => {
+                let _ = child.kill();
+                let _ = std::fs::remove_file(self.dir.join("server.pid"));
+            }
+            // As root the child is `runuser`, whose child is the server: signalled by the pid
+            // it writes.
+            OwnKind::Postgres { .. } => {
+                let pid = std::fs::read_to_string(self.dir.join("data/postmaster.pid")).unwrap_or_default();
+                if let Some(pid) = pid.lines().next() {
+                    let _ = Command::new("kill").args(["-INT", pid]).status();
+                }
+            }
+        }
+        let _ = child.wait();
+        let started = Instant::now();
+        while self.answers() && started.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops NATS and removes its JetStream store: started again, it has no stream and no
+    /// consumer, as a server that lost its disk.
+    pub fn lose_store(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(self.dir.join("store"));
+    }
+}
+
+impl Drop for Own {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
