@@ -283,12 +283,14 @@ pub enum DiError {
         /// What is wrong, and the fix.
         reason: &'static str,
     },
-    /// A lazy singleton was asked for once `App::shutdown` had begun destroying singletons:
-    /// built then, it would never be destroyed. (While shutdown still waits for scopes, event
-    /// handlers and jobs, lazy singletons are built as usual, and destroyed with the others.)
-    #[error("the App has shut down, so lazy singleton `{wanted}` can no longer be built")]
+    /// An object was asked for once `App::shutdown` had begun destroying what would hold it:
+    /// a lazy singleton once singletons are being destroyed, a tenant's object once its cache
+    /// is closed. Built then, it would never be destroyed. (While shutdown still waits for
+    /// scopes, event handlers and jobs, lazy singletons are built as usual, and destroyed with
+    /// the others.)
+    #[error("the App has shut down, so `{wanted}` can no longer be built")]
     ShutDown {
-        /// The singleton.
+        /// The type of the object.
         wanted: &'static str,
     },
     /// `exclude` names a type that no proto has.
@@ -543,6 +545,15 @@ pub enum DiError {
     NoTenant {
         /// The `TenantObjects` whose object was asked for.
         wanted: &'static str,
+    },
+    /// A tenant key breaks the rules of a key ([`Tenant::new`](crate::Tenant::new)): it comes
+    /// from a client, and is written to logs and errors.
+    #[error(
+        "a tenant key is refused: {why}; a key is 1 to 128 ASCII letters, digits, `-`, `_` and `.` (check the header or host it is read from)"
+    )]
+    TenantKey {
+        /// Which rule it breaks (never the key itself).
+        why: String,
     },
     /// The scope ended (its objects are destroyed), but a background task asked for an object.
     #[error(

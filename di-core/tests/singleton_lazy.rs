@@ -181,5 +181,5 @@ async fn a_reference_does_not_make_a_lazy_singleton_eager_and_shutdown_ends_its_
     let app = App::builder().without_inventory().register(counted(&GEO_BUILT)).build().await.unwrap();
     app.shutdown().await.unwrap();
     let e = app.get_object::<Geo>().err().unwrap();
-    assert_eq!(e.to_string(), "the App has shut down, so lazy singleton `singleton_lazy::Geo` can no longer be built");
+    assert_eq!(e.to_string(), "the App has shut down, so `singleton_lazy::Geo` can no longer be built");
 }

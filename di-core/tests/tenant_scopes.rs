@@ -233,7 +233,7 @@ async fn failing_hooks_cache_nothing_and_harm_no_other_tenant() {
     let (app, service, objects) = app::<Flaky>().await;
     let failed = app.scope().tenant("err").unwrap().run(async { service.dbs.get().await }).await;
     let error = failed.unwrap_err();
-    assert!(matches!(&error, DiError::Construction { name, .. } if name.contains("tenant err")), "{error}");
+    assert!(matches!(&error, DiError::Construction { name, .. } if name.contains("tenant \"err\"")), "{error}");
     assert!(error.to_string().contains("database is down"), "{error}");
     assert_eq!(service.dbs.cached(), 0);
     assert_eq!(read(&app, &service, "err").await.tenant, "err"); // built on the next read
@@ -337,4 +337,183 @@ async fn the_attributes_bring_the_tenant_objects_along() {
     assert_eq!((dbs.counts.built("acme"), dbs.counts.built("globex")), (1, 1));
     app.shutdown().await.unwrap();
     assert_eq!(Counts::total(&dbs.counts.destroyed), 2);
+}
+
+counting!(
+    /// Room for 4.
+    Four { const MAX_TENANTS: usize = 4; }
+);
+counting!(
+    /// Never idle: `IDLE` too long to count.
+    Forever { const IDLE: Duration = Duration::MAX; }
+);
+
+/// A tenant key comes from a client (a header, a host): one that would forge fields of a log
+/// line is refused, naming the rule and not the key; so are an empty key and a long one. A
+/// key in a log line is quoted.
+#[test]
+fn a_tenant_key_is_checked_and_written_quoted() {
+    let ((), logs) = di_test_support::capture_logs(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let (app, service, _) = app::<Flaky>().await;
+            for key in ["acme user=admin status=ok", "", &"a".repeat(129), "acme\nERROR forged", "ac\u{e9}me"] {
+                let refused = app.scope().tenant(key);
+                let Err(error @ DiError::TenantKey { .. }) = &refused else { panic!("{key:?} was taken") };
+                assert!(!error.to_string().contains("admin") && !error.to_string().contains("forged"), "{error}");
+            }
+            read(&app, &service, "bad").await; // its destroy hook panics, and is logged
+            app.shutdown().await.unwrap();
+        });
+    });
+    assert!(logs.contains(r#"tenant="bad""#), "{logs}");
+}
+
+/// After a burst of concurrent first reads of new tenants, the cache returns to its bound once
+/// their builds end, destroying the least recently read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_burst_of_new_tenants_the_cache_returns_to_its_bound() {
+    let (app, service, objects) = app::<Four>().await;
+    let reads: Vec<_> = (0..50)
+        .map(|i| {
+            let (app, service) = (app.clone(), Arc::clone(&service));
+            tokio::spawn(async move { read(&app, &service, &format!("burst-{i}")).await })
+        })
+        .collect();
+    for read in reads {
+        read.await.unwrap();
+    }
+    assert_eq!(service.dbs.cached(), 4);
+    assert!(wait_until(|| Counts::total(&objects.0.destroyed) == 46).await, "the evicted were not destroyed");
+    app.shutdown().await.unwrap();
+    assert_eq!(Counts::total(&objects.0.destroyed), 50);
+}
+
+/// Tenant objects whose `create` waits to be let go, and fails for "down".
+#[derive(Default)]
+struct Gated {
+    creates: AtomicUsize,
+    go: tokio::sync::Notify,
+    in_scope: Mutex<Vec<bool>>,
+}
+
+impl TenantObjects for Gated {
+    type Object = String;
+
+    async fn create(&self, tenant: &Tenant) -> Result<String, BoxError> {
+        self.creates.fetch_add(1, Ordering::SeqCst);
+        self.in_scope.lock().unwrap().push(di_core::in_scope());
+        self.go.notified().await;
+        if tenant.key() == "down" { Err("the tenant's database is down".into()) } else { Ok(tenant.key().to_owned()) }
+    }
+}
+
+/// Concurrent first reads of a tenant share one `create`, owned by the cache: its error goes to
+/// all of them at once, a first reader that goes away does not restart it, and it runs outside
+/// the readers' scopes (it cannot capture a request's objects).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_first_reads_share_one_create_that_the_cache_owns() {
+    let (app, service, objects) = app::<Gated>().await;
+    let reads: Vec<_> = (0..8)
+        .map(|_| {
+            let (app, service) = (app.clone(), Arc::clone(&service));
+            tokio::spawn(
+                async move { app.scope().tenant("down").unwrap().run(async { service.dbs.get().await }).await },
+            )
+        })
+        .collect();
+    di_test_support::eventually(async || (objects.creates.load(Ordering::SeqCst) == 1).then_some(())).await;
+    tokio::task::yield_now().await;
+    objects.go.notify_one();
+    for read in reads {
+        let error = read.await.unwrap().unwrap_err();
+        assert!(error.to_string().contains("database is down"), "{error}");
+    }
+    assert_eq!(objects.creates.load(Ordering::SeqCst), 1, "one create for the eight reads");
+    // A first reader that goes away: the next reader waits for the same create.
+    let gone = tokio::time::timeout(
+        Duration::from_millis(50),
+        app.scope().tenant("acme").unwrap().run(async { service.dbs.get().await }),
+    )
+    .await;
+    assert!(gone.is_err(), "still building");
+    let waiting = tokio::spawn({
+        let (app, service) = (app.clone(), Arc::clone(&service));
+        async move { app.scope().tenant("acme").unwrap().run(async { service.dbs.get().await.unwrap() }).await }
+    });
+    objects.go.notify_one();
+    assert_eq!(*waiting.await.unwrap(), "acme");
+    assert_eq!(objects.creates.load(Ordering::SeqCst), 2, "the cancelled reader's create was not started again");
+    assert_eq!(*objects.in_scope.lock().unwrap(), [false, false], "create ran inside a reader's scope");
+    app.shutdown().await.unwrap();
+}
+
+/// Tenant objects whose destroy hook takes 20 ms, counting how many run at once.
+#[derive(Default)]
+struct SlowToClose {
+    running: AtomicUsize,
+    most: AtomicUsize,
+    destroyed: AtomicUsize,
+}
+
+impl TenantObjects for SlowToClose {
+    type Object = ();
+    const MAX_TENANTS: usize = 100_000;
+
+    async fn create(&self, _: &Tenant) -> Result<(), BoxError> {
+        Ok(())
+    }
+
+    async fn destroy(&self, _: &Tenant, _: Arc<()>) -> Result<(), BoxError> {
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        self.destroyed.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// Shutdown destroys the cached objects concurrently, `DESTROY_AT_ONCE` (64) at a time: 10,000
+/// tenants whose destroy takes 20 ms are all destroyed within a 10 s stop deadline (one at a
+/// time, it would take 200 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_destroys_ten_thousand_tenants_within_the_stop_deadline() {
+    let app = App::builder()
+        .without_inventory()
+        .register(ProtoDef::singleton::<SlowToClose>(|_| Ok(SlowToClose::default())))
+        .register(holder::<SlowToClose, _>(|dbs| Service { dbs }))
+        .stop_timeout(Duration::from_secs(10))
+        .build()
+        .await
+        .unwrap();
+    let service = app.get_object::<Service<SlowToClose>>().unwrap();
+    for i in 0..10_000 {
+        app.scope().tenant(format!("t{i}")).unwrap().run(async { service.dbs.get().await.unwrap() }).await;
+    }
+    app.shutdown().await.unwrap();
+    let objects = app.get_object::<SlowToClose>().unwrap();
+    assert_eq!(objects.destroyed.load(Ordering::SeqCst), 10_000);
+    assert!(objects.most.load(Ordering::SeqCst) <= 64, "more destroy hooks at once than DESTROY_AT_ONCE");
+}
+
+/// Once shutdown has closed the cache, a read is refused: an object built then would never be
+/// destroyed.
+#[tokio::test]
+async fn a_read_after_shutdown_builds_nothing() {
+    let (app, service, objects) = app::<Roomy>().await;
+    read(&app, &service, "acme").await;
+    app.shutdown().await.unwrap();
+    let late = app.scope().tenant("late").unwrap().run(async { service.dbs.get().await }).await;
+    assert!(matches!(late, Err(DiError::ShutDown { .. })), "{late:?}");
+    assert_eq!((objects.0.built("late"), objects.0.destroyed("acme")), (0, 1));
+}
+
+/// An `IDLE` too long to count (`Duration::MAX`) keeps objects for ever: no sweep, no panic.
+#[tokio::test]
+async fn an_idle_time_too_long_to_count_never_evicts() {
+    let (app, service, objects) = app::<Forever>().await;
+    read(&app, &service, "acme").await;
+    app.shutdown().await.unwrap();
+    assert_eq!(objects.0.destroyed("acme"), 1);
 }

@@ -82,7 +82,7 @@ impl HttpBody for ScopedBody {
             }
             Err(panic) => {
                 let message = di_core::__private::panic_message(&*panic).to_owned();
-                tracing::error!(panic = %message, "the response body panicked mid-stream; the response is cut short");
+                tracing::error!(panic = ?message, "the response body panicked mid-stream; the response is cut short");
                 (Some(Err(axum::Error::new(format!("the response body panicked: {message}")))), true)
             }
         };

@@ -389,11 +389,11 @@ impl Outbox {
                         self.delivered.fetch_add(1, Ordering::Relaxed);
                     }
                     Err(error) => {
-                        tracing::error!(event = %name, id, %error, "a received event could not be decoded; dropped")
+                        tracing::error!(event = ?name, id = ?id, %error, "a received event could not be decoded; dropped")
                     }
                 },
                 None => {
-                    tracing::warn!(event = %name, id, "a received event is of no type this instance knows; dropped")
+                    tracing::warn!(event = ?name, id = ?id, "a received event is of no type this instance knows; dropped")
                 }
             }
             if !id.is_empty() {
@@ -401,7 +401,7 @@ impl Outbox {
             }
         }
         if let Err(error) = ack.ack().await {
-            tracing::warn!(event = %name, id, %error, "acknowledging an event failed; it will come again, and be recognised");
+            tracing::warn!(event = ?name, id = ?id, %error, "acknowledging an event failed; it will come again, and be recognised");
         }
     }
 }

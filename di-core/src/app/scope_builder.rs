@@ -74,11 +74,15 @@ impl ScopeBuilder<'_> {
     ///
     /// # Errors
     ///
-    /// [`DiError::NotFound`] if the App has no tenant objects (no proto holds a `TenantRef`).
+    /// [`DiError::TenantKey`] if `key` breaks the rules of a key ([`Tenant::new`]: it comes
+    /// from a client), [`DiError::NotFound`] if the App has no tenant objects (no proto holds
+    /// a `TenantRef`).
     ///
     /// See [`TenantRef`](crate::TenantRef) for an example.
+    ///
+    /// [`Tenant::new`]: crate::Tenant::new
     pub fn tenant(self, key: impl Into<Arc<str>>) -> Result<Self, DiError> {
-        self.with(crate::Tenant::new(key))
+        self.with(crate::Tenant::new(key)?)
     }
 
     /// As [`with`](Self::with), for an object the test keeps a handle on.

@@ -206,7 +206,7 @@ impl<F: Future<Output: PanicResponse>> Future for CatchPanic<F> {
             Ok(poll) => poll,
             Err(panic) => {
                 let message = di_core::__private::panic_message(&*panic);
-                tracing::error!(panic = %message, "request handler panicked; answering 500");
+                tracing::error!(panic = ?message, "request handler panicked; answering 500");
                 this.head.set_status(Some(StatusCode::INTERNAL_SERVER_ERROR));
                 Poll::Ready(F::Output::internal_error())
             }

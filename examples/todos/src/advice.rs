@@ -81,7 +81,7 @@ impl TodoStats {
     #[event_handler]
     async fn on_completed(&self, event: &TodoCompleted) {
         let total = self.completed.fetch_add(1, Ordering::Relaxed) + 1;
-        tracing::info!(user = %event.user, id = event.id, total, "todo completed");
+        tracing::info!(user = ?event.user, id = event.id, total, "todo completed");
     }
 
     /// How many todos were created since start.
