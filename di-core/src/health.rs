@@ -100,7 +100,7 @@ pub(crate) async fn run(app: &AppInner) -> Arc<[CheckReport]> {
     }
     let runs: Vec<_> = checks.list.iter().map(|(name, check)| Box::pin(one(name, Arc::clone(check)))).collect();
     let mut reports: Vec<Option<CheckReport>> = runs.iter().map(|_| None).collect();
-    crate::join::join_each(runs, None::<std::future::Pending<()>>, |i, report| reports[i] = Some(report)).await;
+    crate::join::join_each(runs, None::<std::future::Pending<()>>, |i, report| reports[i] = Some(report), |_| {}).await;
     let reports: Arc<[CheckReport]> = reports.into_iter().flatten().collect();
     for failed in reports.iter().filter(|r| !r.ok) {
         tracing::warn!(check = %failed.name, error = failed.error.as_deref().unwrap_or(""), took = ?failed.took, "health check failed");

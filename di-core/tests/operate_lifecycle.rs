@@ -462,3 +462,94 @@ async fn services_are_told_to_stop_newest_first_one_at_a_time_and_may_emit_while
     flushed.sort_unstable();
     assert_eq!(flushed, ["first", "second"], "the events emitted while stopping were handled");
 }
+
+/// A hook stuck in blocking code (it never yields to the runtime), until the test lets it go
+/// (at most 10 s): `released` says whether it was let go.
+struct Stuck {
+    go: std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>>,
+    released: std::sync::atomic::AtomicBool,
+}
+
+impl Stuck {
+    fn new() -> (Arc<Stuck>, std::sync::mpsc::Sender<()>) {
+        let (go, wait) = std::sync::mpsc::channel();
+        let stuck =
+            Stuck { go: std::sync::Mutex::new(Some(wait)), released: std::sync::atomic::AtomicBool::new(false) };
+        (Arc::new(stuck), go)
+    }
+
+    /// Blocks the thread it runs on.
+    fn block(&self) {
+        let wait = self.go.lock().unwrap().take().expect("blocks once");
+        let _ = wait.recv_timeout(Duration::from_secs(10));
+        self.released.store(true, Ordering::SeqCst);
+    }
+}
+
+struct BlockingPool;
+
+/// A destroy hook stuck in blocking code is abandoned at the stop deadline: `shutdown` returns
+/// `StopTimeout` naming it while it still blocks, on a current-thread runtime too, whose one
+/// thread the hook would otherwise hold (it took 6 s past a 300 ms deadline, and said `Ok`).
+#[test]
+fn a_destroy_hook_stuck_in_blocking_code_is_abandoned_at_the_stop_deadline() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (stuck, go) = Stuck::new();
+    let hook = Arc::clone(&stuck);
+    let app = runtime.block_on(async {
+        App::builder()
+            .without_inventory()
+            .register(ProtoDef::singleton::<BlockingPool>(|_| Ok(BlockingPool)).on_destroy(
+                move |_: Arc<BlockingPool>| {
+                    let hook = Arc::clone(&hook);
+                    async move {
+                        hook.block();
+                        Ok(())
+                    }
+                },
+            ))
+            .stop_timeout(Duration::from_millis(300))
+            .build()
+            .await
+            .unwrap()
+    });
+    let stopped = runtime.block_on(app.shutdown());
+    let still_blocked = !stuck.released.load(Ordering::SeqCst);
+    go.send(()).ok();
+    let error = stopped.unwrap_err();
+    let DiError::StopTimeout { cut, .. } = &error else { panic!("{error}") };
+    assert!(cut[0].contains("BlockingPool") && cut[0].contains("blocking its thread"), "{cut:?}");
+    assert!(still_blocked, "shutdown returned only once the hook let go");
+}
+
+/// An init hook stuck in blocking code fails `build()` at the start deadline, named as blocking,
+/// while it still blocks.
+#[test]
+fn an_init_hook_stuck_in_blocking_code_fails_the_build_at_its_deadline() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (stuck, go) = Stuck::new();
+    let hook = Arc::clone(&stuck);
+    let built = runtime.block_on(async {
+        App::builder()
+            .without_inventory()
+            .register(ProtoDef::singleton::<BlockingPool>(|_| Ok(BlockingPool)).on_init(move |_: Arc<BlockingPool>| {
+                let hook = Arc::clone(&hook);
+                async move {
+                    hook.block();
+                    Ok(())
+                }
+            }))
+            .start_timeout(Duration::from_millis(300))
+            .build()
+            .await
+    });
+    let still_blocked = !stuck.released.load(Ordering::SeqCst);
+    go.send(()).ok();
+    let Err(error) = built else { panic!("the build succeeded") };
+    let DiError::StartTimeout { running, .. } = &error else { panic!("{error}") };
+    assert!(
+        running[0].contains("BlockingPool") && running[0].contains("init hook, blocking its thread"),
+        "{running:?}"
+    );
+    assert!(still_blocked, "build returned only once the hook let go");
+}

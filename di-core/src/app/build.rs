@@ -138,7 +138,7 @@ impl AppBuilder {
                 singletons[p] = Some(obj);
             }
             if !joined.running.is_empty() {
-                let e = timed_out(&graph, &joined.running, "constructor", self.start_timeout);
+                let e = timed_out(&graph, &joined.running, joined.blocked, "constructor", self.start_timeout);
                 return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await);
             }
             if let Some((p, e)) = joined.failed.into_iter().next() {
@@ -161,7 +161,7 @@ impl AppBuilder {
             let failed = joined.failed;
             ready.extend(level.iter().filter(|p| !failed.iter().any(|(f, _)| f == *p) && !joined.running.contains(p)));
             if !joined.running.is_empty() {
-                let e = timed_out(&graph, &joined.running, "init hook", self.start_timeout);
+                let e = timed_out(&graph, &joined.running, joined.blocked, "init hook", self.start_timeout);
                 return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await);
             }
             if let Some((p, e)) = failed.into_iter().next() {

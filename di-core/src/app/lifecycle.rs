@@ -47,9 +47,21 @@ pub(super) fn providers_of<U: ?Sized + 'static>(
     Ok(in_order.filter_map(|&p| targets.iter().find(|t| t.proto == p).map(|&t| (p, t))).collect())
 }
 
-/// The start-up deadline passed with `running` still going.
-pub(super) fn timed_out(graph: &Graph, running: &[usize], stage: &str, timeout: Duration) -> DiError {
-    let running: Vec<String> = running.iter().map(|&p| format!("{} ({stage})", graph.protos[p].label())).collect();
+/// The start-up deadline passed with `running` still going (`blocked`: holding its thread).
+pub(super) fn timed_out(
+    graph: &Graph,
+    running: &[usize],
+    blocked: Option<usize>,
+    stage: &str,
+    timeout: Duration,
+) -> DiError {
+    let running: Vec<String> = running
+        .iter()
+        .map(|&p| match blocked == Some(p) {
+            true => format!("{} ({stage}, blocking its thread)", graph.protos[p].label()),
+            false => format!("{} ({stage})", graph.protos[p].label()),
+        })
+        .collect();
     tracing::error!(timeout = ?timeout, running = %running.join(", "), "the App did not start within its start timeout");
     DiError::StartTimeout { timeout, running }
 }
@@ -109,71 +121,219 @@ pub(super) async fn abort(
     error
 }
 
+/// How long after a deadline the caller waits for work run on a thread of its own to report
+/// before taking it for blocked: the work's own timers fire at the deadline.
+const GRACE: Duration = Duration::from_millis(200);
+
+/// Runs `work` on a blocking thread of the current runtime (`Handle::block_on`), the caller
+/// waiting for it until `deadline` (and [`GRACE`]): `None` if it has not returned by then, its
+/// thread held by code that never yields (a hook stuck in blocking code), which no timer on its
+/// own thread could cut. A panic of `work` resumes here.
+async fn off_thread<T: Send + 'static>(
+    runtime: tokio::runtime::Handle,
+    work: impl Future<Output = T> + Send + 'static,
+    deadline: tokio::time::Instant,
+) -> Option<T> {
+    // The caller's subscriber (a thread's own, as tests set) and span go along.
+    let dispatch = tracing::dispatcher::get_default(Clone::clone);
+    let work = tracing::Instrument::instrument(work, tracing::Span::current());
+    let thread = tokio::task::spawn_blocking({
+        let runtime = runtime.clone();
+        move || tracing::dispatcher::with_default(&dispatch, || runtime.block_on(work))
+    });
+    match tokio::time::timeout_at(deadline + GRACE, thread).await {
+        Ok(Ok(out)) => Some(out),
+        Ok(Err(joined)) => match joined.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(_) => None,
+        },
+        Err(_) => None,
+    }
+}
+
+/// One singleton's destroy hook, ready to run on a thread of its own: the future calls the
+/// hook when first polled.
+struct Destroy {
+    label: String,
+    run: std::pin::Pin<Box<dyn Future<Output = Result<(), DiError>> + Send>>,
+}
+
+/// What the destroy hooks did so far, shared with the thread that runs them.
+#[derive(Default)]
+struct Destroyed {
+    errors: Vec<DiError>,
+    cut: Vec<String>,
+    /// The hook running now, by its place in the order.
+    running: Option<usize>,
+    /// The caller stopped waiting (a hook blocks the thread): run no other hook.
+    abandoned: bool,
+}
+
 /// Runs the destroy hooks of `order`'s singletons in reverse, all within `within` (with a
-/// tokio runtime): the errors, and the hooks cut at the deadline or never run after it.
+/// tokio runtime): the errors, and the hooks cut at the deadline or never run after it. The
+/// hooks run on a thread of their own, so that one stuck in blocking code is cut at the
+/// deadline too (named as blocking), and the hooks after it are not run.
 pub(super) async fn destroy_singletons(
     graph: &Graph,
     singletons: &[Option<AnyArc>],
     order: &[usize],
     within: Duration,
 ) -> (Vec<DiError>, Vec<String>) {
-    let deadline = tokio::runtime::Handle::try_current().ok().map(|_| tokio::time::Instant::now() + within);
-    let mut errors = Vec::new();
-    let mut cut = Vec::new();
-    for &p in order.iter().rev() {
-        let def = &graph.protos[p];
-        let (Some(destroy), Some(obj)) = (&def.destroy, &singletons[p]) else { continue };
-        if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
-            cut.push(format!("{} (destroy hook not run)", def.label()));
-            continue;
+    let hooks: Vec<Destroy> = order
+        .iter()
+        .rev()
+        .filter_map(|&p| {
+            let def = &graph.protos[p];
+            let (destroy, obj) = (def.destroy.clone()?, singletons[p].clone()?);
+            let (type_name, name) = (def.type_name, def.name.to_string());
+            let run = async move {
+                crate::isolate::catch_hook(|| destroy(obj)).await.map_err(|source| DiError::Hook {
+                    stage: "destroy",
+                    type_name,
+                    name,
+                    source: Arc::from(source),
+                })
+            };
+            Some(Destroy { label: def.label(), run: Box::pin(run) })
+        })
+        .collect();
+    let labels: Vec<String> = hooks.iter().map(|d| d.label.clone()).collect();
+    let progress = Arc::new(std::sync::Mutex::new(Destroyed::default()));
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        run_destroys(hooks, None, within, &progress).await;
+        let done = std::mem::take(&mut *progress.lock().unwrap_or_else(|e| e.into_inner()));
+        return (done.errors, done.cut);
+    };
+    let deadline = tokio::time::Instant::now() + within;
+    let work = {
+        let progress = Arc::clone(&progress);
+        async move { run_destroys(hooks, Some(deadline), within, &progress).await }
+    };
+    let finished = off_thread(runtime, work, deadline).await.is_some();
+    let mut done = progress.lock().unwrap_or_else(|e| e.into_inner());
+    if !finished {
+        done.abandoned = true;
+        let blocked = done.running.unwrap_or(0);
+        tracing::error!(proto = %labels[blocked], deadline = ?within, "a destroy hook blocked its thread past the stop deadline; abandoned");
+        done.cut.push(format!("{} (destroy hook, blocking its thread)", labels[blocked]));
+        let not_run = labels[blocked + 1..].iter().map(|label| format!("{label} (destroy hook not run)"));
+        done.cut.extend(not_run);
+    }
+    (std::mem::take(&mut done.errors), std::mem::take(&mut done.cut))
+}
+
+/// Runs `hooks` one after the other, each cut at `deadline` (if any), recording in `progress`.
+async fn run_destroys(
+    hooks: Vec<Destroy>,
+    deadline: Option<tokio::time::Instant>,
+    within: Duration,
+    progress: &std::sync::Mutex<Destroyed>,
+) {
+    let lock = || progress.lock().unwrap_or_else(|e| e.into_inner());
+    for (i, hook) in hooks.into_iter().enumerate() {
+        {
+            let mut done = lock();
+            if done.abandoned {
+                return;
+            }
+            if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                done.cut.push(format!("{} (destroy hook not run)", hook.label));
+                continue;
+            }
+            done.running = Some(i);
         }
-        let hook = def.run_hook("destroy", || destroy(obj.clone()));
+        let run = hook.run;
         let result = match deadline {
-            Some(deadline) => tokio::time::timeout_at(deadline, hook).await.ok(),
-            None => Some(hook.await),
+            Some(deadline) => tokio::time::timeout_at(deadline, run).await.ok(),
+            None => Some(run.await),
         };
+        let mut done = lock();
+        if done.abandoned {
+            return;
+        }
+        done.running = None;
         match result {
             Some(Ok(())) => {}
-            Some(Err(e)) => errors.push(e),
+            Some(Err(e)) => done.errors.push(e),
             None => {
-                tracing::error!(proto = %def.label(), deadline = ?within, "a destroy hook did not finish within the stop deadline; cut");
-                cut.push(format!("{} (destroy hook)", def.label()));
+                tracing::error!(proto = %hook.label, deadline = ?within, "a destroy hook did not finish within the stop deadline; cut");
+                done.cut.push(format!("{} (destroy hook)", hook.label));
             }
         }
     }
-    (errors, cut)
 }
 
 /// A hook's or an async constructor's future.
 pub(super) type Fallible<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
 
 /// What [`join_all`] returns: the outputs and the failures, each in registration order, the
-/// protos still running at the deadline, and how long each finished one took.
+/// protos still running at the deadline (`blocked`: the one whose poll never returned, holding
+/// the thread), and how long each finished one took.
 pub(super) struct Joined<T> {
     pub(super) done: Vec<(usize, T)>,
     pub(super) failed: Vec<(usize, BoxError)>,
     pub(super) running: Vec<usize>,
+    pub(super) blocked: Option<usize>,
     pub(super) took: Vec<(usize, Duration)>,
 }
 
-/// Polls every future to completion, or until `deadline` (with a tokio runtime to time it).
-pub(super) async fn join_all<T>(futures: Vec<(usize, Fallible<T>)>, deadline: tokio::time::Instant) -> Joined<T> {
-    let mut joined = Joined { done: Vec::new(), failed: Vec::new(), running: Vec::new(), took: Vec::new() };
-    if futures.is_empty() {
-        return joined;
+impl<T> Default for Joined<T> {
+    fn default() -> Self {
+        Joined { done: Vec::new(), failed: Vec::new(), running: Vec::new(), blocked: None, took: Vec::new() }
     }
-    let began = Instant::now();
-    let timer = tokio::runtime::Handle::try_current().ok().map(|_| tokio::time::sleep_until(deadline));
-    let (protos, futures): (Vec<usize>, Vec<Fallible<T>>) = futures.into_iter().unzip();
-    let running = crate::join::join_each(futures, timer, |i, result| {
-        joined.took.push((protos[i], began.elapsed()));
-        match result {
-            Ok(t) => joined.done.push((protos[i], t)),
-            Err(e) => joined.failed.push((protos[i], e)),
+}
+
+/// Polls every future to completion, or until `deadline` (with a tokio runtime to time it), on
+/// a thread of their own: one that never yields (blocking code) holds that thread, not the
+/// caller, and is named as blocking at the deadline.
+pub(super) async fn join_all<T: Send + 'static>(
+    futures: Vec<(usize, Fallible<T>)>,
+    deadline: tokio::time::Instant,
+) -> Joined<T> {
+    if futures.is_empty() {
+        return Joined::default();
+    }
+    let protos: Vec<usize> = futures.iter().map(|(p, _)| *p).collect();
+    let shared = Arc::new(std::sync::Mutex::new(Joined::default()));
+    let polling = Arc::new(std::sync::atomic::AtomicUsize::new(usize::MAX));
+    let work = {
+        let (shared, polling) = (Arc::clone(&shared), Arc::clone(&polling));
+        let timed = tokio::runtime::Handle::try_current().is_ok();
+        async move {
+            let began = Instant::now();
+            let timer = timed.then(|| tokio::time::sleep_until(deadline));
+            let (protos, futures): (Vec<usize>, Vec<Fallible<T>>) = futures.into_iter().unzip();
+            let running = crate::join::join_each(
+                futures,
+                timer,
+                |i, result| {
+                    let mut joined = shared.lock().unwrap_or_else(|e| e.into_inner());
+                    joined.took.push((protos[i], began.elapsed()));
+                    match result {
+                        Ok(t) => joined.done.push((protos[i], t)),
+                        Err(e) => joined.failed.push((protos[i], e)),
+                    }
+                },
+                |i| polling.store(protos[i], std::sync::atomic::Ordering::Relaxed),
+            )
+            .await;
+            running.into_iter().map(|i| protos[i]).collect::<Vec<usize>>()
         }
-    })
-    .await;
-    joined.running = running.into_iter().map(|i| protos[i]).collect();
+    };
+    let running = match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => off_thread(runtime, work, deadline).await,
+        Err(_) => Some(work.await),
+    };
+    let mut joined = std::mem::take(&mut *shared.lock().unwrap_or_else(|e| e.into_inner()));
+    joined.running = match running {
+        Some(running) => running,
+        None => {
+            joined.blocked = Some(polling.load(std::sync::atomic::Ordering::Relaxed));
+            let finished: Vec<usize> =
+                joined.done.iter().map(|(p, _)| *p).chain(joined.failed.iter().map(|(p, _)| *p)).collect();
+            protos.into_iter().filter(|p| !finished.contains(p)).collect()
+        }
+    };
     joined.done.sort_by_key(|(p, _)| *p);
     joined.failed.sort_by_key(|(p, _)| *p);
     joined
