@@ -339,9 +339,12 @@ pub(crate) fn stop(app: &AppInner) {
     }
 }
 
-/// Watches the folders of `live`'s configuration files (`AppBuilder::watch_config`): after a
-/// change there, waits `every`, so that the changes within it are one reload, then reloads on a
-/// blocking thread (a reload reads the files). Stops at [`stop`], or when the App is gone.
+/// Watches the folders of `live`'s configuration files (`AppBuilder::watch_config`), those of
+/// the symbolic links on the way to them included (`Sources::folders`): after a change
+/// there, waits `every`, so that the changes within it are one reload, then reloads on a
+/// blocking thread (a reload reads the files) and watches the folders the links lead to now.
+/// Stops at [`stop`], or when the App is gone.
+///
 #[cfg(feature = "watch")]
 pub(crate) fn watch(live: &Arc<Live>, every: std::time::Duration) -> Result<(), DiError> {
     use notify::Watcher as _;
@@ -367,17 +370,18 @@ pub(crate) fn watch(live: &Arc<Live>, every: std::time::Duration) -> Result<(), 
         Err(e) => tracing::warn!(error = %e, "watch_config: the file watcher reported an error"),
     })
     .map_err(|e| refused(&folders[0], e))?;
-    for folder in &folders {
+    let mut watched = Vec::new();
+    for folder in folders {
         if !folder.is_dir() {
             tracing::warn!(folder = %folder.display(), "watch_config: a configuration file's folder does not exist; it is not watched");
             continue;
         }
-        watcher.watch(folder, notify::RecursiveMode::NonRecursive).map_err(|e| refused(folder, e))?;
+        watcher.watch(&folder, notify::RecursiveMode::NonRecursive).map_err(|e| refused(&folder, e))?;
+        watched.push(folder);
     }
     let weak = Arc::downgrade(live);
     let mut stop = live.stop.subscribe();
     drop(runtime.spawn(async move {
-        let _watching = watcher; // dropped, the watch ends
         loop {
             tokio::select! {
                 () = changed.notified() => {}
@@ -389,7 +393,22 @@ pub(crate) fn watch(live: &Arc<Live>, every: std::time::Duration) -> Result<(), 
             }
             let Some(live) = weak.upgrade() else { return };
             // A failed reload is logged and kept for the health report by `reload` itself.
-            let _ = tokio::task::spawn_blocking(move || live.reload()).await;
+            let reloading = Arc::clone(&live);
+            let _ = tokio::task::spawn_blocking(move || reloading.reload()).await;
+            // A link swapped leads to other folders: watch those instead.
+            let now = live.sources.folders();
+            for gone in watched.iter().filter(|folder| !now.contains(folder)) {
+                let _ = watcher.unwatch(gone);
+            }
+            watched.retain(|folder| now.contains(folder));
+            let new: Vec<std::path::PathBuf> =
+                now.into_iter().filter(|folder| !watched.contains(folder) && folder.is_dir()).collect();
+            for folder in new {
+                match watcher.watch(&folder, notify::RecursiveMode::NonRecursive) {
+                    Ok(()) => watched.push(folder),
+                    Err(e) => tracing::warn!(folder = %folder.display(), error = %e, "watch_config: a folder a link leads to cannot be watched"),
+                }
+            }
         }
     }));
     Ok(())

@@ -263,3 +263,59 @@ fn what_cannot_be_watched_builds_and_says_so() {
     });
     assert!(logs.contains("no reloadable configuration section"), "{logs}");
 }
+
+/// Replaces the symbolic link `link` with one to `target`, in one rename, as deploy tools do
+/// (`ln -s target link.tmp && mv -T link.tmp link`).
+fn swap_link(link: &Path, target: &Path) {
+    let name = link.file_name().unwrap().to_string_lossy();
+    let tmp = link.with_file_name(format!("{name}_tmp"));
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(target, &tmp).unwrap();
+    std::fs::rename(&tmp, link).unwrap();
+}
+
+/// A release layout: the file is read through `current`, a link to the release's folder,
+/// which a deploy swaps. The watch sees the swap (in the folder holding the link), and then
+/// watches the new release's folder for edits.
+#[tokio::test]
+async fn the_watch_follows_a_swapped_release_link() {
+    let root = std::env::temp_dir().join(format!("di-config-watch-{}-release", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for (release, n) in [("1", 1), ("2", 2)] {
+        std::fs::create_dir_all(root.join("releases").join(release)).unwrap();
+        write_in_place(&root.join("releases").join(release), n);
+    }
+    std::os::unix::fs::symlink("releases/1", root.join("current")).unwrap();
+    let (app, limits) = app(&root.join("current")).await;
+    assert_eq!(seen_by_a_new_request(&app, &limits).await, 1);
+    swap_link(&root.join("current"), Path::new("releases/2"));
+    until_new_requests_see(&app, &limits, 2).await;
+    write_by_rename(&root.join("releases/2"), 3);
+    until_new_requests_see(&app, &limits, 3).await;
+    app.shutdown().await.unwrap();
+}
+
+/// A file linked into a Kubernetes ConfigMap mount: `app.toml` links to the mount's
+/// `app.toml`, itself a link through `..data`, a link to the current version's folder, which
+/// the kubelet swaps (a new folder, `..data_tmp` renamed over `..data`, the old folder
+/// removed). The watch sees the swap in the mount, outside the file's own folder.
+#[tokio::test]
+async fn the_watch_follows_a_configmap_update() {
+    let root = std::env::temp_dir().join(format!("di-config-watch-{}-configmap", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let (mount, etc) = (root.join("mount"), root.join("etc"));
+    std::fs::create_dir_all(mount.join("..2026_12_06_v1")).unwrap();
+    std::fs::create_dir_all(&etc).unwrap();
+    write_in_place(&mount.join("..2026_12_06_v1"), 1);
+    std::os::unix::fs::symlink("..2026_12_06_v1", mount.join("..data")).unwrap();
+    std::os::unix::fs::symlink("..data/app.toml", mount.join("app.toml")).unwrap();
+    std::os::unix::fs::symlink(mount.join("app.toml"), etc.join("app.toml")).unwrap();
+    let (app, limits) = app(&etc).await;
+    assert_eq!(seen_by_a_new_request(&app, &limits).await, 1);
+    std::fs::create_dir_all(mount.join("..2026_12_06_v2")).unwrap();
+    write_in_place(&mount.join("..2026_12_06_v2"), 2);
+    swap_link(&mount.join("..data"), Path::new("..2026_12_06_v2"));
+    std::fs::remove_dir_all(mount.join("..2026_12_06_v1")).unwrap();
+    until_new_requests_see(&app, &limits, 2).await;
+    app.shutdown().await.unwrap();
+}

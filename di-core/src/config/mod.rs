@@ -84,19 +84,40 @@ impl Sources {
         self.sources.push(Source::Value { key, value, at });
     }
 
-    /// The folders the configuration files are in (a profile variant is in its file's), each
-    /// once, in the order added: what a watch of the files watches.
+    /// The folders a watch of the configuration files watches, each once, in the order
+    /// found: each file's folder as written (a profile variant is in its file's), and, for
+    /// every symbolic link on the way to a file (the file itself, or a folder above it: a
+    /// release's `current`, a Kubernetes ConfigMap's `..data`), the folder that holds the link
+    /// (where swapping it shows) and the folders on the way to its target. Read again after
+    /// each change: a swapped link leads elsewhere.
     #[cfg_attr(not(feature = "watch"), allow(dead_code))]
     pub(crate) fn folders(&self) -> Vec<PathBuf> {
         let mut folders: Vec<PathBuf> = Vec::new();
+        let mut add = |folder: &Path| {
+            let folder = if folder.as_os_str().is_empty() { PathBuf::from(".") } else { folder.to_path_buf() };
+            if !folders.contains(&folder) {
+                folders.push(folder);
+            }
+        };
         for source in &self.sources {
-            if let Source::File { path, .. } = source {
-                let folder = match path.parent() {
-                    Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-                    _ => PathBuf::from("."),
-                };
-                if !folders.contains(&folder) {
-                    folders.push(folder);
+            let Source::File { path, .. } = source else { continue };
+            let mut next = Some(path.clone());
+            // At most 40 links, as the kernel follows.
+            for _ in 0..40 {
+                let Some(path) = next.take() else { break };
+                add(path.parent().unwrap_or(Path::new(".")));
+                // The first link on the way, from the root down: its folder, then its target.
+                let mut prefix = PathBuf::new();
+                for component in path.components() {
+                    prefix.push(component);
+                    let is_link = prefix.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
+                    if let (true, Ok(target)) = (is_link, std::fs::read_link(&prefix)) {
+                        let holder = prefix.parent().unwrap_or(Path::new("."));
+                        add(holder);
+                        let rest = path.strip_prefix(&prefix).unwrap_or(Path::new(""));
+                        next = Some(holder.join(target).join(rest));
+                        break;
+                    }
                 }
             }
         }
