@@ -546,6 +546,12 @@ pub enum DiError {
         /// The `TenantObjects` whose object was asked for.
         wanted: &'static str,
     },
+    /// `App::reload_config` was called once `App::shutdown` had begun: its change hooks would
+    /// run on singletons being destroyed.
+    #[error(
+        "the App is shutting down, so its configuration is no longer reloaded (change hooks would run on singletons being destroyed)"
+    )]
+    ReloadAfterShutdown,
     /// A tenant key breaks the rules of a key ([`Tenant::new`](crate::Tenant::new)): it comes
     /// from a client, and is written to logs and errors.
     #[error(

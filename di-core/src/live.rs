@@ -80,6 +80,9 @@ impl Live {
     /// key and where it came from, never the value) is logged and kept for the health report.
     pub(crate) fn reload(&self) -> Result<ConfigReload, DiError> {
         let _one = self.reloading.lock().unwrap_or_else(PoisonError::into_inner);
+        if *self.stop.borrow() {
+            return Err(DiError::ReloadAfterShutdown);
+        }
         let old = self.current();
         match self.next(&old) {
             Ok(None) => {
@@ -319,8 +322,11 @@ fn live_of(app: &AppInner) -> Option<&Arc<Live>> {
     app.handles.live.get::<Arc<Live>>()
 }
 
-/// `App::reload_config`.
+/// `App::reload_config`: refused once shutdown has begun.
 pub(crate) fn reload(app: &AppInner) -> Result<ConfigReload, DiError> {
+    if app.shut_down.load(std::sync::atomic::Ordering::Acquire) {
+        return Err(DiError::ReloadAfterShutdown);
+    }
     match live_of(app) {
         Some(live) => live.reload(),
         None => Ok(ConfigReload { version: 0, changed: Vec::new() }),
@@ -332,10 +338,12 @@ pub(crate) fn failed(app: &AppInner) -> Option<String> {
     live_of(app)?.failed.lock().unwrap_or_else(PoisonError::into_inner).clone()
 }
 
-/// Stops the watch of the configuration files (`shutdown`): no reload starts after it.
+/// Stops the watch of the configuration files and refuses reloads (`shutdown`); waits for a
+/// reload under way, so that no change hook runs once it returns.
 pub(crate) fn stop(app: &AppInner) {
     if let Some(live) = live_of(app) {
         live.stop.send_replace(true);
+        drop(live.reloading.lock().unwrap_or_else(PoisonError::into_inner));
     }
 }
 

@@ -284,3 +284,25 @@ pub mod annotated {
         assert!(app.get_object::<Greeting>().is_err());
     }
 }
+
+/// Once shutdown has begun, a reload is refused, saying why: its change hooks would run on
+/// singletons being destroyed. The version stays.
+#[tokio::test]
+async fn a_reload_after_shutdown_is_refused_and_runs_no_hook() {
+    let path = file("after-shutdown");
+    write(&path, 1);
+    let app = builder(&path).build().await.unwrap();
+    let reader = app.get_object::<Reader>().unwrap();
+    let hooked = Arc::new(AtomicBool::new(false));
+    reader.left.on_change({
+        let hooked = hooked.clone();
+        move |_| hooked.store(true, Ordering::SeqCst)
+    });
+    app.shutdown().await.unwrap();
+    write(&path, 2);
+    let refused = app.reload_config();
+    assert!(matches!(refused, Err(DiError::ReloadAfterShutdown)), "{refused:?}");
+    assert!(refused.unwrap_err().to_string().contains("shutting down"));
+    assert!(!hooked.load(Ordering::SeqCst), "a change hook ran after shutdown");
+    assert_eq!(reader.left.get().n, 1);
+}

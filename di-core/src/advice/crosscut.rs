@@ -106,7 +106,11 @@ pub type Named = (fn() -> TypeId, &'static str);
 #[doc(hidden)]
 pub struct CrosscutDef {
     pub advice: fn() -> TypeId,
+    /// The advice's path as written, for messages.
     pub advice_name: &'static str,
+    /// The advice's type name (`type_name`): where crosscuts of equal `order` nest, whatever
+    /// path names the advice at its `crosscut!`.
+    pub advice_type: fn() -> &'static str,
     pub params: Option<&'static (dyn Any + Send + Sync)>,
     /// `implements = dyn Trait`: the protos that provide it.
     pub implements: Option<Named>,
@@ -202,7 +206,7 @@ impl JoinPoint {
     pub fn cuts(&'static self) -> &'static [&'static CrosscutDef] {
         self.cuts.get_or_init(|| {
             let mut cuts: Vec<&'static CrosscutDef> = crosscuts().filter(|c| c.selects(self)).collect();
-            cuts.sort_by_key(|c| (c.order, c.advice_name, c.file, c.line));
+            cuts.sort_by_key(|c| (c.order, (c.advice_type)(), c.file, c.line));
             cuts.into_boxed_slice()
         })
     }
@@ -343,19 +347,38 @@ impl Step<Outcome> for Rest<'_> {
 
 /// The advice of `cut`, from the current scope's App: `None` outside a scope, or in an App
 /// that lacks it (one built `without_inventory`, which `build()` does not check against the
-/// program's crosscuts), where the call runs without it.
-/// An advice the App has but cannot give (its constructor failed) is a panic naming it, as
-/// for an interceptor.
-fn advice_object(cut: &CrosscutDef, call: Call) -> Option<AnyArc> {
+/// program's crosscuts), where the call runs without it. An advice the App has but cannot give
+/// now (a context proto with a completion hook, asked for after the completion phase; a
+/// constructor that failed) leaves the call running without it too, logged once per method and
+/// crosscut: a crosscut only observes, and never makes a method fail that would run without it.
+fn advice_object(cut: &'static CrosscutDef, call: Call) -> Option<AnyArc> {
     match crate::scope::handle::with_current_app(|app| app.object_of((cut.advice)(), cut.advice_name))? {
         Ok(obj) => Some(obj),
         Err(DiError::NotFound { .. }) => None,
-        Err(error) => panic!(
-            "`{call}` is advised by `{}` (crosscut at {}), which this App cannot give: {error}",
-            cut.advice_name,
-            cut.at()
-        ),
+        Err(error) => {
+            unadvised(cut, call, &error);
+            None
+        }
     }
+}
+
+/// Logs, once per method and crosscut, that `call` runs without `cut`'s advice.
+#[cold]
+fn unadvised(cut: &'static CrosscutDef, call: Call, error: &DiError) {
+    static LOGGED: std::sync::Mutex<Vec<(usize, String)>> = std::sync::Mutex::new(Vec::new());
+    let key = (std::ptr::from_ref(cut) as usize, call.to_string());
+    let mut logged = LOGGED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if logged.contains(&key) {
+        return;
+    }
+    tracing::warn!(
+        call = %key.1,
+        advice = cut.advice_name,
+        crosscut = %cut.at(),
+        %error,
+        "a crosscut's advice cannot be given here; the method runs without it (logged once per method)"
+    );
+    logged.push(key);
 }
 
 /// Checks the program's crosscuts against an App's providers (`providers(trait)`), for

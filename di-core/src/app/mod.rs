@@ -690,6 +690,8 @@ impl App {
     /// reads as its type ([`DiError::ConfigInvalid`], [`DiError::ConfigMissing`]): nothing
     /// changes, the error names the key and its source (never the value), it is logged, and
     /// [`health`](Self::health) reports it until a reload succeeds.
+    /// [`DiError::ReloadAfterShutdown`] once [`shutdown`](Self::shutdown) has begun: the
+    /// change hooks would run on singletons being destroyed.
     ///
     /// # Examples
     ///
