@@ -677,3 +677,88 @@ async fn a_complete_scope_future_dropped_unpolled_leaves_the_phase_to_the_end() 
     .unwrap();
     assert_eq!(log.take(), ["complete a"]);
 }
+
+/// A unit of work whose commit (its completion hook) waits to be let go, as a `COMMIT` on a
+/// slow database does; it logs `committed`, and `destroyed` after.
+#[derive(Default)]
+struct SlowCommit;
+
+/// Emitted in the scope: which of its handlers ran tells how the scope ended.
+#[derive(Debug)]
+pub struct Ordered;
+
+/// Records which handlers of `Ordered` ran.
+#[di_core::singleton_proto]
+#[derive(Debug, Default)]
+pub struct OrderDesk {
+    phases: Log,
+}
+
+#[di_core::handlers]
+impl OrderDesk {
+    #[event_handler]
+    async fn confirmed(&self, _: &Ordered) {
+        self.phases.push("after_commit");
+    }
+
+    #[event_handler(after_rollback)]
+    async fn voided(&self, _: &Ordered) {
+        self.phases.push("after_rollback");
+    }
+}
+
+/// A request cancelled during its completion phase (the client gone during a `COMMIT`): the
+/// phase is not cut at an unknown point but finishes on a task of its own, before the destroy
+/// hooks, and the scope's events follow the outcome it reaches (the commit's). Both ways of
+/// running the phase: after the scope's future, and from inside it (`complete_scope`, as
+/// di-http does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_phase_cut_off_by_a_cancelled_request_finishes_on_its_own() {
+    for from_inside in [false, true] {
+        let log = Log::default();
+        let go = Arc::new(tokio::sync::Notify::new());
+        let (hook_log, hook_go) = (log.clone(), go.clone());
+        let destroy_log = log.clone();
+        let app = App::builder()
+            .register(
+                ProtoDef::context::<SlowCommit>(|_| Ok(SlowCommit))
+                    .on_complete(move |_: Arc<SlowCommit>| {
+                        let (log, go) = (hook_log.clone(), hook_go.clone());
+                        async move {
+                            log.push("committing");
+                            go.notified().await;
+                            log.push("committed");
+                            Ok(())
+                        }
+                    })
+                    .on_destroy(move |_: Arc<SlowCommit>| {
+                        let log = destroy_log.clone();
+                        async move {
+                            log.push("destroyed");
+                            Ok(())
+                        }
+                    }),
+            )
+            .build()
+            .await
+            .unwrap();
+        let request = app.run_in_context(async {
+            app.get_object::<SlowCommit>().unwrap();
+            app.events().emit(Ordered);
+            if from_inside {
+                di_core::complete_scope().await.unwrap();
+            }
+        });
+        let mut request = Box::pin(request);
+        tokio::select! {
+            () = &mut request => panic!("the commit was not let go yet"),
+            _ = log.eventually(|lines| lines.contains(&"committing".to_owned())) => {}
+        }
+        drop(request); // the client went away
+        go.notify_one();
+        app.shutdown().await.unwrap();
+        assert_eq!(log.lines(), ["committing", "committed", "destroyed"], "from inside: {from_inside}");
+        let desk = app.get_object::<OrderDesk>().unwrap();
+        assert_eq!(desk.phases.lines(), ["after_commit"], "from inside: {from_inside}");
+    }
+}

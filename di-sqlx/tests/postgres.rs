@@ -110,3 +110,32 @@ async fn deadlocks_and_serialization_failures_are_classified_as_retryable() {
     assert_eq!(class, di_tx::ErrorClass::SerializationFailure);
     assert!(class.retryable());
 }
+
+/// A client that goes away during the request's `COMMIT` (its future dropped then, as hyper
+/// drops a request whose connection closed): the commit is not cut at an unknown point. It
+/// finishes, on a task of the scope's own, and the request's events follow what it did: the
+/// row is stored, and the `after_commit` handler runs, not the `after_rollback` one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_gone_during_the_commit_neither_cuts_it_nor_misreports_it() {
+    let Some((app, ledger, db)) = setup("gone_during_commit").await else { return };
+    // A deferred trigger that makes the COMMIT take 300 ms.
+    sqlx::raw_sql(
+        "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$;
+         CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON notes DEFERRABLE INITIALLY DEFERRED
+             FOR EACH ROW EXECUTE FUNCTION slow();",
+    )
+    .execute(db.pool())
+    .await
+    .unwrap();
+    let events = app.events();
+    let request = Box::pin(app.run_in_context(async {
+        ledger.required("a", false).await.unwrap();
+        events.emit(Noted("a"));
+        di_core::complete_scope().await.unwrap();
+    }));
+    let gone = tokio::time::timeout(std::time::Duration::from_millis(100), request).await;
+    assert!(gone.is_err(), "the request ended before the client went away");
+    app.shutdown().await.unwrap();
+    assert_eq!(notes(&db).await, ["a"]);
+    assert_eq!(app.get_object::<Journal>().unwrap().phases.lines(), ["committed:a"]);
+}

@@ -148,6 +148,11 @@ impl ScopeShared {
         self.settle_held(ok);
     }
 
+    /// Whether a completion phase has begun and not ended.
+    fn completion_running(&self) -> bool {
+        self.table().completion == Completion::Running
+    }
+
     /// Ends the completion phase without running it (the scope was cancelled or its future
     /// panicked), or where it stopped (its future was dropped): objects with a completion hook
     /// can no longer be created.
@@ -290,7 +295,9 @@ pin_project! {
     ///
     /// Dropped early (a cancelled request) or when the inner future panics, it skips the
     /// completion phase and ends the scope on a spawned task that the App tracks
-    /// ([`App::shutdown`](crate::App::shutdown) waits for it).
+    /// ([`App::shutdown`](crate::App::shutdown) waits for it). A completion phase already
+    /// begun (a client gone during a `COMMIT`) is not cut: it finishes on that task, and the
+    /// scope's events follow the outcome it reaches.
     ///
     /// # Examples
     ///
@@ -334,15 +341,23 @@ pin_project! {
                 // Cancelled or panicked: the events the scope holds are released as failed
                 // (now, rather than with the scope).
                 Phase::Running => this.inner.take_value().and_then(ScopeHandle::into_shared).and_then(|shared| {
-                    shared.abandon_completion();
-                    shared.settle_held(false);
+                    // A completion phase the future had begun (`complete_scope`) goes on on a
+                    // task of its own, and settles what the scope holds.
+                    if !shared.completion_running() {
+                        shared.abandon_completion();
+                        shared.settle_held(false);
+                    }
                     start_end(shared)
                 }),
                 Phase::Completing(completing) => {
-                    completion_cancelled();
-                    completing.shared.abandon_completion();
-                    completing.shared.settle_held(false);
-                    start_end(completing.shared)
+                    let Completing { shared, hooks, .. } = *completing;
+                    if let Some(hooks) = finish_completion(&shared, hooks) {
+                        drop(hooks);
+                        completion_cancelled();
+                        shared.abandon_completion();
+                        shared.settle_held(false);
+                    }
+                    start_end(shared)
                 }
                 Phase::Ending(ending) => Some(ending.end),
                 Phase::Done => None,
@@ -352,6 +367,25 @@ pin_project! {
             drop(end.and_then(spawn_end));
         }
     }
+}
+
+/// Finishes a completion phase whose future was dropped before its end (a client gone during
+/// a `COMMIT`) on a task of the scope's, which its end waits for: a commit under way is not cut
+/// at an unknown point, and the scope's events are released with the outcome the phase
+/// reaches. `hooks` runs inside the scope. Gives it back without a runtime.
+fn finish_completion(
+    shared: &Arc<ScopeShared>,
+    hooks: BoxFuture<Result<(), DiError>>,
+) -> Option<BoxFuture<Result<(), DiError>>> {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return Some(hooks) };
+    let guard = PendingGuard::new(shared.clone());
+    drop(runtime.spawn(async move {
+        let _guard = guard;
+        if let Err(error) = hooks.await {
+            tracing::error!(%error, "the completion phase of a cancelled scope, finished on its own, failed");
+        }
+    }));
+    None
 }
 
 /// Spawns the end of a scope on the current runtime; gives it back if there is none.
@@ -706,8 +740,9 @@ pub fn complete_scope() -> CompleteScope {
 /// ```
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct CompleteScope {
-    /// The hooks running, and the scope they complete.
-    hooks: Option<(Hooks, Arc<ScopeShared>)>,
+    /// The hooks running, and the scope they complete, counted among its tasks while they run
+    /// (its end waits for them, should they outlive this future).
+    hooks: Option<(Hooks, Arc<ScopeShared>, PendingGuard<ScopeShared>)>,
     started: bool,
 }
 
@@ -740,10 +775,11 @@ impl Future for CompleteScope {
             });
             self.hooks = work.ok().flatten().map(|(shared, objects)| {
                 let running = Arc::clone(&shared);
-                (Box::pin(async move { running.complete(objects).await }) as Hooks, shared)
+                let counted = PendingGuard::new(Arc::clone(&shared));
+                (Box::pin(async move { running.complete(objects).await }) as Hooks, shared, counted)
             });
         }
-        let Some((hooks, _)) = &mut self.hooks else { return Poll::Ready(Ok(())) };
+        let Some((hooks, _, _)) = &mut self.hooks else { return Poll::Ready(Ok(())) };
         let done = std::task::ready!(hooks.as_mut().poll(cx));
         self.hooks = None;
         Poll::Ready(done)
@@ -751,14 +787,22 @@ impl Future for CompleteScope {
 }
 
 impl Drop for CompleteScope {
+    /// Dropped before its end (the request cancelled: a client gone during a `COMMIT`), the
+    /// phase goes on on a task of the scope's own; without a runtime, it stops where it was.
     fn drop(&mut self) {
-        if let Some((hooks, shared)) = self.hooks.take() {
-            drop(hooks);
-            completion_cancelled();
-            // Stopped where it was: what it had not completed never will be, and objects with a
-            // completion hook are refused from now on, as after any end of the phase.
-            shared.abandon_completion();
-            shared.settle_held(false);
+        if let Some((hooks, shared, counted)) = self.hooks.take() {
+            let hooks: Hooks = Box::pin(scoped(ScopeHandle::joining(shared.clone()), async move {
+                let _counted = counted;
+                hooks.await
+            }));
+            if let Some(hooks) = finish_completion(&shared, hooks) {
+                drop(hooks);
+                completion_cancelled();
+                // Stopped where it was: what it had not completed never will be, and objects
+                // with a completion hook are refused from now on, as after any end of the phase.
+                shared.abandon_completion();
+                shared.settle_held(false);
+            }
         }
     }
 }
