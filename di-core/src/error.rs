@@ -619,7 +619,48 @@ pub enum DiError {
     Multiple(Vec<DiError>),
 }
 
+/// A failure to try again later: a resource the work needs (a database connection, a lock)
+/// did not come free in time. Return it (boxed) where the failure surfaces, or wrap it as the
+/// source of your own error; [`DiError::is_busy`] finds it in an error's sources, and di-http
+/// answers a request whose completion phase failed with it `503 Service Unavailable` with
+/// `Retry-After`, not 500. Holds the underlying error. (di-tx's `Busy` is this type.)
+///
+/// # Examples
+///
+/// ```
+/// use di_core::{Busy, DiError};
+///
+/// let error = DiError::Hook {
+///     stage: "complete",
+///     type_name: "my_app::UnitOfWork",
+///     name: "unitOfWork".into(),
+///     source: std::sync::Arc::new(Busy("the pool timed out".into())),
+/// };
+/// assert!(error.is_busy());
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[error("no connection came free in time")]
+pub struct Busy(#[source] pub BoxError);
+
 impl DiError {
+    /// Whether [`Busy`] is among this error's sources: the work failed for want of a resource
+    /// that may come free (a failure to try again later, `503`), not for a fault.
+    pub fn is_busy(&self) -> bool {
+        type Shared = Arc<dyn std::error::Error + Send + Sync + 'static>;
+        let mut error: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(mut e) = error {
+            // A source held in an `Arc` (as `DiError`'s are) shows as the `Arc`: look inside.
+            while let Some(inner) = e.downcast_ref::<Shared>() {
+                e = &**inner;
+            }
+            if e.is::<Busy>() {
+                return true;
+            }
+            error = e.source();
+        }
+        false
+    }
+
     /// No error, one, or several as [`DiError::Multiple`] (flattened).
     pub(crate) fn collect(errors: Vec<DiError>) -> Result<(), DiError> {
         let mut flat = Vec::with_capacity(errors.len());

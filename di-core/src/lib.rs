@@ -197,7 +197,7 @@ pub use advice::{Advice, AdviceParams, Call, Next, Outcome};
 pub use app::{App, AppBuilder, AppHold, AppState, ContextSlot, HealthReport, ScopeBuilder, ServiceReport};
 pub use config::Config;
 pub use context_ref::{AsyncContextRef, ContextRef, RefTarget};
-pub use error::{BoxError, DiError};
+pub use error::{BoxError, Busy, DiError};
 pub use events::{Delivery, EventBus, EventHold, EventTransport};
 pub use health::{CheckFuture, CheckReport, HealthCheck};
 pub use hosted::{HostedFuture, HostedService, OnFailure, ServiceState, Stop};

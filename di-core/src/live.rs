@@ -154,7 +154,9 @@ impl Live {
 /// [`get`](Self::get) returns the version the current scope pinned at its first read of any
 /// reloadable section: one request sees one version of all of them, from its start to its end,
 /// also across awaits and tasks, while a request that begins after a reload sees the new one.
-/// Outside a scope, the newest. Cheap to clone.
+/// Outside a scope, the newest; so too in a task that outlived its scope's end (past
+/// [`AppBuilder::background_task_timeout`](crate::AppBuilder::background_task_timeout)), whose scope's
+/// version is gone with its objects (logged once). Cheap to clone.
 ///
 /// # Examples
 ///
@@ -227,6 +229,18 @@ impl<T: Send + Sync + 'static> ConfigRef<T> {
     fn version(&self) -> Arc<Version> {
         match self.pinned.try_get() {
             Ok(pinned) => Arc::clone(&pinned.0),
+            // A task that outlived its scope (past the background-task timeout): the scope's
+            // objects, its version among them, are gone; it reads the newest, said once.
+            Err(DiError::ScopeClosed { .. }) => {
+                static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+                if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    tracing::warn!(
+                        section = %self.live.sections[self.index].prefix,
+                        "a task read a reloadable section after its scope ended (it outlived the background-task timeout): it reads the newest version, not its scope's (said once)"
+                    );
+                }
+                self.live.current()
+            }
             // No scope (or one of another App): the newest.
             Err(_) => self.live.current(),
         }

@@ -306,3 +306,47 @@ async fn a_reload_after_shutdown_is_refused_and_runs_no_hook() {
     assert!(!hooked.load(Ordering::SeqCst), "a change hook ran after shutdown");
     assert_eq!(reader.left.get().n, 1);
 }
+
+/// A task of a request that outlives the scope's end (past the background-task timeout) keeps
+/// the version if it read any section before the end; one whose first read comes after the
+/// end has no version of its scope's left (gone with the scope's objects): it reads the newest,
+/// as outside any scope, and that is logged once.
+#[test]
+fn a_task_that_outlived_its_scope_reads_the_newest_version_and_says_so() {
+    let path = file("outlived");
+    write(&path, 1);
+    let ((), logs) = di_test_support::capture_logs(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap();
+        runtime.block_on(async {
+            let app = builder(&path).background_task_timeout(Duration::from_secs(1)).build().await.unwrap();
+            let reader = app.get_object::<Reader>().unwrap();
+            let (reloaded, reload) = tokio::sync::oneshot::channel::<()>();
+            let (seen_by_request, task) = app
+                .run_in_context(async {
+                    let seen = reader.left.get().n;
+                    let reader = Arc::clone(&reader);
+                    let early = Arc::clone(&reader);
+                    let kept = di_core::spawn(async move {
+                        let right = early.right.get().n; // a read before the end: the version is kept
+                        tokio::time::sleep(Duration::from_secs(3)).await;
+                        (right, early.left.get().n)
+                    });
+                    let late = di_core::spawn(async move {
+                        reload.await.unwrap();
+                        reader.left.get().n
+                    });
+                    (seen, (kept, late))
+                })
+                .await;
+            tokio::time::sleep(Duration::from_secs(2)).await; // past the timeout: the scope ended
+            write(&path, 2);
+            app.reload_config().unwrap();
+            reloaded.send(()).unwrap();
+            let (kept, late) = task;
+            assert_eq!((seen_by_request, kept.await.unwrap()), (1, (1, 1)));
+            assert_eq!(late.await.unwrap(), 2, "a first read after the scope's end sees the newest");
+            app.shutdown().await.unwrap();
+        });
+    });
+    assert!(logs.contains("after its scope ended"), "{logs}");
+}

@@ -89,6 +89,108 @@ mod recorded {
 
     struct Upload;
 
+    /// Handles `Charged` (failing for a negative amount), and has a job that runs every 20 ms:
+    /// its first run takes 50 ms (the runs due meanwhile are skipped), its second fails.
+    #[di_core::singleton_proto]
+    #[derive(Default)]
+    pub(crate) struct Billing {
+        runs: std::sync::atomic::AtomicUsize,
+    }
+
+    /// An event of this test.
+    pub(crate) struct Charged(pub(crate) i64);
+
+    #[di_core::handlers]
+    impl Billing {
+        #[event_handler]
+        async fn on_charged(&self, charged: &Charged) -> Result<(), String> {
+            if charged.0 < 0 { Err("a negative charge".into()) } else { Ok(()) }
+        }
+
+        #[schedule(every = "20ms")]
+        async fn settle(&self) -> Result<(), String> {
+            match self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                0 => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    Ok(())
+                }
+                1 => Err("the bank is closed".into()),
+                _ => Ok(()),
+            }
+        }
+    }
+
+    /// A hosted service that fails once, then runs until told to stop.
+    #[di_core::singleton_proto(provides(dyn di_core::HostedService))]
+    #[derive(Default)]
+    pub(crate) struct Feed {
+        starts: std::sync::atomic::AtomicUsize,
+    }
+
+    impl di_core::HostedService for Feed {
+        fn run(self: Arc<Self>, stop: di_core::Stop) -> di_core::HostedFuture {
+            Box::pin(async move {
+                if self.starts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                    return Err("the feed dropped".into());
+                }
+                stop.stopped().await;
+                Ok(())
+            })
+        }
+
+        fn on_failure(&self) -> di_core::OnFailure {
+            di_core::OnFailure::Restart {
+                first: std::time::Duration::from_millis(10),
+                max: std::time::Duration::from_millis(10),
+            }
+        }
+    }
+
+    /// Every metric of `di_core::METRICS` is recorded, with what it says: the handlers running
+    /// (back to zero) and those that failed, the job's runs, skips, failures and durations, the
+    /// hosted service's restart (the scopes' and hooks' metrics: the test above).
+    #[test]
+    fn handlers_jobs_and_hosted_services_are_recorded() {
+        let seen = Seen::default();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        metrics::with_local_recorder(&seen, || {
+            runtime.block_on(async {
+                let app = App::builder().build().await.unwrap();
+                app.events().emit(Charged(5));
+                app.events().emit(Charged(-5));
+                let billing = app.get_object::<Billing>().unwrap();
+                let feed = app.get_object::<Feed>().unwrap();
+                di_test_support::eventually(async || {
+                    let ran = billing.runs.load(std::sync::atomic::Ordering::SeqCst) >= 3;
+                    let restarted = feed.starts.load(std::sync::atomic::Ordering::SeqCst) >= 2;
+                    (ran && restarted).then_some(())
+                })
+                .await;
+                app.shutdown().await.unwrap();
+            })
+        });
+        let charged = "di_event_handler_failures_total{event=operate_metrics::recorded::Charged}";
+        assert_eq!(seen.get(charged), 1.0);
+        assert_eq!(seen.get("di_event_handlers_running"), 0.0, "every handler that ran ended");
+        let job = "job=operate_metrics::recorded::Billing::settle";
+        let runs = seen.get(&format!("di_job_runs_total{{{job}}}"));
+        assert!(runs >= 3.0, "{runs} runs");
+        assert_eq!(seen.get(&format!("di_job_duration_seconds{{{job}}}")), runs, "one duration per run");
+        assert_eq!(seen.get(&format!("di_job_failures_total{{{job}}}")), 1.0);
+        assert!(seen.get(&format!("di_job_skips_total{{{job}}}")) >= 1.0, "the slow run skipped none");
+        let service =
+            seen.0.lock().unwrap().iter().find(|(k, _)| k.starts_with("di_hosted_restarts_total")).map(|(_, v)| *v);
+        assert_eq!(service, Some(1.0));
+        // Every metric the App documents was recorded by one test or the other.
+        for (name, _, _) in di_core::METRICS {
+            let recorded =
+                ["di_scopes_open", "di_scopes_ending", "di_scope_duration_seconds", "di_hook_failures_total"]
+                    .contains(name)
+                    || seen.0.lock().unwrap().keys().any(|k| k.starts_with(name));
+            assert!(recorded, "{name} was not recorded");
+        }
+    }
+
     #[test]
     fn scopes_and_failed_hooks_are_recorded_and_the_open_gauge_returns_to_zero() {
         let seen = Seen::default();

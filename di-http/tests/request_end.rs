@@ -78,9 +78,10 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    async fn commit(&self) -> Result<(), String> {
+    async fn commit(&self) -> Result<(), di_core::BoxError> {
         match self.head.headers().get("x-commit").map(|v| v.to_str().unwrap()) {
             Some("fail") => Err("disk full".into()),
+            Some("busy") => Err(Box::new(di_core::Busy("the pool timed out".into()))),
             Some("panic") => panic!("the ledger panicked"),
             Some("slow") => {
                 self.logger.log("commit started");
@@ -246,6 +247,20 @@ async fn a_failing_completion_hook_answers_500_and_destroy_hooks_see_it() {
     // The server goes on.
     let reply = send(server.addr, "GET", "/end/work?touch=ledger", &with_id("after"), b"").await;
     assert_eq!(reply.status, 200);
+}
+
+/// A completion hook that found a resource busy (`di_core::Busy`, a pool's acquire timeout:
+/// di-tx's `TxError::Busy` carries it) answers 503 with `Retry-After`, as the guide says of a
+/// busy database, not 500.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_hook_that_found_the_database_busy_answers_503() {
+    let server = start(|s| s).await;
+    let headers = [("x-request-id", "commit-busy"), ("x-commit", "busy")];
+    let reply = send(server.addr, "GET", "/end/work?touch=ledger", &headers, b"").await;
+    assert_eq!(reply.status, 503, "{reply:?}");
+    assert_eq!(reply.header("retry-after"), Some("1"), "{reply:?}");
+    let lines = server.journal().eventually(|l| l.iter().any(|l| l.starts_with("commit-busy"))).await;
+    assert!(lines.contains(&"commit-busy: ledger closed at status Some(503), job done: false".to_owned()), "{lines:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

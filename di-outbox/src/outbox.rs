@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use di_core::registry::HookFuture;
 use di_core::{
-    CheckFuture, Dependency, DiError, EventBus, EventTransport, HealthCheck, HostedFuture, HostedService, InjectKind,
-    OnFailure, ProtoDef, Stop,
+    BoxError, CheckFuture, Dependency, DiError, EventBus, EventTransport, HealthCheck, HostedFuture, HostedService,
+    InjectKind, OnFailure, ProtoDef, Stop,
 };
 use serde::Deserialize;
 use tokio::sync::Notify;
@@ -447,7 +447,7 @@ impl EventTransport for Outbox {
             store
                 .insert(&id, external.name, &payload)
                 .await
-                .map_err(|e| format!("writing event `{}` to the outbox: {e}", external.name))?;
+                .map_err(|source| Failed { event: external.name, source })?;
             written.fetch_add(1, Ordering::Relaxed);
             Ok(())
         })
@@ -474,6 +474,26 @@ impl HealthCheck for Outbox {
                 None => Ok(()),
             }
         })
+    }
+}
+
+/// Writing an event to the outbox failed: keeps the store's error as its source, so that
+/// `DiError::is_busy` finds a busy database through it (di-http answers 503).
+#[derive(Debug)]
+struct Failed {
+    event: &'static str,
+    source: BoxError,
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "writing event `{}` to the outbox: {}", self.event, self.source)
+    }
+}
+
+impl std::error::Error for Failed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.source)
     }
 }
 

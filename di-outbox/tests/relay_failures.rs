@@ -239,3 +239,30 @@ async fn an_instance_whose_subscription_ended_is_not_ready_until_it_subscribes_a
     assert_eq!(app.get_object::<Outbox>().unwrap().counts().subscriptions, 2);
     app.shutdown().await.unwrap();
 }
+
+/// An event set aside is counted (`di_outbox_set_aside_total`, by event name), with the
+/// feature `metrics`.
+#[test]
+fn an_event_set_aside_is_counted() {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    metrics::with_local_recorder(&recorder, || {
+        runtime.block_on(async {
+            let broker = TestBroker { refused: Some("e4"), ..TestBroker::default() };
+            let app = app(Table::with_ten(), broker, 0).await;
+            let table = app.get_object::<Table>().unwrap();
+            until("the outbox to empty", async || table.left() == 0).await;
+            app.shutdown().await.unwrap();
+        })
+    });
+    let counted: Vec<(String, DebugValue)> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter(|(key, ..)| key.key().name() == "di_outbox_set_aside_total")
+        .map(|(key, _, _, value)| (key.key().labels().map(|l| format!("{}={}", l.key(), l.value())).collect(), value))
+        .collect();
+    assert_eq!(counted, [("event=parcels.shipped".to_owned(), DebugValue::Counter(1))]);
+}

@@ -139,3 +139,23 @@ async fn a_client_gone_during_the_commit_neither_cuts_it_nor_misreports_it() {
     assert_eq!(notes(&db).await, ["a"]);
     assert_eq!(app.get_object::<Journal>().unwrap().phases.lines(), ["committed:a"]);
 }
+
+/// `requires_new` takes a second connection while its request holds one: with as many
+/// requests in it at once as the pool has connections, each waits for a connection the others
+/// hold. None comes free, and each fails at the pool's acquire timeout as `TxError::Busy` (a
+/// 503), rather than waiting for ever; the requests' own transactions go on. The guide says to
+/// size the pool above such requests, or give that work a data source of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requires_new_with_every_connection_held_by_its_callers_fails_busy() {
+    let settings = [("max_connections", 2), ("acquire_timeout_ms", 300)];
+    let Some((app, ledger, db)) = setup_with("requires_new_starved", &settings).await else { return };
+    let barrier = tokio::sync::Barrier::new(2);
+    let request = |note: &'static str| app.run_in_context(ledger.required_then_new(note, &barrier));
+    let (a, b) = tokio::join!(request("a"), request("b"));
+    for inner in [a.unwrap(), b.unwrap()] {
+        let Err(TestError::Tx(TxError::Busy { doing: "beginning a transaction", .. })) = &inner else {
+            panic!("{inner:?}")
+        };
+    }
+    assert_eq!(notes(&db).await, ["a", "b"]);
+}

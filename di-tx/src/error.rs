@@ -1,6 +1,6 @@
 //! Why a transaction could not be used, begun or ended.
 
-use di_core::BoxError;
+use di_core::{BoxError, Busy};
 
 /// A transaction error: a propagation's rule broken (naming the method), a data source the App
 /// does not have, the database failing, or a transaction the database ended itself.
@@ -272,11 +272,3 @@ impl std::error::Error for Classified {
 #[derive(Debug, thiserror::Error)]
 #[error("the database had aborted the transaction after an earlier error; its COMMIT rolled it back")]
 pub struct AbortedByDatabase;
-
-/// What an adapter returns, boxed, when its data source has no connection to give in time (a
-/// pool exhausted for its acquire timeout, a database refusing more connections), from
-/// [`TxSource::begin`](crate::TxSource::begin) or through [`TxError::database`]: di-tx then
-/// reports [`TxError::Busy`], which callers can tell from a fault. Holds the driver's error.
-#[derive(Debug, thiserror::Error)]
-#[error("no connection came free in time")]
-pub struct Busy(#[source] pub BoxError);

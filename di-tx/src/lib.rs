@@ -99,8 +99,14 @@ mod tx;
 
 pub use advice::Transactional;
 pub use current::Transactions;
+/// What an adapter returns, boxed, when its data source has no connection to give in time (a
+/// pool exhausted for its acquire timeout, a database refusing more connections), from
+/// [`TxSource::begin`] or through [`TxError::database`]: di-tx then reports
+/// [`TxError::Busy`], which callers can tell from a fault, and di-http answers a request whose
+/// completion phase failed with it 503. di-core's [`Busy`](di_core::Busy).
+pub use di_core::Busy;
 pub use di_macros::transactional;
-pub use error::{AbortedByDatabase, Busy, Classified, ErrorClass, TxError};
+pub use error::{AbortedByDatabase, Classified, ErrorClass, TxError};
 pub use options::{Propagation, TxOptions};
 pub use source::{TxConn, TxFuture, TxSource};
 pub use tx::{Tx, TxGuard};

@@ -76,6 +76,12 @@ impl<F: Future<Output: PanicResponse>> Future for Work<F> {
         };
         Poll::Ready(match completed {
             Ok(()) => response.scope_body(this.head),
+            // A resource did not come free in time (a busy database): a failure to try again.
+            Err(error) if error.is_busy() => {
+                tracing::warn!(%error, "completing the request found the database busy; answering 503 instead");
+                this.head.set_status(Some(StatusCode::SERVICE_UNAVAILABLE));
+                F::Output::unavailable()
+            }
             Err(error) => {
                 tracing::error!(%error, "completing the request failed; answering 500 instead");
                 this.head.set_status(Some(StatusCode::INTERNAL_SERVER_ERROR));
@@ -155,6 +161,8 @@ pin_project_lite::pin_project! {
 pub trait PanicResponse: sealed::Sealed {
     /// The 500 response.
     fn internal_error() -> Self;
+    /// The 503 response, with `Retry-After: 1`.
+    fn unavailable() -> Self;
     /// The status, if this is a response.
     fn status(&self) -> Option<StatusCode>;
     /// The `grpc-status` of the response's headers, recorded on `head`.
@@ -174,6 +182,13 @@ impl<E> PanicResponse for Result<Response<Body>, E> {
     fn internal_error() -> Self {
         let mut response = Response::new(Body::empty());
         *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+        Ok(response)
+    }
+
+    fn unavailable() -> Self {
+        let mut response = Response::new(Body::empty());
+        *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        response.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1"));
         Ok(response)
     }
 

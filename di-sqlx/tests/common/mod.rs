@@ -231,6 +231,19 @@ macro_rules! suite {
                 Ok(())
             }
 
+            /// Writes `note` (`required`), waits at `barrier`, then calls `requires_new`: its
+            /// outcome.
+            #[transactional(source = "database")]
+            pub async fn required_then_new(
+                &self,
+                note: &str,
+                barrier: &tokio::sync::Barrier,
+            ) -> Result<Result<(), TestError>, TestError> {
+                self.insert(note).await?;
+                barrier.wait().await;
+                Ok(self.requires_new("inner", false).await)
+            }
+
             /// Writes `note`, then awaits `inner`, in a transaction of its own.
             #[transactional(requires_new, source = "database")]
             pub async fn new_around(
@@ -348,6 +361,14 @@ macro_rules! suite {
                 self.rolled_back.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             }
 
+            /// Writes an audit line on a connection of its own when no transaction is open.
+            #[event_handler(before_commit)]
+            async fn audit(&self, _: &AuditLine) -> Result<(), TxError> {
+                let mut conn = self.db.conn().await?;
+                let done = sqlx::query("INSERT INTO notes (note) VALUES ('audit')").execute(&mut *conn).await;
+                done.map(drop).map_err(|e| self.db.error("auditing", e))
+            }
+
             #[event_handler]
             async fn noted(&self, noted: &Noted) {
                 self.phases.push(format!("committed:{}", noted.0));
@@ -358,6 +379,10 @@ macro_rules! suite {
                 self.phases.push(format!("rolled back:{}", noted.0));
             }
         }
+
+        /// Emitted in a request: its `before_commit` handler writes a line.
+        #[derive(Debug)]
+        pub struct AuditLine;
 
         /// Emitted by `Ledger::emitting`: which of its handlers ran tells which transaction
         /// the event followed.
@@ -777,6 +802,12 @@ macro_rules! suite {
                 panic!("{outside:?}")
             };
             assert!(error.to_string().contains("data source `database`: the database is busy"), "{error}");
+            // Busy in the completion phase (a before_commit handler's statement): the scope's
+            // error says so, and di-http answers it 503, not 500.
+            let events = app.events();
+            let completed = app.try_run_in_context(async { events.emit(AuditLine) }).await;
+            let error = completed.unwrap_err();
+            assert!(error.is_busy(), "{error}");
             drop(held);
             app.run_in_context(ledger.required("a", false)).await.unwrap();
             app.run_in_context(async { db.conn().await.map(drop) }).await.unwrap();
