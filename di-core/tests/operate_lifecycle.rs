@@ -193,9 +193,9 @@ async fn an_app_built_without_hosted_services_leaves_them_idle_and_not_ready() {
         .build()
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    assert!(!journal.lines().iter().any(|l| l == "consumer started"));
+    // Idle: not started, so no task exists that could log "consumer started".
     assert_eq!(app.hosted_services()[0].state, ServiceState::Idle);
+    assert!(!journal.lines().iter().any(|l| l == "consumer started"));
     assert!(!app.health().await.ready);
     app.shutdown().await.unwrap();
 }
@@ -461,6 +461,82 @@ async fn services_are_told_to_stop_newest_first_one_at_a_time_and_may_emit_while
     let mut flushed = log.flushed.lock().unwrap().clone();
     flushed.sort_unstable();
     assert_eq!(flushed, ["first", "second"], "the events emitted while stopping were handled");
+}
+
+/// A hosted service another one depends on: runs until told to stop.
+struct Upstream {
+    journal: Lines,
+    running: std::sync::atomic::AtomicBool,
+}
+
+impl HostedService for Upstream {
+    fn run(self: Arc<Self>, stop: Stop) -> HostedFuture {
+        Box::pin(async move {
+            self.running.store(true, Ordering::SeqCst);
+            self.journal.push("upstream started");
+            stop.stopped().await;
+            self.journal.push("upstream told to stop");
+            self.running.store(false, Ordering::SeqCst);
+            Ok(())
+        })
+    }
+}
+
+/// A hosted service that depends on `Upstream` (it reads from it while it runs).
+struct Downstream {
+    upstream: Arc<Upstream>,
+    journal: Lines,
+}
+
+impl HostedService for Downstream {
+    fn run(self: Arc<Self>, stop: Stop) -> HostedFuture {
+        Box::pin(async move {
+            self.journal.push(format!(
+                "downstream started, upstream running: {}",
+                self.upstream.running.load(Ordering::SeqCst)
+            ));
+            stop.stopped().await;
+            let running = self.upstream.running.load(Ordering::SeqCst);
+            self.journal.push(format!("downstream told to stop, upstream running: {running}"));
+            Ok(())
+        })
+    }
+}
+
+/// A hosted service that depends on another starts after it and is told to stop before it,
+/// whatever the order they were registered in: it never runs without what it depends on.
+#[tokio::test]
+async fn a_hosted_service_starts_after_and_stops_before_the_one_it_depends_on() {
+    let journal = Lines::default();
+    let (up, down) = (journal.clone(), journal.clone());
+    let app = App::builder()
+        .without_inventory()
+        // Registered first, built (and started) second: it depends on `Upstream`.
+        .register(
+            ProtoDef::singleton::<Downstream>(move |r| Ok(Downstream { upstream: r.arc(0)?, journal: down.clone() }))
+                .dep(Dependency::new::<Upstream>(InjectKind::Arc, None))
+                .provides::<Downstream, dyn HostedService>(|d| d),
+        )
+        .register(
+            ProtoDef::singleton::<Upstream>(move |_| {
+                Ok(Upstream { journal: up.clone(), running: std::sync::atomic::AtomicBool::new(false) })
+            })
+            .provides::<Upstream, dyn HostedService>(|u| u),
+        )
+        .build()
+        .await
+        .unwrap();
+    journal.eventually(|lines| lines.len() == 2).await;
+    app.shutdown().await.unwrap();
+    assert_eq!(
+        journal.lines(),
+        [
+            "upstream started",
+            "downstream started, upstream running: true",
+            "downstream told to stop, upstream running: true",
+            "upstream told to stop",
+        ]
+    );
 }
 
 /// A hook stuck in blocking code (it never yields to the runtime), until the test lets it go

@@ -229,8 +229,9 @@ async fn no_hold_is_given_once_the_destroy_hooks_have_begun() {
 }
 
 /// A background task that takes a hold while the scope waits for its tasks: the end waits for
-/// the hold too before destroying.
-#[tokio::test]
+/// the hold too before destroying. (Paused time: the clock moves past the sleep below only
+/// once every task is idle, so the scope's end has gone as far as it can.)
+#[tokio::test(start_paused = true)]
 async fn a_hold_taken_by_a_background_task_is_waited_for() {
     let log = Log::default();
     let app = app([tracer(&log)]).await;
@@ -250,6 +251,7 @@ async fn a_hold_taken_by_a_background_task_is_waited_for() {
     .await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(log.lines().is_empty(), "destroyed under a hold");
+    assert_eq!(app.scopes_ending(), 1, "the scope's end waits for the hold");
     release.send(()).unwrap();
     app.shutdown().await.unwrap();
     assert_eq!(log.lines(), ["destroy tracer"]);

@@ -67,8 +67,9 @@ fn logs_of<F: std::future::Future<Output = ()>>(client: impl FnOnce(std::net::So
             let addr = listener.local_addr().unwrap();
             tokio::spawn(Server::new(app.clone(), di_http::router(&app)).run(listener));
             client(addr).await;
-            // Destroy hooks and the scope's end run after the response.
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            // Destroy hooks and the scope's end run after the response: shutdown waits for
+            // them, so every line the request could log is captured.
+            app.shutdown().await.unwrap();
         });
     });
     String::from_utf8(captured.0.lock().unwrap().clone()).unwrap()

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use di_core::BoxError;
-use di_tx::{AbortedByDatabase, Busy, Classified, ErrorClass, TxConn, TxFuture};
+use di_tx::{Busy, Classified, ErrorClass, TxConn, TxFuture};
 use sqlx::{Pool, Transaction};
 
 /// A database di-sqlx runs transactions on: SQLite and Postgres. Sealed.
@@ -220,7 +220,7 @@ mod postgres {
                 match committed {
                     Ok(_) => Ok(()),
                     Err(error) if class_of::<Self>(&error) == ErrorClass::Aborted => {
-                        Err(Box::new(AbortedByDatabase) as BoxError)
+                        Err(Box::new(di_tx::AbortedByDatabase) as BoxError)
                     }
                     Err(error) => Err(boxed::<Self>(error)),
                 }

@@ -21,9 +21,10 @@
 //! override it).
 //! `cargo test -p example-grpc` calls it with tonic's generated client over a real socket.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use di_core::{App, DiError, singleton_proto};
+use di_core::{App, ContextRef, DiError, context_proto, singleton_proto};
+use di_http::RequestHead;
 use todos::todo::{Todo, TodoError, TodoService};
 use tonic::server::NamedService;
 use tonic::{Request, Response, Status};
@@ -42,6 +43,41 @@ use pb::todos_server::{Todos, TodosServer};
 pub struct GrpcTodos {
     #[inject]
     service: Arc<TodoService>,
+    #[inject]
+    call: ContextRef<CallEnd>,
+}
+
+/// How each call ended, newest last: its path and its `grpc-status`, read from the response's
+/// headers (a unary call's) or its trailers (a streamed call's, after its last message).
+#[singleton_proto]
+#[derive(Debug, Default)]
+pub struct CallLog {
+    ended: Mutex<Vec<(String, Option<u16>)>>,
+}
+
+impl CallLog {
+    /// The calls that ended so far.
+    pub fn ended(&self) -> Vec<(String, Option<u16>)> {
+        self.ended.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Per call: records in the [`CallLog`], when the call's scope ends (after a streamed
+/// response's last frame), how it ended.
+#[context_proto(destroy = record)]
+#[derive(Debug)]
+pub struct CallEnd {
+    #[inject]
+    head: Arc<RequestHead>,
+    #[inject]
+    log: Arc<CallLog>,
+}
+
+impl CallEnd {
+    async fn record(&self) {
+        let ended = (self.head.uri().path().to_owned(), self.head.grpc_status());
+        self.log.ended.lock().unwrap_or_else(|e| e.into_inner()).push(ended);
+    }
 }
 
 impl From<Todo> for pb::TodoReply {
@@ -67,9 +103,29 @@ fn status(error: TodoError) -> Status {
     }
 }
 
+/// The todos a `Watch` call streams.
+type TodoStream = std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<pb::TodoReply, Status>> + Send>>;
+
 #[tonic::async_trait]
 impl Todos for GrpcTodos {
+    type WatchStream = TodoStream;
+
+    /// The user's todos, one message each; after `fail_after` of them (if not 0), an
+    /// `ABORTED` status, which tonic sends in the trailers.
+    async fn watch(&self, request: Request<pb::WatchRequest>) -> Result<Response<TodoStream>, Status> {
+        drop(self.call.get()); // the call's end is recorded
+        let pb::WatchRequest { user, fail_after } = request.into_inner();
+        let todos = self.service.list(&user).await.map_err(status)?;
+        let mut items: Vec<Result<pb::TodoReply, Status>> = todos.into_iter().map(|t| Ok(t.into())).collect();
+        if fail_after > 0 {
+            items.truncate(fail_after as usize);
+            items.push(Err(Status::aborted("the watch was cut short on purpose")));
+        }
+        Ok(Response::new(Box::pin(futures_util::stream::iter(items))))
+    }
+
     async fn add(&self, request: Request<pb::AddRequest>) -> Result<Response<pb::TodoReply>, Status> {
+        drop(self.call.get()); // the call's end is recorded
         let pb::AddRequest { user, title } = request.into_inner();
         let todo = self.service.create(&user, &title).await.map_err(status)?;
         Ok(Response::new(todo.into()))
