@@ -1,8 +1,9 @@
-//! A streamed response body belongs to its request, over real sockets: each frame is produced
-//! inside the request's scope (a `ContextRef` works there, and reaches that request's object
-//! under a thousand concurrent streams), the destroy hooks run after the last frame, a body that
-//! fails, panics or loses its client mid-stream is seen as failed by them, and a graceful
-//! shutdown waits for a stream in progress.
+//! A streamed response body belongs to its request, over real sockets (HTTP/1.1, and HTTP/2
+//! with its streams multiplexed on one connection): each frame is produced inside the request's
+//! scope (a `ContextRef` works there, and reaches that request's object under a thousand
+//! concurrent streams), the destroy hooks run after the last frame, a body that fails, panics
+//! or loses its client mid-stream (a hang-up, an HTTP/2 reset) is seen as failed by them, and a
+//! graceful shutdown waits for a stream in progress.
 #![allow(missing_docs, missing_debug_implementations)]
 
 use std::net::SocketAddr;
@@ -270,4 +271,85 @@ async fn a_graceful_shutdown_waits_for_a_stream_in_progress_before_destroying_si
         journal.lines(),
         ["slow-1 destroyed after 5 frames, body failed: false, succeeded: true", "singletons destroyed"]
     );
+}
+
+/// An HTTP/2 connection (h2c, prior knowledge) to `addr`: requests on it are streams of the
+/// one connection.
+async fn h2(addr: SocketAddr) -> hyper::client::conn::http2::SendRequest<http_body_util::Empty<axum::body::Bytes>> {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(connection);
+    sender
+}
+
+fn h2_request(addr: SocketAddr, path: &str, id: &str) -> http::Request<http_body_util::Empty<axum::body::Bytes>> {
+    http::Request::get(format!("http://{addr}{path}")).header("x-request-id", id).body(Default::default()).unwrap()
+}
+
+/// Over HTTP/2, a hundred streamed responses multiplexed on one connection: each frame of
+/// each is produced inside its own request's scope, and each request's destroy hooks run after
+/// its last frame, as a success.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_multiplexed_on_one_http2_connection_each_read_their_own_request() {
+    use http_body_util::BodyExt;
+    const STREAMS: usize = 100;
+    const FRAMES: usize = 5;
+    let running = Running::start().await;
+    let sender = h2(running.addr).await;
+    let addr = running.addr;
+    let calls: Vec<_> = (0..STREAMS)
+        .map(|n| {
+            let mut sender = sender.clone();
+            tokio::spawn(async move {
+                let id = format!("h2-{n}");
+                let response =
+                    sender.send_request(h2_request(addr, &format!("/stream/frames/{FRAMES}"), &id)).await.unwrap();
+                assert_eq!(response.status(), 200);
+                let body = response.into_body().collect().await.unwrap().to_bytes();
+                let expected: String = (0..FRAMES).map(|i| format!("{id}:{i}\n")).collect();
+                String::from_utf8_lossy(&body) == expected
+            })
+        })
+        .collect();
+    for call in calls {
+        assert!(call.await.unwrap(), "a stream saw another request's frames");
+    }
+    let lines = running.journal().eventually(|lines| lines.len() == STREAMS).await;
+    let expected = format!("destroyed after {FRAMES} frames, body failed: false, succeeded: true");
+    assert!(lines.iter().all(|l| l.ends_with(&expected)), "{lines:?}");
+    running.shut_down().await.unwrap();
+}
+
+/// Over HTTP/2, a stream the client resets mid-body (the connection stays open for the others)
+/// and a body that fails mid-stream both end their request's scope as failed; the connection
+/// serves the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_stream_reset_or_failed_mid_body_ends_its_scope_as_failed() {
+    use http_body_util::BodyExt;
+    let running = Running::start().await;
+    let mut sender = h2(running.addr).await;
+    // The client reads the first frame, then resets the stream (drops the body).
+    let response = sender.send_request(h2_request(running.addr, "/stream/endless", "h2-gone")).await.unwrap();
+    let mut body = response.into_body();
+    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(&first[..], b"h2-gone:0\n");
+    drop(body);
+    let gone = "h2-gone destroyed after";
+    let lines = running.journal().eventually(|lines| lines.iter().any(|l| l.starts_with(gone))).await;
+    let line = lines.iter().find(|l| l.starts_with(gone)).unwrap();
+    assert!(line.ends_with("body failed: true, succeeded: false"), "{line}");
+    // A body that fails after its first frame: the client sees the stream cut.
+    let response = sender.send_request(h2_request(running.addr, "/stream/fails", "h2-fails")).await.unwrap();
+    assert!(response.into_body().collect().await.is_err(), "the stream must not look complete");
+    let line = "h2-fails destroyed after 1 frames, body failed: true, succeeded: false".to_owned();
+    running.journal().eventually(|lines| lines.contains(&line)).await;
+    // The same connection goes on.
+    let response = sender.send_request(h2_request(running.addr, "/stream/other", "h2-other")).await.unwrap();
+    assert_eq!(&response.into_body().collect().await.unwrap().to_bytes()[..], b"still serving");
+    running.shut_down().await.unwrap();
 }
