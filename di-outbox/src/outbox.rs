@@ -37,12 +37,22 @@ struct Settings {
     /// How long the oldest event may wait in the outbox before readiness says the outbox
     /// is stalled, in milliseconds; 0: never.
     stall_ms: u64,
+    /// How long a published event is kept, in milliseconds, to be published again should the
+    /// broker lose it (a server restarted without its store) before every instance had it;
+    /// 0: deleted once published.
+    keep_ms: u64,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { batch: 100, poll_ms: 500, remember: 100_000, linger_ms: 0, stall_ms: 60_000 }
+        Settings { batch: 100, poll_ms: 500, remember: 100_000, linger_ms: 0, stall_ms: 60_000, keep_ms: 300_000 }
     }
+}
+
+/// Now, in milliseconds since the Unix epoch: the store's times.
+fn now_ms() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// How a relay round ended.
@@ -73,6 +83,9 @@ pub struct OutboxCounts {
     /// How many times this instance subscribed to the broker: more than once if a
     /// subscription ended (the broker lost this instance's consumer, or the connection).
     pub subscriptions: u64,
+    /// Events this instance's relay made pending again to publish them once more, after its
+    /// subscription ended (the broker may have lost them).
+    pub republished: u64,
 }
 
 /// The transactional outbox of an App: its `dyn EventTransport` (see the crate's
@@ -82,7 +95,8 @@ pub struct OutboxCounts {
 /// Register it with [`Outbox::proto`], beside a singleton that provides `dyn OutboxStore`
 /// (di-sqlx's `OutboxTable`) and one that provides `dyn Broker` (di-nats' `JetStream`). Its
 /// settings are the optional section `[outbox]`: `batch` (100), `poll_ms` (500), `remember`
-/// (100000 ids), `linger_ms` (0), `stall_ms` (60000; 0: never).
+/// (100000 ids), `linger_ms` (0), `stall_ms` (60000; 0: never), `keep_ms` (300000; 0: not
+/// kept).
 pub struct Outbox {
     store: Arc<dyn OutboxStore>,
     broker: Arc<dyn Broker>,
@@ -104,6 +118,10 @@ pub struct Outbox {
     duplicates: AtomicU64,
     set_aside: AtomicU64,
     subscriptions: AtomicU64,
+    republished: AtomicU64,
+    /// This instance's subscription ended since the relay last published again what the
+    /// outbox keeps.
+    lost: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Outbox {
@@ -192,6 +210,8 @@ impl Outbox {
             duplicates: AtomicU64::new(0),
             set_aside: AtomicU64::new(0),
             subscriptions: AtomicU64::new(0),
+            republished: AtomicU64::new(0),
+            lost: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -204,6 +224,7 @@ impl Outbox {
             duplicates: self.duplicates.load(Ordering::Relaxed),
             set_aside: self.set_aside.load(Ordering::Relaxed),
             subscriptions: self.subscriptions.load(Ordering::Relaxed),
+            republished: self.republished.load(Ordering::Relaxed),
         }
     }
 
@@ -230,10 +251,10 @@ impl Outbox {
             let done = done.min(batch.len());
             let published: Vec<i64> = batch[..done].iter().map(|stored| stored.row).collect();
             if !published.is_empty() {
-                if let Err(error) = self.store.remove(&published).await {
-                    // Published, not deleted: the next round publishes them again, and the
+                if let Err(error) = self.store.published(&published, now_ms()).await {
+                    // Published, still pending: the next round publishes them again, and the
                     // broker keeps one of each.
-                    tracing::error!(%error, "deleting relayed events from the outbox failed");
+                    tracing::error!(%error, "marking relayed events published failed");
                     return Round::Waiting(first);
                 }
                 self.relayed.fetch_add(published.len() as u64, Ordering::Relaxed);
@@ -316,9 +337,12 @@ impl Outbox {
         }
         let poll = Duration::from_millis(self.settings.poll_ms.max(1));
         let linger = Duration::from_millis(self.settings.linger_ms);
+        let mut purged = Instant::now();
         loop {
+            self.republish_if_lost().await;
             let round = self.relay_all().await;
             self.note(round);
+            self.purge(&mut purged).await;
             tokio::select! {
                 () = stop.stopped() => break,
                 () = self.wake.notified() => {
@@ -333,6 +357,45 @@ impl Outbox {
             }
         }
         self.relay_all().await;
+    }
+
+    /// After this instance's subscription ended (the broker lost its consumer, perhaps all of
+    /// its state) and it subscribed again: the events published within `keep_ms` are made
+    /// pending again, so that the relay publishes them once more. Every instance recognises
+    /// those it handled (by id), and the broker stores one of each within its window.
+    async fn republish_if_lost(&self) {
+        if self.settings.keep_ms == 0 || !*self.subscribed.borrow() || !self.lost.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let since = now_ms().saturating_sub(i64::try_from(self.settings.keep_ms).unwrap_or(i64::MAX));
+        match self.store.republish(since).await {
+            Ok(count) => {
+                self.republished.fetch_add(count, Ordering::Relaxed);
+                tracing::warn!(
+                    events = count,
+                    "the subscription ended: the events published lately are published again"
+                );
+            }
+            Err(error) => {
+                self.lost.store(true, Ordering::Release);
+                tracing::error!(%error, "making the events published lately pending again failed; the relay tries again");
+            }
+        }
+    }
+
+    /// Deletes the events published more than `keep_ms` ago, every quarter of it (at most
+    /// every second); at once with `keep_ms` 0.
+    async fn purge(&self, last: &mut Instant) {
+        let keep = Duration::from_millis(self.settings.keep_ms);
+        if !keep.is_zero() && last.elapsed() < (keep / 4).max(Duration::from_secs(1)) {
+            return;
+        }
+        *last = Instant::now();
+        let before = now_ms().saturating_sub(i64::try_from(self.settings.keep_ms).unwrap_or(i64::MAX));
+        let before = if keep.is_zero() { i64::MAX } else { before };
+        if let Err(error) = self.store.purge(before).await {
+            tracing::warn!(%error, "deleting the events published long ago failed; the relay tries again");
+        }
     }
 
     /// Hands each event the broker brings to this instance's handlers, once, and acknowledges
@@ -367,6 +430,7 @@ impl Outbox {
                     Some(Err(error)) => tracing::error!(%error, "receiving from the broker failed"),
                     None => {
                         tracing::warn!("the broker ended the subscription; subscribing again");
+                        self.lost.store(true, Ordering::Release);
                         self.subscribed.send_replace(false);
                         break;
                     }

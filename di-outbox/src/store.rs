@@ -19,16 +19,31 @@ pub struct Stored {
 
 /// The outbox table. A singleton provides it (`dyn OutboxStore`); di-sqlx's `OutboxTable` is one,
 /// on SQLite or PostgreSQL.
+///
+/// An event is pending from its insert until the relay has published it; then it is kept,
+/// marked published, for a while (`outbox.keep_ms`), so that the outbox can publish it again
+/// should the broker lose it before every instance had it (a NATS server restarted without
+/// its store): [`republish`](Self::republish). Times are milliseconds since the Unix epoch, on
+/// the relaying instance's clock.
 pub trait OutboxStore: Send + Sync + 'static {
     /// Writes an event (its id, name and JSON) **in the current transaction** (the request's, in its completion phase):
     /// it is stored with the request's data or not at all. Outside any transaction, on its own.
     fn insert<'a>(&'a self, id: &'a str, name: &'a str, payload: &'a [u8]) -> BoxFuture<'a, Result<i64, BoxError>>;
 
-    /// Up to `limit` of the oldest events committed, oldest first, outside any transaction.
+    /// Up to `limit` of the oldest events pending (committed, not published yet), oldest
+    /// first, outside any transaction.
     fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, BoxError>>;
 
-    /// Deletes the events of `rows` (relayed).
-    fn remove<'a>(&'a self, rows: &'a [i64]) -> BoxFuture<'a, Result<(), BoxError>>;
+    /// Marks the events of `rows` published at `at`: they leave [`pending`](Self::pending),
+    /// and are kept until [`purge`](Self::purge) deletes them.
+    fn published<'a>(&'a self, rows: &'a [i64], at: i64) -> BoxFuture<'a, Result<(), BoxError>>;
+
+    /// Makes the events published at `since` or later pending again: the broker lost them
+    /// (its state), and the relay publishes them again, under their ids. How many.
+    fn republish(&self, since: i64) -> BoxFuture<'_, Result<u64, BoxError>>;
+
+    /// Deletes the events published before `before`. How many.
+    fn purge(&self, before: i64) -> BoxFuture<'_, Result<u64, BoxError>>;
 
     /// Sets the event of `row` aside, with `reason`: the broker refused it for good
     /// ([`Refused`](crate::Refused)). It leaves the events [`pending`](Self::pending) returns,

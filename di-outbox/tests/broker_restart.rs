@@ -28,17 +28,36 @@ pub struct Paid {
 
 di_outbox::external_event!(Paid = "billing.paid");
 
-/// Counts, per payment, how often this instance handled it.
+/// Counts, per payment, how often this instance handled it; while `open` is false, its
+/// handler waits (an instance that lags behind the stream).
 #[derive(Debug, Default)]
 #[singleton_proto]
 pub struct Ledger {
     seen: Mutex<HashMap<i64, usize>>,
+    open: Gate,
+}
+
+/// Open or closed; open at first.
+#[derive(Debug)]
+pub struct Gate(tokio::sync::watch::Sender<bool>);
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate(tokio::sync::watch::Sender::new(true))
+    }
+}
+
+impl Gate {
+    fn send_replace(&self, open: bool) {
+        self.0.send_replace(open);
+    }
 }
 
 #[handlers]
 impl Ledger {
     #[event_handler]
     async fn on_paid(&self, paid: &Paid) {
+        let _ = self.open.0.subscribe().wait_for(|open| *open).await;
         *self.seen.lock().unwrap().entry(paid.id).or_default() += 1;
     }
 }
@@ -113,9 +132,11 @@ async fn count(db: &str, table: &str) -> i64 {
     count
 }
 
-/// NATS comes back without its store: no stream, no consumer. Each instance creates them
-/// again, is not ready until it has subscribed again, and receives once every event committed
-/// before, during and after the outage.
+/// NATS comes back without its store: no stream, no consumer, and none of the messages an
+/// instance had not fetched yet. Each instance creates the stream and its consumer again (not
+/// ready in between), the outbox publishes again what it published lately, and each instance
+/// receives once every event committed before, during and after the outage, the one that lagged
+/// 300 events behind (more than it fetches at a time) included.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nats_back_without_its_store_gets_its_stream_and_consumers_back() {
     let Ok(mut nats) = Own::nats("restart") else { return };
@@ -134,24 +155,46 @@ async fn nats_back_without_its_store_gets_its_stream_and_consumers_back() {
         let ledger = app.get_object::<Ledger>().unwrap();
         until("both to handle the first payments", async || ledger.seen() == expected(1..=5)).await;
     }
-    // The server loses its store: the payments committed meanwhile wait in the outbox.
+    // B lags: 300 payments are published that it has not handled (most not even fetched).
+    let b_ledger = b.get_object::<Ledger>().unwrap();
+    b_ledger.open.send_replace(false);
+    for id in 6..=305 {
+        a.try_run_in_context(payments.pay(id, 0)).await.unwrap().unwrap();
+    }
+    let a_ledger = a.get_object::<Ledger>().unwrap();
+    until("A to handle them", async || a_ledger.seen() == expected(1..=305)).await;
+    // The server loses its store, with what B had not fetched; payments committed meanwhile
+    // wait in the outbox.
     nats.lose_store();
-    for id in 6..=10 {
+    for id in 306..=310 {
         a.try_run_in_context(payments.pay(id, 0)).await.unwrap().unwrap();
     }
     nats.start().unwrap();
-    for id in 11..=15 {
+    b_ledger.open.send_replace(true);
+    for id in 311..=315 {
         a.try_run_in_context(payments.pay(id, 0)).await.unwrap().unwrap();
     }
     // Each instance finds its consumer gone and subscribes again (not ready in between).
     for app in [&a, &b] {
         let ledger = app.get_object::<Ledger>().unwrap();
-        until("both to handle every payment once", async || ledger.seen() == expected(1..=15)).await;
+        until("both to handle every payment once", async || ledger.seen() == expected(1..=315)).await;
         until("the instance to be ready again", async || app.health().await.ready).await;
+    }
+    // What each instance published again (once subscribed again) is relayed: the outbox
+    // drains, and no handler gets an event twice (their ids are remembered). A marker paid
+    // last, relayed after everything before it, tells when all of it has been handled.
+    until("the outbox to drain", async || count(&db, "di_outbox WHERE published_at IS NULL").await == 0).await;
+    a.try_run_in_context(payments.pay(1000, 0)).await.unwrap().unwrap();
+    let mut with_marker = expected(1..=315);
+    with_marker.insert(1000, 1);
+    for app in [&a, &b] {
+        let ledger = app.get_object::<Ledger>().unwrap();
+        until("the marker", async || ledger.seen().contains_key(&1000)).await;
+        assert_eq!(ledger.seen(), with_marker, "an event handled twice");
         let counts = app.get_object::<Outbox>().unwrap().counts();
         assert_eq!(counts.subscriptions, 2, "{counts:?}");
+        assert!(counts.republished > 0, "{counts:?}");
     }
-    assert_eq!(count(&db, "di_outbox").await, 0);
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
 }
@@ -189,7 +232,7 @@ async fn an_event_nats_refuses_fails_its_request_or_is_set_aside() {
         sqlx::query_as("SELECT event_id, reason FROM di_outbox_set_aside").fetch_one(&pool).await.unwrap();
     assert_eq!(id, "big");
     assert!(reason.contains("max payload"), "{reason}");
-    assert_eq!(count(&db, "di_outbox").await, 0);
+    assert_eq!(count(&db, "di_outbox WHERE published_at IS NULL").await, 0);
     assert_eq!(a.get_object::<Outbox>().unwrap().counts().set_aside, 1);
     a.shutdown().await.unwrap();
 }

@@ -19,8 +19,14 @@ impl OutboxStore for NoStore {
     fn pending(&self, _: u32) -> BoxFuture<'_, Result<Vec<Stored>, BoxError>> {
         Box::pin(async { Ok(Vec::new()) })
     }
-    fn remove<'a>(&'a self, _: &'a [i64]) -> BoxFuture<'a, Result<(), BoxError>> {
+    fn published<'a>(&'a self, _: &'a [i64], _: i64) -> BoxFuture<'a, Result<(), BoxError>> {
         Box::pin(async { Ok(()) })
+    }
+    fn republish(&self, _: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
+        Box::pin(async { Ok(0) })
+    }
+    fn purge(&self, _: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
+        Box::pin(async { Ok(0) })
     }
     fn set_aside<'a>(&'a self, _: i64, _: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
         Box::pin(async { Err("not in this test".into()) })

@@ -52,9 +52,16 @@ impl OutboxStore for Table {
         let rows = self.rows.lock().unwrap().iter().take(limit as usize).cloned().collect();
         Box::pin(async move { Ok(rows) })
     }
-    fn remove<'a>(&'a self, rows: &'a [i64]) -> BoxFuture<'a, Result<(), BoxError>> {
+    /// Published events are deleted at once (no broker of this test loses them).
+    fn published<'a>(&'a self, rows: &'a [i64], _: i64) -> BoxFuture<'a, Result<(), BoxError>> {
         self.rows.lock().unwrap().retain(|stored| !rows.contains(&stored.row));
         Box::pin(async { Ok(()) })
+    }
+    fn republish(&self, _: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
+        Box::pin(async { Ok(0) })
+    }
+    fn purge(&self, _: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
+        Box::pin(async { Ok(0) })
     }
     fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
         let mut rows = self.rows.lock().unwrap();

@@ -10,8 +10,9 @@ use di_tx::TxError;
 use crate::Database;
 
 /// di-outbox's outbox on SQLite or PostgreSQL: the table `di_outbox` (created when the App is
-/// built if it does not exist, with `di_outbox_set_aside`, where the events the broker refused
-/// for good are kept with the reason), written through [`Database::conn`], so in the current
+/// built if it does not exist; an event is pending while its `published_at` is null, and kept a
+/// while after), with `di_outbox_set_aside`, where the events the broker refused for good are
+/// kept with the reason, written through [`Database::conn`], so in the current
 /// transaction: the request's, when the request's `#[transactional]` methods began it. An event
 /// emitted where no transaction is open is written on its own.
 ///
@@ -39,8 +40,14 @@ use crate::Database;
 /// let row = outbox.insert("5f0c1e2d", "todos.completed", br#"{"id":1}"#).await?;
 /// let pending = outbox.pending(10).await?;
 /// assert_eq!((pending.len(), pending[0].row), (1, row));
-/// outbox.remove(&[row]).await?;
+/// // Published at 1000 (ms since the epoch): kept, no longer pending.
+/// outbox.published(&[row], 1_000).await?;
 /// assert!(outbox.pending(10).await?.is_empty());
+/// // The broker lost it: pending again, then published and, later, purged.
+/// assert_eq!(outbox.republish(1_000).await?, 1);
+/// assert_eq!(outbox.pending(10).await?.len(), 1);
+/// outbox.published(&[row], 2_000).await?;
+/// assert_eq!(outbox.purge(3_000).await?, 1);
 /// # Ok(()) }
 /// ```
 pub struct OutboxTable<DB: sqlx::Database> {
@@ -53,11 +60,19 @@ impl<DB: sqlx::Database> std::fmt::Debug for OutboxTable<DB> {
     }
 }
 
-/// `DELETE` of `rows` (integers: written into the statement, which both databases take).
-fn delete_rows(rows: &[i64]) -> String {
+/// The `UPDATE` marking `rows` published at `$1` (the rows, integers, written into the
+/// statement, which both databases take).
+fn mark_published(rows: &[i64]) -> String {
     let list: Vec<String> = rows.iter().map(i64::to_string).collect();
-    format!("DELETE FROM di_outbox WHERE id IN ({})", list.join(", "))
+    format!("UPDATE di_outbox SET published_at = $1 WHERE id IN ({})", list.join(", "))
 }
+
+/// The indexes of the pending events (what the relay reads) and of the published ones (what
+/// the purge and a republish read).
+const INDEXES: [&str; 2] = [
+    "CREATE INDEX IF NOT EXISTS di_outbox_pending ON di_outbox (id) WHERE published_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS di_outbox_published ON di_outbox (published_at) WHERE published_at IS NOT NULL",
+];
 
 /// `OutboxTable<DB>` as a proto (object name `outboxTable`) on the `database` data source,
 /// providing `dyn OutboxStore`.
@@ -74,6 +89,9 @@ macro_rules! table {
             /// [`TxError::Database`] if a table cannot be created.
             pub async fn new(db: Arc<Database<$db>>) -> Result<Self, TxError> {
                 db.create_if_missing($ddl, "creating the table di_outbox").await?;
+                for index in INDEXES {
+                    db.create_if_missing(index, "creating an index of di_outbox").await?;
+                }
                 db.create_if_missing($set_aside_ddl, "creating the table di_outbox_set_aside").await?;
                 Ok(OutboxTable { db })
             }
@@ -102,8 +120,9 @@ macro_rules! table {
 
             fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, BoxError>> {
                 Box::pin(async move {
+                    let pending = "SELECT id, event_id, name, payload FROM di_outbox WHERE published_at IS NULL ORDER BY id LIMIT $1";
                     let rows: Vec<(i64, String, String, Vec<u8>)> =
-                        sqlx::query_as("SELECT id, event_id, name, payload FROM di_outbox ORDER BY id LIMIT $1")
+                        sqlx::query_as(pending)
                             .bind(i64::from(limit))
                             .fetch_all(self.db.pool())
                             .await
@@ -112,16 +131,39 @@ macro_rules! table {
                 })
             }
 
-            fn remove<'a>(&'a self, rows: &'a [i64]) -> BoxFuture<'a, Result<(), BoxError>> {
+            fn published<'a>(&'a self, rows: &'a [i64], at: i64) -> BoxFuture<'a, Result<(), BoxError>> {
                 Box::pin(async move {
                     if rows.is_empty() {
                         return Ok(());
                     }
-                    sqlx::query(&delete_rows(rows))
+                    sqlx::query(&mark_published(rows))
+                        .bind(at)
                         .execute(self.db.pool())
                         .await
-                        .map_err(|e| self.db.error("deleting from the outbox", e))?;
+                        .map_err(|e| self.db.error("marking events of the outbox published", e))?;
                     Ok(())
+                })
+            }
+
+            fn republish(&self, since: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
+                Box::pin(async move {
+                    let done = sqlx::query("UPDATE di_outbox SET published_at = NULL WHERE published_at >= $1")
+                        .bind(since)
+                        .execute(self.db.pool())
+                        .await
+                        .map_err(|e| self.db.error("making events of the outbox pending again", e))?;
+                    Ok(done.rows_affected())
+                })
+            }
+
+            fn purge(&self, before: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
+                Box::pin(async move {
+                    let done = sqlx::query("DELETE FROM di_outbox WHERE published_at < $1")
+                        .bind(before)
+                        .execute(self.db.pool())
+                        .await
+                        .map_err(|e| self.db.error("deleting events of the outbox published long ago", e))?;
+                    Ok(done.rows_affected())
                 })
             }
 
@@ -150,7 +192,7 @@ macro_rules! table {
 #[cfg(feature = "sqlite")]
 table!(
     sqlx::Sqlite,
-    "CREATE TABLE IF NOT EXISTS di_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS di_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL, published_at INTEGER)",
     "CREATE TABLE IF NOT EXISTS di_outbox_set_aside (id INTEGER PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL, reason TEXT NOT NULL, set_aside_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)",
     build_sqlite,
     sqlite_as_store
@@ -158,7 +200,7 @@ table!(
 #[cfg(feature = "postgres")]
 table!(
     sqlx::Postgres,
-    "CREATE TABLE IF NOT EXISTS di_outbox (id BIGSERIAL PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS di_outbox (id BIGSERIAL PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL, published_at BIGINT)",
     "CREATE TABLE IF NOT EXISTS di_outbox_set_aside (id BIGINT PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL, reason TEXT NOT NULL, set_aside_at TIMESTAMPTZ NOT NULL DEFAULT now())",
     build_postgres,
     postgres_as_store

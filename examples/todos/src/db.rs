@@ -316,8 +316,16 @@ impl OutboxStore for Db {
         per_pool!(&self.pools, |_, _, outbox| outbox.pending(limit))
     }
 
-    fn remove<'a>(&'a self, rows: &'a [i64]) -> BoxFuture<'a, Result<(), di_core::BoxError>> {
-        per_pool!(&self.pools, |_, _, outbox| outbox.remove(rows))
+    fn published<'a>(&'a self, rows: &'a [i64], at: i64) -> BoxFuture<'a, Result<(), di_core::BoxError>> {
+        per_pool!(&self.pools, |_, _, outbox| outbox.published(rows, at))
+    }
+
+    fn republish(&self, since: i64) -> BoxFuture<'_, Result<u64, di_core::BoxError>> {
+        per_pool!(&self.pools, |_, _, outbox| outbox.republish(since))
+    }
+
+    fn purge(&self, before: i64) -> BoxFuture<'_, Result<u64, di_core::BoxError>> {
+        per_pool!(&self.pools, |_, _, outbox| outbox.purge(before))
     }
 
     fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), di_core::BoxError>> {
