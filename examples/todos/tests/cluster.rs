@@ -1,8 +1,9 @@
 //! Two instances of the example's binary on one PostgreSQL database and one NATS server, as a
 //! load balancer would run them: events reach both, once; an instance killed between its
-//! commit and its relay loses nothing; ten thousand creates across both are all stored,
-//! relayed and counted once by each. Real servers (`di_test_support::servers`): skipped with
-//! the reason printed where there are none, except in CI.
+//! commit and its relay loses nothing; ten thousand creates and completions across both, while
+//! NATS loses its store and PostgreSQL restarts, are all stored as acknowledged, relayed and
+//! counted once by each. Real servers (`di_test_support::servers`): skipped with the reason
+//! printed where there are none, except in CI.
 
 mod common;
 
@@ -11,13 +12,21 @@ use std::time::{Duration, Instant};
 
 use common::Binary;
 use di_test_support::http_client::{send, send_json};
+use di_test_support::servers::Own;
 use todos::advice::StatsBody;
 
-/// The database and the NATS stream of one test.
+/// The database and the NATS stream of one test (and the servers, if they are its own).
 struct Cluster {
     db: String,
     nats: String,
     stream: String,
+    own: Option<Servers>,
+}
+
+/// A PostgreSQL cluster and a NATS server of one test's own, which it restarts.
+struct Servers {
+    postgres: std::sync::Arc<std::sync::Mutex<Own>>,
+    nats: std::sync::Arc<std::sync::Mutex<Own>>,
 }
 
 impl Cluster {
@@ -27,9 +36,29 @@ impl Cluster {
             Ok((db, nats.to_owned()))
         });
         match servers {
-            Ok((db, nats)) => Some(Cluster { db, nats, stream: format!("C{}_{test}", std::process::id()) }),
+            Ok((db, nats)) => Some(Cluster { db, nats, stream: format!("C{}_{test}", std::process::id()), own: None }),
             Err(why) => {
                 di_test_support::servers::skip(test, why);
+                None
+            }
+        }
+    }
+
+    /// On servers of its own, which the test restarts.
+    fn own(test: &str) -> Option<Cluster> {
+        let servers = Own::postgres(test).and_then(|postgres| Ok((postgres, Own::nats(test)?)));
+        match servers {
+            Ok((postgres, nats)) => {
+                let db = postgres.database("todos");
+                let url = nats.url();
+                let own = Servers {
+                    postgres: std::sync::Arc::new(std::sync::Mutex::new(postgres)),
+                    nats: std::sync::Arc::new(std::sync::Mutex::new(nats)),
+                };
+                Some(Cluster { db, nats: url, stream: format!("C{}_{test}", std::process::id()), own: Some(own) })
+            }
+            Err(why) => {
+                di_test_support::servers::skip(test, &why);
                 None
             }
         }
@@ -102,9 +131,20 @@ async fn a_todo_completed_on_one_instance_is_counted_once_on_each() {
     // Both instances read the same database.
     let reply = send(b.addr, "GET", "/users/ada/todos", &[], b"").await;
     assert!(reply.body.contains(r#""done":true"#), "{reply:?}");
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!((stats(a.addr).await, stats(b.addr).await), ((1, 1), (1, 1)), "nothing counted twice");
+    marker(&[a.addr, b.addr], (1, 1)).await;
     assert_eq!(cluster.count("di_outbox WHERE published_at IS NULL").await, 0);
+}
+
+/// Nothing more comes than `before` (created, completed) on each instance of `addrs`: a marker
+/// created and completed last on the first is relayed after every earlier event (one relay
+/// publishes in row order) and counted after it (each instance handles its events in order);
+/// once each counts it, anything else would have been counted.
+async fn marker(addrs: &[SocketAddr], before: (u64, u64)) {
+    create_and_complete(addrs[0], "marker").await;
+    let after = (before.0 + 1, before.1 + 1);
+    for &addr in addrs {
+        until("the marker to be counted", async || stats(addr).await == after).await;
+    }
 }
 
 /// A commits, and is killed (SIGKILL) before its relay runs (it waits a minute after a
@@ -132,8 +172,7 @@ async fn an_instance_killed_between_commit_and_relay_loses_no_event() {
     let a = cluster.start("a", &[]);
     ready(a.addr).await;
     until("A, restarted, to receive what it missed", async || stats(a.addr).await == (1, 1)).await;
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!((stats(a.addr).await, stats(b.addr).await), ((1, 1), (1, 1)), "nothing counted twice");
+    marker(&[a.addr, b.addr], (1, 1)).await;
 }
 
 /// The purge job runs once per period across both instances: with a one-second period, the runs
@@ -163,56 +202,156 @@ async fn the_purge_runs_once_per_period_across_both() {
     );
 }
 
-/// Ten thousand creates at once, alternating between the instances: every request is in flight
-/// together, far more than either instance's listen backlog (1024) or its pool (8 connections)
-/// holds at a time. A create that finds no connection in time is refused as busy (503, with
-/// `Retry-After`), and its client tries again after the time it was told. Every acknowledged
-/// todo is stored, no refused attempt is, and every stored todo's event is relayed (the outbox
-/// empties) and counted once by each instance.
+/// How one client's requests went: the todo acknowledged (its id), whether its completion
+/// was, and the answers other than success it got on the way.
+#[derive(Default)]
+struct Outcome {
+    id: Option<i64>,
+    completed: bool,
+    busy: u64,
+    failed: u64,
+}
+
+/// Sends `method path body` to `addr` until it is answered `ok`: a 503 (busy) is sent again
+/// after its `Retry-After`, a 500 (a database gone mid-request: restarted) after 100 ms. The
+/// reply.
+async fn until_done(addr: SocketAddr, method: &str, path: &str, body: &str, ok: u16, outcome: &mut Outcome) -> String {
+    loop {
+        let reply = send_json(addr, method, path, body).await;
+        match reply.status {
+            status if status == ok => return reply.body,
+            503 => {
+                let after = reply.headers.get("retry-after").and_then(|s| s.parse().ok());
+                let after = after.unwrap_or_else(|| panic!("a 503 says when to try again: {reply:?}"));
+                outcome.busy += 1;
+                tokio::time::sleep(Duration::from_secs(after)).await;
+            }
+            500 => {
+                outcome.failed += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            _ => panic!("{method} {path}: {reply:?}"),
+        }
+    }
+}
+
+/// The data path under load and faults: ten thousand clients at once, alternating between the
+/// instances, each creating a todo and marking it done, far more than either instance's
+/// listen backlog (1024) or pool (8 connections) holds at a time; meanwhile NATS loses its
+/// store once (restarted without it) and PostgreSQL is restarted once (open transactions cut).
+/// A request refused as busy (503) or failed (500) is sent again. In the end:
+///
+/// - acknowledged == stored: every todo answered 201 is stored, and done if its completion
+///   was answered 200 (no 2xx for work not stored);
+/// - every stored todo's creation, and every stored completion, is counted exactly once by
+///   each instance, and nothing else: no event of rolled-back work (a request that failed) is
+///   published, none is lost with NATS' store, none is handled twice;
+/// - the outbox drains, and sets nothing aside.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ten_thousand_concurrent_creates_across_two_instances() {
-    const CREATES: usize = 10_000;
-    // The sockets of all the creates at once, and those of the two instances (started after
+async fn ten_thousand_creates_and_completions_while_nats_loses_its_store_and_postgres_restarts() {
+    const CLIENTS: usize = 10_000;
+    // The sockets of all the clients at once, and those of the two instances (started after
     // this, they inherit the limit).
-    di_test_support::open_files_at_least(CREATES as u64 + 1024);
-    let Some(cluster) = Cluster::new("load") else { return };
+    di_test_support::open_files_at_least(CLIENTS as u64 + 1024);
+    let Some(cluster) = Cluster::own("soak") else { return };
+    let servers = cluster.own.as_ref().expect("servers of its own");
     let (a, b) = (cluster.start("a", &[]), cluster.start("b", &[]));
     ready(a.addr).await;
     ready(b.addr).await;
     let began = Instant::now();
-    let creates: Vec<_> = (0..CREATES)
+    let acknowledged = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let clients: Vec<_> = (0..CLIENTS)
         .map(|i| {
             let addr = [a.addr, b.addr][i % 2];
+            let acknowledged = acknowledged.clone();
             tokio::spawn(async move {
-                let body = format!(r#"{{"title":"load {i}"}}"#);
-                let mut refused = 0;
-                loop {
-                    let reply = send_json(addr, "POST", &format!("/users/u{}/todos", i % 100), &body).await;
-                    if reply.status == 201 {
-                        return refused;
-                    }
-                    assert_eq!(reply.status, 503, "only a busy database refuses a create: {reply:?}");
-                    let after = reply.headers.get("retry-after").and_then(|s| s.parse().ok());
-                    let after = after.unwrap_or_else(|| panic!("a 503 says when to try again: {reply:?}"));
-                    refused += 1;
-                    tokio::time::sleep(Duration::from_secs(after)).await;
-                }
+                let mut outcome = Outcome::default();
+                let user = format!("u{}", i % 100);
+                let body = format!(r#"{{"title":"soak {i}"}}"#);
+                let created = until_done(addr, "POST", &format!("/users/{user}/todos"), &body, 201, &mut outcome).await;
+                let id = serde_json::from_str::<serde_json::Value>(&created).unwrap()["id"].as_i64().unwrap();
+                outcome.id = Some(id);
+                acknowledged.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let done = r#"{"done":true}"#;
+                until_done(addr, "PATCH", &format!("/users/{user}/todos/{id}"), done, 200, &mut outcome).await;
+                outcome.completed = true;
+                outcome
             })
         })
         .collect();
-    let mut refused = 0;
-    for create in creates {
-        refused += create.await.unwrap();
+    // The faults, while the clients run: NATS loses its store once a quarter of the creates
+    // are acknowledged, PostgreSQL restarts at half.
+    let faults = {
+        let (nats, postgres, acknowledged) = (servers.nats.clone(), servers.postgres.clone(), acknowledged.clone());
+        tokio::spawn(async move {
+            let at = |n: usize| {
+                let acknowledged = acknowledged.clone();
+                async move {
+                    while acknowledged.load(std::sync::atomic::Ordering::Relaxed) < n {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            };
+            at(CLIENTS / 4).await;
+            let lost = began.elapsed();
+            tokio::task::spawn_blocking(move || {
+                let mut nats = nats.lock().unwrap();
+                nats.lose_store();
+                nats.start().unwrap();
+            })
+            .await
+            .unwrap();
+            at(CLIENTS / 2).await;
+            let restarted = began.elapsed();
+            tokio::task::spawn_blocking(move || {
+                let mut postgres = postgres.lock().unwrap();
+                postgres.stop();
+                postgres.start().unwrap();
+            })
+            .await
+            .unwrap();
+            (lost, restarted)
+        })
+    };
+    let mut outcomes = Vec::with_capacity(CLIENTS);
+    for client in clients {
+        outcomes.push(client.await.unwrap());
     }
-    eprintln!("{CREATES} concurrent creates acknowledged in {:?}, after {refused} refusals", began.elapsed());
-    assert_eq!(cluster.count("todos").await, CREATES as i64, "acknowledged == stored");
-    until("the outbox to empty", async || cluster.count("di_outbox WHERE published_at IS NULL").await == 0).await;
-    let expected = CREATES as u64;
-    until("each instance to count every create", async || {
-        stats(a.addr).await.0 == expected && stats(b.addr).await.0 == expected
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!((stats(a.addr).await.0, stats(b.addr).await.0), (expected, expected), "each counted once");
-    eprintln!("relayed and counted by both in {:?}", began.elapsed());
+    let (lost, restarted) = faults.await.unwrap();
+    let answered = began.elapsed();
+    let (busy, failed): (u64, u64) = (outcomes.iter().map(|o| o.busy).sum(), outcomes.iter().map(|o| o.failed).sum());
+    // Acknowledged == stored.
+    let pool = sqlx::PgPool::connect(&cluster.db).await.unwrap();
+    let stored: Vec<(i64, bool)> = sqlx::query_as("SELECT id, done FROM todos").fetch_all(&pool).await.unwrap();
+    let stored: std::collections::HashMap<i64, bool> = stored.into_iter().collect();
+    for outcome in &outcomes {
+        let id = outcome.id.expect("every client's create was acknowledged");
+        assert_eq!(
+            stored.get(&id),
+            Some(&true),
+            "todo {id} was acknowledged created and done: stored as {:?}",
+            stored.get(&id)
+        );
+    }
+    let done = stored.values().filter(|&&done| done).count() as u64;
+    let created = stored.len() as u64;
+    // Each stored creation and completion counted once by each instance, nothing else.
+    until("the outbox to drain", async || cluster.count("di_outbox WHERE published_at IS NULL").await == 0).await;
+    for addr in [a.addr, b.addr] {
+        until("each instance to count every stored create and completion", async || {
+            stats(addr).await == (created, done)
+        })
+        .await;
+    }
+    let counted = began.elapsed();
+    marker(&[a.addr, b.addr], (created, done)).await;
+    assert_eq!(cluster.count("di_outbox_set_aside").await, 0);
+    eprintln!(
+        "soak: {CLIENTS} clients, each a create and a completion, across two instances\n\
+         NATS lost its store at {lost:?}, PostgreSQL restarted at {restarted:?}\n\
+         all answered 2xx at {answered:?}: {busy} attempts answered 503 (busy) and {failed} answered 500 (a database gone mid-request), each sent again\n\
+         stored: {created} todos ({} more than acknowledged: creates stored whose answer was a 500), {done} done\n\
+         counted once by each instance (created, completed) = ({created}, {done}) at {counted:?}; the outbox drained, nothing set aside",
+        created - CLIENTS as u64
+    );
 }

@@ -272,7 +272,11 @@ impl Own {
     }
 
     fn new(kind: OwnKind, name: &str) -> Result<Own, String> {
-        let dir = std::env::temp_dir().join(format!("di-test-own-{}-{name}", std::process::id()));
+        let what = match kind {
+            OwnKind::Nats(_) => "nats",
+            OwnKind::Postgres { .. } => "pg",
+        };
+        let dir = std::env::temp_dir().join(format!("di-test-own-{}-{what}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
