@@ -103,7 +103,7 @@ pub use current::Transactions;
 /// pool exhausted for its acquire timeout, a database refusing more connections), from
 /// [`TxSource::begin`] or through [`TxError::database`]: di-tx then reports
 /// [`TxError::Busy`], which callers can tell from a fault, and di-http answers a request whose
-/// completion phase failed with it 503. di-core's [`Busy`](di_core::Busy).
+/// completion phase failed with it 503. It is di-core's.
 pub use di_core::Busy;
 pub use di_macros::transactional;
 pub use error::{AbortedByDatabase, Classified, ErrorClass, TxError};
