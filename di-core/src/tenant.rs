@@ -351,13 +351,14 @@ impl<F: TenantObjects> Cache<F> {
             source: Arc::from(source),
         });
         let mut leaving = Vec::new();
+        let mut closed = None;
         {
             let now = self.now();
             let mut state = self.lock();
             state.building.remove(&tenant);
             if let Ok(object) = &outcome {
                 if state.closed {
-                    leaving.push((tenant.clone(), Arc::clone(object)));
+                    closed = Some(Arc::clone(object));
                 } else {
                     state.insert(tenant.clone(), Arc::clone(object), now);
                     while state.cached.len() > F::MAX_TENANTS {
@@ -369,6 +370,10 @@ impl<F: TenantObjects> Cache<F> {
         done.send_replace(Some(outcome));
         for (tenant, object) in leaving {
             self.destroy_later(tenant, object);
+        }
+        // Built after shutdown closed the cache: destroyed here, on the task shutdown awaits.
+        if let Some(object) = closed {
+            destroy(&*self.objects, tenant, object).await;
         }
     }
 
@@ -400,8 +405,14 @@ impl<F: TenantObjects> Cache<F> {
     async fn close(&self) {
         self.lock().closed = true;
         self.stop.send_replace(true);
-        let mut tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
-        while tasks.join_next().await.is_some() {}
+        // Until none is left: a build that ends may start an eviction's destroy.
+        loop {
+            let mut tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
+            if tasks.is_empty() {
+                break;
+            }
+            while tasks.join_next().await.is_some() {}
+        }
         let cached: Vec<(Tenant, Arc<F::Object>)> = {
             let mut state = self.lock();
             state.by_read.clear();

@@ -517,3 +517,56 @@ async fn an_idle_time_too_long_to_count_never_evicts() {
     app.shutdown().await.unwrap();
     assert_eq!(objects.0.destroyed("acme"), 1);
 }
+
+/// Tenant objects whose `create` waits to be let go, counting their destroys.
+#[derive(Default)]
+struct SlowBuild {
+    creates: AtomicUsize,
+    go: tokio::sync::Notify,
+    destroyed: AtomicUsize,
+}
+
+impl TenantObjects for SlowBuild {
+    type Object = ();
+
+    async fn create(&self, _: &Tenant) -> Result<(), BoxError> {
+        self.creates.fetch_add(1, Ordering::SeqCst);
+        self.go.notified().await;
+        Ok(())
+    }
+
+    async fn destroy(&self, _: &Tenant, _: Arc<()>) -> Result<(), BoxError> {
+        self.destroyed.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// A build under way when shutdown closes the cache: shutdown waits for it, and what it builds
+/// is destroyed before shutdown returns, not left to a task nothing awaits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_under_way_at_shutdown_is_waited_for_and_what_it_built_destroyed() {
+    let app = App::builder()
+        .without_inventory()
+        .register(ProtoDef::singleton::<SlowBuild>(|_| Ok(SlowBuild::default())))
+        .register(holder::<SlowBuild, _>(|dbs| Service { dbs }))
+        .build()
+        .await
+        .unwrap();
+    let (service, objects) = (app.get_object::<Service<SlowBuild>>().unwrap(), app.get_object::<SlowBuild>().unwrap());
+    let read = tokio::spawn({
+        let (app, service) = (app.clone(), Arc::clone(&service));
+        async move { app.scope().tenant("acme").unwrap().run(async { service.dbs.get().await }).await }
+    });
+    di_test_support::eventually(async || (objects.creates.load(Ordering::SeqCst) == 1).then_some(())).await;
+    let shutdown = tokio::spawn({
+        let app = app.clone();
+        async move { app.shutdown().await }
+    });
+    // Let shutdown reach the cache (the read's own scope is still running, so it cannot end
+    // before the build does).
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    objects.go.notify_one();
+    let _ = read.await.unwrap();
+    shutdown.await.unwrap().unwrap();
+    assert_eq!(objects.destroyed.load(Ordering::SeqCst), 1, "what the build made was not destroyed");
+}

@@ -35,7 +35,8 @@ struct Settings {
     /// milliseconds: larger rounds under load, at the cost of that much latency (0).
     linger_ms: u64,
     /// How long the oldest event may wait in the outbox before readiness says the outbox
-    /// is stalled, in milliseconds; 0: never.
+    /// is stalled, in milliseconds; 0 (the default): never. Every instance relays every row,
+    /// so a stall fails every instance's readiness at once.
     stall_ms: u64,
     /// How long a published event is kept, in milliseconds, to be published again should the
     /// broker lose it (a server restarted without its store) before every instance had it;
@@ -45,7 +46,7 @@ struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { batch: 100, poll_ms: 500, remember: 100_000, linger_ms: 0, stall_ms: 60_000, keep_ms: 300_000 }
+        Settings { batch: 100, poll_ms: 500, remember: 100_000, linger_ms: 0, stall_ms: 0, keep_ms: 300_000 }
     }
 }
 
@@ -95,8 +96,8 @@ pub struct OutboxCounts {
 /// Register it with [`Outbox::proto`], beside a singleton that provides `dyn OutboxStore`
 /// (di-sqlx's `OutboxTable`) and one that provides `dyn Broker` (di-nats' `JetStream`). Its
 /// settings are the optional section `[outbox]`: `batch` (100), `poll_ms` (500), `remember`
-/// (100000 ids), `linger_ms` (0), `stall_ms` (60000; 0: never), `keep_ms` (300000; 0: not
-/// kept).
+/// (100000 ids), `linger_ms` (0), `stall_ms` (0: readiness never fails on a stall), `keep_ms`
+/// (300000; 0: not kept).
 pub struct Outbox {
     store: Arc<dyn OutboxStore>,
     broker: Arc<dyn Broker>,
@@ -306,6 +307,15 @@ impl Outbox {
         }
     }
 
+    /// How long the outbox's oldest event has waited for the broker, as this instance's relay
+    /// last saw it (from the round that first found it waiting); `None` when the outbox was
+    /// empty at the relay's last round. What to alert on (with the feature `metrics`, the gauge
+    /// `di_outbox_oldest_waiting_seconds`); readiness fails on it only with `outbox.stall_ms`.
+    pub fn oldest_waiting(&self) -> Option<Duration> {
+        let waiting = *self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        waiting.map(|(_, since)| since.elapsed())
+    }
+
     /// Why readiness fails, if the oldest event has waited longer than `stall_ms`.
     fn stalled(&self) -> Option<String> {
         let limit = Duration::from_millis(self.settings.stall_ms);
@@ -342,6 +352,7 @@ impl Outbox {
             self.republish_if_lost().await;
             let round = self.relay_all().await;
             self.note(round);
+            waiting_metric(self.oldest_waiting());
             self.purge(&mut purged).await;
             tokio::select! {
                 () = stop.stopped() => break,
@@ -525,8 +536,9 @@ impl EventTransport for Outbox {
 }
 
 /// Readiness (`outbox`): ready once this instance is subscribed to the broker, so that a load
-/// balancer sends it requests only when it will also receive the events, and while the
-/// outbox's oldest event has waited no longer than `outbox.stall_ms` (60 s) for the broker.
+/// balancer sends it requests only when it will also receive the events, and, with
+/// `outbox.stall_ms` set, while the outbox's oldest event has waited no longer than that for
+/// the broker.
 impl HealthCheck for Outbox {
     fn check(self: Arc<Self>) -> CheckFuture {
         Box::pin(async move {
@@ -559,6 +571,14 @@ impl std::error::Error for Failed {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&*self.source)
     }
+}
+
+/// Sets the gauge `di_outbox_oldest_waiting_seconds`, with the feature `metrics`.
+fn waiting_metric(waiting: Option<Duration>) {
+    #[cfg(feature = "metrics")]
+    metrics::gauge!("di_outbox_oldest_waiting_seconds").set(waiting.map_or(0.0, |w| w.as_secs_f64()));
+    #[cfg(not(feature = "metrics"))]
+    let _ = waiting;
 }
 
 /// Counts an event set aside (`di_outbox_set_aside_total`, label `event`), with the feature

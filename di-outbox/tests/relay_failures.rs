@@ -208,8 +208,9 @@ async fn an_event_the_broker_would_refuse_fails_the_request_that_emits_it() {
     app.shutdown().await.unwrap();
 }
 
-/// Readiness fails once the oldest event has waited `outbox.stall_ms` for a broker that fails,
-/// and passes again once the broker takes it.
+/// With `outbox.stall_ms` set, readiness fails once the oldest event has waited that long for a
+/// broker that fails, and passes again once the broker takes it; `Outbox::oldest_waiting` says
+/// how long it has waited.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outbox_whose_oldest_event_waits_too_long_is_not_ready() {
     let broker = TestBroker::default();
@@ -225,6 +226,8 @@ async fn an_outbox_whose_oldest_event_waits_too_long_is_not_ready() {
     })
     .await;
     assert!(why.contains("row 1") && why.contains("outbox.stall_ms"), "{why}");
+    let waited = app.get_object::<Outbox>().unwrap().oldest_waiting().expect("waiting");
+    assert!(waited >= Duration::from_millis(200), "{waited:?}");
     app.get_object::<TestBroker>().unwrap().down.store(false, Ordering::SeqCst);
     di_test_support::eventually(async || app.health().await.ready.then_some(())).await;
     assert_eq!(app.get_object::<Table>().unwrap().left(), 0);

@@ -159,3 +159,27 @@ async fn requires_new_with_every_connection_held_by_its_callers_fails_busy() {
     }
     assert_eq!(notes(&db).await, ["a", "b"]);
 }
+
+/// A method's own transaction whose caller goes away during its `COMMIT` (a timeout around the
+/// call): the commit is not cut, it finishes on a task of the scope's, and the events follow
+/// it: the `before_commit` handler's line is stored with the note, and the `after_commit`
+/// handler runs, not the `after_rollback` one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_of_its_own_cut_off_during_its_commit_finishes_and_its_events_follow() {
+    let Some((app, ledger, db)) = setup("own_cut_off").await else { return };
+    sqlx::raw_sql(
+        "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$;
+         CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON notes DEFERRABLE INITIALLY DEFERRED
+             FOR EACH ROW EXECUTE FUNCTION slow();",
+    )
+    .execute(db.pool())
+    .await
+    .unwrap();
+    let events = app.events();
+    let call = Box::pin(app.run_in_context(ledger.emitting_new("a", false, &events)));
+    let gone = tokio::time::timeout(std::time::Duration::from_millis(150), call).await;
+    assert!(gone.is_err(), "the call ended before its caller went away");
+    app.shutdown().await.unwrap();
+    assert_eq!(notes(&db).await, ["a", "journal:a"]);
+    assert_eq!(app.get_object::<Journal>().unwrap().phases.lines(), ["committed:a"]);
+}

@@ -76,9 +76,9 @@ impl Transactional {
     ) -> Result<T, E> {
         let owner = self.transactions.owner;
         let Ok(scope) = self.transactions.scope.try_get() else { return own(owner, source, name, next).await };
-        let tx = match scope.begin(source, name).await? {
+        let tx = match scope.begin(source, name, owner).await? {
             Began::New(tx) => tx,
-            Began::Joined(tx) => return current::within(owner, tx, None, next.run()).await,
+            Began::Joined(tx) => return in_tx(tx, next).await,
             Began::Closed => return own(owner, source, name, next).await,
         };
         // Cut short (a panic, a cancellation): what it began is never committed.
@@ -86,17 +86,12 @@ impl Transactional {
             tx.doom();
             scope.forget(&tx);
         }));
-        // Its events go with the scope's transaction once it returns `Ok`, which the scope
-        // commits; on `Err` the transaction is rolled back, and they with it.
-        let events = EventHold::new();
-        let out = current::within(owner, Arc::clone(&tx), None, events.run(next.run())).await;
+        let out = in_tx(Arc::clone(&tx), next).await;
         std::mem::forget(cut);
+        // On `Err`, rolled back, with the events emitted in it; on `Ok`, the scope commits it.
         if out.is_err() {
             scope.forget(&tx);
             tx.rollback().await;
-            events.release(false);
-        } else {
-            events.hand_up();
         }
         out
     }
@@ -110,16 +105,14 @@ impl<T: Send, E: From<TxError> + Send> Advice<Result<T, E>> for Transactional {
         let current = self.transactions.current(name);
         match (options.propagation(), current) {
             // Joined: the method keeps the transaction until it returns, ended or not.
-            (Propagation::Required | Propagation::Mandatory, Some(tx)) => {
-                current::within(owner, tx, None, next.run()).await
-            }
+            (Propagation::Required | Propagation::Mandatory, Some(tx)) => in_tx(tx, next).await,
             (Propagation::Never, None) => next.run().await,
             (Propagation::Required, None) => self.required(&*source, name, next).await,
             (Propagation::RequiresNew, Some(_)) if source.one_at_a_time() => {
                 Err(TxError::OneAtATime { call: call.to_string(), data_source: name.to_owned() }.into())
             }
             (Propagation::RequiresNew, _) => own(owner, &*source, name, next).await,
-            (Propagation::Nested, Some(tx)) => nested(owner, tx, next).await,
+            (Propagation::Nested, Some(tx)) => nested(tx, next).await,
             (Propagation::Nested, None) => self.required(&*source, name, next).await,
             (Propagation::Mandatory, None) => {
                 Err(TxError::Mandatory { call: call.to_string(), data_source: name.to_owned() }.into())
@@ -131,60 +124,62 @@ impl<T: Send, E: From<TxError> + Send> Advice<Result<T, E>> for Transactional {
     }
 }
 
+/// The method run in `tx`, which it began or joined: the innermost transaction of its task,
+/// holding the events it emits.
+async fn in_tx<T, E>(tx: Arc<Tx>, next: Next<'_, Result<T, E>>) -> Result<T, E> {
+    current::within(tx.owner, Arc::clone(&tx), None, tx.events.run(next.run())).await
+}
+
 /// A transaction of the method's own: begun now, the innermost of the task while the method
 /// runs, committed on `Ok` (a failed commit is the method's error), rolled back on `Err`, never
 /// committed if the method is cut short. The events emitted in it follow it: their
 /// `before_commit` handlers and the outbox's write run in it before its commit, and their
-/// other handlers once it has committed or rolled back.
+/// other handlers once it has committed or rolled back. Once the method has returned `Ok`, its
+/// commit runs on a task of the scope's: a caller that goes away does not cut it at an unknown
+/// point, nor release the events as rolled back.
 async fn own<T, E: From<TxError>>(
     owner: Owner,
     source: &dyn TxSource,
     name: &str,
     next: Next<'_, Result<T, E>>,
 ) -> Result<T, E> {
-    let tx = Tx::begin(source, name).await?;
+    let tx = Tx::begin(source, name, owner).await?;
     let cut = OnDrop(Some(|| tx.doom()));
-    let events = EventHold::new();
-    let out = current::within(owner, Arc::clone(&tx), None, events.run(next.run())).await;
+    let out = in_tx(Arc::clone(&tx), next).await;
     std::mem::forget(cut);
     let value = match out {
         Ok(value) => value,
         Err(error) => {
             tx.rollback().await;
-            events.release(false);
             return Err(error);
         }
     };
-    if let Err(source) = current::within(owner, Arc::clone(&tx), None, events.prepare()).await {
-        tx.rollback().await;
-        events.release(false);
-        return Err(TxError::Events { data_source: name.to_owned(), source: Box::new(source) }.into());
-    }
-    match tx.commit().await {
-        Ok(()) => {
-            events.release(true);
-            Ok(value)
-        }
-        Err(error) => {
-            events.release(false);
-            Err(error.into())
-        }
-    }
+    let finishing = Arc::clone(&tx);
+    let finished = match tokio::runtime::Handle::try_current() {
+        Ok(_) => match di_core::spawn(async move { finishing.finish().await }).await {
+            Ok(finished) => finished,
+            Err(cut) if cut.is_panic() => std::panic::resume_unwind(cut.into_panic()),
+            Err(_) => Err(TxError::Ended { data_source: name.to_owned(), how: "its commit was cut off" }),
+        },
+        Err(_) => finishing.finish().await,
+    };
+    finished?;
+    Ok(value)
 }
 
 /// A savepoint of the current transaction around the method: released on `Ok`, rolled back to
-/// on `Err`, and rolled back to before the transaction's next use if the method is cut short.
-/// Its events go with the transaction once the savepoint is released, and to their
-/// `after_rollback` handlers if it is rolled back to.
-async fn nested<T, E: From<TxError>>(owner: Owner, tx: Arc<Tx>, next: Next<'_, Result<T, E>>) -> Result<T, E> {
+/// on `Err`, and rolled back to before the transaction's next use if the method is cut short
+/// (also while its savepoint is being ended). Its events go to the transaction once the
+/// savepoint is released, and to their `after_rollback` handlers if it is rolled back to.
+async fn nested<T, E: From<TxError>>(tx: Arc<Tx>, next: Next<'_, Result<T, E>>) -> Result<T, E> {
     let savepoint = tx.savepoint().await?;
     let cut = OnDrop(Some(|| tx.abandon(savepoint)));
     let events = EventHold::new();
-    let out = current::within(owner, Arc::clone(&tx), Some(savepoint), events.run(next.run())).await;
-    std::mem::forget(cut);
+    let out = current::within(tx.owner, Arc::clone(&tx), Some(savepoint), events.run(next.run())).await;
     let ended = tx.end_savepoint(savepoint, out.is_ok()).await;
+    std::mem::forget(cut);
     if out.is_ok() && ended.is_ok() {
-        events.hand_up();
+        events.hand_to(&tx.events);
     } else {
         events.release(false);
     }

@@ -103,9 +103,24 @@ pub(crate) fn savepoints_of(tx: &Tx) -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// How many frames of the calling task hold `tx`.
+pub(crate) fn frames_of(tx: &Tx) -> usize {
+    FRAMES
+        .try_with(|frames| {
+            let (mut count, mut frame) = (0, frames.as_ref());
+            while let Some(f) = frame {
+                count += usize::from(std::ptr::eq(&*f.tx, tx));
+                frame = f.outer.as_ref();
+            }
+            count
+        })
+        .unwrap_or(0)
+}
+
 /// `fut` with `tx` (and its `savepoint`, for a `nested` method) as its task's innermost
-/// transaction of `tx`'s data source.
+/// transaction of `tx`'s data source, counted as a method running in `tx` until it ends.
 pub(crate) async fn within<F: Future>(owner: Owner, tx: Arc<Tx>, savepoint: Option<u32>, fut: F) -> F::Output {
+    let _running = tx.enter();
     let outer = FRAMES.try_with(Clone::clone).ok().flatten();
     FRAMES.scope(Some(Arc::new(Frame { owner, tx, savepoint, outer })), fut).await
 }

@@ -45,7 +45,12 @@ impl TxScope {
     }
 
     /// Begins the scope's transaction of `source` (named `name`).
-    pub(crate) async fn begin(&self, source: &dyn TxSource, name: &str) -> Result<Began, TxError> {
+    pub(crate) async fn begin(
+        &self,
+        source: &dyn TxSource,
+        name: &str,
+        owner: crate::current::Owner,
+    ) -> Result<Began, TxError> {
         let _one_at_a_time = self.beginning.lock().await;
         if self.closed.load(std::sync::atomic::Ordering::Acquire) {
             return Ok(Began::Closed);
@@ -53,7 +58,7 @@ impl TxScope {
         if let Some(tx) = self.find(name) {
             return Ok(Began::Joined(tx));
         }
-        let tx = Tx::begin(source, name).await?;
+        let tx = Tx::begin(source, name, owner).await?;
         self.open().push(Arc::clone(&tx));
         Ok(Began::New(tx))
     }
@@ -82,7 +87,7 @@ impl TxScope {
             if failed || result.is_err() {
                 tx.rollback().await;
             } else {
-                result = tx.commit().await;
+                result = tx.finish().await;
             }
         }
         if let Err(error) = &result {

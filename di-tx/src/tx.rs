@@ -6,6 +6,9 @@ use std::sync::{Arc, Mutex as SyncMutex};
 
 use tokio::sync::{Mutex, Notify, OwnedMappedMutexGuard, OwnedMutexGuard};
 
+use di_core::EventHold;
+
+use crate::current::Owner;
 use crate::error::TxError;
 use crate::source::{TxConn, TxSource};
 
@@ -21,7 +24,14 @@ use crate::source::{TxConn, TxSource};
 /// code through the adapter (di-sqlx's `Database::conn`).
 pub struct Tx {
     source: Arc<str>,
+    /// The App whose methods began it.
+    pub(crate) owner: Owner,
     state: Arc<Mutex<State>>,
+    /// The events emitted in it (by the methods that began or joined it): prepared before its
+    /// commit, inside it, and released with its outcome.
+    pub(crate) events: EventHold,
+    /// How many methods run in it now, on any task: its commit waits for them.
+    active: std::sync::atomic::AtomicUsize,
     /// The method that began it failed, panicked or was cancelled: rolled back at its next use
     /// or at the scope's end, never committed.
     doomed: AtomicBool,
@@ -61,11 +71,14 @@ impl std::fmt::Debug for Tx {
 
 impl Tx {
     /// Begins a transaction of `source`, named `name`.
-    pub(crate) async fn begin(source: &dyn TxSource, name: &str) -> Result<Arc<Tx>, TxError> {
+    pub(crate) async fn begin(source: &dyn TxSource, name: &str, owner: Owner) -> Result<Arc<Tx>, TxError> {
         let conn = source.begin().await.map_err(|error| TxError::database("beginning a transaction", name, error))?;
         Ok(Arc::new(Tx {
             source: name.into(),
+            owner,
             state: Arc::new(Mutex::new(State::Open(conn))),
+            events: EventHold::new(),
+            active: std::sync::atomic::AtomicUsize::new(0),
             doomed: AtomicBool::new(false),
             savepoints: SyncMutex::new(Vec::new()),
             turn: Notify::new(),
@@ -147,6 +160,7 @@ impl Tx {
             }
             self.savepoints().clear();
             self.turn.notify_waiters();
+            self.events.release(false);
             return Err(TxError::Aborted { data_source: self.source.to_string() });
         }
         // The newest savepoints, while abandoned: their methods were cut short.
@@ -159,7 +173,11 @@ impl Tx {
                 conn.release_savepoint(&name).await
             };
             self.pop_savepoint(id);
-            undone.await.map_err(|error| self.database("rolling back to an abandoned savepoint", error))?;
+            if let Err(error) = undone.await {
+                // Its work may still be in the transaction: never commit it.
+                self.doom();
+                return Err(self.database("rolling back to an abandoned savepoint", error));
+            }
         }
         Ok(())
     }
@@ -170,17 +188,61 @@ impl Tx {
         self.turn.notify_waiters();
     }
 
-    /// Commits (a doomed or aborted transaction is rolled back instead, and that is the error).
+    /// Runs the `before_commit` step of the events emitted in the transaction (their handlers,
+    /// the outbox's write) inside it, then commits; the events are released with the outcome.
+    pub(crate) async fn finish(self: &Arc<Self>) -> Result<(), TxError> {
+        let prepared = crate::current::within(self.owner, Arc::clone(self), None, self.events.prepare()).await;
+        if let Err(source) = prepared {
+            self.rollback().await;
+            return Err(TxError::Events { data_source: self.source.to_string(), source: Box::new(source) });
+        }
+        self.commit().await
+    }
+
+    /// Commits once no other method runs in the transaction (a task of the request that
+    /// joined it) and no method's savepoint is set: what they do is all or nothing. A doomed or
+    /// aborted transaction is rolled back instead, and that is the error. Its events are
+    /// released with the outcome.
     pub(crate) async fn commit(&self) -> Result<(), TxError> {
-        // Once no method's savepoint is set: its work is all or nothing.
-        let mut state = self.turn(&[]).await?;
+        self.methods_done().await;
+        let mut state = match self.turn(&[]).await {
+            Ok(state) => state,
+            Err(error) => {
+                self.events.release(false);
+                return Err(error);
+            }
+        };
         let State::Open(conn) = std::mem::replace(&mut *state, State::Ended("committed")) else {
             unreachable!("settled: open")
         };
-        conn.commit().await.map_err(|error| {
+        let committed = conn.commit().await.map_err(|error| {
             *state = State::Ended("its commit failed");
             self.database("committing", error)
-        })
+        });
+        drop(state);
+        self.events.release(committed.is_ok());
+        committed
+    }
+
+    /// Waits until no method runs in the transaction but those of the calling task (which
+    /// cannot end while it waits).
+    async fn methods_done(&self) {
+        let own = crate::current::frames_of(self);
+        loop {
+            let turn = self.turn.notified();
+            let mut turn = std::pin::pin!(turn);
+            turn.as_mut().enable();
+            if self.active.load(Ordering::Acquire) <= own {
+                return;
+            }
+            turn.await;
+        }
+    }
+
+    /// Counts a method running in the transaction until the guard is dropped.
+    pub(crate) fn enter(self: &Arc<Self>) -> Active {
+        self.active.fetch_add(1, Ordering::AcqRel);
+        Active(Arc::clone(self))
     }
 
     /// Rolls back if still open; a failure is logged (the transaction is over either way: the
@@ -199,6 +261,7 @@ impl Tx {
         // Statements waiting for a savepoint's method see the end now.
         self.savepoints().clear();
         self.turn.notify_waiters();
+        self.events.release(false);
     }
 
     /// Marks the transaction as not to be committed: its next use rolls it back.
@@ -294,6 +357,16 @@ impl Drop for Tx {
                 Err(_) => drop(conn),
             }
         }
+    }
+}
+
+/// A method running in a transaction ([`Tx::enter`]): its commit waits for it.
+pub(crate) struct Active(Arc<Tx>);
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::AcqRel);
+        self.0.turn.notify_waiters();
     }
 }
 

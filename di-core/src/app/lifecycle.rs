@@ -125,29 +125,38 @@ pub(super) async fn abort(
 /// before taking it for blocked: the work's own timers fire at the deadline.
 const GRACE: Duration = Duration::from_millis(200);
 
-/// Runs `work` on a blocking thread of the current runtime (`Handle::block_on`), the caller
-/// waiting for it until `deadline` (and [`GRACE`]): `None` if it has not returned by then, its
-/// thread held by code that never yields (a hook stuck in blocking code), which no timer on its
-/// own thread could cut. A panic of `work` resumes here.
+/// Runs `work` on a thread of its own (`Handle::block_on` on a `std::thread`: not one of the
+/// runtime's, whose drop would wait for it), the caller waiting for it until `deadline` (and
+/// [`GRACE`]): `None` if it has not returned by then, its thread held by code that never yields
+/// (a hook stuck in blocking code), which no timer on its own thread could cut. That thread is
+/// abandoned: the process may exit while it blocks. A panic of `work` resumes here.
+///
+/// The caller waits on a blocking thread of the runtime, in real time: a paused clock (tests)
+/// then does not jump to the deadline while `work` runs, which the runtime cannot see.
 async fn off_thread<T: Send + 'static>(
     runtime: tokio::runtime::Handle,
     work: impl Future<Output = T> + Send + 'static,
     deadline: tokio::time::Instant,
 ) -> Option<T> {
+    let within = deadline.saturating_duration_since(tokio::time::Instant::now()) + GRACE;
     // The caller's subscriber (a thread's own, as tests set) and span go along.
     let dispatch = tracing::dispatcher::get_default(Clone::clone);
     let work = tracing::Instrument::instrument(work, tracing::Span::current());
-    let thread = tokio::task::spawn_blocking({
-        let runtime = runtime.clone();
-        move || tracing::dispatcher::with_default(&dispatch, || runtime.block_on(work))
+    let (done, outcome) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new().name("di-deadline".into()).spawn(move || {
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tracing::dispatcher::with_default(&dispatch, || runtime.block_on(work))
+        }));
+        let _ = done.send(out);
     });
-    match tokio::time::timeout_at(deadline + GRACE, thread).await {
-        Ok(Ok(out)) => Some(out),
-        Ok(Err(joined)) => match joined.try_into_panic() {
-            Ok(panic) => std::panic::resume_unwind(panic),
-            Err(_) => None,
-        },
-        Err(_) => None,
+    if let Err(error) = thread {
+        tracing::error!(%error, "no thread for the hooks under a deadline");
+        return None;
+    }
+    match tokio::task::spawn_blocking(move || outcome.recv_timeout(within)).await {
+        Ok(Ok(Ok(out))) => Some(out),
+        Ok(Ok(Err(panic))) => std::panic::resume_unwind(panic),
+        Ok(Err(_)) | Err(_) => None,
     }
 }
 
@@ -165,6 +174,8 @@ struct Destroyed {
     cut: Vec<String>,
     /// The hook running now, by its place in the order.
     running: Option<usize>,
+    /// How many hooks were reached (run, cut or skipped).
+    reached: usize,
     /// The caller stopped waiting (a hook blocks the thread): run no other hook.
     abandoned: bool,
 }
@@ -197,6 +208,9 @@ pub(super) async fn destroy_singletons(
             Some(Destroy { label: def.label(), run: Box::pin(run) })
         })
         .collect();
+    if hooks.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
     let labels: Vec<String> = hooks.iter().map(|d| d.label.clone()).collect();
     let progress = Arc::new(std::sync::Mutex::new(Destroyed::default()));
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -213,10 +227,16 @@ pub(super) async fn destroy_singletons(
     let mut done = progress.lock().unwrap_or_else(|e| e.into_inner());
     if !finished {
         done.abandoned = true;
-        let blocked = done.running.unwrap_or(0);
-        tracing::error!(proto = %labels[blocked], deadline = ?within, "a destroy hook blocked its thread past the stop deadline; abandoned");
-        done.cut.push(format!("{} (destroy hook, blocking its thread)", labels[blocked]));
-        let not_run = labels[blocked + 1..].iter().map(|label| format!("{label} (destroy hook not run)"));
+        // The hook that never returned holds the thread; the ones after it never ran.
+        let next = match done.running {
+            Some(blocked) => {
+                tracing::error!(proto = %labels[blocked], deadline = ?within, "a destroy hook blocked its thread past the stop deadline; abandoned");
+                done.cut.push(format!("{} (destroy hook, blocking its thread)", labels[blocked]));
+                blocked + 1
+            }
+            None => done.reached,
+        };
+        let not_run = labels[next.min(labels.len())..].iter().map(|label| format!("{label} (destroy hook not run)"));
         done.cut.extend(not_run);
     }
     (std::mem::take(&mut done.errors), std::mem::take(&mut done.cut))
@@ -238,6 +258,7 @@ async fn run_destroys(
             }
             if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
                 done.cut.push(format!("{} (destroy hook not run)", hook.label));
+                done.reached = i + 1;
                 continue;
             }
             done.running = Some(i);
@@ -252,6 +273,7 @@ async fn run_destroys(
             return;
         }
         done.running = None;
+        done.reached = i + 1;
         match result {
             Some(Ok(())) => {}
             Some(Err(e)) => done.errors.push(e),

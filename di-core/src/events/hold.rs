@@ -139,6 +139,13 @@ impl EventHold {
         }
     }
 
+    /// The unit ended inside `outer` (a savepoint released in its transaction): its events
+    /// are held by `outer` from now on, to follow its outcome.
+    pub fn hand_to(&self, outer: &EventHold) {
+        let items = std::mem::take(&mut *self.items.lock());
+        outer.items.lock().extend(items);
+    }
+
     /// The unit ended inside another (a savepoint released): its events go where an event
     /// emitted here now would, to the enclosing hold, the scope, or their handlers at once.
     pub fn hand_up(&self) {

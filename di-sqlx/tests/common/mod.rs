@@ -212,6 +212,30 @@ macro_rules! suite {
                 self.insert(second).await
             }
 
+            /// Joins the request's transaction, writes `note` and emits `Noted(note)`, and
+            /// returns `Ok` once the method that began the transaction may fail.
+            #[transactional(source = "database")]
+            pub async fn join_and_emit(
+                &self,
+                note: &'static str,
+                steps: &Steps,
+                events: &di_core::EventBus,
+            ) -> Result<(), TestError> {
+                self.insert(note).await?;
+                events.emit(Noted(note));
+                steps.joined.wait().await;
+                Ok(())
+            }
+
+            /// Writes `first`, then `second` a little later (a task of the request that is
+            /// still at work when the request's handler returns).
+            #[transactional(source = "database")]
+            pub async fn two_writes(&self, first: &str, second: &str) -> Result<(), TestError> {
+                self.insert(first).await?;
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                self.insert(second).await
+            }
+
             /// A savepoint: writes `note`, lets the other branch of the request try to write
             /// (at most half a second), then fails: rolled back to.
             #[transactional(nested, source = "database")]
@@ -677,6 +701,46 @@ macro_rules! suite {
             assert!(matches!(first, Err(TestError::Failed)), "{first:?}");
             let Err(TestError::Tx(TxError::Ended { .. })) = &second else { panic!("{second:?}") };
             assert_eq!(notes(&db).await, Vec::<String>::new());
+        }
+
+        /// An event follows the transaction it was emitted in also when the method that emitted
+        /// it joined: the transaction rolled back (the method that began it failed), the event
+        /// goes to its `after_rollback` handlers though the request, which took the failure in
+        /// stride, succeeds.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn an_event_of_a_method_that_joined_follows_the_transaction_not_the_request() {
+            let Some((app, ledger, db)) = setup("joined_event").await else { return };
+            let (steps, events) = (Steps::new(), app.events());
+            app.run_in_context(async {
+                let (first, second) = tokio::join!(ledger.begin_then_fail("a", &steps), async {
+                    steps.began.wait().await;
+                    ledger.join_and_emit("b", &steps, &events).await
+                });
+                assert!(first.is_err());
+                second.unwrap();
+            })
+            .await;
+            app.shutdown().await.unwrap();
+            let journal = app.get_object::<Journal>().unwrap();
+            assert_eq!(journal.phases.lines(), ["rolled back:b"]);
+            assert_eq!(notes(&db).await, Vec::<String>::new());
+        }
+
+        /// A task of the request still running a method in the request's transaction when the
+        /// handler returns: the commit waits for it, so its work is committed whole, not split
+        /// between the commit and a statement refused after it.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn the_commit_waits_for_a_task_of_the_request_still_in_its_transaction() {
+            let Some((app, ledger, db)) = setup("commit_waits").await else { return };
+            app.try_run_in_context(async {
+                ledger.required("first", false).await.unwrap();
+                let task = Arc::clone(&ledger);
+                drop(di_core::spawn(async move { task.two_writes("x", "y").await.unwrap() }));
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await; // the task joined
+            })
+            .await
+            .unwrap();
+            assert_eq!(notes(&db).await, ["first", "x", "y"]);
         }
 
         /// While a `nested` method's savepoint is set, another method of the request sharing
