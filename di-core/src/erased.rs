@@ -6,6 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::error::BoxError;
 
@@ -283,93 +284,102 @@ pub(crate) fn stored_as_another_type() -> ! {
 /// its way from [`fill`](crate::private::fill) to [`Own::take`]: a factory holds an array of them,
 /// one per such field.
 ///
-/// `fill` resolves every object first (so that an error drops the ones before it, as any value
-/// is dropped), then makes each one a raw pointer with its type: what [`Own::take`] turns into an
-/// `Arc<T>` with no code per type but `Arc::from_raw`'s, the least a typed `Arc` costs (the
-/// downcast and the typed fallback it replaced were most of the code a 2000-field consumer
-/// compiled: issue 30, `docs/decisions.md`).
+/// Sixteen bytes, empty when null, so that a factory's array starts without a `memset` and an
+/// object costs `fill` one store: `fill` resolves every object (an error drops the ones
+/// before it with the array), and [`Own::take`] checks its type and turns it into an `Arc<T>`
+/// with no code per type but `Arc::from_raw`'s, the least a typed `Arc` costs (a downcast with a
+/// typed fallback compiled per type was most of the code a 2000-field consumer compiled; see
+/// `docs/decisions.md`). A fake stored as another type is converted by its target's cast in
+/// `fill`, into a [`Converted`] that `take` reads on its rare path.
 #[derive(Debug)]
-pub struct Own(OwnState);
-
-#[derive(Debug, Default)]
-enum OwnState {
-    /// Not filled yet, or taken.
-    #[default]
-    Empty,
-    /// Resolved, not yet converted.
-    Object(AnyArc),
-    /// The address of a `T` inside an `Arc<T>`'s allocation, which owns one strong count of
-    /// it, and `T`'s `TypeId`: from `Arc::into_raw`, of the object itself or of what its
-    /// target's cast made of it (a fake).
-    Raw(NonNull<()>, TypeId),
-}
+pub struct Own(Option<AnyArc>);
 
 impl Own {
     /// An empty place, for the factory's array.
-    pub const EMPTY: Own = Own(OwnState::Empty);
+    pub const EMPTY: Own = Own(None);
 
-    /// Puts a resolved object in this place: `fill`'s first step.
+    /// Puts a resolved object in this place.
+    #[inline]
     pub(crate) fn set(&mut self, obj: AnyArc) {
-        self.0 = OwnState::Object(obj);
+        self.0 = Some(obj);
     }
 
-    /// `fill`'s second step, for an object of the declared type `ty` (its target's own
-    /// entry, which `fill` checked): the object as a raw pointer, with its type, which
-    /// [`Own::take`] checks.
-    pub(crate) fn make_raw(&mut self, ty: TypeId) {
-        let OwnState::Object(obj) = std::mem::take(&mut self.0) else { unfilled() };
-        debug_assert_eq!((*obj).type_id(), ty, "fill checks the object's type");
-        self.0 = OwnState::Raw(thin(Arc::into_raw(obj)), ty);
-    }
-
-    /// `fill`'s second step, for an object stored as another type than the declared one,
-    /// `declared` (a fake given to `override_provider`): what `cast`, its target's cast, writes
-    /// through `put`.
-    pub(crate) fn make_raw_by(
+    /// For an object stored as another type than the declared one, `declared` (a fake given to
+    /// `override_provider`): what `cast`, its target's cast, writes through `put`, kept as a
+    /// [`Converted`]. `fill` converts after every object is resolved, so that an error drops
+    /// them all.
+    pub(crate) fn convert_by(
         &mut self,
         declared: TypeId,
         cast: impl FnOnce(AnyArc, &mut RawOut),
         name: impl FnOnce() -> &'static str,
     ) {
-        let OwnState::Object(obj) = std::mem::take(&mut self.0) else { unfilled() };
+        let Some(obj) = self.0.take() else { unfilled() };
         let mut out = RawOut { ty: declared, raw: None };
         cast(obj, &mut out);
-        self.0 = match out.raw {
-            Some(raw) => OwnState::Raw(raw, declared),
+        match out.raw {
+            Some(raw) => self.0 = Some(Arc::new(Converted { ptr: AtomicPtr::new(raw.as_ptr()), ty: declared })),
             None => left_empty(name()),
-        };
-    }
-
-    /// The raw pointer of this place, if it holds an object of type `ty`, and the place
-    /// emptied. Not generic. Aborts otherwise, which no generated factory reaches.
-    #[inline]
-    fn raw(&mut self, ty: TypeId) -> NonNull<()> {
-        match std::mem::take(&mut self.0) {
-            OwnState::Raw(ptr, t) if t == ty => ptr,
-            _ => unfilled(),
         }
     }
 
-    /// The second step of [`fill`](crate::private::fill): this place's object as an `Arc<T>`,
-    /// taken out of the factory's array. A method, so that the macros' call for each
-    /// dependency is a few tokens (each costs a large crate's rebuild: issue 30). Inlined into
-    /// the factory, with no function per dependency type but `Arc::from_raw` (issue 30) and no
-    /// unwinding: a place that is not a `T` aborts (the macros never make one), so the
-    /// factory's takes need no cleanup paths (issue 13).
+    /// The raw pointer of this place's object, if it is of type `ty` (or a fake converted to
+    /// it), and the place emptied. Not generic. Aborts otherwise, which no generated factory
+    /// reaches: a descriptor's factory that returns another type than its proto's is refused
+    /// where it returns (`SyncFactory::call`).
+    #[inline]
+    fn raw(&mut self, ty: TypeId) -> NonNull<()> {
+        match self.0.take() {
+            Some(obj) if (*obj).type_id() == ty => thin(Arc::into_raw(obj)),
+            Some(obj) => converted(obj, ty),
+            None => unfilled(),
+        }
+    }
+
+    /// This place's object as an `Arc<T>`, taken out of the factory's array: the second step of
+    /// [`fill`](crate::private::fill). A method, so that the macros' call for each dependency
+    /// is a few tokens (each costs a large crate's rebuild). Inlined into the factory, with no
+    /// function per dependency type but `Arc::from_raw` and no unwinding: a place that is not a
+    /// `T` aborts (the macros never make one), so the factory's takes need no cleanup paths.
     #[inline]
     pub fn take<T: Send + Sync + 'static>(&mut self) -> Arc<T> {
         let ptr = self.raw(TypeId::of::<T>());
-        // SAFETY: `raw` returned the pointer of an `OwnState::Raw` whose type is `T`'s, which
-        // `fill` made with `Arc::into_raw` of an `Arc<dyn Any + Send + Sync>` whose object is of
-        // that type (an `Arc<T>` coerced), or `put` with `Arc::into_raw` of an `Arc<U>` whose `U`
+        // SAFETY: `raw` returned either `Arc::into_raw` of an `Arc<dyn Any + Send + Sync>` whose
+        // object's `TypeId` is `T`'s (an `Arc<T>` coerced), or the pointer a `Converted` of
+        // `T`'s `TypeId` holds, which `put` made with `Arc::into_raw` of an `Arc<U>` whose `U`
         // has that `TypeId`: either way, the address of a `T` in an allocation of `Arc<T>`'s
-        // layout, what `Arc::<T>::from_raw` requires. The strong count `into_raw` kept is the one
-        // the new `Arc` owns, and `raw` emptied the place, so no other `Arc` is made from it.
-        // Checked under miri: `cargo +nightly miri test -p di-core --lib erased`.
-        #[allow(unsafe_code)] // measured reason above and in docs/decisions.md (issue 30)
+        // layout, what `Arc::<T>::from_raw` requires. The strong count
+        // `into_raw` kept is the one the new `Arc` owns, and `raw` emptied the place (a
+        // `Converted` is read once: it goes with the place's `Arc`), so no other `Arc` is made
+        // from it. Checked under miri: `cargo +nightly miri test -p di-core --lib erased`.
+        #[allow(unsafe_code)] // measured reason above and in docs/decisions.md
         unsafe {
             Arc::from_raw(ptr.as_ptr() as *const T)
         }
+    }
+}
+
+/// A fake converted by its target's cast for [`Own`]: the address of the `T` inside an
+/// `Arc<T>` that owns one strong count of it (an `AtomicPtr` only to be `Send` and `Sync`
+/// without `unsafe`: it is written once, before it is shared), and `T`'s `TypeId`. Made only by
+/// [`Own::convert_by`] (the type is private, so no factory returns one). Dropped untaken (a
+/// later cast of the same `fill` panicked), it leaks that count: the fake outlives the test.
+#[derive(Debug)]
+struct Converted {
+    ptr: AtomicPtr<()>,
+    ty: TypeId,
+}
+
+/// [`Own::raw`]'s rare path: a [`Converted`] fake of type `ty`, else an abort (see `unfilled`).
+#[cold]
+#[inline(never)]
+fn converted(obj: AnyArc, ty: TypeId) -> NonNull<()> {
+    match obj.downcast::<Converted>() {
+        Ok(fake) if fake.ty == ty => match NonNull::new(fake.ptr.load(Ordering::Relaxed)) {
+            Some(ptr) => ptr,
+            None => unreachable!("Arc::into_raw is never null"),
+        },
+        _ => unfilled(),
     }
 }
 
@@ -474,7 +484,6 @@ mod tests {
     fn filled(obj: AnyArc) -> Own {
         let mut own = Own::EMPTY;
         own.set(obj);
-        own.make_raw(TypeId::of::<Svc>());
         own
     }
 
@@ -498,10 +507,12 @@ mod tests {
         let mut own = Own::EMPTY;
         own.set(obj);
         let cast = |obj, out: &mut RawOut| put(out as &mut dyn Any, (*downcast::<Arc<Svc>>(obj)).clone());
-        own.make_raw_by(TypeId::of::<Svc>(), cast, || "Svc");
+        own.convert_by(TypeId::of::<Svc>(), cast, || "Svc");
         let svc: Arc<Svc> = own.take();
         assert!(Arc::ptr_eq(&svc, &fake));
         assert_eq!(Arc::strong_count(&fake), 2, "the wrapper is gone, the taken `Arc` holds one count");
+        drop(svc);
+        assert_eq!(Arc::strong_count(&fake), 1, "the converted fake held no count of its own");
     }
 
     #[test]
@@ -522,7 +533,7 @@ mod tests {
         let mut own = Own::EMPTY;
         own.set(obj);
         // Declared as `u8`, and the cast puts a `Svc`: `put` checks the type asked for.
-        own.make_raw_by(
+        own.convert_by(
             TypeId::of::<u8>(),
             |obj, out: &mut RawOut| put(out as &mut dyn Any, downcast::<Svc>(obj)),
             || "u8",

@@ -131,56 +131,42 @@ impl Resolver<'_> {
         Ok(provided_as::<T>(self.graph, t, obj))
     }
 
-    /// [`fill`](crate::private::fill)'s loops: the object of each dependency `indices[k]`, an
-    /// `Arc<T>` of a proto's own type, into `objs[k]`, then each as the raw pointer [`Own::take`](crate::private::Own::take) makes
-    /// an `Arc<T>` of (the object itself, or what its cast makes of a fake stored as another
-    /// type: see [`cast_own`](Self::cast_own)). Not generic: the macros fetch every such field of
-    /// a factory through it (issue 13). `T` was checked at compile time, so only the kind is
-    /// checked here, by the field's entry in `Graph::arc_targets` (one `u32`: its target and
-    /// whether it needs its cast, or none for another kind). An object at hand (a built singleton, or a seed or cached object
-    /// of the owned scope that lends its factory both: all of them, when a proto's by-value
-    /// dependencies were built ahead of it) is taken from where it lives; any other as every
-    /// dependency is ([`object`](Self::object)).
+    /// [`fill`](crate::private::fill)'s loop: the object of each dependency `indices[k]`, an
+    /// `Arc<T>` of a proto's own type, into `objs[k]`, which [`Own::take`](crate::private::Own::take)
+    /// makes an `Arc<T>` of (a fake stored as another type converted first by its target's cast:
+    /// see [`cast_own`](Self::cast_own)). Not generic: the macros fetch every such field of a
+    /// factory through it. `T` was checked at compile time, so only the kind is checked here, by
+    /// the field's entry in `Graph::arc_targets` (one `u32`: its target and whether it needs its
+    /// cast, or none for another kind), and the object's type by `take`. An object at hand (a
+    /// built singleton, or a seed or cached object of the owned scope that lends its factory
+    /// both: all of them, when a proto's by-value dependencies were built ahead of it) is taken
+    /// from where it lives; any other as every dependency is ([`object`](Self::object)).
     pub(crate) fn fill_own(&self, indices: &[usize], objs: &mut [crate::erased::Own]) -> Result<(), DiError> {
         let targets = &self.graph.arc_targets[self.proto];
+        let mut fakes = false;
         for (&index, obj) in indices.iter().zip(objs.iter_mut()) {
-            let proto = match targets.get(index) {
-                Some(&t) if t != crate::graph::NO_TARGET => (t & !crate::graph::CAST_TARGET) as usize,
+            let t = match targets.get(index) {
+                Some(&t) if t != crate::graph::NO_TARGET => t,
                 _ => return Err(self.undeclared(index, InjectKind::Arc, "a proto's own type")),
             };
-            let found = match self.at_hand(proto) {
+            let proto = (t & !crate::graph::CAST_TARGET) as usize;
+            obj.set(match self.at_hand(proto) {
                 Some(found) => found,
                 None => self.object(proto, index)?,
-            };
-            // A target's own object is of its proto's type unless a hand-written factory
-            // returned another: refused here, where a panic still drops every object.
-            if targets[index] & crate::graph::CAST_TARGET == 0 && (*found).type_id() != self.declared_type(index) {
-                self.another_type(index);
-            }
-            obj.set(found);
+            });
+            fakes |= t & crate::graph::CAST_TARGET != 0;
         }
-        // Then each as a raw pointer, once all exist: an error above drops them with the array.
-        for (&index, obj) in indices.iter().zip(objs) {
-            if targets[index] & crate::graph::CAST_TARGET == 0 {
-                obj.make_raw(self.declared_type(index));
-            } else {
-                let cast = |o, out: &mut crate::erased::RawOut| self.cast_own(index, o, out);
-                obj.make_raw_by(self.declared_type(index), cast, || self.declared_name(index));
+        // Then each fake as what its cast makes of it, once all exist: an error above drops
+        // them with the array.
+        if fakes {
+            for (&index, obj) in indices.iter().zip(objs) {
+                if targets[index] & crate::graph::CAST_TARGET != 0 {
+                    let cast = |o, out: &mut crate::erased::RawOut| self.cast_own(index, o, out);
+                    obj.convert_by(self.declared_type(index), cast, || self.declared_name(index));
+                }
             }
         }
         Ok(())
-    }
-
-    /// A target's own object that is not of its type, which only a hand-written factory
-    /// returning another type than its proto's makes.
-    #[cold]
-    #[inline(never)]
-    fn another_type(&self, index: usize) -> ! {
-        panic!(
-            "`{}` depends on `{}`, whose factory returned an object of another type (a hand-written descriptor's factory must return its proto's type)",
-            self.graph.protos[self.proto].type_name,
-            self.declared_name(index),
-        )
     }
 
     /// The type dependency `index` was declared as.

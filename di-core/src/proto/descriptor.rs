@@ -4,7 +4,7 @@ use crate::config::LoadFn;
 use crate::erased::{DynHook, HookFn};
 use crate::proto::def::{ProtoDef, default_name};
 use crate::proto::dependency::Dependency;
-use crate::proto::factory::{AsyncFactoryFn, ConfigDef, Construct, Factory, FactoryFn, SyncFactory};
+use crate::proto::factory::{AsyncFactoryFn, ConfigDef, Construct, Factory, FactoryFn, OwnType, SyncFactory};
 use crate::proto::kinds::{Access, Scope};
 use crate::proto::provide::{Provide, ProvideCast, ProvideDef};
 
@@ -12,6 +12,7 @@ use std::any::TypeId;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 /// The static description of a proto, as `#[singleton_proto]` and `#[context_proto]` register
 /// it: a `static` in a link section on Linux and Android, an [`inventory`] submission elsewhere
@@ -621,7 +622,10 @@ impl ProtoDescriptor {
             deps: Cow::Borrowed(self.deps),
             provides,
             factory: match self.construct {
-                Construct::Sync(f) => Factory::Sync(SyncFactory::Fn(f)),
+                Construct::Sync(f) => {
+                    let own = OwnType { id: (self.type_id)(), name: self.type_name, checked: AtomicBool::new(false) };
+                    Factory::Sync(SyncFactory::Fn(f, Arc::new(own)))
+                }
                 Construct::Async(f) => Factory::Async(Arc::new(f)),
                 Construct::Config { prefix, instances, load, live } => {
                     Factory::Config(ConfigDef { prefix: Cow::Borrowed(prefix), instances, load, live })

@@ -1,7 +1,9 @@
 //! How a proto is built: the factory a descriptor names, and the forms a definition holds.
 
+use std::any::TypeId;
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::config::LoadFn;
 use crate::erased::{AnyArc, BuildFuture};
@@ -106,18 +108,50 @@ pub(crate) enum Factory {
 /// [`ProtoDef`]'s constructors).
 #[derive(Clone)]
 pub(crate) enum SyncFactory {
-    Fn(FactoryFn),
+    /// A descriptor's function, which returns its object erased, and the proto's type, which
+    /// the first object it returns is checked to be (see [`OwnType`]).
+    Fn(FactoryFn, Arc<OwnType>),
+    /// A closure of [`ProtoDef`]'s constructors, typed: its object is of the proto's type.
     Closure(Arc<DynFactory>),
+}
+
+/// A descriptor's own type, for [`SyncFactory::Fn`]'s check: a hand-written function could
+/// return an object of another type, which a consumer's [`Own::take`](crate::private::Own::take)
+/// refuses with an abort (it must not unwind). The first object the function returns is
+/// checked, and another type refused with a panic naming the proto, where it returns (the
+/// caller's, as any panic of a factory: `build()`, or the request); the later ones are not,
+/// which saves every context object built per request a check (`take` still checks each).
+pub(crate) struct OwnType {
+    pub(crate) id: TypeId,
+    pub(crate) name: fn() -> &'static str,
+    pub(crate) checked: AtomicBool,
 }
 
 impl SyncFactory {
     #[inline]
     pub(crate) fn call(&self, r: &Resolver<'_>) -> Result<AnyArc, DiError> {
         match self {
-            SyncFactory::Fn(f) => f(r),
+            SyncFactory::Fn(f, own) if own.checked.load(Ordering::Relaxed) => f(r),
+            SyncFactory::Fn(f, own) => first_call(*f, r, own),
             SyncFactory::Closure(f) => f(r),
         }
     }
+}
+
+/// [`SyncFactory::call`] until a descriptor's function returned its first object: the call,
+/// and the object's type checked.
+#[cold]
+#[inline(never)]
+fn first_call(f: FactoryFn, r: &Resolver<'_>, own: &OwnType) -> Result<AnyArc, DiError> {
+    let obj = f(r)?;
+    if (*obj).type_id() != own.id {
+        panic!(
+            "the factory of `{}` returned an object of another type (a hand-written descriptor's factory must return its proto's type)",
+            (own.name)()
+        );
+    }
+    own.checked.store(true, Ordering::Relaxed);
+    Ok(obj)
 }
 
 /// A config section: where it is and how to read it.
