@@ -290,7 +290,7 @@ pub(crate) fn stored_as_another_type() -> ! {
 /// with no code per type but `Arc::from_raw`'s, the least a typed `Arc` costs (a downcast with a
 /// typed fallback compiled per type was most of the code a 2000-field consumer compiled; see
 /// `docs/decisions.md`). A fake stored as another type is converted by its target's cast in
-/// `fill`, into a [`Converted`] that `take` reads on its rare path.
+/// `fill`, into a `Converted` that `take` reads on its rare path.
 #[derive(Debug)]
 pub struct Own(Option<AnyArc>);
 
