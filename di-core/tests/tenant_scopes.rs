@@ -414,19 +414,27 @@ impl TenantObjects for Gated {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_first_reads_share_one_create_that_the_cache_owns() {
     let (app, service, objects) = app::<Gated>().await;
-    let reads: Vec<_> = (0..8)
+    let mut reads: Vec<_> = (0..8)
         .map(|_| {
             let (app, service) = (app.clone(), Arc::clone(&service));
-            tokio::spawn(
-                async move { app.scope().tenant("down").unwrap().run(async { service.dbs.get().await }).await },
-            )
+            Box::pin(async move { app.scope().tenant("down").unwrap().run(async { service.dbs.get().await }).await })
         })
         .collect();
+    // Each read polled once from this task: its first poll finds the tenant's build (or starts
+    // it) before it waits, so all eight wait on the one create before it is let go. (Spawned,
+    // a reader the scheduler starts late would find the create already failed and start
+    // another, which waits for ever.)
+    std::future::poll_fn(|cx| {
+        for read in &mut reads {
+            assert!(read.as_mut().poll(cx).is_pending(), "the create waits to be let go");
+        }
+        std::task::Poll::Ready(())
+    })
+    .await;
     di_test_support::eventually(async || (objects.creates.load(Ordering::SeqCst) == 1).then_some(())).await;
-    tokio::task::yield_now().await;
     objects.go.notify_one();
     for read in reads {
-        let error = read.await.unwrap().unwrap_err();
+        let error = read.await.unwrap_err();
         assert!(error.to_string().contains("database is down"), "{error}");
     }
     assert_eq!(objects.creates.load(Ordering::SeqCst), 1, "one create for the eight reads");
