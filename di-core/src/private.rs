@@ -131,7 +131,7 @@ where
 /// no block around it). The marker is written here rather than by the attribute macros, since
 /// each token they return costs a large crate's every rebuild (issue 30). Emitted by the
 /// attribute macros; not public API.
-#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri), not(di_inventory)))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __register_proto {
@@ -147,7 +147,7 @@ macro_rules! __register_proto {
 /// Registers proto `$ty` of scope trait `$scope` with `inventory`, on targets without a
 /// link-section registry (`$name`, the name of the `static` on other targets, unused). Emitted
 /// by the attribute macros; not public API.
-#[cfg(not(all(any(target_os = "linux", target_os = "android"), not(miri))))]
+#[cfg(not(all(any(target_os = "linux", target_os = "android"), not(miri), not(di_inventory))))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __register_proto {

@@ -112,3 +112,15 @@ async fn a_descriptor_without_access_belongs_to_its_types_crate() {
     let DiError::Private { by_crate, owner_crate, .. } = &err else { panic!("{err}") };
     assert_eq!((by_crate.as_str(), owner_crate.as_str()), ("registry_section", "billing"), "{err}");
 }
+
+/// The path this build takes: the macros' protos in the link section on Linux and Android,
+/// submitted to `inventory` elsewhere and under `--cfg di_inventory` (how `.ci/run` runs the
+/// other platforms' path on Linux).
+#[test]
+fn the_macros_protos_take_this_builds_path() {
+    let submitted = di_core::__private::inventory::iter::<ProtoDescriptor>
+        .into_iter()
+        .any(|d| format!("{d:?}").starts_with(r#"ProtoDescriptor { type: "registry_section::PlainClock""#));
+    let section = cfg!(all(any(target_os = "linux", target_os = "android"), not(miri), not(di_inventory)));
+    assert_eq!(submitted, !section, "submitted to inventory: {submitted}; link section expected: {section}");
+}

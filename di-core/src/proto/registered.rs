@@ -20,7 +20,7 @@ inventory::collect!(ProtoDescriptor);
 /// (`private.rs`) writes the same literal into every proto's `static`: a macro exported to the
 /// user's crate cannot name this one without another expansion per proto. The tests below and
 /// `tests/registry_section.rs` (which finds the macros' protos) check that the two agree.
-#[cfg(any(test, all(any(target_os = "linux", target_os = "android"), not(miri))))]
+#[cfg(any(test, all(any(target_os = "linux", target_os = "android"), not(miri), not(di_inventory))))]
 macro_rules! section_name {
     () => {
         "di_core_protos_0_1"
@@ -34,7 +34,7 @@ pub(crate) fn all() -> impl Iterator<Item = &'static ProtoDescriptor> {
     section::all().iter().chain(inventory::iter::<ProtoDescriptor>)
 }
 
-#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri), not(di_inventory)))]
 mod section {
     use std::ptr::addr_of;
 
@@ -75,7 +75,7 @@ mod section {
     }
 }
 
-#[cfg(not(all(any(target_os = "linux", target_os = "android"), not(miri))))]
+#[cfg(not(all(any(target_os = "linux", target_os = "android"), not(miri), not(di_inventory))))]
 mod section {
     use crate::proto::descriptor::ProtoDescriptor;
 
@@ -141,7 +141,7 @@ mod tests {
         assert_eq!(written, 1, "`__register_proto!` in private.rs writes the same name");
     }
 
-    #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+    #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri), not(di_inventory)))]
     #[test]
     fn this_test_binary_registers_no_proto_and_its_section_reads_empty() {
         // di-core's own unit tests annotate no proto: the section holds only `PRESENT`.
