@@ -394,7 +394,7 @@ mod app {
     }
 
     /// As `build` with `n` fillers, plus 1000 config sections read from one TOML file and an
-    /// environment prefix (issue 10's target: within 2x of `build` at 10000).
+    /// environment prefix (the target: within 2x of `build` at 10000).
     #[divan::bench(args = [10_000])]
     fn build_config(b: Bencher, n: usize) {
         let rt = runtime();

@@ -165,8 +165,7 @@ pub fn downcast<T: Send + Sync + 'static>(obj: AnyArc) -> Arc<T> {
 
 /// A [`CastFn`] to the object's own type: `Arc<dyn Any>` back to `Arc<T>`, for a
 /// [`Provide`](crate::registry::Provide) entry that names a concrete type. A descriptor's own
-/// type needs none (since issue 30: a cast per proto was a fifth of a large crate's debug
-/// build).
+/// type needs none (a cast per proto is a large part of a large crate's debug build).
 ///
 /// # Examples
 ///
@@ -193,8 +192,8 @@ pub fn cast_to<T: Send + Sync + 'static>(obj: AnyArc, out: &mut dyn Any) {
 
 /// `obj` as an `Arc<U>`, `U` being the object's own type: how every proto's own entry is
 /// reached (a `ContextRef<U>`, `get_provider::<U>()`), compiled once per type *asked for*
-/// instead of a cast compiled per proto. A cast per proto was a fifth of a 2000-proto crate's
-/// debug build (issue 30, `docs/decisions.md`).
+/// instead of a cast compiled per proto, which weighs on a large crate's debug build
+/// (`docs/decisions.md`).
 ///
 /// `U` is `?Sized` because its callers are (`ContextRef<dyn Trait>` goes through a provided
 /// type's cast instead); an unsized `U` is never an object's own type, so it fails the check.
@@ -219,7 +218,7 @@ pub(crate) fn own_as<U: ?Sized + 'static>(obj: AnyArc) -> Arc<U> {
     // the same size and alignment as T"). The strong count `into_raw` kept is the one the new
     // `Arc` owns. This is `Arc::downcast`'s own conversion, minus its `T: Sized` bound.
     // Checked under miri: `cargo +nightly miri test -p di-core --lib erased`.
-    #[allow(unsafe_code)] // measured reason above and in docs/decisions.md (issue 30)
+    #[allow(unsafe_code)] // measured reason above and in docs/decisions.md
     unsafe {
         Arc::from_raw(std::mem::transmute_copy::<*const (), *const U>(&data))
     }

@@ -44,8 +44,8 @@ impl<T: 'static> Local<T> {
         // innermost entry's, alive and not moved (it is borrowed) until that entry ends, which
         // is after `f` returns: `f` cannot keep the reference (`R` does not borrow from it).
         // Only shared references are made, and `T`'s own cells guard its mutation.
-        // One of the two `unsafe` blocks of di-core (the other: `erased::own_as`); measured
-        // reason in the module docs.
+        // The other `unsafe` code of di-core: `erased` (two casts back to an own type) and
+        // `proto::registered` (the link section's bounds); measured reason in the module docs.
         #[allow(unsafe_code)]
         let value = unsafe { &*current };
         Ok(f(value))

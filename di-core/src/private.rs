@@ -32,7 +32,7 @@ impl<E: Into<BoxError>> HookOutput for Result<(), E> {
 
 /// The `#[inject] x: Arc<T>` fields where `T` is a proto: writes the object of dependency
 /// `indices[k]` into `objs[k]`, in order, and stops at the first error. Not generic, so the
-/// lookups cost a factory one call (issue 13); [`Own::take`] then makes each object an `Arc<T>`.
+/// lookups cost a factory one call; [`Own::take`] then makes each object an `Arc<T>`.
 pub fn fill(r: &crate::Resolver<'_>, indices: &[usize], objs: &mut [Own]) -> Result<(), crate::DiError> {
     debug_assert_eq!(indices.len(), objs.len(), "one object per index");
     r.fill_own(indices, objs)
@@ -47,7 +47,7 @@ pub fn hook_result(out: impl HookOutput) -> Result<(), BoxError> {
 
 /// `Dependency::new::<T>(kind, None).field(field)`, what an injected field without a name
 /// declares: the short form, since the macros write one per field and every token of a
-/// large crate's expansion costs every rebuild (issue 30).
+/// large crate's expansion costs every rebuild.
 pub const fn dep<T: ?Sized + 'static>(kind: crate::InjectKind, field: &'static str) -> crate::Dependency {
     crate::Dependency::new::<T>(kind, None).field(field)
 }
@@ -129,7 +129,7 @@ where
 /// (`<$ty as Proto>::DESCRIPTOR`) into a `static` of the link section that `proto/registered.rs`
 /// reads, named `$name` (the proto's own: the expansion of a proto without free functions has
 /// no block around it). The marker is written here rather than by the attribute macros, since
-/// each token they return costs a large crate's every rebuild (issue 30). Emitted by the
+/// each token they return costs a large crate's every rebuild. Emitted by the
 /// attribute macros; not public API.
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri), not(di_inventory)))]
 #[doc(hidden)]

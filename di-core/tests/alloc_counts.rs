@@ -123,6 +123,6 @@ fn a_seeded_scope_building_one_object_allocates_only_the_object() {
     request();
     // The tracer: a scope owned by its one task keeps it in the task's cache (its first entry is
     // inline), with no shared part, slot table or list of created objects (4 allocations
-    // before issue 27), and its end allocates nothing.
+    // otherwise), and its end allocates nothing.
     assert_eq!(count(request), 1);
 }

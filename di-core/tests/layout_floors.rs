@@ -45,7 +45,7 @@ const FLOORS: &[(&str, Floor)] = &[
     ("hosted", Floor::Feature),
     ("health", Floor::Feature),
     ("startup", Floor::Feature),
-    ("live", Floor::Feature),
+    ("reload", Floor::Feature),
     ("tenant", Floor::Feature),
     // 4: the composition root.
     ("app", Floor::Root),

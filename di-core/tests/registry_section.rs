@@ -1,4 +1,4 @@
-//! Where the macros register protos (issue 30): in a link section on Linux and Android,
+//! Where the macros register protos: in a link section on Linux and Android,
 //! through `inventory` elsewhere, found by `App::builder()` beside descriptors submitted to
 //! `inventory` by hand; and a proto with nothing to declare but its factory takes
 //! `Proto::DESCRIPTOR`'s default, under its type's name in lowerCamelCase.

@@ -1,4 +1,4 @@
-//! A scope owned by its task until a second task needs it (issue 27): what the objects built
+//! A scope owned by its task until a second task needs it: what the objects built
 //! before the scope is shared, and the constructions in flight when it is, must keep. One
 //! object per proto per scope, whichever task asks; a cycle is an error, never a hang; a
 //! failure is every task's answer; a panic leaves the proto buildable; each object destroyed

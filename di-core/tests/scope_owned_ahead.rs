@@ -1,5 +1,5 @@
 //! A scope owned by its task builds a proto's by-value context dependencies ahead of it, one
-//! after the other in one frame of its construction stack (issue 27, fourth round). Whatever
+//! after the other in one frame of its construction stack. Whatever
 //! the k-th of them does (panics, fails, shares the scope, asks for the proto being built), the
 //! ones before it stay built once, the later ones are built once, the cycle is named through
 //! the right dependency, and every object is destroyed once.

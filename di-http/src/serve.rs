@@ -537,7 +537,7 @@ impl Server {
 
     /// `run()`'s work, boxed here: so that di-http compiles the server's state machine (and
     /// the hyper connections it drives) once, instead of every crate that awaits `run()` or
-    /// `serve()` (as di-core's `AppBuilder::build`; issue 30).
+    /// `serve()` (as di-core's `AppBuilder::build`).
     fn run_boxed(self, listener: TcpListener) -> Pin<Box<dyn Future<Output = Result<(), ServeError>> + Send>> {
         Box::pin(self.serve_until_shutdown(listener))
     }

@@ -407,7 +407,7 @@ impl AppBuilder {
     /// on Linux and Android, an `inventory` static constructor elsewhere). A linker may leave
     /// out an object file that nothing references, and with it the registrations of a crate the
     /// program links but never names, typically a plugin that only provides a `dyn Trait`
-    /// implementation (inventory issue 7, rust-lang/rust#133491). Naming one of its protos here references it:
+    /// implementation (dtolnay/inventory#7, rust-lang/rust#133491). Naming one of its protos here references it:
     /// `T` is registered for sure, and so, in practice, are the other protos of its module.
     /// Registering a proto both ways is harmless; the duplicate is dropped.
     ///

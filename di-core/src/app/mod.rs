@@ -7,7 +7,7 @@
 //! - `operate.rs`: deadlines, health, hosted services and the start-up timeline;
 //! - `scope_builder.rs`: [`ScopeBuilder`] and [`ContextSlot`].
 
-mod build;
+mod assemble;
 mod builder;
 mod lifecycle;
 mod operate;
@@ -515,7 +515,7 @@ impl App {
         }
         #[cfg(feature = "schedule")]
         crate::schedule::stop(&self.inner);
-        crate::live::stop(&self.inner);
+        crate::reload::stop(&self.inner);
         let timeout = self.inner.stop_timeout;
         let mut cut = crate::hosted::stop(&self.inner, timeout).await;
         self.inner.outside_closed.store(true, Ordering::Release);
@@ -697,7 +697,7 @@ impl App {
     ///
     /// See [`ConfigRef`](crate::ConfigRef).
     pub fn reload_config(&self) -> Result<crate::ConfigReload, DiError> {
-        crate::live::reload(&self.inner)
+        crate::reload::reload(&self.inner)
     }
 
     /// The App's event bus: what an `#[inject] events: Arc<EventBus>` holds.

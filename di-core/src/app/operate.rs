@@ -238,7 +238,7 @@ impl App {
         let services = self.hosted_services();
         let ready = live && !stopping && checks.iter().all(|c| c.ok) && services.iter().all(|s| s.state.is_ok());
         let state = AppState::of(live, stopping);
-        HealthReport { live, ready, state, checks, services, config_error: crate::live::failed(&self.inner) }
+        HealthReport { live, ready, state, checks, services, config_error: crate::reload::failed(&self.inner) }
     }
 
     /// Whether the App serves: not shut down, and no hosted service stopped it. Runs no

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::error::DiError;
 use crate::runtime::AppInner;
 use crate::scope;
-use crate::scope::held::HeldItem;
+use crate::scope::deferred::HeldItem;
 
 /// An event held, and the App that emitted it.
 type Item = (Arc<AppInner>, HeldItem);

@@ -34,7 +34,7 @@ use crate::proto::traits::{Proto, SingletonProto};
 use crate::resolver::Resolver;
 use crate::runtime::{AppCell, AppInner, Handle, Handles};
 use crate::scope;
-use crate::scope::held::{HeldHooks, HeldItem};
+use crate::scope::deferred::{HeldHooks, HeldItem};
 
 /// An event as the bus carries it.
 #[doc(hidden)]

@@ -98,15 +98,15 @@ pub(crate) struct ProvideDef {
 #[derive(Clone)]
 pub(crate) enum ProvideCast {
     /// The proto's own type: the object already is one, and [`own_as`] converts it where it
-    /// is asked for, so that no cast is compiled per proto (issue 30).
+    /// is asked for, so that no cast is compiled per proto.
     Own,
     Fn(CastFn),
     Closure(Arc<DynCast>),
 }
 
 /// Runs `cast` on `obj` and returns the `Arc<U>` it yields. The dispatch is not generic: per
-/// type, only the output slot and its check are compiled (issue 13: generic code per proto is
-/// what a large project's build spends its time on).
+/// type, only the output slot and its check are compiled (generic code per proto is what a
+/// large project's build spends its time on).
 #[inline]
 pub(crate) fn cast_with<U: ?Sized + 'static>(cast: &ProvideCast, obj: AnyArc) -> Arc<U> {
     if let ProvideCast::Own = cast {

@@ -5,9 +5,8 @@
 //!
 //! Why: an `inventory` registration is four items per proto (a node `static`, a constructor
 //! function, its `.init_array` entry and the block around them), and a large crate's build
-//! spends its time on items per proto; a link-section `static` is one (issue 30: a 2000-proto
-//! crate's debug build 1.6 s shorter, an edit's rebuild 0.8 s; `docs/decisions.md`, "Protos in
-//! a link section").
+//! spends its time on items per proto; a link-section `static` is one (`docs/decisions.md`
+//! has the measurement).
 //!
 //! The section's name carries di-core's minor version, so that two incompatible di-cores
 //! linked into one program do not read each other's descriptors.

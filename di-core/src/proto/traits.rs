@@ -91,12 +91,12 @@ pub trait Proto: Sized + Send + Sync + 'static {
 
     /// The proto's static description, the one the macros register. A constant rather than a
     /// function so that the macros generate no code for it: in a large project every item per
-    /// proto shows in the build time (issue 13).
+    /// proto shows in the build time.
     ///
     /// A hand-written impl sets it. Its default describes a singleton under its default name
     /// (the type's, in lowerCamelCase), built by the factory the macros write: what
     /// `#[singleton_proto]` on a proto with no injected dependency and no option relies on, so
-    /// that such a proto costs its crate no constant of its own (issue 30).
+    /// that such a proto costs its crate no constant of its own.
     ///
     /// # Examples
     ///

@@ -1,6 +1,7 @@
 //! What the kernel holds for the features above it (floor 3), one handle each, without knowing
-//! their types, as tokio's runtime sees each driver through one handle: the App's event
-//! handlers and its scheduled jobs. The composition root fills them at `build()`; the feature's
+//! their types, as tokio's runtime sees each driver through one handle: event handlers,
+//! scheduled jobs, hosted services, health checks, the start-up timeline and live
+//! configuration ([`Handles`]). The composition root fills them at `build()`; the feature's
 //! own module reads its handle.
 
 use std::any::Any;
@@ -38,6 +39,6 @@ pub(crate) struct Handles {
     pub(crate) health: Handle,
     /// The start-up timeline `build()` took (the startup feature's).
     pub(crate) startup: Handle,
-    /// The reloadable configuration sections and their versions (the live feature's).
+    /// The reloadable configuration sections and their versions (the reload feature's).
     pub(crate) live: Handle,
 }

@@ -22,7 +22,7 @@ use crate::pending::{Pending, PendingGuard};
 use crate::proto::factory::Factory;
 use crate::resolver::{Resolver, ScopeAt};
 use crate::scope::handle;
-use crate::scope::held::HeldHooks;
+use crate::scope::deferred::HeldHooks;
 
 /// Where a `Provider` finds its App once it is built: the App owns the singletons that hold the
 /// providers, so they hold it weakly, through a cell filled when `build()` returns.

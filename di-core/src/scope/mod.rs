@@ -4,7 +4,7 @@
 //! - `table.rs`: the scope's shared table and the construction of its objects.
 //! - `end.rs`: completion, destruction, and the futures that run a scope.
 //! - `owned.rs`: a scope owned by its task, until a second task needs it.
-//! - `held.rs`: what a scope holds until its completion phase's end (events, for the bus).
+//! - `deferred.rs`: what a scope holds until its completion phase's end (events, for the bus).
 //! - `hold.rs`: holding a scope open past its work.
 //! - `spare.rs`: a thread's spare task tables, reused from one scope to the next.
 //!
@@ -13,7 +13,7 @@
 
 pub(crate) mod end;
 pub(crate) mod handle;
-pub(crate) mod held;
+pub(crate) mod deferred;
 pub(crate) mod hold;
 pub(crate) mod owned;
 pub(crate) mod spare;

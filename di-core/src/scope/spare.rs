@@ -5,7 +5,7 @@
 //! index; made anew per request, they cost a handful of allocations, the index's zeroing (four
 //! bytes per proto of the graph), and a large block, whose allocation makes glibc consolidate
 //! its fast bins, so that the request's small objects are then split from the top of the heap
-//! (measured in `benches/RESULTS.md`, issue 27). A table given back here is emptied entry by
+//! (measured in `benches/RESULTS.md`). A table given back here is emptied entry by
 //! entry (its index too) and keeps its memory.
 
 use std::cell::RefCell;

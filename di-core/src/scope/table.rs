@@ -15,7 +15,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
-use super::held::{Held, HeldItem};
+use super::deferred::{Held, HeldItem};
 use crate::erased::AnyArc;
 use crate::error::DiError;
 use crate::maps::SmallMap;

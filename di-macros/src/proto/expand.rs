@@ -27,7 +27,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
     };
     let di = private_path(model.attr.krate.as_ref(), runtime.clone());
     // The runtime's public items by their public path, two tokens shorter than through
-    // `__private` (each token of a large crate's expansion costs every rebuild: issue 30).
+    // `__private` (each token of a large crate's expansion costs every rebuild).
     // A controller's runtime, `di_http`, re-exports them only there.
     let rt = match (model.scope, &model.attr.krate) {
         (ProtoScope::Controller, _) => di.clone(),
@@ -49,7 +49,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
         model.injected().map(|(label, inject)| field_parts(model, label, inject, &di, &rt)).collect();
     let deps: Vec<_> = fields.iter().map(|f| &f.dep).collect();
     // The bounds that no `dep_..` call checks, as calls in one constant: each item costs the
-    // compiler time in a large project (issue 13), and a bound's error is reported for each call
+    // compiler time in a large project, and a bound's error is reported for each call
     // all the same. The `NEEDS_ASYNC` checks panic in const evaluation, which stops at the
     // first: one item each.
     let asserts: Vec<_> = fields.iter().filter_map(|f| f.assert.as_ref()).collect();
@@ -83,7 +83,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
         // Spanned at the method name, so a misspelled name or a wrong return type points there;
         // the locals are made at the call site, so that they resolve whatever that span is.
         // One function and one async block per hook, no generic helper: code per proto is what
-        // a large project's build spends its time on (issue 13).
+        // a large project's build spends its time on.
         let this = quote!(__di_this);
         let di_at = respan(&di, method.span());
         let call = quote_spanned! {method.span()=> #di_at::hook_result(<#self_ty>::#method(&#this).await)};
@@ -158,7 +158,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
     .collect();
     // A singleton built by its sync factory, with nothing else to say (no dependency, option or
     // name), takes `Proto::DESCRIPTOR`'s default, which names `Proto::__di_factory`: a constant
-    // fewer per proto, a twentieth of a large crate's debug build (issue 30).
+    // fewer per proto, a twentieth of a large crate's debug build.
     let default_descriptor = method
         && matches!(model.scope, ProtoScope::Singleton | ProtoScope::Controller)
         && model.attr.name.is_none()
@@ -173,7 +173,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
     // The descriptor is the `Proto` impl's constant, and the registration (`register!`: the
     // scope marker's impl, and a `static` in a link section, or an `inventory` entry where there
     // is none, named after the type) copies it: no other item per proto, since each one costs a
-    // large project's build time (issues 13, 30). What the macros write per proto and per field
+    // large project's build time. What the macros write per proto and per field
     // is kept short too: every token costs each rebuild, which expands the whole crate again
     // (public items by their public path, `#rt::Proto`; `dep_singleton::<T>(..)` both checks
     // and declares a field; docs/decisions.md, "Fewer tokens per proto and per field").
@@ -232,7 +232,7 @@ struct FieldParts {
 /// The parts of field `label`. Where the field names no object and injects its bound's own
 /// kind (`Arc<T>` in a singleton, `ContextRef<T>`, `Provider<T>`), one call both declares and
 /// checks it (`dep_singleton::<T>("label")`, spanned at `T`, so that a bound's error points
-/// there): each token of a large crate's expansion costs every rebuild (issue 30).
+/// there): each token of a large crate's expansion costs every rebuild.
 fn field_parts(
     model: &ProtoItem,
     label: &syn::Ident,
@@ -348,9 +348,9 @@ fn factory(model: &ProtoItem, di: &TokenStream, rt: &TokenStream) -> Factory {
     // Named by position: a name built from the field's could break a lint (`_x` gives `__di__x`).
     let locals: Vec<syn::Ident> = (0..model.injected().count()).map(|i| format_ident!("__di_dep{}", i)).collect();
     // The `Arc`s of protos' own types come first, all at once: one call that is not generic
-    // looks up their objects (so each dependency costs its factory no lookup code of its own:
-    // issue 13), then `Own::take` makes each an `Arc<T>`, inline (the request path runs no
-    // function per dependency type: issue 12). The others follow, in order.
+    // looks up their objects (so each dependency costs its factory no lookup code of its own),
+    // then `Own::take` makes each an `Arc<T>`, inline (the request path runs no function per
+    // dependency type). The others follow, in order.
     let owns: Vec<(usize, &syn::Ident, &syn::Type)> = model
         .injected()
         .zip(&locals)
@@ -495,7 +495,7 @@ mod tests {
         );
     }
 
-    /// Every token of the expansion costs each rebuild of a large crate (issue 30): a proto with
+    /// Every token of the expansion costs each rebuild of a large crate: a proto with
     /// nothing to say writes its `Proto` impl with the factory and its registration, no more.
     #[test]
     fn a_proto_without_options_expands_to_few_tokens() {

@@ -77,7 +77,7 @@ pub fn ns(total: usize) -> Vec<usize> {
 
 /// A crate of the generated project holding one app's groups and controllers: the same app
 /// wired another way in each. Apart, because one crate holding them all was four apps' worth of
-/// code in one rustc (issue 30: the hand-wired groups alone took 3.8 GB to build in release).
+/// code in one rustc (the hand-wired groups alone took gigabytes to build in release).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlavourCrate {
     /// `tegg-singleton`: groups of singleton services, the `singleton` flavour's controllers.

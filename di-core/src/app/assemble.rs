@@ -35,7 +35,7 @@ struct Prepared {
     /// Which protos `build()` constructs (`None`: every singleton).
     reached: Option<Vec<bool>>,
     /// The reloadable sections, if there are any.
-    live: Option<Arc<crate::live::Live>>,
+    live: Option<Arc<crate::reload::Live>>,
 }
 
 impl AppBuilder {
@@ -73,8 +73,8 @@ impl AppBuilder {
     }
 
     /// `build()`'s work, boxed here: so that di-core compiles its state machine and all it
-    /// instantiates once, instead of every crate that awaits `build()` (issue 30: 950
-    /// functions, about a second of each such crate's debug build, and its link).
+    /// instantiates once, instead of every crate that awaits `build()` (hundreds of functions in
+    /// each such crate's debug build, and its link).
     fn build_boxed(self) -> Pin<Box<dyn Future<Output = Result<App, DiError>> + Send>> {
         Box::pin(self.build_app())
     }
@@ -222,7 +222,7 @@ impl AppBuilder {
         handles.startup = crate::runtime::Handle::new(report);
         if let Some(live) = live {
             #[cfg(feature = "watch")]
-            if let Some(Err(e)) = self.watch.map(|every| crate::live::watch(&live, every)) {
+            if let Some(Err(e)) = self.watch.map(|every| crate::reload::watch(&live, every)) {
                 return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await);
             }
             handles.live = crate::runtime::Handle::new(live);
@@ -345,7 +345,7 @@ impl AppBuilder {
                         let why = format!("a reloadable section: singletons hold `ConfigRef<{}>`", def.type_name);
                         inactive.push((def.clone(), why));
                     }
-                    let (installed, protos) = crate::live::install(sources, &config, found);
+                    let (installed, protos) = crate::reload::install(sources, &config, found);
                     defs.extend(protos);
                     live = Some(installed);
                 }
