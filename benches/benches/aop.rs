@@ -24,7 +24,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use benches::micro::{poll_once, runtime};
-use di_core::{Advice, App, Call, EventBus, Next, context_proto, crosscut, handlers, intercept, singleton_proto};
+use di_core::{
+    App,
+    advice::{Advice, Call, Next},
+    context_proto, crosscut,
+    events::EventBus,
+    handlers, intercept, singleton_proto,
+};
 use divan::Bencher;
 use tokio::runtime::Runtime;
 

@@ -15,7 +15,10 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use benches::micro::{poll_once, runtime};
-use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+use di_core::{
+    App, ContextRef, ProtoDef,
+    registry::{Dependency, InjectKind},
+};
 use divan::Bencher;
 use tokio::runtime::Runtime;
 

@@ -24,7 +24,7 @@ use crate::scope::handle::{self, RefKey};
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU64, Ordering};
-/// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+/// use di_core::{App, ContextRef, registry::{Dependency, InjectKind}, ProtoDef};
 ///
 /// static NEXT: AtomicU64 = AtomicU64::new(1);
 /// struct Tracer { request: u64 }
@@ -54,7 +54,7 @@ pub struct ContextRef<T: ?Sized> {
 }
 
 /// What a [`ContextRef`] can name: the type of a context proto (every sized type is one), or a
-/// `dyn Trait` declared with `impl di_core::RefTarget for dyn Trait {}`, which the current
+/// `dyn Trait` declared with `impl di_core::scope::RefTarget for dyn Trait {}`, which the current
 /// scope's object of whichever context proto `provides(dyn Trait)` is reached as.
 ///
 /// The declaration is one line beside the trait; the methods are the container's and hidden.
@@ -66,7 +66,7 @@ pub struct ContextRef<T: ?Sized> {
 ///
 /// ```rust,standalone_crate
 /// use std::sync::Arc;
-/// use di_core::{context_proto, singleton_proto, App, ContextRef, RefTarget};
+/// use di_core::{context_proto, singleton_proto, App, ContextRef, scope::RefTarget};
 ///
 /// pub trait Locale: Send + Sync {
 ///     fn greet(&self) -> &'static str;
@@ -94,7 +94,7 @@ pub struct ContextRef<T: ?Sized> {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`ContextRef<{Self}>` names a trait the container was not told about",
-    label = "add `impl di_core::RefTarget for {Self} {{}}` beside the trait",
+    label = "add `impl di_core::scope::RefTarget for {Self} {{}}` beside the trait",
     note = "a `ContextRef` names a context proto's type, or a `dyn Trait` it `provides` once the trait is declared a `RefTarget`"
 )]
 pub trait RefTarget: Send + Sync + 'static {
@@ -174,7 +174,7 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, ContextRef, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// struct User { name: String }
     /// struct Greeter { user: ContextRef<User> }
@@ -214,7 +214,7 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, ContextRef, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// struct User { name: String }
     /// struct Greeter { user: ContextRef<User> }
@@ -249,7 +249,7 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, ContextRef, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// struct Buffer;
     /// struct Writer { buffer: ContextRef<Buffer> }
@@ -286,7 +286,7 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, ContextRef, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// struct User { name: String }
     /// struct Greeter { user: ContextRef<User> }
@@ -319,7 +319,7 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, ContextRef, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// struct User { name: String }
     /// struct Greeter { user: ContextRef<User> }
@@ -358,7 +358,7 @@ impl<T: ?Sized + RefTarget> ContextRef<T> {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, ContextRef, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// struct User { name: String }
     /// struct Greeter { user: ContextRef<User> }
@@ -438,7 +438,7 @@ impl<T: ?Sized> fmt::Debug for ContextRef<T> {
 ///
 /// ```rust,standalone_crate
 /// use std::sync::Arc;
-/// use di_core::{context_proto, singleton_proto, App, AsyncContextRef};
+/// use di_core::{context_proto, singleton_proto, App, scope::AsyncContextRef};
 ///
 /// pub struct Session { user: String }
 /// #[context_proto]
@@ -476,14 +476,14 @@ impl<T: ?Sized + RefTarget> AsyncContextRef<T> {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, AsyncContextRef, BoxError, Dependency, InjectKind, ProtoDef, Scope};
+    /// use di_core::{App, scope::AsyncContextRef, error::BoxError, registry::{Dependency, InjectKind, Lifetime}, ProtoDef};
     ///
     /// struct Token(String);
     /// struct Client { token: AsyncContextRef<Token> }
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
     /// let app = App::builder()
-    ///     .register(ProtoDef::new_async::<Token, _, _>(Scope::Context, |_| {
+    ///     .register(ProtoDef::new_async::<Token, _, _>(Lifetime::Context, |_| {
     ///         Ok(async { Ok::<_, BoxError>(Token("t-1".into())) })
     ///     }))
     ///     .register(ProtoDef::singleton::<Client>(|r| Ok(Client { token: r.async_context_ref(0)? }))

@@ -35,13 +35,13 @@ pub type AnyArc = Arc<dyn Any + Send + Sync>;
 /// ```
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicBool, Ordering};
-/// use di_core::registry::{AnyArc, HookFuture};
+/// use di_core::registry::{AnyArc, UnitFuture};
 ///
 /// #[derive(Default)]
 /// struct Pool { open: AtomicBool }
 ///
 /// /// An init hook as the macros write it: the erased object in, a boxed future out.
-/// fn open(obj: AnyArc) -> HookFuture {
+/// fn open(obj: AnyArc) -> UnitFuture {
 ///     let pool = obj.downcast::<Pool>().expect("registered as a Pool");
 ///     Box::pin(async move {
 ///         pool.open.store(true, Ordering::SeqCst);
@@ -49,15 +49,40 @@ pub type AnyArc = Arc<dyn Any + Send + Sync>;
 ///     })
 /// }
 ///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::BoxError> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::error::BoxError> {
 /// let pool = Arc::new(Pool::default());
-/// let hook: HookFuture = open(pool.clone());
+/// let hook: UnitFuture = open(pool.clone());
 /// assert!(!pool.open.load(Ordering::SeqCst)); // nothing runs until it is polled
 /// tokio::spawn(hook).await??; // `Send + 'static`: it may run on a task of its own
 /// assert!(pool.open.load(Ordering::SeqCst));
 /// # Ok(()) }
 /// ```
-pub type HookFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send + 'static>>;
+pub type UnitFuture = BoxFuture<'static, Result<(), BoxError>>;
+
+/// A boxed, `Send` future of `T` that lives for `'a`: what a trait object's async method
+/// returns (an event transport's send, a schedule lock's claim, a broker's publish).
+///
+/// # Examples
+///
+/// ```
+/// use di_core::futures::BoxFuture;
+///
+/// trait Lock: Send + Sync {
+///     fn claim<'a>(&'a self, job: &'a str) -> BoxFuture<'a, bool>;
+/// }
+///
+/// struct Always;
+/// impl Lock for Always {
+///     fn claim<'a>(&'a self, job: &'a str) -> BoxFuture<'a, bool> {
+///         Box::pin(async move { !job.is_empty() })
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// assert!(Always.claim("nightly").await);
+/// # }
+/// ```
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What an async constructor returns, erased: the object, or the constructor's error.
 ///
@@ -77,12 +102,12 @@ pub type HookFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send +
 ///     })
 /// }
 ///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::BoxError> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::error::BoxError> {
 /// let obj: AnyArc = connect(4).await?;
 /// assert_eq!(obj.downcast::<Pool>().expect("a Pool").size, 4);
 /// # Ok(()) }
 /// ```
-pub type BuildFuture = Pin<Box<dyn Future<Output = Result<AnyArc, BoxError>> + Send + 'static>>;
+pub type BuildFuture = BoxFuture<'static, Result<AnyArc, BoxError>>;
 
 /// A type-erased lifecycle hook in a static descriptor.
 ///
@@ -90,21 +115,21 @@ pub type BuildFuture = Pin<Box<dyn Future<Output = Result<AnyArc, BoxError>> + S
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use di_core::registry::{AnyArc, HookFn, HookFuture};
+/// use di_core::registry::{AnyArc, HookFn, UnitFuture};
 ///
 /// #[derive(Default)]
 /// struct Conn { log: Mutex<Vec<&'static str>> }
 ///
-/// fn open(obj: AnyArc) -> HookFuture {
+/// fn open(obj: AnyArc) -> UnitFuture {
 ///     let conn = obj.downcast::<Conn>().expect("a Conn");
 ///     Box::pin(async move { conn.log.lock().unwrap().push("open"); Ok(()) })
 /// }
-/// fn close(obj: AnyArc) -> HookFuture {
+/// fn close(obj: AnyArc) -> UnitFuture {
 ///     let conn = obj.downcast::<Conn>().expect("a Conn");
 ///     Box::pin(async move { conn.log.lock().unwrap().push("close"); Ok(()) })
 /// }
 ///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::BoxError> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::error::BoxError> {
 /// // What `ProtoDescriptor::init` and `destroy` hold, and the container calls.
 /// let hooks: [HookFn; 2] = [open, close];
 /// let conn = Arc::new(Conn::default());
@@ -114,7 +139,7 @@ pub type BuildFuture = Pin<Box<dyn Future<Output = Result<AnyArc, BoxError>> + S
 /// assert_eq!(*conn.log.lock().unwrap(), ["open", "close"]);
 /// # Ok(()) }
 /// ```
-pub type HookFn = fn(AnyArc) -> HookFuture;
+pub type HookFn = fn(AnyArc) -> UnitFuture;
 
 /// Turns an object into an `Arc<U>` (its own type or a `dyn Trait` it provides), written into
 /// `out`, an `&mut Option<Arc<U>>` on the caller's stack: a cast allocates nothing. See
@@ -150,7 +175,7 @@ pub type HookFn = fn(AnyArc) -> HookFuture;
 /// ```
 pub type CastFn = fn(AnyArc, &mut dyn Any);
 
-pub(crate) type DynHook = dyn Fn(AnyArc) -> HookFuture + Send + Sync;
+pub(crate) type DynHook = dyn Fn(AnyArc) -> UnitFuture + Send + Sync;
 
 pub(crate) type DynCast = dyn Fn(AnyArc, &mut dyn Any) + Send + Sync;
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 /// Any error converts into one with `?` or `.into()`: what hooks and factories return.
 ///
 /// ```
-/// use di_core::BoxError;
+/// use di_core::error::BoxError;
 ///
 /// fn parse_port(text: &str) -> Result<u16, BoxError> {
 ///     if text.is_empty() {
@@ -62,6 +62,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum DiError {
+    // The graph: what `build()` and `check()` refuse (`ErrorKind::Graph`).
     /// A dependency names a type that no registered proto provides.
     #[error(
         "`{by}` injects `{wanted}`, but no proto provides it; annotate `{wanted}` with #[singleton_proto] or #[context_proto], or register it on the builder; if its proto lives in a crate the program never names, the linker may have dropped its registration: name it with `App::builder().link::<ThatProto>()`"
@@ -117,18 +118,6 @@ pub enum DiError {
         /// The protos on the cycle, the first repeated at the end, as `type (name)`.
         chain: Vec<String>,
     },
-    /// Context objects dereference each other while being built: a factory or an init hook of
-    /// one asks (through a `ContextRef` or `get_object`) for another whose construction needs
-    /// the first. The graph allows it (a `ContextRef` is lazy), the order of construction
-    /// cannot; reported by the `get`, `try_get` or `get_async` that would otherwise wait forever.
-    #[error(
-        "context objects need each other while being built: {}; a factory or init hook dereferences a `ContextRef` (or calls `get_object`) whose object needs the first one; defer that access until after construction (in a method, or a `complete` hook)",
-        .chain.join(" -> ")
-    )]
-    EagerCycle {
-        /// The objects on the cycle, the first repeated at the end, as `type ("name")`.
-        chain: Vec<String>,
-    },
     /// A singleton declares a completion hook, which only context objects have.
     #[error(
         "singleton `{singleton}` has a `complete` hook, but completion is the end of a context scope's work; make it a context proto, or do the work in its `destroy` hook"
@@ -161,7 +150,7 @@ pub enum DiError {
     /// context proto built asynchronously. The macros refuse this at compile time when `T` is
     /// a proto's type; a `dyn Trait` is only known at `build()`.
     ///
-    /// [`Dependency::sync_only`]: crate::Dependency::sync_only
+    /// [`Dependency::sync_only`]: crate::registry::Dependency::sync_only
     #[error(
         "`{by}` holds `ContextRef<{wanted}>`, but `{target}` is built asynchronously (an async constructor or init hook, its own or a by-value dependency's), so `get()` could not return it; hold `AsyncContextRef<{wanted}>` and call `get_async().await`"
     )]
@@ -186,58 +175,6 @@ pub enum DiError {
         by: String,
         /// The crate of that proto.
         by_crate: String,
-    },
-    /// `override_with` names a type that no proto has.
-    #[error("cannot override `{type_name}`: no proto of that type is registered")]
-    OverrideUnknown {
-        /// The type of the fake.
-        type_name: &'static str,
-    },
-    /// `override_provider` names a type (or a name) that no proto provides.
-    #[error(
-        "cannot override the provider of `{wanted}`{}: no proto provides it{}; the providers of `{wanted}` are: {}",
-        .name.as_ref().map(|n| format!(" named \"{n}\"")).unwrap_or_default(),
-        if .name.is_some() { " under that name" } else { "" },
-        if .providers.is_empty() { "none".to_owned() } else { .providers.join(", ") }
-    )]
-    OverrideNoProvider {
-        /// The provided type, usually a `dyn Trait`.
-        wanted: &'static str,
-        /// The name asked for, if any.
-        name: Option<String>,
-        /// The protos that do provide it, as `type ("name")`.
-        providers: Vec<String>,
-    },
-    /// Fewer protos provide a type than `AppBuilder::expect_providers` said.
-    #[error(
-        "`{wanted}` should have at least {expected} provider(s), but {} registered ({}); if one lives in a crate the program never names, the linker may have dropped its registration: name one of its protos with `App::builder().link::<ThatProto>()`",
-        match .found.len() { 0 => "none is".to_owned(), 1 => "1 is".to_owned(), n => format!("{n} are") },
-        if .found.is_empty() { "no provider".to_owned() } else { .found.join(", ") }
-    )]
-    ExpectedProviders {
-        /// The provided type, usually a `dyn Trait`.
-        wanted: &'static str,
-        /// How many were expected, at least.
-        expected: usize,
-        /// The protos that do provide it, as `type ("name")`.
-        found: Vec<String>,
-    },
-    /// A singleton was not built: the App was built with roots
-    /// ([`AppBuilder::root`](crate::AppBuilder::root)) and none of them reaches it.
-    #[error(
-        "singleton `{wanted}` was not built: it is not reachable from the roots given to `AppBuilder::root`; add it (or something that injects it) as a root"
-    )]
-    NotBuilt {
-        /// The singleton.
-        wanted: &'static str,
-    },
-    /// A `Provider` was used before `build()` returned, or after its App was dropped.
-    #[error(
-        "`Provider<{wanted}>` was used while its App is not built (from a singleton's constructor or init hook) or after the App was dropped; use it once `build()` has returned"
-    )]
-    AppNotReady {
-        /// The transient type.
-        wanted: &'static str,
     },
     /// A singleton takes a transient proto by value, which would keep one object forever.
     #[error(
@@ -282,22 +219,6 @@ pub enum DiError {
         proto: String,
         /// What is wrong, and the fix.
         reason: &'static str,
-    },
-    /// An object was asked for once `App::shutdown` had begun destroying what would hold it:
-    /// a lazy singleton once singletons are being destroyed, a tenant's object once its cache
-    /// is closed. Built then, it would never be destroyed. (While shutdown still waits for
-    /// scopes, event handlers and jobs, lazy singletons are built as usual, and destroyed with
-    /// the others.)
-    #[error("the App has shut down, so `{wanted}` can no longer be built")]
-    ShutDown {
-        /// The type of the object.
-        wanted: &'static str,
-    },
-    /// `exclude` names a type that no proto has.
-    #[error("cannot exclude `{type_name}`: no proto of that type is registered")]
-    ExcludeUnknown {
-        /// The excluded type.
-        type_name: &'static str,
     },
     /// A dependency is provided only by protos that are left out: registered for another
     /// profile, excluded, or templates (`instances_of`) whose followed type has no instance.
@@ -353,6 +274,83 @@ pub enum DiError {
         /// Where: `file:line` of the `crosscut!`.
         at: String,
     },
+    /// Several singletons provide a role an App has at most one of (`dyn EventTransport`,
+    /// `dyn ScheduleLock`).
+    #[error("several singletons provide `{role}`, which an App has at most one of: {}; keep one", .providers.join(", "))]
+    OneOfRole {
+        /// The role, as `dyn Trait`.
+        role: &'static str,
+        /// The singletons that provide it.
+        providers: Vec<String>,
+    },
+    /// A proto provides a role that only a singleton may have (`dyn HostedService`,
+    /// `dyn HealthCheck`).
+    #[error("{proto} provides `{role}`, but is a {scope} proto; a `{role}` must be a singleton (`#[singleton_proto]`)")]
+    MustBeSingleton {
+        /// The proto, as errors name it.
+        proto: String,
+        /// The role.
+        role: &'static str,
+        /// Its scope.
+        scope: &'static str,
+    },
+    /// A factory asked the resolver for a dependency it did not declare, or with another type.
+    #[error("factory of `{by}` asked for dependency #{index} as `{asked}`, but it is declared as {declared}")]
+    Undeclared {
+        /// The proto whose factory asked.
+        by: String,
+        /// The position asked for.
+        index: usize,
+        /// The requested type and kind.
+        asked: String,
+        /// What was declared at that position (or "nothing").
+        declared: String,
+    },
+
+    // The builder's test seams, misnamed (`ErrorKind::Setup`).
+    /// `override_with` names a type that no proto has.
+    #[error("cannot override `{type_name}`: no proto of that type is registered")]
+    OverrideUnknown {
+        /// The type of the fake.
+        type_name: &'static str,
+    },
+    /// `override_provider` names a type (or a name) that no proto provides.
+    #[error(
+        "cannot override the provider of `{wanted}`{}: no proto provides it{}; the providers of `{wanted}` are: {}",
+        .name.as_ref().map(|n| format!(" named \"{n}\"")).unwrap_or_default(),
+        if .name.is_some() { " under that name" } else { "" },
+        if .providers.is_empty() { "none".to_owned() } else { .providers.join(", ") }
+    )]
+    OverrideNoProvider {
+        /// The provided type, usually a `dyn Trait`.
+        wanted: &'static str,
+        /// The name asked for, if any.
+        name: Option<String>,
+        /// The protos that do provide it, as `type ("name")`.
+        providers: Vec<String>,
+    },
+    /// Fewer protos provide a type than `AppBuilder::expect_providers` said.
+    #[error(
+        "`{wanted}` should have at least {expected} provider(s), but {} registered ({}); if one lives in a crate the program never names, the linker may have dropped its registration: name one of its protos with `App::builder().link::<ThatProto>()`",
+        match .found.len() { 0 => "none is".to_owned(), 1 => "1 is".to_owned(), n => format!("{n} are") },
+        if .found.is_empty() { "no provider".to_owned() } else { .found.join(", ") }
+    )]
+    ExpectedProviders {
+        /// The provided type, usually a `dyn Trait`.
+        wanted: &'static str,
+        /// How many were expected, at least.
+        expected: usize,
+        /// The protos that do provide it, as `type ("name")`.
+        found: Vec<String>,
+    },
+    /// `exclude` names a type that no proto has.
+    #[error("cannot exclude `{type_name}`: no proto of that type is registered")]
+    ExcludeUnknown {
+        /// The excluded type.
+        type_name: &'static str,
+    },
+
+    // Configuration (`ErrorKind::Config`).
     /// A configuration key has a value that does not fit its section's field.
     #[error("config key {key} of `{section}`: {message}{}", .origin.as_ref().map(|o| format!(" (from {o})")).unwrap_or_default())]
     ConfigInvalid {
@@ -410,35 +408,8 @@ pub enum DiError {
         /// What is wrong with it.
         message: String,
     },
-    /// A factory asked the resolver for a dependency it did not declare, or with another type.
-    #[error("factory of `{by}` asked for dependency #{index} as `{asked}`, but it is declared as {declared}")]
-    Undeclared {
-        /// The proto whose factory asked.
-        by: String,
-        /// The position asked for.
-        index: usize,
-        /// The requested type and kind.
-        asked: String,
-        /// What was declared at that position (or "nothing").
-        declared: String,
-    },
-    /// A `#[schedule]` job cannot be set up or run: its cron expression does not parse, or
-    /// `App::run_schedule` names no job or one already running.
-    #[error("scheduled job `{job}` {reason}")]
-    Schedule {
-        /// The job, `Type::method`.
-        job: String,
-        /// What is wrong.
-        reason: String,
-    },
-    /// A `#[schedule]` job run by `App::run_schedule` failed (returned an error or panicked).
-    #[error("scheduled job `{job}` failed: {source}")]
-    JobFailed {
-        /// The job, `Type::method`.
-        job: String,
-        /// Its error.
-        source: Arc<dyn std::error::Error + Send + Sync>,
-    },
+
+    // An object that could not be built (`ErrorKind::Construction`).
     /// A factory or a constructor returned an error: the object could not be built. (A panic
     /// there propagates to the caller: `build()`, or the request, which di-http answers 500.)
     #[error("construction of `{type_name}` (\"{name}\") failed: {source}")]
@@ -463,53 +434,20 @@ pub enum DiError {
         /// What the hook returned.
         source: Arc<dyn std::error::Error + Send + Sync + 'static>,
     },
-    /// A `before_commit` event handler (`#[event_handler(before_commit)]`) failed: returned an
-    /// error or panicked. It ran in the completion phase of the scope that emitted the event,
-    /// which fails with it.
-    #[error("event handler `{handler}` of `{event}` failed before its scope's commit: {source}")]
-    EventHandler {
-        /// The event's type.
-        event: &'static str,
-        /// The handler, as `Type::method`.
-        handler: String,
-        /// What the handler returned, or its panic.
-        source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+    /// Context objects dereference each other while being built: a factory or an init hook of
+    /// one asks (through a `ContextRef` or `get_object`) for another whose construction needs
+    /// the first. The graph allows it (a `ContextRef` is lazy), the order of construction
+    /// cannot; reported by the `get`, `try_get` or `get_async` that would otherwise wait forever.
+    #[error(
+        "context objects need each other while being built: {}; a factory or init hook dereferences a `ContextRef` (or calls `get_object`) whose object needs the first one; defer that access until after construction (in a method, or a `complete` hook)",
+        .chain.join(" -> ")
+    )]
+    EagerCycle {
+        /// The objects on the cycle, the first repeated at the end, as `type ("name")`.
+        chain: Vec<String>,
     },
-    /// The event transport (`dyn EventTransport`) failed to send an event in its scope's
-    /// completion phase, which fails with it.
-    #[error("the event transport failed to send an event before its scope's commit: {source}")]
-    EventTransport {
-        /// What the transport returned, or its panic.
-        source: Arc<dyn std::error::Error + Send + Sync + 'static>,
-    },
-    /// Several singletons provide a role an App has at most one of (`dyn EventTransport`,
-    /// `dyn ScheduleLock`).
-    #[error("several singletons provide `{role}`, which an App has at most one of: {}; keep one", .providers.join(", "))]
-    OneOfRole {
-        /// The role, as `dyn Trait`.
-        role: &'static str,
-        /// The singletons that provide it.
-        providers: Vec<String>,
-    },
-    /// A hosted service could not start, or failed with [`OnFailure::StopApp`](crate::OnFailure::StopApp).
-    #[error("hosted service {service} {reason}")]
-    Hosted {
-        /// The service's proto, as errors name it.
-        service: String,
-        /// What happened.
-        reason: String,
-    },
-    /// A proto provides a role that only a singleton may have (`dyn HostedService`,
-    /// `dyn HealthCheck`).
-    #[error("{proto} provides `{role}`, but is a {scope} proto; a `{role}` must be a singleton (`#[singleton_proto]`)")]
-    MustBeSingleton {
-        /// The proto, as errors name it.
-        proto: String,
-        /// The role.
-        role: &'static str,
-        /// Its scope.
-        scope: &'static str,
-    },
+
+    // The App's lifecycle: start-up, shutdown, deadlines (`ErrorKind::Lifecycle`).
     /// `build()` ran past [`AppBuilder::start_timeout`](crate::AppBuilder::start_timeout).
     #[error(
         "the App did not start within {timeout:?} (`AppBuilder::start_timeout`); still running: {}",
@@ -530,20 +468,30 @@ pub enum DiError {
         /// The hosted services and destroy hooks cut, and the destroy hooks never run.
         cut: Vec<String>,
     },
-    /// A context object was asked for while no context scope is active.
-    #[error(
-        "no context scope is active, so there is no `{wanted}` to return; run the code inside `app.run_in_context(..)` (or a di-http request), and use `di_core::spawn` instead of `tokio::spawn` to carry the scope into a task"
-    )]
-    NoScope {
-        /// The requested type.
+    /// A hosted service could not start, or failed with [`OnFailure::StopApp`](crate::hosted::OnFailure::StopApp).
+    #[error("hosted service {service} {reason}")]
+    Hosted {
+        /// The service's proto, as errors name it.
+        service: String,
+        /// What happened.
+        reason: String,
+    },
+    /// An object was asked for once `App::shutdown` had begun destroying what would hold it:
+    /// a lazy singleton once singletons are being destroyed, a tenant's object once its cache
+    /// is closed. Built then, it would never be destroyed. (While shutdown still waits for
+    /// scopes, event handlers and jobs, lazy singletons are built as usual, and destroyed with
+    /// the others.)
+    #[error("the App has shut down, so `{wanted}` can no longer be built")]
+    ShutDown {
+        /// The type of the object.
         wanted: &'static str,
     },
-    /// A [`TenantRef`](crate::TenantRef) was read in a scope that serves no tenant.
+    /// A `Provider` was used before `build()` returned, or after its App was dropped.
     #[error(
-        "`{wanted}` builds an object per tenant, but this scope has no tenant; open it with `app.scope().tenant(key)?.run(..)`"
+        "`Provider<{wanted}>` was used while its App is not built (from a singleton's constructor or init hook) or after the App was dropped; use it once `build()` has returned"
     )]
-    NoTenant {
-        /// The `TenantObjects` whose object was asked for.
+    AppNotReady {
+        /// The transient type.
         wanted: &'static str,
     },
     /// `App::reload_config` was called once `App::shutdown` had begun: its change hooks would
@@ -552,7 +500,54 @@ pub enum DiError {
         "the App is shutting down, so its configuration is no longer reloaded (change hooks would run on singletons being destroyed)"
     )]
     ReloadAfterShutdown,
-    /// A tenant key breaks the rules of a key ([`Tenant::new`](crate::Tenant::new)): it comes
+    /// A singleton was not built: the App was built with roots
+    /// ([`AppBuilder::root`](crate::AppBuilder::root)) and none of them reaches it.
+    #[error(
+        "singleton `{wanted}` was not built: it is not reachable from the roots given to `AppBuilder::root`; add it (or something that injects it) as a root"
+    )]
+    NotBuilt {
+        /// The singleton.
+        wanted: &'static str,
+    },
+
+    // A lookup by type or name (`ErrorKind::Lookup`).
+    /// `get_object` found no proto of the requested type (or name).
+    #[error("no proto of type `{wanted}`{} is registered in this App", .name.as_ref().map(|n| format!(" named \"{n}\"")).unwrap_or_default())]
+    NotFound {
+        /// The requested type.
+        wanted: &'static str,
+        /// The requested name, if any.
+        name: Option<String>,
+    },
+    /// [`Keyed::get`](crate::Keyed::get) was given a name that none of the providers has.
+    #[error("no instance of `{wanted}` is named \"{name}\"; the instances are: {}", if .known.is_empty() { "none".to_owned() } else { .known.join(", ") })]
+    UnknownInstance {
+        /// The type.
+        wanted: &'static str,
+        /// The name asked for.
+        name: String,
+        /// The names there are, quoted.
+        known: Vec<String>,
+    },
+
+    // Context scopes and tenants (`ErrorKind::Scope`).
+    /// A context object was asked for while no context scope is active.
+    #[error(
+        "no context scope is active, so there is no `{wanted}` to return; run the code inside `app.run_in_context(..)` (or a di-http request), and use `di_core::spawn` instead of `tokio::spawn` to carry the scope into a task"
+    )]
+    NoScope {
+        /// The requested type.
+        wanted: &'static str,
+    },
+    /// A [`TenantRef`](crate::tenant::TenantRef) was read in a scope that serves no tenant.
+    #[error(
+        "`{wanted}` builds an object per tenant, but this scope has no tenant; open it with `app.scope().tenant(key)?.run(..)`"
+    )]
+    NoTenant {
+        /// The `TenantObjects` whose object was asked for.
+        wanted: &'static str,
+    },
+    /// A tenant key breaks the rules of a key ([`Tenant::new`](crate::tenant::Tenant::new)): it comes
     /// from a client, and is written to logs and errors.
     #[error(
         "a tenant key is refused: {why}; a key is 1 to 128 ASCII letters, digits, `-`, `_` and `.` (check the header or host it is read from)"
@@ -596,27 +591,76 @@ pub enum DiError {
         /// The requested type.
         wanted: &'static str,
     },
-    /// `get_object` found no proto of the requested type (or name).
-    #[error("no proto of type `{wanted}`{} is registered in this App", .name.as_ref().map(|n| format!(" named \"{n}\"")).unwrap_or_default())]
-    NotFound {
-        /// The requested type.
-        wanted: &'static str,
-        /// The requested name, if any.
-        name: Option<String>,
+
+    // Event handlers and scheduled jobs (`ErrorKind::Work`).
+    /// A `#[schedule]` job cannot be set up or run: its cron expression does not parse, or
+    /// `App::run_schedule` names no job or one already running.
+    #[error("scheduled job `{job}` {reason}")]
+    Schedule {
+        /// The job, `Type::method`.
+        job: String,
+        /// What is wrong.
+        reason: String,
     },
-    /// [`Keyed::get`](crate::Keyed::get) was given a name that none of the providers has.
-    #[error("no instance of `{wanted}` is named \"{name}\"; the instances are: {}", if .known.is_empty() { "none".to_owned() } else { .known.join(", ") })]
-    UnknownInstance {
-        /// The type.
-        wanted: &'static str,
-        /// The name asked for.
-        name: String,
-        /// The names there are, quoted.
-        known: Vec<String>,
+    /// A `#[schedule]` job run by `App::run_schedule` failed (returned an error or panicked).
+    #[error("scheduled job `{job}` failed: {source}")]
+    JobFailed {
+        /// The job, `Type::method`.
+        job: String,
+        /// Its error.
+        source: Arc<dyn std::error::Error + Send + Sync>,
     },
+    /// A `before_commit` event handler (`#[event_handler(before_commit)]`) failed: returned an
+    /// error or panicked. It ran in the completion phase of the scope that emitted the event,
+    /// which fails with it.
+    #[error("event handler `{handler}` of `{event}` failed before its scope's commit: {source}")]
+    EventHandler {
+        /// The event's type.
+        event: &'static str,
+        /// The handler, as `Type::method`.
+        handler: String,
+        /// What the handler returned, or its panic.
+        source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+    },
+    /// The event transport (`dyn EventTransport`) failed to send an event in its scope's
+    /// completion phase, which fails with it.
+    #[error("the event transport failed to send an event before its scope's commit: {source}")]
+    EventTransport {
+        /// What the transport returned, or its panic.
+        source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+    },
+
     /// Several graph errors found in one build, in a stable order.
     #[error("{} errors in the object graph:\n{}", .0.len(), .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
     Multiple(Vec<DiError>),
+}
+
+/// The families of [`DiError`], as [`DiError::kind`] tells them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The graph is broken: a dependency missing, ambiguous, cyclic or of the wrong kind, a
+    /// role misused. `build()` and `check()` refuse it; the fix is in the code.
+    Graph,
+    /// A test seam of the builder (`override_with`, `override_provider`, `exclude`,
+    /// `expect_providers`) names what the graph does not have.
+    Setup,
+    /// A configuration source, key or value is wrong, or the profile is not a plain name.
+    Config,
+    /// A factory, a constructor or a lifecycle hook failed (or panicked).
+    Construction,
+    /// The App's lifecycle: a deadline passed, a hosted service failed, the App is not built
+    /// yet or is shutting down, a singleton left out by the roots.
+    Lifecycle,
+    /// `get_object` or `Keyed::get` found nothing under the type or name asked for.
+    Lookup,
+    /// A context object asked for where its scope is not: no scope, a scope that ended or
+    /// belongs to another App, no tenant, a tenant key refused, a sync read of an async proto.
+    Scope,
+    /// An event handler, the event transport or a scheduled job failed.
+    Work,
+    /// Several errors of different families ([`DiError::Multiple`]).
+    Several,
 }
 
 /// A failure to try again later: a resource the work needs (a database connection, a lock)
@@ -628,7 +672,7 @@ pub enum DiError {
 /// # Examples
 ///
 /// ```
-/// use di_core::{Busy, DiError};
+/// use di_core::{error::Busy, DiError};
 ///
 /// let error = DiError::Hook {
 ///     stage: "complete",
@@ -643,6 +687,82 @@ pub enum DiError {
 pub struct Busy(#[source] pub BoxError);
 
 impl DiError {
+    /// The family of this error, for a caller that handles a family alike (a broken graph, a
+    /// configuration error, a missing scope) rather than each variant. Several errors found in
+    /// one pass ([`DiError::Multiple`]) are of their family when they share one, else
+    /// [`ErrorKind::Several`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use di_core::DiError;
+    /// use di_core::error::ErrorKind;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let app = di_core::App::builder().without_inventory().build().await.unwrap();
+    /// let error = app.get_object::<String>().unwrap_err();
+    /// assert_eq!(error.kind(), ErrorKind::Lookup);
+    /// # }
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            DiError::Missing { .. }
+            | DiError::UnknownQualifier { .. }
+            | DiError::Ambiguous { .. }
+            | DiError::Duplicate { .. }
+            | DiError::Cycle { .. }
+            | DiError::CompleteOnSingleton { .. }
+            | DiError::ContextByValue { .. }
+            | DiError::ContextRefToSingleton { .. }
+            | DiError::ContextRefToAsync { .. }
+            | DiError::Private { .. }
+            | DiError::TransientByValue { .. }
+            | DiError::WrongHandle { .. }
+            | DiError::TransientHook { .. }
+            | DiError::Lazy { .. }
+            | DiError::Inactive { .. }
+            | DiError::AdviceMissing { .. }
+            | DiError::CrosscutMatchesNothing { .. }
+            | DiError::CrosscutUnreachable { .. }
+            | DiError::OneOfRole { .. }
+            | DiError::MustBeSingleton { .. }
+            | DiError::Undeclared { .. } => ErrorKind::Graph,
+            DiError::OverrideUnknown { .. }
+            | DiError::OverrideNoProvider { .. }
+            | DiError::ExpectedProviders { .. }
+            | DiError::ExcludeUnknown { .. } => ErrorKind::Setup,
+            DiError::ConfigInvalid { .. }
+            | DiError::ConfigMissing { .. }
+            | DiError::ConfigUnknownEnv { .. }
+            | DiError::InvalidProfile { .. }
+            | DiError::ConfigSource { .. } => ErrorKind::Config,
+            DiError::Construction { .. } | DiError::Hook { .. } | DiError::EagerCycle { .. } => ErrorKind::Construction,
+            DiError::StartTimeout { .. }
+            | DiError::StopTimeout { .. }
+            | DiError::Hosted { .. }
+            | DiError::ShutDown { .. }
+            | DiError::AppNotReady { .. }
+            | DiError::ReloadAfterShutdown
+            | DiError::NotBuilt { .. } => ErrorKind::Lifecycle,
+            DiError::NotFound { .. } | DiError::UnknownInstance { .. } => ErrorKind::Lookup,
+            DiError::NoScope { .. }
+            | DiError::NoTenant { .. }
+            | DiError::TenantKey { .. }
+            | DiError::ScopeClosed { .. }
+            | DiError::LateCompletion { .. }
+            | DiError::ForeignScope { .. }
+            | DiError::AsyncInit { .. } => ErrorKind::Scope,
+            DiError::Schedule { .. }
+            | DiError::JobFailed { .. }
+            | DiError::EventHandler { .. }
+            | DiError::EventTransport { .. } => ErrorKind::Work,
+            DiError::Multiple(errors) => match errors.first().map(DiError::kind) {
+                Some(first) if errors.iter().all(|e| e.kind() == first) => first,
+                _ => ErrorKind::Several,
+            },
+        }
+    }
+
     /// Whether [`Busy`] is among this error's sources: the work failed for want of a resource
     /// that may come free (a failure to try again later, `503`), not for a fault.
     pub fn is_busy(&self) -> bool {
@@ -712,6 +832,7 @@ impl std::fmt::Display for Panicked {
 impl std::error::Error for Panicked {}
 
 /// The message of a caught panic: its `&str` or `String` payload.
+#[doc(hidden)]
 pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
     panic
         .downcast_ref::<&'static str>()

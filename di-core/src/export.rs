@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use crate::graph::{Graph, Resolved, Target};
 use crate::proto::def::short_type_name;
-use crate::proto::kinds::Scope;
+use crate::proto::kinds::Lifetime;
 
 struct Edge<'a> {
     from: usize,
@@ -33,7 +33,7 @@ fn edges(graph: &Graph) -> Vec<Edge<'_>> {
 pub(crate) fn dot(graph: &Graph) -> String {
     let mut s = String::from("digraph di {\n  rankdir=LR;\n  node [fontname=\"Helvetica\"];\n");
     for (i, p) in graph.protos.iter().enumerate() {
-        let shape = if p.scope == Scope::Singleton { "box" } else { "ellipse" };
+        let shape = if p.scope == Lifetime::Singleton { "box" } else { "ellipse" };
         let _ = writeln!(
             s,
             "  n{i} [label=\"{}\\n{}\" shape={shape} tooltip=\"{}\"];",
@@ -53,7 +53,7 @@ pub(crate) fn dot(graph: &Graph) -> String {
 pub(crate) fn mermaid(graph: &Graph) -> String {
     let mut s = String::from("flowchart LR\n");
     for (i, p) in graph.protos.iter().enumerate() {
-        let (open, close) = if p.scope == Scope::Singleton { ("[", "]") } else { ("([", "])") };
+        let (open, close) = if p.scope == Lifetime::Singleton { ("[", "]") } else { ("([", "])") };
         let _ = writeln!(s, "  n{i}{open}\"{}<br/>{}\"{close}", mesc(short_type_name(p.type_name)), mesc(&p.name));
     }
     for e in edges(graph) {

@@ -8,7 +8,7 @@ use crate::error::DiError;
 use crate::maps::{FastMap, FastSet};
 use crate::proto::def::ProtoDef;
 use crate::proto::factory::{Factory, SyncFactory};
-use crate::proto::kinds::{Access, InjectKind, Scope};
+use crate::proto::kinds::{Access, InjectKind, Lifetime};
 use crate::proto::provide::ProvideCast;
 
 /// The providers of one (type, object name): almost always one, kept without a `Vec`.
@@ -76,7 +76,7 @@ pub(crate) struct Graph {
     /// an object already at hand without the checks and dispatch of a general request.
     pub(crate) arc_targets: Vec<Box<[u32]>>,
     /// Each proto's scope, dense: the resolver's dispatch reads one byte, not a `ProtoDef`.
-    pub(crate) scopes: Vec<Scope>,
+    pub(crate) scopes: Vec<Lifetime>,
     /// Singletons grouped by construction level: level k only needs levels below k.
     pub(crate) levels: Vec<Vec<usize>>,
     /// Context protos that need `get_async` (an init hook, theirs or a by-value dependency's).
@@ -141,11 +141,11 @@ impl Graph {
             if !names.insert((p.type_id, &p.name)) {
                 errors.push(DiError::Duplicate { type_name: p.type_name, name: p.name.to_string() });
             }
-            if p.scope == Scope::Singleton && p.complete.is_some() {
+            if p.scope == Lifetime::Singleton && p.complete.is_some() {
                 errors.push(DiError::CompleteOnSingleton { singleton: p.label() });
             }
             if p.lazy {
-                let reason = if p.scope != Scope::Singleton {
+                let reason = if p.scope != Lifetime::Singleton {
                     Some("only a singleton is lazy: a context or transient proto is built on first use already")
                 } else if p.init.is_some() || matches!(p.factory, Factory::Async(_)) {
                     Some(
@@ -158,7 +158,7 @@ impl Graph {
                     errors.push(DiError::Lazy { proto: p.label(), reason });
                 }
             }
-            if p.scope == Scope::Transient {
+            if p.scope == Lifetime::Transient {
                 let kept_only = [
                     (p.init.is_some(), "an init hook"),
                     (p.complete.is_some(), "a complete hook"),
@@ -209,7 +209,7 @@ impl Graph {
         for &i in &order {
             let deps = || resolved[i].iter().flat_map(Resolved::construction_targets);
             match protos[i].scope {
-                Scope::Singleton => {
+                Lifetime::Singleton => {
                     level[i] = deps().map(|d| level[d] + 1).max().unwrap_or(0);
                     if levels.len() <= level[i] {
                         levels.resize_with(level[i] + 1, Vec::new);
@@ -219,7 +219,7 @@ impl Graph {
                 // Built on each injection or `Provider::get`, synchronously (async constructors
                 // are refused above), in no level. What it takes from the scope by value, and
                 // whether that needs awaiting, passes on to the context protos that take it.
-                Scope::Transient | Scope::Context => {
+                Lifetime::Transient | Lifetime::Context => {
                     needs_async[i] = protos[i].init.is_some()
                         || matches!(protos[i].factory, Factory::Async(_))
                         || deps().any(|d| needs_async[d]);
@@ -227,13 +227,13 @@ impl Graph {
                     let mut list: Vec<u32> = Vec::new();
                     for d in deps() {
                         let through: &[u32] = match protos[d].scope {
-                            Scope::Context => &[],
+                            Lifetime::Context => &[],
                             // A transient's own context dependencies, built before it is.
-                            Scope::Transient => &context_deps[d],
-                            Scope::Singleton => continue,
+                            Lifetime::Transient => &context_deps[d],
+                            Lifetime::Singleton => continue,
                         };
                         list.extend(through.iter().copied().filter(|&c| seen.insert(c as usize)));
-                        if protos[d].scope == Scope::Context && seen.insert(d) {
+                        if protos[d].scope == Lifetime::Context && seen.insert(d) {
                             list.push(d as u32);
                         }
                     }
@@ -244,7 +244,7 @@ impl Graph {
         let context_factories = protos
             .iter()
             .map(|p| match (&p.scope, &p.factory) {
-                (Scope::Context, Factory::Sync(f)) => Some(f.clone()),
+                (Lifetime::Context, Factory::Sync(f)) => Some(f.clone()),
                 _ => None,
             })
             .collect();
@@ -358,10 +358,10 @@ fn resolve_dep(
             });
         }
         let by_value = !matches!(dep.kind, InjectKind::ContextRef | InjectKind::Provider);
-        if by_value && p.scope == Scope::Singleton && target.scope == Scope::Context {
+        if by_value && p.scope == Lifetime::Singleton && target.scope == Lifetime::Context {
             return Err(DiError::ContextByValue { singleton: by(), context: target.type_name });
         }
-        if by_value && p.scope == Scope::Singleton && target.scope == Scope::Transient {
+        if by_value && p.scope == Lifetime::Singleton && target.scope == Lifetime::Transient {
             return Err(DiError::TransientByValue { singleton: by(), transient: target.type_name });
         }
     }
@@ -401,25 +401,25 @@ fn resolve_dep(
                 fix,
             };
             match target.scope {
-                Scope::Singleton => {
+                Lifetime::Singleton => {
                     return Err(wrong("singleton", format!("inject it as `Arc<{}>`", target.type_name)));
                 }
-                Scope::Context => return Err(wrong("context", format!("hold `ContextRef<{}>`", target.type_name))),
-                Scope::Transient if target.type_id != (dep.type_id)() => {
+                Lifetime::Context => return Err(wrong("context", format!("hold `ContextRef<{}>`", target.type_name))),
+                Lifetime::Transient if target.type_id != (dep.type_id)() => {
                     let fix = format!("a `Provider` names the proto's own type: hold `Provider<{}>`", target.type_name);
                     return Err(wrong("transient", fix));
                 }
-                Scope::Transient => {}
+                Lifetime::Transient => {}
             }
             Resolved::Provider(t.proto)
         }
         InjectKind::ContextRef => {
             let t = one()?;
             let target = &protos[t.proto];
-            if target.scope == Scope::Singleton {
+            if target.scope == Lifetime::Singleton {
                 return Err(DiError::ContextRefToSingleton { by: by(), singleton: target.type_name });
             }
-            if target.scope == Scope::Transient {
+            if target.scope == Lifetime::Transient {
                 return Err(DiError::WrongHandle {
                     by: by(),
                     holds: format!("ContextRef<{wanted}>"),

@@ -2,16 +2,14 @@
 //! answers (a database, a broker). `App::health` runs them concurrently, each within its
 //! timeout, and keeps the results for a short while so that probes cannot stampede a database.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::error::BoxError;
+use crate::erased::UnitFuture;
 use crate::runtime::{AppInner, Handle, Handles};
 
-/// The future of [`HealthCheck::check`].
-pub type CheckFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send + 'static>>;
+// What the App reports of its health, as `App::health` and `App::state` return it.
+pub use crate::app::{AppState, HealthReport};
 
 /// A check of something the App needs, run by [`App::health`](crate::App::health) (di-http:
 /// `GET /health/ready`). A singleton declares it with `provides(dyn HealthCheck)`; the check is
@@ -22,14 +20,14 @@ pub type CheckFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send 
 /// ```rust,standalone_crate
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicBool, Ordering};
-/// use di_core::{App, CheckFuture, HealthCheck, singleton_proto};
+/// use di_core::{App, futures::UnitFuture, health::HealthCheck, singleton_proto};
 ///
 /// #[singleton_proto(name = "database", provides(dyn HealthCheck))]
 /// #[derive(Default)]
 /// pub struct Db { gone: AtomicBool }
 ///
 /// impl HealthCheck for Db {
-///     fn check(self: Arc<Self>) -> CheckFuture {
+///     fn check(self: Arc<Self>) -> UnitFuture {
 ///         Box::pin(async move {
 ///             if self.gone.load(Ordering::Relaxed) { Err("the database file is gone".into()) } else { Ok(()) }
 ///         })
@@ -47,7 +45,7 @@ pub type CheckFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send 
 /// ```
 pub trait HealthCheck: Send + Sync + 'static {
     /// `Ok` if healthy. An error, a panic or running past [`timeout`](Self::timeout) fails it.
-    fn check(self: Arc<Self>) -> CheckFuture;
+    fn check(self: Arc<Self>) -> UnitFuture;
 
     /// How long the check may take. Default: 2 seconds.
     fn timeout(&self) -> Duration {

@@ -9,17 +9,17 @@
 
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::error::{BoxError, DiError};
+use crate::erased::UnitFuture;
+use crate::error::DiError;
 use crate::runtime::{AppInner, Handle, Handles};
 
-/// The future of [`HostedService::run`].
-pub type HostedFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send + 'static>>;
+// What the App reports of its hosted services.
+pub use crate::app::ServiceReport;
 
 /// Long-running work of a singleton, started by `build()` and stopped by
 /// [`App::shutdown`](crate::App::shutdown) before any singleton it uses is destroyed. A proto
@@ -30,14 +30,14 @@ pub type HostedFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send
 /// ```rust,standalone_crate
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use di_core::{App, HostedFuture, HostedService, Stop, singleton_proto};
+/// use di_core::{App, futures::UnitFuture, hosted::{HostedService, Stop}, singleton_proto};
 ///
 /// #[singleton_proto(provides(dyn HostedService))]
 /// #[derive(Default)]
 /// pub struct Refresher { rounds: AtomicUsize }
 ///
 /// impl HostedService for Refresher {
-///     fn run(self: Arc<Self>, stop: Stop) -> HostedFuture {
+///     fn run(self: Arc<Self>, stop: Stop) -> UnitFuture {
 ///         Box::pin(async move {
 ///             loop {
 ///                 self.rounds.fetch_add(1, Ordering::Relaxed);
@@ -60,7 +60,7 @@ pub type HostedFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send
 pub trait HostedService: Send + Sync + 'static {
     /// Does the work until `stop` fires, then returns. An `Err` or a panic before that is a
     /// failure, handled as [`on_failure`](Self::on_failure) says.
-    fn run(self: Arc<Self>, stop: Stop) -> HostedFuture;
+    fn run(self: Arc<Self>, stop: Stop) -> UnitFuture;
 
     /// What a failure does. Default: [`OnFailure::StopApp`].
     fn on_failure(&self) -> OnFailure {

@@ -3,12 +3,12 @@
 use std::panic::AssertUnwindSafe;
 use std::task::Poll;
 
-use crate::erased::HookFuture;
+use crate::erased::UnitFuture;
 use crate::error::{BoxError, Panicked, panic_message};
 
 /// Calls a hook and polls it to its end; a panic (in the call or in the future) is returned
 /// as an error holding its message.
-pub(crate) async fn catch_hook(call: impl FnOnce() -> HookFuture) -> Result<(), BoxError> {
+pub(crate) async fn catch_hook(call: impl FnOnce() -> UnitFuture) -> Result<(), BoxError> {
     match std::panic::catch_unwind(AssertUnwindSafe(call)) {
         Ok(hook) => catch_future(hook).await,
         Err(panic) => Err(Box::new(Panicked(panic_message(&*panic).to_owned()))),

@@ -13,7 +13,7 @@ use crate::error::DiError;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use di_core::{App, Dependency, InjectKind, Keyed, ProtoDef};
+/// use di_core::{App, registry::{Dependency, InjectKind}, Keyed, ProtoDef};
 ///
 /// struct Bucket(&'static str);
 /// struct Store { buckets: Keyed<Bucket> }
@@ -53,7 +53,7 @@ impl<T: ?Sized> Keyed<T> {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, Dependency, InjectKind, Keyed, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, Keyed, ProtoDef};
     ///
     /// struct Bucket(&'static str);
     /// struct Store { buckets: Keyed<Bucket> }
@@ -87,7 +87,7 @@ impl<T: ?Sized> Keyed<T> {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, Dependency, InjectKind, Keyed, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, Keyed, ProtoDef};
     ///
     /// struct Bucket(&'static str);
     /// struct Store { buckets: Keyed<Bucket> }
@@ -113,7 +113,7 @@ impl<T: ?Sized> Keyed<T> {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, Dependency, InjectKind, Keyed, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, Keyed, ProtoDef};
     ///
     /// struct Bucket(&'static str);
     /// struct Store { buckets: Keyed<Bucket> }
@@ -140,7 +140,7 @@ impl<T: ?Sized> Keyed<T> {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, Dependency, InjectKind, Keyed, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, Keyed, ProtoDef};
     ///
     /// struct Bucket(&'static str);
     /// struct Store { buckets: Keyed<Bucket> }
@@ -166,7 +166,7 @@ impl<T: ?Sized> Keyed<T> {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, Dependency, InjectKind, Keyed, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, Keyed, ProtoDef};
     ///
     /// struct Bucket(&'static str);
     /// struct Store { buckets: Keyed<Bucket> }

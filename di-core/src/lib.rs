@@ -87,7 +87,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::sync::atomic::{AtomicUsize, Ordering};
-//! use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+//! use di_core::{App, ContextRef, registry::{Dependency, InjectKind}, ProtoDef};
 //!
 //! /// Per request: which request this is.
 //! struct Tracer { id: usize }
@@ -163,55 +163,45 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod advice;
+pub mod advice;
 mod app;
-mod config;
+pub mod config;
 mod context_ref;
 mod erased;
-mod error;
-mod events;
+pub mod error;
+pub mod events;
 mod export;
 mod graph;
-mod health;
-mod hosted;
+pub mod health;
+pub mod hosted;
 mod isolate;
 mod join;
 mod keyed;
-mod reload;
 mod local;
 mod maps;
 mod pending;
 mod private;
 mod proto;
 mod provider;
+mod reload;
 mod resolver;
 mod runtime;
 #[cfg(feature = "schedule")]
-mod schedule;
-mod scope;
-mod startup;
-mod telemetry;
-mod tenant;
+#[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
+pub mod schedule;
+pub mod scope;
+pub mod startup;
+pub mod telemetry;
+pub mod tenant;
 
-pub use advice::{Advice, AdviceParams, Call, Next, Outcome};
-pub use app::{App, AppBuilder, AppHold, AppState, ContextSlot, HealthReport, ScopeBuilder, ServiceReport};
-pub use config::Config;
-pub use context_ref::{AsyncContextRef, ContextRef, RefTarget};
-pub use error::{BoxError, Busy, DiError};
-pub use events::{Delivery, EventBus, EventHold, EventTransport};
-pub use health::{CheckFuture, CheckReport, HealthCheck};
-pub use hosted::{HostedFuture, HostedService, OnFailure, ServiceState, Stop};
+pub use app::{App, AppBuilder};
+pub use context_ref::ContextRef;
+pub use error::DiError;
 pub use keyed::Keyed;
-pub use reload::{ConfigRef, ConfigReload};
-pub use proto::{Access, ContextProto, Dependency, InjectKind, Proto, ProtoDef, Scope, SingletonProto, TransientProto};
+pub use proto::{ContextProto, Proto, ProtoDef, SingletonProto, TransientProto};
 pub use provider::Provider;
 pub use resolver::Resolver;
-#[cfg(feature = "schedule")]
-#[cfg_attr(docsrs, doc(cfg(feature = "schedule")))]
-pub use schedule::{ClaimFuture, ScheduleLock};
-pub use startup::{ProtoTiming, StartupReport, TARGET as STARTUP_TARGET};
-pub use telemetry::NAMES as METRICS;
-pub use tenant::{Tenant, TenantObjects, TenantRef};
+pub use scope::spawn;
 
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
@@ -220,8 +210,41 @@ pub use di_macros::{
     transient_proto,
 };
 
-pub use events::discard_events;
-pub use scope::{ScopeHold, complete_scope, fail_scope, hold_scope, in_scope, scope_failed, spawn, spawn_blocking};
+/// The everyday names, for a glob import: the attribute macros, the App and its builder, the
+/// injection forms, the error types, and what a service reaches for most (a configuration
+/// section's live view, the event bus, `spawn`).
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use std::sync::Arc;
+/// use di_core::prelude::*;
+///
+/// #[singleton_proto]
+/// pub struct Greeter;
+///
+/// #[singleton_proto]
+/// pub struct Front {
+///     #[inject]
+///     greeter: Arc<Greeter>,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+/// let app = App::builder().build().await?;
+/// assert!(Arc::ptr_eq(&app.get_object::<Front>()?.greeter, &app.get_object::<Greeter>()?));
+/// # Ok(()) }
+/// ```
+pub mod prelude {
+    pub use crate::config::ConfigRef;
+    pub use crate::error::{BoxError, DiError};
+    pub use crate::events::EventBus;
+    pub use crate::{App, AppBuilder, ContextRef, Keyed, Provider, spawn};
+    #[cfg(feature = "macros")]
+    pub use crate::{
+        config_proto, context_proto, crosscut, event_handler, handlers, intercept, schedule, singleton_proto,
+        transient_proto,
+    };
+}
 
 /// What the attribute macros generate and submit, for macro and tool authors: the static
 /// description of a proto ([`ProtoDescriptor`](registry::ProtoDescriptor)), the erased object
@@ -235,7 +258,7 @@ pub use scope::{ScopeHold, complete_scope, fail_scope, hold_scope, in_scope, sco
 ///
 /// ```
 /// use di_core::registry::{AnyArc, ProtoDescriptor};
-/// use di_core::{App, DiError, Proto, Resolver, Scope, SingletonProto};
+/// use di_core::{App, DiError, Proto, Resolver, registry::Lifetime, SingletonProto};
 ///
 /// pub struct Clock;
 ///
@@ -245,7 +268,7 @@ pub use scope::{ScopeHold, complete_scope, fail_scope, hold_scope, in_scope, sco
 ///
 /// impl Proto for Clock {
 ///     const DESCRIPTOR: ProtoDescriptor =
-///         ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, clock);
+///         ProtoDescriptor::new::<Clock>("clock", Lifetime::Singleton, clock);
 /// }
 /// impl SingletonProto for Clock {}
 ///
@@ -256,11 +279,12 @@ pub use scope::{ScopeHold, complete_scope, fail_scope, hold_scope, in_scope, sco
 /// ```
 pub mod registry {
     pub use crate::config::{LoadFn, load_section};
-    pub use crate::erased::{AnyArc, BuildFuture, CastFn, HookFn, HookFuture, cast_to, put};
+    pub use crate::erased::{AnyArc, BuildFuture, CastFn, HookFn, UnitFuture, cast_to, put};
     pub use crate::proto::def::default_name;
     pub use crate::proto::descriptor::ProtoDescriptor;
     pub use crate::proto::factory::{AsyncFactoryFn, FactoryFn};
     pub use crate::proto::provide::Provide;
+    pub use crate::proto::{Access, Dependency, InjectKind, Lifetime};
 }
 
 /// The futures di-core returns, named for those who store them: a scope
@@ -285,6 +309,7 @@ pub mod registry {
 /// ```
 pub mod futures {
     pub use crate::advice::Run;
+    pub use crate::erased::{BoxFuture, UnitFuture};
     pub use crate::scope::end::{CompleteScope, ContextFuture, TryContextFuture};
 }
 
@@ -315,17 +340,20 @@ pub mod __private {
     pub use crate::advice::{
         Advice, AdviceParams, AdviceSite, Call, Next, Probe, Proceed, ShowDebug, ShowOpaque, advice, body, shower,
     };
+    pub use crate::context_ref::AsyncContextRef;
     pub use crate::error::panic_message;
     pub use crate::events::{AnyEvent, EventPhase, HandlerDescriptor, assert_event, event_ref};
     pub use crate::private::{
         CtorOutput, HookOutput, Own, assert_context, assert_proto, assert_singleton, assert_transient, construct_async,
         constructed, dep, dep_context, dep_singleton, dep_transient, downcast, fill, hook_result,
     };
-    pub use crate::registry::{AnyArc, BuildFuture, HookFuture, ProtoDescriptor, Provide, load_section, put};
+    pub use crate::proto::{Access, Dependency, InjectKind, Lifetime};
+    pub use crate::registry::{AnyArc, BuildFuture, ProtoDescriptor, Provide, UnitFuture, load_section, put};
+    pub use crate::reload::ConfigRef;
     #[cfg(feature = "schedule")]
     pub use crate::schedule::{ScheduleDescriptor, When};
+    pub use crate::tenant::TenantRef;
     pub use crate::{
-        Access, AsyncContextRef, ConfigRef, ContextProto, ContextRef, Dependency, DiError, InjectKind, Keyed, Proto,
-        ProtoDef, Provider, Resolver, Scope, SingletonProto, TenantRef, TransientProto,
+        ContextProto, ContextRef, DiError, Keyed, Proto, ProtoDef, Provider, Resolver, SingletonProto, TransientProto,
     };
 }

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use crate::erased::AnyArc;
 pub use crate::erased::{Own, downcast};
 use crate::error::BoxError;
+use crate::proto::dependency::Dependency;
+use crate::proto::kinds::InjectKind;
 use crate::proto::traits::{ContextProto, Proto, SingletonProto, TransientProto};
 
 /// What a lifecycle hook method may return: `()` or `Result<(), E>` with `E: Into<BoxError>`.
@@ -48,26 +50,26 @@ pub fn hook_result(out: impl HookOutput) -> Result<(), BoxError> {
 /// `Dependency::new::<T>(kind, None).field(field)`, what an injected field without a name
 /// declares: the short form, since the macros write one per field and every token of a
 /// large crate's expansion costs every rebuild.
-pub const fn dep<T: ?Sized + 'static>(kind: crate::InjectKind, field: &'static str) -> crate::Dependency {
-    crate::Dependency::new::<T>(kind, None).field(field)
+pub const fn dep<T: ?Sized + 'static>(kind: InjectKind, field: &'static str) -> Dependency {
+    Dependency::new::<T>(kind, None).field(field)
 }
 
 /// `#[inject] x: Arc<T>` in a singleton: [`dep`] of a `T` that must be a singleton proto
 /// ([`assert_singleton`]), one call per field that both checks and declares.
-pub const fn dep_singleton<T: SingletonProto>(field: &'static str) -> crate::Dependency {
-    dep::<T>(crate::InjectKind::Arc, field)
+pub const fn dep_singleton<T: SingletonProto>(field: &'static str) -> Dependency {
+    dep::<T>(InjectKind::Arc, field)
 }
 
 /// `#[inject] x: ContextRef<T>` (or `AsyncContextRef<T>`): [`dep`] of a `T` that must be a
 /// context proto ([`assert_context`]).
-pub const fn dep_context<T: ContextProto>(field: &'static str) -> crate::Dependency {
-    dep::<T>(crate::InjectKind::ContextRef, field)
+pub const fn dep_context<T: ContextProto>(field: &'static str) -> Dependency {
+    dep::<T>(InjectKind::ContextRef, field)
 }
 
 /// `#[inject] x: Provider<T>`: [`dep`] of a `T` that must be a transient proto
 /// ([`assert_transient`]).
-pub const fn dep_transient<T: TransientProto>(field: &'static str) -> crate::Dependency {
-    dep::<T>(crate::InjectKind::Provider, field)
+pub const fn dep_transient<T: TransientProto>(field: &'static str) -> Dependency {
+    dep::<T>(InjectKind::Provider, field)
 }
 
 /// `#[inject] x: Arc<T>` (or `Option`/`Vec`) in a context proto: `T` must be a proto.

@@ -67,7 +67,7 @@ impl<T: Send + Sync + 'static> Provider<T> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::{App, Dependency, DiError, InjectKind, ProtoDef, Provider};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, DiError, ProtoDef, Provider};
     ///
     /// struct Buffer(Vec<u8>);
     /// struct Encoder { buffers: Provider<Buffer> }

@@ -162,7 +162,7 @@ impl Live {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use di_core::{App, ConfigRef, Dependency, InjectKind, ProtoDef};
+/// use di_core::{App, config::ConfigRef, registry::{Dependency, InjectKind}, ProtoDef};
 ///
 /// #[derive(serde::Deserialize)]
 /// struct Limits { per_minute: u32 }

@@ -10,7 +10,7 @@ use crate::erased::AnyArc;
 use crate::error::{BoxError, DiError};
 use crate::graph::{Graph, Resolved, Target};
 use crate::keyed::Keyed;
-use crate::proto::kinds::{InjectKind, Scope};
+use crate::proto::kinds::{InjectKind, Lifetime};
 use crate::provider::Provider;
 use crate::runtime::AppCell;
 use crate::scope::handle::{Seeds, TaskCache};
@@ -25,7 +25,7 @@ use crate::scope::table::ScopeShared;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+/// use di_core::{App, ContextRef, registry::{Dependency, InjectKind}, ProtoDef};
 ///
 /// struct Tracer { id: u64 }
 /// struct Greeter { tracer: ContextRef<Tracer>, plugins: Vec<Arc<dyn Plugin>> }
@@ -110,7 +110,7 @@ impl Resolver<'_> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::{App, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// struct Db;
     /// struct Repo { db: Arc<Db> }
@@ -184,8 +184,8 @@ impl Resolver<'_> {
     #[inline]
     fn at_hand(&self, proto: usize) -> Option<AnyArc> {
         match (self.graph.scopes[proto], self.scope) {
-            (Scope::Singleton, _) => self.singletons[proto].clone(),
-            (Scope::Context, _) => self.scope.lent(proto).cloned(),
+            (Lifetime::Singleton, _) => self.singletons[proto].clone(),
+            (Lifetime::Context, _) => self.scope.lent(proto).cloned(),
             _ => None,
         }
     }
@@ -217,7 +217,7 @@ impl Resolver<'_> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::{App, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// struct Cache;
     /// struct Repo { cache: Option<Arc<Cache>> }
@@ -252,7 +252,7 @@ impl Resolver<'_> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::{App, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// struct Shard(u8);
     /// struct Router { shards: Vec<Arc<Shard>> }
@@ -287,7 +287,7 @@ impl Resolver<'_> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::{App, Dependency, InjectKind, Keyed, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, Keyed, ProtoDef};
     ///
     /// trait Store: Send + Sync { fn region(&self) -> &'static str; }
     /// struct Bucket(&'static str);
@@ -334,7 +334,7 @@ impl Resolver<'_> {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, Dependency, InjectKind, ProtoDef, Provider};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, ProtoDef, Provider};
     ///
     /// struct Buffer(Vec<u8>);
     /// struct Encoder { buffers: Provider<Buffer> }
@@ -413,7 +413,7 @@ impl Resolver<'_> {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, ContextRef, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// struct User(&'static str);
     /// struct Greeter { user: ContextRef<User> }
@@ -447,7 +447,7 @@ impl Resolver<'_> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::{App, AsyncContextRef, BoxError, Dependency, InjectKind, ProtoDef, Scope};
+    /// use di_core::{App, scope::AsyncContextRef, error::BoxError, registry::{Dependency, InjectKind, Lifetime}, ProtoDef};
     ///
     /// struct Session { user: String }
     /// struct Greeter { session: AsyncContextRef<Session> }
@@ -458,7 +458,7 @@ impl Resolver<'_> {
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
     /// let app = App::builder()
-    ///     .register(ProtoDef::new_async::<Session, _, _>(Scope::Context, |_| Ok(load_session())))
+    ///     .register(ProtoDef::new_async::<Session, _, _>(Lifetime::Context, |_| Ok(load_session())))
     ///     .register(ProtoDef::singleton::<Greeter>(|r| Ok(Greeter { session: r.async_context_ref(0)? }))
     ///         .dep(Dependency::new::<Session>(InjectKind::ContextRef, None)))
     ///     .build()
@@ -562,7 +562,7 @@ impl Resolver<'_> {
         match self.graph.scopes[proto] {
             // Built before its dependents; absent only when the App was built from roots that do
             // not reach it (a context object outside them asked for it).
-            Scope::Singleton => match &self.singletons[proto] {
+            Lifetime::Singleton => match &self.singletons[proto] {
                 Some(obj) => Ok(obj.clone()),
                 // Lazy, or not reached from the roots: built now if lazy (after `build()`).
                 None => match self.cell.get().and_then(std::sync::Weak::upgrade) {
@@ -570,7 +570,7 @@ impl Resolver<'_> {
                     None => Err(DiError::NotBuilt { wanted: def().type_name }),
                 },
             },
-            Scope::Context => match self.scope {
+            Lifetime::Context => match self.scope {
                 ScopeAt::Shared(scope) => scope.resolve_sync(proto),
                 ScopeAt::Current => crate::scope::handle::in_factory(self.app_id, proto as u32, || def().type_name),
                 ScopeAt::Owned(..) => match self.scope.lent(proto) {
@@ -579,7 +579,7 @@ impl Resolver<'_> {
                 },
                 ScopeAt::None => Err(DiError::NoScope { wanted: def().type_name }),
             },
-            Scope::Transient => self.transient(proto),
+            Lifetime::Transient => self.transient(proto),
         }
     }
 

@@ -12,8 +12,6 @@
 //! `ScheduleLock`, it runs in every instance, as the others.
 
 use std::any::TypeId;
-use std::future::Future;
-use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -22,7 +20,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 use crate::config::Config;
-use crate::erased::{AnyArc, HookFuture};
+use crate::erased::{AnyArc, BoxFuture, UnitFuture};
 use crate::error::{BoxError, DiError};
 use crate::graph::Graph;
 use crate::runtime::{AppInner, Handle, Handles};
@@ -52,11 +50,8 @@ pub struct ScheduleDescriptor {
     /// `config = "key"`: the configuration key whose value, when set, replaces `when` (a period
     /// for `every`, an expression for `cron`).
     pub config: Option<&'static str>,
-    pub call: fn(AnyArc) -> HookFuture,
+    pub call: fn(AnyArc) -> UnitFuture,
 }
-
-/// What [`ScheduleLock::claim`] returns.
-pub type ClaimFuture<'a> = Pin<Box<dyn Future<Output = Result<bool, BoxError>> + Send + 'a>>;
 
 /// Decides which instance of a service runs each due run of a
 /// `#[schedule(.., once_per_cluster)]` job: every instance asks to claim the run when it is due,
@@ -73,7 +68,7 @@ pub type ClaimFuture<'a> = Pin<Box<dyn Future<Output = Result<bool, BoxError>> +
 /// use std::collections::HashSet;
 /// use std::sync::Mutex;
 /// use std::time::SystemTime;
-/// use di_core::{singleton_proto, ClaimFuture, ScheduleLock};
+/// use di_core::{singleton_proto, futures::BoxFuture, error::BoxError, schedule::ScheduleLock};
 ///
 /// /// Claims in memory: right for instances sharing one process (tests); a cluster claims
 /// /// where all instances see it (a database table, a key-value store).
@@ -84,7 +79,7 @@ pub type ClaimFuture<'a> = Pin<Box<dyn Future<Output = Result<bool, BoxError>> +
 /// }
 ///
 /// impl ScheduleLock for MemoryClaims {
-///     fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> ClaimFuture<'a> {
+///     fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> BoxFuture<'a, Result<bool, BoxError>> {
 ///         Box::pin(async move { Ok(self.claimed.lock().unwrap().insert((job.to_owned(), due))) })
 ///     }
 /// }
@@ -100,7 +95,7 @@ pub trait ScheduleLock: Send + Sync + 'static {
     /// Claims the run of `job` (`Type::method`) due at `due`: `Ok(true)` for the first claim of
     /// that pair, whichever instance makes it; `Ok(false)` for every later one. An `Err` skips
     /// the run in this instance (logged).
-    fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> ClaimFuture<'a>;
+    fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> BoxFuture<'a, Result<bool, BoxError>>;
 }
 
 inventory::collect!(ScheduleDescriptor);

@@ -1,12 +1,12 @@
 //! Metrics through the `metrics` facade (cargo feature `metrics`): what the App counts, under
-//! the names of [`NAMES`]. Without the feature every function here is empty and every type
+//! the names of [`METRICS`]. Without the feature every function here is empty and every type
 //! zero-sized: the request path pays nothing.
 //!
 //! The App registers its gauges and histogram once, at `build()`: install the recorder (an
 //! exporter) before building the App.
 
 /// Every metric the App records, with its kind and meaning: what the guide's table lists.
-pub const NAMES: &[(&str, &str, &str)] = &[
+pub const METRICS: &[(&str, &str, &str)] = &[
     (
         "di_scopes_open",
         "gauge",

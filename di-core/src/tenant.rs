@@ -28,7 +28,7 @@ use crate::proto::dependency::Dependency;
 use crate::proto::kinds::InjectKind;
 
 /// The tenant a scope serves: its key (a customer id, a subdomain). A scope gets one from
-/// [`ScopeBuilder::tenant`](crate::ScopeBuilder::tenant); a [`TenantRef`] read in a scope
+/// [`ScopeBuilder::tenant`](crate::scope::ScopeBuilder::tenant); a [`TenantRef`] read in a scope
 /// without one fails with [`DiError::NoTenant`]. Cheap to clone.
 ///
 /// A key comes from a client (a header, a host name), so it is checked: 1 to
@@ -52,7 +52,7 @@ impl Tenant {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{DiError, Tenant};
+    /// use di_core::{DiError, tenant::Tenant};
     ///
     /// assert_eq!(Tenant::new("acme-eu.1")?.key(), "acme-eu.1");
     /// assert!(matches!(Tenant::new("acme user=admin"), Err(DiError::TenantKey { .. })));
@@ -104,7 +104,7 @@ impl fmt::Display for Tenant {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not implement `TenantObjects`, so `TenantRef<{Self}>` has no tenant objects to reach",
     label = "`TenantRef<T>` needs `T: TenantObjects`",
-    note = "implement `di_core::TenantObjects` for `{Self}`: its `create` builds a tenant's object"
+    note = "implement `di_core::tenant::TenantObjects` for `{Self}`: its `create` builds a tenant's object"
 )]
 pub trait TenantObjects: Send + Sync + 'static {
     /// The object built for each tenant.
@@ -148,7 +148,7 @@ pub trait TenantObjects: Send + Sync + 'static {
 /// ```
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use di_core::{App, BoxError, DiError, ProtoDef, Tenant, TenantObjects, TenantRef};
+/// use di_core::{App, error::BoxError, DiError, ProtoDef, tenant::{Tenant, TenantObjects, TenantRef}};
 ///
 /// struct Flags { tenant: String }
 ///

@@ -7,7 +7,11 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use di_core::{Advice, App, Call, Next, Outcome, context_proto, crosscut, intercept, singleton_proto};
+use di_core::{
+    App,
+    advice::{Advice, Call, Next, Outcome},
+    context_proto, crosscut, intercept, singleton_proto,
+};
 
 /// What the advices saw, in order.
 static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -81,7 +85,7 @@ async fn crosscuts_of_equal_order_nest_by_the_advice_type_not_the_path_written()
 pub struct RequestTracer;
 
 impl RequestTracer {
-    async fn flush(&self) -> Result<(), di_core::BoxError> {
+    async fn flush(&self) -> Result<(), di_core::error::BoxError> {
         Ok(())
     }
 }
@@ -120,7 +124,7 @@ fn an_advice_the_scope_cannot_give_leaves_the_method_running_without_it() {
             app.run_in_context(payments.pay()).await; // advised
             let late = std::sync::Arc::clone(&payments);
             app.run_in_context(async move {
-                di_core::complete_scope().await.unwrap();
+                di_core::scope::complete_scope().await.unwrap();
                 let task = di_core::spawn(async move {
                     late.pay().await;
                     late.pay().await;

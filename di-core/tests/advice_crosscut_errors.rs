@@ -4,7 +4,11 @@
 
 #![allow(missing_docs, missing_debug_implementations)]
 
-use di_core::{Advice, App, Call, DiError, Next, crosscut, intercept, singleton_proto};
+use di_core::{
+    App, DiError,
+    advice::{Advice, Call, Next},
+    crosscut, intercept, singleton_proto,
+};
 
 #[singleton_proto]
 pub struct Noop;
@@ -66,7 +70,7 @@ async fn build_and_check_name_each_broken_crosscut() {
         assert_eq!(errors.len(), 2, "{errors:#?}");
         assert!(
             errors.contains(
-                &"the crosscut of `Noop` (di-core/tests/advice_crosscut_errors.rs:36) selects no method: no `pub async \
+                &"the crosscut of `Noop` (di-core/tests/advice_crosscut_errors.rs:40) selects no method: no `pub async \
                  fn` of an impl block marked `#[intercept]` matches methods = \"no_such_*\""
                     .to_owned()
             ),
@@ -75,7 +79,7 @@ async fn build_and_check_name_each_broken_crosscut() {
         assert!(
             errors.contains(
                 &"`advice_crosscut_errors::Plain (\"plain\")` is selected by the crosscut of `Noop` (implements = dyn \
-                 Flagged, di-core/tests/advice_crosscut_errors.rs:37), but none of its methods can be advised; mark \
+                 Flagged, di-core/tests/advice_crosscut_errors.rs:41), but none of its methods can be advised; mark \
                  its impl block `#[intercept]`, and declare the proto with its attribute (crosscuts do not see a \
                  proto registered by hand)"
                     .to_owned()
@@ -91,7 +95,7 @@ async fn an_excluded_advice_of_a_crosscut_is_named_with_a_method_it_advises() {
     let errors = errors(error);
     assert!(
         errors.iter().any(|e| e.starts_with("method `run` of module `advice_crosscut_errors::Joined`")
-            && e.contains("crosscut at di-core/tests/advice_crosscut_errors.rs:38")
+            && e.contains("crosscut at di-core/tests/advice_crosscut_errors.rs:42")
             && e.contains("is intercepted by `Noop`, but")),
         "{errors:#?}"
     );

@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use di_core::{
-    Advice, AdviceParams, App, Call, ContextRef, Next, Outcome, context_proto, crosscut, intercept, singleton_proto,
+    App, ContextRef,
+    advice::{Advice, AdviceParams, Call, Next, Outcome},
+    context_proto, crosscut, intercept, singleton_proto,
 };
 
 /// What the advices saw, in order: `enter X method`, `leave X method`.

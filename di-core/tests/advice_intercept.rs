@@ -6,7 +6,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use di_core::{Advice, App, Call, ContextRef, DiError, Next, context_proto, intercept, singleton_proto};
+use di_core::{
+    App, ContextRef, DiError,
+    advice::{Advice, Call, Next},
+    context_proto, intercept, singleton_proto,
+};
 
 /// What the advices saw, in order.
 #[singleton_proto]

@@ -4,7 +4,10 @@
 
 use std::sync::Arc;
 
-use di_core::{App, ContextRef, Dependency, InjectKind, ProtoDef};
+use di_core::{
+    App, ContextRef, ProtoDef,
+    registry::{Dependency, InjectKind},
+};
 use di_test_support::alloc::{Counting, count_on_this_thread};
 
 #[global_allocator]

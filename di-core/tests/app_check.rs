@@ -8,7 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 use di_core::{
-    App, AppBuilder, CheckFuture, ClaimFuture, Dependency, DiError, HealthCheck, InjectKind, ProtoDef, ScheduleLock,
+    App, AppBuilder, DiError, ProtoDef,
+    error::BoxError,
+    futures::{BoxFuture, UnitFuture},
+    health::HealthCheck,
+    registry::{Dependency, InjectKind},
+    schedule::ScheduleLock,
 };
 
 struct Repo;
@@ -23,7 +28,7 @@ struct DbConfig {
 }
 
 impl HealthCheck for Db {
-    fn check(self: Arc<Self>) -> CheckFuture {
+    fn check(self: Arc<Self>) -> UnitFuture {
         Box::pin(async { Ok(()) })
     }
 }
@@ -39,12 +44,12 @@ fn only(defs: impl IntoIterator<Item = ProtoDef>) -> AppBuilder {
 
 /// Two locks that claim every run, for the role an App has one of.
 impl ScheduleLock for Repo {
-    fn claim<'a>(&'a self, _: &'a str, _: SystemTime) -> ClaimFuture<'a> {
+    fn claim<'a>(&'a self, _: &'a str, _: SystemTime) -> BoxFuture<'a, Result<bool, BoxError>> {
         Box::pin(async { Ok(true) })
     }
 }
 impl ScheduleLock for Db {
-    fn claim<'a>(&'a self, _: &'a str, _: SystemTime) -> ClaimFuture<'a> {
+    fn claim<'a>(&'a self, _: &'a str, _: SystemTime) -> BoxFuture<'a, Result<bool, BoxError>> {
         Box::pin(async { Ok(true) })
     }
 }
@@ -81,7 +86,7 @@ fn counted(ran: &Arc<Ran>) -> AppBuilder {
             }),
         )
         .register(
-            ProtoDef::new_async::<Repo, _, _>(di_core::Scope::Singleton, move |_| {
+            ProtoDef::new_async::<Repo, _, _>(di_core::registry::Lifetime::Singleton, move |_| {
                 d.one();
                 Ok(async { Ok(Repo) })
             })

@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
-use di_core::{App, AppBuilder, ContextRef, Dependency, DiError, InjectKind, ProtoDef};
+use di_core::{
+    App, AppBuilder, ContextRef, DiError, ProtoDef,
+    registry::{Dependency, InjectKind},
+};
 
 trait Notifier: Send + Sync {
     fn channel(&self) -> String;

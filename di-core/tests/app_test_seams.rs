@@ -5,7 +5,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use di_core::{App, AppBuilder, ContextRef, Dependency, DiError, InjectKind, Keyed, ProtoDef};
+use di_core::{
+    App, AppBuilder, ContextRef, DiError, Keyed, ProtoDef,
+    registry::{Dependency, InjectKind},
+};
 
 trait Mailer: Send + Sync {
     fn send(&self, to: &str) -> String;

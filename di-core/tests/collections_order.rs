@@ -3,7 +3,11 @@
 
 use std::sync::Arc;
 
-use di_core::{App, Dependency, InjectKind, ProtoDef, singleton_proto};
+use di_core::{
+    App, ProtoDef,
+    registry::{Dependency, InjectKind},
+    singleton_proto,
+};
 
 /// A step of a pipeline, which takes every step in order.
 pub trait Step: Send + Sync {

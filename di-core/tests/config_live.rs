@@ -7,7 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use di_core::{App, AppBuilder, ConfigRef, Dependency, DiError, InjectKind, ProtoDef};
+use di_core::{
+    App, AppBuilder, DiError, ProtoDef,
+    config::ConfigRef,
+    registry::{Dependency, InjectKind},
+};
 
 /// A reloadable section, with a field a log must never show.
 #[derive(serde::Deserialize)]
@@ -229,7 +233,7 @@ async fn a_section_that_no_longer_reads_at_build_fails_the_build() {
 
 /// The attribute form: `#[config_proto(.., reloadable)]` and `#[inject] x: ConfigRef<T>`.
 pub mod annotated {
-    use di_core::{App, ConfigRef, config_proto, context_proto, singleton_proto};
+    use di_core::{App, config::ConfigRef, config_proto, context_proto, singleton_proto};
 
     /// A reloadable section.
     #[config_proto(prefix = "greeting", reloadable)]

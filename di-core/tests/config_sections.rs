@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use di_core::{App, AsyncContextRef, DiError, Keyed, ProtoDef, config_proto, context_proto, singleton_proto};
+use di_core::{App, DiError, Keyed, ProtoDef, config_proto, context_proto, scope::AsyncContextRef, singleton_proto};
 use serde::Deserialize;
 
 use child_env::in_child;
@@ -572,12 +572,10 @@ async fn keyed_refuses_two_providers_of_one_name() {
         .register(
             ProtoDef::singleton::<NetHealth>(|_| Ok(NetHealth)).name("cache").provides::<NetHealth, dyn Health>(|h| h),
         )
-        .register(ProtoDef::singleton::<Checks>(|r| Ok(Checks { _all: r.keyed(0)? })).dep(di_core::Dependency::new::<
-            dyn Health,
-        >(
-            di_core::InjectKind::Keyed,
-            None,
-        )))
+        .register(
+            ProtoDef::singleton::<Checks>(|r| Ok(Checks { _all: r.keyed(0)? }))
+                .dep(di_core::registry::Dependency::new::<dyn Health>(di_core::registry::InjectKind::Keyed, None)),
+        )
         .build()
         .await
         .err()
@@ -599,24 +597,24 @@ async fn a_template_without_instances_and_a_named_inactive_proto_say_so() {
         "{e}"
     );
     // The named provider is for another profile, while one of another name is active.
-    let e = App::builder()
-        .without_inventory()
-        .link::<FakeMailer>()
-        .link::<SmtpMailer>()
-        .register(
-            ProtoDef::singleton::<Pool<&'static str>>(|r| Ok(Pool(r.arc::<dyn Mailer>(0)?.kind())))
-                .dep(di_core::Dependency::new::<dyn Mailer>(di_core::InjectKind::Arc, Some("mailer"))),
-        )
-        .register(
-            ProtoDef::singleton::<FakeMailer>(|_| Ok(FakeMailer))
-                .name("other")
-                .provides::<FakeMailer, dyn Mailer>(|m| m),
-        )
-        .build()
-        .await
-        .err()
-        .unwrap()
-        .to_string();
+    let e =
+        App::builder()
+            .without_inventory()
+            .link::<FakeMailer>()
+            .link::<SmtpMailer>()
+            .register(ProtoDef::singleton::<Pool<&'static str>>(|r| Ok(Pool(r.arc::<dyn Mailer>(0)?.kind()))).dep(
+                di_core::registry::Dependency::new::<dyn Mailer>(di_core::registry::InjectKind::Arc, Some("mailer")),
+            ))
+            .register(
+                ProtoDef::singleton::<FakeMailer>(|_| Ok(FakeMailer))
+                    .name("other")
+                    .provides::<FakeMailer, dyn Mailer>(|m| m),
+            )
+            .build()
+            .await
+            .err()
+            .unwrap()
+            .to_string();
     assert!(
         e.contains("left out: config_sections::FakeMailer (\"mailer\") (registered for profile \"test\" only"),
         "{e}"
@@ -738,7 +736,10 @@ async fn a_hand_registered_config_section_works_like_an_annotated_one() {
                 let limits = r.arc::<std::collections::BTreeMap<String, u64>>(0)?;
                 Ok(Pool(limits["upload"]))
             })
-            .dep(di_core::Dependency::new::<std::collections::BTreeMap<String, u64>>(di_core::InjectKind::Arc, None)),
+            .dep(di_core::registry::Dependency::new::<std::collections::BTreeMap<String, u64>>(
+                di_core::registry::InjectKind::Arc,
+                None,
+            )),
         )
         .config_value("limits.upload", 10)
         .build()

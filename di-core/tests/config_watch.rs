@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use di_core::{App, ConfigRef, ProtoDef};
+use di_core::{App, ProtoDef, config::ConfigRef};
 
 #[derive(serde::Deserialize)]
 struct Limits {

@@ -5,7 +5,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use di_core::{App, AsyncContextRef, ContextRef, DiError, RefTarget, context_proto, singleton_proto};
+use di_core::{
+    App, ContextRef, DiError, context_proto,
+    scope::{AsyncContextRef, RefTarget},
+    singleton_proto,
+};
 
 trait Locale: Send + Sync {
     fn greet(&self) -> String;

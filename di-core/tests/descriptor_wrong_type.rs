@@ -5,7 +5,10 @@
 use std::sync::Arc;
 
 use di_core::registry::{AnyArc, ProtoDescriptor};
-use di_core::{App, Dependency, DiError, InjectKind, ProtoDef, Resolver, Scope};
+use di_core::{
+    App, DiError, ProtoDef, Resolver,
+    registry::{Dependency, InjectKind, Lifetime},
+};
 
 struct Liar;
 struct Other;
@@ -16,7 +19,7 @@ fn liar(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
 }
 
 inventory::submit! {
-    ProtoDescriptor::new::<Liar>("liar", Scope::Singleton, liar)
+    ProtoDescriptor::new::<Liar>("liar", Lifetime::Singleton, liar)
 }
 
 /// What the macros generate for `#[inject] liar: Arc<Liar>`.

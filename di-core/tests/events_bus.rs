@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use di_core::{App, ContextRef, EventBus, ProtoDef, context_proto, handlers, singleton_proto};
+use di_core::{App, ContextRef, ProtoDef, context_proto, events::EventBus, handlers, singleton_proto};
 
 #[derive(Debug)]
 pub struct TodoCompleted {
@@ -310,7 +310,7 @@ async fn a_failing_handler_drops_the_events_it_emitted_and_late_events_of_a_good
 async fn events_emitted_after_discard_are_dropped_even_in_a_scope_that_had_emitted_nothing() {
     let app = App::builder().build().await.unwrap();
     app.run_in_context(async {
-        di_core::discard_events(); // nothing held yet
+        di_core::events::discard_events(); // nothing held yet
         app.events().emit(TodoCompleted { id: 11 });
     })
     .await;

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use di_core::{App, ContextRef, DiError, EventBus, context_proto, handlers, singleton_proto};
+use di_core::{App, ContextRef, DiError, context_proto, events::EventBus, handlers, singleton_proto};
 
 /// The event. Order 13 makes the `before_commit` handler return an error, 666 makes it panic.
 #[derive(Debug)]
@@ -60,7 +60,7 @@ impl Ledger {
     }
 
     async fn commit(&self) {
-        let verb = if di_core::scope_failed() { "rolls back" } else { "commits" };
+        let verb = if di_core::scope::scope_failed() { "rolls back" } else { "commits" };
         self.log.push(format!("ledger {} {verb} {:?}", self.id, self.rows.lock().unwrap()));
     }
 }
@@ -192,7 +192,7 @@ async fn after_rollback_handlers_get_the_events_of_a_scope_marked_failed() {
     let ledger = app
         .run_in_context(async {
             bus.emit(Order { id: 3 });
-            di_core::fail_scope();
+            di_core::scope::fail_scope();
             // Emitted once the scope has failed: to the after_rollback handlers at once.
             bus.emit(Order { id: 4 });
             app.get_object::<Ledger>().unwrap().id

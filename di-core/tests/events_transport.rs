@@ -8,8 +8,8 @@ use std::any::{Any, TypeId};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use di_core::registry::HookFuture;
-use di_core::{App, DiError, EventTransport, ProtoDef, handlers, singleton_proto};
+use di_core::futures::UnitFuture;
+use di_core::{App, DiError, ProtoDef, events::EventTransport, handlers, singleton_proto};
 
 /// Carried. Order 13 makes the transport fail.
 #[derive(Debug)]
@@ -33,12 +33,12 @@ impl EventTransport for Wire {
         event == TypeId::of::<Order>()
     }
 
-    fn send(&self, event: Arc<dyn Any + Send + Sync>) -> HookFuture {
+    fn send(&self, event: Arc<dyn Any + Send + Sync>) -> UnitFuture {
         let order = event.downcast_ref::<Order>().expect("only orders are carried").0;
         if order == 13 {
             return Box::pin(async { Err("the wire is cut".into()) });
         }
-        self.sent.lock().unwrap().push((order, di_core::in_scope()));
+        self.sent.lock().unwrap().push((order, di_core::scope::in_scope()));
         Box::pin(async { Ok(()) })
     }
 
@@ -135,7 +135,7 @@ async fn a_failed_scope_sends_nothing() {
     let bus = app.events();
     app.run_in_context(async {
         bus.emit(Order(3));
-        di_core::fail_scope();
+        di_core::scope::fail_scope();
     })
     .await;
     app.shutdown().await.unwrap();
@@ -173,7 +173,7 @@ async fn two_transports_are_an_error_naming_both() {
         fn carries(&self, _: TypeId) -> bool {
             false
         }
-        fn send(&self, _: Arc<dyn Any + Send + Sync>) -> HookFuture {
+        fn send(&self, _: Arc<dyn Any + Send + Sync>) -> UnitFuture {
             Box::pin(async { Ok(()) })
         }
     }
@@ -191,7 +191,7 @@ async fn a_lazy_transport_fails_the_build_rather_than_leave_the_app_without_it()
         fn carries(&self, _: TypeId) -> bool {
             true
         }
-        fn send(&self, _: Arc<dyn Any + Send + Sync>) -> HookFuture {
+        fn send(&self, _: Arc<dyn Any + Send + Sync>) -> UnitFuture {
             Box::pin(async { Ok(()) })
         }
     }

@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use di_core::{App, Dependency, DiError, InjectKind, ProtoDef};
+use di_core::{
+    App, DiError, ProtoDef,
+    registry::{Dependency, InjectKind},
+};
 
 #[derive(Default)]
 struct A;

@@ -1,13 +1,16 @@
-//! The floors of di-core (`docs/decisions.md`, "di-core in floors"): every file of `src/` sits
-//! on a floor and imports only the floors below it, the kernel (floor 2) being the one import
-//! cycle allowed, and the features (floor 3) never importing each other.
+//! The floors of di-core (`docs/ARCHITECTURE.md`, "di-core's floors", whose table this test
+//! checks against [`FLOORS`]): every file of `src/` sits on a floor and imports only the floors
+//! below it, the kernel (floor 2) being the one import cycle allowed, and the features (floor 3)
+//! never importing each other.
 //!
 //! Read from the sources as text, in the spirit of `di-macros/tests/ui_coverage.rs`: an import
 //! is a path in code (comments, strings and `#[cfg(test)]` items left out) that starts with
 //! `crate::`, `super::`, `self::` or the name of one of the file's child modules, in a `use` or
 //! anywhere else. It points at the deepest module file the path names; a path that goes through
 //! a re-export of `lib.rs` (`crate::App`) points at `lib.rs`, the top floor: below it, name the
-//! file you import.
+//! file you import. A `pub use` is a re-export, part of a module's public face rather than an
+//! import of its code (the public `config` module shows `ConfigRef` from the `reload` feature):
+//! it is no edge itself, and a path through it points at the file it re-exports.
 //!
 //! Run with `--nocapture` to see each floor, the import cycles and the longest files, and with
 //! `LAYERING_IMPORTS=1` too to see every import.
@@ -77,6 +80,8 @@ struct File {
     rel: String,
     code: String,
     children: BTreeSet<String>,
+    /// What the file's `pub use`s name: the name as imported, and the path it comes from.
+    reexports: BTreeMap<String, String>,
 }
 
 #[test]
@@ -105,7 +110,66 @@ fn no_file_imports_a_floor_above_its_own() {
 fn every_file_has_a_floor() {
     let files = read_crate();
     let missing: Vec<&str> = files.iter().filter(|f| floor_of(&f.module).is_none()).map(|f| f.rel.as_str()).collect();
-    assert!(missing.is_empty(), "these files of di-core/src have no floor in tests/layering.rs's FLOORS: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "these files of di-core/src have no floor in tests/layout_floors.rs's FLOORS: {missing:?}"
+    );
+}
+
+/// The floor table of `docs/ARCHITECTURE.md` says what [`FLOORS`] says: one row per module,
+/// on the same floor.
+#[test]
+fn the_architecture_map_shows_these_floors() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/ARCHITECTURE.md");
+    let map = std::fs::read_to_string(&path).expect("docs/ARCHITECTURE.md");
+    let errors = architecture_disagreements(&map);
+    assert!(errors.is_empty(), "docs/ARCHITECTURE.md's floor table and FLOORS disagree:\n{}", errors.join("\n"));
+}
+
+/// The check's own check: a map that moves a module, leaves one out or names one too many is
+/// caught.
+#[test]
+fn the_map_check_sees_a_wrong_table() {
+    let right: String = FLOORS.iter().map(|(m, f)| format!("| {} {f:?} | `{m}` | a job |\n", *f as u8)).collect();
+    let table = |rows: &str| {
+        format!(
+            "# Map\n\n## di-core's floors\n\n| Floor | Module | Its job |\n|---|---|---|\n{rows}\n## Next\n| 9 x | `lib` | not this table |\n"
+        )
+    };
+    assert_eq!(architecture_disagreements(&table(&right)), Vec::<String>::new());
+    let moved = right.replace("| 2 Kernel | `graph` |", "| 3 Kernel | `graph` |");
+    assert_eq!(architecture_disagreements(&table(&moved)), ["`graph` is on floor 3 in the map, 2 in FLOORS"]);
+    let missing = right.replace("| 1 Leaves | `keyed` | a job |\n", "");
+    assert_eq!(architecture_disagreements(&table(&missing)), ["`keyed` (floor 1) is not in the map"]);
+    let extra = format!("{right}| 3 feature | `gone` | a job |\n");
+    assert_eq!(architecture_disagreements(&table(&extra)), ["`gone` is in the map, not in FLOORS"]);
+}
+
+/// How the table of the section `## di-core's floors` differs from [`FLOORS`].
+fn architecture_disagreements(map: &str) -> Vec<String> {
+    let section = map.split("\n## ").find(|s| s.starts_with("di-core's floors")).unwrap_or("");
+    let mut rows = BTreeMap::new();
+    let mut errors = Vec::new();
+    for line in section.lines().filter(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        let (Some(floor), Some(module)) = (cells.first(), cells.get(1)) else { continue };
+        let Some(module) = module.strip_prefix('`').and_then(|m| m.strip_suffix('`')) else { continue };
+        let Some(floor) = floor.split_whitespace().next().and_then(|n| n.parse::<u8>().ok()) else { continue };
+        if rows.insert(module.to_owned(), floor).is_some() {
+            errors.push(format!("`{module}` has two rows in the map"));
+        }
+    }
+    for (module, floor) in FLOORS {
+        match rows.remove(*module) {
+            Some(f) if f != *floor as u8 => {
+                errors.push(format!("`{module}` is on floor {f} in the map, {} in FLOORS", *floor as u8))
+            }
+            Some(_) => {}
+            None => errors.push(format!("`{module}` (floor {}) is not in the map", *floor as u8)),
+        }
+    }
+    errors.extend(rows.keys().map(|m| format!("`{m}` is in the map, not in FLOORS")));
+    errors
 }
 
 #[test]
@@ -216,7 +280,8 @@ fn read_crate() -> Vec<File> {
             };
             let code = strip(&std::fs::read_to_string(&path).unwrap());
             let children = child_modules(&code);
-            File { module, rel: format!("di-core/src/{rel}"), code, children }
+            let reexports = reexports(&code, &children);
+            File { module, rel: format!("di-core/src/{rel}"), code, children, reexports }
         })
         .collect()
 }
@@ -238,7 +303,7 @@ fn edges(files: &[File]) -> Vec<(usize, usize, String)> {
     let mut out = Vec::new();
     for (i, file) in files.iter().enumerate() {
         let here: Vec<&str> = if file.module == "lib" { vec![] } else { file.module.split("::").collect() };
-        for path in paths(&file.code, &file.children) {
+        for path in paths(&file.code, &file.children).into_iter().filter(|p| !reexported(file, p)) {
             let mut segs: Vec<&str> = path.split("::").collect();
             let mut module: Vec<&str> = match segs[0] {
                 "crate" => {
@@ -257,17 +322,75 @@ fn edges(files: &[File]) -> Vec<(usize, usize, String)> {
                 }
                 segs.remove(0);
             }
-            // The deepest module file the path names.
+            // The deepest module file the path names, or the file a re-export there names.
             let mut target = None;
             for n in 0..=segs.len() {
                 let name: Vec<&str> = module.iter().copied().chain(segs[..n].iter().copied()).collect();
                 let name = if name.is_empty() { "lib".to_owned() } else { name.join("::") };
                 if let Some(&t) = by_module.get(name.as_str()) {
                     target = Some(t);
+                    let through = segs.get(n).and_then(|s| files[t].reexports.get(*s));
+                    if let Some(source) = through.and_then(|source| reexport_target(files, &by_module, t, source)) {
+                        target = Some(source);
+                        break;
+                    }
                 }
             }
             if let Some(t) = target.filter(|&t| t != i) {
                 out.push((i, t, path));
+            }
+        }
+    }
+    out
+}
+
+/// Whether `path` is one of `file`'s `pub use` re-exports.
+fn reexported(file: &File, path: &str) -> bool {
+    file.reexports.values().any(|source| source == path)
+}
+
+/// The module file a re-export of file `t` names (its `source` path, as written there).
+fn reexport_target(files: &[File], by_module: &BTreeMap<&str, usize>, t: usize, source: &str) -> Option<usize> {
+    let mut module: Vec<&str> = if files[t].module == "lib" { vec![] } else { files[t].module.split("::").collect() };
+    let mut segs: Vec<&str> = source.split("::").collect();
+    match segs.first() {
+        Some(&"crate") => {
+            module.clear();
+            segs.remove(0);
+        }
+        Some(&"super") | Some(&"self") => {
+            while let Some(&s) = segs.first() {
+                match s {
+                    "super" => drop(module.pop()),
+                    "self" => {}
+                    _ => break,
+                }
+                segs.remove(0);
+            }
+        }
+        _ => {}
+    }
+    (0..=segs.len()).rev().find_map(|n| {
+        let name: Vec<&str> = module.iter().copied().chain(segs[..n].iter().copied()).collect();
+        by_module.get(name.join("::").as_str()).copied()
+    })
+}
+
+/// The `pub use` items of `code`: each imported name and the path it comes from.
+fn reexports(code: &str, children: &BTreeSet<String>) -> BTreeMap<String, String> {
+    let tokens = tokens(code);
+    let mut out = BTreeMap::new();
+    for i in 1..tokens.len() {
+        if tokens[i] == "use" && tokens[i - 1] == "pub" {
+            let end = tokens[i..].iter().position(|t| *t == ";").map_or(tokens.len(), |p| i + p);
+            let mut paths = Vec::new();
+            use_tree(&tokens[i + 1..end], String::new(), &mut paths);
+            for path in paths {
+                let first = path.split("::").next().unwrap_or("");
+                if matches!(first, "crate" | "super" | "self") || children.contains(first) {
+                    let name = path.rsplit("::").next().unwrap_or("").to_owned();
+                    out.insert(name, path);
+                }
             }
         }
     }

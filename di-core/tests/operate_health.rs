@@ -5,7 +5,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use di_core::{App, AppState, CheckFuture, DiError, HealthCheck, ProtoDef};
+use di_core::{
+    App, DiError, ProtoDef,
+    futures::UnitFuture,
+    health::{AppState, HealthCheck},
+};
 
 #[derive(Default)]
 struct Database {
@@ -14,7 +18,7 @@ struct Database {
 }
 
 impl HealthCheck for Database {
-    fn check(self: Arc<Self>) -> CheckFuture {
+    fn check(self: Arc<Self>) -> UnitFuture {
         Box::pin(async move {
             self.calls.fetch_add(1, Ordering::SeqCst);
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -26,7 +30,7 @@ impl HealthCheck for Database {
 struct Hangs;
 
 impl HealthCheck for Hangs {
-    fn check(self: Arc<Self>) -> CheckFuture {
+    fn check(self: Arc<Self>) -> UnitFuture {
         Box::pin(std::future::pending())
     }
 
@@ -38,7 +42,7 @@ impl HealthCheck for Hangs {
 struct Panics;
 
 impl HealthCheck for Panics {
-    fn check(self: Arc<Self>) -> CheckFuture {
+    fn check(self: Arc<Self>) -> UnitFuture {
         Box::pin(async { panic!("the check broke") })
     }
 }

@@ -7,8 +7,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use di_core::{
-    App, BoxError, Dependency, DiError, HostedFuture, HostedService, InjectKind, OnFailure, ProtoDef, Scope,
-    ServiceState, Stop,
+    App, DiError, ProtoDef,
+    error::BoxError,
+    futures::UnitFuture,
+    hosted::{HostedService, OnFailure, ServiceState, Stop},
+    registry::{Dependency, InjectKind, Lifetime},
 };
 use di_test_support::{Lines, capture_logs};
 
@@ -38,7 +41,7 @@ struct Consumer {
 }
 
 impl HostedService for Consumer {
-    fn run(self: Arc<Self>, stop: Stop) -> HostedFuture {
+    fn run(self: Arc<Self>, stop: Stop) -> UnitFuture {
         Box::pin(async move {
             self.runs.fetch_add(1, Ordering::SeqCst);
             self.journal.push("consumer started");
@@ -204,7 +207,7 @@ async fn an_app_built_without_hosted_services_leaves_them_idle_and_not_ready() {
 async fn a_context_proto_cannot_be_a_hosted_service() {
     struct PerRequest;
     impl HostedService for PerRequest {
-        fn run(self: Arc<Self>, _: Stop) -> HostedFuture {
+        fn run(self: Arc<Self>, _: Stop) -> UnitFuture {
             Box::pin(async { Ok(()) })
         }
     }
@@ -257,7 +260,7 @@ async fn an_init_hook_that_never_finishes_fails_build_within_the_start_timeout_n
 async fn an_async_constructor_that_never_finishes_is_named_too() {
     let error = App::builder()
         .without_inventory()
-        .register(ProtoDef::new_async::<Broker, _, _>(Scope::Singleton, |_| {
+        .register(ProtoDef::new_async::<Broker, _, _>(Lifetime::Singleton, |_| {
             Ok(async { std::future::pending::<Result<Broker, BoxError>>().await })
         }))
         .start_timeout(Duration::from_millis(50))
@@ -343,7 +346,7 @@ fn the_startup_report_names_the_slowest_proto_and_the_critical_path() {
             App::builder()
                 .without_inventory()
                 .register(ProtoDef::singleton::<Fast>(|_| Ok(Fast)))
-                .register(ProtoDef::new_async::<Slow, _, _>(Scope::Singleton, |_| {
+                .register(ProtoDef::new_async::<Slow, _, _>(Lifetime::Singleton, |_| {
                     Ok(async {
                         tokio::time::sleep(Duration::from_millis(60)).await;
                         Ok::<_, BoxError>(Slow)
@@ -406,11 +409,11 @@ impl FlushLog {
 struct Flusher {
     name: &'static str,
     journal: Lines,
-    events: Arc<di_core::EventBus>,
+    events: Arc<di_core::events::EventBus>,
 }
 
 impl HostedService for Flusher {
-    fn run(self: Arc<Self>, stop: Stop) -> HostedFuture {
+    fn run(self: Arc<Self>, stop: Stop) -> UnitFuture {
         Box::pin(async move {
             stop.stopped().await;
             self.journal.push(format!("{} told to stop", self.name));
@@ -428,13 +431,13 @@ async fn services_are_told_to_stop_newest_first_one_at_a_time_and_may_emit_while
     let flusher = |name: &'static str, journal: &Lines| {
         let journal = journal.clone();
         move |r: &di_core::Resolver<'_>| {
-            Ok(Flusher { name, journal: journal.clone(), events: r.arc::<di_core::EventBus>(0)? })
+            Ok(Flusher { name, journal: journal.clone(), events: r.arc::<di_core::events::EventBus>(0)? })
         }
     };
-    let bus = || Dependency::new::<di_core::EventBus>(InjectKind::Arc, None);
+    let bus = || Dependency::new::<di_core::events::EventBus>(InjectKind::Arc, None);
     let app = App::builder()
         .without_inventory()
-        .link::<di_core::EventBus>()
+        .link::<di_core::events::EventBus>()
         .link::<FlushLog>()
         .register(
             ProtoDef::singleton::<Flusher>(flusher("first", &journal))
@@ -470,7 +473,7 @@ struct Upstream {
 }
 
 impl HostedService for Upstream {
-    fn run(self: Arc<Self>, stop: Stop) -> HostedFuture {
+    fn run(self: Arc<Self>, stop: Stop) -> UnitFuture {
         Box::pin(async move {
             self.running.store(true, Ordering::SeqCst);
             self.journal.push("upstream started");
@@ -489,7 +492,7 @@ struct Downstream {
 }
 
 impl HostedService for Downstream {
-    fn run(self: Arc<Self>, stop: Stop) -> HostedFuture {
+    fn run(self: Arc<Self>, stop: Stop) -> UnitFuture {
         Box::pin(async move {
             self.journal.push(format!(
                 "downstream started, upstream running: {}",

@@ -4,12 +4,16 @@
 #[test]
 fn the_guide_documents_every_metric() {
     let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/guide/operating.md")).unwrap();
-    for (name, kind, meaning) in di_core::METRICS {
+    for (name, kind, meaning) in di_core::telemetry::METRICS {
         let row = format!("| `{name}` | {kind} | {meaning} |");
         assert!(guide.contains(&row), "docs/guide/operating.md lacks the row\n{row}");
     }
     let rows = guide.lines().filter(|l| l.starts_with("| `di_")).count();
-    assert_eq!(rows, di_core::METRICS.len(), "the guide lists a metric di_core::METRICS does not");
+    assert_eq!(
+        rows,
+        di_core::telemetry::METRICS.len(),
+        "the guide lists a metric di_core::telemetry::METRICS does not"
+    );
 }
 
 #[cfg(feature = "metrics")]
@@ -121,14 +125,14 @@ mod recorded {
     }
 
     /// A hosted service that fails once, then runs until told to stop.
-    #[di_core::singleton_proto(provides(dyn di_core::HostedService))]
+    #[di_core::singleton_proto(provides(dyn di_core::hosted::HostedService))]
     #[derive(Default)]
     pub(crate) struct Feed {
         starts: std::sync::atomic::AtomicUsize,
     }
 
-    impl di_core::HostedService for Feed {
-        fn run(self: Arc<Self>, stop: di_core::Stop) -> di_core::HostedFuture {
+    impl di_core::hosted::HostedService for Feed {
+        fn run(self: Arc<Self>, stop: di_core::hosted::Stop) -> di_core::futures::UnitFuture {
             Box::pin(async move {
                 if self.starts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
                     return Err("the feed dropped".into());
@@ -138,15 +142,15 @@ mod recorded {
             })
         }
 
-        fn on_failure(&self) -> di_core::OnFailure {
-            di_core::OnFailure::Restart {
+        fn on_failure(&self) -> di_core::hosted::OnFailure {
+            di_core::hosted::OnFailure::Restart {
                 first: std::time::Duration::from_millis(10),
                 max: std::time::Duration::from_millis(10),
             }
         }
     }
 
-    /// Every metric of `di_core::METRICS` is recorded, with what it says: the handlers running
+    /// Every metric of `di_core::telemetry::METRICS` is recorded, with what it says: the handlers running
     /// (back to zero) and those that failed, the job's runs, skips, failures and durations, the
     /// hosted service's restart (the scopes' and hooks' metrics: the test above).
     #[test]
@@ -182,7 +186,7 @@ mod recorded {
             seen.0.lock().unwrap().iter().find(|(k, _)| k.starts_with("di_hosted_restarts_total")).map(|(_, v)| *v);
         assert_eq!(service, Some(1.0));
         // Every metric the App documents was recorded by one test or the other.
-        for (name, _, _) in di_core::METRICS {
+        for (name, _, _) in di_core::telemetry::METRICS {
             let recorded =
                 ["di_scopes_open", "di_scopes_ending", "di_scope_duration_seconds", "di_hook_failures_total"]
                     .contains(name)

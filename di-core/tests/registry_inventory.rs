@@ -3,8 +3,11 @@
 
 use std::sync::Arc;
 
-use di_core::registry::{HookFuture, ProtoDescriptor, Provide};
-use di_core::{App, ContextRef, Dependency, DiError, InjectKind, Resolver, Scope};
+use di_core::registry::{ProtoDescriptor, Provide, UnitFuture};
+use di_core::{
+    App, ContextRef, DiError, Resolver,
+    registry::{Dependency, InjectKind, Lifetime},
+};
 
 trait Greet: Send + Sync {
     fn greet(&self) -> String;
@@ -39,7 +42,7 @@ fn tracer(_: &Resolver<'_>) -> Result<di_core::registry::AnyArc, DiError> {
 fn greeter(r: &Resolver<'_>) -> Result<di_core::registry::AnyArc, DiError> {
     Ok(Arc::new(Greeter { greetings: r.all(0)?, tracer: r.context_ref(1)? }))
 }
-fn greeter_init(_: di_core::registry::AnyArc) -> HookFuture {
+fn greeter_init(_: di_core::registry::AnyArc) -> UnitFuture {
     Box::pin(async { Ok(()) })
 }
 
@@ -50,15 +53,15 @@ const GREETER_DEPS: &[Dependency] = &[
 const ENGLISH_PROVIDES: &[Provide] = &[Provide::new::<dyn Greet>(english_as_greet)];
 
 inventory::submit! {
-    ProtoDescriptor::new::<English>("english", Scope::Singleton, english)
+    ProtoDescriptor::new::<English>("english", Lifetime::Singleton, english)
         .provides(ENGLISH_PROVIDES)
-        .access(di_core::Access::Public, module_path!())
+        .access(di_core::registry::Access::Public, module_path!())
 }
 inventory::submit! {
-    ProtoDescriptor::new::<Tracer>("tracer", Scope::Context, tracer)
+    ProtoDescriptor::new::<Tracer>("tracer", Lifetime::Context, tracer)
 }
 inventory::submit! {
-    ProtoDescriptor::new::<Greeter>("greeter", Scope::Singleton, greeter)
+    ProtoDescriptor::new::<Greeter>("greeter", Lifetime::Singleton, greeter)
         .deps(GREETER_DEPS)
         .init(greeter_init)
 }

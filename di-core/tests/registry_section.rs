@@ -6,7 +6,11 @@
 use std::sync::Arc;
 
 use di_core::registry::{AnyArc, ProtoDescriptor};
-use di_core::{Access, App, Dependency, DiError, InjectKind, Proto, Resolver, Scope, singleton_proto};
+use di_core::{
+    App, DiError, Proto, Resolver,
+    registry::{Access, Dependency, InjectKind, Lifetime},
+    singleton_proto,
+};
 
 /// Nothing to declare: the default descriptor.
 #[singleton_proto]
@@ -42,7 +46,7 @@ fn by_hand(r: &Resolver<'_>) -> Result<AnyArc, DiError> {
 }
 
 inventory::submit! {
-    ProtoDescriptor::new::<ByHand>("byHand", Scope::Singleton, by_hand)
+    ProtoDescriptor::new::<ByHand>("byHand", Lifetime::Singleton, by_hand)
         .deps(const { &[Dependency::new::<PlainClock>(InjectKind::Arc, None)] })
 }
 
@@ -98,11 +102,11 @@ fn report(r: &Resolver<'_>) -> Result<AnyArc, DiError> {
 }
 
 impl Proto for Ledger {
-    const DESCRIPTOR: ProtoDescriptor =
-        ProtoDescriptor::new::<Ledger>("ledger", Scope::Singleton, ledger).access(Access::Private, "billing::ledger");
+    const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Ledger>("ledger", Lifetime::Singleton, ledger)
+        .access(Access::Private, "billing::ledger");
 }
 impl Proto for Report {
-    const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Report>("report", Scope::Singleton, report)
+    const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Report>("report", Lifetime::Singleton, report)
         .deps(const { &[Dependency::new::<Ledger>(InjectKind::Arc, None)] });
 }
 

@@ -10,7 +10,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
-use di_core::{App, ClaimFuture, DiError, ProtoDef, ScheduleLock, handlers, singleton_proto};
+use di_core::{
+    App, DiError, ProtoDef, error::BoxError, futures::BoxFuture, handlers, schedule::ScheduleLock, singleton_proto,
+};
 
 /// What both "instances" (two Apps in this process) share, as a database would hold it: per
 /// due time, how many claims came and which won.
@@ -23,7 +25,7 @@ static RUNS: AtomicUsize = AtomicUsize::new(0);
 pub struct SharedClaims;
 
 impl ScheduleLock for SharedClaims {
-    fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> ClaimFuture<'a> {
+    fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> BoxFuture<'a, Result<bool, BoxError>> {
         Box::pin(async move {
             assert!(job.ends_with("Purge::purge"), "{job}");
             // Across an await, as a database round trip would be.
@@ -97,7 +99,7 @@ async fn without_a_lock_each_instance_runs_every_due_time() {
 async fn two_locks_are_an_error_naming_both() {
     struct Other;
     impl ScheduleLock for Other {
-        fn claim<'a>(&'a self, _: &'a str, _: SystemTime) -> ClaimFuture<'a> {
+        fn claim<'a>(&'a self, _: &'a str, _: SystemTime) -> BoxFuture<'a, Result<bool, BoxError>> {
             Box::pin(async { Ok(true) })
         }
     }

@@ -7,7 +7,10 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use di_core::{App, ContextRef, Dependency, DiError, InjectKind, ProtoDef};
+use di_core::{
+    App, ContextRef, DiError, ProtoDef,
+    registry::{Dependency, InjectKind},
+};
 
 /// A dependency: its build number across the App's life.
 struct Part(usize);

@@ -5,7 +5,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use di_core::{App, BoxError, ContextRef, Dependency, DiError, InjectKind, ProtoDef};
+use di_core::{
+    App, ContextRef, DiError, ProtoDef,
+    error::BoxError,
+    registry::{Dependency, InjectKind},
+};
 
 /// Per-request state written and read back by a singleton.
 #[derive(Debug, Default)]
@@ -263,7 +267,7 @@ async fn spawn_blocking_sees_the_scope() {
         .run_in_context(async {
             let mine = handler.state.get();
             let h = handler.clone();
-            let theirs = di_core::spawn_blocking(move || h.state.get()).await.unwrap();
+            let theirs = di_core::scope::spawn_blocking(move || h.state.get()).await.unwrap();
             Arc::ptr_eq(&mine, &theirs)
         })
         .await;

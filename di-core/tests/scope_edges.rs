@@ -148,7 +148,7 @@ async fn a_construction_that_straddles_the_end_of_the_phase_is_refused_and_destr
     let in_task = app.clone();
     let (result_tx, result_rx) = tokio::sync::oneshot::channel();
     app.run_in_context(async move {
-        di_core::spawn_blocking(move || result_tx.send(in_task.get_object::<Uow>().map(drop)));
+        di_core::scope::spawn_blocking(move || result_tx.send(in_task.get_object::<Uow>().map(drop)));
         tokio::task::spawn_blocking(move || started_rx.recv().unwrap()).await.unwrap(); // claimed
     })
     .end_in_background()
@@ -174,7 +174,7 @@ async fn a_completion_phase_dropped_half_way_finishes_and_completes_later_object
     let late = app
         .run_in_context(async {
             app.get_object::<Audit>().unwrap();
-            let phase = tokio::time::timeout(Duration::from_secs(1), di_core::complete_scope()).await;
+            let phase = tokio::time::timeout(Duration::from_secs(1), di_core::scope::complete_scope()).await;
             assert!(phase.is_err(), "the slow hook outlasted the timeout");
             app.get_object::<Uow>()
         })
@@ -197,8 +197,9 @@ async fn a_held_scope_ends_when_its_hold_is_dropped() {
         .build()
         .await
         .unwrap();
-    let (tracer, mut hold) =
-        app.run_in_context(async { (app.get_object::<Tracer>().unwrap(), di_core::hold_scope().unwrap()) }).await; // awaited, not in the background: a held scope ends on a task of its own
+    let (tracer, mut hold) = app
+        .run_in_context(async { (app.get_object::<Tracer>().unwrap(), di_core::scope::hold_scope().unwrap()) })
+        .await; // awaited, not in the background: a held scope ends on a task of its own
     tokio::time::sleep(Duration::from_secs(60)).await;
     assert_eq!(app.scopes_ending(), 1);
     assert!(log.lines().is_empty(), "destroyed under a hold: {:?}", log.lines());
@@ -207,7 +208,7 @@ async fn a_held_scope_ends_when_its_hold_is_dropped() {
     // The completion phase is over: the hold cannot create a unit of work.
     let late = hold.enter(|| app.get_object::<Uow>());
     assert!(is_late(&late), "{late:?}");
-    assert!(!di_core::in_scope());
+    assert!(!di_core::scope::in_scope());
     drop(hold);
     app.shutdown().await.unwrap();
     assert_eq!(log.lines(), ["destroy tracer"]);
@@ -219,13 +220,13 @@ async fn no_hold_is_given_once_the_destroy_hooks_have_begun() {
     let log = Log::default();
     let hook_log = log.clone();
     let probe = ProtoDef::context::<Tracer>(|_| Ok(Tracer)).on_destroy(move |_: Arc<Tracer>| {
-        hook_log.push(format!("hold in destroy: {}", di_core::hold_scope().is_some()));
+        hook_log.push(format!("hold in destroy: {}", di_core::scope::hold_scope().is_some()));
         async { Ok(()) }
     });
     let app = app([probe]).await;
     app.run_in_context(async { app.get_object::<Tracer>().map(drop) }).await.unwrap();
     assert_eq!(log.lines(), ["hold in destroy: false"]);
-    assert!(di_core::hold_scope().is_none(), "outside a scope");
+    assert!(di_core::scope::hold_scope().is_none(), "outside a scope");
 }
 
 /// A background task that takes a hold while the scope waits for its tasks: the end waits for
@@ -240,7 +241,7 @@ async fn a_hold_taken_by_a_background_task_is_waited_for() {
     app.run_in_context(async move {
         in_task.get_object::<Tracer>().unwrap();
         di_core::spawn(async move {
-            let hold = di_core::hold_scope().unwrap();
+            let hold = di_core::scope::hold_scope().unwrap();
             tokio::spawn(async move {
                 released.await.ok();
                 drop(hold);

@@ -6,7 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use di_core::{App, AppBuilder, BoxError, ContextRef, Dependency, DiError, InjectKind, ProtoDef};
+use di_core::{
+    App, AppBuilder, ContextRef, DiError, ProtoDef,
+    error::BoxError,
+    registry::{Dependency, InjectKind},
+};
 
 /// What happened, in order.
 use di_test_support::Lines as Log;
@@ -274,10 +278,10 @@ async fn complete_scope_runs_the_phase_once_and_reports_to_its_caller() {
     let ab = app.get_object::<TouchAb>().unwrap();
     let inside = app.try_run_in_context(async {
         ab.0.get();
-        let first = di_core::complete_scope().await.map_err(|e| e.to_string());
+        let first = di_core::scope::complete_scope().await.map_err(|e| e.to_string());
         // After the phase, b (which has a completion hook) would never be completed: refused.
         let late = ab.1.try_get().map(drop);
-        let second = di_core::complete_scope().await;
+        let second = di_core::scope::complete_scope().await;
         (first, late, second.is_ok())
     });
     let (first, late, second) = inside.await.expect("the caller of complete_scope received the failure, not the scope");
@@ -285,7 +289,7 @@ async fn complete_scope_runs_the_phase_once_and_reports_to_its_caller() {
     assert!(matches!(late, Err(DiError::LateCompletion { .. })), "{late:?}");
     assert!(second, "the phase ran once");
     assert_eq!(log.take(), Vec::<String>::new(), "b was never created");
-    assert!(di_core::complete_scope().await.is_ok(), "outside a scope there is nothing to complete");
+    assert!(di_core::scope::complete_scope().await.is_ok(), "outside a scope there is nothing to complete");
 }
 
 #[tokio::test]
@@ -655,7 +659,7 @@ async fn a_task_waiting_for_an_object_when_its_scope_ends_is_woken_with_scope_cl
         di_core::spawn(async move { builder.get_object::<A>().map(drop) });
         tokio::time::sleep(Duration::from_millis(20)).await; // A is being built
         let waiter = app.clone();
-        di_core::spawn_blocking(move || {
+        di_core::scope::spawn_blocking(move || {
             let _ = tx.send(waiter.get_object::<A>().map(drop));
         });
     })
@@ -671,7 +675,7 @@ async fn a_complete_scope_future_dropped_unpolled_leaves_the_phase_to_the_end() 
     let app = app_of([proto::<A>(&log, "a", Some(Hook::Logs), None)]).await;
     app.try_run_in_context(async {
         app.get_object::<A>().unwrap();
-        drop(di_core::complete_scope()); // never polled: nothing started
+        drop(di_core::scope::complete_scope()); // never polled: nothing started
     })
     .await
     .unwrap();
@@ -746,7 +750,7 @@ async fn a_completion_phase_cut_off_by_a_cancelled_request_finishes_on_its_own()
             app.get_object::<SlowCommit>().unwrap();
             app.events().emit(Ordered);
             if from_inside {
-                di_core::complete_scope().await.unwrap();
+                di_core::scope::complete_scope().await.unwrap();
             }
         });
         let mut request = Box::pin(request);

@@ -9,7 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use di_core::{App, ContextRef, Dependency, DiError, InjectKind, ProtoDef};
+use di_core::{
+    App, ContextRef, DiError, ProtoDef,
+    registry::{Dependency, InjectKind},
+};
 
 /// A context object: its build number.
 struct Leaf(usize);
@@ -313,7 +316,7 @@ async fn a_dependency_with_a_completion_hook_built_after_the_phase_is_refused() 
         .unwrap();
     let (report, ledger) = app
         .run_in_context(async {
-            di_core::complete_scope().await.unwrap();
+            di_core::scope::complete_scope().await.unwrap();
             (app.get_object::<Report>().map(|_| ()), app.get_object::<Ledger>().map(|_| ()))
         })
         .await;
@@ -329,7 +332,7 @@ async fn a_hold_entered_inside_a_with_callback_runs_in_the_same_scope() {
     let (counts, app, holder) = plain_app().await;
     let same = app
         .run_in_context(async {
-            let mut hold = di_core::hold_scope().unwrap();
+            let mut hold = di_core::scope::hold_scope().unwrap();
             let leaf = holder.leaf.get();
             holder.leaf.with(|inner| inner.0 == leaf.0 && hold.enter(|| Arc::ptr_eq(&holder.leaf.get(), &leaf)))
         })

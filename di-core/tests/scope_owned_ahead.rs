@@ -9,7 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use di_core::{App, ContextRef, Dependency, DiError, InjectKind, ProtoDef};
+use di_core::{
+    App, ContextRef, DiError, ProtoDef,
+    registry::{Dependency, InjectKind},
+};
 
 /// A context object with no dependency of its own: which leaf it is, and its build number.
 struct Leaf<const I: usize>(usize);

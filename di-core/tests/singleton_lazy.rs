@@ -3,7 +3,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use di_core::{App, Dependency, DiError, InjectKind, ProtoDef, context_proto, singleton_proto};
+use di_core::{
+    App, DiError, ProtoDef, context_proto,
+    registry::{Dependency, InjectKind},
+    singleton_proto,
+};
 
 static GEO_DESTROYED: AtomicUsize = AtomicUsize::new(0);
 

@@ -4,8 +4,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use di_core::registry::HookFuture as BoxFuture;
-use di_core::{App, BoxError, Dependency, DiError, InjectKind, ProtoDef};
+use di_core::futures::UnitFuture as BoxFuture;
+use di_core::{
+    App, DiError, ProtoDef,
+    error::BoxError,
+    registry::{Dependency, InjectKind},
+};
 
 type Log = Arc<Mutex<Vec<String>>>;
 

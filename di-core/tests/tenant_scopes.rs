@@ -7,7 +7,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use di_core::{App, BoxError, Dependency, DiError, InjectKind, ProtoDef, Tenant, TenantObjects, TenantRef};
+use di_core::{
+    App, DiError, ProtoDef,
+    error::BoxError,
+    registry::{Dependency, InjectKind},
+    tenant::{Tenant, TenantObjects, TenantRef},
+};
 
 /// A tenant's object: says whose it is, and which build of it.
 #[derive(Debug)]
@@ -402,7 +407,7 @@ impl TenantObjects for Gated {
 
     async fn create(&self, tenant: &Tenant) -> Result<String, BoxError> {
         self.creates.fetch_add(1, Ordering::SeqCst);
-        self.in_scope.lock().unwrap().push(di_core::in_scope());
+        self.in_scope.lock().unwrap().push(di_core::scope::in_scope());
         self.go.notified().await;
         if tenant.key() == "down" { Err("the tenant's database is down".into()) } else { Ok(tenant.key().to_owned()) }
     }

@@ -9,7 +9,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use di_core::{App, BoxError, Dependency, InjectKind, ProtoDef, Tenant, TenantObjects, TenantRef};
+use di_core::{
+    App, ProtoDef,
+    error::BoxError,
+    registry::{Dependency, InjectKind},
+    tenant::{Tenant, TenantObjects, TenantRef},
+};
 
 const TENANTS: u64 = 10_000;
 const CACHED: usize = 1_000;

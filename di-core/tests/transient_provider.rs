@@ -4,8 +4,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use di_core::{
-    App, ContextRef, Dependency, DiError, InjectKind, ProtoDef, Provider, context_proto, singleton_proto,
-    transient_proto,
+    App, ContextRef, DiError, ProtoDef, Provider, context_proto,
+    registry::{Dependency, InjectKind},
+    singleton_proto, transient_proto,
 };
 
 static NEXT: AtomicU64 = AtomicU64::new(1);

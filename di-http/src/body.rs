@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes, HttpBody};
-use di_core::ScopeHold;
+use di_core::scope::ScopeHold;
 use http_body::{Frame, SizeHint};
 
 use crate::head::RequestHead;

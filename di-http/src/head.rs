@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 
 use di_core::registry::{AnyArc, ProtoDescriptor};
-use di_core::{ContextProto, DiError, Proto, Resolver, Scope};
+use di_core::{ContextProto, DiError, Proto, Resolver, registry::Lifetime};
 use http::{Extensions, HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, Version};
 
 /// The header a request id is read from.
@@ -418,7 +418,7 @@ fn head_factory(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
 }
 
 pub(crate) const HEAD_DESCRIPTOR: ProtoDescriptor =
-    ProtoDescriptor::new::<RequestHead>("requestHead", Scope::Context, head_factory);
+    ProtoDescriptor::new::<RequestHead>("requestHead", Lifetime::Context, head_factory);
 
 impl Proto for RequestHead {
     const DESCRIPTOR: ProtoDescriptor = HEAD_DESCRIPTOR;

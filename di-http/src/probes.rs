@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 
 use axum::Router;
 use axum::body::Body;
-use di_core::{App, HealthReport};
+use di_core::{App, health::HealthReport};
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 
@@ -89,7 +89,7 @@ impl Future for EntryFuture {
 /// stopped it. Runs no check.
 fn live(app: &App) -> Response<Body> {
     let state = app.state();
-    let live = state != di_core::AppState::Stopped;
+    let live = state != di_core::health::AppState::Stopped;
     json(live, &serde_json::json!({ "status": up(live), "state": state.as_str() }))
 }
 

@@ -6,7 +6,10 @@ use std::future::Future;
 use std::sync::Arc;
 
 use di_core::futures::ContextFuture;
-use di_core::{App, AppHold, ContextSlot, DiError};
+use di_core::{
+    App, DiError,
+    scope::{AppHold, ContextSlot},
+};
 
 use crate::head::RequestHead;
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::http::StatusCode;
-use di_core::{App, EventBus, handlers, singleton_proto};
+use di_core::{App, events::EventBus, handlers, singleton_proto};
 use di_http::{Server, http_controller, http_routes};
 
 use di_test_support::http_client;

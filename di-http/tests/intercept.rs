@@ -6,7 +6,11 @@
 use std::sync::Mutex;
 
 use axum::http::StatusCode;
-use di_core::{Advice, App, Call, ContextRef, Next, intercept, singleton_proto};
+use di_core::{
+    App, ContextRef,
+    advice::{Advice, Call, Next},
+    intercept, singleton_proto,
+};
 use di_http::{RequestHead, Server, http_controller, http_routes};
 
 use di_test_support::http_client;

@@ -12,8 +12,13 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::response::Response;
 use di_core::{
-    App, CheckFuture, ContextRef, EventBus, HealthCheck, HostedFuture, HostedService, ProtoDef, Stop, context_proto,
-    handlers, singleton_proto,
+    App, ContextRef, ProtoDef, context_proto,
+    events::EventBus,
+    futures::UnitFuture,
+    handlers,
+    health::HealthCheck,
+    hosted::{HostedService, Stop},
+    singleton_proto,
 };
 use di_http::{RequestHead, Server};
 use di_test_support::eventually;
@@ -79,7 +84,7 @@ pub struct Warehouse {
 }
 
 impl HealthCheck for Warehouse {
-    fn check(self: Arc<Self>) -> CheckFuture {
+    fn check(self: Arc<Self>) -> UnitFuture {
         Box::pin(async move {
             if self.down.load(Ordering::SeqCst) { Err("warehouse.internal:5432 refused".into()) } else { Ok(()) }
         })
@@ -295,7 +300,7 @@ async fn a_silent_connection_is_closed_at_the_header_read_timeout() {
 struct Doomed;
 
 impl HostedService for Doomed {
-    fn run(self: Arc<Self>, _: Stop) -> HostedFuture {
+    fn run(self: Arc<Self>, _: Stop) -> UnitFuture {
         Box::pin(async {
             tokio::time::sleep(Duration::from_millis(50)).await;
             Err("the broker closed the subscription".into())

@@ -78,10 +78,10 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    async fn commit(&self) -> Result<(), di_core::BoxError> {
+    async fn commit(&self) -> Result<(), di_core::error::BoxError> {
         match self.head.headers().get("x-commit").map(|v| v.to_str().unwrap()) {
             Some("fail") => Err("disk full".into()),
-            Some("busy") => Err(Box::new(di_core::Busy("the pool timed out".into()))),
+            Some("busy") => Err(Box::new(di_core::error::Busy("the pool timed out".into()))),
             Some("panic") => panic!("the ledger panicked"),
             Some("slow") => {
                 self.logger.log("commit started");
@@ -249,7 +249,7 @@ async fn a_failing_completion_hook_answers_500_and_destroy_hooks_see_it() {
     assert_eq!(reply.status, 200);
 }
 
-/// A completion hook that found a resource busy (`di_core::Busy`, a pool's acquire timeout:
+/// A completion hook that found a resource busy (`di_core::error::Busy`, a pool's acquire timeout:
 /// di-tx's `TxError::Busy` carries it) answers 503 with `Retry-After`, as the guide says of a
 /// busy database, not 500.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

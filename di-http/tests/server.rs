@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{Next, from_fn};
 use axum::response::Response;
 use axum::{Json, Router};
-use di_core::{App, AsyncContextRef, ContextRef, context_proto, singleton_proto};
+use di_core::{App, ContextRef, context_proto, scope::AsyncContextRef, singleton_proto};
 use di_http::{RequestHead, Server, http_controller, http_routes};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -344,7 +344,7 @@ async fn request_head_outside_a_request_names_the_layer() {
 }
 
 async fn in_scope_header(req: Request, next: Next) -> Response {
-    let in_scope = di_core::in_scope();
+    let in_scope = di_core::scope::in_scope();
     let mut res = next.run(req).await;
     res.headers_mut().insert("x-in-scope", HeaderValue::from_static(if in_scope { "yes" } else { "no" }));
     res

@@ -1,5 +1,5 @@
 //! `#[handlers]` on an impl block of a singleton: registers its `#[event_handler]` and
-//! `#[schedule(..)]` methods through `inventory` (`di_core::EventBus`, `App::run_schedule`).
+//! `#[schedule(..)]` methods through `inventory` (`di_core::events::EventBus`, `App::run_schedule`).
 //! Alone, `#[event_handler]` and `#[schedule]` are errors that say where they belong.
 
 use proc_macro2::{Span, TokenStream};
@@ -366,7 +366,7 @@ fn expand(model: &HandlersItem) -> TokenStream {
                 let check = quote_spanned!(event.span()=> __di::assert_event::<#event>(););
                 quote! {
                     const _: () = { #check };
-                    fn #call(__di_this: __di::AnyArc, __di_event: __di::AnyEvent) -> __di::HookFuture {
+                    fn #call(__di_this: __di::AnyArc, __di_event: __di::AnyEvent) -> __di::UnitFuture {
                         __di::Box::pin(async move {
                             let __di_this = __di::downcast::<#self_ty>(__di_this);
                             let __di_event = __di::event_ref::<#event>(&__di_event);
@@ -396,7 +396,7 @@ fn expand(model: &HandlersItem) -> TokenStream {
                     When::Cron(expr) => quote!(__di::When::Cron(#expr)),
                 };
                 quote! {
-                    fn #call(__di_this: __di::AnyArc) -> __di::HookFuture {
+                    fn #call(__di_this: __di::AnyArc) -> __di::UnitFuture {
                         __di::Box::pin(async move {
                             let __di_this = __di::downcast::<#self_ty>(__di_this);
                             __di::hook_result(<#self_ty>::#ident(&__di_this).await)

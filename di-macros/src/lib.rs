@@ -261,7 +261,7 @@ pub fn http_routes(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Runs advices around a method: `#[intercept(Timing, Transactional)]` on an async method
 /// (outermost first), or on an impl block for each of its `pub async fn`s. See
-/// `di_core::Advice`. `crate = path` among the advices (`#[intercept(Timing, crate = my::di)]`)
+/// `di_core::advice::Advice`. `crate = path` among the advices (`#[intercept(Timing, crate = my::di)]`)
 /// names di-core where a crate re-exports it.
 #[proc_macro_attribute]
 pub fn intercept(args: TokenStream, item: TokenStream) -> TokenStream {
@@ -273,15 +273,15 @@ pub fn intercept(args: TokenStream, item: TokenStream) -> TokenStream {
 /// method's own advices.
 ///
 /// `crosscut!(Audit, implements = dyn Audited)`: the advice first, with parameters if it takes
-/// some (`RateLimit(per_sec = 10)`, see `di_core::AdviceParams`); then one or more selectors,
+/// some (`RateLimit(per_sec = 10)`, see `di_core::advice::AdviceParams`); then one or more selectors,
 /// all of which a method must match: `implements = dyn Trait` (the protos that
 /// `provides(dyn Trait)`), `module = "crate::orders"` (types defined there or below),
 /// `types = "*Service"` (the type's name), `methods = "get_*|list"` (the method's name; `*`
 /// any text, `|` between alternatives). `order = n`: crosscuts run lower `order` outermost
 /// (0 by default, then by advice name). `crate = path` names di-core where a crate re-exports
-/// it. The advice implements `di_core::Advice<di_core::Outcome>` (an `impl<R> Advice<R>` does).
+/// it. The advice implements `di_core::advice::Advice<di_core::advice::Outcome>` (an `impl<R> Advice<R>` does).
 /// `build()` fails on a crosscut that selects nothing, whose advice the App lacks, or that
-/// selects by trait a proto none of whose methods can be advised. See `di_core::Outcome`.
+/// selects by trait a proto none of whose methods can be advised. See `di_core::advice::Outcome`.
 #[proc_macro]
 pub fn crosscut(input: TokenStream) -> TokenStream {
     crosscut::crosscut(input.into()).into()
@@ -299,7 +299,7 @@ pub fn transactional(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Registers the `#[event_handler]` and `#[schedule(..)]` methods of a singleton's impl block.
-/// See `di_core::EventBus` and `di_core::App::run_schedule`. Options: `crate = path` (di-core
+/// See `di_core::events::EventBus` and `di_core::App::run_schedule`. Options: `crate = path` (di-core
 /// where a crate re-exports it).
 #[proc_macro_attribute]
 pub fn handlers(args: TokenStream, item: TokenStream) -> TokenStream {
@@ -311,7 +311,7 @@ pub fn handlers(args: TokenStream, item: TokenStream) -> TokenStream {
 /// emitting scope's completion phase: `#[event_handler]` or `#[event_handler(after_commit)]`
 /// (once it succeeded), `#[event_handler(before_commit)]` (in the scope, before its completion
 /// hooks; a failure fails it), `#[event_handler(after_rollback)]` (once it failed). See
-/// `di_core::EventBus`.
+/// `di_core::events::EventBus`.
 #[proc_macro_attribute]
 pub fn event_handler(_: TokenStream, item: TokenStream) -> TokenStream {
     handlers::stray("event_handler", item.into()).into()
@@ -321,7 +321,7 @@ pub fn event_handler(_: TokenStream, item: TokenStream) -> TokenStream {
 /// on `async fn job(&self)`, inside a `#[handlers]` impl block (which consumes it; alone, it
 /// is an error saying so). `#[schedule(every = "1h", once_per_cluster)]`: one instance of the
 /// service runs each due time, the one that claims it through the App's
-/// `di_core::ScheduleLock`. `config = "purge.every"`: that configuration key, when set, gives
+/// `di_core::schedule::ScheduleLock`. `config = "purge.every"`: that configuration key, when set, gives
 /// the period (or the cron expression) instead, checked when the App is built.
 #[proc_macro_attribute]
 pub fn schedule(_: TokenStream, item: TokenStream) -> TokenStream {

@@ -32,8 +32,9 @@ use std::time::{Duration, SystemTime};
 use async_nats::HeaderMap;
 use async_nats::jetstream::context::{PublishError, PublishErrorKind};
 use async_nats::jetstream::{self, consumer};
-use di_core::{BoxError, ProtoDef, Scope};
-use di_outbox::{Ack, BoxFuture, Broker, Outgoing, Received, Refused, Subscription};
+use di_core::futures::BoxFuture;
+use di_core::{ProtoDef, error::BoxError, registry::Lifetime};
+use di_outbox::{Ack, Broker, Outgoing, Received, Refused, Subscription};
 use futures_util::StreamExt;
 use serde::Deserialize;
 
@@ -107,7 +108,7 @@ impl JetStream {
     /// the App is built (a server that does not answer fails `build()`, naming `JetStream`),
     /// creates the stream if it does not exist, and provides `dyn Broker`.
     pub fn proto() -> ProtoDef {
-        ProtoDef::new_async::<JetStream, _, _>(Scope::Singleton, |r| {
+        ProtoDef::new_async::<JetStream, _, _>(Lifetime::Singleton, |r| {
             let settings: Settings = r.config().get("nats")?;
             Ok(JetStream::connect(settings))
         })

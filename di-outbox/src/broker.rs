@@ -1,13 +1,8 @@
 //! The broker the relay publishes to and each instance subscribes to: a trait, so that NATS
 //! JetStream (di-nats) can be joined by Redis Streams or Kafka.
 
-use std::future::Future;
-use std::pin::Pin;
-
-use di_core::BoxError;
-
-/// A boxed future, as the traits of this crate return them.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+use di_core::error::BoxError;
+use di_core::futures::BoxFuture;
 
 /// An event on its way to the broker.
 #[derive(Debug, Clone, Copy)]
@@ -69,7 +64,7 @@ pub trait Broker: Send + Sync + 'static {
 /// ```
 /// use di_outbox::Refused;
 ///
-/// let error: di_core::BoxError = Box::new(Refused("larger than the server's max_payload".into()));
+/// let error: di_core::error::BoxError = Box::new(Refused("larger than the server's max_payload".into()));
 /// assert!(error.is::<Refused>());
 /// assert_eq!(error.to_string(), "the broker refuses the event for good: larger than the server's max_payload");
 /// ```

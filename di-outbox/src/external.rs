@@ -2,11 +2,11 @@
 
 use std::any::{Any, TypeId};
 
-use di_core::{Delivery, EventBus};
+use di_core::events::{Delivery, EventBus};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::broker::BoxFuture;
+use di_core::futures::BoxFuture;
 
 /// Decodes an event's JSON and delivers it to an App's handlers.
 pub type DeliverFn = for<'a> fn(&'a EventBus, &'a [u8]) -> BoxFuture<'a, Result<Delivery, serde_json::Error>>;

@@ -4,7 +4,7 @@
 //! An event type marked external ([`external_event!`]) is not handed to the in-process bus's
 //! `after_commit` handlers by the request that emits it. Instead:
 //!
-//! 1. **In the request's transaction**: [`Outbox`], the App's `di_core::EventTransport`, writes it
+//! 1. **In the request's transaction**: [`Outbox`], the App's `di_core::events::EventTransport`, writes it
 //!    to the outbox table ([`OutboxStore`]; di-sqlx's `OutboxTable` on SQLite or PostgreSQL) in
 //!    the request's completion phase, before the commit. The event is stored with the data or
 //!    not at all; a failed write fails the request.
@@ -15,7 +15,7 @@
 //!    per id (JetStream's deduplication window).
 //! 3. **In every instance**: each instance's subscription (a durable consumer of its own)
 //!    receives every event and hands it to its `after_commit` handlers
-//!    (`di_core::EventBus::deliver`), then acknowledges it. Delivery is at least once; the ids
+//!    (`di_core::events::EventBus::deliver`), then acknowledges it. Delivery is at least once; the ids
 //!    of the events handled lately are remembered, so a redelivered one is not handled twice.
 //!
 //! Without an `Outbox` in the App (no broker configured), events stay in the process, as ever.
@@ -43,7 +43,7 @@ mod outbox;
 mod recent;
 mod store;
 
-pub use broker::{Ack, BoxFuture, Broker, Outgoing, Received, Refused, Subscription};
+pub use broker::{Ack, Broker, Outgoing, Received, Refused, Subscription};
 pub use external::{external_name, valid_name};
 pub use outbox::{Outbox, OutboxCounts};
 pub use store::{OutboxStore, Stored};

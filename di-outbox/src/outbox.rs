@@ -7,10 +7,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use di_core::registry::HookFuture;
+use di_core::futures::UnitFuture;
 use di_core::{
-    BoxError, CheckFuture, Dependency, DiError, EventBus, EventTransport, HealthCheck, HostedFuture, HostedService,
-    InjectKind, OnFailure, ProtoDef, Stop,
+    DiError, ProtoDef,
+    error::BoxError,
+    events::{EventBus, EventTransport},
+    health::HealthCheck,
+    hosted::{HostedService, OnFailure, Stop},
+    registry::{Dependency, InjectKind},
 };
 use serde::Deserialize;
 use tokio::sync::Notify;
@@ -503,7 +507,7 @@ impl EventTransport for Outbox {
         self.by_type.contains_key(&event)
     }
 
-    fn send(&self, event: Arc<dyn Any + Send + Sync>) -> HookFuture {
+    fn send(&self, event: Arc<dyn Any + Send + Sync>) -> UnitFuture {
         let Some(&external) = self.by_type.get(&(*event).type_id()) else {
             return Box::pin(async { Err("the outbox was given an event type it does not carry".into()) });
         };
@@ -540,7 +544,7 @@ impl EventTransport for Outbox {
 /// `outbox.stall_ms` set, while the outbox's oldest event has waited no longer than that for
 /// the broker.
 impl HealthCheck for Outbox {
-    fn check(self: Arc<Self>) -> CheckFuture {
+    fn check(self: Arc<Self>) -> UnitFuture {
         Box::pin(async move {
             if !*self.subscribed.borrow() {
                 return Err("not subscribed to the broker (yet)".into());
@@ -591,7 +595,7 @@ fn set_aside_metric(event: &str) {
 }
 
 impl HostedService for Outbox {
-    fn run(self: Arc<Self>, stop: Stop) -> HostedFuture {
+    fn run(self: Arc<Self>, stop: Stop) -> UnitFuture {
         Box::pin(async move {
             tokio::join!(self.relay(&stop), self.receive(&stop));
             Ok(())

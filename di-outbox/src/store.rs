@@ -1,8 +1,8 @@
 //! Where events wait between the commit and the broker: a table of the service's database.
 
-use di_core::BoxError;
+use di_core::error::BoxError;
 
-use crate::broker::BoxFuture;
+use di_core::futures::BoxFuture;
 
 /// An event in the outbox.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use di_core::{App, EventBus, handlers, singleton_proto};
+use di_core::{App, events::EventBus, handlers, singleton_proto};
 use di_nats::JetStream;
 use di_outbox::Outbox;
 use di_sqlx::{Database, OutboxTable, Sqlite};

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use di_core::{App, BoxError, ProtoDef, handlers, singleton_proto};
-use di_outbox::{Ack, BoxFuture, Broker, Outbox, OutboxStore, Outgoing, Received, Stored, Subscription};
+use di_core::futures::BoxFuture;
+use di_core::{App, ProtoDef, error::BoxError, handlers, singleton_proto};
+use di_outbox::{Ack, Broker, Outbox, OutboxStore, Outgoing, Received, Stored, Subscription};
 use serde::{Deserialize, Serialize};
 
 /// The external event.

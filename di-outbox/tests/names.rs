@@ -1,8 +1,9 @@
 //! An external event's name is checked when the App is built: one that is no valid name fails
 //! `build()`, naming the type.
 
-use di_core::{App, BoxError, ProtoDef};
-use di_outbox::{BoxFuture, Broker, Outbox, OutboxStore, Outgoing, Stored, Subscription};
+use di_core::futures::BoxFuture;
+use di_core::{App, ProtoDef, error::BoxError};
+use di_outbox::{Broker, Outbox, OutboxStore, Outgoing, Stored, Subscription};
 
 /// Named with a space.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use di_core::{App, AppBuilder, EventBus, handlers, singleton_proto};
+use di_core::{App, AppBuilder, events::EventBus, handlers, singleton_proto};
 use di_nats::JetStream;
 use di_outbox::Outbox;
 use di_sqlx::{Database, OutboxTable, Postgres, Sqlite};
@@ -171,7 +171,8 @@ async fn each_instance_handles_a_committed_event_once(postgres: bool, test: &str
     // Both subscribed before anything is published (a new consumer starts with what comes).
     for app in [&a, &b] {
         let outbox = app.get_object::<Outbox>().unwrap();
-        until("the instance to subscribe", async || di_core::HealthCheck::check(outbox.clone()).await.is_ok()).await;
+        until("the instance to subscribe", async || di_core::health::HealthCheck::check(outbox.clone()).await.is_ok())
+            .await;
     }
     let payments = a.get_object::<Payments>().unwrap();
     for id in 1..=20 {
@@ -180,7 +181,7 @@ async fn each_instance_handles_a_committed_event_once(postgres: bool, test: &str
     // A rolled-back request: neither the payment nor its event.
     a.run_in_context(async {
         payments.pay(99).await.unwrap();
-        di_core::fail_scope();
+        di_core::scope::fail_scope();
     })
     .await;
     let expected: HashMap<i64, usize> = (1..=20).map(|id| (id, 1)).collect();
@@ -259,10 +260,11 @@ async fn rolled_back_work_after_the_response_publishes_nothing(postgres: bool, t
     let Some(setup) = Setup::new(test, postgres).await else { return };
     let a = setup.instance("a").build().await.unwrap();
     let outbox = a.get_object::<Outbox>().unwrap();
-    until("the instance to subscribe", async || di_core::HealthCheck::check(outbox.clone()).await.is_ok()).await;
+    until("the instance to subscribe", async || di_core::health::HealthCheck::check(outbox.clone()).await.is_ok())
+        .await;
     let payments = a.get_object::<Payments>().unwrap();
     a.run_in_context(async {
-        di_core::complete_scope().await.unwrap();
+        di_core::scope::complete_scope().await.unwrap();
         assert!(payments.pay_then_fail(100).await.is_err());
         payments.pay(101).await.unwrap();
     })

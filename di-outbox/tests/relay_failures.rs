@@ -8,8 +8,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use di_core::{App, BoxError, ProtoDef};
-use di_outbox::{BoxFuture, Broker, Outbox, OutboxStore, Outgoing, Refused, Stored, Subscription};
+use di_core::futures::BoxFuture;
+use di_core::{App, ProtoDef, error::BoxError};
+use di_outbox::{Broker, Outbox, OutboxStore, Outgoing, Refused, Stored, Subscription};
 
 /// An external event of this test.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -216,7 +217,7 @@ async fn an_outbox_whose_oldest_event_waits_too_long_is_not_ready() {
     let broker = TestBroker::default();
     broker.down.store(true, Ordering::SeqCst);
     let app = app(Table::with_ten(), broker, 200).await;
-    let check = |report: &di_core::HealthReport| report.checks.iter().find(|c| c.name == "outbox").cloned();
+    let check = |report: &di_core::health::HealthReport| report.checks.iter().find(|c| c.name == "outbox").cloned();
     // Not ready at first (not subscribed yet), then subscribed, then stalled.
     let why = di_test_support::eventually(async || {
         let report = app.health().await;

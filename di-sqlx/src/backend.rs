@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use di_core::BoxError;
+use di_core::error::BoxError;
 use di_tx::{Busy, Classified, ErrorClass, TxConn, TxFuture};
 use sqlx::{Pool, Transaction};
 

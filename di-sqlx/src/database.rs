@@ -4,7 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use di_core::registry::{AnyArc, BuildFuture, ProtoDescriptor, Provide, put};
-use di_core::{Dependency, DiError, InjectKind, ProtoDef, Resolver, Scope};
+use di_core::{
+    DiError, ProtoDef, Resolver,
+    registry::{Dependency, InjectKind, Lifetime},
+};
 use di_tx::{Transactions, TxConn, TxError, TxFuture, TxSource};
 use sqlx::Pool;
 use sqlx::pool::PoolOptions;
@@ -108,7 +111,7 @@ impl<DB: Backend> Database<DB> {
     /// # Ok(()) }
     /// ```
     pub fn named(name: &'static str, section: &'static str) -> ProtoDef {
-        ProtoDef::new_async::<Self, _, _>(Scope::Singleton, move |r| Self::connect(r, section))
+        ProtoDef::new_async::<Self, _, _>(Lifetime::Singleton, move |r| Self::connect(r, section))
             .name(name)
             .dep(Dependency::new::<Transactions>(InjectKind::Arc, None))
             .provides::<Self, dyn TxSource>(|db| db)
@@ -118,7 +121,7 @@ impl<DB: Backend> Database<DB> {
     fn connect(
         r: &Resolver<'_>,
         section: &str,
-    ) -> Result<impl Future<Output = Result<Self, di_core::BoxError>> + Send + 'static + use<DB>, DiError> {
+    ) -> Result<impl Future<Output = Result<Self, di_core::error::BoxError>> + Send + 'static + use<DB>, DiError> {
         let settings: Settings = r.config().get(section)?;
         let transactions = r.arc::<Transactions>(0)?;
         let name = r.object_name().to_owned();
@@ -224,7 +227,7 @@ macro_rules! proto {
 
         impl di_core::Proto for Database<$db> {
             const DESCRIPTOR: ProtoDescriptor =
-                ProtoDescriptor::new_async::<Database<$db>>("database", Scope::Singleton, $connect)
+                ProtoDescriptor::new_async::<Database<$db>>("database", Lifetime::Singleton, $connect)
                     .deps(const { &[Dependency::new::<Transactions>(InjectKind::Arc, None)] })
                     .provides(const { &[Provide::new::<dyn TxSource>($as_source)] });
         }
@@ -289,16 +292,20 @@ macro_rules! on_database {
 
         impl di_core::Proto for $ty<$db> {
             const DESCRIPTOR: di_core::registry::ProtoDescriptor =
-                di_core::registry::ProtoDescriptor::new_async::<$ty<$db>>($name, di_core::Scope::Singleton, $build)
-                    .deps(
-                        const {
-                            &[di_core::Dependency::new::<$crate::Database<$db>>(
-                                di_core::InjectKind::Arc,
-                                Some("database"),
-                            )]
-                        },
-                    )
-                    .provides(const { &[di_core::registry::Provide::new::<$role>($as_role)] });
+                di_core::registry::ProtoDescriptor::new_async::<$ty<$db>>(
+                    $name,
+                    di_core::registry::Lifetime::Singleton,
+                    $build,
+                )
+                .deps(
+                    const {
+                        &[di_core::registry::Dependency::new::<$crate::Database<$db>>(
+                            di_core::registry::InjectKind::Arc,
+                            Some("database"),
+                        )]
+                    },
+                )
+                .provides(const { &[di_core::registry::Provide::new::<$role>($as_role)] });
         }
 
         impl di_core::SingletonProto for $ty<$db> {}

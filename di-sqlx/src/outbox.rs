@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
-use di_core::BoxError;
-use di_outbox::{BoxFuture, OutboxStore, Stored};
+use di_core::error::BoxError;
+use di_core::futures::BoxFuture;
+use di_outbox::{OutboxStore, Stored};
 use di_tx::TxError;
 
 use crate::Database;
@@ -28,7 +29,7 @@ use crate::Database;
 /// use di_outbox::OutboxStore;
 /// use di_sqlx::{Database, OutboxTable, Sqlite};
 ///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::BoxError> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::error::BoxError> {
 /// let app = App::builder()
 ///     .link::<Database<Sqlite>>()
 ///     .link::<OutboxTable<Sqlite>>()

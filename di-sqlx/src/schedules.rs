@@ -4,7 +4,9 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use di_core::{ClaimFuture, ScheduleLock};
+use di_core::error::BoxError;
+use di_core::futures::BoxFuture;
+use di_core::schedule::ScheduleLock;
 use di_tx::TxError;
 
 use crate::Database;
@@ -29,7 +31,7 @@ const TABLE: &str = "CREATE TABLE IF NOT EXISTS di_schedule_runs (
 ///
 /// Link it with the App, next to the `database` data source it uses:
 /// `App::builder().link::<Database<Postgres>>().link::<ClusterSchedules<Postgres>>()`. It
-/// provides `dyn di_core::ScheduleLock`; an App has at most one.
+/// provides `dyn di_core::schedule::ScheduleLock`; an App has at most one.
 ///
 /// # Examples
 ///
@@ -59,7 +61,7 @@ const TABLE: &str = "CREATE TABLE IF NOT EXISTS di_schedule_runs (
 ///     .build()
 ///     .await?;
 /// let claims = app.get_object::<ClusterSchedules<Sqlite>>()?;
-/// use di_core::ScheduleLock;
+/// use di_core::schedule::ScheduleLock;
 /// let due = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(3600);
 /// assert!(claims.claim("Purge::purge", due).await.unwrap()); // this instance runs it
 /// assert!(!claims.claim("Purge::purge", due).await.unwrap()); // any other does not
@@ -104,7 +106,7 @@ macro_rules! claims {
         }
 
         impl ScheduleLock for ClusterSchedules<$db> {
-            fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> ClaimFuture<'a> {
+            fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> BoxFuture<'a, Result<bool, BoxError>> {
                 Box::pin(async move {
                     let due = millis(due);
                     let claimed =

@@ -54,7 +54,7 @@ async fn a_transaction_of_its_own_that_postgres_aborted_fails_the_method() {
     let Err(TestError::Tx(TxError::Aborted { .. })) = &own else { panic!("{own:?}") };
     let late = app
         .run_in_context(async {
-            di_core::complete_scope().await.unwrap();
+            di_core::scope::complete_scope().await.unwrap();
             ledger.key_twice("b", "k").await
         })
         .await;
@@ -131,7 +131,7 @@ async fn a_client_gone_during_the_commit_neither_cuts_it_nor_misreports_it() {
     let request = Box::pin(app.run_in_context(async {
         ledger.required("a", false).await.unwrap();
         events.emit(Noted("a"));
-        di_core::complete_scope().await.unwrap();
+        di_core::scope::complete_scope().await.unwrap();
     }));
     let gone = tokio::time::timeout(std::time::Duration::from_millis(100), request).await;
     assert!(gone.is_err(), "the request ended before the client went away");

@@ -6,7 +6,7 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
-use di_core::{App, ScheduleLock, handlers, singleton_proto};
+use di_core::{App, handlers, schedule::ScheduleLock, singleton_proto};
 use di_sqlx::{ClusterSchedules, Database, Postgres, Sqlite};
 
 /// A once-per-cluster job, counting its runs in this instance.

@@ -93,7 +93,7 @@ async fn a_full_disk_saves_nothing_of_the_request() {
         .run_in_context(async {
             for written in 0.. {
                 if let Err(error) = ledger.required(&note, false).await {
-                    di_core::fail_scope();
+                    di_core::scope::fail_scope();
                     return (written, error);
                 }
             }

@@ -2,7 +2,12 @@
 
 use std::sync::Arc;
 
-use di_core::{Advice, Call, EventHold, Keyed, Next, singleton_proto};
+use di_core::{
+    Keyed,
+    advice::{Advice, Call, Next},
+    events::EventHold,
+    singleton_proto,
+};
 
 use crate::current::{self, Owner, Transactions};
 use crate::error::TxError;

@@ -1,6 +1,6 @@
 //! Why a transaction could not be used, begun or ended.
 
-use di_core::{BoxError, Busy};
+use di_core::error::{BoxError, Busy};
 
 /// A transaction error: a propagation's rule broken (naming the method), a data source the App
 /// does not have, the database failing, or a transaction the database ended itself.

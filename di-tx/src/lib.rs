@@ -12,7 +12,7 @@
 //!   scope's: the methods after it, and plain statements through the adapter, use it; it is
 //!   committed in the completion phase, before the response leaves (a failed commit turns the
 //!   response into a 500), or rolled back if the request failed (di-http marks a 4xx or 5xx
-//!   answer with [`di_core::fail_scope`]) or never completed (a panic, a client gone).
+//!   answer with [`di_core::scope::fail_scope`]) or never completed (a panic, a client gone).
 //! - **Data sources** are singletons providing `dyn` [`TxSource`], by object name: di-sqlx's
 //!   `Database` (SQLite and Postgres), or any driver behind the two small traits.
 //!
@@ -104,7 +104,7 @@ pub use current::Transactions;
 /// [`TxSource::begin`] or through [`TxError::database`]: di-tx then reports
 /// [`TxError::Busy`], which callers can tell from a fault, and di-http answers a request whose
 /// completion phase failed with it 503. It is di-core's.
-pub use di_core::Busy;
+pub use di_core::error::Busy;
 pub use di_macros::transactional;
 pub use error::{AbortedByDatabase, Classified, ErrorClass, TxError};
 pub use options::{Propagation, TxOptions};

@@ -37,7 +37,7 @@ pub enum Propagation {
 }
 
 /// The options of one `#[transactional]` method, which the macro hands the advice as its
-/// call's parameters ([`di_core::Call::params`]).
+/// call's parameters ([`di_core::advice::Call::params`]).
 ///
 /// # Examples
 ///

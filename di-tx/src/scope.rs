@@ -11,7 +11,7 @@ use crate::source::TxSource;
 use crate::tx::Tx;
 
 /// The transactions a scope's `required` methods began: committed by the completion hook if
-/// the scope has not failed ([`di_core::scope_failed`]), rolled back otherwise, and rolled back
+/// the scope has not failed ([`di_core::scope::scope_failed`]), rolled back otherwise, and rolled back
 /// by the destroy hook if the completion phase did not end them (a panic, a cancelled request).
 #[context_proto(complete = complete, destroy = destroy)]
 #[derive(Default)]
@@ -82,7 +82,7 @@ impl TxScope {
     async fn complete(&self) -> Result<(), TxError> {
         let txs = self.close().await;
         let mut result = Ok(());
-        let failed = di_core::scope_failed();
+        let failed = di_core::scope::scope_failed();
         for tx in txs {
             if failed || result.is_err() {
                 tx.rollback().await;

@@ -5,7 +5,7 @@ use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 
-use di_core::BoxError;
+use di_core::error::BoxError;
 
 /// The future an adapter's transaction operations return.
 pub type TxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send + 'a>>;
@@ -53,7 +53,7 @@ pub type TxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Se
 ///     fn as_any_mut(&mut self) -> &mut dyn Any { self }
 /// }
 ///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::BoxError> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::error::BoxError> {
 /// let log = Log::default();
 /// let tx = log.begin().await?;
 /// tx.commit().await?;

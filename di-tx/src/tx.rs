@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex as SyncMutex};
 
 use tokio::sync::{Mutex, Notify, OwnedMappedMutexGuard, OwnedMutexGuard};
 
-use di_core::EventHold;
+use di_core::events::EventHold;
 
 use crate::current::Owner;
 use crate::error::TxError;
@@ -333,7 +333,7 @@ impl Tx {
         TxError::Ended { data_source: self.source.to_string(), how }
     }
 
-    fn database(&self, doing: &'static str, error: di_core::BoxError) -> TxError {
+    fn database(&self, doing: &'static str, error: di_core::error::BoxError) -> TxError {
         TxError::database(doing, &*self.source, error)
     }
 }

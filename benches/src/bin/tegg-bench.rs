@@ -346,7 +346,7 @@ fn duration_us(text: &str) -> Option<f64> {
 async fn startup_figures() -> Vec<String> {
     struct Unit;
     let mut lines = Vec::new();
-    for scope in [di_core::Scope::Singleton, di_core::Scope::Context] {
+    for scope in [di_core::registry::Lifetime::Singleton, di_core::registry::Lifetime::Context] {
         let builder = (0..10_000).fold(App::builder().without_inventory(), |b, i| {
             b.register(di_core::ProtoDef::new::<Unit>(scope, |_| Ok(Unit)).name(format!("unit{i}")))
         });

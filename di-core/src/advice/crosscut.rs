@@ -36,7 +36,7 @@ use crate::proto::def::short_type_name;
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use di_core::{Advice, Call, Next, Outcome};
+/// use di_core::{advice::{Advice, Call, Next, Outcome}};
 ///
 /// #[derive(Default)]
 /// struct Failures(AtomicUsize);

@@ -35,7 +35,7 @@ pub use crosscut::Outcome;
 ///
 /// ```rust,standalone_crate
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use di_core::{intercept, singleton_proto, Advice, App, Call, Next};
+/// use di_core::{intercept, singleton_proto, advice::{Advice, Call, Next}, App};
 ///
 /// /// Counts calls, and refuses negative ids without calling the method.
 /// #[singleton_proto]
@@ -76,7 +76,7 @@ pub use crosscut::Outcome;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot intercept a method returning `{R}`",
     label = "`{Self}` does not implement `Advice<{R}>`",
-    note = "an advice is a proto implementing `di_core::Advice<R>` for the outputs it handles: `impl<R> Advice<R> for {Self}` handles any"
+    note = "an advice is a proto implementing `di_core::advice::Advice<R>` for the outputs it handles: `impl<R> Advice<R> for {Self}` handles any"
 )]
 pub trait Advice<R>: Send + Sync + 'static {
     /// Runs around one call: usually `next.run().await`, with work before and after; it may
@@ -88,7 +88,7 @@ pub trait Advice<R>: Send + Sync + 'static {
     ///
     /// ```rust,standalone_crate
     /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// use di_core::{intercept, singleton_proto, Advice, App, Call, Next};
+    /// use di_core::{intercept, singleton_proto, advice::{Advice, Call, Next}, App};
     ///
     /// #[singleton_proto]
     /// #[derive(Default)]
@@ -135,7 +135,7 @@ pub trait Advice<R>: Send + Sync + 'static {
 ///
 /// ```rust,standalone_crate
 /// use std::sync::Mutex;
-/// use di_core::{intercept, singleton_proto, Advice, AdviceParams, App, Call, Next};
+/// use di_core::{intercept, singleton_proto, advice::{Advice, AdviceParams, Call, Next}, App};
 ///
 /// /// Remembers the label each call was given.
 /// #[singleton_proto]
@@ -175,8 +175,8 @@ pub trait Advice<R>: Send + Sync + 'static {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "advice `{Self}` takes no parameters",
-    label = "`{Self}` does not implement `di_core::AdviceParams`",
-    note = "name it without parameters, or implement `di_core::AdviceParams` for `{Self}` to take `{Self}(name = value)`"
+    label = "`{Self}` does not implement `di_core::advice::AdviceParams`",
+    note = "name it without parameters, or implement `di_core::advice::AdviceParams` for `{Self}` to take `{Self}(name = value)`"
 )]
 pub trait AdviceParams: 'static {
     /// What the advice reads: a struct whose fields a use of the advice may set.
@@ -190,7 +190,7 @@ pub trait AdviceParams: 'static {
 /// # Examples
 ///
 /// ```
-/// use di_core::Call;
+/// use di_core::advice::Call;
 ///
 /// // What an advice receives for `Todos::get`; it prints as the path of the method.
 /// let call = Call::new("my_app::Todos", "get");
@@ -220,7 +220,7 @@ impl Call {
     /// # Examples
     ///
     /// ```
-    /// let call = di_core::Call::new("my_app::Todos", "get");
+    /// let call = di_core::advice::Call::new("my_app::Todos", "get");
     /// assert_eq!((call.target(), call.method()), ("my_app::Todos", "get"));
     /// assert_eq!(call.to_string(), "my_app::Todos::get");
     /// ```
@@ -235,7 +235,7 @@ impl Call {
     /// # Examples
     ///
     /// ```
-    /// use di_core::Call;
+    /// use di_core::advice::Call;
     ///
     /// struct Limit(u32);
     /// static TEN: Limit = Limit(10);
@@ -256,7 +256,7 @@ impl Call {
     ///
     /// ```
     /// static NAME: &str = "orders";
-    /// let call = di_core::Call::new("my_app::Todos", "get").with_params(&NAME);
+    /// let call = di_core::advice::Call::new("my_app::Todos", "get").with_params(&NAME);
     /// assert_eq!(call.params::<&str>(), Some(&"orders"));
     /// ```
     pub fn params<P: 'static>(&self) -> Option<&'static P> {
@@ -269,7 +269,7 @@ impl Call {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{AdviceParams, Call};
+    /// use di_core::{advice::{AdviceParams, Call}};
     ///
     /// struct RateLimit;
     /// struct Limit { per_sec: u32 }
@@ -292,7 +292,7 @@ impl Call {
     /// # Examples
     ///
     /// ```
-    /// let call = di_core::Call::new("my_app::Todos", "get");
+    /// let call = di_core::advice::Call::new("my_app::Todos", "get");
     /// assert_eq!(call.target(), "my_app::Todos");
     /// ```
     pub const fn target(&self) -> &'static str {
@@ -304,7 +304,7 @@ impl Call {
     /// # Examples
     ///
     /// ```
-    /// let call = di_core::Call::new("my_app::Todos", "get");
+    /// let call = di_core::advice::Call::new("my_app::Todos", "get");
     /// assert_eq!(call.method(), "get");
     /// ```
     pub const fn method(&self) -> &'static str {
@@ -328,7 +328,7 @@ impl fmt::Display for Call {
 /// # Examples
 ///
 /// ```
-/// use di_core::{Advice, Call, Next};
+/// use di_core::{advice::{Advice, Call, Next}};
 ///
 /// /// Logs each call with its arguments and how long it took.
 /// struct Timing;
@@ -361,7 +361,7 @@ impl<'a, R> Next<'a, R> {
     ///
     /// ```rust,standalone_crate
     /// use std::sync::Mutex;
-    /// use di_core::{intercept, singleton_proto, Advice, App, Call, Next};
+    /// use di_core::{intercept, singleton_proto, advice::{Advice, Call, Next}, App};
     ///
     /// /// Remembers the arguments of each call.
     /// #[singleton_proto]
@@ -409,7 +409,7 @@ impl<'a, R> Next<'a, R> {
     /// An advice that runs the method and changes its output: errors get the method's name.
     ///
     /// ```rust,standalone_crate
-    /// use di_core::{intercept, singleton_proto, Advice, App, Call, Next};
+    /// use di_core::{intercept, singleton_proto, advice::{Advice, Call, Next}, App};
     ///
     /// #[singleton_proto]
     /// pub struct Named;
@@ -459,7 +459,7 @@ impl<R> fmt::Debug for Next<'_, R> {
 /// ```rust,standalone_crate
 /// use std::time::Duration;
 /// use di_core::futures::Run;
-/// use di_core::{intercept, singleton_proto, Advice, App, Call, Next};
+/// use di_core::{intercept, singleton_proto, advice::{Advice, Call, Next}, App};
 ///
 /// /// Gives up on a call after 100 ms.
 /// #[singleton_proto]
@@ -671,6 +671,7 @@ inventory::collect!(AdviceSite);
 /// Outside a context scope, and when the current App has no such proto (built
 /// `without_inventory`, or the advice excluded; `build()` refuses the latter otherwise).
 #[inline]
+#[doc(hidden)]
 pub fn advice<A: Send + Sync + 'static>(call: Call) -> Arc<A> {
     match crate::scope::handle::with_current_app(|app| app.object_of(TypeId::of::<A>(), core::any::type_name::<A>())) {
         Some(Ok(obj)) => crate::erased::downcast::<A>(obj),

@@ -14,13 +14,13 @@ use tracing::Instrument;
 use super::lifecycle::{abort, join_all, one_of_role, provided_singletons, providers_of, role_provider, timed_out};
 use super::{App, AppBuilder};
 use crate::config::Config;
-use crate::erased::{AnyArc, BuildFuture, HookFuture};
+use crate::erased::{AnyArc, BuildFuture, UnitFuture};
 use crate::error::DiError;
 use crate::graph::Graph;
 use crate::pending::Pending;
 use crate::proto::def::ProtoDef;
 use crate::proto::factory::{ConfigDef, Factory, SyncFactory};
-use crate::proto::kinds::{InjectKind, Scope};
+use crate::proto::kinds::{InjectKind, Lifetime};
 use crate::resolver::Resolver;
 use crate::runtime::{AppCell, AppInner, Handles, LazySlot};
 use crate::startup::{ProtoTiming, StartupReport};
@@ -52,7 +52,7 @@ impl AppBuilder {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, Dependency, DiError, InjectKind, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, DiError, ProtoDef};
     ///
     /// struct Db;
     /// struct Repo;
@@ -145,13 +145,13 @@ impl AppBuilder {
                 let e = graph.protos[p].construction_error(e);
                 return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await);
             }
-            let hooks: Vec<(usize, HookFuture)> = level
+            let hooks: Vec<(usize, UnitFuture)> = level
                 .iter()
                 .filter_map(|&p| {
                     let hook = graph.protos[p].init.as_ref()?(singletons[p].clone()?);
                     let span =
                         tracing::info_span!(target: crate::startup::TARGET, "init", proto = %graph.protos[p].label());
-                    Some((p, Box::pin(hook.instrument(span)) as HookFuture))
+                    Some((p, Box::pin(hook.instrument(span)) as UnitFuture))
                 })
                 .collect();
             let joined = join_all(hooks, deadline).await;
@@ -273,7 +273,7 @@ impl AppBuilder {
     /// A one-line test keeps a broken graph out of CI:
     ///
     /// ```
-    /// use di_core::{App, Dependency, DiError, InjectKind, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, DiError, ProtoDef};
     ///
     /// struct Db;
     /// struct Repo;
@@ -296,7 +296,7 @@ impl AppBuilder {
     /// [`DiError::StartTimeout`].
     pub fn check(mut self) -> Result<(), DiError> {
         let Prepared { graph, config, roots, reached, .. } = self.prepare()?;
-        let built = |p: usize| graph.protos[p].scope == Scope::Singleton && reached.as_ref().is_none_or(|r| r[p]);
+        let built = |p: usize| graph.protos[p].scope == Lifetime::Singleton && reached.as_ref().is_none_or(|r| r[p]);
         // As `build()`'s `available`: a lazy singleton counts where the App may build it.
         let available = |p: usize| available(&graph, &roots, reached.as_deref(), p);
         let mut errors = Vec::new();
@@ -378,7 +378,7 @@ impl AppBuilder {
         for o in std::mem::take(&mut self.provider_overrides) {
             let provides = |d: &ProtoDef| d.provides.iter().any(|p| p.type_id == o.type_id);
             let hit = |d: &ProtoDef| provides(d) && o.name.as_deref().is_none_or(|n| d.name == n);
-            let mut names: Vec<(Cow<'static, str>, Scope)> =
+            let mut names: Vec<(Cow<'static, str>, Lifetime)> =
                 defs.iter().filter(|d| hit(d)).map(|d| (d.name.clone(), d.scope)).collect();
             names.sort_by(|a, b| a.0.cmp(&b.0));
             names.dedup_by(|a, b| a.0 == b.0);
@@ -427,7 +427,7 @@ impl AppBuilder {
 /// `reached` already says).
 fn available(graph: &Graph, roots: &[(TypeId, &'static str)], reached: Option<&[bool]>, p: usize) -> bool {
     let def = &graph.protos[p];
-    def.scope == Scope::Singleton && (reached.is_none_or(|r| r[p]) || (def.lazy && roots.is_empty()))
+    def.scope == Lifetime::Singleton && (reached.is_none_or(|r| r[p]) || (def.lazy && roots.is_empty()))
 }
 
 /// Every advice that an `#[intercept]` in the program names, or that a crosscut needs for a
@@ -489,8 +489,9 @@ fn reached_from(graph: &Graph, roots: &[(TypeId, &'static str)]) -> Result<Optio
     }
     if roots.is_empty() {
         stack.extend(
-            (0..graph.protos.len())
-                .filter(|&p| graph.protos[p].scope == crate::proto::kinds::Scope::Singleton && !graph.protos[p].lazy),
+            (0..graph.protos.len()).filter(|&p| {
+                graph.protos[p].scope == crate::proto::kinds::Lifetime::Singleton && !graph.protos[p].lazy
+            }),
         );
     }
     while let Some(p) = stack.pop() {

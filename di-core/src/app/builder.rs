@@ -10,7 +10,7 @@ use crate::config::Sources;
 use crate::erased::{AnyArc, downcast};
 use crate::proto::def::ProtoDef;
 use crate::proto::descriptor::ProtoDescriptor;
-use crate::proto::kinds::Scope;
+use crate::proto::kinds::Lifetime;
 use crate::resolver::Resolver;
 
 /// Collects protos and options, then validates the graph and builds the singletons.
@@ -131,7 +131,7 @@ impl AppBuilder {
     ///
     /// ```
     /// use std::{sync::Arc, time::Duration};
-    /// use di_core::{App, ConfigRef, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, config::ConfigRef, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// #[derive(serde::Deserialize)]
     /// struct Limits { per_minute: u32 }
@@ -293,7 +293,7 @@ impl AppBuilder {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::{App, DiError, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, DiError, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// struct Clock;
     /// struct Signup { _clock: Arc<Clock> }
@@ -495,7 +495,7 @@ impl AppBuilder {
     ///
     /// ```
     /// use std::sync::{Arc, Mutex};
-    /// use di_core::{App, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// trait Mailer: Send + Sync { fn send(&self, to: &str); }
     /// struct Smtp;
@@ -534,7 +534,7 @@ impl AppBuilder {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::{App, Keyed, ProtoDef, Dependency, InjectKind};
+    /// use di_core::{App, Keyed, ProtoDef, registry::{Dependency, InjectKind}};
     ///
     /// trait Store: Send + Sync { fn kind(&self) -> &str; }
     /// struct Pg;
@@ -668,7 +668,7 @@ pub(super) struct ProviderOverride {
     pub(super) type_id: TypeId,
     pub(super) type_name: &'static str,
     pub(super) name: Option<String>,
-    pub(super) fake: Box<dyn Fn(Cow<'static, str>, Scope) -> ProtoDef + Send + Sync>,
+    pub(super) fake: Box<dyn Fn(Cow<'static, str>, Lifetime) -> ProtoDef + Send + Sync>,
 }
 
 /// A proto holding `value`, providing `U`, named `name`: a context proto where it replaces one
@@ -677,12 +677,12 @@ pub(super) struct ProviderOverride {
 pub(super) fn fake_def<U: ?Sized + Send + Sync + 'static>(
     value: Arc<U>,
     name: Cow<'static, str>,
-    scope: Scope,
+    scope: Lifetime,
 ) -> ProtoDef {
     let factory = move |_: &Resolver<'_>| Ok(value.clone());
     let def = match scope {
-        Scope::Context => ProtoDef::context::<Arc<U>>(factory),
-        Scope::Singleton | Scope::Transient => ProtoDef::singleton::<Arc<U>>(factory),
+        Lifetime::Context => ProtoDef::context::<Arc<U>>(factory),
+        Lifetime::Singleton | Lifetime::Transient => ProtoDef::singleton::<Arc<U>>(factory),
     };
     let mut def = def.name(name);
     def.provides.push(crate::proto::provide::ProvideDef {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::erased::AnyArc;
 use crate::error::{BoxError, DiError};
 use crate::graph::{Graph, Target};
-use crate::proto::kinds::Scope;
+use crate::proto::kinds::Lifetime;
 
 /// The singletons that provide `U`, in build order: each's label, its `name` (what a health
 /// check is called) or label, and its object as a `U`. A context or transient provider is an
@@ -39,8 +39,8 @@ pub(super) fn providers_of<U: ?Sized + 'static>(
     role: &'static str,
 ) -> Result<Vec<(usize, Target)>, DiError> {
     let Some(targets) = graph.provided.get(&TypeId::of::<U>()) else { return Ok(Vec::new()) };
-    if let Some(def) = targets.iter().map(|t| &graph.protos[t.proto]).find(|d| d.scope != Scope::Singleton) {
-        let scope = if def.scope == Scope::Context { "context" } else { "transient" };
+    if let Some(def) = targets.iter().map(|t| &graph.protos[t.proto]).find(|d| d.scope != Lifetime::Singleton) {
+        let scope = if def.scope == Lifetime::Context { "context" } else { "transient" };
         return Err(DiError::MustBeSingleton { proto: def.label(), role, scope });
     }
     let in_order = graph.levels.iter().flatten().filter(|&&p| built(p));

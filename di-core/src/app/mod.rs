@@ -263,10 +263,10 @@ impl App {
         let wanted = core::any::type_name::<T>();
         let proto = self.inner.proto_of(TypeId::of::<T>(), None, wanted)?;
         match self.inner.graph.protos[proto].scope {
-            crate::proto::kinds::Scope::Singleton | crate::proto::kinds::Scope::Transient => {
+            crate::proto::kinds::Lifetime::Singleton | crate::proto::kinds::Lifetime::Transient => {
                 self.inner.instance(proto, wanted).map(downcast::<T>)
             }
-            crate::proto::kinds::Scope::Context => {
+            crate::proto::kinds::Lifetime::Context => {
                 let at = scope::handle::RefKey { app_id: self.inner.id, key: proto as u32, cast: 0 };
                 scope::handle::current_async::<T>(at, wanted).await
             }
@@ -382,7 +382,7 @@ impl App {
         let graph = &self.inner.graph;
         let wanted = core::any::type_name::<T>();
         match graph.by_type.get(&TypeId::of::<T>()).map(Vec::as_slice) {
-            Some(&[key]) if graph.protos[key].scope == crate::proto::kinds::Scope::Context => {
+            Some(&[key]) if graph.protos[key].scope == crate::proto::kinds::Lifetime::Context => {
                 Ok(ContextSlot { app_id: self.inner.id, key: key as u32, _type: std::marker::PhantomData })
             }
             _ => Err(DiError::NotFound { wanted, name: None }),
@@ -460,7 +460,7 @@ impl App {
 
     /// Shuts the App down, once (later calls do nothing): turns readiness false
     /// ([`begin_shutdown`](Self::begin_shutdown)), stops the `#[schedule]` timers, tells the
-    /// [`HostedService`](crate::HostedService)s to stop and waits for them (newest first, within
+    /// [`HostedService`](crate::hosted::HostedService)s to stop and waits for them (newest first, within
     /// [`AppBuilder::stop_timeout`]), waits for the context scopes that are still ending (their
     /// background tasks and destroy hooks, cancelled requests' included), for running event
     /// handlers and jobs and for [`hold`](Self::hold)s, at most
@@ -676,9 +676,9 @@ impl App {
     /// Reads the configuration's sources again (files, environment, values) into its
     /// reloadable sections (`#[config_proto(.., reloadable)]`, [`ProtoDef::live_config`](crate::ProtoDef::live_config)):
     /// scopes that begin afterwards see the new version through their
-    /// [`ConfigRef`](crate::ConfigRef)s, those already running keep the one they pinned. The
+    /// [`ConfigRef`](crate::config::ConfigRef)s, those already running keep the one they pinned. The
     /// sections that did not change keep their objects; the change hooks of those that did run
-    /// ([`ConfigRef::on_change`](crate::ConfigRef::on_change)). Sections that are not reloadable,
+    /// ([`ConfigRef::on_change`](crate::config::ConfigRef::on_change)). Sections that are not reloadable,
     /// and [`config`](Self::config), stay as `build()` read them.
     ///
     /// Reads files: call it from a blocking context, or accept a short block. An App without
@@ -695,8 +695,8 @@ impl App {
     ///
     /// # Examples
     ///
-    /// See [`ConfigRef`](crate::ConfigRef).
-    pub fn reload_config(&self) -> Result<crate::ConfigReload, DiError> {
+    /// See [`ConfigRef`](crate::config::ConfigRef).
+    pub fn reload_config(&self) -> Result<crate::reload::ConfigReload, DiError> {
         crate::reload::reload(&self.inner)
     }
 
@@ -711,7 +711,7 @@ impl App {
     /// assert_eq!(app.events().handler_count::<&str>(), 0);
     /// # Ok(()) }
     /// ```
-    pub fn events(&self) -> crate::EventBus {
+    pub fn events(&self) -> crate::events::EventBus {
         crate::events::EventBus::new(self.inner.cell.clone())
     }
 
@@ -789,7 +789,7 @@ impl fmt::Debug for App {
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
 /// let app = di_core::App::builder().build().await?;
-/// let hold: di_core::AppHold = app.hold().expect("not shut down");
+/// let hold: di_core::scope::AppHold = app.hold().expect("not shut down");
 /// assert_eq!(app.scopes_ending(), 1); // counted with what shutdown waits for
 /// drop(hold);
 /// assert_eq!(app.scopes_ending(), 0);

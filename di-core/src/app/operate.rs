@@ -73,7 +73,7 @@ impl AppBuilder {
         self
     }
 
-    /// Logs a warning (target [`STARTUP_TARGET`](crate::STARTUP_TARGET), `di_core::startup`) for every
+    /// Logs a warning (target [`STARTUP_TARGET`](crate::startup::TARGET), `di_core::startup`) for every
     /// singleton whose construction and init took at least `threshold`. Default: 1 second.
     ///
     /// # Examples
@@ -128,7 +128,7 @@ impl AppBuilder {
 #[non_exhaustive]
 pub struct HealthReport {
     /// The App serves: it is not shut down, and no hosted service failed with
-    /// [`OnFailure::StopApp`](crate::OnFailure::StopApp).
+    /// [`OnFailure::StopApp`](crate::hosted::OnFailure::StopApp).
     pub live: bool,
     /// Live, not shutting down ([`App::begin_shutdown`]), every hosted service running (or
     /// done), and every health check passing.
@@ -200,7 +200,7 @@ impl App {
     /// assert!(app.health().await.ready);
     /// app.begin_shutdown();
     /// let health = app.health().await;
-    /// assert!(!health.ready && health.live && health.state == di_core::AppState::Stopping);
+    /// assert!(!health.ready && health.live && health.state == di_core::health::AppState::Stopping);
     /// # Ok(()) }
     /// ```
     pub fn begin_shutdown(&self) {
@@ -264,7 +264,7 @@ impl App {
     /// # Examples
     ///
     /// ```
-    /// use di_core::AppState;
+    /// use di_core::health::AppState;
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
     /// let app = di_core::App::builder().build().await?;
@@ -293,7 +293,7 @@ impl App {
         crate::hosted::states(&self.inner).into_iter().map(|(name, state)| ServiceReport { name, state }).collect()
     }
 
-    /// Resolves when a hosted service with [`OnFailure::StopApp`](crate::OnFailure::StopApp)
+    /// Resolves when a hosted service with [`OnFailure::StopApp`](crate::hosted::OnFailure::StopApp)
     /// failed, with its error ([`DiError::Hosted`]); never if none does. di-http's `Server`
     /// shuts down when it resolves; without it, select on it beside your shutdown signal.
     ///

@@ -70,7 +70,7 @@ impl ScopeBuilder<'_> {
         self.with_arc(Arc::new(value))
     }
 
-    /// Makes the scope serve tenant `key`: what its [`TenantRef`](crate::TenantRef)s read.
+    /// Makes the scope serve tenant `key`: what its [`TenantRef`](crate::tenant::TenantRef)s read.
     ///
     /// # Errors
     ///
@@ -78,11 +78,11 @@ impl ScopeBuilder<'_> {
     /// from a client), [`DiError::NotFound`] if the App has no tenant objects (no proto holds
     /// a `TenantRef`).
     ///
-    /// See [`TenantRef`](crate::TenantRef) for an example.
+    /// See [`TenantRef`](crate::tenant::TenantRef) for an example.
     ///
-    /// [`Tenant::new`]: crate::Tenant::new
+    /// [`Tenant::new`]: crate::tenant::Tenant::new
     pub fn tenant(self, key: impl Into<Arc<str>>) -> Result<Self, DiError> {
-        self.with(crate::Tenant::new(key)?)
+        self.with(crate::tenant::Tenant::new(key)?)
     }
 
     /// As [`with`](Self::with), for an object the test keeps a handle on.
@@ -232,7 +232,7 @@ impl fmt::Debug for ScopeBuilder<'_> {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use di_core::{App, ContextSlot, ProtoDef};
+/// use di_core::{App, scope::ContextSlot, ProtoDef};
 ///
 /// struct Tenant(&'static str);
 ///

@@ -28,6 +28,9 @@ use serde::de::DeserializeOwned;
 use crate::erased::AnyArc;
 use crate::error::DiError;
 
+// Live configuration: the sections read again while the App serves.
+pub use crate::reload::{ConfigRef, ConfigReload};
+
 /// One source, as the builder collected it.
 #[derive(Clone)]
 enum Source {
@@ -640,7 +643,7 @@ impl fmt::Debug for Config {
 /// ```
 /// use std::sync::Arc;
 /// use di_core::registry::{AnyArc, LoadFn, load_section};
-/// use di_core::{App, Config, DiError};
+/// use di_core::{App, config::Config, DiError};
 ///
 /// /// A loader of one's own: the port at `prefix`, raised to 1024 at least.
 /// fn unprivileged_port(config: &Config, prefix: &str, _section: &'static str) -> Result<AnyArc, DiError> {

@@ -31,7 +31,7 @@ tokio::task_local! {
 /// Holds the events emitted inside a unit of work smaller than its context scope (a
 /// transaction of a method's own, a savepoint) until it ends, so that they follow its outcome:
 /// its [`prepare`](Self::prepare) runs their `before_commit` handlers and sends those an
-/// [`EventTransport`](crate::EventTransport) carries (an outbox write, in the unit's
+/// [`EventTransport`](crate::events::EventTransport) carries (an outbox write, in the unit's
 /// transaction), and [`release`](Self::release) hands them to their `after_commit` or
 /// `after_rollback` handlers once it has committed or rolled back. A unit that ends inside
 /// another hands its events [`up`](Self::hand_up), to go with the outer one.
@@ -44,7 +44,7 @@ tokio::task_local! {
 ///
 /// ```rust,standalone_crate
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use di_core::{handlers, singleton_proto, App, EventHold};
+/// use di_core::{handlers, singleton_proto, App, events::EventHold};
 ///
 /// pub struct Paid;
 ///

@@ -25,11 +25,11 @@ mod hold;
 pub use hold::EventHold;
 use hold::Routed;
 
-use crate::erased::{AnyArc, HookFuture};
+use crate::erased::{AnyArc, UnitFuture};
 use crate::error::DiError;
 use crate::graph::Graph;
 use crate::proto::descriptor::ProtoDescriptor;
-use crate::proto::kinds::Scope;
+use crate::proto::kinds::Lifetime;
 use crate::proto::traits::{Proto, SingletonProto};
 use crate::resolver::Resolver;
 use crate::runtime::{AppCell, AppInner, Handle, Handles};
@@ -88,7 +88,7 @@ pub struct HandlerDescriptor {
     pub method: &'static str,
     pub phase: EventPhase,
     /// Calls the method on the erased object with the erased event.
-    pub call: fn(AnyArc, AnyEvent) -> HookFuture,
+    pub call: fn(AnyArc, AnyEvent) -> UnitFuture,
 }
 
 inventory::collect!(HandlerDescriptor);
@@ -137,8 +137,8 @@ impl Bus {
 /// ```rust,standalone_crate
 /// use std::any::{Any, TypeId};
 /// use std::sync::{Arc, Mutex};
-/// use di_core::{singleton_proto, App, EventBus, EventTransport};
-/// use di_core::registry::HookFuture;
+/// use di_core::{singleton_proto, App, events::{EventBus, EventTransport}};
+/// use di_core::futures::UnitFuture;
 ///
 /// pub struct Shipped(pub u32);
 ///
@@ -152,7 +152,7 @@ impl Bus {
 ///         event == TypeId::of::<Shipped>()
 ///     }
 ///
-///     fn send(&self, event: Arc<dyn Any + Send + Sync>) -> HookFuture {
+///     fn send(&self, event: Arc<dyn Any + Send + Sync>) -> UnitFuture {
 ///         let shipped = event.downcast_ref::<Shipped>().map(|s| s.0);
 ///         self.sent.lock().unwrap().extend(shipped);
 ///         Box::pin(async { Ok(()) })
@@ -174,7 +174,7 @@ pub trait EventTransport: Send + Sync + 'static {
     fn carries(&self, event: TypeId) -> bool;
 
     /// Sends `event` (of a type it carries): in the emitting scope, before its commit.
-    fn send(&self, event: Arc<dyn Any + Send + Sync>) -> HookFuture;
+    fn send(&self, event: Arc<dyn Any + Send + Sync>) -> UnitFuture;
 
     /// The scope that sent an event ended: `committed` if its completion phase succeeded. An
     /// outbox wakes its relay then. Called once per event; by default, nothing.
@@ -241,7 +241,7 @@ fn handlers_of(app: &AppInner) -> Option<&Handlers> {
 /// ```rust,standalone_crate
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 /// use std::sync::Arc;
-/// use di_core::{handlers, singleton_proto, App, EventBus};
+/// use di_core::{handlers, singleton_proto, App, events::EventBus};
 ///
 /// pub struct TodoCompleted { pub id: u64 }
 ///
@@ -532,7 +532,7 @@ fn bus_factory(r: &Resolver<'_>) -> Result<AnyArc, DiError> {
     Ok(Arc::new(EventBus::new(r.cell.clone())))
 }
 
-const BUS: ProtoDescriptor = ProtoDescriptor::new::<EventBus>("eventBus", Scope::Singleton, bus_factory);
+const BUS: ProtoDescriptor = ProtoDescriptor::new::<EventBus>("eventBus", Lifetime::Singleton, bus_factory);
 
 inventory::submit! { BUS }
 
@@ -544,7 +544,7 @@ impl SingletonProto for EventBus {}
 /// Withholds the events the current context scope holds, and those it emits from now on, from
 /// their `before_commit` and `after_commit` handlers (its `after_rollback` handlers get them):
 /// for a scope whose work failed without a completion hook failing. The same as
-/// [`fail_scope`](crate::fail_scope), which also tells a unit of work to roll back (di-http
+/// [`fail_scope`](crate::scope::fail_scope), which also tells a unit of work to roll back (di-http
 /// calls it when a request is answered with a 4xx or 5xx status). Does nothing outside a scope.
 ///
 /// # Examples
@@ -572,7 +572,7 @@ impl SingletonProto for EventBus {}
 ///         app.events().emit(Paid);
 ///         let result = Err("card declined"); // the job fails after emitting
 ///         if result.is_err() {
-///             di_core::discard_events();
+///             di_core::events::discard_events();
 ///         }
 ///         result
 ///     })

@@ -1,11 +1,11 @@
 //! A proto's definition as the builder holds it: a descriptor made runtime, or one written by
 //! hand.
 
-use crate::erased::{AnyArc, BuildFuture, DynHook, HookFuture, downcast, put};
+use crate::erased::{AnyArc, BuildFuture, DynHook, UnitFuture, downcast, put};
 use crate::error::{BoxError, DiError};
 use crate::proto::dependency::Dependency;
 use crate::proto::factory::{ConfigDef, Factory, SyncFactory};
-use crate::proto::kinds::{Access, Scope};
+use crate::proto::kinds::{Access, Lifetime};
 use crate::proto::provide::{ProvideCast, ProvideDef};
 use crate::resolver::Resolver;
 
@@ -23,7 +23,7 @@ use std::sync::Arc;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use di_core::{App, Dependency, InjectKind, ProtoDef};
+/// use di_core::{App, registry::{Dependency, InjectKind}, ProtoDef};
 ///
 /// struct Db { url: String }
 /// struct Repo { db: Arc<Db> }
@@ -45,7 +45,7 @@ pub struct ProtoDef {
     pub(crate) type_id: TypeId,
     pub(crate) type_name: &'static str,
     pub(crate) name: Cow<'static, str>,
-    pub(crate) scope: Scope,
+    pub(crate) scope: Lifetime,
     pub(crate) access: Access,
     pub(crate) krate: Cow<'static, str>,
     pub(crate) deps: Cow<'static, [Dependency]>,
@@ -84,7 +84,7 @@ impl ProtoDef {
     pub fn singleton<T: Send + Sync + 'static>(
         factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
     ) -> Self {
-        Self::new(Scope::Singleton, factory)
+        Self::new(Lifetime::Singleton, factory)
     }
 
     /// A transient proto of type `T`: `factory` builds a new one for every injection and every
@@ -94,7 +94,7 @@ impl ProtoDef {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
-    /// use di_core::{App, Dependency, InjectKind, ProtoDef, Provider};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, ProtoDef, Provider};
     ///
     /// static NEXT: AtomicU64 = AtomicU64::new(1);
     /// struct Ticket(u64);
@@ -114,7 +114,7 @@ impl ProtoDef {
     pub fn transient<T: Send + Sync + 'static>(
         factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
     ) -> Self {
-        Self::new(Scope::Transient, factory)
+        Self::new(Lifetime::Transient, factory)
     }
 
     /// A context proto of type `T`, built by `factory` on first use in each scope.
@@ -136,7 +136,7 @@ impl ProtoDef {
     pub fn context<T: Send + Sync + 'static>(
         factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
     ) -> Self {
-        Self::new(Scope::Context, factory)
+        Self::new(Lifetime::Context, factory)
     }
 
     /// A proto of type `T` in `scope`.
@@ -144,18 +144,18 @@ impl ProtoDef {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, ProtoDef, Scope};
+    /// use di_core::{App, ProtoDef, registry::Lifetime};
     ///
     /// struct Clock;
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
-    /// let scope = if cfg!(test) { Scope::Context } else { Scope::Singleton };
+    /// let scope = if cfg!(test) { Lifetime::Context } else { Lifetime::Singleton };
     /// let app = App::builder().register(ProtoDef::new::<Clock>(scope, |_| Ok(Clock))).build().await?;
     /// assert!(app.get_object::<Clock>().is_ok());
     /// # Ok(()) }
     /// ```
     pub fn new<T: Send + Sync + 'static>(
-        scope: Scope,
+        scope: Lifetime,
         factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
     ) -> Self {
         Self::with::<T>(
@@ -176,7 +176,7 @@ impl ProtoDef {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::{App, BoxError, Dependency, InjectKind, ProtoDef, Scope};
+    /// use di_core::{App, error::BoxError, registry::{Dependency, InjectKind, Lifetime}, ProtoDef};
     ///
     /// struct Url(String);
     /// struct Pool { url: String }
@@ -188,7 +188,7 @@ impl ProtoDef {
     /// let app = App::builder()
     ///     .register(ProtoDef::singleton::<Url>(|_| Ok(Url("sqlite::memory:".into()))))
     ///     .register(
-    ///         ProtoDef::new_async::<Pool, _, _>(Scope::Singleton, |r| Ok(Pool::connect(r.arc(0)?)))
+    ///         ProtoDef::new_async::<Pool, _, _>(Lifetime::Singleton, |r| Ok(Pool::connect(r.arc(0)?)))
     ///             .dep(Dependency::new::<Url>(InjectKind::Arc, None)),
     ///     )
     ///     .build()
@@ -196,7 +196,7 @@ impl ProtoDef {
     /// assert_eq!(app.get_object::<Pool>()?.url, "sqlite::memory:");
     /// # Ok(()) }
     /// ```
-    pub fn new_async<T, F, Fut>(scope: Scope, factory: F) -> Self
+    pub fn new_async<T, F, Fut>(scope: Lifetime, factory: F) -> Self
     where
         T: Send + Sync + 'static,
         F: Fn(&Resolver<'_>) -> Result<Fut, DiError> + Send + Sync + 'static,
@@ -234,7 +234,7 @@ impl ProtoDef {
         prefix: impl Into<Cow<'static, str>>,
     ) -> Self {
         Self::with::<T>(
-            Scope::Singleton,
+            Lifetime::Singleton,
             Factory::Config(ConfigDef {
                 prefix: prefix.into(),
                 instances: false,
@@ -286,7 +286,7 @@ impl ProtoDef {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// #[derive(serde::Deserialize)]
     /// struct RedisConfig { url: String }
@@ -373,7 +373,7 @@ impl ProtoDef {
         self
     }
 
-    fn with<T: Send + Sync + 'static>(scope: Scope, factory: Factory) -> Self {
+    fn with<T: Send + Sync + 'static>(scope: Lifetime, factory: Factory) -> Self {
         ProtoDef {
             type_id: TypeId::of::<T>(),
             type_name: core::any::type_name::<T>(),
@@ -408,7 +408,7 @@ impl ProtoDef {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::{App, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// trait Filter: Send + Sync { fn name(&self) -> &'static str; }
     /// struct Auth;
@@ -439,7 +439,7 @@ impl ProtoDef {
 
     /// Brings the proto `make` returns into every App this one is in, once however many protos
     /// bring it, and not at all if the App has a proto of its type and name already: what a
-    /// holder of a [`TenantRef<F>`](crate::TenantRef) needs
+    /// holder of a [`TenantRef<F>`](crate::tenant::TenantRef) needs
     /// (`.also(ProtoDef::tenants::<F>)`, which `#[inject]` adds by itself).
     pub fn also(mut self, make: fn() -> ProtoDef) -> Self {
         self.also.to_mut().push(make);
@@ -475,7 +475,7 @@ impl ProtoDef {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::{App, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// struct Db;
     /// struct Repo { db: Arc<Db> }
@@ -547,7 +547,7 @@ impl ProtoDef {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{App, Dependency, DiError, InjectKind, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, DiError, ProtoDef};
     ///
     /// struct Ledger;
     /// struct Report;
@@ -582,7 +582,7 @@ impl ProtoDef {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::{App, Dependency, DiError, InjectKind, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, DiError, ProtoDef};
     ///
     /// struct Ledger;
     /// struct Audit { ledger: Arc<Ledger> }
@@ -732,16 +732,16 @@ impl ProtoDef {
         &self.name
     }
 
-    /// The scope.
+    /// How long its objects live.
     ///
     /// # Examples
     ///
     /// ```
     /// struct Clock;
     /// let def = di_core::ProtoDef::singleton::<Clock>(|_| Ok(Clock));
-    /// assert_eq!(def.scope(), di_core::Scope::Singleton);
+    /// assert_eq!(def.lifetime(), di_core::registry::Lifetime::Singleton);
     /// ```
-    pub fn scope(&self) -> Scope {
+    pub fn lifetime(&self) -> Lifetime {
         self.scope
     }
 
@@ -772,7 +772,7 @@ impl ProtoDef {
 
     /// Calls a hook of this proto and polls it to its end, turning a panic (in the call or in
     /// the future) into an error that names the object.
-    pub(crate) async fn run_hook(&self, stage: &'static str, call: impl FnOnce() -> HookFuture) -> Result<(), DiError> {
+    pub(crate) async fn run_hook(&self, stage: &'static str, call: impl FnOnce() -> UnitFuture) -> Result<(), DiError> {
         crate::isolate::catch_hook(call).await.map_err(|error| self.hook_error(stage, error))
     }
 
@@ -801,7 +801,7 @@ where
     F: Fn(Arc<T>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
 {
-    Arc::new(move |obj: AnyArc| Box::pin(hook(downcast::<T>(obj))) as HookFuture)
+    Arc::new(move |obj: AnyArc| Box::pin(hook(downcast::<T>(obj))) as UnitFuture)
 }
 
 /// A type name's last path segment, without its generic arguments: `Repo` for

@@ -15,7 +15,7 @@ use super::kinds::InjectKind;
 /// # Examples
 ///
 /// ```
-/// use di_core::{Dependency, InjectKind};
+/// use di_core::{registry::{Dependency, InjectKind}};
 /// trait Store: Send + Sync {}
 /// struct Tracer;
 /// let deps = [
@@ -42,7 +42,7 @@ impl Dependency {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{Dependency, InjectKind};
+    /// use di_core::{registry::{Dependency, InjectKind}};
     ///
     /// struct Db;
     /// // What `#[inject(name = "primary")] db: Arc<Db>` declares.
@@ -68,7 +68,7 @@ impl Dependency {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{Dependency, InjectKind};
+    /// use di_core::{registry::{Dependency, InjectKind}};
     ///
     /// struct Db;
     /// // A qualifier chosen at run time (`#[inject(name = "...")]` with a literal uses `new`).
@@ -86,7 +86,7 @@ impl Dependency {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::{App, Dependency, InjectKind, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, ProtoDef};
     ///
     /// struct Db;
     /// struct Repo { db: Arc<Db> }
@@ -118,7 +118,7 @@ impl Dependency {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::{App, Dependency, DiError, InjectKind, ProtoDef};
+    /// use di_core::{App, registry::{Dependency, InjectKind}, DiError, ProtoDef};
     ///
     /// struct Session;
     /// struct Handler;
@@ -146,7 +146,7 @@ impl Dependency {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{Dependency, InjectKind};
+    /// use di_core::{registry::{Dependency, InjectKind}};
     ///
     /// struct Db;
     /// let dep = Dependency::new::<Db>(InjectKind::ContextRef, None);
@@ -161,7 +161,7 @@ impl Dependency {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{Dependency, InjectKind};
+    /// use di_core::{registry::{Dependency, InjectKind}};
     ///
     /// struct Db;
     /// let dep = Dependency::named::<Db>(InjectKind::Arc, "primary");
@@ -176,7 +176,7 @@ impl Dependency {
     /// # Examples
     ///
     /// ```
-    /// use di_core::{Dependency, InjectKind};
+    /// use di_core::{registry::{Dependency, InjectKind}};
     ///
     /// struct Db;
     /// let dep = Dependency::new::<Db>(InjectKind::Arc, None);

@@ -5,7 +5,7 @@ use crate::erased::{DynHook, HookFn};
 use crate::proto::def::{ProtoDef, default_name};
 use crate::proto::dependency::Dependency;
 use crate::proto::factory::{AsyncFactoryFn, ConfigDef, Construct, Factory, FactoryFn, OwnType, SyncFactory};
-use crate::proto::kinds::{Access, Scope};
+use crate::proto::kinds::{Access, Lifetime};
 use crate::proto::provide::{Provide, ProvideCast, ProvideDef};
 
 use std::any::TypeId;
@@ -28,7 +28,7 @@ use std::sync::atomic::AtomicBool;
 /// ```
 /// use std::sync::Arc;
 /// use di_core::registry::{AnyArc, ProtoDescriptor};
-/// use di_core::{Access, App, ContextProto, DiError, Proto, Resolver, Scope};
+/// use di_core::{registry::{Access, Lifetime}, App, ContextProto, DiError, Proto, Resolver};
 ///
 /// struct Tracer { id: u32 }
 ///
@@ -38,7 +38,7 @@ use std::sync::atomic::AtomicBool;
 ///
 /// impl Proto for Tracer {
 ///     const DESCRIPTOR: ProtoDescriptor =
-///         ProtoDescriptor::new::<Tracer>("tracer", Scope::Context, tracer)
+///         ProtoDescriptor::new::<Tracer>("tracer", Lifetime::Context, tracer)
 ///             .deps(&[])
 ///             .provides(&[])
 ///             .access(Access::Public, module_path!());
@@ -56,7 +56,7 @@ pub struct ProtoDescriptor {
     pub(crate) type_id: fn() -> TypeId,
     pub(crate) type_name: fn() -> &'static str,
     pub(crate) name: &'static str,
-    pub(crate) scope: Scope,
+    pub(crate) scope: Lifetime,
     pub(crate) access: Access,
     pub(crate) krate: &'static str,
     pub(crate) deps: &'static [Dependency],
@@ -82,7 +82,7 @@ impl ProtoDescriptor {
     /// ```
     /// use std::sync::Arc;
     /// use di_core::registry::{AnyArc, ProtoDescriptor};
-    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    /// use di_core::{App, DiError, Proto, Resolver, registry::Lifetime};
     ///
     /// struct Clock { started: u64 }
     ///
@@ -92,7 +92,7 @@ impl ProtoDescriptor {
     ///
     /// impl Proto for Clock {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<Clock>("systemClock", Scope::Singleton, clock);
+    ///         ProtoDescriptor::new::<Clock>("systemClock", Lifetime::Singleton, clock);
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
@@ -100,11 +100,11 @@ impl ProtoDescriptor {
     /// assert_eq!(app.get_object_named::<Clock>("systemClock")?.started, 42);
     ///
     /// // An empty name is the type's own, in lowerCamelCase.
-    /// const UNNAMED: ProtoDescriptor = ProtoDescriptor::new::<Clock>("", Scope::Singleton, clock);
+    /// const UNNAMED: ProtoDescriptor = ProtoDescriptor::new::<Clock>("", Lifetime::Singleton, clock);
     /// assert!(format!("{UNNAMED:?}").contains("name: \"clock\""));
     /// # Ok(()) }
     /// ```
-    pub const fn new<T: Send + Sync + 'static>(name: &'static str, scope: Scope, factory: FactoryFn) -> Self {
+    pub const fn new<T: Send + Sync + 'static>(name: &'static str, scope: Lifetime, factory: FactoryFn) -> Self {
         Self::with::<T>(name, scope, Construct::Sync(factory))
     }
 
@@ -118,7 +118,7 @@ impl ProtoDescriptor {
     /// ```
     /// use std::sync::Arc;
     /// use di_core::registry::{AnyArc, BuildFuture, ProtoDescriptor};
-    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    /// use di_core::{App, DiError, Proto, Resolver, registry::Lifetime};
     ///
     /// struct Pool { size: usize }
     ///
@@ -134,7 +134,7 @@ impl ProtoDescriptor {
     ///
     /// impl Proto for Pool {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new_async::<Pool>("pool", Scope::Singleton, connect);
+    ///         ProtoDescriptor::new_async::<Pool>("pool", Lifetime::Singleton, connect);
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
@@ -144,7 +144,7 @@ impl ProtoDescriptor {
     /// ```
     pub const fn new_async<T: Send + Sync + 'static>(
         name: &'static str,
-        scope: Scope,
+        scope: Lifetime,
         factory: AsyncFactoryFn,
     ) -> Self {
         Self::with::<T>(name, scope, Construct::Async(factory))
@@ -185,10 +185,10 @@ impl ProtoDescriptor {
         instances: bool,
         load: LoadFn,
     ) -> Self {
-        Self::with::<T>(name, Scope::Singleton, Construct::Config { prefix, instances, load, live: None })
+        Self::with::<T>(name, Lifetime::Singleton, Construct::Config { prefix, instances, load, live: None })
     }
 
-    const fn with<T: Send + Sync + 'static>(name: &'static str, scope: Scope, construct: Construct) -> Self {
+    const fn with<T: Send + Sync + 'static>(name: &'static str, scope: Lifetime, construct: Construct) -> Self {
         ProtoDescriptor {
             type_id: TypeId::of::<T>,
             type_name: core::any::type_name::<T>,
@@ -219,7 +219,7 @@ impl ProtoDescriptor {
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicBool, Ordering};
     /// use di_core::registry::{AnyArc, ProtoDescriptor};
-    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    /// use di_core::{App, DiError, Proto, Resolver, registry::Lifetime};
     ///
     /// static BUILT: AtomicBool = AtomicBool::new(false);
     /// struct Geo;
@@ -232,7 +232,7 @@ impl ProtoDescriptor {
     /// // `#[singleton_proto(lazy)]`
     /// impl Proto for Geo {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<Geo>("geo", Scope::Singleton, geo).lazy();
+    ///         ProtoDescriptor::new::<Geo>("geo", Lifetime::Singleton, geo).lazy();
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
@@ -256,7 +256,7 @@ impl ProtoDescriptor {
     /// ```
     /// use std::sync::Arc;
     /// use di_core::registry::{AnyArc, ProtoDescriptor, load_section};
-    /// use di_core::{App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
+    /// use di_core::{App, registry::{Dependency, InjectKind, Lifetime}, DiError, Proto, Resolver};
     ///
     /// #[derive(serde::Deserialize)]
     /// struct RedisConfig { url: String }
@@ -276,7 +276,7 @@ impl ProtoDescriptor {
     /// }
     /// // `#[singleton_proto(instances_of = RedisConfig)]`: one client per section.
     /// impl Proto for Redis {
-    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Redis>("redis", Scope::Singleton, redis)
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Redis>("redis", Lifetime::Singleton, redis)
     ///         .deps(REDIS_DEPS)
     ///         .instances_of::<RedisConfig>();
     /// }
@@ -307,7 +307,7 @@ impl ProtoDescriptor {
     /// ```
     /// use std::sync::Arc;
     /// use di_core::registry::{AnyArc, ProtoDescriptor};
-    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    /// use di_core::{App, DiError, Proto, Resolver, registry::Lifetime};
     ///
     /// struct FakeMailer;
     ///
@@ -318,7 +318,7 @@ impl ProtoDescriptor {
     /// // `#[singleton_proto(profile = "test")]`
     /// impl Proto for FakeMailer {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<FakeMailer>("fakeMailer", Scope::Singleton, fake_mailer)
+    ///         ProtoDescriptor::new::<FakeMailer>("fakeMailer", Lifetime::Singleton, fake_mailer)
     ///             .profile("test");
     /// }
     ///
@@ -356,7 +356,7 @@ impl ProtoDescriptor {
     /// ```
     /// use std::sync::Arc;
     /// use di_core::registry::{AnyArc, ProtoDescriptor};
-    /// use di_core::{App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
+    /// use di_core::{App, registry::{Dependency, InjectKind, Lifetime}, DiError, Proto, Resolver};
     ///
     /// struct Db;
     /// struct Repo { db: Arc<Db> }
@@ -369,11 +369,11 @@ impl ProtoDescriptor {
     /// }
     ///
     /// impl Proto for Db {
-    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Db>("db", Scope::Singleton, db);
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Db>("db", Lifetime::Singleton, db);
     /// }
     /// impl Proto for Repo {
     ///     // `#[inject] db: Arc<Db>`
-    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Repo>("repo", Scope::Singleton, repo)
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Repo>("repo", Lifetime::Singleton, repo)
     ///         .deps(const { &[Dependency::new::<Db>(InjectKind::Arc, None).field("db")] });
     /// }
     ///
@@ -395,7 +395,7 @@ impl ProtoDescriptor {
     /// use std::any::Any;
     /// use std::sync::Arc;
     /// use di_core::registry::{AnyArc, ProtoDescriptor, Provide, put};
-    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    /// use di_core::{App, DiError, Proto, Resolver, registry::Lifetime};
     ///
     /// trait Mailer: Send + Sync { fn send(&self) -> &'static str; }
     /// struct Smtp;
@@ -411,7 +411,7 @@ impl ProtoDescriptor {
     ///
     /// // `#[singleton_proto(provides(dyn Mailer))]`
     /// impl Proto for Smtp {
-    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Smtp>("smtp", Scope::Singleton, smtp)
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Smtp>("smtp", Lifetime::Singleton, smtp)
     ///         .provides(const { &[Provide::new::<dyn Mailer>(smtp_as_mailer)] });
     /// }
     ///
@@ -435,7 +435,7 @@ impl ProtoDescriptor {
     /// ```
     /// use std::sync::Arc;
     /// use di_core::registry::{AnyArc, ProtoDescriptor};
-    /// use di_core::{Access, App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
+    /// use di_core::{registry::{Access, Dependency, InjectKind, Lifetime}, App, DiError, Proto, Resolver};
     ///
     /// struct Ledger;
     /// struct Report;
@@ -450,12 +450,12 @@ impl ProtoDescriptor {
     ///
     /// // Private to crate `billing` (only the first segment of the path counts) ...
     /// impl Proto for Ledger {
-    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Ledger>("ledger", Scope::Singleton, ledger)
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Ledger>("ledger", Lifetime::Singleton, ledger)
     ///         .access(Access::Private, "billing::ledger");
     /// }
     /// // ... and injected by a proto of crate `web`.
     /// impl Proto for Report {
-    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Report>("report", Scope::Singleton, report)
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Report>("report", Lifetime::Singleton, report)
     ///         .deps(const { &[Dependency::new::<Ledger>(InjectKind::Arc, None)] })
     ///         .access(Access::Public, "web::reports");
     /// }
@@ -478,8 +478,8 @@ impl ProtoDescriptor {
     /// ```
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicBool, Ordering};
-    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor};
-    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    /// use di_core::registry::{AnyArc, UnitFuture, ProtoDescriptor};
+    /// use di_core::{App, DiError, Proto, Resolver, registry::Lifetime};
     ///
     /// #[derive(Default)]
     /// struct Pool { warm: AtomicBool }
@@ -487,7 +487,7 @@ impl ProtoDescriptor {
     /// fn pool(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
     ///     Ok(Arc::new(Pool::default()))
     /// }
-    /// fn warm_up(obj: AnyArc) -> HookFuture {
+    /// fn warm_up(obj: AnyArc) -> UnitFuture {
     ///     let pool = obj.downcast::<Pool>().expect("registered as a Pool");
     ///     Box::pin(async move {
     ///         pool.warm.store(true, Ordering::SeqCst);
@@ -498,7 +498,7 @@ impl ProtoDescriptor {
     /// // `#[singleton_proto(init = warm_up)]`
     /// impl Proto for Pool {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<Pool>("pool", Scope::Singleton, pool).init(warm_up);
+    ///         ProtoDescriptor::new::<Pool>("pool", Lifetime::Singleton, pool).init(warm_up);
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
@@ -519,8 +519,8 @@ impl ProtoDescriptor {
     /// ```
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicBool, Ordering};
-    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor};
-    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    /// use di_core::registry::{AnyArc, UnitFuture, ProtoDescriptor};
+    /// use di_core::{App, DiError, Proto, Resolver, registry::Lifetime};
     ///
     /// #[derive(Default)]
     /// struct UnitOfWork { committed: AtomicBool }
@@ -528,7 +528,7 @@ impl ProtoDescriptor {
     /// fn unit_of_work(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
     ///     Ok(Arc::new(UnitOfWork::default()))
     /// }
-    /// fn commit(obj: AnyArc) -> HookFuture {
+    /// fn commit(obj: AnyArc) -> UnitFuture {
     ///     let uow = obj.downcast::<UnitOfWork>().expect("registered as a UnitOfWork");
     ///     Box::pin(async move {
     ///         uow.committed.store(true, Ordering::SeqCst);
@@ -539,7 +539,7 @@ impl ProtoDescriptor {
     /// // `#[context_proto(complete = commit)]`
     /// impl Proto for UnitOfWork {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<UnitOfWork>("unitOfWork", Scope::Context, unit_of_work)
+    ///         ProtoDescriptor::new::<UnitOfWork>("unitOfWork", Lifetime::Context, unit_of_work)
     ///             .complete(commit);
     /// }
     ///
@@ -561,8 +561,8 @@ impl ProtoDescriptor {
     /// ```
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicBool, Ordering};
-    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor};
-    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    /// use di_core::registry::{AnyArc, UnitFuture, ProtoDescriptor};
+    /// use di_core::{App, DiError, Proto, Resolver, registry::Lifetime};
     ///
     /// static CLOSED: AtomicBool = AtomicBool::new(false);
     /// struct Pool;
@@ -570,7 +570,7 @@ impl ProtoDescriptor {
     /// fn pool(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
     ///     Ok(Arc::new(Pool))
     /// }
-    /// fn close(_: AnyArc) -> HookFuture {
+    /// fn close(_: AnyArc) -> UnitFuture {
     ///     Box::pin(async {
     ///         CLOSED.store(true, Ordering::SeqCst);
     ///         Ok(())
@@ -580,7 +580,7 @@ impl ProtoDescriptor {
     /// // `#[singleton_proto(destroy = close)]`
     /// impl Proto for Pool {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<Pool>("pool", Scope::Singleton, pool).destroy(close);
+    ///         ProtoDescriptor::new::<Pool>("pool", Lifetime::Singleton, pool).destroy(close);
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {

@@ -17,7 +17,7 @@ use crate::resolver::Resolver;
 /// ```
 /// use std::sync::Arc;
 /// use di_core::registry::{AnyArc, FactoryFn, ProtoDescriptor};
-/// use di_core::{App, DiError, Proto, Resolver, Scope};
+/// use di_core::{App, DiError, Proto, Resolver, registry::Lifetime};
 ///
 /// struct Clock { started: u64 }
 ///
@@ -30,7 +30,7 @@ use crate::resolver::Resolver;
 ///
 /// impl Proto for Clock {
 ///     const DESCRIPTOR: ProtoDescriptor =
-///         ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, FACTORY);
+///         ProtoDescriptor::new::<Clock>("clock", Lifetime::Singleton, FACTORY);
 /// }
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
@@ -48,7 +48,7 @@ pub type FactoryFn = fn(&Resolver<'_>) -> Result<AnyArc, DiError>;
 /// ```
 /// use std::sync::Arc;
 /// use di_core::registry::{AnyArc, AsyncFactoryFn, BuildFuture, ProtoDescriptor};
-/// use di_core::{App, Dependency, DiError, InjectKind, Proto, Resolver, Scope};
+/// use di_core::{App, registry::{Dependency, InjectKind, Lifetime}, DiError, Proto, Resolver};
 ///
 /// struct Url(&'static str);
 /// struct Client { url: &'static str }
@@ -66,11 +66,11 @@ pub type FactoryFn = fn(&Resolver<'_>) -> Result<AnyArc, DiError>;
 /// const CLIENT_DEPS: &[Dependency] = &[Dependency::new::<Url>(InjectKind::Arc, None)];
 ///
 /// impl Proto for Url {
-///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Url>("url", Scope::Singleton, url);
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Url>("url", Lifetime::Singleton, url);
 /// }
 /// impl Proto for Client {
 ///     const DESCRIPTOR: ProtoDescriptor =
-///         ProtoDescriptor::new_async::<Client>("client", Scope::Singleton, CLIENT).deps(CLIENT_DEPS);
+///         ProtoDescriptor::new_async::<Client>("client", Lifetime::Singleton, CLIENT).deps(CLIENT_DEPS);
 /// }
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {

@@ -1,13 +1,14 @@
-//! The small vocabularies of a proto: its scope, who may inject it, and how a dependency is
+//! The small vocabularies of a proto: its lifetime, who may inject it, and how a dependency is
 //! injected.
 
-/// How long an object lives.
+/// How long a proto's objects live: once per App, once per context scope, or once per
+/// injection.
 ///
 /// # Examples
 ///
 /// ```
 /// use std::sync::Arc;
-/// use di_core::{App, DiError, ProtoDef, Scope};
+/// use di_core::{App, DiError, ProtoDef, registry::Lifetime};
 ///
 /// struct Settings(u8);
 /// struct Request(u8);
@@ -15,9 +16,9 @@
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
 /// let app = App::builder()
-///     .register(ProtoDef::new::<Settings>(Scope::Singleton, |_| Ok(Settings(0))))
-///     .register(ProtoDef::new::<Request>(Scope::Context, |_| Ok(Request(0))))
-///     .register(ProtoDef::new::<Buffer>(Scope::Transient, |_| Ok(Buffer(0))))
+///     .register(ProtoDef::new::<Settings>(Lifetime::Singleton, |_| Ok(Settings(0))))
+///     .register(ProtoDef::new::<Request>(Lifetime::Context, |_| Ok(Request(0))))
+///     .register(ProtoDef::new::<Buffer>(Lifetime::Transient, |_| Ok(Buffer(0))))
 ///     .build()
 ///     .await?;
 /// // Singleton: one per App.
@@ -34,7 +35,7 @@
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Scope {
+pub enum Lifetime {
     /// Built once, when the [`App`](crate::App) is built, and shared by everything.
     Singleton,
     /// Built at most once per context scope (one request), on first use, and destroyed when the
@@ -51,7 +52,7 @@ pub enum Scope {
 /// # Examples
 ///
 /// ```
-/// use di_core::{Access, App, AppBuilder, Dependency, DiError, InjectKind, ProtoDef};
+/// use di_core::{registry::{Access, Dependency, InjectKind}, App, AppBuilder, DiError, ProtoDef};
 ///
 /// struct Ledger;
 /// struct Report;
@@ -88,7 +89,7 @@ pub enum Access {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use di_core::{App, Dependency, InjectKind, ProtoDef};
+/// use di_core::{App, registry::{Dependency, InjectKind}, ProtoDef};
 ///
 /// trait Plugin: Send + Sync {}
 /// struct Gzip;

@@ -1,6 +1,6 @@
 //! Static descriptions of protos: what a type is, what it needs, how it is built.
 //!
-//! - `kinds.rs`: [`Scope`], [`Access`], [`InjectKind`];
+//! - `kinds.rs`: [`Lifetime`], [`Access`], [`InjectKind`];
 //! - `dependency.rs`: [`Dependency`], what a proto needs;
 //! - `provide.rs`: [`Provide`], what it can be injected as;
 //! - `factory.rs`: how it is built ([`FactoryFn`], [`AsyncFactoryFn`]);
@@ -20,5 +20,5 @@ pub(crate) mod traits;
 
 pub use def::ProtoDef;
 pub use dependency::Dependency;
-pub use kinds::{Access, InjectKind, Scope};
+pub use kinds::{Access, InjectKind, Lifetime};
 pub use traits::{ContextProto, Proto, SingletonProto, TransientProto};

@@ -50,7 +50,7 @@ impl Provide {
     /// use std::any::Any;
     /// use std::sync::Arc;
     /// use di_core::registry::{AnyArc, ProtoDescriptor, Provide, put};
-    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    /// use di_core::{App, DiError, Proto, Resolver, registry::Lifetime};
     ///
     /// trait Greet: Send + Sync { fn hi(&self) -> &str; }
     /// struct English;
@@ -66,7 +66,7 @@ impl Provide {
     ///
     /// impl Proto for English {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<English>("english", Scope::Singleton, english)
+    ///         ProtoDescriptor::new::<English>("english", Lifetime::Singleton, english)
     ///             .provides(const { &[Provide::new::<dyn Greet>(english_as_greet)] });
     /// }
     ///

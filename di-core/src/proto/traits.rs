@@ -4,7 +4,7 @@
 use std::marker::PhantomData;
 
 use super::descriptor::ProtoDescriptor;
-use super::kinds::Scope;
+use super::kinds::Lifetime;
 use crate::erased::AnyArc;
 use crate::error::DiError;
 use crate::resolver::Resolver;
@@ -20,7 +20,7 @@ use crate::resolver::Resolver;
 /// ```
 /// use std::sync::Arc;
 /// use di_core::registry::{AnyArc, ProtoDescriptor};
-/// use di_core::{App, DiError, Proto, Resolver, Scope};
+/// use di_core::{App, DiError, Proto, Resolver, registry::Lifetime};
 ///
 /// struct Clock;
 ///
@@ -30,7 +30,7 @@ use crate::resolver::Resolver;
 ///
 /// // What `#[singleton_proto]` on `Clock` implements.
 /// impl Proto for Clock {
-///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, clock);
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Clock>("clock", Lifetime::Singleton, clock);
 /// }
 ///
 /// /// An App of `T` alone: code generic over protos.
@@ -59,15 +59,15 @@ pub trait Proto: Sized + Send + Sync + 'static {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use di_core::registry::{AnyArc, HookFuture, ProtoDescriptor};
-    /// use di_core::{App, DiError, Proto, Resolver, Scope};
+    /// use di_core::registry::{AnyArc, UnitFuture, ProtoDescriptor};
+    /// use di_core::{App, DiError, Proto, Resolver, registry::Lifetime};
     ///
     /// struct Session;
     ///
     /// fn session(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
     ///     Ok(Arc::new(Session))
     /// }
-    /// fn load(_: AnyArc) -> HookFuture {
+    /// fn load(_: AnyArc) -> UnitFuture {
     ///     Box::pin(async { Ok(()) })
     /// }
     ///
@@ -75,7 +75,7 @@ pub trait Proto: Sized + Send + Sync + 'static {
     /// impl Proto for Session {
     ///     const NEEDS_ASYNC: bool = true;
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<Session>("session", Scope::Context, session).init(load);
+    ///         ProtoDescriptor::new::<Session>("session", Lifetime::Context, session).init(load);
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
@@ -103,7 +103,7 @@ pub trait Proto: Sized + Send + Sync + 'static {
     /// ```
     /// use std::sync::Arc;
     /// use di_core::registry::{AnyArc, ProtoDescriptor};
-    /// use di_core::{Access, App, DiError, Proto, Resolver, Scope};
+    /// use di_core::{registry::{Access, Lifetime}, App, DiError, Proto, Resolver};
     ///
     /// struct Tracer { id: u32 }
     ///
@@ -114,7 +114,7 @@ pub trait Proto: Sized + Send + Sync + 'static {
     /// // Built in `const` context, as `#[context_proto]` writes it.
     /// impl Proto for Tracer {
     ///     const DESCRIPTOR: ProtoDescriptor =
-    ///         ProtoDescriptor::new::<Tracer>("tracer", Scope::Context, tracer)
+    ///         ProtoDescriptor::new::<Tracer>("tracer", Lifetime::Context, tracer)
     ///             .access(Access::Public, module_path!());
     /// }
     ///
@@ -126,7 +126,7 @@ pub trait Proto: Sized + Send + Sync + 'static {
     /// assert_eq!(id, 7);
     /// # Ok(()) }
     /// ```
-    const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Self>("", Scope::Singleton, Self::__di_factory::<()>);
+    const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Self>("", Lifetime::Singleton, Self::__di_factory::<()>);
 
     /// The factory of a proto whose descriptor is the default one: written by the macros,
     /// generic over `()` so that its code sits apart from the user's (`docs/decisions.md`,
@@ -152,7 +152,7 @@ pub trait Proto: Sized + Send + Sync + 'static {
     /// ```
     /// use std::sync::Arc;
     /// use di_core::registry::{AnyArc, ProtoDescriptor};
-    /// use di_core::{DiError, Proto, Resolver, Scope};
+    /// use di_core::{DiError, Proto, Resolver, registry::Lifetime};
     ///
     /// struct Clock;
     ///
@@ -161,7 +161,7 @@ pub trait Proto: Sized + Send + Sync + 'static {
     /// }
     ///
     /// impl Proto for Clock {
-    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, clock);
+    ///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Clock>("clock", Lifetime::Singleton, clock);
     /// }
     ///
     /// // What `AppBuilder::link` keeps, and a tool can list.
@@ -192,7 +192,7 @@ impl<T> NoFactory<T> {
 /// ```
 /// use std::sync::Arc;
 /// use di_core::registry::{AnyArc, ProtoDescriptor};
-/// use di_core::{App, DiError, Proto, Resolver, Scope, SingletonProto};
+/// use di_core::{App, DiError, Proto, Resolver, registry::Lifetime, SingletonProto};
 ///
 /// struct Clock;
 ///
@@ -202,7 +202,7 @@ impl<T> NoFactory<T> {
 ///
 /// // What `#[singleton_proto]` on `Clock` implements.
 /// impl Proto for Clock {
-///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Clock>("clock", Scope::Singleton, clock);
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Clock>("clock", Lifetime::Singleton, clock);
 /// }
 /// impl SingletonProto for Clock {}
 ///
@@ -230,7 +230,7 @@ pub trait SingletonProto: Proto {}
 /// ```
 /// use std::sync::Arc;
 /// use di_core::registry::{AnyArc, ProtoDescriptor};
-/// use di_core::{App, ContextProto, DiError, Proto, Resolver, Scope};
+/// use di_core::{App, ContextProto, DiError, Proto, Resolver, registry::Lifetime};
 ///
 /// struct Tracer;
 ///
@@ -240,7 +240,7 @@ pub trait SingletonProto: Proto {}
 ///
 /// // What `#[context_proto]` on `Tracer` implements.
 /// impl Proto for Tracer {
-///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Tracer>("tracer", Scope::Context, tracer);
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Tracer>("tracer", Lifetime::Context, tracer);
 /// }
 /// impl ContextProto for Tracer {}
 ///
@@ -273,7 +273,7 @@ pub trait ContextProto: Proto {}
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use di_core::registry::{AnyArc, ProtoDescriptor};
-/// use di_core::{App, DiError, Proto, Resolver, Scope, TransientProto};
+/// use di_core::{App, DiError, Proto, Resolver, registry::Lifetime, TransientProto};
 ///
 /// static NEXT: AtomicU64 = AtomicU64::new(1);
 /// struct Ticket(u64);
@@ -284,7 +284,7 @@ pub trait ContextProto: Proto {}
 ///
 /// // What `#[transient_proto]` on `Ticket` implements.
 /// impl Proto for Ticket {
-///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Ticket>("ticket", Scope::Transient, ticket);
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Ticket>("ticket", Lifetime::Transient, ticket);
 /// }
 /// impl TransientProto for Ticket {}
 ///

@@ -21,8 +21,8 @@ use crate::maps::{FastMap, LINEAR_LIMIT, SmallMap};
 use crate::pending::{Pending, PendingGuard};
 use crate::proto::factory::Factory;
 use crate::resolver::{Resolver, ScopeAt};
-use crate::scope::handle;
 use crate::scope::deferred::HeldHooks;
+use crate::scope::handle;
 
 /// Where a `Provider` finds its App once it is built: the App owns the singletons that hold the
 /// providers, so they hold it weakly, through a cell filled when `build()` returns.
@@ -270,10 +270,10 @@ impl AppInner {
     pub(crate) fn instance(&self, proto: usize, wanted: &'static str) -> Result<AnyArc, DiError> {
         match &self.singletons[proto] {
             Some(obj) => Ok(obj.clone()),
-            None if self.graph.protos[proto].scope == crate::proto::kinds::Scope::Singleton => {
+            None if self.graph.protos[proto].scope == crate::proto::kinds::Lifetime::Singleton => {
                 self.lazy_singleton(proto, wanted)
             }
-            None if self.graph.protos[proto].scope == crate::proto::kinds::Scope::Transient => {
+            None if self.graph.protos[proto].scope == crate::proto::kinds::Lifetime::Transient => {
                 self.build_transient(proto as u32)
             }
             None => handle::current(self.id, proto as u32, wanted),

@@ -692,7 +692,7 @@ impl<F: Future> Future for TryContextFuture<F> {
 /// let answer = app
 ///     .run_in_context(async {
 ///         app.get_object::<Ledger>().unwrap();
-///         match di_core::complete_scope().await {
+///         match di_core::scope::complete_scope().await {
 ///             Ok(()) => "saved".to_owned(),
 ///             Err(e) => format!("not saved: {e}"),
 ///         }
@@ -729,7 +729,7 @@ pub fn complete_scope() -> CompleteScope {
 ///     .await?;
 /// app.run_in_context(async {
 ///     app.get_object::<Tx>().unwrap();
-///     let phase: CompleteScope = di_core::complete_scope();
+///     let phase: CompleteScope = di_core::scope::complete_scope();
 ///     assert_eq!(COMMITS.load(Ordering::SeqCst), 0); // it starts when first polled
 ///     phase.await.unwrap();
 ///     assert_eq!(COMMITS.load(Ordering::SeqCst), 1);

@@ -571,7 +571,7 @@ where
 /// let in_scope = app
 ///     .run_in_context(async {
 ///         // A blocking thread that still sees the request's scope.
-///         di_core::spawn_blocking(di_core::in_scope).await.unwrap()
+///         di_core::scope::spawn_blocking(di_core::scope::in_scope).await.unwrap()
 ///     })
 ///     .await;
 /// assert!(in_scope);
@@ -601,8 +601,8 @@ where
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
 /// let app = di_core::App::builder().build().await?;
-/// assert!(!di_core::in_scope());
-/// assert!(app.run_in_context(async { di_core::in_scope() }).await);
+/// assert!(!di_core::scope::in_scope());
+/// assert!(app.run_in_context(async { di_core::scope::in_scope() }).await);
 /// # Ok(()) }
 /// ```
 pub fn in_scope() -> bool {
@@ -623,13 +623,13 @@ pub fn in_scope() -> bool {
 /// let app = di_core::App::builder().build().await?;
 /// let seen = app
 ///     .run_in_context(async {
-///         let before = di_core::scope_failed();
-///         di_core::fail_scope(); // the job's work failed
-///         (before, di_core::scope_failed())
+///         let before = di_core::scope::scope_failed();
+///         di_core::scope::fail_scope(); // the job's work failed
+///         (before, di_core::scope::scope_failed())
 ///     })
 ///     .await;
 /// assert_eq!(seen, (false, true));
-/// assert!(!di_core::scope_failed()); // outside any scope
+/// assert!(!di_core::scope::scope_failed()); // outside any scope
 /// # Ok(()) }
 /// ```
 pub fn fail_scope() {
@@ -650,7 +650,7 @@ pub fn scope_failed() -> bool {
 }
 
 /// Drops what the current scope holds until its completion phase's end, and what it is handed
-/// from now on (the events feature's [`discard_events`](crate::discard_events)). Does nothing
+/// from now on (the events feature's [`discard_events`](crate::events::discard_events)). Does nothing
 /// outside a scope.
 pub(crate) fn drop_held() {
     // Without a shared part the scope has emitted nothing, and no other task of it exists

@@ -39,7 +39,7 @@ use super::table::ScopeShared;
 ///     .await?;
 /// // The work returns a hold with its output: the scope stays open for it.
 /// let (tracer, mut hold) = app
-///     .run_in_context(async { (app.get_object::<Tracer>().unwrap(), di_core::hold_scope().unwrap()) })
+///     .run_in_context(async { (app.get_object::<Tracer>().unwrap(), di_core::scope::hold_scope().unwrap()) })
 ///     .await;
 /// // Later (a body polled by the server), code runs in the same scope.
 /// let same = hold.enter(|| Arc::ptr_eq(&app.get_object::<Tracer>().unwrap(), &tracer));
@@ -73,9 +73,9 @@ impl ScopeHold {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
     /// let app = di_core::App::builder().build().await?;
-    /// let mut hold = app.run_in_context(async { di_core::hold_scope().unwrap() }).await;
-    /// assert!(!di_core::in_scope());
-    /// assert!(hold.enter(di_core::in_scope));
+    /// let mut hold = app.run_in_context(async { di_core::scope::hold_scope().unwrap() }).await;
+    /// assert!(!di_core::scope::in_scope());
+    /// assert!(hold.enter(di_core::scope::in_scope));
     /// # Ok(()) }
     /// ```
     pub fn enter<R>(&mut self, f: impl FnOnce() -> R) -> R {

@@ -347,7 +347,8 @@ mod tests {
     use std::panic::AssertUnwindSafe;
 
     use super::with_frames;
-    use crate::{App, Dependency, DiError, InjectKind, ProtoDef};
+    use crate::registry::{Dependency, InjectKind};
+    use crate::{App, DiError, ProtoDef};
 
     struct Leaf<const I: usize>;
     struct Multi(#[allow(dead_code)] [crate::erased::AnyArc; 3]);

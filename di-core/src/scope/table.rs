@@ -742,7 +742,8 @@ impl ScopeShared {
 mod tests {
     use std::sync::atomic::Ordering;
 
-    use crate::{App, Dependency, InjectKind, ProtoDef};
+    use crate::registry::{Dependency, InjectKind};
+    use crate::{App, ProtoDef};
 
     struct Part;
     struct Whole;

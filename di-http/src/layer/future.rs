@@ -59,12 +59,12 @@ impl<F: Future<Output: PanicResponse>> Future for Work<F> {
                     if status.is_client_error() || status.is_server_error() || grpc_failed {
                         // The request failed: the events it emitted are not dispatched,
                         // and its transactions roll back.
-                        di_core::fail_scope();
+                        di_core::scope::fail_scope();
                     }
                 }
                 // Polled before the response is stored: a scope with nothing to complete (the
                 // common request) finishes here, and the response is not moved twice.
-                let mut complete = di_core::complete_scope();
+                let mut complete = di_core::scope::complete_scope();
                 match Pin::new(&mut complete).poll(cx) {
                     Poll::Ready(completed) => (completed, response),
                     Poll::Pending => {
@@ -206,7 +206,7 @@ impl<E> PanicResponse for Result<Response<Body>, E> {
         if !crate::body::is_streamed(response.body(), head, response.status()) {
             return Ok(response); // a buffered body pays nothing
         }
-        let Some(hold) = di_core::hold_scope() else { return Ok(response) };
+        let Some(hold) = di_core::scope::hold_scope() else { return Ok(response) };
         Ok(response.map(|body| crate::body::scoped(body, hold, Arc::clone(head))))
     }
 }

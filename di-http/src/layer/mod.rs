@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Body;
-use di_core::{App, ContextSlot};
+use di_core::{App, scope::ContextSlot};
 use http::{Request, Response};
 use tracing::instrument::Instrument;
 
@@ -38,7 +38,7 @@ inventory::submit! { HEAD_DESCRIPTOR }
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
 /// let app = di_core::App::builder().build().await?;
 /// let mine: Router = Router::new()
-///     .route("/ping", get(|| async { if di_core::in_scope() { "pong, in a scope" } else { "no scope" } }))
+///     .route("/ping", get(|| async { if di_core::scope::in_scope() { "pong, in a scope" } else { "no scope" } }))
 ///     .layer(ContextLayer::new(app.clone()));
 /// let service = di_http::router(&app).merge(mine);
 /// # let _ = service;
@@ -65,7 +65,7 @@ impl ContextLayer {
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let app = di_core::App::builder().build().await?;
-    /// let routes = Router::new().route("/", get(|| async { if di_core::in_scope() { "in a scope" } else { "no scope" } }));
+    /// let routes = Router::new().route("/", get(|| async { if di_core::scope::in_scope() { "in a scope" } else { "no scope" } }));
     /// let request = || axum::http::Request::get("/").body(Body::empty());
     ///
     /// let response = routes.clone().oneshot(request()?).await?;
@@ -144,7 +144,7 @@ impl<S> tower_layer::Layer<S> for ContextLayer {
 /// let app = di_core::App::builder().build().await?;
 /// // Any service from a `Request` to a `Response`: here one that tells whether it runs in a scope.
 /// let inner = tower::service_fn(|_: Request<Body>| async {
-///     Ok::<_, Infallible>(Response::new(Body::from(if di_core::in_scope() { "in a scope" } else { "no scope" })))
+///     Ok::<_, Infallible>(Response::new(Body::from(if di_core::scope::in_scope() { "in a scope" } else { "no scope" })))
 /// });
 /// let service: ContextService<_> = ContextLayer::new(app).layer(inner);
 /// let response = service.oneshot(Request::get("/").body(Body::empty())?).await?;

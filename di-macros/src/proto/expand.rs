@@ -89,7 +89,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
         let call = quote_spanned! {method.span()=> #di_at::hook_result(<#self_ty>::#method(&#this).await)};
         (
             quote! {
-                fn #hook_fn<__DiGen>(__di_obj: #di::AnyArc) -> #di::HookFuture {
+                fn #hook_fn<__DiGen>(__di_obj: #di::AnyArc) -> #di::UnitFuture {
                     let #this = #di::downcast::<#self_ty>(__di_obj);
                     #di::Box::pin(async move { #call })
                 }
@@ -284,9 +284,9 @@ fn field_parts(
     // Most fields name no object: `dep`, the short form.
     let dep = match &inject.name {
         Some(name) => {
-            quote!(#rt::Dependency::new::<#target>(#rt::InjectKind::#kind, #di::Option::Some(#name)).field(#label) #sync_only)
+            quote!(#di::Dependency::new::<#target>(#di::InjectKind::#kind, #di::Option::Some(#name)).field(#label) #sync_only)
         }
-        None => quote!(#di::dep::<#target>(#rt::InjectKind::#kind, #label) #sync_only),
+        None => quote!(#di::dep::<#target>(#di::InjectKind::#kind, #label) #sync_only),
     };
     FieldParts { dep, assert, sync_check }
 }
@@ -415,7 +415,7 @@ fn factory(model: &ProtoItem, di: &TokenStream, rt: &TokenStream) -> Factory {
                     }
                 },
                 method: true,
-                constructor: quote!(#di::ProtoDescriptor::new::<#self_ty>(#name, #rt::Scope::#scope, Self::__di_factory::<()>)),
+                constructor: quote!(#di::ProtoDescriptor::new::<#self_ty>(#name, #di::Lifetime::#scope, Self::__di_factory::<()>)),
             }
         }
         Body::Impl { .. } => {
@@ -434,7 +434,7 @@ fn factory(model: &ProtoItem, di: &TokenStream, rt: &TokenStream) -> Factory {
                         }
                     },
                     method: false,
-                    constructor: quote!(#di::ProtoDescriptor::new_async::<#self_ty>(#name, #rt::Scope::#scope, __di_factory::<()>)),
+                    constructor: quote!(#di::ProtoDescriptor::new_async::<#self_ty>(#name, #di::Lifetime::#scope, __di_factory::<()>)),
                 }
             } else {
                 // `__di_r` is made here, at the call site: spanned at the constructor, it would not
@@ -450,7 +450,7 @@ fn factory(model: &ProtoItem, di: &TokenStream, rt: &TokenStream) -> Factory {
                         }
                     },
                     method: true,
-                    constructor: quote!(#di::ProtoDescriptor::new::<#self_ty>(#name, #rt::Scope::#scope, Self::__di_factory::<()>)),
+                    constructor: quote!(#di::ProtoDescriptor::new::<#self_ty>(#name, #di::Lifetime::#scope, Self::__di_factory::<()>)),
                 }
             }
         }
@@ -535,7 +535,7 @@ mod tests {
         // The unnamed field: one call, no check of its own; the named one: the long form, and
         // its check in the one constant of checks.
         assert!(out.contains(":: di_core :: __private :: dep_singleton :: < Clock > (\"clock\")"), "{out}");
-        assert!(out.contains("Dependency :: new :: < Clock > (:: di_core :: InjectKind :: Arc , :: di_core :: __private :: Option :: Some (\"utc\")) . field (\"utc\")"), "{out}");
+        assert!(out.contains("Dependency :: new :: < Clock > (:: di_core :: __private :: InjectKind :: Arc , :: di_core :: __private :: Option :: Some (\"utc\")) . field (\"utc\")"), "{out}");
         assert_eq!(out.matches("assert_singleton").count(), 1, "{out}");
         assert!(out.contains("__di_objs [0usize] . take :: < Clock > ()"), "{out}");
     }

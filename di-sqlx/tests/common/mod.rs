@@ -219,7 +219,7 @@ macro_rules! suite {
                 &self,
                 note: &'static str,
                 steps: &Steps,
-                events: &di_core::EventBus,
+                events: &di_core::events::EventBus,
             ) -> Result<(), TestError> {
                 self.insert(note).await?;
                 events.emit(Noted(note));
@@ -287,7 +287,7 @@ macro_rules! suite {
                 &self,
                 note: &'static str,
                 fail: bool,
-                events: &di_core::EventBus,
+                events: &di_core::events::EventBus,
             ) -> Result<(), TestError> {
                 self.emitting(note, fail, events).await
             }
@@ -298,7 +298,7 @@ macro_rules! suite {
                 &self,
                 note: &'static str,
                 fail: bool,
-                events: &di_core::EventBus,
+                events: &di_core::events::EventBus,
             ) -> Result<(), TestError> {
                 self.emitting(note, fail, events).await
             }
@@ -309,7 +309,7 @@ macro_rules! suite {
                 &self,
                 note: &'static str,
                 fail: bool,
-                events: &di_core::EventBus,
+                events: &di_core::events::EventBus,
             ) -> Result<(), TestError> {
                 self.emitting(note, fail, events).await
             }
@@ -318,7 +318,7 @@ macro_rules! suite {
                 &self,
                 note: &'static str,
                 fail: bool,
-                events: &di_core::EventBus,
+                events: &di_core::events::EventBus,
             ) -> Result<(), TestError> {
                 self.insert(note).await?;
                 events.emit(Noted(note));
@@ -491,7 +491,7 @@ macro_rules! suite {
             let Some((app, ledger, db)) = setup("required_late").await else { return };
             let seen_inside = app
                 .run_in_context(async {
-                    di_core::complete_scope().await.unwrap();
+                    di_core::scope::complete_scope().await.unwrap();
                     // Work after the response: no scope's transaction to join, one of its own.
                     ledger.outer("late", Inner::Required("b", false), false).await.unwrap();
                     notes(&db).await
@@ -603,7 +603,7 @@ macro_rules! suite {
             let Some((app, ledger, db)) = setup("failed_scope").await else { return };
             app.run_in_context(async {
                 ledger.outer("a", Inner::Nothing, false).await.unwrap();
-                di_core::fail_scope(); // di-http: a 4xx or 5xx answer
+                di_core::scope::fail_scope(); // di-http: a 4xx or 5xx answer
             })
             .await;
             assert_eq!(notes(&db).await, Vec::<String>::new());
@@ -630,7 +630,7 @@ macro_rules! suite {
                     ledger.outer(note, Inner::Nothing, false).await.unwrap();
                     events.emit(NoteWritten(note));
                     if fail {
-                        di_core::fail_scope();
+                        di_core::scope::fail_scope();
                     }
                 }
             };
@@ -798,7 +798,7 @@ macro_rules! suite {
             // One that commits, in a request that then fails.
             app.run_in_context(async {
                 ledger.emitting_new("b", false, &events).await.unwrap();
-                di_core::fail_scope();
+                di_core::scope::fail_scope();
             })
             .await;
             // A savepoint rolled back to, in a request that succeeds.
@@ -810,7 +810,7 @@ macro_rules! suite {
             .await;
             // Work after the response, in a transaction of the method's own, that fails.
             app.run_in_context(async {
-                di_core::complete_scope().await.unwrap();
+                di_core::scope::complete_scope().await.unwrap();
                 assert!(ledger.emitting_required("e", true, &events).await.is_err());
             })
             .await;

@@ -11,7 +11,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use di_core::{
-    Advice, App, Call, ContextRef, DiError, EventBus, Next, context_proto, handlers, intercept, singleton_proto,
+    App, ContextRef, DiError,
+    advice::{Advice, Call, Next},
+    context_proto,
+    events::EventBus,
+    handlers, intercept, singleton_proto,
 };
 
 static REQUESTS: AtomicU64 = AtomicU64::new(1);
@@ -120,7 +124,7 @@ async fn run() -> Result<Vec<String>, DiError> {
         .run_in_context(async {
             let out = orders.place("kettle", 0).await;
             if out.is_err() {
-                di_core::discard_events();
+                di_core::events::discard_events();
             }
             out
         })

@@ -15,7 +15,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use axum::Json;
-use di_core::{Advice, Call, Next, handlers, singleton_proto};
+use di_core::{
+    advice::{Advice, Call, Next},
+    handlers, singleton_proto,
+};
 use di_http::{http_controller, http_routes};
 use serde::{Deserialize, Serialize};
 

@@ -14,8 +14,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use di_core::{CheckFuture, ClaimFuture, HealthCheck, ScheduleLock, config_proto, singleton_proto};
-use di_outbox::{BoxFuture, OutboxStore, Stored};
+use di_core::{
+    config_proto,
+    error::BoxError,
+    futures::{BoxFuture, UnitFuture},
+    health::HealthCheck,
+    schedule::ScheduleLock,
+    singleton_proto,
+};
+use di_outbox::{OutboxStore, Stored};
 #[cfg(feature = "postgres")]
 use di_sqlx::Postgres;
 use di_sqlx::{ClusterSchedules, Database, OutboxTable, Sqlite};
@@ -295,7 +302,7 @@ impl TxSource for Db {
 
 /// The claims of the `once_per_cluster` purge, in the table `di_schedule_runs`.
 impl ScheduleLock for Db {
-    fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> ClaimFuture<'a> {
+    fn claim<'a>(&'a self, job: &'a str, due: SystemTime) -> BoxFuture<'a, Result<bool, BoxError>> {
         per_pool!(&self.pools, |_, claims, _| claims.claim(job, due))
     }
 }
@@ -308,27 +315,27 @@ impl OutboxStore for Db {
         id: &'a str,
         name: &'a str,
         payload: &'a [u8],
-    ) -> BoxFuture<'a, Result<i64, di_core::BoxError>> {
+    ) -> BoxFuture<'a, Result<i64, di_core::error::BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.insert(id, name, payload))
     }
 
-    fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, di_core::BoxError>> {
+    fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, di_core::error::BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.pending(limit))
     }
 
-    fn published<'a>(&'a self, rows: &'a [i64], at: i64) -> BoxFuture<'a, Result<(), di_core::BoxError>> {
+    fn published<'a>(&'a self, rows: &'a [i64], at: i64) -> BoxFuture<'a, Result<(), di_core::error::BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.published(rows, at))
     }
 
-    fn republish(&self, since: i64) -> BoxFuture<'_, Result<u64, di_core::BoxError>> {
+    fn republish(&self, since: i64) -> BoxFuture<'_, Result<u64, di_core::error::BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.republish(since))
     }
 
-    fn purge(&self, before: i64) -> BoxFuture<'_, Result<u64, di_core::BoxError>> {
+    fn purge(&self, before: i64) -> BoxFuture<'_, Result<u64, di_core::error::BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.purge(before))
     }
 
-    fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), di_core::BoxError>> {
+    fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), di_core::error::BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.set_aside(row, reason))
     }
 }
@@ -338,7 +345,7 @@ impl OutboxStore for Db {
 /// fails it (the open connections would go on working on what they hold). PostgreSQL: a
 /// connection of the pool answers a query.
 impl HealthCheck for Db {
-    fn check(self: Arc<Self>) -> CheckFuture {
+    fn check(self: Arc<Self>) -> UnitFuture {
         Box::pin(async move {
             match (&self.pools, &self.file) {
                 (Pools::Sqlite(..), Some(file)) => {

@@ -97,7 +97,7 @@ fn header(style: Style, n: usize) -> String {
 #![allow(missing_docs, dead_code, clippy::all)]
 use std::sync::Arc;
 #[allow(unused_imports)]
-use di_core::{{App, AppBuilder, ContextRef, Dependency, DiError, InjectKind, ProtoDef, Resolver, Scope,
+use di_core::{{App, AppBuilder, ContextRef, Dependency, DiError, InjectKind, ProtoDef, Resolver, Lifetime,
     registry::{{AnyArc, ProtoDescriptor}}}};
 "#,
         style = style.name(),
@@ -136,10 +136,10 @@ fn harness{i}(app: &App) -> u64 {{ touch{i}(&app.get_object::<S{i}>().unwrap()) 
 fn s{i}_factory(r: &Resolver<'_>) -> Result<AnyArc, DiError> {{ Ok(Arc::new(S{i} {{ r: r.context_ref(0)? }})) }}
 static S{i}_DEPS: [Dependency; 1] = [Dependency::new::<C{i}>(InjectKind::ContextRef, None)];
 di_core::__private::inventory::submit! {{
-    ProtoDescriptor::new::<C{i}>("c{i}", Scope::Context, c{i}_factory)
+    ProtoDescriptor::new::<C{i}>("c{i}", Lifetime::Context, c{i}_factory)
 }}
 di_core::__private::inventory::submit! {{
-    ProtoDescriptor::new::<S{i}>("s{i}", Scope::Singleton, s{i}_factory).deps(&S{i}_DEPS)
+    ProtoDescriptor::new::<S{i}>("s{i}", Lifetime::Singleton, s{i}_factory).deps(&S{i}_DEPS)
 }}
 fn reg{i}(b: AppBuilder) -> AppBuilder {{ b }}
 "#
@@ -492,7 +492,7 @@ mod tests {
     fn each_style_has_its_registration() {
         let descriptor = main_rs(Style::Descriptor, 3);
         assert!(descriptor.contains(
-            "di_core::__private::inventory::submit! {\n    ProtoDescriptor::new::<C2>(\"c2\", Scope::Context, c2_factory)\n}"
+            "di_core::__private::inventory::submit! {\n    ProtoDescriptor::new::<C2>(\"c2\", Lifetime::Context, c2_factory)\n}"
         ));
         assert!(descriptor.contains("    if false {\n"));
         assert!(descriptor.contains("assert_eq!(app.proto_count(), 7);"));

@@ -67,7 +67,7 @@ pub fn module(spec: Spec) -> String {
     s.push_str("#[allow(unused_imports)]\nuse std::sync::Arc;\n");
     if spec.style != Style::Plain {
         s.push_str(
-            "#[allow(unused_imports)]\nuse di_core::{AppBuilder, Dependency, InjectKind, ProtoDef, singleton_proto};\n",
+            "#[allow(unused_imports)]\nuse di_core::{AppBuilder, registry::{Dependency, InjectKind}, ProtoDef, singleton_proto};\n",
         );
     }
     s.push('\n');

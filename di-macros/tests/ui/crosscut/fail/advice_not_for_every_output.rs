@@ -1,5 +1,5 @@
 //! A crosscut's advice is a proto that handles every output (`Advice<Outcome>`).
-use di_core::{crosscut, singleton_proto, Advice, Call, Next};
+use di_core::{crosscut, singleton_proto, advice::{Advice, Call, Next}};
 
 /// Refuses with an error: it handles `Result`s only, so it cannot be a crosscut.
 #[singleton_proto]

@@ -1,5 +1,5 @@
 //! A crosscut names its advice and at least one well-formed selector, each once.
-use di_core::{crosscut, singleton_proto, Advice, Call, Next};
+use di_core::{crosscut, singleton_proto, advice::{Advice, Call, Next}};
 
 #[singleton_proto]
 pub struct Timing;

@@ -4,7 +4,8 @@ pub mod reexport {
     pub use di_core::*;
 }
 
-use reexport::{crosscut, intercept, singleton_proto, Advice, AdviceParams, App, Call, Next};
+use reexport::advice::{Advice, AdviceParams, Call, Next};
+use reexport::{crosscut, intercept, singleton_proto, App};
 
 #[singleton_proto]
 pub struct Tag;

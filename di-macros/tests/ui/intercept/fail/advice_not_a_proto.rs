@@ -1,5 +1,5 @@
 //! An advice is a proto: the container builds it, so `#[intercept]` can reach it.
-use di_core::{intercept, singleton_proto, Advice, Call, Next};
+use di_core::{intercept, singleton_proto, advice::{Advice, Call, Next}};
 
 pub struct Timing;
 

@@ -1,5 +1,5 @@
 //! An advice's parameters are fields of its `AdviceParams`, each given once as `name = value`.
-use di_core::{intercept, singleton_proto, Advice, AdviceParams, Call, Next};
+use di_core::{intercept, singleton_proto, advice::{Advice, AdviceParams, Call, Next}};
 
 /// Takes no parameters.
 #[singleton_proto]

@@ -1,5 +1,5 @@
 //! `crate = path` is given at most once over an item's `#[intercept]`s.
-use di_core::{intercept, singleton_proto, Advice, Call, Next};
+use di_core::{intercept, singleton_proto, advice::{Advice, Call, Next}};
 
 #[singleton_proto]
 pub struct Timing;

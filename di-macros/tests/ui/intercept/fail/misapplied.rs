@@ -5,8 +5,8 @@ use di_core::{intercept, singleton_proto};
 #[singleton_proto]
 pub struct Timing;
 
-impl<R> di_core::Advice<R> for Timing {
-    async fn around(&self, _call: di_core::Call, next: di_core::Next<'_, R>) -> R {
+impl<R> di_core::advice::Advice<R> for Timing {
+    async fn around(&self, _call: di_core::advice::Call, next: di_core::advice::Next<'_, R>) -> R {
         next.run().await
     }
 }

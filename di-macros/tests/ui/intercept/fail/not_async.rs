@@ -1,5 +1,5 @@
 //! `#[intercept]` wraps async methods, and names at least one advice.
-use di_core::{intercept, singleton_proto, Advice, Call, Next};
+use di_core::{intercept, singleton_proto, advice::{Advice, Call, Next}};
 
 #[singleton_proto]
 pub struct Timing;

@@ -1,5 +1,5 @@
 //! An advice says which outputs it wraps (`Advice<R>`); a method returning another type is refused.
-use di_core::{intercept, singleton_proto, Advice, Call, Next};
+use di_core::{intercept, singleton_proto, advice::{Advice, Call, Next}};
 
 /// Handles only `Result`s.
 #[singleton_proto]

@@ -1,5 +1,5 @@
 //! `crate = path` names di-core where a crate re-exports it, on an impl block or a method.
-use di_core::{intercept, singleton_proto, Advice, Call, Next};
+use di_core::{intercept, singleton_proto, advice::{Advice, Call, Next}};
 
 mod reexport {
     pub use di_core;

@@ -1,7 +1,7 @@
 //! Generic methods, `impl Trait` outputs, `self` by `Arc`, references in arguments.
 use std::sync::Arc;
 
-use di_core::{intercept, singleton_proto, Advice, Call, Next};
+use di_core::{intercept, singleton_proto, advice::{Advice, Call, Next}};
 
 #[singleton_proto]
 pub struct Timing;

@@ -1,5 +1,5 @@
 //! Plain arguments keep their names, so an attribute below `#[intercept]` still finds them.
-use di_core::{intercept, singleton_proto, Advice, Call, Next};
+use di_core::{intercept, singleton_proto, advice::{Advice, Call, Next}};
 
 #[singleton_proto]
 pub struct Timing;

@@ -1,5 +1,5 @@
 //! `TenantRef<F>` needs `F: TenantObjects`: the error points at `F` and says what to implement.
-use di_core::{singleton_proto, TenantRef};
+use di_core::{singleton_proto, tenant::TenantRef};
 
 #[singleton_proto]
 pub struct Settings;

@@ -1,5 +1,5 @@
 //! Every propagation, a named source, `crate = path`, and `#[transactional]` beside `#[intercept]` in written order.
-use di_core::{intercept, singleton_proto, Advice, Call, Next};
+use di_core::{intercept, singleton_proto, advice::{Advice, Call, Next}};
 use di_tx::{transactional, TxError};
 
 mod reexport {
