@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The instructions rustc executes for a one-body edit of a generated crate, counted by cachegrind:
 # an A/B measure of the macros' compile cost that repeats to about 0.02%, where the time of a
-# 2-second rebuild strays by 5% on a shared machine (benches/RESULTS.md, "fewer tokens per
-# proto and per field").
+# 2-second rebuild strays by 5% on a shared machine (benches/RESULTS.md, "Compile cost of
+# the macros").
 #
 #   bash benches/scripts/edit-instructions.sh [--n N] [--style macro|plain|hand]
 #
