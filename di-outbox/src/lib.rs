@@ -36,12 +36,20 @@
 //! Then register the pieces: `App::builder().register(Outbox::proto())`, an `OutboxStore`
 //! (`di_sqlx::OutboxTable`) and a `Broker` (`di_nats::JetStream`). The guide's chapter "Running
 //! more than one instance" puts them together.
+//!
+//! With the feature `testing`, the module `di_outbox::testing` has an in-memory broker and
+//! outbox store for the tests of a service that uses the outbox.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod broker;
 mod external;
 mod outbox;
 mod recent;
 mod store;
+#[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
+pub mod testing;
 
 pub use broker::{Ack, Broker, Outgoing, Received, Refused, Subscription};
 pub use external::{external_name, valid_name};
