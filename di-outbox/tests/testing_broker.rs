@@ -57,7 +57,7 @@ async fn every_instance_receives_each_id_once_in_the_order_published() {
         }
         assert!(quiet(subscription).await, "an id stored once is delivered once");
     }
-    assert_eq!((a.attempts(), a.subscriptions(), a.acknowledged()), (4, 2, 6));
+    assert_eq!((a.attempts(), a.duplicates(), a.subscriptions(), a.acknowledged()), (4, 1, 2, 6));
 }
 
 #[tokio::test]

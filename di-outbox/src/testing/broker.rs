@@ -58,7 +58,7 @@ pub struct Published {
 /// let paid = Outgoing { id: "e1", name: "billing.paid", payload: br#"{"cents":500}"# };
 /// broker.publish(paid).await?;
 /// broker.publish(paid).await?; // the same id: stored once
-/// assert_eq!(broker.published().len(), 1);
+/// assert_eq!((broker.published().len(), broker.duplicates()), (1, 1));
 /// let received = subscription.next().await.expect("an event")?;
 /// assert_eq!((received.id.as_str(), received.name.as_str()), ("e1", "billing.paid"));
 /// received.ack.ack().await?;
@@ -110,6 +110,7 @@ struct State {
     fail_receives: usize,
     fail_acks: usize,
     attempts: usize,
+    duplicates: usize,
     subscriptions: usize,
     acknowledged: usize,
 }
@@ -173,6 +174,7 @@ impl std::fmt::Debug for MemoryBroker {
             .field("consumer", &self.consumer)
             .field("stored", &state.log.len())
             .field("attempts", &state.attempts)
+            .field("duplicates", &state.duplicates)
             .field("subscriptions", &state.subscriptions)
             .field("acknowledged", &state.acknowledged)
             .field("down", &state.down)
@@ -316,6 +318,12 @@ impl MemoryBroker {
         self.state().attempts
     }
 
+    /// How many publishes stored nothing, since it already had their id: a relay published
+    /// an event again.
+    pub fn duplicates(&self) -> usize {
+        self.state().duplicates
+    }
+
     /// How many subscriptions it gave, to every instance.
     pub fn subscriptions(&self) -> usize {
         self.state().subscriptions
@@ -353,7 +361,9 @@ impl MemoryBroker {
                 return Err(Box::new(Refused(reason.into())));
             }
             let stored = state.ids.insert(event.id.to_owned());
-            if stored {
+            if !stored {
+                state.duplicates += 1;
+            } else {
                 let published =
                     Published { id: event.id.to_owned(), name: event.name.to_owned(), payload: event.payload.to_vec() };
                 state.log.push(published);
