@@ -1,16 +1,14 @@
 //! The relay when the broker fails: what the broker stored leaves the outbox, the rest stays and
 //! goes out in a later round, nothing is published out of order; an event the broker refuses
 //! for good is set aside and the events after it flow; one it would refuse fails the request
-//! that emits it; an outbox whose oldest event waits too long fails readiness. With a store and
-//! a broker of this test's own.
+//! that emits it; an outbox whose oldest event waits too long fails readiness. With the
+//! in-memory store and broker of `di_outbox::testing`.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use di_core::futures::BoxFuture;
-use di_core::{App, ProtoDef, error::BoxError};
-use di_outbox::{Broker, Outbox, OutboxStore, Outgoing, Refused, Stored, Subscription};
+use di_core::App;
+use di_outbox::testing::{MemoryBroker, MemoryStore};
+use di_outbox::{Outbox, OutboxStore};
 
 /// An external event of this test.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -21,127 +19,31 @@ pub struct Shipped {
 
 di_outbox::external_event!(Shipped = "parcels.shipped");
 
-/// The outbox: its rows, and those set aside with their reasons.
-#[derive(Default)]
-struct Table {
-    rows: Mutex<Vec<Stored>>,
-    aside: Mutex<Vec<(Stored, String)>>,
+/// An outbox with rows 1 to 10 waiting, ids `e1` to `e10`.
+async fn with_ten() -> MemoryStore {
+    let store = MemoryStore::new();
+    for row in 1..=10 {
+        store.insert(&format!("e{row}"), "parcels.shipped", b"{}").await.unwrap();
+    }
+    store
 }
 
-impl Table {
-    /// Rows 1 to 10 waiting, ids `e1` to `e10`.
-    fn with_ten() -> Table {
-        let rows = (1..=10)
-            .map(|row| Stored { row, id: format!("e{row}"), name: "parcels.shipped".into(), payload: b"{}".to_vec() })
-            .collect();
-        Table { rows: Mutex::new(rows), aside: Mutex::default() }
-    }
-
-    fn left(&self) -> usize {
-        self.rows.lock().unwrap().len()
-    }
+/// How many events wait to be relayed (the store keeps those published, marked so).
+fn pending(store: &MemoryStore) -> usize {
+    store.rows().iter().filter(|row| row.published_at.is_none()).count()
 }
 
-impl OutboxStore for Table {
-    fn insert<'a>(&'a self, id: &'a str, name: &'a str, payload: &'a [u8]) -> BoxFuture<'a, Result<i64, BoxError>> {
-        let mut rows = self.rows.lock().unwrap();
-        let row = rows.last().map_or(1, |last| last.row + 1);
-        rows.push(Stored { row, id: id.to_owned(), name: name.to_owned(), payload: payload.to_vec() });
-        Box::pin(async move { Ok(row) })
-    }
-    fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, BoxError>> {
-        let rows = self.rows.lock().unwrap().iter().take(limit as usize).cloned().collect();
-        Box::pin(async move { Ok(rows) })
-    }
-    /// Published events are deleted at once (no broker of this test loses them).
-    fn published<'a>(&'a self, rows: &'a [i64], _: i64) -> BoxFuture<'a, Result<(), BoxError>> {
-        self.rows.lock().unwrap().retain(|stored| !rows.contains(&stored.row));
-        Box::pin(async { Ok(()) })
-    }
-    fn republish(&self, _: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
-        Box::pin(async { Ok(0) })
-    }
-    fn purge(&self, _: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
-        Box::pin(async { Ok(0) })
-    }
-    fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
-        let mut rows = self.rows.lock().unwrap();
-        if let Some(at) = rows.iter().position(|stored| stored.row == row) {
-            self.aside.lock().unwrap().push((rows.remove(at), reason.to_owned()));
-        }
-        Box::pin(async { Ok(()) })
-    }
+/// The ids the broker stores, in the order published.
+fn ids(broker: &MemoryBroker) -> Vec<String> {
+    broker.published().into_iter().map(|published| published.id).collect()
 }
 
-/// Fails every third publish (`flaky`), refuses the event `refused` for good and any payload
-/// over 64 bytes, or fails every publish while `down`; records what it stored. Its
-/// subscription ends when `lost` is notified, and none is given while `unsubscribable`.
-#[derive(Default)]
-struct TestBroker {
-    flaky: bool,
-    refused: Option<&'static str>,
-    down: AtomicBool,
-    calls: AtomicUsize,
-    stored: Mutex<Vec<String>>,
-    /// Ends the subscription.
-    lost: std::sync::Arc<tokio::sync::Notify>,
-    /// Refuses subscriptions.
-    unsubscribable: AtomicBool,
-}
-
-impl Broker for TestBroker {
-    fn publish<'a>(&'a self, event: Outgoing<'a>) -> BoxFuture<'a, Result<(), BoxError>> {
-        let call = self.calls.fetch_add(1, Ordering::SeqCst);
-        let result: Result<(), BoxError> = if self.down.load(Ordering::SeqCst) {
-            Err("the broker is down".into())
-        } else if self.refused == Some(event.id) {
-            Err(Box::new(Refused("larger than the broker takes".into())))
-        } else if self.flaky && call % 3 == 2 {
-            Err("the broker is busy".into())
-        } else {
-            self.stored.lock().unwrap().push(event.id.to_owned());
-            Ok(())
-        };
-        Box::pin(async move { result })
-    }
-    fn subscribe(&self) -> BoxFuture<'_, Result<Box<dyn Subscription>, BoxError>> {
-        let result: Result<Box<dyn Subscription>, BoxError> = if self.unsubscribable.load(Ordering::SeqCst) {
-            Err("the broker is down".into())
-        } else {
-            Ok(Box::new(Until(self.lost.clone())))
-        };
-        Box::pin(async move { result })
-    }
-    fn refuses(&self, event: Outgoing<'_>) -> Option<String> {
-        (event.payload.len() > 64).then(|| format!("{} bytes, more than the 64 this broker takes", event.payload.len()))
-    }
-}
-
-/// A subscription that brings nothing, and ends when told.
-struct Until(std::sync::Arc<tokio::sync::Notify>);
-
-impl Subscription for Until {
-    fn next(&mut self) -> BoxFuture<'_, Option<Result<di_outbox::Received, BoxError>>> {
-        Box::pin(async {
-            self.0.notified().await;
-            None
-        })
-    }
-}
-
-/// An App with `table` and `broker`, relaying every 20 ms, its readiness failing once the
+/// An App with `store` and `broker`, relaying every 20 ms, its readiness failing once the
 /// oldest event has waited `stall_ms`.
-async fn app(table: Table, broker: TestBroker, stall_ms: u64) -> App {
-    let (table, broker) = (Mutex::new(Some(table)), Mutex::new(Some(broker)));
+async fn app(store: &MemoryStore, broker: &MemoryBroker, stall_ms: u64) -> App {
     App::builder()
-        .register(
-            ProtoDef::singleton::<Table>(move |_| Ok(table.lock().unwrap().take().expect("built once")))
-                .provides::<Table, dyn OutboxStore>(|t| t),
-        )
-        .register(
-            ProtoDef::singleton::<TestBroker>(move |_| Ok(broker.lock().unwrap().take().expect("built once")))
-                .provides::<TestBroker, dyn Broker>(|b| b),
-        )
+        .register(store.proto())
+        .register(broker.proto())
         .register(Outbox::proto())
         .config_value("outbox.poll_ms", 20)
         .config_value("outbox.stall_ms", stall_ms)
@@ -162,12 +64,14 @@ async fn until(what: &str, mut done: impl AsyncFnMut() -> bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_the_broker_fails_halfway_leaves_the_rest_for_the_next_round() {
-    let app = app(Table::with_ten(), TestBroker { flaky: true, ..TestBroker::default() }, 0).await;
-    let (table, broker) = (app.get_object::<Table>().unwrap(), app.get_object::<TestBroker>().unwrap());
-    until("the outbox to empty", async || table.left() == 0).await;
+    // Every third publish fails: a batch fails halfway.
+    let (store, broker) = (with_ten().await, MemoryBroker::new());
+    broker.fail_every(3);
+    let app = app(&store, &broker, 0).await;
+    until("the outbox to empty", async || pending(&store) == 0).await;
     let expected: Vec<String> = (1..=10).map(|row| format!("e{row}")).collect();
-    assert_eq!(*broker.stored.lock().unwrap(), expected, "each once, in order");
-    assert!(broker.calls.load(Ordering::SeqCst) >= 14, "some publishes failed and were tried again");
+    assert_eq!((ids(&broker), broker.duplicates()), (expected, 0), "each once, in order");
+    assert!(broker.attempts() >= 14, "some publishes failed and were tried again");
     assert_eq!(app.get_object::<Outbox>().unwrap().counts().relayed, 10);
     app.shutdown().await.unwrap();
 }
@@ -177,14 +81,13 @@ async fn a_batch_the_broker_fails_halfway_leaves_the_rest_for_the_next_round() {
 /// every later event back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_the_broker_refuses_for_good_is_set_aside_and_the_rest_flow() {
-    let broker = TestBroker { refused: Some("e4"), ..TestBroker::default() };
-    let app = app(Table::with_ten(), broker, 0).await;
-    let (table, broker) = (app.get_object::<Table>().unwrap(), app.get_object::<TestBroker>().unwrap());
-    until("the outbox to empty", async || table.left() == 0).await;
+    let (store, broker) = (with_ten().await, MemoryBroker::new());
+    broker.refuse_id("e4", "larger than the broker takes");
+    let app = app(&store, &broker, 0).await;
+    until("the outbox to empty", async || pending(&store) == 0).await;
     let expected: Vec<String> = (1..=10).filter(|&row| row != 4).map(|row| format!("e{row}")).collect();
-    assert_eq!(*broker.stored.lock().unwrap(), expected);
-    let aside: Vec<(String, String)> =
-        table.aside.lock().unwrap().iter().map(|(stored, reason)| (stored.id.clone(), reason.clone())).collect();
+    assert_eq!((ids(&broker), broker.duplicates()), (expected, 0));
+    let aside: Vec<(String, String)> = store.aside().into_iter().map(|aside| (aside.event.id, aside.reason)).collect();
     assert_eq!(aside.len(), 1);
     assert_eq!(aside[0].0, "e4");
     assert!(aside[0].1.contains("larger than the broker takes"), "{}", aside[0].1);
@@ -197,14 +100,15 @@ async fn an_event_the_broker_refuses_for_good_is_set_aside_and_the_rest_flow() {
 /// phase): nothing is written, rather than an event acknowledged and never sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_the_broker_would_refuse_fails_the_request_that_emits_it() {
-    let app = app(Table::default(), TestBroker::default(), 0).await;
+    let (store, broker) = (MemoryStore::new(), MemoryBroker::new());
+    broker.limit_payload(64);
+    let app = app(&store, &broker, 0).await;
     let events = app.events();
     app.try_run_in_context(async { events.emit(Shipped { label: "small".into() }) }).await.unwrap();
     let refused = app.try_run_in_context(async { events.emit(Shipped { label: "x".repeat(100) }) }).await;
     let error = refused.unwrap_err().to_string();
     assert!(error.contains("parcels.shipped") && error.contains("more than the 64 this broker takes"), "{error}");
-    let broker = app.get_object::<TestBroker>().unwrap();
-    until("the small one to be relayed", async || broker.stored.lock().unwrap().len() == 1).await;
+    until("the small one to be relayed", async || broker.published().len() == 1).await;
     assert_eq!(app.get_object::<Outbox>().unwrap().counts().written, 1);
     app.shutdown().await.unwrap();
 }
@@ -214,9 +118,10 @@ async fn an_event_the_broker_would_refuse_fails_the_request_that_emits_it() {
 /// how long it has waited.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outbox_whose_oldest_event_waits_too_long_is_not_ready() {
-    let broker = TestBroker::default();
-    broker.down.store(true, Ordering::SeqCst);
-    let app = app(Table::with_ten(), broker, 200).await;
+    // Every publish fails (a passing failure) until told otherwise; subscribing works.
+    let (store, broker) = (with_ten().await, MemoryBroker::new());
+    broker.fail_next(usize::MAX);
+    let app = app(&store, &broker, 200).await;
     let check = |report: &di_core::health::HealthReport| report.checks.iter().find(|c| c.name == "outbox").cloned();
     // Not ready at first (not subscribed yet), then subscribed, then stalled.
     let why = di_test_support::eventually(async || {
@@ -229,9 +134,9 @@ async fn an_outbox_whose_oldest_event_waits_too_long_is_not_ready() {
     assert!(why.contains("row 1") && why.contains("outbox.stall_ms"), "{why}");
     let waited = app.get_object::<Outbox>().unwrap().oldest_waiting().expect("waiting");
     assert!(waited >= Duration::from_millis(200), "{waited:?}");
-    app.get_object::<TestBroker>().unwrap().down.store(false, Ordering::SeqCst);
+    broker.fail_next(0);
     di_test_support::eventually(async || app.health().await.ready.then_some(())).await;
-    assert_eq!(app.get_object::<Table>().unwrap().left(), 0);
+    assert_eq!(pending(&store), 0);
     app.shutdown().await.unwrap();
 }
 
@@ -239,13 +144,13 @@ async fn an_outbox_whose_oldest_event_waits_too_long_is_not_ready() {
 /// for a while: readiness fails until the instance has subscribed again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_whose_subscription_ended_is_not_ready_until_it_subscribes_again() {
-    let app = app(Table::default(), TestBroker::default(), 0).await;
+    let (store, broker) = (MemoryStore::new(), MemoryBroker::new());
+    let app = app(&store, &broker, 0).await;
     di_test_support::eventually(async || app.health().await.ready.then_some(())).await;
-    let broker = app.get_object::<TestBroker>().unwrap();
-    broker.unsubscribable.store(true, Ordering::SeqCst);
-    broker.lost.notify_one();
+    broker.set_down(true);
+    broker.forget();
     di_test_support::eventually(async || (!app.health().await.ready).then_some(())).await;
-    broker.unsubscribable.store(false, Ordering::SeqCst);
+    broker.set_down(false);
     di_test_support::eventually(async || app.health().await.ready.then_some(())).await;
     assert_eq!(app.get_object::<Outbox>().unwrap().counts().subscriptions, 2);
     app.shutdown().await.unwrap();
@@ -261,10 +166,10 @@ fn an_event_set_aside_is_counted() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     metrics::with_local_recorder(&recorder, || {
         runtime.block_on(async {
-            let broker = TestBroker { refused: Some("e4"), ..TestBroker::default() };
-            let app = app(Table::with_ten(), broker, 0).await;
-            let table = app.get_object::<Table>().unwrap();
-            until("the outbox to empty", async || table.left() == 0).await;
+            let (store, broker) = (with_ten().await, MemoryBroker::new());
+            broker.refuse_id("e4", "larger than the broker takes");
+            let app = app(&store, &broker, 0).await;
+            until("the outbox to empty", async || pending(&store) == 0).await;
             app.shutdown().await.unwrap();
         })
     });
