@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use di_core::BoxError;
+use di_core::error::BoxError;
 use di_outbox::testing::MemoryBroker;
 use di_outbox::{Broker, Outgoing, Received, Refused, Subscription};
 

@@ -3,10 +3,11 @@
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use di_core::{BoxError, ProtoDef};
+use di_core::{ProtoDef, error::BoxError};
 use tokio::sync::watch;
 
-use crate::broker::{Ack, BoxFuture, Broker, Outgoing, Received, Refused, Subscription};
+use crate::broker::{Ack, Broker, Outgoing, Received, Refused, Subscription};
+use di_core::futures::BoxFuture;
 
 /// An event a [`MemoryBroker`] stores.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +53,7 @@ pub struct Published {
 /// use di_outbox::testing::MemoryBroker;
 /// use di_outbox::{Broker, Outgoing, Refused};
 ///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::BoxError> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::error::BoxError> {
 /// let broker = MemoryBroker::new();
 /// let mut subscription = broker.subscribe().await?;
 /// let paid = Outgoing { id: "e1", name: "billing.paid", payload: br#"{"cents":500}"# };
@@ -199,7 +200,7 @@ impl MemoryBroker {
     /// use di_outbox::testing::MemoryBroker;
     /// use di_outbox::{Broker, Outgoing};
     ///
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::BoxError> {
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::error::BoxError> {
     /// let a = MemoryBroker::new();
     /// let b = a.instance();
     /// let (mut on_a, mut on_b) = (a.subscribe().await?, b.subscribe().await?);

@@ -41,7 +41,7 @@
 //!     panic!("waited 10 s");
 //! }
 //!
-//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::BoxError> {
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::error::BoxError> {
 //! let (store, broker) = (MemoryStore::new(), MemoryBroker::new());
 //! let app = App::builder()
 //!     .register(store.proto())

@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use di_core::{BoxError, ProtoDef};
+use di_core::{ProtoDef, error::BoxError};
 
-use crate::broker::BoxFuture;
 use crate::store::{OutboxStore, Stored};
+use di_core::futures::BoxFuture;
 
 /// A row of a [`MemoryStore`]: an event, pending or published.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +53,7 @@ pub struct SetAside {
 /// use di_outbox::OutboxStore;
 /// use di_outbox::testing::MemoryStore;
 ///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::BoxError> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::error::BoxError> {
 /// let outbox = MemoryStore::new();
 /// let row = outbox.insert("5f0c1e2d", "todos.completed", br#"{"id":1}"#).await?;
 /// let pending = outbox.pending(10).await?;
