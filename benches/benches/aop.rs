@@ -24,14 +24,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use benches::micro::{poll_once, runtime};
-use di_core::{
+use divan::Bencher;
+use tegu_core::{
     App,
     advice::{Advice, Call, Next},
     context_proto, crosscut,
     events::EventBus,
     handlers, intercept, singleton_proto,
 };
-use divan::Bencher;
 use tokio::runtime::Runtime;
 
 #[cfg(not(feature = "no-alloc-profiler"))]
@@ -150,7 +150,7 @@ mod intercept {
     #[divan::bench]
     fn advice_lookup(b: Bencher) {
         in_scope(b, |_| {
-            let advice = di_core::__private::advice::<Pass>(Call::new("Svc", "one"));
+            let advice = tegu_core::__private::advice::<Pass>(Call::new("Svc", "one"));
             black_box(&advice);
             drop(advice);
             0

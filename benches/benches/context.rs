@@ -1,4 +1,4 @@
-//! Micro benchmarks of di-core, each next to a floor measured in the same run.
+//! Micro benchmarks of tegu-core, each next to a floor measured in the same run.
 //!
 //! Run: `cargo bench -p benches --bench context -- --sample-count 200`
 //! (figures and the machine in `benches/RESULTS.md`).
@@ -15,11 +15,11 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use benches::micro::{poll_once, runtime};
-use di_core::{
+use divan::Bencher;
+use tegu_core::{
     App, ContextRef, ProtoDef,
     registry::{Dependency, InjectKind},
 };
-use divan::Bencher;
 use tokio::runtime::Runtime;
 
 /// Counts allocations per iteration (the `alloc:` rows of divan's output). Costs a few ns per
@@ -96,7 +96,7 @@ fn setup(padding: usize, touched: usize) -> Setup {
     Setup { rt, app, holder }
 }
 
-/// What the library's figures are compared with: the same mechanism without di-core.
+/// What the library's figures are compared with: the same mechanism without tegu-core.
 mod floor {
     use super::*;
 
@@ -116,7 +116,7 @@ mod floor {
 
     /// The same access behind an `#[inline(never)]` function. Inlined, the access above lets LLVM
     /// hoist most of it out of divan's loop (0.1 to 0.9 ns, depending on the build); a call per
-    /// iteration keeps it honest, and di-core's non-generic core is such a call.
+    /// iteration keeps it honest, and tegu-core's non-generic core is such a call.
     #[divan::bench]
     fn task_local_with_call(b: Bencher) {
         #[inline(never)]
@@ -138,7 +138,7 @@ mod floor {
 
     /// What a safe, type-erased, non-generic core can do at best: an `#[inline(never)]` function
     /// that reaches an `Arc<dyn Any>` in a task-local and hands it to a `&mut dyn FnMut`, which
-    /// downcasts it (di-core's `ContextRef::with` has this shape, plus its cache lookup).
+    /// downcasts it (tegu-core's `ContextRef::with` has this shape, plus its cache lookup).
     #[divan::bench]
     fn task_local_with_dyn(b: Bencher) {
         #[inline(never)]

@@ -39,7 +39,7 @@
 #
 # Each case is a standalone crate (gen-project) under target/compile-cost/<case>/ with its own
 # CARGO_TARGET_DIR (target/compile-cost/<case>/target), built --offline against a copy of the
-# workspace's Cargo.lock. The dependencies (di-core, tokio, di-macros, ...) are built first with
+# workspace's Cargo.lock. The dependencies (tegu-core, tokio, tegu-macros, ...) are built first with
 # the same crate generated for N = 1, then the crate is regenerated with the real N and
 # `cargo build --release` is timed with /usr/bin/time: the figure is the crate's own compile
 # and link (plus cargo's fingerprint check, well under a second). Runs after the first `touch`
@@ -92,7 +92,7 @@ spec() {
     esac
 }
 
-cargo build --release --offline --quiet --manifest-path "$ROOT/Cargo.toml" -p di-codegen --bin gen-project
+cargo build --release --offline --quiet --manifest-path "$ROOT/Cargo.toml" -p tegu-codegen --bin gen-project
 GEN=${CARGO_TARGET_DIR:-$ROOT/target}/release/gen-project
 
 echo "# $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(rustc -V)"
@@ -124,7 +124,7 @@ median3() {
 }
 
 # The output a crate of n services (with its consumer) of style $2 prints: an App also holds
-# di-core's event bus, which plain Rust has not.
+# tegu-core's event bus, which plain Rust has not.
 want() { echo "sum=$(($1 * ($1 - 1) / 2)) protos=$(($1 + 1 + $([ "$2" = plain ] && echo 0 || echo 1)))"; }
 
 floor_table() {

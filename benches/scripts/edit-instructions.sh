@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
 done
 command -v valgrind >/dev/null || { echo "edit-instructions.sh: needs valgrind" >&2; exit 2; }
 
-cargo build --release --offline --quiet --manifest-path "$ROOT/Cargo.toml" -p di-codegen --bin gen-project
+cargo build --release --offline --quiet --manifest-path "$ROOT/Cargo.toml" -p tegu-codegen --bin gen-project
 GEN=${CARGO_TARGET_DIR:-$ROOT/target}/release/gen-project
 export CARGO_TARGET_DIR=$ROOT/target/compile-cost/floor-target
 dir=$ROOT/target/compile-cost/floor-$STYLE-n$N

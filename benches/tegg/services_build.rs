@@ -1,7 +1,7 @@
 //! Build script of every `tegg-services-K` crate: generates its share of the services. K is
-//! read off the package name; the project size is `di_codegen::tegg::total_services`.
+//! read off the package name; the project size is `tegu_codegen::tegg::total_services`.
 
-use di_codegen::tegg::{crate_range, services, total_services};
+use tegu_codegen::tegg::{crate_range, services, total_services};
 
 fn main() {
     let name = std::env::var("CARGO_PKG_NAME").expect("cargo sets CARGO_PKG_NAME");

@@ -1,4 +1,4 @@
-//! A share of the generated services of tegg's benchmark (see `di_codegen::tegg`).
+//! A share of the generated services of tegg's benchmark (see `tegu_codegen::tegg`).
 
 #![allow(missing_docs, missing_debug_implementations)]
 

@@ -1,6 +1,6 @@
 //! Generates 1000 annotated services and a consumer that injects all of them.
 
-use di_codegen::{Spec, Style, module};
+use tegu_codegen::{Spec, Style, module};
 
 fn main() {
     let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));

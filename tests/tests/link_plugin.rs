@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use di_core::{App, singleton_proto};
-use di_test_plugin::{French, Greeting};
+use tegu_core::{App, singleton_proto};
+use tegu_test_plugin::{French, Greeting};
 
 #[singleton_proto]
 struct Welcome {

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use benches::args::value;
 use benches::chart::{Chart, Series};
 use benches::stats::{Value, field, json_line};
-use di_core::App;
+use tegu_core::App;
 use tower::{Service, ServiceExt};
 
 const DEPTHS: [usize; 8] = [1, 5, 10, 15, 20, 30, 50, 100];

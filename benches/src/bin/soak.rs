@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use benches::args::value;
 use benches::stats::{Value, json_line};
-use di_core::{App, ContextRef, context_proto, singleton_proto};
-use di_http::{RequestHead, Server, http_controller, http_routes};
+use tegu_core::{App, ContextRef, context_proto, singleton_proto};
+use tegu_http::{RequestHead, Server, http_controller, http_routes};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
@@ -399,7 +399,7 @@ async fn soak(args: Args) -> ExitCode {
     let addr = listener.local_addr().expect("address");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(
-        Server::new(app.clone(), di_http::router(&app))
+        Server::new(app.clone(), tegu_http::router(&app))
             .with_graceful_shutdown(async {
                 let _ = stopped.await;
             })

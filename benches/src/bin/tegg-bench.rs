@@ -1,5 +1,5 @@
 //! tegg's benchmark, replicated: requests/s of `GET /{flavour}/hello{N}[?touch=true]` for a
-//! project of 10000 services (release builds; 100 in debug builds, see `di_codegen::tegg`).
+//! project of 10000 services (release builds; 100 in debug builds, see `tegu_codegen::tegg`).
 //!
 //! ```sh
 //! cargo run --release -p benches --bin tegg-bench -- [--flavour singleton|context|handwired|
@@ -32,8 +32,8 @@ use axum::body::Body;
 use benches::args::{choice, value};
 use benches::chart::{Chart, Series};
 use benches::stats::{Value, field, json_line, percentile_us};
-use di_core::App;
-use di_test_support::alloc::{Counting, measure};
+use tegu_core::App;
+use tegu_test_support::alloc::{Counting, measure};
 use tower::{Service, ServiceExt};
 
 #[global_allocator]
@@ -149,7 +149,7 @@ fn main() -> ExitCode {
             emit(line);
         }
     }
-    let router = di_http::router(&app)
+    let router = tegu_http::router(&app)
         .merge(tegg_handwired::handwired_router())
         .merge(tegg_handwired::handwired_traced_router())
         .merge(tegg_handwired_context::handwired_context_router());
@@ -346,9 +346,9 @@ fn duration_us(text: &str) -> Option<f64> {
 async fn startup_figures() -> Vec<String> {
     struct Unit;
     let mut lines = Vec::new();
-    for scope in [di_core::registry::Lifetime::Singleton, di_core::registry::Lifetime::Context] {
+    for scope in [tegu_core::registry::Lifetime::Singleton, tegu_core::registry::Lifetime::Context] {
         let builder = (0..10_000).fold(App::builder().without_inventory(), |b, i| {
-            b.register(di_core::ProtoDef::new::<Unit>(scope, |_| Ok(Unit)).name(format!("unit{i}")))
+            b.register(tegu_core::ProtoDef::new::<Unit>(scope, |_| Ok(Unit)).name(format!("unit{i}")))
         });
         let started = Instant::now();
         let app = builder.build().await.expect("10000 units build");

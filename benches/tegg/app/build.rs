@@ -1,6 +1,6 @@
-//! Generates the size of this build of the tegg benchmark (see `di_codegen::tegg`).
+//! Generates the size of this build of the tegg benchmark (see `tegu_codegen::tegg`).
 
-use di_codegen::tegg::{base, total_services};
+use tegu_codegen::tegg::{base, total_services};
 
 fn main() {
     let total = total_services(std::env::var("TEGG_SERVICES").ok().as_deref(), &std::env::var("PROFILE").unwrap());

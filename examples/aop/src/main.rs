@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use di_core::{
+use tegu_core::{
     App, ContextRef, DiError,
     advice::{Advice, Call, Next},
     context_proto,
@@ -124,7 +124,7 @@ async fn run() -> Result<Vec<String>, DiError> {
         .run_in_context(async {
             let out = orders.place("kettle", 0).await;
             if out.is_err() {
-                di_core::events::discard_events();
+                tegu_core::events::discard_events();
             }
             out
         })
@@ -149,7 +149,7 @@ mod tests {
     /// The graph `main` builds, checked with nothing built (`AppBuilder::check`).
     #[test]
     fn the_graph_checks() {
-        di_core::App::builder().check().unwrap();
+        tegu_core::App::builder().check().unwrap();
     }
 
     #[tokio::test]

@@ -1,15 +1,15 @@
 //! Run with: cargo run -p example-background
 //!
-//! A request answers at once and leaves work behind: `di_core::spawn` runs it on a task that
+//! A request answers at once and leaves work behind: `tegu_core::spawn` runs it on a task that
 //! still sees the request's context objects, and the scope waits for such tasks (at most
 //! `AppBuilder::background_task_timeout`, 5 s by default) before its destroy hooks run. With
-//! `end_in_background()` the caller gets the answer before that wait, as di-http's clients do.
+//! `end_in_background()` the caller gets the answer before that wait, as tegu-http's clients do.
 //! A task started with `tokio::spawn` would not see the scope at all.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use di_core::{App, ContextRef, DiError, context_proto, singleton_proto};
+use tegu_core::{App, ContextRef, DiError, context_proto, singleton_proto};
 
 /// What happened, in order.
 #[singleton_proto]
@@ -58,7 +58,7 @@ impl Uploads {
     fn upload(self: &Arc<Self>, name: &str) -> String {
         self.audit.get().record("uploaded");
         let this = self.clone();
-        di_core::spawn(async move {
+        tegu_core::spawn(async move {
             tokio::time::sleep(Duration::from_millis(50)).await;
             // Still the request's audit trail: the scope came along.
             this.audit.get().record("thumbnail made");
@@ -92,7 +92,7 @@ mod tests {
     /// The graph `main` builds, checked with nothing built (`AppBuilder::check`).
     #[test]
     fn the_graph_checks() {
-        di_core::App::builder().check().unwrap();
+        tegu_core::App::builder().check().unwrap();
     }
 
     #[tokio::test]

@@ -12,8 +12,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use di_core::{App, AppBuilder, DiError, config_proto, singleton_proto};
 use serde::Deserialize;
+use tegu_core::{App, AppBuilder, DiError, config_proto, singleton_proto};
 
 /// The `[mail]` section (`NEWS_MAIL__HOST`, `NEWS_MAIL__PORT`, ...).
 #[config_proto(prefix = "mail")]
@@ -108,7 +108,7 @@ async fn main() -> Result<(), DiError> {
 mod tests {
     use std::path::{Path, PathBuf};
 
-    use di_test_support::child_env::in_clean_child;
+    use tegu_test_support::child_env::in_clean_child;
 
     use super::*;
 

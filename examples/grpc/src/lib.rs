@@ -1,18 +1,18 @@
 //! The todo example over gRPC: a tonic service in the same App as the HTTP API, served by the
-//! same di-http [`Server`](di_http::Server) on the same port.
+//! same tegu-http [`Server`](tegu_http::Server) on the same port.
 //!
 //! - [`GrpcTodos`] (a singleton) implements the generated [`pb::todos_server::Todos`] on
 //!   [`todos::todo::TodoService`], as the HTTP controller does.
 //! - [`router`] merges its routes ([`grpc_router`]) beside the controllers'
-//!   ([`di_http::RouterBuilder::merge`]): **each call runs in its own context scope**, as an
+//!   ([`tegu_http::RouterBuilder::merge`]): **each call runs in its own context scope**, as an
 //!   HTTP request does (a `RequestHead`, the completion phase, destroy hooks), so it has its own
-//!   transaction (di-tx's, begun by `TodoService`'s `#[transactional]` methods): committed
+//!   transaction (tegu-tx's, begun by `TodoService`'s `#[transactional]` methods): committed
 //!   when the call succeeds.
 //! - **An error status fails the call** as a 4xx or 5xx fails an HTTP request: a failed tonic
-//!   call answers HTTP 200 with a `grpc-status` other than 0 in its headers, which di-http reads
+//!   call answers HTTP 200 with a `grpc-status` other than 0 in its headers, which tegu-http reads
 //!   before the completion phase: the transaction rolls back what the call wrote, and the
 //!   events it emitted ([`todos::advice::TodoCompleted`]) go to no `after_commit` handler.
-//! - **One port** for both: di-http's `Server` serves HTTP/1.1 and HTTP/2 without TLS (h2c,
+//! - **One port** for both: tegu-http's `Server` serves HTTP/1.1 and HTTP/2 without TLS (h2c,
 //!   "prior knowledge", what gRPC clients speak), so `curl` and a gRPC client reach the same
 //!   address.
 //!
@@ -23,8 +23,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use di_core::{App, ContextRef, DiError, context_proto, singleton_proto};
-use di_http::RequestHead;
+use tegu_core::{App, ContextRef, DiError, context_proto, singleton_proto};
+use tegu_http::RequestHead;
 use todos::todo::{Todo, TodoError, TodoService};
 use tonic::server::NamedService;
 use tonic::{Request, Response, Status};
@@ -176,7 +176,7 @@ pub fn grpc_router(app: &App) -> Result<axum::Router, DiError> {
 ///
 /// # Errors
 ///
-/// [`DiError`] if the App has no [`GrpcTodos`]; [`di_http::RouteError`] if routes clash.
+/// [`DiError`] if the App has no [`GrpcTodos`]; [`tegu_http::RouteError`] if routes clash.
 pub fn router(app: &App) -> Result<axum::Router, Box<dyn std::error::Error>> {
-    Ok(di_http::RouterBuilder::new(app).merge(grpc_router(app)?).build()?)
+    Ok(tegu_http::RouterBuilder::new(app).merge(grpc_router(app)?).build()?)
 }

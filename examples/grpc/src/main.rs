@@ -13,13 +13,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let db = app.get_object::<Db>()?;
     let router = grpc_todos::router(&app)?;
     let addr = std::env::var("GRPC_ADDR").unwrap_or_else(|_| "127.0.0.1:7002".to_owned());
-    let listener = di_http::listen(addr, di_http::DEFAULT_BACKLOG).await?;
+    let listener = tegu_http::listen(addr, tegu_http::DEFAULT_BACKLOG).await?;
     let addr = format!("http://{}", listener.local_addr()?);
     println!(
         "todos over gRPC (todos.v1.Todos) and HTTP on {addr}, database {}\n  curl -i {addr}/users/ada/todos\n  \
          call it with the test client: cargo test -p example-grpc",
         db.shown()
     );
-    di_http::Server::new(app, router).run(listener).await?;
+    tegu_http::Server::new(app, router).run(listener).await?;
     Ok(())
 }

@@ -3,10 +3,10 @@
 
 use std::net::SocketAddr;
 
-use di_core::App;
-use di_test_support::http_client::send;
 use grpc_todos::pb;
 use pb::todos_client::TodosClient;
+use tegu_core::App;
+use tegu_test_support::http_client::send;
 use todos::advice::TodoStats;
 use tonic::Code;
 use tonic::transport::Channel;
@@ -21,20 +21,20 @@ struct Service {
     addr: SocketAddr,
     app: App,
     stop: tokio::sync::oneshot::Sender<()>,
-    server: tokio::task::JoinHandle<Result<(), di_http::ServeError>>,
+    server: tokio::task::JoinHandle<Result<(), tegu_http::ServeError>>,
 }
 
 impl Service {
     /// The App of `todos::builder()` on a fresh database, served on a free port.
     async fn start(name: &str) -> Service {
-        let db = di_test_support::fresh_sqlite(&format!("todos-grpc-{name}"));
+        let db = tegu_test_support::fresh_sqlite(&format!("todos-grpc-{name}"));
         let app = todos::builder().config_value("db.path", db.display().to_string()).build().await.unwrap();
         let router = grpc_todos::router(&app).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(
-            di_http::Server::new(app.clone(), router)
+            tegu_http::Server::new(app.clone(), router)
                 .with_graceful_shutdown(async {
                     stopped.await.ok();
                 })
@@ -147,7 +147,7 @@ async fn a_streamed_call_ends_with_its_status_in_the_trailers_and_its_scope_sees
         let path = |p: &str| ended.iter().filter(|(path, _)| path == p).map(|(_, s)| *s).collect::<Vec<_>>();
         (path("/todos.v1.Todos/Watch"), path("/todos.v1.Todos/Add"))
     };
-    let (watches, adds) = di_test_support::eventually(async || {
+    let (watches, adds) = tegu_test_support::eventually(async || {
         let ended = log.ended();
         let (watches, adds) = watched(&ended);
         (watches.len() == 2 && adds.len() == 4).then_some((watches, adds))

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use di_core::{App, DiError, context_proto, scope::AsyncContextRef, singleton_proto};
+use tegu_core::{App, DiError, context_proto, scope::AsyncContextRef, singleton_proto};
 
 static REQUESTS: AtomicU64 = AtomicU64::new(1);
 
@@ -93,6 +93,6 @@ mod tests {
     /// The graph `main` builds, checked with nothing built (`AppBuilder::check`).
     #[test]
     fn the_graph_checks() {
-        di_core::App::builder().check().unwrap();
+        tegu_core::App::builder().check().unwrap();
     }
 }

@@ -13,7 +13,7 @@
 //!   (`AppBuilder::root::<Greeter>()`).
 //! - [`GreetController`] (`GET /greet/{whom}`) is tested through the router, in-process, with
 //!   `tower::ServiceExt::oneshot`: every layer of a real request and no socket (the
-//!   `di_http::testing` guide).
+//!   `tegu_http::testing` guide).
 //!
 //! `cargo run -p example-testing` serves it on [`ADDR`].
 
@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::extract::Path;
-use di_core::{App, ContextRef, DiError, context_proto, singleton_proto};
-use di_http::{RequestHead, http_controller, http_routes};
+use tegu_core::{App, ContextRef, DiError, context_proto, singleton_proto};
+use tegu_http::{RequestHead, http_controller, http_routes};
 
 /// Where `cargo run -p example-testing` listens.
 pub const ADDR: &str = "127.0.0.1:7002";

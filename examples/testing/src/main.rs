@@ -12,6 +12,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let app = greeter::app().await?;
     let addr = greeter::ADDR;
     println!("greeter on http://{addr}; try:\n  curl -H 'x-user: ada' http://{addr}/greet/bob");
-    di_http::serve(app, addr).await?;
+    tegu_http::serve(app, addr).await?;
     Ok(())
 }

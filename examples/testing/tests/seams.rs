@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use di_core::{App, DiError};
-use di_http::RequestHead;
 use greeter::{Clock, CurrentUser, GreetController, Greeter, Phrasebook};
+use tegu_core::{App, DiError};
+use tegu_http::RequestHead;
 use tower::ServiceExt; // `oneshot`
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -110,7 +110,7 @@ async fn a_scope_given_a_request_head_builds_the_user_from_it() -> TestResult {
 #[tokio::test]
 async fn requests_through_the_router_without_a_socket() -> TestResult {
     let app = App::builder().override_provider::<dyn Clock>(Arc::new(FixedClock(9))).build().await?;
-    let router = di_http::router(&app);
+    let router = tegu_http::router(&app);
 
     let request = Request::get("/greet/bob").header("x-user", "ada").body(Body::empty())?;
     let response = router.clone().oneshot(request).await?;

@@ -2,7 +2,7 @@
 //!
 //! - [`Timing`]: logs each service call with its duration, inside the request's `tracing`
 //!   span (`#[intercept(Timing)]` on `TodoService`'s impl block: every `pub async fn`). The
-//!   transactions are di-tx's `#[transactional]` advice, on the methods that write.
+//!   transactions are tegu-tx's `#[transactional]` advice, on the methods that write.
 //! - [`TodoCreated`] and [`TodoCompleted`], handled by [`TodoStats`]: count todos created and
 //!   marked done, after the request that did it has committed (`GET /stats`). Both are external
 //!   events: with NATS configured they go through the outbox, and every instance counts each
@@ -15,19 +15,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use axum::Json;
-use di_core::{
+use serde::{Deserialize, Serialize};
+use tegu_core::{
     advice::{Advice, Call, Next},
     handlers, singleton_proto,
 };
-use di_http::{http_controller, http_routes};
-use serde::{Deserialize, Serialize};
+use tegu_http::{http_controller, http_routes};
 
-use di_tx::TxError;
+use tegu_tx::TxError;
 
 use crate::db::{Db, unix_now};
 use crate::on_db;
 
-/// Logs how long each call took, inside the current `tracing` span (di-http's
+/// Logs how long each call took, inside the current `tracing` span (tegu-http's
 /// `request{id=...}`).
 #[singleton_proto]
 #[derive(Debug)]
@@ -52,7 +52,7 @@ pub struct TodoCompleted {
     pub id: i64,
 }
 
-di_outbox::external_event!(TodoCompleted = "todos.completed");
+tegu_outbox::external_event!(TodoCompleted = "todos.completed");
 
 /// Emitted when a todo is created; handled once its request has committed. External too.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -63,7 +63,7 @@ pub struct TodoCreated {
     pub id: i64,
 }
 
-di_outbox::external_event!(TodoCreated = "todos.created");
+tegu_outbox::external_event!(TodoCreated = "todos.created");
 
 /// Counts created and completed todos (`GET /stats`): in each instance, every todo of the
 /// service once, wherever it was created or completed.

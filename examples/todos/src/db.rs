@@ -1,11 +1,11 @@
 //! The database: SQLite by default (a file in this example's folder: nothing to install), or
 //! PostgreSQL when the configuration gives a `postgres://` URL (`TODOS_DB__URL`), through
-//! di-sqlx. Transactions are di-tx's `#[transactional]`: the request's is begun by its first
+//! tegu-sqlx. Transactions are tegu-tx's `#[transactional]`: the request's is begun by its first
 //! write and committed in its completion phase (a failed COMMIT answers 500), rolled back when
 //! the request fails, panics or is cancelled.
 //!
 //! Which database is chosen when the service starts, so [`Db`] is this example's own singleton:
-//! it builds di-sqlx's `Database` for the URL's scheme and stands for it in the App, as the data
+//! it builds tegu-sqlx's `Database` for the URL's scheme and stands for it in the App, as the data
 //! source of the transactions (`dyn TxSource`), the claims of the `once_per_cluster` purge
 //! (`dyn ScheduleLock`) and the readiness check `db`. [`on_db!`](crate::on_db) writes a query
 //! once and runs it on whichever database that is.
@@ -14,7 +14,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use di_core::{
+use serde::Deserialize;
+#[cfg(feature = "postgres")]
+use sqlx::postgres::PgPoolOptions;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+use tegu_core::{
     config_proto,
     error::BoxError,
     futures::{BoxFuture, UnitFuture},
@@ -22,15 +26,11 @@ use di_core::{
     schedule::ScheduleLock,
     singleton_proto,
 };
-use di_outbox::{OutboxStore, Stored};
+use tegu_outbox::{OutboxStore, Stored};
 #[cfg(feature = "postgres")]
-use di_sqlx::Postgres;
-use di_sqlx::{ClusterSchedules, Database, OutboxTable, Sqlite};
-use di_tx::{Transactions, TxConn, TxError, TxFuture, TxSource};
-use serde::Deserialize;
-#[cfg(feature = "postgres")]
-use sqlx::postgres::PgPoolOptions;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+use tegu_sqlx::Postgres;
+use tegu_sqlx::{ClusterSchedules, Database, OutboxTable, Sqlite};
+use tegu_tx::{Transactions, TxConn, TxError, TxFuture, TxSource};
 
 /// The `[db]` section of `config/todos.toml` (`TODOS_DB__PATH`, `TODOS_DB__URL`,
 /// `TODOS_DB__MAX_CONNECTIONS`).
@@ -84,7 +84,7 @@ impl DbConfig {
     }
 }
 
-/// di-sqlx's data source for the database the configuration names, with its claims of the
+/// tegu-sqlx's data source for the database the configuration names, with its claims of the
 /// `once_per_cluster` purge and its outbox.
 #[derive(Debug)]
 pub enum Pools {
@@ -95,11 +95,11 @@ pub enum Pools {
     Postgres(Arc<Database<Postgres>>, ClusterSchedules<Postgres>, OutboxTable<Postgres>),
 }
 
-/// The object name of [`Db`], which its `Database` takes too: di-tx knows a data source by the
+/// The object name of [`Db`], which its `Database` takes too: tegu-tx knows a data source by the
 /// name its provider has in the App, and `Database::conn` finds its transaction by its own.
 const NAME: &str = "db";
 
-/// A driver's error while `doing` something to the database, as di-tx reports it.
+/// A driver's error while `doing` something to the database, as tegu-tx reports it.
 fn failed(doing: &'static str, e: sqlx::Error) -> TxError {
     TxError::Database { doing, data_source: NAME.into(), error: e.into() }
 }
@@ -315,27 +315,27 @@ impl OutboxStore for Db {
         id: &'a str,
         name: &'a str,
         payload: &'a [u8],
-    ) -> BoxFuture<'a, Result<i64, di_core::error::BoxError>> {
+    ) -> BoxFuture<'a, Result<i64, tegu_core::error::BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.insert(id, name, payload))
     }
 
-    fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, di_core::error::BoxError>> {
+    fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, tegu_core::error::BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.pending(limit))
     }
 
-    fn published<'a>(&'a self, rows: &'a [i64], at: i64) -> BoxFuture<'a, Result<(), di_core::error::BoxError>> {
+    fn published<'a>(&'a self, rows: &'a [i64], at: i64) -> BoxFuture<'a, Result<(), tegu_core::error::BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.published(rows, at))
     }
 
-    fn republish(&self, since: i64) -> BoxFuture<'_, Result<u64, di_core::error::BoxError>> {
+    fn republish(&self, since: i64) -> BoxFuture<'_, Result<u64, tegu_core::error::BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.republish(since))
     }
 
-    fn purge(&self, before: i64) -> BoxFuture<'_, Result<u64, di_core::error::BoxError>> {
+    fn purge(&self, before: i64) -> BoxFuture<'_, Result<u64, tegu_core::error::BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.purge(before))
     }
 
-    fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), di_core::error::BoxError>> {
+    fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), tegu_core::error::BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.set_aside(row, reason))
     }
 }

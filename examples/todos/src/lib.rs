@@ -5,8 +5,8 @@
 //!
 //! - [`db::DbConfig`], [`HttpConfig`] (config sections): `config/todos.toml`, overridden by
 //!   `TODOS_*` environment variables.
-//! - [`db::Db`] (singleton): di-sqlx's data source for the configured database, connected by
-//!   its async constructor when the App is built; the data source of di-tx's transactions.
+//! - [`db::Db`] (singleton): tegu-sqlx's data source for the configured database, connected by
+//!   its async constructor when the App is built; the data source of tegu-tx's transactions.
 //!   The request's transaction is begun by its first `#[transactional]` method and committed in
 //!   its completion phase if the request succeeded (a failed COMMIT answers 500), rolled back if
 //!   not, or after a panic or a disconnect. Reads of a request that did not write run on the
@@ -27,8 +27,8 @@ pub mod todo;
 
 use std::path::PathBuf;
 
-use di_core::{App, AppBuilder, DiError, config_proto};
 use serde::Deserialize;
+use tegu_core::{App, AppBuilder, DiError, config_proto};
 
 /// The `[http]` section of `config/todos.toml` (`TODOS_HTTP__ADDR`, `TODOS_HTTP__BACKLOG`,
 /// `TODOS_HTTP__DRAIN_DELAY_SECS`).
@@ -43,7 +43,7 @@ pub struct HttpConfig {
     #[serde(default = "default_backlog")]
     pub backlog: u32,
     /// How long the service goes on serving after SIGTERM, with `/health/ready` already 503,
-    /// before it drains its connections (`di_http::Server::drain_delay`). Default: 0.
+    /// before it drains its connections (`tegu_http::Server::drain_delay`). Default: 0.
     #[serde(default)]
     pub drain_delay_secs: f64,
 }
@@ -53,7 +53,7 @@ fn default_addr() -> String {
 }
 
 fn default_backlog() -> u32 {
-    di_http::DEFAULT_BACKLOG
+    tegu_http::DEFAULT_BACKLOG
 }
 
 impl HttpConfig {
@@ -63,7 +63,7 @@ impl HttpConfig {
     ///
     /// The I/O error of binding `addr` (in use, not allowed).
     pub async fn listen(&self) -> std::io::Result<tokio::net::TcpListener> {
-        di_http::listen(&self.addr, self.backlog).await
+        tegu_http::listen(&self.addr, self.backlog).await
     }
 
     /// The drain delay, as a duration (negative counts as zero).
@@ -87,7 +87,7 @@ pub fn builder() -> AppBuilder {
 
 /// `builder` with the external events ([`advice::TodoCompleted`], [`advice::TodoCreated`])
 /// going through the transactional outbox to NATS JetStream, and from there to every instance:
-/// di-outbox's `Outbox` (its outbox is [`db::Db`]'s table) and di-nats' `JetStream`, set by
+/// tegu-outbox's `Outbox` (its outbox is [`db::Db`]'s table) and tegu-nats' `JetStream`, set by
 /// `[nats]` (`url`, `consumer`: this instance's name; `TODOS_NATS__URL`, `TODOS_NATS__CONSUMER`).
 ///
 /// Without the `nats` feature (off by default; `--features nats` turns it on), this registers
@@ -95,7 +95,7 @@ pub fn builder() -> AppBuilder {
 /// than keep the events to this instance.
 #[cfg(feature = "nats")]
 pub fn with_nats(builder: AppBuilder) -> AppBuilder {
-    builder.register(di_outbox::Outbox::proto()).register(di_nats::JetStream::proto())
+    builder.register(tegu_outbox::Outbox::proto()).register(tegu_nats::JetStream::proto())
 }
 
 /// See the `nats` feature's [`with_nats`]: this build has no NATS support, so `build()` fails,
@@ -104,7 +104,7 @@ pub fn with_nats(builder: AppBuilder) -> AppBuilder {
 pub fn with_nats(builder: AppBuilder) -> AppBuilder {
     /// What `build()` fails on: NATS is configured, the build cannot reach it.
     struct NatsFeatureMissing;
-    builder.register(di_core::ProtoDef::singleton::<NatsFeatureMissing>(|_| {
+    builder.register(tegu_core::ProtoDef::singleton::<NatsFeatureMissing>(|_| {
         Err(DiError::ConfigInvalid {
             key: "nats.url".into(),
             section: "example-todos",

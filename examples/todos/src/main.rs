@@ -31,7 +31,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let db = app.get_object::<Db>()?;
     let http = app.get_object::<HttpConfig>()?;
     // `/metrics` after the scope layer: rendering them opens no scope.
-    let router = di_http::RouterBuilder::new(&app).build()?.route(
+    let router = tegu_http::RouterBuilder::new(&app).build()?.route(
         "/metrics",
         axum::routing::get(move || async move {
             metrics.run_upkeep();
@@ -41,6 +41,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = http.listen().await?;
     let addr = format!("http://{}", listener.local_addr()?);
     println!("todos on {addr}, database {}; try:\n  {}", db.shown(), todos::try_it(&addr));
-    di_http::Server::new(app, router).drain_delay(http.drain_delay()).run(listener).await?;
+    tegu_http::Server::new(app, router).drain_delay(http.drain_delay()).run(listener).await?;
     Ok(())
 }

@@ -8,10 +8,10 @@ use axum::extract::{Path, Request};
 use axum::http::{StatusCode, header};
 use axum::middleware::{Next, from_fn};
 use axum::response::{IntoResponse, Response};
-use di_core::{ContextRef, context_proto, events::EventBus, intercept, singleton_proto};
-use di_http::{RequestHead, http_controller, http_routes};
-use di_tx::TxError;
 use serde::{Deserialize, Serialize};
+use tegu_core::{ContextRef, context_proto, events::EventBus, intercept, singleton_proto};
+use tegu_http::{RequestHead, http_controller, http_routes};
+use tegu_tx::TxError;
 
 use crate::advice::{Timing, TodoCompleted, TodoCreated};
 use crate::db::{Db, unix_now};

@@ -11,14 +11,14 @@ use std::time::{Duration, Instant};
 use axum::extract::{Request, State};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::Response;
-use di_core::{App, context_proto};
+use tegu_core::{App, context_proto};
 use todos::db::Db;
 use todos::todo::{Todo, TodoService, Users};
 
 use child_env::in_child;
-use di_test_support::child_env;
-use di_test_support::http_client;
 use http_client::{send, send_json};
+use tegu_test_support::child_env;
+use tegu_test_support::http_client;
 
 /// The graph `main` builds, alone and with the outbox to NATS, checked with nothing built
 /// (`AppBuilder::check`): no database is opened, no broker reached.
@@ -42,13 +42,13 @@ enum On {
 /// without a PostgreSQL server outside CI.
 fn fresh_db(on: On, name: &str) -> Option<String> {
     match on {
-        On::Sqlite => Some(format!("sqlite://{}", di_test_support::fresh_sqlite(&format!("todos-{name}")).display())),
+        On::Sqlite => Some(format!("sqlite://{}", tegu_test_support::fresh_sqlite(&format!("todos-{name}")).display())),
         On::Postgres => {
             let database = format!("todos_{}_{}", std::process::id(), name.replace('-', "_"));
-            match di_test_support::servers::postgres_database(&database) {
+            match tegu_test_support::servers::postgres_database(&database) {
                 Ok(url) => Some(url),
                 Err(why) => {
-                    di_test_support::servers::skip(name, why);
+                    tegu_test_support::servers::skip(name, why);
                     None
                 }
             }
@@ -115,7 +115,7 @@ struct Service {
     app: App,
     db: Behind,
     stop: tokio::sync::oneshot::Sender<()>,
-    server: tokio::task::JoinHandle<Result<(), di_http::ServeError>>,
+    server: tokio::task::JoinHandle<Result<(), tegu_http::ServeError>>,
 }
 
 impl Service {
@@ -131,7 +131,7 @@ impl Service {
 
     async fn start_with(
         name: &str,
-        routes: impl FnOnce(&App, di_http::RouterBuilder) -> di_http::RouterBuilder,
+        routes: impl FnOnce(&App, tegu_http::RouterBuilder) -> tegu_http::RouterBuilder,
     ) -> Service {
         Service::start_built(On::Sqlite, name, |builder| builder, routes).await.expect("SQLite is always there")
     }
@@ -140,17 +140,17 @@ impl Service {
     async fn start_built(
         on: On,
         name: &str,
-        app: impl FnOnce(di_core::AppBuilder) -> di_core::AppBuilder,
-        routes: impl FnOnce(&App, di_http::RouterBuilder) -> di_http::RouterBuilder,
+        app: impl FnOnce(tegu_core::AppBuilder) -> tegu_core::AppBuilder,
+        routes: impl FnOnce(&App, tegu_http::RouterBuilder) -> tegu_http::RouterBuilder,
     ) -> Option<Service> {
         let url = fresh_db(on, name)?;
         let app = app(todos::builder().config_value("db.url", &url)).build().await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let router = routes(&app, di_http::RouterBuilder::new(&app)).build().unwrap();
+        let router = routes(&app, tegu_http::RouterBuilder::new(&app)).build().unwrap();
         let server = tokio::spawn(
-            di_http::Server::new(app.clone(), router)
+            tegu_http::Server::new(app.clone(), router)
                 .with_graceful_shutdown(async {
                     let _ = stopped.await;
                 })
@@ -404,7 +404,7 @@ async fn the_configuration_file_is_read_and_environment_variables_override_it() 
     assert_eq!(config.origin("http.addr"), Some(format!("file {}", todos::config_file().display())));
     assert_eq!(config.origin("db.path").as_deref(), Some("env TODOS_DB__PATH"));
     app.shutdown().await.unwrap();
-    di_test_support::remove_sqlite(&expected);
+    tegu_test_support::remove_sqlite(&expected);
 }
 
 #[tokio::test]
@@ -475,20 +475,20 @@ async fn the_service_alone_from_a_root_in_a_seeded_scope() {
     let db = fresh_db(On::Sqlite, "root").unwrap();
     // Only what TodoService reaches: the database, the repository, the users; no controller.
     let app = todos::builder().config_value("db.url", &db).root::<TodoService>().build().await.unwrap();
-    assert!(matches!(app.get_object::<todos::todo::TodoController>(), Err(di_core::DiError::NotBuilt { .. })));
+    assert!(matches!(app.get_object::<todos::todo::TodoController>(), Err(tegu_core::DiError::NotBuilt { .. })));
     // A router of an App built from roots serves the controllers they reach, and no other.
     let from_controller =
         todos::builder().config_value("db.url", &db).root::<todos::todo::TodoController>().build().await.unwrap();
-    assert!(di_http::RouterBuilder::new(&from_controller).build().is_ok());
+    assert!(tegu_http::RouterBuilder::new(&from_controller).build().is_ok());
     from_controller.shutdown().await.unwrap();
     let service = app.get_object::<TodoService>().unwrap();
     // A scope given the request head the request tracer reads (no HTTP request here).
     let request = axum::http::Request::get("/").header("x-request-id", "seeded-1").body(()).unwrap();
-    let head = di_http::RequestHead::from_request(&request);
+    let head = tegu_http::RequestHead::from_request(&request);
     let listed = app.scope().with(head).unwrap().run(async { service.list("ada").await }).await.unwrap();
     assert!(listed.is_empty());
     let unknown =
-        app.scope().with(di_http::RequestHead::from_request(&request)).unwrap().run(service.list("no one")).await;
+        app.scope().with(tegu_http::RequestHead::from_request(&request)).unwrap().run(service.list("no one")).await;
     assert!(matches!(unknown, Err(todos::todo::TodoError::UnknownUser(_))), "{unknown:?}");
     app.shutdown().await.unwrap();
 }
@@ -561,7 +561,7 @@ async fn the_purge_job_deletes_todos_done_more_than_a_day_ago(on: On) {
 both!(the_purge_job_deletes_todos_done_more_than_a_day_ago);
 
 /// SQLite may end a transaction itself after an error (a full disk, an I/O error; here a
-/// `RAISE(ROLLBACK)` trigger stands in for them). di-sqlx follows: it refuses the later
+/// `RAISE(ROLLBACK)` trigger stands in for them). tegu-sqlx follows: it refuses the later
 /// batches' savepoints (one would otherwise start a transaction of its own and commit it),
 /// and the import, which answered as if it had succeeded, fails with nothing saved.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -622,10 +622,10 @@ async fn a_write_first_made_by_a_background_task_after_the_response_commits_on_i
     let (go, wait) = tokio::sync::oneshot::channel::<()>();
     let (written, answer) = tokio::sync::oneshot::channel();
     app.scope()
-        .with(di_http::RequestHead::from_request(&request))
+        .with(tegu_http::RequestHead::from_request(&request))
         .unwrap()
         .run(async move {
-            di_core::spawn(async move {
+            tegu_core::spawn(async move {
                 wait.await.ok();
                 written.send(service.create("ada", "written late").await).ok();
             });
@@ -652,7 +652,7 @@ async fn the_listener_takes_the_configured_backlog() {
         .await
         .unwrap();
     let listener = app.get_object::<todos::HttpConfig>().unwrap().listen().await.unwrap();
-    let (backlog, max) = di_test_support::listen_backlog(listener.local_addr().unwrap().port());
+    let (backlog, max) = tegu_test_support::listen_backlog(listener.local_addr().unwrap().port());
     assert_eq!(backlog, 2048.min(max));
     app.shutdown().await.unwrap();
 }

@@ -2,7 +2,7 @@
 //! load balancer would run them: events reach both, once; an instance killed between its
 //! commit and its relay loses nothing; ten thousand creates and completions across both, while
 //! NATS loses its store and PostgreSQL restarts, are all stored as acknowledged, relayed and
-//! counted once by each. Real servers (`di_test_support::servers`): skipped with the reason
+//! counted once by each. Real servers (`tegu_test_support::servers`): skipped with the reason
 //! printed where there are none, except in CI.
 
 mod common;
@@ -11,8 +11,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::Binary;
-use di_test_support::http_client::{send, send_json};
-use di_test_support::servers::Own;
+use tegu_test_support::http_client::{send, send_json};
+use tegu_test_support::servers::Own;
 use todos::advice::StatsBody;
 
 /// The database and the NATS stream of one test (and the servers, if they are its own).
@@ -31,14 +31,14 @@ struct Servers {
 
 impl Cluster {
     fn new(test: &str) -> Option<Cluster> {
-        let servers = di_test_support::servers::nats().and_then(|nats| {
-            let db = di_test_support::servers::postgres_database(&format!("cluster_{}_{test}", std::process::id()))?;
+        let servers = tegu_test_support::servers::nats().and_then(|nats| {
+            let db = tegu_test_support::servers::postgres_database(&format!("cluster_{}_{test}", std::process::id()))?;
             Ok((db, nats.to_owned()))
         });
         match servers {
             Ok((db, nats)) => Some(Cluster { db, nats, stream: format!("C{}_{test}", std::process::id()), own: None }),
             Err(why) => {
-                di_test_support::servers::skip(test, why);
+                tegu_test_support::servers::skip(test, why);
                 None
             }
         }
@@ -58,7 +58,7 @@ impl Cluster {
                 Some(Cluster { db, nats: url, stream: format!("C{}_{test}", std::process::id()), own: Some(own) })
             }
             Err(why) => {
-                di_test_support::servers::skip(test, &why);
+                tegu_test_support::servers::skip(test, &why);
                 None
             }
         }
@@ -252,7 +252,7 @@ async fn ten_thousand_creates_and_completions_while_nats_loses_its_store_and_pos
     const CLIENTS: usize = 10_000;
     // The sockets of all the clients at once, and those of the two instances (started after
     // this, they inherit the limit).
-    di_test_support::open_files_at_least(CLIENTS as u64 + 1024);
+    tegu_test_support::open_files_at_least(CLIENTS as u64 + 1024);
     let Some(cluster) = Cluster::own("soak") else { return };
     let servers = cluster.own.as_ref().expect("servers of its own");
     let (a, b) = (cluster.start("a", &[]), cluster.start("b", &[]));

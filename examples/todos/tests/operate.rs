@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use common::Binary;
 
-use di_test_support::eventually;
-use di_test_support::http_client::send;
+use tegu_test_support::eventually;
+use tegu_test_support::http_client::send;
 
 /// `curl --http2-prior-knowledge`: the status and body.
 fn curl_h2(addr: SocketAddr, path: &str) -> (u16, String) {
@@ -90,7 +90,7 @@ async fn a_lost_database_makes_it_unready_naming_the_check_while_it_stays_live()
     let addr = binary.addr;
     assert_eq!(send(addr, "GET", "/health/ready", &[], b"").await.status, 200);
     // The database goes away: not ready, naming the check; still live.
-    di_test_support::remove_sqlite(binary.db.as_ref().unwrap());
+    tegu_test_support::remove_sqlite(binary.db.as_ref().unwrap());
     let body = eventually(async || {
         let ready = send(addr, "GET", "/health/ready", &[], b"").await;
         (ready.status == 503).then_some(ready.body)

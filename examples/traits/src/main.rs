@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use di_core::{App, DiError, singleton_proto};
+use tegu_core::{App, DiError, singleton_proto};
 
 /// Sends a message somewhere.
 pub trait Notifier: Send + Sync {
@@ -81,7 +81,7 @@ mod tests {
     /// The graph `main` builds, checked with nothing built (`AppBuilder::check`).
     #[test]
     fn the_graph_checks() {
-        di_core::App::builder().check().unwrap();
+        tegu_core::App::builder().check().unwrap();
     }
 
     #[tokio::test]

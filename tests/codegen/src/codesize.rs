@@ -1,4 +1,4 @@
-//! di-core's code size per registered type: the throwaway crates the `codesize` binary writes,
+//! tegu-core's code size per registered type: the throwaway crates the `codesize` binary writes,
 //! builds in release and splits by symbol (`nm --size-sort -C`), and the reading of that split.
 //!
 //! A crate of `n` "types" (two protos each) has, for each `i`: a context struct `C{i}`, a
@@ -39,7 +39,7 @@ impl Style {
     /// # Examples
     ///
     /// ```
-    /// use di_codegen::codesize::Style;
+    /// use tegu_codegen::codesize::Style;
     /// assert_eq!(Style::from_name("builder"), Some(Style::Builder));
     /// assert!(Style::ALL.iter().all(|s| Style::from_name(s.name()) == Some(*s)));
     /// assert_eq!(Style::from_name("plain"), None);
@@ -64,11 +64,11 @@ pub fn crate_dir(style: Style, n: usize) -> String {
     format!("{}-{n}", style.name())
 }
 
-/// The crate's `Cargo.toml`: not a member of the surrounding workspace, `di-core` by the path
-/// `di_core`, tokio from the registry, release builds without debug info.
-pub fn cargo_toml(style: Style, n: usize, di_core: &Path) -> String {
+/// The crate's `Cargo.toml`: not a member of the surrounding workspace, `tegu-core` by the path
+/// `tegu_core`, tokio from the registry, release builds without debug info.
+pub fn cargo_toml(style: Style, n: usize, tegu_core: &Path) -> String {
     let name = format!("codesize-{}-{n}", style.name());
-    crate::standalone_manifest(&name, di_core, "\"rt\"", "\n[profile.release]\ndebug = 0\n")
+    crate::standalone_manifest(&name, tegu_core, "\"rt\"", "\n[profile.release]\ndebug = 0\n")
 }
 
 /// The crate's `src/main.rs`: a header, the items of each type `0..n` (each block followed by a
@@ -78,7 +78,7 @@ pub fn cargo_toml(style: Style, n: usize, di_core: &Path) -> String {
 /// # Examples
 ///
 /// ```
-/// use di_codegen::codesize::{Style, main_rs};
+/// use tegu_codegen::codesize::{Style, main_rs};
 /// let src = main_rs(Style::Builder, 2);
 /// assert!(src.contains("fn reg1(b: AppBuilder) -> AppBuilder {\n    b.register(ProtoDef::context::<C1>"));
 /// assert!(src.contains("static REGISTER: [fn(AppBuilder) -> AppBuilder; 2] = [reg0, reg1];"));
@@ -97,7 +97,7 @@ fn header(style: Style, n: usize) -> String {
 #![allow(missing_docs, dead_code, clippy::all)]
 use std::sync::Arc;
 #[allow(unused_imports)]
-use di_core::{{App, AppBuilder, ContextRef, Dependency, DiError, InjectKind, ProtoDef, Resolver, Lifetime,
+use tegu_core::{{App, AppBuilder, ContextRef, Dependency, DiError, InjectKind, ProtoDef, Resolver, Lifetime,
     registry::{{AnyArc, ProtoDescriptor}}}};
 "#,
         style = style.name(),
@@ -114,9 +114,9 @@ pub struct S{i} {{ pub r: ContextRef<C{i}> }}
         ),
         // The macros build a context proto's plain fields with `Default`, so `v` is 0 there.
         Style::Macros => format!(
-            r#"#[di_core::context_proto]
+            r#"#[tegu_core::context_proto]
 pub struct C{i} {{ pub v: u64 }}
-#[di_core::singleton_proto]
+#[tegu_core::singleton_proto]
 pub struct S{i} {{ #[inject] pub r: ContextRef<C{i}> }}
 fn reg{i}(b: AppBuilder) -> AppBuilder {{ b }}
 "#
@@ -135,10 +135,10 @@ fn harness{i}(app: &App) -> u64 {{ touch{i}(&app.get_object::<S{i}>().unwrap()) 
             r#"fn c{i}_factory(_: &Resolver<'_>) -> Result<AnyArc, DiError> {{ Ok(Arc::new(C{i} {{ v: {i} }})) }}
 fn s{i}_factory(r: &Resolver<'_>) -> Result<AnyArc, DiError> {{ Ok(Arc::new(S{i} {{ r: r.context_ref(0)? }})) }}
 static S{i}_DEPS: [Dependency; 1] = [Dependency::new::<C{i}>(InjectKind::ContextRef, None)];
-di_core::__private::inventory::submit! {{
+tegu_core::__private::inventory::submit! {{
     ProtoDescriptor::new::<C{i}>("c{i}", Lifetime::Context, c{i}_factory)
 }}
-di_core::__private::inventory::submit! {{
+tegu_core::__private::inventory::submit! {{
     ProtoDescriptor::new::<S{i}>("s{i}", Lifetime::Singleton, s{i}_factory).deps(&S{i}_DEPS)
 }}
 fn reg{i}(b: AppBuilder) -> AppBuilder {{ b }}
@@ -157,7 +157,7 @@ fn reg{i}(b: AppBuilder) -> AppBuilder {{ b }}
     structs + &common + &registration
 }
 
-/// `main`: registers, builds, checks the proto count (two per type, and di-core's `EventBus`,
+/// `main`: registers, builds, checks the proto count (two per type, and tegu-core's `EventBus`,
 /// which comes through inventory, in the styles that keep it on) and the harnesses' sum (`v`
 /// is `i`, or 0 with the macros).
 fn main_fn(style: Style, n: usize) -> String {
@@ -166,7 +166,7 @@ fn main_fn(style: Style, n: usize) -> String {
     let harness = names("harness");
     let builder = style == Style::Builder;
     let (protos, note) =
-        if builder { (2 * n, "two per type") } else { (2 * n + 1, "two per type, and di-core's EventBus") };
+        if builder { (2 * n, "two per type") } else { (2 * n + 1, "two per type, and tegu-core's EventBus") };
     let expected = if style == Style::Macros { 0 } else { n * n.saturating_sub(1) / 2 };
     format!(
         r#"static REGISTER: [fn(AppBuilder) -> AppBuilder; {n}] = [{regs}];
@@ -203,7 +203,7 @@ fn is_number(s: &str) -> bool {
 
 /// Whether a demangled symbol is per-type code: it mentions a generated item (`C{i}`, `S{i}`,
 /// `touch{i}`, `harness{i}`, `reg{i}`, `c{i}`, `s{i}`) of the crate, including as a generic
-/// argument of a di-core, tokio or std function, or an item in one of the crate's anonymous
+/// argument of a tegu-core, tokio or std function, or an item in one of the crate's anonymous
 /// consts (`codesize_x::_::...`): the `inventory::submit!` constructors (`_::__ctor`) and the
 /// macros' factories (`_::__di_factory`). The regex
 /// `codesize_\w+::(?:(?:C|S|touch|harness|reg|c|s)\d+|_::)`, searched anywhere in the name.
@@ -211,11 +211,11 @@ fn is_number(s: &str) -> bool {
 /// # Examples
 ///
 /// ```
-/// use di_codegen::codesize::is_per_type;
-/// assert!(is_per_type("<di_core::context_ref::ContextRef<codesize_macros_100::C7>>::get"));
+/// use tegu_codegen::codesize::is_per_type;
+/// assert!(is_per_type("<tegu_core::context_ref::ContextRef<codesize_macros_100::C7>>::get"));
 /// assert!(is_per_type("codesize_macros_100::_::__ctor"));
 /// assert!(!is_per_type("codesize_macros_100::main"));
-/// assert!(!is_per_type("di_core::scope::current"));
+/// assert!(!is_per_type("tegu_core::scope::current"));
 /// ```
 pub fn is_per_type(symbol: &str) -> bool {
     const ITEMS: [&str; 7] = ["C", "S", "touch", "harness", "reg", "c", "s"];
@@ -254,9 +254,9 @@ fn is_item(symbol: &str, item: &str) -> bool {
 /// # Examples
 ///
 /// ```
-/// use di_codegen::codesize::category;
+/// use tegu_codegen::codesize::category;
 /// assert_eq!(category("codesize_builder_100::touch12"), "touch_i: the ContextRef::get shim");
-/// assert_eq!(category("di_core::proto::cast_to::<codesize_builder_100::C3>"), "di_core::cast_to::<T>");
+/// assert_eq!(category("tegu_core::proto::cast_to::<codesize_builder_100::C3>"), "tegu_core::cast_to::<T>");
 /// ```
 pub fn category(symbol: &str) -> &'static str {
     let has = |needles: &[&str]| needles.iter().any(|&needle| symbol.contains(needle));
@@ -264,20 +264,20 @@ pub fn category(symbol: &str) -> &'static str {
         "touch_i: the ContextRef::get shim"
     } else if is_item(symbol, "harness") {
         "harness_i: get_object::<S_i> + call (benchmark harness)"
-    } else if symbol.strip_prefix("<di_core::proto::ProtoDef>::new::<").is_some_and(|rest| rest.ends_with('>')) {
+    } else if symbol.strip_prefix("<tegu_core::proto::ProtoDef>::new::<").is_some_and(|rest| rest.ends_with('>')) {
         "ProtoDef::new::<T, F> (builder style)"
     } else if has(&["_factory", "closure"]) {
         "factories: c_i/s_i_factory, the macros' __di_factory, closures"
     } else if symbol.ends_with("::__ctor") {
         "inventory::submit! constructors"
     } else if has(&["cast_to::<"]) {
-        "di_core::cast_to::<T>"
+        "tegu_core::cast_to::<T>"
     } else if has(&["type_name::<", "TypeId>::of::<", "type_id"]) {
         "type_name::<T> / TypeId::of::<T>"
     } else if has(&["drop_in_place", "drop_slow"]) {
         "drop_in_place::<...>, Arc::drop_slow"
-    } else if has(&["di_core"]) {
-        "other di_core generic code, monomorphized"
+    } else if has(&["tegu_core"]) {
+        "other tegu_core generic code, monomorphized"
     } else if is_item(symbol, "reg") {
         "reg_i (builder style: the register calls)"
     } else {
@@ -285,11 +285,11 @@ pub fn category(symbol: &str) -> &'static str {
     }
 }
 
-/// Where a shared (not per-type) symbol's bytes go: `"di_core"`, `"tokio"` or
+/// Where a shared (not per-type) symbol's bytes go: `"tegu_core"`, `"tokio"` or
 /// `"std and the rest"`, by the first the name mentions.
 pub fn shared_part(symbol: &str) -> &'static str {
-    if symbol.contains("di_core") {
-        "di_core"
+    if symbol.contains("tegu_core") {
+        "tegu_core"
     } else if symbol.contains("tokio") {
         "tokio"
     } else {
@@ -305,7 +305,7 @@ pub struct Symbols {
     pub per_type: BTreeMap<&'static str, u64>,
     /// Symbols per category of per-type code.
     pub per_type_count: BTreeMap<&'static str, u64>,
-    /// Bytes of shared code, per part. Always holds `"di_core"`, 0 if nothing matched.
+    /// Bytes of shared code, per part. Always holds `"tegu_core"`, 0 if nothing matched.
     pub shared: BTreeMap<&'static str, u64>,
 }
 
@@ -332,17 +332,17 @@ fn fields(line: &str, max: usize) -> Vec<&str> {
 /// # Examples
 ///
 /// ```
-/// use di_codegen::codesize::split_symbols;
+/// use tegu_codegen::codesize::split_symbols;
 /// let nm = "0000000000001000 0000000000000010 T codesize_macros_2::touch0\n\
-///           0000000000001010 0000000000000020 t di_core::scope::current\n\
+///           0000000000001010 0000000000000020 t tegu_core::scope::current\n\
 ///           0000000000002000 0000000000000008 r some::data";
 /// let symbols = split_symbols(nm).unwrap();
 /// assert_eq!(symbols.per_type["touch_i: the ContextRef::get shim"], 0x10);
-/// assert_eq!(symbols.shared["di_core"], 0x20);
+/// assert_eq!(symbols.shared["tegu_core"], 0x20);
 /// ```
 pub fn split_symbols(nm: &str) -> Result<Symbols, String> {
     let mut symbols = Symbols::default();
-    symbols.shared.insert("di_core", 0);
+    symbols.shared.insert("tegu_core", 0);
     for line in nm.lines() {
         let parts = fields(line, 4);
         if parts.len() < 4 || !"tTwW".contains(parts[2]) {
@@ -404,7 +404,7 @@ pub fn report(style: Style, results: &[(usize, Measurement)]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "## code size, style = {}\n", style.name());
     s.push_str(
-        "| N | release build s | stripped file | .text | .rodata | .data.rel.ro | per-type code (nm) | shared di_core code (nm) |\n",
+        "| N | release build s | stripped file | .text | .rodata | .data.rel.ro | per-type code (nm) | shared tegu_core code (nm) |\n",
     );
     s.push_str("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (n, r) in results {
@@ -417,7 +417,7 @@ pub fn report(style: Style, results: &[(usize, Measurement)]) -> String {
             get(&r.sections, ".rodata"),
             get(&r.sections, ".data.rel.ro"),
             r.symbols.per_type.values().sum::<u64>(),
-            get(&r.symbols.shared, "di_core"),
+            get(&r.symbols.shared, "tegu_core"),
         );
     }
     let mut ns: Vec<usize> = results.iter().map(|(n, _)| *n).collect();
@@ -492,7 +492,7 @@ mod tests {
     fn each_style_has_its_registration() {
         let descriptor = main_rs(Style::Descriptor, 3);
         assert!(descriptor.contains(
-            "di_core::__private::inventory::submit! {\n    ProtoDescriptor::new::<C2>(\"c2\", Lifetime::Context, c2_factory)\n}"
+            "tegu_core::__private::inventory::submit! {\n    ProtoDescriptor::new::<C2>(\"c2\", Lifetime::Context, c2_factory)\n}"
         ));
         assert!(descriptor.contains("    if false {\n"));
         assert!(descriptor.contains("assert_eq!(app.proto_count(), 7);"));
@@ -505,7 +505,7 @@ mod tests {
         assert!(builder.contains("assert_eq!(app.proto_count(), 6);"));
 
         let macros = main_rs(Style::Macros, 3);
-        assert!(macros.contains("#[di_core::singleton_proto]\npub struct S2 { #[inject] pub r: ContextRef<C2> }\n"));
+        assert!(macros.contains("#[tegu_core::singleton_proto]\npub struct S2 { #[inject] pub r: ContextRef<C2> }\n"));
         assert!(!macros.contains("_factory"));
         assert!(macros.contains("assert_eq!(sum, 0);"));
 
@@ -513,11 +513,11 @@ mod tests {
     }
 
     #[test]
-    fn the_manifest_names_the_crate_and_di_core() {
-        let toml = cargo_toml(Style::Macros, 100, Path::new("/ws/di-core"));
+    fn the_manifest_names_the_crate_and_tegu_core() {
+        let toml = cargo_toml(Style::Macros, 100, Path::new("/ws/tegu-core"));
         assert!(toml.starts_with("[package]\nname = \"codesize-macros-100\"\n"));
         assert!(toml.contains("\n[workspace]\n"));
-        assert!(toml.contains("di-core = { path = \"/ws/di-core\" }\n"));
+        assert!(toml.contains("tegu-core = { path = \"/ws/tegu-core\" }\n"));
         assert_eq!(crate_dir(Style::Macros, 100), "macros-100");
     }
 
@@ -537,7 +537,7 @@ mod tests {
         );
         assert_eq!(
             category(
-                "<di_core::proto::ProtoDef>::new::<codesize_builder_10::C1, codesize_builder_10::reg1::{closure#0}>"
+                "<tegu_core::proto::ProtoDef>::new::<codesize_builder_10::C1, codesize_builder_10::reg1::{closure#0}>"
             ),
             "ProtoDef::new::<T, F> (builder style)"
         );
@@ -550,7 +550,7 @@ mod tests {
         let split = split_symbols("0 8 W std::x\n0 4 U codesize_x_1::touch1\n0 2 t codesize_x_1::touch1").unwrap();
         assert_eq!(split.per_type_count["touch_i: the ContextRef::get shim"], 1);
         assert_eq!(split.shared["std and the rest"], 8);
-        assert_eq!(split.shared["di_core"], 0);
+        assert_eq!(split.shared["tegu_core"], 0);
     }
 
     #[test]
@@ -560,7 +560,8 @@ mod tests {
         let at = |n: u64| Measurement {
             seconds: 1.4,
             sections: BTreeMap::from([(".text".to_owned(), 1000 * n), ("stripped file".to_owned(), 5000 * n)]),
-            symbols: split_symbols(&format!("0 {:x} T codesize_macros_1::touch1\n0 64 T di_core::x", 300 * n)).unwrap(),
+            symbols: split_symbols(&format!("0 {:x} T codesize_macros_1::touch1\n0 64 T tegu_core::x", 300 * n))
+                .unwrap(),
         };
         let report = report(Style::Macros, &[(1000, at(10)), (100, at(1))]);
         assert!(report.starts_with("## code size, style = macros\n\n| N | release build s |"), "{report}");
@@ -568,7 +569,7 @@ mod tests {
         assert!(report.contains("\nGrowth per type between N=100 and N=1000 (bytes / type):\n\n"), "{report}");
         assert!(report.contains("| section .text | 10.0 | |\n"), "{report}");
         assert!(report.contains("| nm: touch_i: the ContextRef::get shim | 3.0 | 0.00 |\n"), "{report}");
-        assert!(report.contains("| nm shared: di_core (should not grow) | 0.0 | |\n"), "{report}");
+        assert!(report.contains("| nm shared: tegu_core (should not grow) | 0.0 | |\n"), "{report}");
         assert!(!super::report(Style::Macros, &[(100, at(1))]).contains("Growth"));
     }
 }

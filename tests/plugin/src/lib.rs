@@ -2,7 +2,7 @@
 //! [`Greeting`]. Its `inventory` registration may be dropped by the linker, so applications
 //! reference it with `App::builder().link::<French>()`.
 
-use di_core::singleton_proto;
+use tegu_core::singleton_proto;
 
 /// Something that greets; the application collects every implementation.
 pub trait Greeting: Send + Sync {

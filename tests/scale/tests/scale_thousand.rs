@@ -1,12 +1,12 @@
 //! The generated project builds, registers through inventory, and injects all 1000 services.
 
-use di_core::App;
-use di_scale_test::{Consumer, register};
+use tegu_core::App;
+use tegu_scale_test::{Consumer, register};
 
 #[tokio::test]
 async fn consumer_injects_all_thousand_generated_services() {
     let app = register(App::builder()).build().await.unwrap();
-    assert_eq!(app.proto_count(), 1002); // and di-core's EventBus
+    assert_eq!(app.proto_count(), 1002); // and tegu-core's EventBus
     let consumer = app.get_object::<Consumer>().unwrap();
     // Service{i}::call returns i: the sum proves every field holds the right service.
     assert_eq!(consumer.touch_all(), (0..1000).sum::<u64>());

@@ -102,7 +102,7 @@ mod tests {
     static ALLOCATOR: Counting = Counting;
 
     /// The wrapper forwards to `System` and counts only while on. Runs under miri:
-    /// `cargo miri test -p di-test-support --lib alloc`.
+    /// `cargo miri test -p tegu-test-support --lib alloc`.
     #[test]
     #[expect(unsafe_code, reason = "calls the allocator's methods directly, as the global allocator's callers do")]
     fn counts_while_on_and_forwards_every_call() {

@@ -1,4 +1,4 @@
-//! What the workspace's tests share, in one place (a dev-dependency of di-core, di-http, the
+//! What the workspace's tests share, in one place (a dev-dependency of tegu-core, tegu-http, the
 //! examples and the integration tests; the benchmarks install its allocator):
 //!
 //! - [`http_client`]: a raw HTTP/1.1 client over a real socket, so that a test sees exactly
@@ -20,15 +20,15 @@ pub mod servers;
 /// Declares the test binary's `Journal`: a singleton proto holding [`Lines`] (and dereferencing
 /// to it) whose destroy hook writes "singletons destroyed". A proto is registered per binary
 /// (through `inventory`), so each binary declares its own; this writes it once. The binary
-/// needs `di_core` (the macro names it by path).
+/// needs `tegu_core` (the macro names it by path).
 ///
 /// # Examples
 ///
 /// ```
-/// di_test_support::journal_proto!();
+/// tegu_test_support::journal_proto!();
 ///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), di_core::DiError> {
-/// let app = di_core::App::builder().build().await?;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
+/// let app = tegu_core::App::builder().build().await?;
 /// let journal = app.get_object::<Journal>()?;
 /// journal.push("started");
 /// app.shutdown().await?;
@@ -39,7 +39,7 @@ pub mod servers;
 macro_rules! journal_proto {
     () => {
         /// Per App: what happened, in order.
-        #[::di_core::singleton_proto(destroy = stop)]
+        #[::tegu_core::singleton_proto(destroy = stop)]
         #[derive(Default)]
         pub struct Journal {
             log: $crate::Lines,
@@ -114,7 +114,7 @@ pub const EVENTUALLY: std::time::Duration = std::time::Duration::from_secs(10);
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let mut calls = 0;
-/// let third = di_test_support::eventually(async || { calls += 1; (calls == 3).then_some(calls) }).await;
+/// let third = tegu_test_support::eventually(async || { calls += 1; (calls == 3).then_some(calls) }).await;
 /// assert_eq!(third, 3);
 /// # }
 /// ```
@@ -160,7 +160,7 @@ pub fn listen_backlog(port: u16) -> (u32, u32) {
 /// # Examples
 ///
 /// ```
-/// di_test_support::open_files_at_least(256);
+/// tegu_test_support::open_files_at_least(256);
 /// ```
 pub fn open_files_at_least(files: u64) {
     use rustix::process::{Resource, getrlimit, setrlimit};
@@ -184,7 +184,7 @@ pub fn open_files_at_least(files: u64) {
 /// # Examples
 ///
 /// ```
-/// let ((), logs) = di_test_support::capture_logs(|| tracing::warn!(user = "ada", "hello"));
+/// let ((), logs) = tegu_test_support::capture_logs(|| tracing::warn!(user = "ada", "hello"));
 /// assert!(logs.contains("WARN") && logs.contains("hello user=\"ada\""), "{logs}");
 /// ```
 pub fn capture_logs<R>(f: impl FnOnce() -> R) -> (R, String) {
@@ -217,7 +217,7 @@ pub fn capture_logs<R>(f: impl FnOnce() -> R) -> (R, String) {
 /// # Examples
 ///
 /// ```
-/// let db = di_test_support::fresh_sqlite("doc");
+/// let db = tegu_test_support::fresh_sqlite("doc");
 /// assert!(!db.exists() && db.to_string_lossy().ends_with(".sqlite3"));
 /// ```
 pub fn fresh_sqlite(name: &str) -> std::path::PathBuf {
@@ -232,9 +232,9 @@ pub fn fresh_sqlite(name: &str) -> std::path::PathBuf {
 /// # Examples
 ///
 /// ```
-/// let db = di_test_support::fresh_sqlite("removed");
+/// let db = tegu_test_support::fresh_sqlite("removed");
 /// std::fs::write(&db, b"")?;
-/// di_test_support::remove_sqlite(&db);
+/// tegu_test_support::remove_sqlite(&db);
 /// assert!(!db.exists());
 /// # Ok::<(), std::io::Error>(())
 /// ```

@@ -19,7 +19,7 @@ impl Binary {
     /// With a SQLite database of its own, named after `name`.
     #[allow(dead_code)]
     pub(crate) fn start(name: &str) -> Binary {
-        let db = di_test_support::fresh_sqlite(&format!("todos-bin-{name}"));
+        let db = tegu_test_support::fresh_sqlite(&format!("todos-bin-{name}"));
         let mut binary = Binary::start_with(&[("TODOS_DB__PATH", &db.display().to_string())]);
         binary.db = Some(db);
         binary
@@ -74,7 +74,7 @@ impl Drop for Binary {
         let _ = self.child.kill();
         let _ = self.child.wait();
         if let Some(db) = &self.db {
-            di_test_support::remove_sqlite(db);
+            tegu_test_support::remove_sqlite(db);
         }
     }
 }

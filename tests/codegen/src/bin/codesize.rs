@@ -1,17 +1,17 @@
-//! Code size of di-core per registered type (figures in `benches/RESULTS.md`, "Code size per
+//! Code size of tegu-core per registered type (figures in `benches/RESULTS.md`, "Code size per
 //! registered type").
 //!
 //! ```sh
-//! cargo run --release -p di-codegen --bin codesize -- 100 1000                  # descriptors (what the macros emit)
-//! cargo run --release -p di-codegen --bin codesize -- --style builder 100 1000  # ProtoDef on the builder
-//! cargo run --release -p di-codegen --bin codesize -- --style macros 100 1000   # #[context_proto] / #[singleton_proto]
+//! cargo run --release -p tegu-codegen --bin codesize -- 100 1000                  # descriptors (what the macros emit)
+//! cargo run --release -p tegu-codegen --bin codesize -- --style builder 100 1000  # ProtoDef on the builder
+//! cargo run --release -p tegu-codegen --bin codesize -- --style macros 100 1000   # #[context_proto] / #[singleton_proto]
 //! ```
 //!
 //! For each N, writes a throwaway crate under `target/codesize/<style>-<N>/` with N distinct
 //! context types, each with a singleton holding `ContextRef<C_i>` and an `#[inline(never)]`
-//! function calling `.get()` (the source is `di_codegen::codesize`), builds it in release, runs
+//! function calling `.get()` (the source is `tegu_codegen::codesize`), builds it in release, runs
 //! it, and splits the binary's code by symbol (`nm --size-sort -C`): per-type shims against
-//! shared code (di-core, tokio, std). Run it with two or more N; the bytes per type are the
+//! shared code (tegu-core, tokio, std). Run it with two or more N; the bytes per type are the
 //! growth between them. The report (Markdown) goes to stdout, progress to stderr.
 //!
 //! Nothing is written outside `target/codesize/` (the crates are not workspace members and are
@@ -27,9 +27,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-use di_codegen::args::choice;
-use di_codegen::codesize::{self, Measurement, Style};
-use di_codegen::{workspace_root, write_if_changed};
+use tegu_codegen::args::choice;
+use tegu_codegen::codesize::{self, Measurement, Style};
+use tegu_codegen::{workspace_root, write_if_changed};
 
 const USAGE: &str = "usage: codesize [--style descriptor|builder|macros] N [N ...]   (e.g. 100 1000)";
 
@@ -79,7 +79,7 @@ fn generate(root: &Path, out: &Path, style: Style, n: usize) -> Result<PathBuf, 
     let write = |path: PathBuf, text: String| {
         write_if_changed(&path, text.as_bytes()).map_err(|e| format!("writing {}: {e}", path.display()))
     };
-    write(krate.join("Cargo.toml"), codesize::cargo_toml(style, n, &root.join("di-core")))?;
+    write(krate.join("Cargo.toml"), codesize::cargo_toml(style, n, &root.join("tegu-core")))?;
     let lock = krate.join("Cargo.lock");
     if !lock.exists() {
         let workspace_lock = root.join("Cargo.lock");
@@ -100,7 +100,7 @@ fn build(out: &Path, krate: &Path, style: Style, n: usize) -> Result<(PathBuf, f
     cmd.args(["build", "--release", "--offline", "--manifest-path"])
         .arg(krate.join("Cargo.toml"))
         .env("CARGO_TARGET_DIR", &target)
-        // v0 mangling keeps generic arguments in symbol names, so a monomorphized di-core
+        // v0 mangling keeps generic arguments in symbol names, so a monomorphized tegu-core
         // function shows which type it was instantiated for. (Cargo would prefer the encoded
         // flags of an outer build to RUSTFLAGS.)
         .env("RUSTFLAGS", "-C symbol-mangling-version=v0")

@@ -1,9 +1,0 @@
-//! A config section is deserialized from the configuration: it needs `serde::Deserialize`.
-use di_core::config_proto;
-
-#[config_proto(prefix = "db")]
-pub struct DbConfig {
-    pub url: String,
-}
-
-fn main() {}

@@ -1,7 +1,0 @@
-//! Each option is given at most once; the second occurrence is flagged.
-use di_core::singleton_proto;
-
-#[singleton_proto(name = "a", name = "b")]
-pub struct Greeter;
-
-fn main() {}

@@ -1,7 +1,0 @@
-//! Injection fills named fields.
-use di_core::singleton_proto;
-
-#[singleton_proto]
-pub struct Port(u16);
-
-fn main() {}

@@ -1,7 +1,0 @@
-//! Unknown options are rejected, naming the ones that exist.
-use di_core::singleton_proto;
-
-#[singleton_proto(scope = "request")]
-pub struct Greeter;
-
-fn main() {}

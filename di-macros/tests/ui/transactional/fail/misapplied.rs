@@ -1,7 +1,0 @@
-//! `#[transactional]` applies to an async method; on a struct it says so.
-use di_tx::transactional;
-
-#[transactional]
-pub struct Orders;
-
-fn main() {}

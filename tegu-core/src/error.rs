@@ -1,0 +1,842 @@
+//! The one error type of the container.
+
+use std::sync::Arc;
+
+/// A boxed error, as returned by lifecycle hooks and user factories.
+///
+/// # Examples
+///
+/// Any error converts into one with `?` or `.into()`: what hooks and factories return.
+///
+/// ```
+/// use tegu_core::error::BoxError;
+///
+/// fn parse_port(text: &str) -> Result<u16, BoxError> {
+///     if text.is_empty() {
+///         return Err("no port given".into());
+///     }
+///     Ok(text.parse()?) // a ParseIntError, boxed
+/// }
+///
+/// assert_eq!(parse_port("8080").unwrap(), 8080);
+/// assert_eq!(parse_port("").unwrap_err().to_string(), "no port given");
+/// assert!(parse_port("http").is_err());
+/// ```
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong while building an [`App`](crate::App) or resolving an object.
+///
+/// Every variant names the types (by [`type_name`](core::any::type_name)) and object names
+/// involved, and its message ends with the usual fix. Graph errors come out of
+/// [`AppBuilder::build`](crate::AppBuilder::build), never in the middle of a request.
+///
+/// `DiError` is `Clone`: a context object whose construction failed reports the same error to
+/// every task of the scope that asks for it.
+///
+/// # Examples
+///
+/// ```
+/// use tegu_core::{App, DiError, ProtoDef};
+///
+/// #[derive(Debug)]
+/// struct Clock;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let app = App::builder().without_inventory().build().await.unwrap();
+/// match app.get_object::<Clock>() {
+///     Err(DiError::NotFound { wanted, .. }) => assert!(wanted.ends_with("Clock")),
+///     other => panic!("expected NotFound, got {other:?}"),
+/// }
+/// // The message names the type and says what to do.
+/// let message = app.get_object::<Clock>().err().unwrap().to_string();
+/// assert!(message.contains("Clock"), "{message}");
+///
+/// // A failing constructor fails `build()`, naming the type.
+/// let failed = App::builder()
+///     .register(ProtoDef::singleton::<Clock>(|_| Err(DiError::construction::<Clock>("clock", "no time source"))))
+///     .build()
+///     .await;
+/// assert!(failed.unwrap_err().to_string().contains("no time source"));
+/// # }
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum DiError {
+    // The graph: what `build()` and `check()` refuse (`ErrorKind::Graph`).
+    /// A dependency names a type that no registered proto provides.
+    #[error(
+        "`{by}` injects `{wanted}`, but no proto provides it; annotate `{wanted}` with #[singleton_proto] or #[context_proto], or register it on the builder; if its proto lives in a crate the program never names, the linker may have dropped its registration: name it with `App::builder().link::<ThatProto>()`"
+    )]
+    Missing {
+        /// The requested type.
+        wanted: &'static str,
+        /// The proto that asked for it.
+        by: String,
+    },
+    /// A dependency asks for a qualifier (object name) that none of the providers has.
+    #[error(
+        "`{by}` injects `{wanted}` named \"{qualifier}\", but no provider has that name; the providers are: {}",
+        .available.join(", ")
+    )]
+    UnknownQualifier {
+        /// The requested type.
+        wanted: &'static str,
+        /// The requested object name.
+        qualifier: String,
+        /// The proto that asked for it.
+        by: String,
+        /// The names of the protos that do provide `wanted`.
+        available: Vec<String>,
+    },
+    /// Several protos provide the requested type and the dependency names none of them.
+    #[error(
+        "`{by}` injects `{wanted}`, which {} protos provide ({}); pick one with a qualifier (`#[inject(name = \"...\")]`), or inject all of them as a collection",
+        .candidates.len(), .candidates.join(", ")
+    )]
+    Ambiguous {
+        /// The requested type.
+        wanted: &'static str,
+        /// The proto that asked for it.
+        by: String,
+        /// The candidates, as `name: type`.
+        candidates: Vec<String>,
+    },
+    /// Two protos have the same type and the same object name.
+    #[error("two protos of type `{type_name}` are both named \"{name}\"; give each instance its own name")]
+    Duplicate {
+        /// The type registered twice.
+        type_name: &'static str,
+        /// The shared object name.
+        name: String,
+    },
+    /// The construction dependencies form a cycle.
+    #[error(
+        "dependency cycle: {}; break it with a `ContextRef<T>` (created lazily) or by moving the shared part into its own proto",
+        .chain.join(" -> ")
+    )]
+    Cycle {
+        /// The protos on the cycle, the first repeated at the end, as `type (name)`.
+        chain: Vec<String>,
+    },
+    /// A singleton declares a completion hook, which only context objects have.
+    #[error(
+        "singleton `{singleton}` has a `complete` hook, but completion is the end of a context scope's work; make it a context proto, or do the work in its `destroy` hook"
+    )]
+    CompleteOnSingleton {
+        /// The singleton.
+        singleton: String,
+    },
+    /// A singleton takes a context object by value (`Arc<T>`, `Option<Arc<T>>` or a collection).
+    #[error(
+        "singleton `{singleton}` takes context proto `{context}` by value; use `ContextRef<{context}>`, which resolves the current request's object"
+    )]
+    ContextByValue {
+        /// The singleton.
+        singleton: String,
+        /// The context proto.
+        context: &'static str,
+    },
+    /// A `ContextRef<T>` points at a singleton.
+    #[error(
+        "`{by}` holds `ContextRef<{singleton}>`, but `{singleton}` is a singleton; inject it as `Arc<{singleton}>`"
+    )]
+    ContextRefToSingleton {
+        /// The proto holding the reference.
+        by: String,
+        /// The singleton.
+        singleton: &'static str,
+    },
+    /// A `ContextRef<T>` whose holder calls `get()` (see [`Dependency::sync_only`]) reaches a
+    /// context proto built asynchronously. The macros refuse this at compile time when `T` is
+    /// a proto's type; a `dyn Trait` is only known at `build()`.
+    ///
+    /// [`Dependency::sync_only`]: crate::registry::Dependency::sync_only
+    #[error(
+        "`{by}` holds `ContextRef<{wanted}>`, but `{target}` is built asynchronously (an async constructor or init hook, its own or a by-value dependency's), so `get()` could not return it; hold `AsyncContextRef<{wanted}>` and call `get_async().await`"
+    )]
+    ContextRefToAsync {
+        /// The proto holding the reference.
+        by: String,
+        /// The type named in the `ContextRef`.
+        wanted: &'static str,
+        /// The context proto it reaches.
+        target: &'static str,
+    },
+    /// A private proto is injected from another crate.
+    #[error(
+        "`{by}` (crate `{by_crate}`) injects `{wanted}`, which is private to crate `{owner_crate}`; make it public or inject it only from its own crate"
+    )]
+    Private {
+        /// The private type.
+        wanted: &'static str,
+        /// The crate that owns it.
+        owner_crate: String,
+        /// The proto that asked for it.
+        by: String,
+        /// The crate of that proto.
+        by_crate: String,
+    },
+    /// A singleton takes a transient proto by value, which would keep one object forever.
+    #[error(
+        "singleton `{singleton}` takes transient proto `{transient}` by value, which would keep one `{transient}` for the App's whole life; hold `Provider<{transient}>` and call `get()` for a new one each time"
+    )]
+    TransientByValue {
+        /// The singleton.
+        singleton: String,
+        /// The transient proto.
+        transient: &'static str,
+    },
+    /// A `Provider<T>` or `ContextRef<T>` points at a proto of the wrong kind.
+    #[error("`{by}` holds `{holds}`, but `{target}` is a {scope} proto; {fix}")]
+    WrongHandle {
+        /// The proto holding it.
+        by: String,
+        /// What it holds: `Provider<T>` or `ContextRef<T>`.
+        holds: String,
+        /// The proto pointed at.
+        target: &'static str,
+        /// `singleton`, `context` or `transient`.
+        scope: &'static str,
+        /// What to hold instead.
+        fix: String,
+    },
+    /// A transient proto has what only kept objects can have: a lifecycle hook or an async
+    /// constructor.
+    #[error(
+        "transient proto `{transient}` has {what}, but the container does not keep transients, so it can neither await nor destroy them; make it a context proto (one per request), or do that work in its factory"
+    )]
+    TransientHook {
+        /// The transient proto.
+        transient: String,
+        /// `an init hook`, `a destroy hook`, `a complete hook` or `an async constructor`.
+        what: &'static str,
+    },
+    /// A lazy proto cannot be built on first use as declared: it is not a singleton, or it
+    /// needs awaiting.
+    #[error("`{proto}` is declared lazy, but {reason}")]
+    Lazy {
+        /// The proto.
+        proto: String,
+        /// What is wrong, and the fix.
+        reason: &'static str,
+    },
+    /// A dependency is provided only by protos that are left out: registered for another
+    /// profile, excluded, or templates (`instances_of`) whose followed type has no instance.
+    #[error("`{by}` injects `{wanted}`, but every proto that provides it is left out: {}", .inactive.join(", "))]
+    Inactive {
+        /// The requested type.
+        wanted: &'static str,
+        /// The proto that asked for it.
+        by: String,
+        /// Each candidate, as `type ("name")`, why it is left out and the fix.
+        inactive: Vec<String>,
+    },
+    /// An `#[intercept(..)]` names an advice that this App does not register.
+    #[error("method `{method}` of module `{module}` ({at}) is intercepted by `{advice}`, but {why}")]
+    AdviceMissing {
+        /// The advice type, as written in `#[intercept]`.
+        advice: &'static str,
+        /// The module of the intercepted method.
+        module: &'static str,
+        /// The intercepted method.
+        method: &'static str,
+        /// Where: `file:line` of the `#[intercept]`.
+        at: String,
+        /// Why the App has no such proto: excluded, another profile, or not registered.
+        why: String,
+    },
+    /// A `crosscut!` selects no method of the program: its selector is wrong, or the impl
+    /// blocks it means are not marked `#[intercept]`.
+    #[error(
+        "the crosscut of `{advice}` ({at}) selects no method: no `pub async fn` of an impl block marked `#[intercept]` matches {selector}"
+    )]
+    CrosscutMatchesNothing {
+        /// The advice type, as written in `crosscut!`.
+        advice: &'static str,
+        /// The selector, as written: `implements = dyn Audited, methods = "get_*"`.
+        selector: String,
+        /// Where: `file:line` of the `crosscut!`.
+        at: String,
+    },
+    /// A crosscut selects protos by a trait they provide, and one of them has no method it can
+    /// advise: its impl block is not marked `#[intercept]` (or is generic, or a trait impl), or
+    /// it is registered by hand, where crosscuts do not see what it provides.
+    #[error(
+        "`{proto}` is selected by the crosscut of `{advice}` ({selector}, {at}), but none of its methods can be advised; mark its impl block `#[intercept]`, and declare the proto with its attribute (crosscuts do not see a proto registered by hand)"
+    )]
+    CrosscutUnreachable {
+        /// The advice type, as written in `crosscut!`.
+        advice: &'static str,
+        /// The proto selected, as its label (`orders: my_app::Orders`).
+        proto: String,
+        /// The selector, as written.
+        selector: String,
+        /// Where: `file:line` of the `crosscut!`.
+        at: String,
+    },
+    /// Several singletons provide a role an App has at most one of (`dyn EventTransport`,
+    /// `dyn ScheduleLock`).
+    #[error("several singletons provide `{role}`, which an App has at most one of: {}; keep one", .providers.join(", "))]
+    OneOfRole {
+        /// The role, as `dyn Trait`.
+        role: &'static str,
+        /// The singletons that provide it.
+        providers: Vec<String>,
+    },
+    /// A proto provides a role that only a singleton may have (`dyn HostedService`,
+    /// `dyn HealthCheck`).
+    #[error("{proto} provides `{role}`, but is a {scope} proto; a `{role}` must be a singleton (`#[singleton_proto]`)")]
+    MustBeSingleton {
+        /// The proto, as errors name it.
+        proto: String,
+        /// The role.
+        role: &'static str,
+        /// Its scope.
+        scope: &'static str,
+    },
+    /// A factory asked the resolver for a dependency it did not declare, or with another type.
+    #[error("factory of `{by}` asked for dependency #{index} as `{asked}`, but it is declared as {declared}")]
+    Undeclared {
+        /// The proto whose factory asked.
+        by: String,
+        /// The position asked for.
+        index: usize,
+        /// The requested type and kind.
+        asked: String,
+        /// What was declared at that position (or "nothing").
+        declared: String,
+    },
+
+    // The builder's test seams, misnamed (`ErrorKind::Setup`).
+    /// `override_with` names a type that no proto has.
+    #[error("cannot override `{type_name}`: no proto of that type is registered")]
+    OverrideUnknown {
+        /// The type of the fake.
+        type_name: &'static str,
+    },
+    /// `override_provider` names a type (or a name) that no proto provides.
+    #[error(
+        "cannot override the provider of `{wanted}`{}: no proto provides it{}; the providers of `{wanted}` are: {}",
+        .name.as_ref().map(|n| format!(" named \"{n}\"")).unwrap_or_default(),
+        if .name.is_some() { " under that name" } else { "" },
+        if .providers.is_empty() { "none".to_owned() } else { .providers.join(", ") }
+    )]
+    OverrideNoProvider {
+        /// The provided type, usually a `dyn Trait`.
+        wanted: &'static str,
+        /// The name asked for, if any.
+        name: Option<String>,
+        /// The protos that do provide it, as `type ("name")`.
+        providers: Vec<String>,
+    },
+    /// Fewer protos provide a type than `AppBuilder::expect_providers` said.
+    #[error(
+        "`{wanted}` should have at least {expected} provider(s), but {} registered ({}); if one lives in a crate the program never names, the linker may have dropped its registration: name one of its protos with `App::builder().link::<ThatProto>()`",
+        match .found.len() { 0 => "none is".to_owned(), 1 => "1 is".to_owned(), n => format!("{n} are") },
+        if .found.is_empty() { "no provider".to_owned() } else { .found.join(", ") }
+    )]
+    ExpectedProviders {
+        /// The provided type, usually a `dyn Trait`.
+        wanted: &'static str,
+        /// How many were expected, at least.
+        expected: usize,
+        /// The protos that do provide it, as `type ("name")`.
+        found: Vec<String>,
+    },
+    /// `exclude` names a type that no proto has.
+    #[error("cannot exclude `{type_name}`: no proto of that type is registered")]
+    ExcludeUnknown {
+        /// The excluded type.
+        type_name: &'static str,
+    },
+
+    // Configuration (`ErrorKind::Config`).
+    /// A configuration key has a value that does not fit its section's field.
+    #[error("config key {key} of `{section}`: {message}{}", .origin.as_ref().map(|o| format!(" (from {o})")).unwrap_or_default())]
+    ConfigInvalid {
+        /// The full key, as `db.pool`.
+        key: String,
+        /// The config section (type) that reads it.
+        section: &'static str,
+        /// What was found and what was expected.
+        message: String,
+        /// Where the value came from: `file app.toml`, `env APP_DB__POOL`, `config_value("db.pool") at ...`.
+        origin: Option<String>,
+    },
+    /// A configuration key that a section needs is set by no source.
+    #[error("config key {key} is missing (`{section}` needs it; {hint})")]
+    ConfigMissing {
+        /// The full key, as `db.url`.
+        key: String,
+        /// The config section (type) that needs it.
+        section: &'static str,
+        /// Where it could be set, from the App's sources.
+        hint: String,
+    },
+    /// An environment variable under the App's prefix sets a key inside a section that the
+    /// section's type has no field for (a typo, or a field that was renamed). Keys match fields
+    /// whatever their case (`APP_POOL__MAXCONN` sets `maxConn`); one that matches none would be
+    /// silently ignored, so it is refused.
+    #[error(
+        "environment variable {variable} sets config key {key}, but `{section}` has no such field{}; check the variable's name (keys match fields whatever their case)",
+        if .fields.is_empty() { String::new() } else { format!(" (its fields there: {})", .fields.join(", ")) }
+    )]
+    ConfigUnknownEnv {
+        /// The variable, as `APP_POOL__MAXCONNS`.
+        variable: String,
+        /// The key it sets, as `db.pool.maxconns`.
+        key: String,
+        /// The config section (type) that reads the key's table.
+        section: &'static str,
+        /// The fields the type has at that place, if it is a struct.
+        fields: Vec<String>,
+    },
+    /// The App's profile is not a plain name: it is joined into file names
+    /// (`app.{profile}.toml`).
+    #[error(
+        "profile {profile:?} is not a profile name: use 1 to 64 ASCII letters, digits, `-` and `_` (it names files such as app.{{profile}}.toml)"
+    )]
+    InvalidProfile {
+        /// The profile given.
+        profile: String,
+    },
+    /// A configuration source cannot be read: a malformed or missing required file.
+    #[error("{source_name}: {message}")]
+    ConfigSource {
+        /// The source: `file app.toml`, `config_value("db")`.
+        source_name: String,
+        /// What is wrong with it.
+        message: String,
+    },
+
+    // An object that could not be built (`ErrorKind::Construction`).
+    /// A factory or a constructor returned an error: the object could not be built. (A panic
+    /// there propagates to the caller: `build()`, or the request, which tegu-http answers 500.)
+    #[error("construction of `{type_name}` (\"{name}\") failed: {source}")]
+    Construction {
+        /// The type of the object.
+        type_name: &'static str,
+        /// Its object name.
+        name: String,
+        /// What the factory or constructor returned.
+        source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+    },
+    /// A lifecycle hook failed: returned an error, or (completion and destroy hooks, which
+    /// tegu-core runs isolated) panicked.
+    #[error("{stage} of `{type_name}` (\"{name}\") failed: {source}")]
+    Hook {
+        /// `"init"`, `"complete"` or `"destroy"`.
+        stage: &'static str,
+        /// The type of the object.
+        type_name: &'static str,
+        /// Its object name.
+        name: String,
+        /// What the hook returned.
+        source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+    },
+    /// Context objects dereference each other while being built: a factory or an init hook of
+    /// one asks (through a `ContextRef` or `get_object`) for another whose construction needs
+    /// the first. The graph allows it (a `ContextRef` is lazy), the order of construction
+    /// cannot; reported by the `get`, `try_get` or `get_async` that would otherwise wait forever.
+    #[error(
+        "context objects need each other while being built: {}; a factory or init hook dereferences a `ContextRef` (or calls `get_object`) whose object needs the first one; defer that access until after construction (in a method, or a `complete` hook)",
+        .chain.join(" -> ")
+    )]
+    EagerCycle {
+        /// The objects on the cycle, the first repeated at the end, as `type ("name")`.
+        chain: Vec<String>,
+    },
+
+    // The App's lifecycle: start-up, shutdown, deadlines (`ErrorKind::Lifecycle`).
+    /// `build()` ran past [`AppBuilder::start_timeout`](crate::AppBuilder::start_timeout).
+    #[error(
+        "the App did not start within {timeout:?} (`AppBuilder::start_timeout`); still running: {}",
+        .running.join(", ")
+    )]
+    StartTimeout {
+        /// The deadline.
+        timeout: std::time::Duration,
+        /// The constructors and init hooks still running, as `` `Type` ("name") (stage) ``.
+        running: Vec<String>,
+    },
+    /// [`App::shutdown`](crate::App::shutdown) cut hosted services or destroy hooks that ran
+    /// past [`AppBuilder::stop_timeout`](crate::AppBuilder::stop_timeout).
+    #[error("shutting down cut what did not stop within {timeout:?} (`AppBuilder::stop_timeout`): {}", .cut.join(", "))]
+    StopTimeout {
+        /// The deadline of each phase.
+        timeout: std::time::Duration,
+        /// The hosted services and destroy hooks cut, and the destroy hooks never run.
+        cut: Vec<String>,
+    },
+    /// A hosted service could not start, or failed with [`OnFailure::StopApp`](crate::hosted::OnFailure::StopApp).
+    #[error("hosted service {service} {reason}")]
+    Hosted {
+        /// The service's proto, as errors name it.
+        service: String,
+        /// What happened.
+        reason: String,
+    },
+    /// An object was asked for once `App::shutdown` had begun destroying what would hold it:
+    /// a lazy singleton once singletons are being destroyed, a tenant's object once its cache
+    /// is closed. Built then, it would never be destroyed. (While shutdown still waits for
+    /// scopes, event handlers and jobs, lazy singletons are built as usual, and destroyed with
+    /// the others.)
+    #[error("the App has shut down, so `{wanted}` can no longer be built")]
+    ShutDown {
+        /// The type of the object.
+        wanted: &'static str,
+    },
+    /// A `Provider` was used before `build()` returned, or after its App was dropped.
+    #[error(
+        "`Provider<{wanted}>` was used while its App is not built (from a singleton's constructor or init hook) or after the App was dropped; use it once `build()` has returned"
+    )]
+    AppNotReady {
+        /// The transient type.
+        wanted: &'static str,
+    },
+    /// `App::reload_config` was called once `App::shutdown` had begun: its change hooks would
+    /// run on singletons being destroyed.
+    #[error(
+        "the App is shutting down, so its configuration is no longer reloaded (change hooks would run on singletons being destroyed)"
+    )]
+    ReloadAfterShutdown,
+    /// A singleton was not built: the App was built with roots
+    /// ([`AppBuilder::root`](crate::AppBuilder::root)) and none of them reaches it.
+    #[error(
+        "singleton `{wanted}` was not built: it is not reachable from the roots given to `AppBuilder::root`; add it (or something that injects it) as a root"
+    )]
+    NotBuilt {
+        /// The singleton.
+        wanted: &'static str,
+    },
+
+    // A lookup by type or name (`ErrorKind::Lookup`).
+    /// `get_object` found no proto of the requested type (or name).
+    #[error("no proto of type `{wanted}`{} is registered in this App", .name.as_ref().map(|n| format!(" named \"{n}\"")).unwrap_or_default())]
+    NotFound {
+        /// The requested type.
+        wanted: &'static str,
+        /// The requested name, if any.
+        name: Option<String>,
+    },
+    /// [`Keyed::get`](crate::Keyed::get) was given a name that none of the providers has.
+    #[error("no instance of `{wanted}` is named \"{name}\"; the instances are: {}", if .known.is_empty() { "none".to_owned() } else { .known.join(", ") })]
+    UnknownInstance {
+        /// The type.
+        wanted: &'static str,
+        /// The name asked for.
+        name: String,
+        /// The names there are, quoted.
+        known: Vec<String>,
+    },
+
+    // Context scopes and tenants (`ErrorKind::Scope`).
+    /// A context object was asked for while no context scope is active.
+    #[error(
+        "no context scope is active, so there is no `{wanted}` to return; run the code inside `app.run_in_context(..)` (or a tegu-http request), and use `tegu_core::spawn` instead of `tokio::spawn` to carry the scope into a task"
+    )]
+    NoScope {
+        /// The requested type.
+        wanted: &'static str,
+    },
+    /// A [`TenantRef`](crate::tenant::TenantRef) was read in a scope that serves no tenant.
+    #[error(
+        "`{wanted}` builds an object per tenant, but this scope has no tenant; open it with `app.scope().tenant(key)?.run(..)`"
+    )]
+    NoTenant {
+        /// The `TenantObjects` whose object was asked for.
+        wanted: &'static str,
+    },
+    /// A tenant key breaks the rules of a key ([`Tenant::new`](crate::tenant::Tenant::new)): it comes
+    /// from a client, and is written to logs and errors.
+    #[error(
+        "a tenant key is refused: {why}; a key is 1 to 128 ASCII letters, digits, `-`, `_` and `.` (check the header or host it is read from)"
+    )]
+    TenantKey {
+        /// Which rule it breaks (never the key itself).
+        why: String,
+    },
+    /// The scope ended (its objects are destroyed), but a background task asked for an object.
+    #[error(
+        "the context scope has ended, so `{wanted}` can no longer be created; a background task outlived its scope's timeout"
+    )]
+    ScopeClosed {
+        /// The requested type.
+        wanted: &'static str,
+    },
+    /// A context object with a completion hook was first asked for after its scope's
+    /// completion phase was over: by a background task, a streamed response body, a destroy
+    /// hook. Created then, it would never be completed (a unit of work would take writes that
+    /// no commit follows), so it is not created. Objects created *while* the phase runs (by a
+    /// completion hook) are completed in a further pass instead.
+    #[error(
+        "`{wanted}` has a completion hook, but its context scope's completion phase is over (the scope's work has returned; for HTTP, the response is fixed), so it would never be completed; create it before the work returns (in a handler: touch it before answering), or give the late work a scope of its own (`App::run_in_context`)"
+    )]
+    LateCompletion {
+        /// The requested type.
+        wanted: &'static str,
+    },
+    /// A `ContextRef` or `get_object` of one `App` was used inside a scope of another `App`.
+    #[error("`{wanted}` was requested inside a context scope of another App")]
+    ForeignScope {
+        /// The requested type.
+        wanted: &'static str,
+    },
+    /// `get()` was called on a context proto that is built asynchronously (an async
+    /// constructor or init hook, its own or a by-value dependency's).
+    #[error(
+        "`{wanted}` (or something it is built from) has an async constructor or init hook; use `get_async().await`"
+    )]
+    AsyncInit {
+        /// The requested type.
+        wanted: &'static str,
+    },
+
+    // Event handlers and scheduled jobs (`ErrorKind::Work`).
+    /// A `#[schedule]` job cannot be set up or run: its cron expression does not parse, or
+    /// `App::run_schedule` names no job or one already running.
+    #[error("scheduled job `{job}` {reason}")]
+    Schedule {
+        /// The job, `Type::method`.
+        job: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A `#[schedule]` job run by `App::run_schedule` failed (returned an error or panicked).
+    #[error("scheduled job `{job}` failed: {source}")]
+    JobFailed {
+        /// The job, `Type::method`.
+        job: String,
+        /// Its error.
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
+    /// A `before_commit` event handler (`#[event_handler(before_commit)]`) failed: returned an
+    /// error or panicked. It ran in the completion phase of the scope that emitted the event,
+    /// which fails with it.
+    #[error("event handler `{handler}` of `{event}` failed before its scope's commit: {source}")]
+    EventHandler {
+        /// The event's type.
+        event: &'static str,
+        /// The handler, as `Type::method`.
+        handler: String,
+        /// What the handler returned, or its panic.
+        source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+    },
+    /// The event transport (`dyn EventTransport`) failed to send an event in its scope's
+    /// completion phase, which fails with it.
+    #[error("the event transport failed to send an event before its scope's commit: {source}")]
+    EventTransport {
+        /// What the transport returned, or its panic.
+        source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+    },
+
+    /// Several graph errors found in one build, in a stable order.
+    #[error("{} errors in the object graph:\n{}", .0.len(), .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
+    Multiple(Vec<DiError>),
+}
+
+/// The families of [`DiError`], as [`DiError::kind`] tells them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The graph is broken: a dependency missing, ambiguous, cyclic or of the wrong kind, a
+    /// role misused. `build()` and `check()` refuse it; the fix is in the code.
+    Graph,
+    /// A test seam of the builder (`override_with`, `override_provider`, `exclude`,
+    /// `expect_providers`) names what the graph does not have.
+    Setup,
+    /// A configuration source, key or value is wrong, or the profile is not a plain name.
+    Config,
+    /// A factory, a constructor or a lifecycle hook failed (or panicked).
+    Construction,
+    /// The App's lifecycle: a deadline passed, a hosted service failed, the App is not built
+    /// yet or is shutting down, a singleton left out by the roots.
+    Lifecycle,
+    /// `get_object` or `Keyed::get` found nothing under the type or name asked for.
+    Lookup,
+    /// A context object asked for where its scope is not: no scope, a scope that ended or
+    /// belongs to another App, no tenant, a tenant key refused, a sync read of an async proto.
+    Scope,
+    /// An event handler, the event transport or a scheduled job failed.
+    Work,
+    /// Several errors of different families ([`DiError::Multiple`]).
+    Several,
+}
+
+/// A failure to try again later: a resource the work needs (a database connection, a lock)
+/// did not come free in time. Return it (boxed) where the failure surfaces, or wrap it as the
+/// source of your own error; [`DiError::is_busy`] finds it in an error's sources, and tegu-http
+/// answers a request whose completion phase failed with it `503 Service Unavailable` with
+/// `Retry-After`, not 500. Holds the underlying error. (tegu-tx's `Busy` is this type.)
+///
+/// # Examples
+///
+/// ```
+/// use tegu_core::{error::Busy, DiError};
+///
+/// let error = DiError::Hook {
+///     stage: "complete",
+///     type_name: "my_app::UnitOfWork",
+///     name: "unitOfWork".into(),
+///     source: std::sync::Arc::new(Busy("the pool timed out".into())),
+/// };
+/// assert!(error.is_busy());
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[error("no connection came free in time")]
+pub struct Busy(#[source] pub BoxError);
+
+impl DiError {
+    /// The family of this error, for a caller that handles a family alike (a broken graph, a
+    /// configuration error, a missing scope) rather than each variant. Several errors found in
+    /// one pass ([`DiError::Multiple`]) are of their family when they share one, else
+    /// [`ErrorKind::Several`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::DiError;
+    /// use tegu_core::error::ErrorKind;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let app = tegu_core::App::builder().without_inventory().build().await.unwrap();
+    /// let error = app.get_object::<String>().unwrap_err();
+    /// assert_eq!(error.kind(), ErrorKind::Lookup);
+    /// # }
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            DiError::Missing { .. }
+            | DiError::UnknownQualifier { .. }
+            | DiError::Ambiguous { .. }
+            | DiError::Duplicate { .. }
+            | DiError::Cycle { .. }
+            | DiError::CompleteOnSingleton { .. }
+            | DiError::ContextByValue { .. }
+            | DiError::ContextRefToSingleton { .. }
+            | DiError::ContextRefToAsync { .. }
+            | DiError::Private { .. }
+            | DiError::TransientByValue { .. }
+            | DiError::WrongHandle { .. }
+            | DiError::TransientHook { .. }
+            | DiError::Lazy { .. }
+            | DiError::Inactive { .. }
+            | DiError::AdviceMissing { .. }
+            | DiError::CrosscutMatchesNothing { .. }
+            | DiError::CrosscutUnreachable { .. }
+            | DiError::OneOfRole { .. }
+            | DiError::MustBeSingleton { .. }
+            | DiError::Undeclared { .. } => ErrorKind::Graph,
+            DiError::OverrideUnknown { .. }
+            | DiError::OverrideNoProvider { .. }
+            | DiError::ExpectedProviders { .. }
+            | DiError::ExcludeUnknown { .. } => ErrorKind::Setup,
+            DiError::ConfigInvalid { .. }
+            | DiError::ConfigMissing { .. }
+            | DiError::ConfigUnknownEnv { .. }
+            | DiError::InvalidProfile { .. }
+            | DiError::ConfigSource { .. } => ErrorKind::Config,
+            DiError::Construction { .. } | DiError::Hook { .. } | DiError::EagerCycle { .. } => ErrorKind::Construction,
+            DiError::StartTimeout { .. }
+            | DiError::StopTimeout { .. }
+            | DiError::Hosted { .. }
+            | DiError::ShutDown { .. }
+            | DiError::AppNotReady { .. }
+            | DiError::ReloadAfterShutdown
+            | DiError::NotBuilt { .. } => ErrorKind::Lifecycle,
+            DiError::NotFound { .. } | DiError::UnknownInstance { .. } => ErrorKind::Lookup,
+            DiError::NoScope { .. }
+            | DiError::NoTenant { .. }
+            | DiError::TenantKey { .. }
+            | DiError::ScopeClosed { .. }
+            | DiError::LateCompletion { .. }
+            | DiError::ForeignScope { .. }
+            | DiError::AsyncInit { .. } => ErrorKind::Scope,
+            DiError::Schedule { .. }
+            | DiError::JobFailed { .. }
+            | DiError::EventHandler { .. }
+            | DiError::EventTransport { .. } => ErrorKind::Work,
+            DiError::Multiple(errors) => match errors.first().map(DiError::kind) {
+                Some(first) if errors.iter().all(|e| e.kind() == first) => first,
+                _ => ErrorKind::Several,
+            },
+        }
+    }
+
+    /// Whether [`Busy`] is among this error's sources: the work failed for want of a resource
+    /// that may come free (a failure to try again later, `503`), not for a fault.
+    pub fn is_busy(&self) -> bool {
+        type Shared = Arc<dyn std::error::Error + Send + Sync + 'static>;
+        let mut error: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(mut e) = error {
+            // A source held in an `Arc` (as `DiError`'s are) shows as the `Arc`: look inside.
+            while let Some(inner) = e.downcast_ref::<Shared>() {
+                e = &**inner;
+            }
+            if e.is::<Busy>() {
+                return true;
+            }
+            error = e.source();
+        }
+        false
+    }
+
+    /// No error, one, or several as [`DiError::Multiple`] (flattened).
+    pub(crate) fn collect(errors: Vec<DiError>) -> Result<(), DiError> {
+        let mut flat = Vec::with_capacity(errors.len());
+        for e in errors {
+            match e {
+                DiError::Multiple(inner) => flat.extend(inner),
+                e => flat.push(e),
+            }
+        }
+        match flat.len() {
+            0 => Ok(()),
+            1 => Err(flat.remove(0)),
+            _ => Err(DiError::Multiple(flat)),
+        }
+    }
+
+    /// The one place a [`DiError::Construction`] is built.
+    pub(crate) fn construction_named(type_name: &'static str, name: &str, source: BoxError) -> Self {
+        DiError::Construction { type_name, name: name.to_owned(), source: Arc::from(source) }
+    }
+
+    /// Wraps a user error (for instance from a hand-written factory) as a construction failure
+    /// of type `T` named `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::DiError;
+    /// struct Config;
+    /// let err = DiError::construction::<Config>("config", "file not found");
+    /// assert!(err.to_string().ends_with("failed: file not found"));
+    /// ```
+    pub fn construction<T: ?Sized>(name: &str, source: impl Into<BoxError>) -> Self {
+        Self::construction_named(core::any::type_name::<T>(), name, source.into())
+    }
+}
+
+/// A panic caught in a hook or a constructor, as the source of a [`DiError::Hook`] or a
+/// [`DiError::Construction`].
+#[derive(Debug)]
+pub(crate) struct Panicked(pub(crate) String);
+
+impl std::fmt::Display for Panicked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "panicked: {}", self.0)
+    }
+}
+
+impl std::error::Error for Panicked {}
+
+/// The message of a caught panic: its `&str` or `String` payload.
+#[doc(hidden)]
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&'static str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic with a non-string payload")
+}

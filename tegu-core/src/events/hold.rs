@@ -1,0 +1,204 @@
+//! [`EventHold`]: the events of a unit of work smaller than its scope (a transaction of a
+//! method's own, a savepoint), held until it ends, so that they follow its outcome rather than
+//! the scope's.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::error::DiError;
+use crate::runtime::AppInner;
+use crate::scope;
+use crate::scope::deferred::HeldItem;
+
+/// An event held, and the App that emitted it.
+type Item = (Arc<AppInner>, HeldItem);
+
+/// The items a hold has, shared with the task-local that routes emitted events to it.
+#[derive(Default)]
+struct Items(Mutex<Vec<Item>>);
+
+impl Items {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Item>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+tokio::task_local! {
+    /// The innermost hold of the task's futures in progress.
+    static HOLD: Arc<Items>;
+}
+
+/// Holds the events emitted inside a unit of work smaller than its context scope (a
+/// transaction of a method's own, a savepoint) until it ends, so that they follow its outcome:
+/// its [`prepare`](Self::prepare) runs their `before_commit` handlers and sends those an
+/// [`EventTransport`](crate::events::EventTransport) carries (an outbox write, in the unit's
+/// transaction), and [`release`](Self::release) hands them to their `after_commit` or
+/// `after_rollback` handlers once it has committed or rolled back. A unit that ends inside
+/// another hands its events [`up`](Self::hand_up), to go with the outer one.
+///
+/// What tegu-tx does around a `#[transactional]` method's own transaction; a hold does nothing
+/// to events emitted outside [`run`](Self::run), or on other tasks. Dropped with events still
+/// held (its unit cut short), it releases them as rolled back.
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use tegu_core::{handlers, singleton_proto, App, events::EventHold};
+///
+/// pub struct Paid;
+///
+/// #[singleton_proto]
+/// #[derive(Default)]
+/// pub struct Receipts { sent: AtomicUsize, voided: AtomicUsize }
+///
+/// #[handlers]
+/// impl Receipts {
+///     #[event_handler]
+///     async fn on_paid(&self, _: &Paid) { self.sent.fetch_add(1, Ordering::Relaxed); }
+///     #[event_handler(after_rollback)]
+///     async fn on_voided(&self, _: &Paid) { self.voided.fetch_add(1, Ordering::Relaxed); }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
+/// let app = App::builder().build().await?;
+/// let events = app.events();
+/// app.run_in_context(async {
+///     // A unit of work of its own inside the request, which rolls back.
+///     let hold = EventHold::new();
+///     hold.run(async { events.emit(Paid) }).await;
+///     hold.prepare().await?; // before its commit: the `before_commit` handlers
+///     hold.release(false); // it rolled back: the `after_rollback` handlers
+///     Ok::<(), tegu_core::DiError>(())
+/// })
+/// .await?; // the request itself succeeds
+/// app.shutdown().await?;
+/// let receipts = app.get_object::<Receipts>()?;
+/// assert_eq!((receipts.sent.load(Ordering::Relaxed), receipts.voided.load(Ordering::Relaxed)), (0, 1));
+/// # Ok(()) }
+/// ```
+#[derive(Default)]
+pub struct EventHold {
+    items: Arc<Items>,
+}
+
+impl std::fmt::Debug for EventHold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventHold").field("held", &self.items.lock().len()).finish()
+    }
+}
+
+impl EventHold {
+    /// A hold with no events.
+    pub fn new() -> Self {
+        EventHold::default()
+    }
+
+    /// Runs `fut`, holding the events emitted in it (on this task, by any App) here.
+    pub async fn run<F: Future>(&self, fut: F) -> F::Output {
+        HOLD.scope(Arc::clone(&self.items), fut).await
+    }
+
+    /// Runs the `before_commit` handlers of the events held, one after the other, then has
+    /// the event transport send those it carries, inside the caller's context (its
+    /// transaction), as a scope's completion phase does; events they emit are held too.
+    ///
+    /// # Errors
+    ///
+    /// The first handler or send that fails ([`DiError::EventHandler`],
+    /// [`DiError::EventTransport`]): the unit must not commit.
+    pub async fn prepare(&self) -> Result<(), DiError> {
+        loop {
+            let items: Vec<Item> = {
+                let mut held = self.items.lock();
+                let mut new = Vec::new();
+                for (app, item) in held.iter_mut().filter(|(_, item)| item.prepare) {
+                    new.push((Arc::clone(app), item.clone()));
+                    item.prepare = false;
+                }
+                new
+            };
+            if items.is_empty() {
+                return Ok(());
+            }
+            for (app, item) in items {
+                let Some(hooks) = app.held else { continue };
+                self.run((hooks.prepare)(&app, item)).await?;
+            }
+        }
+    }
+
+    /// The unit ended: its events go to their `after_commit` handlers if it `committed` (and
+    /// to the transport's `released`), else to their `after_rollback` ones.
+    pub fn release(&self, committed: bool) {
+        let items = std::mem::take(&mut *self.items.lock());
+        for (app, item) in items {
+            if let Some(hooks) = app.held {
+                (hooks.release)(&app, item, committed);
+            }
+        }
+    }
+
+    /// The unit ended inside `outer` (a savepoint released in its transaction): its events
+    /// are held by `outer` from now on, to follow its outcome.
+    pub fn hand_to(&self, outer: &EventHold) {
+        let items = std::mem::take(&mut *self.items.lock());
+        outer.items.lock().extend(items);
+    }
+
+    /// The unit ended inside another (a savepoint released): its events go where an event
+    /// emitted here now would, to the enclosing hold, the scope, or their handlers at once.
+    pub fn hand_up(&self) {
+        let items = std::mem::take(&mut *self.items.lock());
+        for (app, item) in items {
+            match route(&app, item) {
+                Routed::Held => {}
+                Routed::Release(item, ok) => super::release(&app, item, ok),
+                Routed::Closed => {
+                    tracing::error!("an event was handed up outside a scope after shutdown began; dropped")
+                }
+            }
+        }
+    }
+}
+
+impl Drop for EventHold {
+    /// Events still held: the unit was cut short, and did not commit.
+    fn drop(&mut self) {
+        if !self.items.lock().is_empty() {
+            self.release(false);
+        }
+    }
+}
+
+/// Where an emitted event went ([`route`]).
+pub(super) enum Routed {
+    /// Held: by a hold, or by its scope until the completion phase's end.
+    Held,
+    /// To release at once, as committed or not (its scope's phase is over, or there is none).
+    Release(HeldItem, bool),
+    /// Emitted outside a scope after shutdown began: dropped.
+    Closed,
+}
+
+/// Where an event emitted now goes: the innermost hold of the task, else the current scope of
+/// its App until its completion phase's end, else its handlers at once.
+pub(super) fn route(app: &Arc<AppInner>, item: HeldItem) -> Routed {
+    let mut item = Some(item);
+    let held = HOLD.try_with(|items| {
+        if let Some(item) = item.take() {
+            items.lock().push((Arc::clone(app), item));
+        }
+    });
+    let Some(item) = item.filter(|_| held.is_err()) else { return Routed::Held };
+    match scope::handle::current_shared(app.id) {
+        Some(shared) => match shared.hold_item(item) {
+            None => Routed::Held,
+            Some((item, ok)) => Routed::Release(item, ok),
+        },
+        // Once `shutdown` has begun, only what scopes still ending hold is drained: a steady
+        // emitter outside them would keep it waiting until its deadline.
+        None if app.outside_closed.load(std::sync::atomic::Ordering::Acquire) => Routed::Closed,
+        None => Routed::Release(item, true),
+    }
+}

@@ -1,0 +1,391 @@
+//! NATS JetStream as tegu-outbox's [`Broker`]: [`JetStream`].
+//!
+//! - **Publishing**: each event goes to the subject `{subjects}.{name}` (`events.todos.completed`)
+//!   of one stream, with its id as `Nats-Msg-Id`: JetStream stores one message per id within
+//!   the stream's duplicate window (two minutes), so two relays of the same outbox row store
+//!   it once. The relay deletes the row once the server has acknowledged it.
+//! - **Subscribing**: each instance has a durable pull consumer of its own (`consumer` in the
+//!   settings, a stable name per instance), on every subject of the stream, with explicit
+//!   acknowledgements: it receives every event, resumes where it left off after a restart,
+//!   and gets again what it did not acknowledge. A consumer made anew starts with the events
+//!   published from then on.
+//! - **The server's state lost**: a NATS server restarted without its JetStream store (or a
+//!   stream deleted) no longer has the stream or the consumer. A publish that finds no stream
+//!   creates it again (the relay publishes in its next round); a subscription whose consumer
+//!   is gone (missed heartbeats, then the server says it does not know it) ends, and the
+//!   instance subscribes again, creating the stream and the consumer, which starts with what
+//!   was published since a minute before this instance last heard from its old one (the
+//!   outbox recognises what it handled already).
+//! - **Refusals**: an event larger than the server's `max_payload` (or the stream's largest
+//!   message) is [`Refused`]: the outbox refuses it when it is emitted, and sets it aside if
+//!   the server's limit was lowered since.
+//!
+//! Register it with `App::builder().register(JetStream::proto())`; settings in `[nats]`: `url`
+//! (required), `stream` (`"DI_EVENTS"`), `subjects` (`"events"`), `consumer` (this instance's
+//! name; by default one made up at start, which a restart does not resume and the server removes
+//! an hour after the instance is gone), `max_age_hours` (how long the stream keeps an event when
+//! this instance creates it: a week).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::context::{PublishError, PublishErrorKind};
+use async_nats::jetstream::{self, consumer};
+use futures_util::StreamExt;
+use serde::Deserialize;
+use tegu_core::futures::BoxFuture;
+use tegu_core::{ProtoDef, error::BoxError, registry::Lifetime};
+use tegu_outbox::{Ack, Broker, Outgoing, Received, Refused, Subscription};
+
+/// The `[nats]` section of the configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Settings {
+    /// The server: `nats://127.0.0.1:4222`.
+    url: String,
+    /// The stream's name.
+    #[serde(default = "default_stream")]
+    stream: String,
+    /// The first token of the events' subjects.
+    #[serde(default = "default_subjects")]
+    subjects: String,
+    /// This instance's durable consumer.
+    #[serde(default)]
+    consumer: Option<String>,
+    /// How long the stream keeps an event, in hours (when creating it).
+    #[serde(default = "default_max_age_hours")]
+    max_age_hours: u64,
+}
+
+fn default_max_age_hours() -> u64 {
+    7 * 24
+}
+
+fn default_stream() -> String {
+    "DI_EVENTS".to_owned()
+}
+
+fn default_subjects() -> String {
+    "events".to_owned()
+}
+
+/// How long JetStream remembers a message id to store it once.
+const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
+
+/// How often the server tells an idle subscription it is still there: after two missed, the
+/// subscription asks whether its consumer still exists.
+const HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// How far before this instance last heard from its consumer a consumer made again starts.
+const RESUME_MARGIN: Duration = Duration::from_secs(60);
+
+/// NATS JetStream, as the [`Broker`] of tegu-outbox's `Outbox`. See the crate's documentation.
+pub struct JetStream {
+    context: jetstream::Context,
+    /// The stream, as it is created (again).
+    stream: jetstream::stream::Config,
+    subjects: String,
+    consumer: String,
+    /// Whether `consumer` was made up at start: the server removes it an hour after its
+    /// instance is gone, since no restart will resume it.
+    made_up: bool,
+    /// When this instance last heard from its consumer (a message, or the consumer's info):
+    /// `None` before its first subscription.
+    heard: Arc<Mutex<Option<SystemTime>>>,
+    /// A publish found no stream: the subscription checks its consumer at once.
+    stream_lost: Arc<tokio::sync::Notify>,
+}
+
+impl std::fmt::Debug for JetStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JetStream").field("subjects", &self.subjects).field("consumer", &self.consumer).finish()
+    }
+}
+
+impl JetStream {
+    /// The proto to register: `App::builder().register(JetStream::proto())`. It connects when
+    /// the App is built (a server that does not answer fails `build()`, naming `JetStream`),
+    /// creates the stream if it does not exist, and provides `dyn Broker`.
+    pub fn proto() -> ProtoDef {
+        ProtoDef::new_async::<JetStream, _, _>(Lifetime::Singleton, |r| {
+            let settings: Settings = r.config().get("nats")?;
+            Ok(JetStream::connect(settings))
+        })
+        .provides::<JetStream, dyn Broker>(|js| js)
+    }
+
+    async fn connect(settings: Settings) -> Result<JetStream, BoxError> {
+        if !tegu_outbox::valid_name(&settings.subjects) {
+            return Err(format!("`nats.subjects` is \"{}\", which is no subject prefix", settings.subjects).into());
+        }
+        let client = async_nats::ConnectOptions::new()
+            .connection_timeout(Duration::from_secs(5))
+            .connect(settings.url.as_str())
+            .await
+            .map_err(|e| format!("connecting to NATS: {e}"))?;
+        let context = jetstream::new(client);
+        let stream = jetstream::stream::Config {
+            name: settings.stream.clone(),
+            subjects: vec![format!("{}.>", settings.subjects)],
+            duplicate_window: DUPLICATE_WINDOW,
+            max_age: Duration::from_secs(settings.max_age_hours.saturating_mul(3600)),
+            ..Default::default()
+        };
+        context
+            .get_or_create_stream(stream.clone())
+            .await
+            .map_err(|e| format!("creating the JetStream stream `{}`: {e}", settings.stream))?;
+        let made_up = settings.consumer.is_none();
+        let consumer = settings.consumer.unwrap_or_else(|| {
+            let made_up = format!("instance-{}-{}", std::process::id(), made_up_suffix());
+            tracing::warn!(consumer = %made_up, "no `nats.consumer` is set: this instance's consumer is made up, and a restart will not resume it");
+            made_up
+        });
+        if !consumer.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(format!("`nats.consumer` is \"{consumer}\"; use letters, digits, `-` and `_`").into());
+        }
+        tracing::info!(stream = %settings.stream, consumer = %consumer, "JetStream ready");
+        Ok(JetStream {
+            context,
+            stream,
+            subjects: settings.subjects,
+            consumer,
+            made_up,
+            heard: Arc::default(),
+            stream_lost: Arc::default(),
+        })
+    }
+
+    /// This instance's consumer.
+    pub fn consumer(&self) -> &str {
+        &self.consumer
+    }
+}
+
+/// A few characters that differ between processes started in the same second.
+fn made_up_suffix() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    format!("{nanos:x}")
+}
+
+impl JetStream {
+    /// The headers an event is sent with: its id, which JetStream stores one message per.
+    fn headers(event: &Outgoing<'_>) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id);
+        headers
+    }
+
+    /// Sends `event` to the server; the future resolves once the server stored it.
+    async fn send(&self, event: Outgoing<'_>) -> Result<jetstream::context::PublishAckFuture, BoxError> {
+        let subject = format!("{}.{}", self.subjects, event.name);
+        let sent =
+            self.context.publish_with_headers(subject, Self::headers(&event), event.payload.to_vec().into()).await;
+        sent.map_err(|error| self.failed(error))
+    }
+
+    /// A publish's failure, as the outbox tells them apart: a [`Refused`] event (too large for
+    /// the server or the stream), or a passing failure. A stream the server no longer has (it
+    /// restarted without its store) is created again, for the relay's next round.
+    fn failed(&self, error: PublishError) -> BoxError {
+        let too_large = match error.kind() {
+            PublishErrorKind::MaxPayloadExceeded => true,
+            PublishErrorKind::Other => std::error::Error::source(&error)
+                .and_then(|source| source.downcast_ref::<jetstream::Error>())
+                .is_some_and(|e| e.error_code() == jetstream::ErrorCode::STREAM_MESSAGE_EXCEEDS_MAXIMUM),
+            PublishErrorKind::StreamNotFound => {
+                self.stream_lost.notify_waiters();
+                let (context, stream) = (self.context.clone(), self.stream.clone());
+                tokio::spawn(async move {
+                    match context.get_or_create_stream(stream.clone()).await {
+                        Ok(_) => {
+                            tracing::warn!(stream = %stream.name, "the JetStream stream was gone (a server restarted without its store?); created again")
+                        }
+                        Err(error) => {
+                            tracing::warn!(stream = %stream.name, %error, "the JetStream stream is gone, and creating it again failed")
+                        }
+                    }
+                });
+                false
+            }
+            _ => false,
+        };
+        if too_large { Box::new(Refused(Box::new(error))) } else { Box::new(error) }
+    }
+}
+
+impl Broker for JetStream {
+    fn publish<'a>(&'a self, event: Outgoing<'a>) -> BoxFuture<'a, Result<(), BoxError>> {
+        Box::pin(async move {
+            self.send(event).await?.await.map_err(|error| self.failed(error))?;
+            Ok(())
+        })
+    }
+
+    /// Sends the whole batch, then waits for the server's acknowledgements in order: one round
+    /// trip for the batch instead of one per event.
+    fn publish_all<'a>(&'a self, events: &'a [Outgoing<'a>]) -> BoxFuture<'a, (usize, Result<(), BoxError>)> {
+        Box::pin(async move {
+            let mut acks = Vec::with_capacity(events.len());
+            let mut sent = Ok(());
+            for event in events {
+                match self.send(*event).await {
+                    Ok(ack) => acks.push(ack),
+                    Err(error) => {
+                        sent = Err(error);
+                        break;
+                    }
+                }
+            }
+            let count = acks.len();
+            for (done, ack) in acks.into_iter().enumerate() {
+                if let Err(error) = ack.await {
+                    return (done, Err(self.failed(error)));
+                }
+            }
+            // All sent were stored; if sending one failed, those before it.
+            (count, sent)
+        })
+    }
+
+    fn subscribe(&self) -> BoxFuture<'_, Result<Box<dyn Subscription>, BoxError>> {
+        Box::pin(async move {
+            let stream = self.context.get_or_create_stream(self.stream.clone()).await?;
+            // A consumer made again (the server lost it) starts a little before this instance
+            // last heard from the old one: nothing published meanwhile is missed.
+            let heard = *self.heard.lock().unwrap_or_else(|e| e.into_inner());
+            let deliver_policy = match heard {
+                Some(heard) => {
+                    let since = heard.checked_sub(RESUME_MARGIN).unwrap_or(heard);
+                    let nanos = since.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+                    let start_time = async_nats::datetime::from_nanos(i128::try_from(nanos).unwrap_or(0))?;
+                    consumer::DeliverPolicy::ByStartTime { start_time }
+                }
+                None => consumer::DeliverPolicy::New,
+            };
+            let config = consumer::pull::Config {
+                durable_name: Some(self.consumer.clone()),
+                deliver_policy,
+                ack_policy: consumer::AckPolicy::Explicit,
+                ack_wait: Duration::from_secs(30),
+                filter_subject: format!("{}.>", self.subjects),
+                inactive_threshold: if self.made_up { Duration::from_secs(3600) } else { Duration::ZERO },
+                ..Default::default()
+            };
+            let consumer = stream.get_or_create_consumer(&self.consumer, config).await?;
+            let messages = consumer.stream().heartbeat(HEARTBEAT).messages().await?;
+            self.heard.lock().unwrap_or_else(|e| e.into_inner()).replace(SystemTime::now());
+            let prefix = format!("{}.", self.subjects);
+            let subscription = Messages {
+                messages,
+                prefix,
+                stream,
+                consumer: self.consumer.clone(),
+                heard: Arc::clone(&self.heard),
+                stream_lost: Arc::clone(&self.stream_lost),
+            };
+            Ok(Box::new(subscription) as Box<dyn Subscription>)
+        })
+    }
+
+    /// An event larger than the server takes (its `max_payload`, headers included).
+    fn refuses(&self, event: Outgoing<'_>) -> Option<String> {
+        let max = self.context.client().max_payload();
+        // As the client counts the headers (`Self::headers`): "NATS/1.0\r\n", then
+        // "Nats-Msg-Id: <id>\r\n", then "\r\n".
+        let header_len = "NATS/1.0\r\n".len() + "Nats-Msg-Id: \r\n".len() + event.id.len() + "\r\n".len();
+        let size = header_len + event.payload.len();
+        (size > max)
+            .then(|| format!("it is {size} bytes with its headers, more than the NATS server's max_payload ({max})"))
+    }
+}
+
+/// A consumer's messages, as events.
+struct Messages {
+    messages: consumer::pull::Stream,
+    prefix: String,
+    stream: jetstream::stream::Stream,
+    consumer: String,
+    heard: Arc<Mutex<Option<SystemTime>>>,
+    stream_lost: Arc<tokio::sync::Notify>,
+}
+
+impl Messages {
+    fn heard_now(&self) {
+        self.heard.lock().unwrap_or_else(|e| e.into_inner()).replace(SystemTime::now());
+    }
+
+    /// Whether the server still has this consumer: `false` when it says it has not (or has no
+    /// such stream); `true` when it says it has, or does not answer (it may be restarting).
+    async fn consumer_exists(&self) -> bool {
+        match self.stream.consumer_info(&self.consumer).await {
+            Ok(_) => {
+                self.heard_now();
+                true
+            }
+            Err(error) => {
+                use async_nats::jetstream::context::ConsumerInfoErrorKind as Kind;
+                match error.kind() {
+                    Kind::NotFound | Kind::StreamNotFound => false,
+                    Kind::JetStream(e) => !matches!(
+                        e.error_code(),
+                        jetstream::ErrorCode::CONSUMER_NOT_FOUND | jetstream::ErrorCode::STREAM_NOT_FOUND
+                    ),
+                    _ => true,
+                }
+            }
+        }
+    }
+}
+
+impl Subscription for Messages {
+    /// The next message; `None` once the server has lost the consumer (deleted, or a server
+    /// restarted without its store), so that the outbox subscribes again.
+    fn next(&mut self) -> BoxFuture<'_, Option<Result<Received, BoxError>>> {
+        Box::pin(async move {
+            let next = loop {
+                tokio::select! {
+                    next = self.messages.next() => break next?,
+                    () = self.stream_lost.notified() => {
+                        if !self.consumer_exists().await {
+                            tracing::warn!(consumer = %self.consumer, "the server no longer has this instance's stream; subscribing again");
+                            return None;
+                        }
+                    }
+                }
+            };
+            let message = match next {
+                Ok(message) => message,
+                Err(error) => {
+                    use consumer::pull::MessagesErrorKind as Kind;
+                    let lost = match error.kind() {
+                        Kind::ConsumerDeleted => true,
+                        Kind::MissingHeartbeat | Kind::NoResponders | Kind::Pull => !self.consumer_exists().await,
+                        _ => false,
+                    };
+                    if lost {
+                        tracing::warn!(consumer = %self.consumer, %error, "the server no longer has this instance's consumer; subscribing again");
+                        return None;
+                    }
+                    return Some(Err(error.into()));
+                }
+            };
+            self.heard_now();
+            let id = message.headers.as_ref().and_then(|h| h.get(async_nats::header::NATS_MESSAGE_ID));
+            let id = id.map(|id| id.as_str().to_owned()).unwrap_or_default();
+            let name = message.subject.as_str().strip_prefix(&self.prefix).unwrap_or_default().to_owned();
+            let payload = message.payload.to_vec();
+            Some(Ok(Received { id, name, payload, ack: Box::new(MessageAck(message)) }))
+        })
+    }
+}
+
+/// Acknowledges one message.
+struct MessageAck(jetstream::Message);
+
+impl Ack for MessageAck {
+    fn ack(self: Box<Self>) -> BoxFuture<'static, Result<(), BoxError>> {
+        Box::pin(async move { self.0.ack().await })
+    }
+}

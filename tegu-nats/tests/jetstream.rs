@@ -1,0 +1,74 @@
+//! `JetStream` against a real NATS server (`tegu_test_support::servers::nats`): what it says it
+//! would refuse is exactly what the server refuses, and a refusal is told apart from a failure
+//! that passes.
+
+mod support;
+
+use support::Server;
+use tegu_core::App;
+use tegu_nats::JetStream;
+use tegu_outbox::{Broker, Outgoing, Refused};
+
+/// The server's `max_payload` (1 MiB by default) counts the headers too: an event whose payload
+/// and `Nats-Msg-Id` header fill it exactly is taken; one byte more is refused, before it is
+/// sent (`refuses`, which the outbox asks when the event is emitted) and when it is published
+/// (a `Refused` error, which the relay sets aside).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_it_would_refuse_is_what_the_server_refuses() {
+    let nats = match tegu_test_support::servers::nats() {
+        Ok(url) => url,
+        Err(why) => return tegu_test_support::servers::skip("refuses", why),
+    };
+    let stream = format!("J{}", std::process::id());
+    let app = App::builder()
+        .register(JetStream::proto())
+        .config_value("nats.url", nats)
+        .config_value("nats.stream", &stream)
+        .config_value("nats.subjects", stream.to_lowercase())
+        .build()
+        .await
+        .unwrap();
+    let broker = app.get_object::<JetStream>().unwrap();
+    let id = "0123456789abcdef0123456789abcdef";
+    let header = "NATS/1.0\r\nNats-Msg-Id: \r\n\r\n".len() + id.len();
+    let fits = vec![b'x'; (1 << 20) - header];
+    let event = Outgoing { id, name: "big.fits", payload: &fits };
+    assert_eq!(broker.refuses(event), None);
+    broker.publish(event).await.unwrap();
+    let over = vec![b'x'; (1 << 20) - header + 1];
+    let event = Outgoing { id: "1123456789abcdef0123456789abcdef", name: "big.over", payload: &over };
+    let why = broker.refuses(event).expect("refused");
+    assert!(why.contains("max_payload"), "{why}");
+    let error = broker.publish(event).await.unwrap_err();
+    assert!(error.is::<Refused>(), "{error}");
+    app.shutdown().await.unwrap();
+}
+
+/// A stream that takes smaller messages than the server (`max_msg_size`, set by whoever
+/// created it): `refuses` cannot tell beforehand, but the publish is `Refused`, alone or in a
+/// batch, which stops there and counts what the server stored before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_larger_than_the_stream_takes_is_refused() {
+    let Some(server) = Server::new("stream_limit").await else { return };
+    let config = async_nats::jetstream::stream::Config {
+        name: server.stream.clone(),
+        subjects: vec![format!("{}.>", server.subjects)],
+        max_message_size: 1024,
+        ..Default::default()
+    };
+    server.js.create_stream(config).await.unwrap();
+    let (app, broker) = server.broker("stream_limit").await;
+    let large = vec![b'x'; 2048];
+    let event = |id, payload| Outgoing { id, name: "big.one", payload };
+    assert_eq!(broker.refuses(event("e1", &large)), None, "under the server's max_payload");
+    let error = broker.publish(event("e1", &large)).await.unwrap_err();
+    assert!(error.is::<Refused>(), "{error}");
+    let (done, result) = broker.publish_all(&[event("e2", b"{}"), event("e3", &large), event("e4", b"{}")]).await;
+    assert_eq!(done, 1);
+    let error = result.unwrap_err();
+    assert!(error.is::<Refused>(), "{error}");
+    // e2, and e4, sent in the same batch (the relay publishes it again, and the server keeps
+    // one); never e1 or e3.
+    assert_eq!(server.stream_info().await.expect("the stream").state.messages, 2);
+    app.shutdown().await.unwrap();
+}

@@ -1,0 +1,103 @@
+//! The broker the relay publishes to and each instance subscribes to: a trait, so that NATS
+//! JetStream (tegu-nats) can be joined by Redis Streams or Kafka.
+
+use tegu_core::error::BoxError;
+use tegu_core::futures::BoxFuture;
+
+/// An event on its way to the broker.
+#[derive(Debug, Clone, Copy)]
+pub struct Outgoing<'a> {
+    /// Its id, unique across the service: the broker keeps one event per id.
+    pub id: &'a str,
+    /// Its name ([`external_event!`](crate::external_event)).
+    pub name: &'a str,
+    /// Its JSON.
+    pub payload: &'a [u8],
+}
+
+/// Where events go between the instances of a service: the relay publishes each once it is
+/// committed, and every instance subscribes to all of them. A singleton provides it
+/// (`dyn Broker`); tegu-nats' `JetStream` is one.
+pub trait Broker: Send + Sync + 'static {
+    /// Publishes `event`, and resolves once the broker has stored it. Publishing an id the
+    /// broker has seen lately stores nothing more (a second relay of the same row).
+    fn publish<'a>(&'a self, event: Outgoing<'a>) -> BoxFuture<'a, Result<(), BoxError>>;
+
+    /// Publishes `events` in order, and resolves once the broker has stored them: how many, from
+    /// the first, it stored before one failed (with that failure), or all of them. The relay
+    /// calls this with a batch; by default one [`publish`](Self::publish) after the other, and a
+    /// broker that can have several in flight (JetStream) overrides it.
+    fn publish_all<'a>(&'a self, events: &'a [Outgoing<'a>]) -> BoxFuture<'a, (usize, Result<(), BoxError>)> {
+        Box::pin(async move {
+            for (done, event) in events.iter().enumerate() {
+                if let Err(error) = self.publish(*event).await {
+                    return (done, Err(error));
+                }
+            }
+            (events.len(), Ok(()))
+        })
+    }
+
+    /// This instance's subscription to every event: durable (it resumes where this instance
+    /// left off, when the broker knows it by name), each event redelivered until acknowledged.
+    fn subscribe(&self) -> BoxFuture<'_, Result<Box<dyn Subscription>, BoxError>>;
+
+    /// Why the broker would refuse `event` for good, if it can tell before it is published
+    /// (JetStream: larger than the server's `max_payload`). The outbox asks when the event is
+    /// emitted, so that the request fails instead of acknowledging an event that could never
+    /// be sent. `None` by default.
+    fn refuses(&self, event: Outgoing<'_>) -> Option<String> {
+        let _ = event;
+        None
+    }
+}
+
+/// What a [`Broker`] returns, boxed, from [`publish`](Broker::publish) or
+/// [`publish_all`](Broker::publish_all) when it refuses an event for good: publishing it again
+/// cannot succeed (too large for the server, a subject it does not take). The relay then sets
+/// the event aside ([`OutboxStore::set_aside`](crate::OutboxStore::set_aside)) and goes on with
+/// the events after it. Any other error is taken as passing (the broker down, a timeout): the
+/// relay tries the event again in its next round, before any later one.
+///
+/// # Examples
+///
+/// ```
+/// use tegu_outbox::Refused;
+///
+/// let error: tegu_core::error::BoxError = Box::new(Refused("larger than the server's max_payload".into()));
+/// assert!(error.is::<Refused>());
+/// assert_eq!(error.to_string(), "the broker refuses the event for good: larger than the server's max_payload");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[error("the broker refuses the event for good: {0}")]
+pub struct Refused(#[source] pub BoxError);
+
+/// An instance's stream of events from the [`Broker`].
+pub trait Subscription: Send {
+    /// The next event; `None` when the subscription has ended (the connection is gone).
+    fn next(&mut self) -> BoxFuture<'_, Option<Result<Received, BoxError>>>;
+}
+
+/// Acknowledges a received event: the broker will not deliver it to this instance again.
+pub trait Ack: Send {
+    /// Acknowledges.
+    fn ack(self: Box<Self>) -> BoxFuture<'static, Result<(), BoxError>>;
+}
+
+/// An event the [`Subscription`] received.
+pub struct Received {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its JSON.
+    pub payload: Vec<u8>,
+    /// How to acknowledge it.
+    pub ack: Box<dyn Ack>,
+}
+
+impl std::fmt::Debug for Received {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Received").field("id", &self.id).field("name", &self.name).finish_non_exhaustive()
+    }
+}

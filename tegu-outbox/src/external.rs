@@ -1,0 +1,85 @@
+//! The event types marked external, registered through `inventory` by [`external_event!`].
+
+use std::any::{Any, TypeId};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tegu_core::events::{Delivery, EventBus};
+
+use tegu_core::futures::BoxFuture;
+
+/// Decodes an event's JSON and delivers it to an App's handlers.
+pub type DeliverFn = for<'a> fn(&'a EventBus, &'a [u8]) -> BoxFuture<'a, Result<Delivery, serde_json::Error>>;
+
+/// What [`external_event!`](crate::external_event) submits: an event type, its name on the
+/// broker, and how to encode and decode it.
+#[derive(Debug)]
+pub struct ExternalEvent {
+    /// The event's type.
+    pub ty: fn() -> TypeId,
+    /// The event's type, for errors.
+    pub type_name: fn() -> &'static str,
+    /// Its name on the broker.
+    pub name: &'static str,
+    /// The event as JSON.
+    pub encode: fn(&(dyn Any + Send + Sync)) -> Result<Vec<u8>, serde_json::Error>,
+    /// Decodes JSON into the event and delivers it to this App's handlers.
+    pub deliver: DeliverFn,
+}
+
+inventory::collect!(ExternalEvent);
+
+/// The JSON of an event of type `E`.
+pub fn encode<E: Serialize + 'static>(event: &(dyn Any + Send + Sync)) -> Result<Vec<u8>, serde_json::Error> {
+    match event.downcast_ref::<E>() {
+        Some(event) => serde_json::to_vec(event),
+        None => unreachable!("the outbox encodes the events of the type it looked up"),
+    }
+}
+
+/// Decodes `payload` as an `E` and delivers it to `bus`'s handlers.
+pub fn decode_and_deliver<'a, E>(
+    bus: &'a EventBus,
+    payload: &'a [u8],
+) -> BoxFuture<'a, Result<Delivery, serde_json::Error>>
+where
+    E: DeserializeOwned + Send + Sync + 'static,
+{
+    Box::pin(async move {
+        let event: E = serde_json::from_slice(payload)?;
+        Ok(bus.deliver(event).await)
+    })
+}
+
+/// The name `E` has on the broker, if it is marked external.
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// pub struct Paid { pub cents: u64 }
+/// tegu_outbox::external_event!(Paid = "billing.paid");
+///
+/// assert_eq!(tegu_outbox::external_name::<Paid>(), Some("billing.paid"));
+/// assert_eq!(tegu_outbox::external_name::<String>(), None);
+/// ```
+pub fn external_name<E: 'static>() -> Option<&'static str> {
+    inventory::iter::<ExternalEvent>.into_iter().find(|e| (e.ty)() == TypeId::of::<E>()).map(|e| e.name)
+}
+
+/// Whether `name` can name an event on a broker: dot-separated words of ASCII letters, digits,
+/// `-` and `_` (a NATS subject's tokens, a Kafka topic's or Redis stream's characters).
+///
+/// # Examples
+///
+/// ```
+/// assert!(tegu_outbox::valid_name("todos.completed"));
+/// assert!(!tegu_outbox::valid_name("todos.*"));
+/// assert!(!tegu_outbox::valid_name("todos..completed"));
+/// ```
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .split('.')
+            .all(|word| !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+}

@@ -1,0 +1,92 @@
+//! Events that reach every instance of a service, with nothing lost between the commit and the
+//! broker: the transactional outbox.
+//!
+//! An event type marked external ([`external_event!`]) is not handed to the in-process bus's
+//! `after_commit` handlers by the request that emits it. Instead:
+//!
+//! 1. **In the request's transaction**: [`Outbox`], the App's `tegu_core::events::EventTransport`, writes it
+//!    to the outbox table ([`OutboxStore`]; tegu-sqlx's `OutboxTable` on SQLite or PostgreSQL) in
+//!    the request's completion phase, before the commit. The event is stored with the data or
+//!    not at all; a failed write fails the request.
+//! 2. **After the commit**: the outbox's relay (a hosted service) publishes what the table holds
+//!    to a [`Broker`] (tegu-nats' JetStream) under the event's id, then deletes it. A process killed
+//!    between the commit and the relay loses nothing: any instance's relay publishes what is left
+//!    (polling), or this one on restart. Two relays may publish the same row; the broker keeps one
+//!    per id (JetStream's deduplication window).
+//! 3. **In every instance**: each instance's subscription (a durable consumer of its own)
+//!    receives every event and hands it to its `after_commit` handlers
+//!    (`tegu_core::events::EventBus::deliver`), then acknowledges it. Delivery is at least once; the ids
+//!    of the events handled lately are remembered, so a redelivered one is not handled twice.
+//!
+//! Without an `Outbox` in the App (no broker configured), events stay in the process, as ever.
+//!
+//! ```rust,standalone_crate
+//! use serde::{Deserialize, Serialize};
+//!
+//! /// Serialized as JSON into the outbox and onto the broker.
+//! #[derive(Debug, Serialize, Deserialize)]
+//! pub struct TodoCompleted { pub id: i64 }
+//!
+//! // Its name on the broker: the subject `events.todos.completed` on JetStream.
+//! tegu_outbox::external_event!(TodoCompleted = "todos.completed");
+//!
+//! assert_eq!(tegu_outbox::external_name::<TodoCompleted>(), Some("todos.completed"));
+//! ```
+//!
+//! Then register the pieces: `App::builder().register(Outbox::proto())`, an `OutboxStore`
+//! (`tegu_sqlx::OutboxTable`) and a `Broker` (`tegu_nats::JetStream`). The guide's chapter "Running
+//! more than one instance" puts them together.
+//!
+//! With the feature `testing`, the module `tegu_outbox::testing` has an in-memory broker and
+//! outbox store for the tests of a service that uses the outbox.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod broker;
+mod external;
+mod outbox;
+mod recent;
+mod store;
+#[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
+pub mod testing;
+
+pub use broker::{Ack, Broker, Outgoing, Received, Refused, Subscription};
+pub use external::{external_name, valid_name};
+pub use outbox::{Outbox, OutboxCounts};
+pub use store::{OutboxStore, Stored};
+
+/// The guide's chapter "Running more than one instance" (`docs/guide/instances.md`), compiled
+/// as doctests here, where its crates are.
+#[cfg(doctest)]
+pub mod guide {
+    #[doc = include_str!("../../docs/guide/instances.md")]
+    pub struct Instances;
+}
+
+/// What [`external_event!`] expands to; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::external::{DeliverFn, ExternalEvent, decode_and_deliver, encode};
+    pub use inventory;
+}
+
+/// Marks an event type as external: `external_event!(TodoCompleted = "todos.completed")`. The
+/// type is `serde`'s `Serialize + Deserialize` (JSON on the wire); the name is its name on the
+/// broker, dot-separated words of letters, digits, `-` and `_`, one per type. An App with an
+/// [`Outbox`] sends such events through it (see the crate's documentation); one without keeps
+/// them in the process.
+#[macro_export]
+macro_rules! external_event {
+    ($ty:ty = $name:literal) => {
+        $crate::__private::inventory::submit! {
+            $crate::__private::ExternalEvent {
+                ty: ::core::any::TypeId::of::<$ty>,
+                type_name: ::core::any::type_name::<$ty>,
+                name: $name,
+                encode: $crate::__private::encode::<$ty>,
+                deliver: $crate::__private::decode_and_deliver::<$ty>,
+            }
+        }
+    };
+}

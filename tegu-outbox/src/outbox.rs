@@ -1,0 +1,608 @@
+//! `Outbox`: the App's event transport (the outbox write, in the request's transaction), its
+//! relay to the broker, and this instance's subscription, as one hosted service.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use tegu_core::futures::UnitFuture;
+use tegu_core::{
+    DiError, ProtoDef,
+    error::BoxError,
+    events::{EventBus, EventTransport},
+    health::HealthCheck,
+    hosted::{HostedService, OnFailure, Stop},
+    registry::{Dependency, InjectKind},
+};
+use tokio::sync::Notify;
+
+use crate::broker::{Broker, Outgoing, Received, Refused};
+use crate::external::ExternalEvent;
+use crate::recent::Recent;
+use crate::store::OutboxStore;
+
+/// The `[outbox]` section of the configuration; every key has a default.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct Settings {
+    /// How many events the relay publishes per round.
+    batch: u32,
+    /// How often the relay looks for events that no instance relayed (one that died between
+    /// the commit and the relay), in milliseconds.
+    poll_ms: u64,
+    /// How many ids of handled events an instance remembers, to handle a redelivered one once.
+    remember: usize,
+    /// After a commit wakes the relay, how long it waits for more before publishing, in
+    /// milliseconds: larger rounds under load, at the cost of that much latency (0).
+    linger_ms: u64,
+    /// How long the oldest event may wait in the outbox before readiness says the outbox
+    /// is stalled, in milliseconds; 0 (the default): never. Every instance relays every row,
+    /// so a stall fails every instance's readiness at once.
+    stall_ms: u64,
+    /// How long a published event is kept, in milliseconds, to be published again should the
+    /// broker lose it (a server restarted without its store) before every instance had it;
+    /// 0: deleted once published.
+    keep_ms: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { batch: 100, poll_ms: 500, remember: 100_000, linger_ms: 0, stall_ms: 0, keep_ms: 300_000 }
+    }
+}
+
+/// Now, in milliseconds since the Unix epoch: the store's times.
+fn now_ms() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// How a relay round ended.
+enum Round {
+    /// The outbox is empty.
+    Drained,
+    /// The event of this row could not be published (the broker failed): it waits for the
+    /// next round, and so do those after it.
+    Waiting(i64),
+    /// The outbox could not be read.
+    Unread,
+}
+
+/// What an [`Outbox`] has done since it started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OutboxCounts {
+    /// Events written to the outbox in a transaction.
+    pub written: u64,
+    /// Events this instance's relay published (and deleted from the outbox).
+    pub relayed: u64,
+    /// Events this instance received and handed to its handlers.
+    pub delivered: u64,
+    /// Events this instance received again and did not hand over twice.
+    pub duplicates: u64,
+    /// Events this instance's relay set aside: the broker refused them for good.
+    pub set_aside: u64,
+    /// How many times this instance subscribed to the broker: more than once if a
+    /// subscription ended (the broker lost this instance's consumer, or the connection).
+    pub subscriptions: u64,
+    /// Events this instance's relay made pending again to publish them once more, after its
+    /// subscription ended (the broker may have lost them).
+    pub republished: u64,
+}
+
+/// The transactional outbox of an App: its `dyn EventTransport` (see the crate's
+/// documentation) and a hosted service that relays the outbox to the broker and delivers what
+/// the broker brings to this instance's handlers.
+///
+/// Register it with [`Outbox::proto`], beside a singleton that provides `dyn OutboxStore`
+/// (tegu-sqlx's `OutboxTable`) and one that provides `dyn Broker` (tegu-nats' `JetStream`). Its
+/// settings are the optional section `[outbox]`: `batch` (100), `poll_ms` (500), `remember`
+/// (100000 ids), `linger_ms` (0), `stall_ms` (0: readiness never fails on a stall), `keep_ms`
+/// (300000; 0: not kept).
+pub struct Outbox {
+    store: Arc<dyn OutboxStore>,
+    broker: Arc<dyn Broker>,
+    bus: Arc<EventBus>,
+    by_type: HashMap<TypeId, &'static ExternalEvent>,
+    by_name: HashMap<&'static str, &'static ExternalEvent>,
+    settings: Settings,
+    /// Wakes the relay: a scope that wrote to the outbox committed.
+    wake: Notify,
+    /// Whether this instance is subscribed: the relay waits for it, and readiness reports it.
+    subscribed: tokio::sync::watch::Sender<bool>,
+    recent: Mutex<Recent>,
+    /// Since when the relay has found the outbox's oldest event (`None`: it could not read
+    /// the outbox) still waiting, if it has.
+    waiting: Mutex<Option<(Option<i64>, Instant)>>,
+    written: Arc<AtomicU64>,
+    relayed: AtomicU64,
+    delivered: AtomicU64,
+    duplicates: AtomicU64,
+    set_aside: AtomicU64,
+    subscriptions: AtomicU64,
+    republished: AtomicU64,
+    /// This instance's subscription ended since the relay last published again what the
+    /// outbox keeps.
+    lost: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for Outbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut names: Vec<&str> = self.by_name.keys().copied().collect();
+        names.sort_unstable();
+        f.debug_struct("Outbox").field("events", &names).field("counts", &self.counts()).finish_non_exhaustive()
+    }
+}
+
+impl Outbox {
+    /// The proto to register: `App::builder().register(Outbox::proto())`. It injects the App's
+    /// `dyn OutboxStore`, `dyn Broker` and `EventBus`, reads `[outbox]`, and provides
+    /// `dyn EventTransport`, `dyn HostedService` and `dyn HealthCheck` (ready once subscribed). `build()` fails, naming the type, if an
+    /// external event's name is not a valid name or two types share one.
+    pub fn proto() -> ProtoDef {
+        ProtoDef::singleton::<Outbox>(|r| {
+            let settings = if r.config().contains("outbox") { r.config().get("outbox")? } else { Settings::default() };
+            Outbox::new(r.arc(0)?, r.arc(1)?, r.arc(2)?, settings)
+        })
+        .dep(Dependency::new::<dyn OutboxStore>(InjectKind::Arc, None))
+        .dep(Dependency::new::<dyn Broker>(InjectKind::Arc, None))
+        .dep(Dependency::new::<EventBus>(InjectKind::Arc, None))
+        .provides::<Outbox, dyn EventTransport>(|outbox| outbox)
+        .provides::<Outbox, dyn HostedService>(|outbox| outbox)
+        .provides::<Outbox, dyn HealthCheck>(|outbox| outbox)
+    }
+
+    fn new(
+        store: Arc<dyn OutboxStore>,
+        broker: Arc<dyn Broker>,
+        bus: Arc<EventBus>,
+        settings: Settings,
+    ) -> Result<Outbox, DiError> {
+        let mut by_type = HashMap::new();
+        let mut by_name: HashMap<&'static str, &'static ExternalEvent> = HashMap::new();
+        let refused = |reason: String| DiError::Construction {
+            type_name: std::any::type_name::<Outbox>(),
+            name: "outbox".to_owned(),
+            source: Arc::from(Box::<dyn std::error::Error + Send + Sync>::from(reason)),
+        };
+        if settings.batch == 0 {
+            return Err(refused("`outbox.batch` is 0, which would relay nothing; give at least 1".to_owned()));
+        }
+        for event in inventory::iter::<ExternalEvent> {
+            if !crate::valid_name(event.name) {
+                return Err(refused(format!(
+                    "external event `{}` is named \"{}\"; a name is dot-separated words of letters, digits, `-` and `_`",
+                    (event.type_name)(),
+                    event.name
+                )));
+            }
+            if let Some(other) = by_name.insert(event.name, event) {
+                return Err(refused(format!(
+                    "external events `{}` and `{}` are both named \"{}\"",
+                    (other.type_name)(),
+                    (event.type_name)(),
+                    event.name
+                )));
+            }
+            if let Some(other) = by_type.insert((event.ty)(), event) {
+                return Err(refused(format!(
+                    "`{}` is marked external twice, as \"{}\" and \"{}\"",
+                    (event.type_name)(),
+                    other.name,
+                    event.name
+                )));
+            }
+        }
+
+        let recent = Mutex::new(Recent::new(settings.remember));
+        Ok(Outbox {
+            store,
+            broker,
+            bus,
+            by_type,
+            by_name,
+            settings,
+            wake: Notify::new(),
+            subscribed: tokio::sync::watch::Sender::new(false),
+            recent,
+            waiting: Mutex::new(None),
+            written: Arc::default(),
+            relayed: AtomicU64::new(0),
+            delivered: AtomicU64::new(0),
+            duplicates: AtomicU64::new(0),
+            set_aside: AtomicU64::new(0),
+            subscriptions: AtomicU64::new(0),
+            republished: AtomicU64::new(0),
+            lost: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// What it has done since it started.
+    pub fn counts(&self) -> OutboxCounts {
+        OutboxCounts {
+            written: self.written.load(Ordering::Relaxed),
+            relayed: self.relayed.load(Ordering::Relaxed),
+            delivered: self.delivered.load(Ordering::Relaxed),
+            duplicates: self.duplicates.load(Ordering::Relaxed),
+            set_aside: self.set_aside.load(Ordering::Relaxed),
+            subscriptions: self.subscriptions.load(Ordering::Relaxed),
+            republished: self.republished.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Publishes what the outbox holds, a batch at a time, until it is empty or the broker
+    /// fails (logged; the next round tries again). Each event is deleted once the broker has
+    /// it; one the broker refuses for good ([`Refused`]) is set aside, and the events after it
+    /// go on.
+    async fn relay_all(&self) -> Round {
+        loop {
+            let batch = match self.store.pending(self.settings.batch).await {
+                Ok(batch) => batch,
+                Err(error) => {
+                    tracing::error!(%error, "reading the outbox failed; the relay tries again");
+                    return Round::Unread;
+                }
+            };
+            let Some(first) = batch.first() else { return Round::Drained };
+            let first = first.row;
+            let events: Vec<Outgoing<'_>> = batch
+                .iter()
+                .map(|stored| Outgoing { id: &stored.id, name: &stored.name, payload: &stored.payload })
+                .collect();
+            let (done, result) = self.broker.publish_all(&events).await;
+            let done = done.min(batch.len());
+            let published: Vec<i64> = batch[..done].iter().map(|stored| stored.row).collect();
+            if !published.is_empty() {
+                if let Err(error) = self.store.published(&published, now_ms()).await {
+                    // Published, still pending: the next round publishes them again, and the
+                    // broker keeps one of each.
+                    tracing::error!(%error, "marking relayed events published failed");
+                    return Round::Waiting(first);
+                }
+                self.relayed.fetch_add(published.len() as u64, Ordering::Relaxed);
+            }
+            match result {
+                Ok(()) if done == batch.len() => {}
+                Ok(()) => return Round::Waiting(batch[done].row),
+                Err(error) => {
+                    let Some(failed) = batch.get(done) else { return Round::Waiting(first) };
+                    let ty = self.by_name.get(failed.name.as_str()).map_or("?", |e| (e.type_name)());
+                    if !error.is::<Refused>() {
+                        tracing::error!(%error, event = ty, id = ?failed.id, "publishing an event failed; the relay tries again");
+                        return Round::Waiting(failed.row);
+                    }
+                    let reason = error.to_string();
+                    if let Err(error) = self.store.set_aside(failed.row, &reason).await {
+                        tracing::error!(%error, event = ty, id = ?failed.id, "setting aside an event the broker refused failed; the relay tries again");
+                        return Round::Waiting(failed.row);
+                    }
+                    self.set_aside.fetch_add(1, Ordering::Relaxed);
+                    set_aside_metric(&failed.name);
+                    tracing::error!(
+                        event = ty,
+                        id = ?failed.id,
+                        %reason,
+                        "the broker refused an event for good; it is set aside (the outbox's set-aside table) and the events after it go on"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Notes how a relay round ended, for readiness: since when the oldest event waits.
+    fn note(&self, round: Round) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        match round {
+            Round::Drained => *waiting = None,
+            Round::Waiting(row) => {
+                if !matches!(*waiting, Some((Some(r), _)) if r == row) {
+                    *waiting = Some((Some(row), now));
+                }
+            }
+            Round::Unread => {
+                if waiting.is_none() {
+                    *waiting = Some((None, now));
+                }
+            }
+        }
+    }
+
+    /// How long the outbox's oldest event has waited for the broker, as this instance's relay
+    /// last saw it (from the round that first found it waiting); `None` when the outbox was
+    /// empty at the relay's last round. What to alert on (with the feature `metrics`, the gauge
+    /// `di_outbox_oldest_waiting_seconds`); readiness fails on it only with `outbox.stall_ms`.
+    pub fn oldest_waiting(&self) -> Option<Duration> {
+        let waiting = *self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        waiting.map(|(_, since)| since.elapsed())
+    }
+
+    /// Why readiness fails, if the oldest event has waited longer than `stall_ms`.
+    fn stalled(&self) -> Option<String> {
+        let limit = Duration::from_millis(self.settings.stall_ms);
+        if limit.is_zero() {
+            return None;
+        }
+        let waiting = *self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let (row, since) = waiting?;
+        let waited = since.elapsed();
+        (waited >= limit).then(|| match row {
+            Some(row) => format!(
+                "the outbox's oldest event (row {row}) has waited {} s for the broker (`outbox.stall_ms` is {} ms)",
+                waited.as_secs(),
+                limit.as_millis()
+            ),
+            None => format!("the outbox could not be read for {} s", waited.as_secs()),
+        })
+    }
+
+    /// Relays after each commit that wrote to the outbox, and every `poll_ms` what no instance
+    /// relayed; once more when told to stop. Begins once this instance has subscribed: a new
+    /// subscription starts with the events published from then on, so that this instance's
+    /// own handlers get what its first round publishes.
+    async fn relay(&self, stop: &Stop) {
+        let mut subscribed = self.subscribed.subscribe();
+        tokio::select! {
+            () = stop.stopped() => return,
+            _ = subscribed.wait_for(|subscribed| *subscribed) => {}
+        }
+        let poll = Duration::from_millis(self.settings.poll_ms.max(1));
+        let linger = Duration::from_millis(self.settings.linger_ms);
+        let mut purged = Instant::now();
+        loop {
+            self.republish_if_lost().await;
+            let round = self.relay_all().await;
+            self.note(round);
+            waiting_metric(self.oldest_waiting());
+            self.purge(&mut purged).await;
+            tokio::select! {
+                () = stop.stopped() => break,
+                () = self.wake.notified() => {
+                    if !linger.is_zero() {
+                        tokio::select! {
+                            () = stop.stopped() => break,
+                            () = tokio::time::sleep(linger) => {}
+                        }
+                    }
+                }
+                () = tokio::time::sleep(poll) => {}
+            }
+        }
+        self.relay_all().await;
+    }
+
+    /// After this instance's subscription ended (the broker lost its consumer, perhaps all of
+    /// its state) and it subscribed again: the events published within `keep_ms` are made
+    /// pending again, so that the relay publishes them once more. Every instance recognises
+    /// those it handled (by id), and the broker stores one of each within its window.
+    async fn republish_if_lost(&self) {
+        if self.settings.keep_ms == 0 || !*self.subscribed.borrow() || !self.lost.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let since = now_ms().saturating_sub(i64::try_from(self.settings.keep_ms).unwrap_or(i64::MAX));
+        match self.store.republish(since).await {
+            Ok(count) => {
+                self.republished.fetch_add(count, Ordering::Relaxed);
+                tracing::warn!(
+                    events = count,
+                    "the subscription ended: the events published lately are published again"
+                );
+            }
+            Err(error) => {
+                self.lost.store(true, Ordering::Release);
+                tracing::error!(%error, "making the events published lately pending again failed; the relay tries again");
+            }
+        }
+    }
+
+    /// Deletes the events published more than `keep_ms` ago, every quarter of it (at most
+    /// every second); at once with `keep_ms` 0.
+    async fn purge(&self, last: &mut Instant) {
+        let keep = Duration::from_millis(self.settings.keep_ms);
+        if !keep.is_zero() && last.elapsed() < (keep / 4).max(Duration::from_secs(1)) {
+            return;
+        }
+        *last = Instant::now();
+        let before = now_ms().saturating_sub(i64::try_from(self.settings.keep_ms).unwrap_or(i64::MAX));
+        let before = if keep.is_zero() { i64::MAX } else { before };
+        if let Err(error) = self.store.purge(before).await {
+            tracing::warn!(%error, "deleting the events published long ago failed; the relay tries again");
+        }
+    }
+
+    /// Hands each event the broker brings to this instance's handlers, once, and acknowledges
+    /// it; subscribes again (after a second) when the subscription ends or fails.
+    async fn receive(&self, stop: &Stop) {
+        loop {
+            let subscription = tokio::select! {
+                () = stop.stopped() => return,
+                subscription = self.broker.subscribe() => subscription,
+            };
+            let mut subscription = match subscription {
+                Ok(subscription) => {
+                    self.subscriptions.fetch_add(1, Ordering::Relaxed);
+                    self.subscribed.send_replace(true);
+                    subscription
+                }
+                Err(error) => {
+                    tracing::error!(%error, "subscribing to the broker failed; trying again in a second");
+                    tokio::select! {
+                        () = stop.stopped() => return,
+                        () = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                    }
+                }
+            };
+            loop {
+                let next = tokio::select! {
+                    () = stop.stopped() => return,
+                    next = subscription.next() => next,
+                };
+                match next {
+                    Some(Ok(received)) => self.handle(received).await,
+                    Some(Err(error)) => tracing::error!(%error, "receiving from the broker failed"),
+                    None => {
+                        tracing::warn!("the broker ended the subscription; subscribing again");
+                        self.lost.store(true, Ordering::Release);
+                        self.subscribed.send_replace(false);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// One received event: delivered unless handled lately, then acknowledged.
+    async fn handle(&self, received: Received) {
+        let Received { id, name, payload, ack } = received;
+        // An event without an id (published by something else) cannot be recognised again.
+        let seen = !id.is_empty() && self.recent.lock().unwrap_or_else(|e| e.into_inner()).contains(&id);
+        if seen {
+            self.duplicates.fetch_add(1, Ordering::Relaxed);
+        } else {
+            match self.by_name.get(name.as_str()) {
+                Some(event) => match (event.deliver)(&self.bus, &payload).await {
+                    Ok(_) => {
+                        self.delivered.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(error) => {
+                        tracing::error!(event = ?name, id = ?id, %error, "a received event could not be decoded; dropped")
+                    }
+                },
+                None => {
+                    tracing::warn!(event = ?name, id = ?id, "a received event is of no type this instance knows; dropped")
+                }
+            }
+            if !id.is_empty() {
+                self.recent.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone());
+            }
+        }
+        if let Err(error) = ack.ack().await {
+            tracing::warn!(event = ?name, id = ?id, %error, "acknowledging an event failed; it will come again, and be recognised");
+        }
+    }
+}
+
+/// 128 random bits as 32 hex digits: an event's id, unique across services and databases
+/// (std's `RandomState` is seeded by the OS and differs per call).
+fn new_event_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let half = |salt: u64| {
+        let mut hasher = std::hash::RandomState::new().build_hasher();
+        hasher.write_u64(count);
+        hasher.write_u128(nanos);
+        hasher.write_u64(salt);
+        hasher.finish()
+    };
+    format!("{:016x}{:016x}", half(1), half(2))
+}
+
+impl EventTransport for Outbox {
+    fn carries(&self, event: TypeId) -> bool {
+        self.by_type.contains_key(&event)
+    }
+
+    fn send(&self, event: Arc<dyn Any + Send + Sync>) -> UnitFuture {
+        let Some(&external) = self.by_type.get(&(*event).type_id()) else {
+            return Box::pin(async { Err("the outbox was given an event type it does not carry".into()) });
+        };
+        let (store, broker, written) = (self.store.clone(), self.broker.clone(), self.written.clone());
+        Box::pin(async move {
+            let payload = (external.encode)(&*event)
+                .map_err(|e| format!("encoding event `{}` for the outbox: {e}", external.name))?;
+            let id = new_event_id();
+            // An event the broker would never take fails the request now, rather than being
+            // acknowledged and set aside by the relay.
+            if let Some(why) = broker.refuses(Outgoing { id: &id, name: external.name, payload: &payload }) {
+                return Err(
+                    format!("event `{}` ({}) cannot be sent: {why}", external.name, (external.type_name)()).into()
+                );
+            }
+            store
+                .insert(&id, external.name, &payload)
+                .await
+                .map_err(|source| Failed { event: external.name, source })?;
+            written.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        })
+    }
+
+    fn released(&self, committed: bool) {
+        if committed {
+            self.wake.notify_one();
+        }
+    }
+}
+
+/// Readiness (`outbox`): ready once this instance is subscribed to the broker, so that a load
+/// balancer sends it requests only when it will also receive the events, and, with
+/// `outbox.stall_ms` set, while the outbox's oldest event has waited no longer than that for
+/// the broker.
+impl HealthCheck for Outbox {
+    fn check(self: Arc<Self>) -> UnitFuture {
+        Box::pin(async move {
+            if !*self.subscribed.borrow() {
+                return Err("not subscribed to the broker (yet)".into());
+            }
+            match self.stalled() {
+                Some(why) => Err(why.into()),
+                None => Ok(()),
+            }
+        })
+    }
+}
+
+/// Writing an event to the outbox failed: keeps the store's error as its source, so that
+/// `DiError::is_busy` finds a busy database through it (tegu-http answers 503).
+#[derive(Debug)]
+struct Failed {
+    event: &'static str,
+    source: BoxError,
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "writing event `{}` to the outbox: {}", self.event, self.source)
+    }
+}
+
+impl std::error::Error for Failed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.source)
+    }
+}
+
+/// Sets the gauge `di_outbox_oldest_waiting_seconds`, with the feature `metrics`.
+fn waiting_metric(waiting: Option<Duration>) {
+    #[cfg(feature = "metrics")]
+    metrics::gauge!("di_outbox_oldest_waiting_seconds").set(waiting.map_or(0.0, |w| w.as_secs_f64()));
+    #[cfg(not(feature = "metrics"))]
+    let _ = waiting;
+}
+
+/// Counts an event set aside (`di_outbox_set_aside_total`, label `event`), with the feature
+/// `metrics`.
+fn set_aside_metric(event: &str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("di_outbox_set_aside_total", "event" => event.to_owned()).increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = event;
+}
+
+impl HostedService for Outbox {
+    fn run(self: Arc<Self>, stop: Stop) -> UnitFuture {
+        Box::pin(async move {
+            tokio::join!(self.relay(&stop), self.receive(&stop));
+            Ok(())
+        })
+    }
+
+    fn on_failure(&self) -> OnFailure {
+        OnFailure::Restart { first: Duration::from_millis(100), max: Duration::from_secs(10) }
+    }
+}

@@ -1,0 +1,53 @@
+//! Where events wait between the commit and the broker: a table of the service's database.
+
+use tegu_core::error::BoxError;
+
+use tegu_core::futures::BoxFuture;
+
+/// An event in the outbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    /// Its row in the table.
+    pub row: i64,
+    /// Its id: 128 random bits, unique across services and databases.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its JSON.
+    pub payload: Vec<u8>,
+}
+
+/// The outbox table. A singleton provides it (`dyn OutboxStore`); tegu-sqlx's `OutboxTable` is one,
+/// on SQLite or PostgreSQL.
+///
+/// An event is pending from its insert until the relay has published it; then it is kept,
+/// marked published, for a while (`outbox.keep_ms`), so that the outbox can publish it again
+/// should the broker lose it before every instance had it (a NATS server restarted without
+/// its store): [`republish`](Self::republish). Times are milliseconds since the Unix epoch, on
+/// the relaying instance's clock.
+pub trait OutboxStore: Send + Sync + 'static {
+    /// Writes an event (its id, name and JSON) **in the current transaction** (the request's, in its completion phase):
+    /// it is stored with the request's data or not at all. Outside any transaction, on its own.
+    fn insert<'a>(&'a self, id: &'a str, name: &'a str, payload: &'a [u8]) -> BoxFuture<'a, Result<i64, BoxError>>;
+
+    /// Up to `limit` of the oldest events pending (committed, not published yet), oldest
+    /// first, outside any transaction.
+    fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, BoxError>>;
+
+    /// Marks the events of `rows` published at `at`: they leave [`pending`](Self::pending),
+    /// and are kept until [`purge`](Self::purge) deletes them.
+    fn published<'a>(&'a self, rows: &'a [i64], at: i64) -> BoxFuture<'a, Result<(), BoxError>>;
+
+    /// Makes the events published at `since` or later pending again: the broker lost them
+    /// (its state), and the relay publishes them again, under their ids. How many.
+    fn republish(&self, since: i64) -> BoxFuture<'_, Result<u64, BoxError>>;
+
+    /// Deletes the events published before `before`. How many.
+    fn purge(&self, before: i64) -> BoxFuture<'_, Result<u64, BoxError>>;
+
+    /// Sets the event of `row` aside, with `reason`: the broker refused it for good
+    /// ([`Refused`](crate::Refused)). It leaves the events [`pending`](Self::pending) returns,
+    /// and is kept where an operator can read it (tegu-sqlx: the table `di_outbox_set_aside`),
+    /// never deleted by the outbox.
+    fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), BoxError>>;
+}

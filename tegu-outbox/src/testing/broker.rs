@@ -1,0 +1,509 @@
+//! `MemoryBroker`: a [`Broker`] in memory, failing on demand the ways a real one does.
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tegu_core::{ProtoDef, error::BoxError};
+use tokio::sync::watch;
+
+use crate::broker::{Ack, Broker, Outgoing, Received, Refused, Subscription};
+use tegu_core::futures::BoxFuture;
+
+/// An event a [`MemoryBroker`] stores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Published {
+    /// Its id: the broker stores one event per id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its JSON.
+    pub payload: Vec<u8>,
+}
+
+/// A [`Broker`] in memory, for tests: it stores what is published (one event per id), delivers
+/// it to every instance's subscription, and fails on demand with each outcome the trait has.
+///
+/// - **Refused for good** ([`Refused`]): the events of a name ([`refuse`](Self::refuse)), of an
+///   id ([`refuse_id`](Self::refuse_id)), or larger than a limit
+///   ([`limit_payload`](Self::limit_payload), which [`Broker::refuses`] also reports, as
+///   tegu-nats does for the server's `max_payload`).
+/// - **Passing failures**: the next publishes ([`fail_next`](Self::fail_next)), every k-th
+///   ([`fail_every`](Self::fail_every)), everything while it is down
+///   ([`set_down`](Self::set_down): publishes and new subscriptions), the next receives
+///   ([`fail_receives`](Self::fail_receives)) or acknowledgements
+///   ([`fail_acks`](Self::fail_acks); the event comes again).
+/// - **Its state lost** ([`forget`](Self::forget)): as a NATS server restarted without its
+///   store, it loses what it stored and every consumer, and open subscriptions end.
+/// - **At-least-once delivery**: [`redeliver`](Self::redeliver) brings an event once more.
+///
+/// A clone is the same broker and the same consumer (the same instance of the service);
+/// [`instance`](Self::instance) is another instance's handle on the same broker. Register it
+/// with [`proto`](Self::proto), and keep a clone to steer and inspect it.
+///
+/// Like JetStream's durable consumers, an instance's first subscription starts with the events
+/// published from then on; one made after the last ended resumes where it left off, with what
+/// was delivered and not acknowledged first. A publish stores the event at once, and an id it
+/// stores again is ignored until [`forget`](Self::forget) (JetStream forgets ids after its
+/// duplicate window).
+///
+/// # Examples
+///
+/// ```
+/// use tegu_outbox::testing::MemoryBroker;
+/// use tegu_outbox::{Broker, Outgoing, Refused};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::error::BoxError> {
+/// let broker = MemoryBroker::new();
+/// let mut subscription = broker.subscribe().await?;
+/// let paid = Outgoing { id: "e1", name: "billing.paid", payload: br#"{"cents":500}"# };
+/// broker.publish(paid).await?;
+/// broker.publish(paid).await?; // the same id: stored once
+/// assert_eq!((broker.published().len(), broker.duplicates()), (1, 1));
+/// let received = subscription.next().await.expect("an event")?;
+/// assert_eq!((received.id.as_str(), received.name.as_str()), ("e1", "billing.paid"));
+/// received.ack.ack().await?;
+///
+/// // A passing failure, then one for good.
+/// broker.fail_next(1);
+/// assert!(broker.publish(paid).await.is_err_and(|e| !e.is::<Refused>()));
+/// broker.refuse("billing.refunded", "a subject the broker does not take");
+/// let refunded = Outgoing { id: "e2", name: "billing.refunded", payload: b"{}" };
+/// assert!(broker.publish(refunded).await.is_err_and(|e| e.is::<Refused>()));
+///
+/// // Its state lost: the subscription ends, and a new one starts afresh.
+/// broker.forget();
+/// assert!(subscription.next().await.is_none());
+/// assert!(broker.published().is_empty());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct MemoryBroker {
+    shared: Arc<Shared>,
+    /// This handle's consumer: an index into `State::consumers`.
+    consumer: usize,
+}
+
+/// What the handles of one broker share.
+struct Shared {
+    state: Mutex<State>,
+    /// Bumped on every change a subscription may be waiting for.
+    changed: watch::Sender<u64>,
+}
+
+/// The broker's store, its consumers, and what it was told to do.
+#[derive(Default)]
+struct State {
+    /// What it stores, in the order published.
+    log: Vec<Published>,
+    /// The ids of `log`: publishing one again stores nothing.
+    ids: HashSet<String>,
+    /// Bumped by `forget`: subscriptions and deliveries of an earlier epoch are gone.
+    epoch: u64,
+    /// One per instance (handle made by `new` or `instance`).
+    consumers: Vec<Consumer>,
+    refused_names: HashMap<String, String>,
+    refused_ids: HashMap<String, String>,
+    max_payload: Option<usize>,
+    fail_next: usize,
+    fail_every: usize,
+    down: bool,
+    fail_receives: usize,
+    fail_acks: usize,
+    attempts: usize,
+    duplicates: usize,
+    subscriptions: usize,
+    acknowledged: usize,
+}
+
+/// An instance's durable consumer.
+#[derive(Debug, Default)]
+struct Consumer {
+    /// Whether the broker has it: made by the instance's first subscription, lost with `forget`.
+    exists: bool,
+    /// The index in `log` of the next event to deliver.
+    next: usize,
+    /// Events to deliver again, before `next`.
+    again: VecDeque<usize>,
+    /// Events delivered and not acknowledged.
+    unacked: BTreeSet<usize>,
+}
+
+impl State {
+    /// The next event for `consumer`, if any, marked delivered.
+    fn take_next(&mut self, consumer: usize) -> Option<usize> {
+        let len = self.log.len();
+        let consumer = &mut self.consumers[consumer];
+        let index = match consumer.again.pop_front() {
+            Some(index) => index,
+            None if consumer.next < len => {
+                consumer.next += 1;
+                consumer.next - 1
+            }
+            None => return None,
+        };
+        consumer.unacked.insert(index);
+        Some(index)
+    }
+
+    /// Why an event is refused for good, if it is.
+    fn refusal(&self, event: &Outgoing<'_>) -> Option<String> {
+        self.refused_names
+            .get(event.name)
+            .or_else(|| self.refused_ids.get(event.id))
+            .cloned()
+            .or_else(|| self.too_large(event))
+    }
+
+    fn too_large(&self, event: &Outgoing<'_>) -> Option<String> {
+        let max = self.max_payload?;
+        let len = event.payload.len();
+        (len > max).then(|| format!("{len} bytes, more than the {max} this broker takes"))
+    }
+}
+
+impl Default for MemoryBroker {
+    fn default() -> Self {
+        MemoryBroker::new()
+    }
+}
+
+impl std::fmt::Debug for MemoryBroker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.state();
+        f.debug_struct("MemoryBroker")
+            .field("consumer", &self.consumer)
+            .field("stored", &state.log.len())
+            .field("attempts", &state.attempts)
+            .field("duplicates", &state.duplicates)
+            .field("subscriptions", &state.subscriptions)
+            .field("acknowledged", &state.acknowledged)
+            .field("down", &state.down)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemoryBroker {
+    /// An empty broker that fails nothing, and a handle for one instance of the service.
+    pub fn new() -> MemoryBroker {
+        let state = State { consumers: vec![Consumer::default()], ..State::default() };
+        let shared = Shared { state: Mutex::new(state), changed: watch::Sender::new(0) };
+        MemoryBroker { shared: Arc::new(shared), consumer: 0 }
+    }
+
+    /// A handle for another instance of the service: the same broker (what it stores, what it
+    /// was told to fail), with a consumer of its own, which receives every event too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_outbox::testing::MemoryBroker;
+    /// use tegu_outbox::{Broker, Outgoing};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::error::BoxError> {
+    /// let a = MemoryBroker::new();
+    /// let b = a.instance();
+    /// let (mut on_a, mut on_b) = (a.subscribe().await?, b.subscribe().await?);
+    /// a.publish(Outgoing { id: "e1", name: "todos.completed", payload: b"{}" }).await?;
+    /// assert_eq!(on_a.next().await.expect("an event")?.id, "e1");
+    /// assert_eq!(on_b.next().await.expect("an event")?.id, "e1");
+    /// # Ok(()) }
+    /// ```
+    pub fn instance(&self) -> MemoryBroker {
+        let mut state = self.state();
+        state.consumers.push(Consumer::default());
+        MemoryBroker { shared: Arc::clone(&self.shared), consumer: state.consumers.len() - 1 }
+    }
+
+    /// The proto that provides this broker to an App, as `dyn Broker` (and as `MemoryBroker`,
+    /// this handle):
+    /// `App::builder().register(broker.proto())`.
+    pub fn proto(&self) -> ProtoDef {
+        let broker = self.clone();
+        ProtoDef::singleton::<MemoryBroker>(move |_| Ok(broker.clone())).provides::<MemoryBroker, dyn Broker>(|b| b)
+    }
+
+    /// Refuses the events named `name` for good, from now on: a publish fails with
+    /// [`Refused`], carrying `reason`, as a broker that does not take their subject.
+    /// [`Broker::refuses`] does not tell (the outbox writes them, and its relay sets them aside).
+    pub fn refuse(&self, name: &str, reason: &str) {
+        self.state().refused_names.insert(name.to_owned(), reason.to_owned());
+    }
+
+    /// Refuses the event of id `id` for good, from now on, as [`refuse`](Self::refuse) does.
+    pub fn refuse_id(&self, id: &str, reason: &str) {
+        self.state().refused_ids.insert(id.to_owned(), reason.to_owned());
+    }
+
+    /// Refuses for good the events whose payload is longer than `bytes`, as a NATS server does
+    /// those over its `max_payload`: a publish fails with [`Refused`], and [`Broker::refuses`]
+    /// says so beforehand (the outbox then fails the request that emits one).
+    pub fn limit_payload(&self, bytes: usize) {
+        self.state().max_payload = Some(bytes);
+    }
+
+    /// The next `count` publishes fail with a passing error (the broker busy, a timeout): the
+    /// outbox tries again in its next round. `usize::MAX` fails them until `fail_next(0)`.
+    pub fn fail_next(&self, count: usize) {
+        self.state().fail_next = count;
+    }
+
+    /// Every `k`-th publish from the first (the `k`-th, the `2k`-th, ...) fails with a passing
+    /// error, a flaky broker: a batch may fail halfway. `0` stops it.
+    pub fn fail_every(&self, k: usize) {
+        self.state().fail_every = k;
+    }
+
+    /// While `down`, every publish and every new subscription fails with a passing error.
+    /// Open subscriptions stay open (a client reconnecting keeps them) and get nothing new.
+    pub fn set_down(&self, down: bool) {
+        self.state().down = down;
+    }
+
+    /// The next `count` receives ([`Subscription::next`]) fail at once with a passing error;
+    /// nothing is lost, the receive after brings the event.
+    pub fn fail_receives(&self, count: usize) {
+        self.state().fail_receives = count;
+        self.changed();
+    }
+
+    /// The next `count` acknowledgements fail: the event is not acknowledged, and the broker
+    /// delivers it again (at once; JetStream after its `ack_wait`).
+    pub fn fail_acks(&self, count: usize) {
+        self.state().fail_acks = count;
+    }
+
+    /// Loses the broker's state, as a NATS server restarted without its JetStream store: what
+    /// it stored (and the ids it would have ignored), and every consumer. Open subscriptions
+    /// end (`next` gives `None`); an instance's next subscription starts with the events
+    /// published from then on. What it was told to fail stays.
+    pub fn forget(&self) {
+        {
+            let mut state = self.state();
+            state.log.clear();
+            state.ids.clear();
+            state.epoch += 1;
+            for consumer in &mut state.consumers {
+                *consumer = Consumer::default();
+            }
+        }
+        self.changed();
+    }
+
+    /// Delivers the event of id `id` once more to every instance subscribed, as a broker
+    /// does when an acknowledgement was lost (delivery is at least once). Whether it stores
+    /// such an event.
+    pub fn redeliver(&self, id: &str) -> bool {
+        let found = {
+            let mut state = self.state();
+            let found = state.log.iter().position(|event| event.id == id);
+            if let Some(index) = found {
+                for consumer in state.consumers.iter_mut().filter(|c| c.exists) {
+                    consumer.again.push_back(index);
+                }
+            }
+            found.is_some()
+        };
+        self.changed();
+        found
+    }
+
+    /// What it stores, in the order published: one event per id, since it last
+    /// [forgot](Self::forget).
+    pub fn published(&self) -> Vec<Published> {
+        self.state().log.clone()
+    }
+
+    /// How many events it was asked to publish, stored or not (each of a batch counts).
+    pub fn attempts(&self) -> usize {
+        self.state().attempts
+    }
+
+    /// How many publishes stored nothing, since it already had their id: a relay published
+    /// an event again.
+    pub fn duplicates(&self) -> usize {
+        self.state().duplicates
+    }
+
+    /// How many subscriptions it gave, to every instance.
+    pub fn subscriptions(&self) -> usize {
+        self.state().subscriptions
+    }
+
+    /// How many received events were acknowledged, by every instance.
+    pub fn acknowledged(&self) -> usize {
+        self.state().acknowledged
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.shared.state()
+    }
+
+    fn changed(&self) {
+        self.shared.changed();
+    }
+
+    /// Publishes `event`: stored, ignored (an id it has), or the failure it was told to give.
+    fn store(&self, event: &Outgoing<'_>) -> Result<(), BoxError> {
+        let stored = {
+            let mut state = self.state();
+            state.attempts += 1;
+            if state.down {
+                return Err("the broker is down (MemoryBroker::set_down)".into());
+            }
+            if state.fail_next > 0 {
+                state.fail_next -= 1;
+                return Err("the broker failed a publish (MemoryBroker::fail_next)".into());
+            }
+            if state.fail_every > 0 && state.attempts.is_multiple_of(state.fail_every) {
+                return Err("the broker failed a publish (MemoryBroker::fail_every)".into());
+            }
+            if let Some(reason) = state.refusal(event) {
+                return Err(Box::new(Refused(reason.into())));
+            }
+            let stored = state.ids.insert(event.id.to_owned());
+            if !stored {
+                state.duplicates += 1;
+            } else {
+                let published =
+                    Published { id: event.id.to_owned(), name: event.name.to_owned(), payload: event.payload.to_vec() };
+                state.log.push(published);
+            }
+            stored
+        };
+        if stored {
+            self.changed();
+        }
+        Ok(())
+    }
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn changed(&self) {
+        self.changed.send_modify(|version| *version = version.wrapping_add(1));
+    }
+}
+
+impl Broker for MemoryBroker {
+    fn publish<'a>(&'a self, event: Outgoing<'a>) -> BoxFuture<'a, Result<(), BoxError>> {
+        let result = self.store(&event);
+        Box::pin(async move { result })
+    }
+
+    fn subscribe(&self) -> BoxFuture<'_, Result<Box<dyn Subscription>, BoxError>> {
+        let result = {
+            let mut state = self.state();
+            if state.down {
+                Err("the broker is down (MemoryBroker::set_down)".into())
+            } else {
+                state.subscriptions += 1;
+                let (len, epoch) = (state.log.len(), state.epoch);
+                let consumer = &mut state.consumers[self.consumer];
+                if consumer.exists {
+                    // Resumes: what was delivered and not acknowledged comes first.
+                    let unacked = std::mem::take(&mut consumer.unacked);
+                    for index in unacked.into_iter().rev() {
+                        consumer.again.push_front(index);
+                    }
+                } else {
+                    *consumer = Consumer { exists: true, next: len, ..Consumer::default() };
+                }
+                let subscription = MemorySubscription {
+                    shared: Arc::clone(&self.shared),
+                    consumer: self.consumer,
+                    epoch,
+                    changed: self.shared.changed.subscribe(),
+                };
+                Ok(Box::new(subscription) as Box<dyn Subscription>)
+            }
+        };
+        Box::pin(async move { result })
+    }
+
+    fn refuses(&self, event: Outgoing<'_>) -> Option<String> {
+        self.state().too_large(&event)
+    }
+}
+
+/// An instance's subscription to a [`MemoryBroker`].
+struct MemorySubscription {
+    shared: Arc<Shared>,
+    consumer: usize,
+    /// The broker's epoch when it was made: it ends when the broker forgets.
+    epoch: u64,
+    changed: watch::Receiver<u64>,
+}
+
+impl Subscription for MemorySubscription {
+    fn next(&mut self) -> BoxFuture<'_, Option<Result<Received, BoxError>>> {
+        Box::pin(async move {
+            loop {
+                // Marked seen before looking, so that a change made after the look wakes us.
+                self.changed.borrow_and_update();
+                {
+                    let mut state = self.shared.state();
+                    if state.epoch != self.epoch {
+                        return None;
+                    }
+                    if state.fail_receives > 0 {
+                        state.fail_receives -= 1;
+                        return Some(Err("receiving from the broker failed (MemoryBroker::fail_receives)".into()));
+                    }
+                    if let Some(index) = state.take_next(self.consumer) {
+                        let Published { id, name, payload } = state.log[index].clone();
+                        let ack = MemoryAck {
+                            shared: Arc::clone(&self.shared),
+                            consumer: self.consumer,
+                            epoch: self.epoch,
+                            index,
+                        };
+                        return Some(Ok(Received { id, name, payload, ack: Box::new(ack) }));
+                    }
+                }
+                if self.changed.changed().await.is_err() {
+                    return None;
+                }
+            }
+        })
+    }
+}
+
+/// Acknowledges one delivery of a [`MemoryBroker`].
+struct MemoryAck {
+    shared: Arc<Shared>,
+    consumer: usize,
+    epoch: u64,
+    index: usize,
+}
+
+impl Ack for MemoryAck {
+    fn ack(self: Box<Self>) -> BoxFuture<'static, Result<(), BoxError>> {
+        let result: Result<(), BoxError> = {
+            let mut state = self.shared.state();
+            let current = state.epoch == self.epoch;
+            if state.fail_acks > 0 {
+                state.fail_acks -= 1;
+                // Not acknowledged: delivered again.
+                let consumer = &mut state.consumers[self.consumer];
+                if current && consumer.unacked.remove(&self.index) {
+                    consumer.again.push_back(self.index);
+                }
+                Err("acknowledging failed (MemoryBroker::fail_acks); the event comes again".into())
+            } else {
+                if current {
+                    state.consumers[self.consumer].unacked.remove(&self.index);
+                }
+                state.acknowledged += 1;
+                Ok(())
+            }
+        };
+        if result.is_err() {
+            self.shared.changed();
+        }
+        Box::pin(async move { result })
+    }
+}

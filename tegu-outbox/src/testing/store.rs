@@ -1,0 +1,183 @@
+//! `MemoryStore`: an [`OutboxStore`] in memory, its rows as tegu-sqlx's `OutboxTable` keeps them.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tegu_core::{ProtoDef, error::BoxError};
+
+use crate::store::{OutboxStore, Stored};
+use tegu_core::futures::BoxFuture;
+
+/// A row of a [`MemoryStore`]: an event, pending or published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Row {
+    /// The event.
+    pub event: Stored,
+    /// When it was marked published (milliseconds since the Unix epoch, as the relay gives
+    /// them); `None` while it is pending.
+    pub published_at: Option<i64>,
+}
+
+/// An event a [`MemoryStore`] set aside: the broker refused it for good.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SetAside {
+    /// The event, with the row it had.
+    pub event: Stored,
+    /// Why (the broker's refusal).
+    pub reason: String,
+}
+
+/// An [`OutboxStore`] in memory, for tests: its rows in a `Mutex`, with the semantics of
+/// tegu-sqlx's `OutboxTable` (the table `di_outbox` and `di_outbox_set_aside`):
+///
+/// - [`insert`](OutboxStore::insert) numbers rows from 1 up, never reusing a number;
+/// - [`pending`](OutboxStore::pending): the oldest rows not published, in row order;
+/// - [`published`](OutboxStore::published) marks rows published at a time (rows it does not
+///   have are skipped), [`republish`](OutboxStore::republish) makes those published at or after
+///   a time pending again, [`purge`](OutboxStore::purge) deletes those published before a time
+///   (never a pending one);
+/// - [`set_aside`](OutboxStore::set_aside) moves a row, pending or not, out of the table to
+///   [`aside`](Self::aside), with the reason.
+///
+/// One difference: there is no transaction. An event is written at once and stays, even if
+/// the request's unit of work rolls back after (with `OutboxTable`, it goes with the rollback).
+///
+/// A clone is the same store: register it with [`proto`](Self::proto) and keep a clone to
+/// read [`rows`](Self::rows) and [`aside`](Self::aside).
+///
+/// # Examples
+///
+/// ```
+/// use tegu_outbox::OutboxStore;
+/// use tegu_outbox::testing::MemoryStore;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::error::BoxError> {
+/// let outbox = MemoryStore::new();
+/// let row = outbox.insert("5f0c1e2d", "todos.completed", br#"{"id":1}"#).await?;
+/// let pending = outbox.pending(10).await?;
+/// assert_eq!((pending.len(), pending[0].row), (1, row));
+/// // Published at 1000 (ms since the epoch): kept, no longer pending.
+/// outbox.published(&[row], 1_000).await?;
+/// assert!(outbox.pending(10).await?.is_empty());
+/// assert_eq!(outbox.rows()[0].published_at, Some(1_000));
+/// // The broker lost it: pending again, then published and, later, purged.
+/// assert_eq!(outbox.republish(1_000).await?, 1);
+/// assert_eq!(outbox.pending(10).await?.len(), 1);
+/// outbox.published(&[row], 2_000).await?;
+/// assert_eq!(outbox.purge(3_000).await?, 1);
+/// assert!(outbox.rows().is_empty());
+///
+/// // An event the broker refuses for good is set aside, with the reason.
+/// let row = outbox.insert("9a8b7c6d", "todos.completed", &[b'x'; 2048]).await?;
+/// outbox.set_aside(row, "too large").await?;
+/// assert!(outbox.pending(10).await?.is_empty());
+/// let aside = outbox.aside();
+/// assert_eq!((aside[0].event.id.as_str(), aside[0].reason.as_str()), ("9a8b7c6d", "too large"));
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct MemoryStore {
+    table: Arc<Mutex<Table>>,
+}
+
+/// The rows, and those set aside.
+#[derive(Debug, Default)]
+struct Table {
+    /// The last row number given.
+    last: i64,
+    rows: BTreeMap<i64, Row>,
+    aside: Vec<SetAside>,
+}
+
+impl MemoryStore {
+    /// An empty outbox.
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+
+    /// The proto that provides this store to an App, as `dyn OutboxStore` (and as
+    /// `MemoryStore`, this handle): `App::builder().register(store.proto())`.
+    pub fn proto(&self) -> ProtoDef {
+        let store = self.clone();
+        ProtoDef::singleton::<MemoryStore>(move |_| Ok(store.clone())).provides::<MemoryStore, dyn OutboxStore>(|s| s)
+    }
+
+    /// Every row of the table, pending or published, in row order.
+    pub fn rows(&self) -> Vec<Row> {
+        self.table().rows.values().cloned().collect()
+    }
+
+    /// The events set aside, in the order they were, each with the reason.
+    pub fn aside(&self) -> Vec<SetAside> {
+        self.table().aside.clone()
+    }
+
+    fn table(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A future of the result computed now.
+fn ready<'a, T: Send + 'a>(result: T) -> BoxFuture<'a, Result<T, BoxError>> {
+    Box::pin(async move { Ok(result) })
+}
+
+impl OutboxStore for MemoryStore {
+    fn insert<'a>(&'a self, id: &'a str, name: &'a str, payload: &'a [u8]) -> BoxFuture<'a, Result<i64, BoxError>> {
+        let mut table = self.table();
+        table.last += 1;
+        let row = table.last;
+        let event = Stored { row, id: id.to_owned(), name: name.to_owned(), payload: payload.to_vec() };
+        table.rows.insert(row, Row { event, published_at: None });
+        ready(row)
+    }
+
+    fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, BoxError>> {
+        let table = self.table();
+        let pending = table
+            .rows
+            .values()
+            .filter(|row| row.published_at.is_none())
+            .take(usize::try_from(limit).unwrap_or(usize::MAX))
+            .map(|row| row.event.clone())
+            .collect();
+        ready(pending)
+    }
+
+    fn published<'a>(&'a self, rows: &'a [i64], at: i64) -> BoxFuture<'a, Result<(), BoxError>> {
+        let mut table = self.table();
+        for row in rows {
+            if let Some(row) = table.rows.get_mut(row) {
+                row.published_at = Some(at);
+            }
+        }
+        ready(())
+    }
+
+    fn republish(&self, since: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
+        let mut table = self.table();
+        let mut count = 0;
+        for row in table.rows.values_mut().filter(|row| row.published_at.is_some_and(|at| at >= since)) {
+            row.published_at = None;
+            count += 1;
+        }
+        ready(count)
+    }
+
+    fn purge(&self, before: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
+        let mut table = self.table();
+        let len = table.rows.len();
+        table.rows.retain(|_, row| row.published_at.is_none_or(|at| at >= before));
+        ready((len - table.rows.len()) as u64)
+    }
+
+    fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
+        let mut table = self.table();
+        if let Some(row) = table.rows.remove(&row) {
+            table.aside.push(SetAside { event: row.event, reason: reason.to_owned() });
+        }
+        ready(())
+    }
+}

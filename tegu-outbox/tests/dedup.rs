@@ -1,0 +1,73 @@
+//! What an instance receives: each event handed to its handlers once, however often the broker
+//! brings it (at-least-once delivery), every one acknowledged; an event of no known type is
+//! acknowledged and dropped. With the in-memory broker and store of `tegu_outbox::testing`.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tegu_core::{App, handlers, singleton_proto};
+use tegu_outbox::testing::{MemoryBroker, MemoryStore};
+use tegu_outbox::{Broker, Outbox, Outgoing};
+
+/// The external event.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Shipped {
+    /// The parcel.
+    pub parcel: u32,
+}
+
+tegu_outbox::external_event!(Shipped = "parcels.shipped");
+
+/// Counts what it handles.
+#[derive(Debug, Default)]
+#[singleton_proto]
+pub struct Handled {
+    parcels: Mutex<Vec<u32>>,
+}
+
+#[handlers]
+impl Handled {
+    #[event_handler]
+    async fn on_shipped(&self, shipped: &Shipped) {
+        self.parcels.lock().unwrap().push(shipped.parcel);
+    }
+}
+
+/// Waits (at most 10 s) until `done` holds.
+async fn until(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "waited 10 s for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redelivered_event_is_handled_once_and_everything_is_acknowledged() {
+    let broker = MemoryBroker::new();
+    let app = App::builder()
+        .register(MemoryStore::new().proto())
+        .register(broker.proto())
+        .register(Outbox::proto())
+        .build()
+        .await
+        .unwrap();
+    // A new subscription starts with the events published from then on.
+    until("the instance to subscribe", || broker.subscriptions() == 1).await;
+    // The same event twice (as after a lost acknowledgement), one of an unknown type, another.
+    let shipped = |id: &'static str, payload: &'static [u8]| Outgoing { id, name: "parcels.shipped", payload };
+    broker.publish(shipped("outbox-1", br#"{"parcel":7}"#)).await.unwrap();
+    assert!(broker.redeliver("outbox-1"));
+    broker.publish(Outgoing { id: "outbox-2", name: "parcels.lost", payload: b"{}" }).await.unwrap();
+    broker.publish(shipped("outbox-3", br#"{"parcel":8}"#)).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while broker.acknowledged() < 4 {
+        assert!(Instant::now() < deadline, "acknowledged {}", broker.acknowledged());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let counts = app.get_object::<Outbox>().unwrap().counts();
+    assert_eq!((counts.delivered, counts.duplicates), (2, 1), "{counts:?}");
+    app.shutdown().await.unwrap();
+    assert_eq!(*app.get_object::<Handled>().unwrap().parcels.lock().unwrap(), [7, 8]);
+}

@@ -1,0 +1,144 @@
+//! `testing::MemoryStore` does what tegu-sqlx's `OutboxTable` does: the same operations, run on
+//! both (SQLite, and PostgreSQL when there is a server), give the same results, row numbers,
+//! pending events and set-aside events.
+
+use std::sync::Arc;
+
+use tegu_core::App;
+use tegu_outbox::testing::MemoryStore;
+use tegu_outbox::{OutboxStore, Stored};
+use tegu_sqlx::{Database, OutboxTable, Postgres, Sqlite};
+
+/// Every method of the trait, with the edges: rows it does not have, an empty list, a limit of
+/// 0, the bounds of `republish` (inclusive) and `purge` (exclusive), a published row set aside,
+/// and a row number after one set aside (never reused). Each result, as text.
+async fn script(store: &dyn OutboxStore) -> Vec<String> {
+    let mut out = Vec::new();
+    let pending = async |limit| {
+        let pending: Vec<Stored> = store.pending(limit).await.unwrap();
+        format!("pending({limit}) = {pending:?}")
+    };
+    for (id, payload) in [("a", "1"), ("b", "22"), ("c", "333"), ("d", "4444"), ("e", "")] {
+        let row = store.insert(id, "parcels.shipped", payload.as_bytes()).await.unwrap();
+        out.push(format!("insert({id}) = {row}"));
+    }
+    out.push(pending(2).await);
+    store.published(&[1, 2], 1_000).await.unwrap();
+    store.published(&[3], 2_000).await.unwrap();
+    store.published(&[99], 2_000).await.unwrap();
+    store.published(&[], 2_000).await.unwrap();
+    out.push(pending(10).await);
+    out.push(format!("republish(2001) = {}", store.republish(2_001).await.unwrap()));
+    out.push(format!("republish(2000) = {}", store.republish(2_000).await.unwrap()));
+    out.push(pending(10).await);
+    store.published(&[3, 4], 3_000).await.unwrap();
+    store.set_aside(4, "refused: too large").await.unwrap();
+    store.set_aside(5, "refused: no such subject").await.unwrap();
+    store.set_aside(42, "a row it does not have").await.unwrap();
+    out.push(pending(10).await);
+    let row = store.insert("f", "parcels.lost", b"{}").await.unwrap();
+    out.push(format!("insert(f) = {row}"));
+    out.push(format!("purge(1000) = {}", store.purge(1_000).await.unwrap()));
+    out.push(format!("purge(1001) = {}", store.purge(1_001).await.unwrap()));
+    out.push(format!("purge(1001) = {}", store.purge(1_001).await.unwrap()));
+    out.push(format!("republish(0) = {}", store.republish(0).await.unwrap()));
+    out.push(pending(0).await);
+    out.push(pending(10).await);
+    store.published(&[3, 6], 4_000).await.unwrap();
+    out.push(format!("purge(max) = {}", store.purge(i64::MAX).await.unwrap()));
+    out.push(pending(10).await);
+    out
+}
+
+/// What `script` expects, whichever store runs it.
+fn expected() -> Vec<&'static str> {
+    vec![
+        "insert(a) = 1",
+        "insert(b) = 2",
+        "insert(c) = 3",
+        "insert(d) = 4",
+        "insert(e) = 5",
+        r#"pending(2) = [Stored { row: 1, id: "a", name: "parcels.shipped", payload: [49] }, Stored { row: 2, id: "b", name: "parcels.shipped", payload: [50, 50] }]"#,
+        r#"pending(10) = [Stored { row: 4, id: "d", name: "parcels.shipped", payload: [52, 52, 52, 52] }, Stored { row: 5, id: "e", name: "parcels.shipped", payload: [] }]"#,
+        "republish(2001) = 0",
+        "republish(2000) = 1",
+        r#"pending(10) = [Stored { row: 3, id: "c", name: "parcels.shipped", payload: [51, 51, 51] }, Stored { row: 4, id: "d", name: "parcels.shipped", payload: [52, 52, 52, 52] }, Stored { row: 5, id: "e", name: "parcels.shipped", payload: [] }]"#,
+        "pending(10) = []",
+        "insert(f) = 6",
+        "purge(1000) = 0",
+        "purge(1001) = 2",
+        "purge(1001) = 0",
+        "republish(0) = 1",
+        "pending(0) = []",
+        r#"pending(10) = [Stored { row: 3, id: "c", name: "parcels.shipped", payload: [51, 51, 51] }, Stored { row: 6, id: "f", name: "parcels.lost", payload: [123, 125] }]"#,
+        "purge(max) = 2",
+        "pending(10) = []",
+    ]
+}
+
+/// The events set aside, as `(row, id, name, payload, reason)`.
+type Aside = Vec<(i64, String, String, Vec<u8>, String)>;
+
+fn expected_aside() -> Aside {
+    vec![
+        (4, "d".into(), "parcels.shipped".into(), b"4444".to_vec(), "refused: too large".into()),
+        (5, "e".into(), "parcels.shipped".into(), Vec::new(), "refused: no such subject".into()),
+    ]
+}
+
+const ASIDE: &str = "SELECT id, event_id, name, payload, reason FROM di_outbox_set_aside ORDER BY id";
+
+#[tokio::test]
+async fn the_memory_store_runs_the_script_as_expected() {
+    let store = MemoryStore::new();
+    assert_eq!(script(&store).await, expected());
+    let aside: Aside = store
+        .aside()
+        .into_iter()
+        .map(|aside| (aside.event.row, aside.event.id, aside.event.name, aside.event.payload, aside.reason))
+        .collect();
+    assert_eq!(aside, expected_aside());
+    assert!(store.rows().is_empty(), "{:?}", store.rows());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sqlite_outbox_table_runs_the_script_as_the_memory_store_does() {
+    let url = format!("sqlite://{}?mode=rwc", tegu_test_support::fresh_sqlite("testing-store").display());
+    let app = App::builder()
+        .link::<Database<Sqlite>>()
+        .link::<OutboxTable<Sqlite>>()
+        .config_value("database.url", &url)
+        .build()
+        .await
+        .unwrap();
+    let table: Arc<OutboxTable<Sqlite>> = app.get_object().unwrap();
+    assert_eq!(script(&*table).await, expected());
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let aside: Aside = sqlx::query_as(ASIDE).fetch_all(&pool).await.unwrap();
+    assert_eq!(aside, expected_aside());
+    pool.close().await;
+    app.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_postgres_outbox_table_runs_the_script_as_the_memory_store_does() {
+    let test = "testing_store";
+    let url = match tegu_test_support::servers::postgres_database(&format!("outbox_{}_{test}", std::process::id())) {
+        Ok(url) => url,
+        Err(why) => return tegu_test_support::servers::skip(test, why),
+    };
+    let app = App::builder()
+        .link::<Database<Postgres>>()
+        .link::<OutboxTable<Postgres>>()
+        .config_value("database.url", &url)
+        .build()
+        .await
+        .unwrap();
+    let table: Arc<OutboxTable<Postgres>> = app.get_object().unwrap();
+    assert_eq!(script(&*table).await, expected());
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    let aside: Aside = sqlx::query_as(ASIDE).fetch_all(&pool).await.unwrap();
+    assert_eq!(aside, expected_aside());
+    pool.close().await;
+    app.shutdown().await.unwrap();
+}

@@ -1,0 +1,239 @@
+//! What differs between the databases: how a transaction begins, how a savepoint is written,
+//! whether the database can end a transaction itself.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use sqlx::{Pool, Transaction};
+use tegu_core::error::BoxError;
+use tegu_tx::{Busy, Classified, ErrorClass, TxConn, TxFuture};
+
+/// A database tegu-sqlx runs transactions on: SQLite and Postgres. Sealed.
+pub trait Backend: sqlx::Database + sealed::Sealed {
+    /// Whether it runs one write transaction at a time, held from its beginning (SQLite).
+    #[doc(hidden)]
+    const ONE_AT_A_TIME: bool;
+
+    /// Begins a transaction on a connection of `pool`.
+    #[doc(hidden)]
+    fn begin(pool: &Pool<Self>) -> TxFuture<'_, Box<dyn TxConn>>;
+
+    /// The class of an error of this database with `code` (SQLite's extended result code,
+    /// PostgreSQL's SQLSTATE) that sqlx's `ErrorKind` does not tell: busy, a serialization
+    /// failure, a deadlock, an aborted transaction, a lost connection.
+    #[doc(hidden)]
+    fn class_of_code(code: &str) -> Option<ErrorClass>;
+
+    /// Commits `tx`; a transaction the database had aborted is [`AbortedByDatabase`].
+    #[doc(hidden)]
+    fn commit(tx: Transaction<'static, Self>) -> TxFuture<'static, ()>;
+}
+
+/// The class of `error` ([`ErrorClass`]), the same on both databases for the same failure.
+pub(crate) fn class_of<DB: Backend>(error: &sqlx::Error) -> ErrorClass {
+    match error {
+        sqlx::Error::PoolTimedOut => ErrorClass::Busy,
+        sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) | sqlx::Error::WorkerCrashed => {
+            ErrorClass::ConnectionLost
+        }
+        sqlx::Error::Database(db) => {
+            if let Some(class) = db.code().and_then(|code| DB::class_of_code(&code)) {
+                return class;
+            }
+            match db.kind() {
+                sqlx::error::ErrorKind::UniqueViolation => ErrorClass::UniqueViolation,
+                sqlx::error::ErrorKind::ForeignKeyViolation => ErrorClass::ForeignKeyViolation,
+                sqlx::error::ErrorKind::NotNullViolation => ErrorClass::NotNullViolation,
+                sqlx::error::ErrorKind::CheckViolation => ErrorClass::CheckViolation,
+                _ => ErrorClass::Other,
+            }
+        }
+        _ => ErrorClass::Other,
+    }
+}
+
+/// `error` boxed for tegu-tx, with its class: a [`Busy`] (which tegu-tx reports as
+/// `TxError::Busy`) if the pool stayed exhausted for its acquire timeout or the database said
+/// it is busy, a [`Classified`] error for the other classes (`TxError::class` reads it), else
+/// as it is.
+pub(crate) fn boxed<DB: Backend>(error: sqlx::Error) -> BoxError {
+    match class_of::<DB>(&error) {
+        ErrorClass::Busy => Box::new(Busy(Box::new(error))),
+        ErrorClass::Other => Box::new(error),
+        class => Box::new(Classified { class, error: Box::new(error) }),
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A transaction of database `DB`, as tegu-tx holds it.
+pub(crate) struct SqlxTx<DB: sqlx::Database> {
+    pub(crate) tx: Transaction<'static, DB>,
+    /// Set by SQLite's rollback hook: the database rolled the transaction back (our own
+    /// rollbacks end the transaction before they run, so only its own are seen). `None` for
+    /// Postgres, which keeps a failed transaction open, refusing statements until rolled back.
+    rolled_back: Option<Arc<AtomicBool>>,
+    /// The statement running ([`run`](Self::run)).
+    sql: String,
+}
+
+/// The statements and conversions both databases share.
+macro_rules! tx_conn {
+    ($db:ty) => {
+        impl TxConn for SqlxTx<$db> {
+            fn commit(self: Box<Self>) -> TxFuture<'static, ()> {
+                <$db as Backend>::commit(self.tx)
+            }
+
+            fn rollback(mut self: Box<Self>) -> TxFuture<'static, ()> {
+                Box::pin(async move {
+                    if self.aborted() {
+                        // SQLite ended the transaction; sqlx still counts it open, and would
+                        // take the connection's next BEGIN for a savepoint's. A BEGIN makes its
+                        // ROLLBACK true again, and the connection goes back to the pool sound.
+                        sqlx::Executor::execute(&mut *self.tx, "BEGIN").await.map_err(boxed::<$db>)?;
+                    }
+                    self.tx.rollback().await.map_err(boxed::<$db>)
+                })
+            }
+
+            fn savepoint<'a>(&'a mut self, name: &'a str) -> TxFuture<'a, ()> {
+                self.run(format!("SAVEPOINT {name}"))
+            }
+
+            fn release_savepoint<'a>(&'a mut self, name: &'a str) -> TxFuture<'a, ()> {
+                self.run(format!("RELEASE SAVEPOINT {name}"))
+            }
+
+            fn rollback_to_savepoint<'a>(&'a mut self, name: &'a str) -> TxFuture<'a, ()> {
+                self.run(format!("ROLLBACK TO SAVEPOINT {name}"))
+            }
+
+            fn aborted(&mut self) -> bool {
+                self.rolled_back.as_ref().is_some_and(|flag| flag.load(Ordering::Acquire))
+            }
+
+            fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+                self
+            }
+        }
+
+        impl SqlxTx<$db> {
+            /// Runs `sql` (a savepoint statement tegu-tx made) on the transaction's connection.
+            /// Kept in the transaction while it runs: the driver's future borrows it (an
+            /// `async` block awaiting the driver's generic executor is refused as not `Send`
+            /// for every lifetime, rust-lang/rust#102211).
+            fn run(&mut self, sql: String) -> TxFuture<'_, ()> {
+                self.sql = sql;
+                let done = sqlx::Executor::execute(&mut *self.tx, self.sql.as_str());
+                Box::pin(async move {
+                    done.await.map_err(boxed::<$db>)?;
+                    Ok(())
+                })
+            }
+        }
+    };
+}
+
+#[cfg(feature = "sqlite")]
+mod sqlite {
+    use super::*;
+    use sqlx::Sqlite;
+
+    impl sealed::Sealed for Sqlite {}
+
+    impl Backend for Sqlite {
+        const ONE_AT_A_TIME: bool = true;
+
+        /// `SQLITE_BUSY` (primary result code 5, any extended one): another connection held
+        /// the database past the busy timeout. The constraints are sqlx's `ErrorKind`s.
+        fn class_of_code(code: &str) -> Option<ErrorClass> {
+            code.parse::<i32>().is_ok_and(|code| code & 0xff == 5).then_some(ErrorClass::Busy)
+        }
+
+        /// SQLite commits or fails: a transaction it ended itself is seen before, through the
+        /// rollback hook ([`TxConn::aborted`]).
+        fn commit(tx: Transaction<'static, Self>) -> TxFuture<'static, ()> {
+            Box::pin(async move { tx.commit().await.map_err(boxed::<Self>) })
+        }
+
+        /// `BEGIN IMMEDIATE`: SQLite runs one writer at a time, and a transaction that begins
+        /// deferred, reads, then writes, fails with `SQLITE_BUSY` when another wrote meanwhile;
+        /// begun immediate, it waits for the writer (the busy timeout) instead. A rollback hook
+        /// tells when SQLite ends the transaction itself.
+        fn begin(pool: &Pool<Self>) -> TxFuture<'_, Box<dyn TxConn>> {
+            Box::pin(async move {
+                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(boxed::<Self>)?;
+                let rolled_back = Arc::new(AtomicBool::new(false));
+                let flag = Arc::clone(&rolled_back);
+                tx.lock_handle().await?.set_rollback_hook(move || flag.store(true, Ordering::Release));
+                Ok(Box::new(SqlxTx { tx, rolled_back: Some(rolled_back), sql: String::new() }) as Box<dyn TxConn>)
+            })
+        }
+    }
+
+    tx_conn!(Sqlite);
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use super::*;
+    use sqlx::Postgres;
+
+    impl sealed::Sealed for Postgres {}
+
+    impl Backend for Postgres {
+        const ONE_AT_A_TIME: bool = false;
+
+        /// `too_many_connections` (53300) and `cannot_connect_now` (57P03): the server refused
+        /// the pool a new connection; `serialization_failure` (40001), `deadlock_detected`
+        /// (40P01), `in_failed_sql_transaction` (25P02: a statement in an aborted
+        /// transaction), and the server going away (`admin_shutdown` and the like, class 57P,
+        /// and the connection exceptions, class 08).
+        fn class_of_code(code: &str) -> Option<ErrorClass> {
+            match code {
+                "53300" | "57P03" => Some(ErrorClass::Busy),
+                "40001" => Some(ErrorClass::SerializationFailure),
+                "40P01" => Some(ErrorClass::Deadlock),
+                "25P02" => Some(ErrorClass::Aborted),
+                _ if code.starts_with("57P") || code.starts_with("08") => Some(ErrorClass::ConnectionLost),
+                _ => None,
+            }
+        }
+
+        /// PostgreSQL answers the `COMMIT` of a transaction it aborted (any statement of it
+        /// failed, even one the caller took in stride) with the tag `ROLLBACK` and no error,
+        /// which sqlx does not read: its `commit()` returns `Ok`. So the commit is sent as
+        /// `SELECT 1; COMMIT; BEGIN` in one message, one round trip as a plain `COMMIT`: in an
+        /// aborted transaction the `SELECT` fails with `25P02` and the rest is skipped (the
+        /// transaction is rolled back when `tx` is dropped); otherwise the `COMMIT` commits,
+        /// and the empty transaction the `BEGIN` opens is what `tx`'s drop rolls back, with the
+        /// check the pool makes of a connection given back (in the same round trip).
+        fn commit(mut tx: Transaction<'static, Self>) -> TxFuture<'static, ()> {
+            Box::pin(async move {
+                // The driver's boxed future: an `async` block awaiting its generic executor is
+                // refused as not `Send` for every lifetime (rust-lang/rust#102211). A query
+                // without arguments is sent as one simple-protocol message.
+                let committed = sqlx::Executor::execute(&mut *tx, "SELECT 1; COMMIT; BEGIN").await;
+                match committed {
+                    Ok(_) => Ok(()),
+                    Err(error) if class_of::<Self>(&error) == ErrorClass::Aborted => {
+                        Err(Box::new(tegu_tx::AbortedByDatabase) as BoxError)
+                    }
+                    Err(error) => Err(boxed::<Self>(error)),
+                }
+            })
+        }
+
+        fn begin(pool: &Pool<Self>) -> TxFuture<'_, Box<dyn TxConn>> {
+            Box::pin(async move {
+                let tx = pool.begin().await.map_err(boxed::<Self>)?;
+                Ok(Box::new(SqlxTx { tx, rolled_back: None, sql: String::new() }) as Box<dyn TxConn>)
+            })
+        }
+    }
+
+    tx_conn!(Postgres);
+}

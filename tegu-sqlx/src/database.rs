@@ -1,0 +1,315 @@
+//! `Database<DB>`: a named pool of SQLite or Postgres connections, a data source of tegu-tx.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::Pool;
+use sqlx::pool::PoolOptions;
+use tegu_core::registry::{AnyArc, BuildFuture, ProtoDescriptor, Provide, put};
+use tegu_core::{
+    DiError, ProtoDef, Resolver,
+    registry::{Dependency, InjectKind, Lifetime},
+};
+use tegu_tx::{Transactions, TxConn, TxError, TxFuture, TxSource};
+
+use crate::backend::{Backend, SqlxTx};
+use crate::conn::{Conn, Inner};
+
+/// A data source: a pool of connections to one database (SQLite or Postgres), known to tegu-tx
+/// by its object name, so that `#[transactional]` methods run in its transactions and
+/// [`conn`](Self::conn) runs each statement in the current one.
+///
+/// Register it with the App: `App::builder().link::<Database<Sqlite>>()` (object name
+/// `database`, settings in the configuration section `[database]`: `url`, and optionally
+/// `max_connections`, `acquire_timeout_ms`), or [`Database::named`] for another name and
+/// section (an App with several data sources). Inject it as `Arc<Database<Sqlite>>` (with
+/// `#[inject(name = "...")]` among several of one database).
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use std::sync::Arc;
+/// use tegu_core::{singleton_proto, App};
+/// use tegu_sqlx::{Database, Sqlite};
+/// use tegu_tx::{transactional, TxError};
+///
+/// #[singleton_proto]
+/// pub struct Notes {
+///     #[inject]
+///     db: Arc<Database<Sqlite>>,
+/// }
+///
+/// impl Notes {
+///     #[transactional]
+///     pub async fn add(&self, text: &str) -> Result<i64, TxError> {
+///         let mut conn = self.db.conn().await?; // the transaction's connection
+///         let done = sqlx::query("INSERT INTO notes (text) VALUES (?)").bind(text).execute(&mut *conn).await;
+///         Ok(done.map_err(|e| self.db.error("inserting a note", e))?.last_insert_rowid())
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = std::env::temp_dir().join(format!("tegu-sqlx-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let app = App::builder()
+///     .link::<Database<Sqlite>>()
+///     .config_value("database.url", format!("sqlite://{}/notes.db?mode=rwc", dir.display()))
+///     .build()
+///     .await?;
+/// let db = app.get_object::<Database<Sqlite>>()?;
+/// sqlx::query("CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, text TEXT)").execute(db.pool()).await?;
+/// let notes = app.get_object::<Notes>()?;
+/// // A request: the note is committed in the scope's completion phase.
+/// app.run_in_context(notes.add("hello")).await?;
+/// let count: i64 = sqlx::query_scalar("SELECT count(*) FROM notes").fetch_one(db.pool()).await?;
+/// assert_eq!(count, 1);
+/// app.shutdown().await?;
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok(()) }
+/// ```
+pub struct Database<DB: sqlx::Database> {
+    name: String,
+    pool: Pool<DB>,
+    transactions: Arc<Transactions>,
+}
+
+/// The configuration section of a [`Database`].
+#[derive(serde::Deserialize)]
+struct Settings {
+    url: String,
+    #[serde(default)]
+    max_connections: Option<u32>,
+    #[serde(default)]
+    acquire_timeout_ms: Option<u64>,
+}
+
+impl<DB: Backend> Database<DB> {
+    /// A data source of object name `name` on `pool`; `transactions` is the App's
+    /// [`Transactions`] (for a data source registered by hand).
+    pub fn new(name: impl Into<String>, pool: Pool<DB>, transactions: Arc<Transactions>) -> Self {
+        Database { name: name.into(), pool, transactions }
+    }
+
+    /// A data source named `name`, its settings in the configuration section `section`
+    /// (`url`, and optionally `max_connections`, `acquire_timeout_ms`), to register with
+    /// `App::builder().register(..)`: for an App with several data sources, which
+    /// `#[transactional(source = "name")]` and `#[inject(name = "name")]` tell apart.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::App;
+    /// use tegu_sqlx::{Database, Sqlite};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
+    /// let app = App::builder()
+    ///     .register(Database::<Sqlite>::named("audit", "audit_db"))
+    ///     .config_value("audit_db.url", "sqlite::memory:")
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(app.get_object_named::<Database<Sqlite>>("audit")?.name(), "audit");
+    /// # Ok(()) }
+    /// ```
+    pub fn named(name: &'static str, section: &'static str) -> ProtoDef {
+        ProtoDef::new_async::<Self, _, _>(Lifetime::Singleton, move |r| Self::connect(r, section))
+            .name(name)
+            .dep(Dependency::new::<Transactions>(InjectKind::Arc, None))
+            .provides::<Self, dyn TxSource>(|db| db)
+    }
+
+    /// Reads the settings at `section` and the App's [`Transactions`]; connects when awaited.
+    fn connect(
+        r: &Resolver<'_>,
+        section: &str,
+    ) -> Result<impl Future<Output = Result<Self, tegu_core::error::BoxError>> + Send + 'static + use<DB>, DiError>
+    {
+        let settings: Settings = r.config().get(section)?;
+        let transactions = r.arc::<Transactions>(0)?;
+        let name = r.object_name().to_owned();
+        Ok(async move {
+            let mut options = PoolOptions::<DB>::new();
+            if let Some(max) = settings.max_connections {
+                options = options.max_connections(max);
+            }
+            if let Some(ms) = settings.acquire_timeout_ms {
+                options = options.acquire_timeout(Duration::from_millis(ms));
+            }
+            let pool = options.connect(&settings.url).await.map_err(|e| format!("connecting to `{name}`: {e}"))?;
+            Ok(Database { name, pool, transactions })
+        })
+    }
+
+    /// The object name: the data source's name for tegu-tx.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The pool, for work outside any transaction (schema migrations, maintenance): a
+    /// statement on it is committed on its own, even inside a `#[transactional]` method.
+    pub fn pool(&self) -> &Pool<DB> {
+        &self.pool
+    }
+
+    /// A connection for the next statements: the current transaction's (the innermost of this
+    /// task's `#[transactional]` methods, else the request's), locked until dropped; outside
+    /// any transaction, one of the pool's, each statement committed on its own.
+    ///
+    /// Hold it for a statement or a few, not across a call to another `#[transactional]`
+    /// method, which needs the same connection.
+    ///
+    /// # Errors
+    ///
+    /// [`TxError::Aborted`] if SQLite rolled the transaction back itself (after a full disk,
+    /// an I/O error, a `RAISE(ROLLBACK)`): no statement may then run outside it and commit on
+    /// its own. [`TxError::Ended`] once the transaction is over, [`TxError::Busy`] if no
+    /// connection came free within the pool's acquire timeout, and [`TxError::Database`] if
+    /// none could be had otherwise.
+    pub async fn conn(&self) -> Result<Conn<DB>, TxError> {
+        match self.transactions.current(&self.name) {
+            Some(tx) => {
+                let guard = tx.lock().await?;
+                Ok(Conn(Inner::Tx(guard.map(
+                    |conn: &mut dyn TxConn| match conn.as_any_mut().downcast_mut::<SqlxTx<DB>>() {
+                        Some(tx) => &mut *tx.tx,
+                        None => unreachable!("data source names are unique in an App: its transactions are its own"),
+                    },
+                ))))
+            }
+            None => match self.pool.acquire().await {
+                Ok(conn) => Ok(Conn(Inner::Pool(conn))),
+                Err(e) => Err(self.error("acquiring a connection", e)),
+            },
+        }
+    }
+
+    /// Whether the caller runs in a transaction of this data source.
+    pub fn in_transaction(&self) -> bool {
+        self.transactions.current(&self.name).is_some()
+    }
+
+    /// `error` of this data source while `doing`, as a [`TxError::Database`], or as a
+    /// [`TxError::Busy`] if the database had no connection to give in time (the pool's
+    /// acquire timeout, SQLite's busy timeout, PostgreSQL refusing connections): for a
+    /// `#[transactional]` method whose error type is `TxError` (or converts from it).
+    pub fn error(&self, doing: &'static str, error: sqlx::Error) -> TxError {
+        TxError::database(doing, self.name.as_str(), crate::backend::boxed::<DB>(error))
+    }
+}
+
+impl<DB: Backend> TxSource for Database<DB> {
+    fn begin(&self) -> TxFuture<'_, Box<dyn TxConn>> {
+        DB::begin(&self.pool)
+    }
+
+    fn one_at_a_time(&self) -> bool {
+        DB::ONE_AT_A_TIME
+    }
+}
+
+impl<DB: sqlx::Database> std::fmt::Debug for Database<DB> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database").field("name", &self.name).field("database", &DB::NAME).finish_non_exhaustive()
+    }
+}
+
+/// `Database<DB>` as a proto: object name `database`, settings in `[database]`, linked with
+/// `App::builder().link::<Database<DB>>()`.
+macro_rules! proto {
+    ($db:ty, $connect:ident, $as_source:ident) => {
+        fn $connect(r: &Resolver<'_>) -> Result<BuildFuture, DiError> {
+            let connect = Database::<$db>::connect(r, "database")?;
+            Ok(Box::pin(async move { Ok(Arc::new(connect.await?) as AnyArc) }))
+        }
+
+        fn $as_source(obj: AnyArc, out: &mut dyn std::any::Any) {
+            let db: Arc<dyn TxSource> = obj.downcast::<Database<$db>>().expect("stored as its own type");
+            put(out, db);
+        }
+
+        impl tegu_core::Proto for Database<$db> {
+            const DESCRIPTOR: ProtoDescriptor =
+                ProtoDescriptor::new_async::<Database<$db>>("database", Lifetime::Singleton, $connect)
+                    .deps(const { &[Dependency::new::<Transactions>(InjectKind::Arc, None)] })
+                    .provides(const { &[Provide::new::<dyn TxSource>($as_source)] });
+        }
+
+        impl tegu_core::SingletonProto for Database<$db> {}
+
+        impl Database<$db> {
+            /// Runs `ddl`, a `CREATE … IF NOT EXISTS` statement, where several instances of a
+            /// service may start at once: PostgreSQL's `IF NOT EXISTS` is not atomic (the loser
+            /// of the race fails on the catalog's unique index), so a failure is tried once more,
+            /// when the object exists. On the pool, outside any transaction.
+            ///
+            /// # Errors
+            ///
+            /// [`TxError::Database`], saying `doing`, if the second try fails too.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// # use tegu_core::App;
+            /// # use tegu_sqlx::{Database, Sqlite};
+            /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+            /// # let app = App::builder().link::<Database<Sqlite>>().config_value("database.url", "sqlite::memory:").build().await?;
+            /// let db = app.get_object::<Database<Sqlite>>()?;
+            /// let ddl = "CREATE TABLE IF NOT EXISTS notes (note TEXT)";
+            /// db.create_if_missing(ddl, "creating the notes").await?;
+            /// db.create_if_missing(ddl, "creating the notes").await?; // there already: nothing
+            /// # Ok(()) }
+            /// ```
+            pub async fn create_if_missing(&self, ddl: &str, doing: &'static str) -> Result<(), TxError> {
+                if sqlx::query(ddl).execute(&self.pool).await.is_ok() {
+                    return Ok(());
+                }
+                sqlx::query(ddl).execute(&self.pool).await.map(drop).map_err(|e| self.error(doing, e))
+            }
+        }
+    };
+}
+
+#[cfg(feature = "sqlite")]
+proto!(sqlx::Sqlite, connect_sqlite, sqlite_as_source);
+#[cfg(feature = "postgres")]
+proto!(sqlx::Postgres, connect_postgres, postgres_as_source);
+
+/// `$ty<$db>` as a singleton proto of object name `$name` on the `database` data source,
+/// providing `$role`, built by `$ty::<$db>::new(db)` (which creates its table): the shape
+/// [`OutboxTable`](crate::OutboxTable) and [`ClusterSchedules`](crate::ClusterSchedules) share.
+/// `$build` and `$as_role` name the two functions it writes.
+macro_rules! on_database {
+    ($ty:ident<$db:ty>, $name:literal, $role:ty, $build:ident, $as_role:ident) => {
+        fn $build(r: &tegu_core::Resolver<'_>) -> Result<tegu_core::registry::BuildFuture, tegu_core::DiError> {
+            let db = r.arc::<$crate::Database<$db>>(0)?;
+            Ok(Box::pin(
+                async move { Ok(std::sync::Arc::new($ty::<$db>::new(db).await?) as tegu_core::registry::AnyArc) },
+            ))
+        }
+
+        fn $as_role(obj: tegu_core::registry::AnyArc, out: &mut dyn std::any::Any) {
+            let role: std::sync::Arc<$role> = obj.downcast::<$ty<$db>>().expect("stored as its own type");
+            tegu_core::registry::put(out, role);
+        }
+
+        impl tegu_core::Proto for $ty<$db> {
+            const DESCRIPTOR: tegu_core::registry::ProtoDescriptor =
+                tegu_core::registry::ProtoDescriptor::new_async::<$ty<$db>>(
+                    $name,
+                    tegu_core::registry::Lifetime::Singleton,
+                    $build,
+                )
+                .deps(
+                    const {
+                        &[tegu_core::registry::Dependency::new::<$crate::Database<$db>>(
+                            tegu_core::registry::InjectKind::Arc,
+                            Some("database"),
+                        )]
+                    },
+                )
+                .provides(const { &[tegu_core::registry::Provide::new::<$role>($as_role)] });
+        }
+
+        impl tegu_core::SingletonProto for $ty<$db> {}
+    };
+}
+pub(crate) use on_database;

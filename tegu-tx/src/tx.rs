@@ -1,0 +1,404 @@
+//! One open transaction, shared by the methods that join it.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex as SyncMutex};
+
+use tokio::sync::{Mutex, Notify, OwnedMappedMutexGuard, OwnedMutexGuard};
+
+use tegu_core::events::EventHold;
+
+use crate::current::Owner;
+use crate::error::TxError;
+use crate::source::{TxConn, TxSource};
+
+/// A transaction of a data source: what a `#[transactional]` method begins and the methods it
+/// calls join. Its connection is used by one task at a time ([`lock`](Self::lock)).
+///
+/// Several methods of a request may use it at once (a `join!`, tasks of the request): their
+/// statements take turns on its connection. While a `nested` method's savepoint is set, only
+/// that method (and what it calls) runs statements: the others wait for it to end, so that
+/// rolling back to the savepoint never undoes what another method did.
+///
+/// Adapters reach it through [`Transactions::current`](crate::Transactions::current); user
+/// code through the adapter (tegu-sqlx's `Database::conn`).
+pub struct Tx {
+    source: Arc<str>,
+    /// The App whose methods began it.
+    pub(crate) owner: Owner,
+    state: Arc<Mutex<State>>,
+    /// The events emitted in it (by the methods that began or joined it): prepared before its
+    /// commit, inside it, and released with its outcome.
+    pub(crate) events: EventHold,
+    /// How many methods run in it now, on any task: its commit waits for them.
+    active: std::sync::atomic::AtomicUsize,
+    /// The method that began it failed, panicked or was cancelled: rolled back at its next use
+    /// or at the scope's end, never committed.
+    doomed: AtomicBool,
+    /// The savepoints set, oldest first. One cut short (a panic, a cancellation) is marked
+    /// abandoned and rolled back to before the transaction's next use.
+    savepoints: SyncMutex<Vec<Savepoint>>,
+    /// Wakes the statements waiting for a savepoint to end.
+    turn: Notify,
+    next_savepoint: AtomicU32,
+}
+
+/// A savepoint of a `nested` method.
+struct Savepoint {
+    id: u32,
+    abandoned: bool,
+}
+
+/// A savepoint's name in SQL.
+fn savepoint_name(id: u32) -> String {
+    format!("di_sp_{id}")
+}
+
+/// How a transaction the database rolled back itself ended.
+const ABORTED: &str = "rolled back by the database";
+
+/// Where a transaction stands.
+pub(crate) enum State {
+    Open(Box<dyn TxConn>),
+    Ended(&'static str),
+}
+
+impl std::fmt::Debug for Tx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tx").field("source", &self.source).finish_non_exhaustive()
+    }
+}
+
+impl Tx {
+    /// Begins a transaction of `source`, named `name`.
+    pub(crate) async fn begin(source: &dyn TxSource, name: &str, owner: Owner) -> Result<Arc<Tx>, TxError> {
+        let conn = source.begin().await.map_err(|error| TxError::database("beginning a transaction", name, error))?;
+        Ok(Arc::new(Tx {
+            source: name.into(),
+            owner,
+            state: Arc::new(Mutex::new(State::Open(conn))),
+            events: EventHold::new(),
+            active: std::sync::atomic::AtomicUsize::new(0),
+            doomed: AtomicBool::new(false),
+            savepoints: SyncMutex::new(Vec::new()),
+            turn: Notify::new(),
+            next_savepoint: AtomicU32::new(1),
+        }))
+    }
+
+    /// The data source's name.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The transaction's connection, for one use (hold it for a statement or a few, not across
+    /// a call to another `#[transactional]` method of the same transaction, which waits for it).
+    ///
+    /// # Errors
+    ///
+    /// [`TxError::Ended`] once the transaction is over (a method that began it failed: its
+    /// work is rolled back now), [`TxError::Aborted`] if the database ended it itself, and a
+    /// [`TxError::Database`] if rolling back an abandoned savepoint failed.
+    pub async fn lock(&self) -> Result<TxGuard, TxError> {
+        self.lock_holding(&crate::current::savepoints_of(self)).await
+    }
+
+    /// [`lock`](Self::lock) for a caller that holds the savepoints `held`: it waits while a
+    /// savepoint it does not hold is the newest set.
+    async fn lock_holding(&self, held: &[u32]) -> Result<TxGuard, TxError> {
+        let state = self.turn(held).await?;
+        Ok(TxGuard {
+            inner: OwnedMutexGuard::map(state, |state| match state {
+                State::Open(conn) => &mut **conn,
+                State::Ended(_) => unreachable!("settled: open"),
+            }),
+        })
+    }
+
+    /// The state, open and settled, once no savepoint but those in `held` is the newest set.
+    async fn turn(&self, held: &[u32]) -> Result<OwnedMutexGuard<State>, TxError> {
+        loop {
+            let turn = self.turn.notified();
+            let mut turn = std::pin::pin!(turn);
+            turn.as_mut().enable();
+            let mut state = Arc::clone(&self.state).lock_owned().await;
+            self.settle(&mut state).await?;
+            let newest = self.savepoints().last().map(|s| s.id);
+            if newest.is_none_or(|id| held.contains(&id)) {
+                return Ok(state);
+            }
+            // Another method's savepoint: wait for it to end, without the connection.
+            drop(state);
+            turn.await;
+        }
+    }
+
+    fn savepoints(&self) -> std::sync::MutexGuard<'_, Vec<Savepoint>> {
+        self.savepoints.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Brings the state up to date before a use: a doomed transaction is rolled back, an
+    /// aborted one ended, abandoned savepoints rolled back to. `Ok` if it is open.
+    async fn settle(&self, state: &mut State) -> Result<(), TxError> {
+        match state {
+            State::Ended(ABORTED) => return Err(TxError::Aborted { data_source: self.source.to_string() }),
+            State::Ended(how) => return Err(self.ended(how)),
+            State::Open(_) => {}
+        }
+        if self.doomed.load(Ordering::Acquire) {
+            self.end(state).await;
+            return Err(self.ended("rolled back: the method that began it failed"));
+        }
+        let State::Open(conn) = state else { unreachable!("checked above") };
+        if conn.aborted() {
+            tracing::error!(source = %self.source, "the database rolled the transaction back itself; nothing of it is saved");
+            // Ended through the adapter, which puts its connection back in order.
+            if let State::Open(conn) = std::mem::replace(state, State::Ended(ABORTED))
+                && let Err(error) = conn.rollback().await
+            {
+                tracing::error!(source = %self.source, %error, "ending the transaction the database rolled back failed");
+            }
+            self.savepoints().clear();
+            self.turn.notify_waiters();
+            self.events.release(false);
+            return Err(TxError::Aborted { data_source: self.source.to_string() });
+        }
+        // The newest savepoints, while abandoned: their methods were cut short.
+        loop {
+            let abandoned = self.savepoints().last().filter(|s| s.abandoned).map(|s| s.id);
+            let Some(id) = abandoned else { break };
+            let name = savepoint_name(id);
+            let undone = async {
+                conn.rollback_to_savepoint(&name).await?;
+                conn.release_savepoint(&name).await
+            };
+            self.pop_savepoint(id);
+            if let Err(error) = undone.await {
+                // Its work may still be in the transaction: never commit it.
+                self.doom();
+                return Err(self.database("rolling back to an abandoned savepoint", error));
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes savepoint `id` off the stack and wakes the statements waiting for it.
+    fn pop_savepoint(&self, id: u32) {
+        self.savepoints().retain(|s| s.id != id);
+        self.turn.notify_waiters();
+    }
+
+    /// Runs the `before_commit` step of the events emitted in the transaction (their handlers,
+    /// the outbox's write) inside it, then commits; the events are released with the outcome.
+    pub(crate) async fn finish(self: &Arc<Self>) -> Result<(), TxError> {
+        let prepared = crate::current::within(self.owner, Arc::clone(self), None, self.events.prepare()).await;
+        if let Err(source) = prepared {
+            self.rollback().await;
+            return Err(TxError::Events { data_source: self.source.to_string(), source: Box::new(source) });
+        }
+        self.commit().await
+    }
+
+    /// Commits once no other method runs in the transaction (a task of the request that
+    /// joined it) and no method's savepoint is set: what they do is all or nothing. A doomed or
+    /// aborted transaction is rolled back instead, and that is the error. Its events are
+    /// released with the outcome.
+    pub(crate) async fn commit(&self) -> Result<(), TxError> {
+        self.methods_done().await;
+        let mut state = match self.turn(&[]).await {
+            Ok(state) => state,
+            Err(error) => {
+                self.events.release(false);
+                return Err(error);
+            }
+        };
+        let State::Open(conn) = std::mem::replace(&mut *state, State::Ended("committed")) else {
+            unreachable!("settled: open")
+        };
+        let committed = conn.commit().await.map_err(|error| {
+            *state = State::Ended("its commit failed");
+            self.database("committing", error)
+        });
+        drop(state);
+        self.events.release(committed.is_ok());
+        committed
+    }
+
+    /// Waits until no method runs in the transaction but those of the calling task (which
+    /// cannot end while it waits).
+    async fn methods_done(&self) {
+        let own = crate::current::frames_of(self);
+        loop {
+            let turn = self.turn.notified();
+            let mut turn = std::pin::pin!(turn);
+            turn.as_mut().enable();
+            if self.active.load(Ordering::Acquire) <= own {
+                return;
+            }
+            turn.await;
+        }
+    }
+
+    /// Counts a method running in the transaction until the guard is dropped.
+    pub(crate) fn enter(self: &Arc<Self>) -> Active {
+        self.active.fetch_add(1, Ordering::AcqRel);
+        Active(Arc::clone(self))
+    }
+
+    /// Rolls back if still open; a failure is logged (the transaction is over either way: the
+    /// connection goes back with nothing committed).
+    pub(crate) async fn rollback(&self) {
+        let mut state = self.state.lock().await;
+        self.end(&mut state).await;
+    }
+
+    async fn end(&self, state: &mut State) {
+        if let State::Open(conn) = std::mem::replace(state, State::Ended("rolled back"))
+            && let Err(error) = conn.rollback().await
+        {
+            tracing::error!(source = %self.source, %error, "rolling back failed");
+        }
+        // Statements waiting for a savepoint's method see the end now.
+        self.savepoints().clear();
+        self.turn.notify_waiters();
+        self.events.release(false);
+    }
+
+    /// Marks the transaction as not to be committed: its next use rolls it back.
+    pub(crate) fn doom(&self) {
+        self.doomed.store(true, Ordering::Release);
+    }
+
+    /// Sets a savepoint for a `nested` method (waiting while another method's is set); its id.
+    pub(crate) async fn savepoint(&self) -> Result<u32, TxError> {
+        let id = self.next_savepoint.fetch_add(1, Ordering::Relaxed);
+        let mut conn = self.lock().await?;
+        let name = savepoint_name(id);
+        conn.savepoint(&name).await.map_err(|error| self.database("setting a savepoint", error))?;
+        self.savepoints().push(Savepoint { id, abandoned: false });
+        Ok(id)
+    }
+
+    /// Ends savepoint `id`, which the caller holds: released if `keep`, else rolled back to
+    /// and released. One that cannot be released because the database aborted the
+    /// transaction (PostgreSQL, after a failed statement of the savepoint's method) is rolled
+    /// back to, so that the transaction goes on without its work, and that is the error.
+    pub(crate) async fn end_savepoint(&self, id: u32, keep: bool) -> Result<(), TxError> {
+        let mut held = crate::current::savepoints_of(self);
+        held.push(id);
+        let mut conn = match self.lock_holding(&held).await {
+            Ok(conn) => conn,
+            Err(error) => {
+                self.pop_savepoint(id);
+                return Err(error);
+            }
+        };
+        let name = savepoint_name(id);
+        let ended = async {
+            if keep {
+                match conn.release_savepoint(&name).await {
+                    Ok(()) => return Ok(()),
+                    Err(error) => {
+                        let error = self.database("releasing a savepoint", error);
+                        if error.class() != crate::ErrorClass::Aborted {
+                            return Err(error);
+                        }
+                        conn.rollback_to_savepoint(&name)
+                            .await
+                            .map_err(|e| self.database("rolling back to a savepoint", e))?;
+                        conn.release_savepoint(&name).await.map_err(|e| self.database("releasing a savepoint", e))?;
+                        return Err(error);
+                    }
+                }
+            }
+            conn.rollback_to_savepoint(&name).await.map_err(|e| self.database("rolling back to a savepoint", e))?;
+            conn.release_savepoint(&name).await.map_err(|e| self.database("releasing a savepoint", e))
+        };
+        let ended = ended.await;
+        drop(conn);
+        self.pop_savepoint(id);
+        ended
+    }
+
+    /// A `nested` method holding savepoint `id` was cut short: rolled back to before the next
+    /// use.
+    pub(crate) fn abandon(&self, id: u32) {
+        if let Some(savepoint) = self.savepoints().iter_mut().find(|s| s.id == id) {
+            savepoint.abandoned = true;
+        }
+        self.turn.notify_waiters();
+    }
+
+    fn ended(&self, how: &'static str) -> TxError {
+        TxError::Ended { data_source: self.source.to_string(), how }
+    }
+
+    fn database(&self, doing: &'static str, error: tegu_core::error::BoxError) -> TxError {
+        TxError::database(doing, &*self.source, error)
+    }
+}
+
+impl Drop for Tx {
+    /// A transaction dropped open (the method that began it was cut short, and nothing else
+    /// holds it) is rolled back through its adapter on a task of its own, where a runtime is at
+    /// hand; otherwise its connection is dropped, which rolls back too (sqlx's does).
+    fn drop(&mut self) {
+        let Ok(mut state) = self.state.try_lock() else { return };
+        if let State::Open(conn) = std::mem::replace(&mut *state, State::Ended("dropped")) {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    let source = self.source.clone();
+                    runtime.spawn(async move {
+                        if let Err(error) = conn.rollback().await {
+                            tracing::error!(%source, %error, "rolling back a transaction dropped open failed");
+                        }
+                    });
+                }
+                Err(_) => drop(conn),
+            }
+        }
+    }
+}
+
+/// A method running in a transaction ([`Tx::enter`]): its commit waits for it.
+pub(crate) struct Active(Arc<Tx>);
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::AcqRel);
+        self.0.turn.notify_waiters();
+    }
+}
+
+/// A transaction's connection, locked for one use ([`Tx::lock`]): a `dyn TxConn`, or what an
+/// adapter [`map`](Self::map)s it to (its driver's connection).
+pub struct TxGuard<U: ?Sized = dyn TxConn> {
+    inner: OwnedMappedMutexGuard<State, U>,
+}
+
+impl<U: ?Sized> TxGuard<U> {
+    /// The guard of a part of what this one guards: an adapter's own connection type.
+    pub fn map<V>(self, f: impl FnOnce(&mut U) -> &mut V) -> TxGuard<V> {
+        TxGuard { inner: OwnedMappedMutexGuard::map(self.inner, f) }
+    }
+}
+
+impl<U: ?Sized> Deref for TxGuard<U> {
+    type Target = U;
+
+    fn deref(&self) -> &U {
+        &self.inner
+    }
+}
+
+impl<U: ?Sized> DerefMut for TxGuard<U> {
+    fn deref_mut(&mut self) -> &mut U {
+        &mut self.inner
+    }
+}
+
+impl<U: ?Sized> std::fmt::Debug for TxGuard<U> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TxGuard").finish_non_exhaustive()
+    }
+}
