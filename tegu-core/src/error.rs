@@ -1,4 +1,5 @@
-//! The one error type of the container.
+//! The container's error type, [`DiError`], its families ([`ErrorKind`]), [`BoxError`] (what
+//! hooks and factories return) and [`Busy`] (a failure to try again later).
 
 use std::sync::Arc;
 

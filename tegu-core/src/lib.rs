@@ -118,6 +118,17 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Where things are
+//!
+//! The root holds the everyday names: [`App`] and [`AppBuilder`], the injection forms
+//! ([`ContextRef`], [`Provider`], [`Keyed`]), the proto traits and [`ProtoDef`], [`DiError`],
+//! [`spawn`] and the attribute macros; [`prelude`] brings them with one `use`. The rest is
+//! by concept: [`scope`] (context scopes), [`config`] (sections and live configuration),
+//! [`events`], [`schedule`](mod@schedule), [`hosted`] (long-running services), [`health`], [`advice`]
+//! (interceptors and crosscuts), [`tenant`], [`error`] (the error's families), [`startup`] and
+//! [`telemetry`] (the start-up timeline, the metrics), [`futures`], and [`registry`] (a proto's
+//! description, for registration by hand and for macro authors).
+//!
 //! # The pieces
 //!
 //! - [`ProtoDescriptor`](registry::ProtoDescriptor): the static description the attribute macros submit through `inventory`;
@@ -130,14 +141,14 @@
 //!   failed completion; [`spawn`] carries the scope into background tasks;
 //!   [`App::run_in_context_with`] gives the scope an object made outside (a request head).
 //! - [`ContextRef`]: `get`, `try_get`, `get_async`, `with`; of a proto's type, or of a
-//!   `dyn Trait` a context proto provides ([`RefTarget`]). [`Provider`]: a new transient per call.
+//!   `dyn Trait` a context proto provides ([`RefTarget`](scope::RefTarget)). [`Provider`]: a new transient per call.
 //! - For tests: [`App::get_object`], [`App::get_provider`], [`App::get_object_async`],
 //!   [`AppBuilder::override_provider`], [`AppBuilder::override_with`], [`App::scope`] (a scope
 //!   seeded with objects), [`AppBuilder::root`] (build only what a test reaches),
 //!   [`AppBuilder::expect_providers`]. A guide putting them together on a controller, with an
 //!   HTTP request through the router, is `tegu_http::testing`.
-//! - [`Advice`] and `#[intercept(..)]`: advices (protos) around methods, outermost first;
-//!   [`EventBus`] and `#[event_handler]`: events held by the scope until it has succeeded, each
+//! - [`Advice`](advice::Advice) and `#[intercept(..)]`: advices (protos) around methods, outermost first;
+//!   [`EventBus`](events::EventBus) and `#[event_handler]`: events held by the scope until it has succeeded, each
 //!   handler in a scope of its own (`before_commit` handlers in the emitting scope, before its
 //!   completion hooks; `after_rollback` ones when it failed); `#[schedule(every = "30s")]`/`#[schedule(cron = "..")]`:
 //!   jobs on timers, [`App::run_schedule`] by hand. Handlers and jobs live in `#[handlers]`
@@ -153,10 +164,11 @@
 //! - `macros` (default): the attribute macros, re-exported from tegu-macros.
 //! - `schedule` (default): `#[schedule(..)]` jobs, [`App::run_schedule`] and
 //!   [`AppBuilder::without_schedules`]; brings `cron` and `chrono`. Without it, the rest of the
-//!   container is the same, and a `#[schedule]` fails to compile (`ScheduleDescriptor` is not in
-//!   `__private`).
-//! - `metrics`: the App's metrics through the `metrics` facade ([`METRICS`] lists them);
+//!   container is the same, and a `#[schedule]` fails to compile.
+//! - `metrics`: the App's metrics through the `metrics` facade ([`METRICS`](telemetry::METRICS) lists them);
 //!   without it, recording them costs nothing.
+//! - `watch`: `AppBuilder::watch_config` reloads the live configuration when its files change;
+//!   brings `notify`.
 //!
 //! The design and its measurements are in `docs/decisions.md` and `benches/RESULTS.md` of the
 //! repository.
@@ -246,11 +258,13 @@ pub mod prelude {
     };
 }
 
-/// What the attribute macros generate and submit, for macro and tool authors: the static
-/// description of a proto ([`ProtoDescriptor`](registry::ProtoDescriptor)), the erased object
+/// The registry of protos: the vocabulary of a proto's description, which a registration by hand
+/// with [`ProtoDef`] speaks too ([`Lifetime`](registry::Lifetime), [`Dependency`](registry::Dependency),
+/// [`InjectKind`](registry::InjectKind), [`Access`](registry::Access)); and, for macro and tool
+/// authors, what the attribute macros generate and submit: the static description of a proto
+/// ([`ProtoDescriptor`](registry::ProtoDescriptor)), the erased object
 /// ([`AnyArc`](registry::AnyArc)), the function types of factories, casts and hooks, and the
-/// helpers that build them. An application needs none of it: it writes the attributes, or
-/// registers by hand with [`ProtoDef`].
+/// helpers that build them. An application that writes the attributes needs none of it.
 ///
 /// # Examples
 ///
@@ -278,7 +292,7 @@ pub mod prelude {
 /// # Ok(()) }
 /// ```
 pub mod registry {
-    pub use crate::config::{LoadFn, load_section};
+    pub use crate::config::section::{LoadFn, load_section};
     pub use crate::erased::{AnyArc, BuildFuture, CastFn, HookFn, UnitFuture, cast_to, put};
     pub use crate::proto::def::default_name;
     pub use crate::proto::descriptor::ProtoDescriptor;
@@ -291,7 +305,9 @@ pub mod registry {
 /// ([`ContextFuture`](futures::ContextFuture), from [`App::run_in_context`]), a scope returning
 /// its completion's failure ([`TryContextFuture`](futures::TryContextFuture)), the completion
 /// phase run from inside ([`CompleteScope`](futures::CompleteScope)), and the rest of an
-/// intercepted call ([`Run`](futures::Run), from [`Next::run`]).
+/// intercepted call ([`Run`](futures::Run), from [`Next::run`](advice::Next::run)); and the two
+/// boxed futures the container's traits return: [`BoxFuture`](futures::BoxFuture) and
+/// [`UnitFuture`](futures::UnitFuture) (a hook's, a health check's, a hosted service's).
 ///
 /// # Examples
 ///

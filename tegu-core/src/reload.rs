@@ -13,7 +13,8 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use crate::config::{Config, LoadFn, Sources};
+use crate::config::section::LoadFn;
+use crate::config::{Config, Sources};
 use crate::context_ref::ContextRef;
 use crate::erased::{AnyArc, downcast};
 use crate::error::DiError;

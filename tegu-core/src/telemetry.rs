@@ -1,6 +1,6 @@
 //! Metrics through the `metrics` facade (cargo feature `metrics`): what the App counts, under
-//! the names of [`METRICS`]. Without the feature every function here is empty and every type
-//! zero-sized: the request path pays nothing.
+//! the names of [`METRICS`]. Without the feature nothing is recorded, and the request path pays
+//! nothing for it.
 //!
 //! The App registers its gauges and histogram once, at `build()`: install the recorder (an
 //! exporter) before building the App.

@@ -73,7 +73,7 @@ impl AppBuilder {
         self
     }
 
-    /// Logs a warning (target [`STARTUP_TARGET`](crate::startup::TARGET), `tegu_core::startup`) for every
+    /// Logs a warning (target [`startup::TARGET`](crate::startup::TARGET), `tegu_core::startup`) for every
     /// singleton whose construction and init took at least `threshold`. Default: 1 second.
     ///
     /// # Examples

@@ -1,20 +1,23 @@
-//! The App's configuration: layered sources merged into one tree of figment values, typed
-//! sections read from it at build.
+//! The App's configuration: layered sources merged into one tree, typed sections read from it
+//! at build ([`Config`]), and live configuration: sections read again while the App serves,
+//! reached through [`ConfigRef`] and reloaded with [`App::reload_config`](crate::App::reload_config)
+//! ([`ConfigReload`] says what changed).
 //!
 //! Sources, lowest precedence first: TOML files (each followed by its profile variant,
 //! `app.prod.toml` after `app.toml`), environment variables (`APP_DB__URL` is `db.url`), and
 //! values set in code. An error names the file, the variable or the call that set the value.
-//!
-//! figment provides the value model (its `Value`, its serde deserializer with key paths in
-//! errors) and the environment provider; the layers are merged here, by moving each source's
-//! tree into the result: `Figment` keeps every layer and clones the merged tree to hand it out,
-//! which cost a third of `build()` with 1000 sections (`benches/RESULTS.md`). Where a value
-//! came from is asked of the sources again, from the highest layer down, only when an error or
-//! [`Config::origin`] needs it.
+//! A section is a `#[config_proto(prefix = "db")]` struct.
+
+// figment provides the value model (its `Value`, its serde deserializer with key paths in
+// errors) and the environment provider; the layers are merged here, by moving each source's
+// tree into the result, since `Figment` keeps every layer and clones the merged tree to hand it
+// out (measured in `benches/RESULTS.md`). Where a value came from is asked of the sources again,
+// from the highest layer down, only when an error or `Config::origin` needs it.
 
 mod describe;
 mod env;
 mod probe;
+pub(crate) mod section;
 
 use std::cell::RefCell;
 use std::fmt;
@@ -25,7 +28,6 @@ use std::sync::Arc;
 use figment::value::{Dict, Empty, Tag, Value};
 use serde::de::DeserializeOwned;
 
-use crate::erased::AnyArc;
 use crate::error::DiError;
 
 // Live configuration: the sections read again while the App serves.
@@ -634,58 +636,4 @@ impl fmt::Debug for Config {
             .field("profile", &self.inner.profile)
             .finish_non_exhaustive()
     }
-}
-
-/// Reads a config section as `T`, erased: the loader a config proto's descriptor holds.
-///
-/// # Examples
-///
-/// ```
-/// use std::sync::Arc;
-/// use tegu_core::registry::{AnyArc, LoadFn, load_section};
-/// use tegu_core::{App, config::Config, DiError};
-///
-/// /// A loader of one's own: the port at `prefix`, raised to 1024 at least.
-/// fn unprivileged_port(config: &Config, prefix: &str, _section: &'static str) -> Result<AnyArc, DiError> {
-///     let port: u16 = config.get(prefix)?;
-///     Ok(Arc::new(port.max(1024)))
-/// }
-///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
-/// let app = App::builder().config_value("http.port", 80).build().await?;
-/// let read = |load: LoadFn| -> Result<u16, DiError> {
-///     let obj = load(app.config(), "http.port", "port")?;
-///     Ok(*obj.downcast::<u16>().expect("a u16"))
-/// };
-/// assert_eq!(read(load_section::<u16>)?, 80);
-/// assert_eq!(read(unprivileged_port)?, 1024);
-/// # Ok(()) }
-/// ```
-pub type LoadFn = fn(&Config, &str, &'static str) -> Result<AnyArc, DiError>;
-
-/// The [`LoadFn`] of a section of type `T`.
-///
-/// # Examples
-///
-/// ```
-/// use tegu_core::registry::load_section;
-/// use tegu_core::{App, DiError};
-///
-/// #[derive(serde::Deserialize)]
-/// struct Db { url: String, #[serde(default)] pool: u32 }
-///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
-/// let app = App::builder().config_value("db.url", "sqlite::memory:").build().await?;
-/// let db = load_section::<Db>(app.config(), "db", "Db")?.downcast::<Db>().expect("a Db");
-/// assert_eq!((db.url.as_str(), db.pool), ("sqlite::memory:", 0));
-/// // An absent section reads as an empty table: here, `url` is missing.
-/// assert!(matches!(load_section::<Db>(app.config(), "cache", "Db"), Err(DiError::ConfigMissing { .. })));
-/// # Ok(()) }
-/// ```
-pub fn load_section<T: for<'de> serde::Deserialize<'de> + Send + Sync + 'static>(
-    config: &Config,
-    prefix: &str,
-    section: &'static str,
-) -> Result<AnyArc, DiError> {
-    config.section::<T>(prefix, section).map(|t| Arc::new(t) as AnyArc)
 }

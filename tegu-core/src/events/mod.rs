@@ -1,6 +1,6 @@
 //! The event bus: `#[event_handler]` methods of singletons, and [`EventBus::emit`].
 //!
-//! Dispatch rules (also in `docs/decisions.md`):
+//! Dispatch rules:
 //! - an event with no handler costs a map lookup and is dropped;
 //! - inside a context scope of the bus's App, events are held by the scope until its completion
 //!   phase ends. If it succeeded, `after_commit` handlers (the default) get them, before the

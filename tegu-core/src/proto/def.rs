@@ -238,7 +238,7 @@ impl ProtoDef {
             Factory::Config(ConfigDef {
                 prefix: prefix.into(),
                 instances: false,
-                load: crate::config::load_section::<T>,
+                load: crate::config::section::load_section::<T>,
                 live: None,
             }),
         )

@@ -1,6 +1,6 @@
 //! A proto's static description, as the attribute macros write it (a `const`).
 
-use crate::config::LoadFn;
+use crate::config::section::LoadFn;
 use crate::erased::{DynHook, HookFn};
 use crate::proto::def::{ProtoDef, default_name};
 use crate::proto::dependency::Dependency;

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::config::LoadFn;
+use crate::config::section::LoadFn;
 use crate::erased::{AnyArc, BuildFuture};
 use crate::error::DiError;
 use crate::resolver::Resolver;
