@@ -438,7 +438,7 @@ impl<T: ?Sized> fmt::Debug for ContextRef<T> {
 ///
 /// ```rust,standalone_crate
 /// use std::sync::Arc;
-/// use tegu_core::{context_proto, singleton_proto, App, scope::AsyncContextRef};
+/// use tegu_core::{context_proto, singleton_proto, App, AsyncContextRef};
 ///
 /// pub struct Session { user: String }
 /// #[context_proto]
@@ -476,7 +476,7 @@ impl<T: ?Sized + RefTarget> AsyncContextRef<T> {
     /// # Examples
     ///
     /// ```
-    /// use tegu_core::{App, scope::AsyncContextRef, error::BoxError, registry::{Dependency, InjectKind, Lifetime}, ProtoDef};
+    /// use tegu_core::{App, AsyncContextRef, error::BoxError, registry::{Dependency, InjectKind, Lifetime}, ProtoDef};
     ///
     /// struct Token(String);
     /// struct Client { token: AsyncContextRef<Token> }

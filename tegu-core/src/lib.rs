@@ -121,7 +121,7 @@
 //! # Where things are
 //!
 //! The root holds the everyday names: [`App`] and [`AppBuilder`], the injection forms
-//! ([`ContextRef`], [`Provider`], [`Keyed`]), the proto traits and [`ProtoDef`], [`DiError`],
+//! ([`ContextRef`], [`AsyncContextRef`], [`Provider`], [`Keyed`]), the proto traits and [`ProtoDef`], [`DiError`],
 //! [`spawn`] and the attribute macros; [`prelude`] brings them with one `use`. The rest is
 //! by concept: [`scope`] (context scopes), [`config`] (sections and live configuration),
 //! [`events`], [`schedule`](mod@schedule), [`hosted`] (long-running services), [`health`], [`advice`]
@@ -207,7 +207,7 @@ pub mod telemetry;
 pub mod tenant;
 
 pub use app::{App, AppBuilder};
-pub use context_ref::ContextRef;
+pub use context_ref::{AsyncContextRef, ContextRef};
 pub use error::DiError;
 pub use keyed::Keyed;
 pub use proto::{ContextProto, Proto, ProtoDef, SingletonProto, TransientProto};
@@ -250,7 +250,7 @@ pub mod prelude {
     pub use crate::config::ConfigRef;
     pub use crate::error::{BoxError, DiError};
     pub use crate::events::EventBus;
-    pub use crate::{App, AppBuilder, ContextRef, Keyed, Provider, spawn};
+    pub use crate::{App, AppBuilder, AsyncContextRef, ContextRef, Keyed, Provider, spawn};
     #[cfg(feature = "macros")]
     pub use crate::{
         config_proto, context_proto, crosscut, event_handler, handlers, intercept, schedule, singleton_proto,

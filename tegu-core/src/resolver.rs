@@ -447,7 +447,7 @@ impl Resolver<'_> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use tegu_core::{App, scope::AsyncContextRef, error::BoxError, registry::{Dependency, InjectKind, Lifetime}, ProtoDef};
+    /// use tegu_core::{App, AsyncContextRef, error::BoxError, registry::{Dependency, InjectKind, Lifetime}, ProtoDef};
     ///
     /// struct Session { user: String }
     /// struct Greeter { session: AsyncContextRef<Session> }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use serde::Deserialize;
-use tegu_core::{App, DiError, Keyed, ProtoDef, config_proto, context_proto, scope::AsyncContextRef, singleton_proto};
+use tegu_core::{App, AsyncContextRef, DiError, Keyed, ProtoDef, config_proto, context_proto, singleton_proto};
 
 use child_env::in_child;
 use tegu_test_support::child_env;

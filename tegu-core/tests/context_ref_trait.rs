@@ -5,11 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tegu_core::{
-    App, ContextRef, DiError, context_proto,
-    scope::{AsyncContextRef, RefTarget},
-    singleton_proto,
-};
+use tegu_core::{App, AsyncContextRef, ContextRef, DiError, context_proto, scope::RefTarget, singleton_proto};
 
 trait Locale: Send + Sync {
     fn greet(&self) -> String;

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tegu_core::{App, DiError, context_proto, scope::AsyncContextRef, singleton_proto};
+use tegu_core::{App, AsyncContextRef, DiError, context_proto, singleton_proto};
 
 /// Records lifecycle events across the whole test binary, per test by prefix.
 static EVENTS: Mutex<Vec<String>> = Mutex::new(Vec::new());

@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{Next, from_fn};
 use axum::response::Response;
 use axum::{Json, Router};
-use tegu_core::{App, ContextRef, context_proto, scope::AsyncContextRef, singleton_proto};
+use tegu_core::{App, AsyncContextRef, ContextRef, context_proto, singleton_proto};
 use tegu_http::{RequestHead, Server, http_controller, http_routes};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tegu_core::{App, DiError, context_proto, scope::AsyncContextRef, singleton_proto};
+use tegu_core::{App, AsyncContextRef, DiError, context_proto, singleton_proto};
 
 static REQUESTS: AtomicU64 = AtomicU64::new(1);
 

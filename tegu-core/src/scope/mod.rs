@@ -53,4 +53,4 @@ pub use hold::{ScopeHold, hold_scope};
 // A scope prepared before it runs, and the work held open past it.
 pub use crate::app::{AppHold, ContextSlot, ScopeBuilder};
 // The proxy forms a scope's objects are reached through.
-pub use crate::context_ref::{AsyncContextRef, RefTarget};
+pub use crate::context_ref::RefTarget;

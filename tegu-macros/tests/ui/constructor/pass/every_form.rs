@@ -2,7 +2,7 @@
 //! `#[constructor]`, with every kind of parameter and hooks on the `impl` attribute.
 use std::sync::Arc;
 
-use tegu_core::{scope::AsyncContextRef, ContextRef, Keyed, config_proto, context_proto, singleton_proto};
+use tegu_core::{AsyncContextRef, ContextRef, Keyed, config_proto, context_proto, singleton_proto};
 
 #[config_proto(prefix = "db")]
 #[derive(serde::Deserialize)]
