@@ -252,6 +252,34 @@ fn the_reader_sees_every_kind_of_path() {
     assert_eq!(paths, want.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>());
 }
 
+/// A check of the resolver: a path through a module's `pub use` points at the file re-exported,
+/// one through `lib.rs`'s at `lib.rs`, and the `pub use` line itself is no import.
+#[test]
+fn a_reexport_is_followed_except_the_roots() {
+    let file = |module: &str, code: &str| {
+        let code = strip(code);
+        let children = child_modules(&code);
+        let reexports = reexports(&code, &children);
+        File { module: module.to_owned(), rel: format!("{module}.rs"), code, children, reexports }
+    };
+    let files = [
+        file("lib", "mod app; mod config; mod reload; mod scope; pub use app::App;"),
+        file("app", "pub struct App;"),
+        file("config", "pub use crate::reload::ConfigRef;"),
+        file("reload", "pub struct ConfigRef;"),
+        file("scope", "fn f() { let _ = crate::config::ConfigRef; let _ = crate::App; }"),
+    ];
+    let named: Vec<(&str, &str, String)> =
+        edges(&files).into_iter().map(|(f, t, p)| (files[f].rel.as_str(), files[t].rel.as_str(), p)).collect();
+    assert_eq!(
+        named,
+        [
+            ("scope.rs", "reload.rs", "crate::config::ConfigRef".to_owned()),
+            ("scope.rs", "lib.rs", "crate::App".to_owned())
+        ]
+    );
+}
+
 fn in_module(module: &str, prefix: &str) -> bool {
     module == prefix || module.strip_prefix(prefix).is_some_and(|rest| rest.starts_with("::"))
 }
@@ -302,41 +330,8 @@ fn edges(files: &[File]) -> Vec<(usize, usize, String)> {
     let by_module: BTreeMap<&str, usize> = files.iter().enumerate().map(|(i, f)| (f.module.as_str(), i)).collect();
     let mut out = Vec::new();
     for (i, file) in files.iter().enumerate() {
-        let here: Vec<&str> = if file.module == "lib" { vec![] } else { file.module.split("::").collect() };
         for path in paths(&file.code, &file.children).into_iter().filter(|p| !reexported(file, p)) {
-            let mut segs: Vec<&str> = path.split("::").collect();
-            let mut module: Vec<&str> = match segs[0] {
-                "crate" => {
-                    segs.remove(0);
-                    vec![]
-                }
-                _ => here.clone(),
-            };
-            while let Some(&s) = segs.first() {
-                match s {
-                    "super" => {
-                        module.pop();
-                    }
-                    "self" => {}
-                    _ => break,
-                }
-                segs.remove(0);
-            }
-            // The deepest module file the path names, or the file a re-export there names.
-            let mut target = None;
-            for n in 0..=segs.len() {
-                let name: Vec<&str> = module.iter().copied().chain(segs[..n].iter().copied()).collect();
-                let name = if name.is_empty() { "lib".to_owned() } else { name.join("::") };
-                if let Some(&t) = by_module.get(name.as_str()) {
-                    target = Some(t);
-                    let through = segs.get(n).and_then(|s| files[t].reexports.get(*s));
-                    if let Some(source) = through.and_then(|source| reexport_target(files, &by_module, t, source)) {
-                        target = Some(source);
-                        break;
-                    }
-                }
-            }
-            if let Some(t) = target.filter(|&t| t != i) {
+            if let Some(t) = resolve(files, &by_module, i, &path).filter(|&t| t != i) {
                 out.push((i, t, path));
             }
         }
@@ -344,36 +339,43 @@ fn edges(files: &[File]) -> Vec<(usize, usize, String)> {
     out
 }
 
+/// The file that `path`, written in file `from`, points at: the deepest module file it names,
+/// or, where its next segment is a `pub use` of that file, the file the re-export names. A
+/// re-export of `lib.rs` is not followed: a path through one points at `lib.rs`, the top floor.
+fn resolve(files: &[File], by_module: &BTreeMap<&str, usize>, from: usize, path: &str) -> Option<usize> {
+    let here = &files[from].module;
+    let mut module: Vec<&str> = if here == "lib" { vec![] } else { here.split("::").collect() };
+    let mut segs: Vec<&str> = path.split("::").collect();
+    if segs.first() == Some(&"crate") {
+        module.clear();
+        segs.remove(0);
+    }
+    while let Some(&s) = segs.first() {
+        match s {
+            "super" => drop(module.pop()),
+            "self" => {}
+            _ => break,
+        }
+        segs.remove(0);
+    }
+    let mut target = None;
+    for n in 0..=segs.len() {
+        let name: Vec<&str> = module.iter().copied().chain(segs[..n].iter().copied()).collect();
+        let name = if name.is_empty() { "lib".to_owned() } else { name.join("::") };
+        if let Some(&t) = by_module.get(name.as_str()) {
+            target = Some(t);
+            let through = segs.get(n).and_then(|s| files[t].reexports.get(*s)).filter(|_| files[t].module != "lib");
+            if let Some(source) = through.and_then(|source| resolve(files, by_module, t, source)) {
+                return Some(source);
+            }
+        }
+    }
+    target
+}
+
 /// Whether `path` is one of `file`'s `pub use` re-exports.
 fn reexported(file: &File, path: &str) -> bool {
     file.reexports.values().any(|source| source == path)
-}
-
-/// The module file a re-export of file `t` names (its `source` path, as written there).
-fn reexport_target(files: &[File], by_module: &BTreeMap<&str, usize>, t: usize, source: &str) -> Option<usize> {
-    let mut module: Vec<&str> = if files[t].module == "lib" { vec![] } else { files[t].module.split("::").collect() };
-    let mut segs: Vec<&str> = source.split("::").collect();
-    match segs.first() {
-        Some(&"crate") => {
-            module.clear();
-            segs.remove(0);
-        }
-        Some(&"super") | Some(&"self") => {
-            while let Some(&s) = segs.first() {
-                match s {
-                    "super" => drop(module.pop()),
-                    "self" => {}
-                    _ => break,
-                }
-                segs.remove(0);
-            }
-        }
-        _ => {}
-    }
-    (0..=segs.len()).rev().find_map(|n| {
-        let name: Vec<&str> = module.iter().copied().chain(segs[..n].iter().copied()).collect();
-        by_module.get(name.join("::").as_str()).copied()
-    })
 }
 
 /// The `pub use` items of `code`: each imported name and the path it comes from.
