@@ -8,11 +8,12 @@ mod support;
 
 use std::time::Duration;
 
-use support::{Server, next, until};
+use support::{Server, next};
 use tegu_core::App;
 use tegu_nats::JetStream;
 use tegu_outbox::{Broker, Outgoing, Refused};
 use tegu_test_support::servers::Own;
+use tegu_test_support::until;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stream_deleted_is_created_again_with_the_consumer() {
@@ -32,7 +33,8 @@ async fn the_stream_deleted_is_created_again_with_the_consumer() {
     assert!(server.stream_info().await.is_none());
     let error = broker.publish(event("e2")).await.expect_err("no stream to store it");
     assert!(!error.is::<Refused>(), "a failure that passes, not a refusal: {error}");
-    until("the stream to be created again", 10, async || server.stream_info().await.is_some()).await;
+    until("the stream to be created again", Duration::from_secs(10), async || server.stream_info().await.is_some())
+        .await;
     let ended = waiting.await.unwrap();
     assert!(matches!(ended, Ok(None)), "the subscription ends: {ended:?}");
     assert!(!server.has_consumer("lost").await, "the consumer went with the stream");

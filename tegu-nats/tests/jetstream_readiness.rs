@@ -6,9 +6,10 @@ mod support;
 use std::time::Duration;
 
 use async_nats::jetstream::{consumer, stream};
-use support::{Server, until};
+use support::Server;
 use tegu_outbox::Outbox;
 use tegu_outbox::testing::MemoryStore;
+use tegu_test_support::until;
 
 /// The stream takes one consumer, and another instance's holds it: this instance's
 /// subscription fails (and is tried again every second) until that one is deleted.
@@ -49,7 +50,7 @@ async fn an_instance_is_not_ready_until_its_consumer_is_subscribed() {
     assert_eq!(app.get_object::<Outbox>().unwrap().counts().subscriptions, 0);
 
     stream.delete_consumer("other").await.unwrap();
-    until("the instance to be ready", 10, async || app.health().await.ready).await;
+    until("the instance to be ready", Duration::from_secs(10), async || app.health().await.ready).await;
     assert!(server.has_consumer("mine").await);
     assert_eq!(app.get_object::<Outbox>().unwrap().counts().subscriptions, 1);
     app.shutdown().await.unwrap();

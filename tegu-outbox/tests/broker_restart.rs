@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tegu_core::{App, events::EventBus, handlers, singleton_proto};
@@ -15,6 +15,7 @@ use tegu_nats::JetStream;
 use tegu_outbox::Outbox;
 use tegu_sqlx::{Database, OutboxTable, Sqlite};
 use tegu_test_support::servers::Own;
+use tegu_test_support::until;
 use tegu_tx::TxError;
 
 /// The external event.
@@ -107,14 +108,8 @@ async fn instance(db: &str, nats: &str, name: &str) -> App {
         .unwrap()
 }
 
-/// Waits (at most 60 s) until `done` holds.
-async fn until(what: &str, mut done: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !done().await {
-        assert!(Instant::now() < deadline, "waited 60 s for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+/// How long a wait of this file's lasts before it fails.
+const WITHIN: Duration = Duration::from_secs(60);
 
 /// A database with the payments table, as a URL.
 async fn database(test: &str) -> String {
@@ -144,7 +139,7 @@ async fn nats_back_without_its_store_gets_its_stream_and_consumers_back() {
     let a = instance(&db, &nats.url(), "a").await;
     let b = instance(&db, &nats.url(), "b").await;
     for app in [&a, &b] {
-        until("the instance to be ready", async || app.health().await.ready).await;
+        until("the instance to be ready", WITHIN, async || app.health().await.ready).await;
     }
     let payments = a.get_object::<Payments>().unwrap();
     for id in 1..=5 {
@@ -153,7 +148,7 @@ async fn nats_back_without_its_store_gets_its_stream_and_consumers_back() {
     let expected = |ids: std::ops::RangeInclusive<i64>| ids.map(|id| (id, 1)).collect::<HashMap<i64, usize>>();
     for app in [&a, &b] {
         let ledger = app.get_object::<Ledger>().unwrap();
-        until("both to handle the first payments", async || ledger.seen() == expected(1..=5)).await;
+        until("both to handle the first payments", WITHIN, async || ledger.seen() == expected(1..=5)).await;
     }
     // B lags: 300 payments are published that it has not handled (most not even fetched).
     let b_ledger = b.get_object::<Ledger>().unwrap();
@@ -162,7 +157,7 @@ async fn nats_back_without_its_store_gets_its_stream_and_consumers_back() {
         a.try_run_in_context(payments.pay(id, 0)).await.unwrap().unwrap();
     }
     let a_ledger = a.get_object::<Ledger>().unwrap();
-    until("A to handle them", async || a_ledger.seen() == expected(1..=305)).await;
+    until("A to handle them", WITHIN, async || a_ledger.seen() == expected(1..=305)).await;
     // The server loses its store, with what B had not fetched; payments committed meanwhile
     // wait in the outbox.
     nats.lose_store();
@@ -177,19 +172,19 @@ async fn nats_back_without_its_store_gets_its_stream_and_consumers_back() {
     // Each instance finds its consumer gone and subscribes again (not ready in between).
     for app in [&a, &b] {
         let ledger = app.get_object::<Ledger>().unwrap();
-        until("both to handle every payment once", async || ledger.seen() == expected(1..=315)).await;
-        until("the instance to be ready again", async || app.health().await.ready).await;
+        until("both to handle every payment once", WITHIN, async || ledger.seen() == expected(1..=315)).await;
+        until("the instance to be ready again", WITHIN, async || app.health().await.ready).await;
     }
     // What each instance published again (once subscribed again) is relayed: the outbox
     // drains, and no handler gets an event twice (their ids are remembered). A marker paid
     // last, relayed after everything before it, tells when all of it has been handled.
-    until("the outbox to drain", async || count(&db, "di_outbox WHERE published_at IS NULL").await == 0).await;
+    until("the outbox to drain", WITHIN, async || count(&db, "di_outbox WHERE published_at IS NULL").await == 0).await;
     a.try_run_in_context(payments.pay(1000, 0)).await.unwrap().unwrap();
     let mut with_marker = expected(1..=315);
     with_marker.insert(1000, 1);
     for app in [&a, &b] {
         let ledger = app.get_object::<Ledger>().unwrap();
-        until("the marker", async || ledger.seen().contains_key(&1000)).await;
+        until("the marker", WITHIN, async || ledger.seen().contains_key(&1000)).await;
         assert_eq!(ledger.seen(), with_marker, "an event handled twice");
         let counts = app.get_object::<Outbox>().unwrap().counts();
         assert_eq!(counts.subscriptions, 2, "{counts:?}");
@@ -208,7 +203,7 @@ async fn an_event_nats_refuses_fails_its_request_or_is_set_aside() {
     let Ok(nats) = Own::nats("refused") else { return };
     let db = database("broker-refused").await;
     let a = instance(&db, &nats.url(), "a").await;
-    until("the instance to be ready", async || a.health().await.ready).await;
+    until("the instance to be ready", WITHIN, async || a.health().await.ready).await;
     let payments = a.get_object::<Payments>().unwrap();
     let refused = a.try_run_in_context(payments.pay(1, 2 << 20)).await;
     let error = refused.unwrap_err().to_string();
@@ -227,7 +222,7 @@ async fn an_event_nats_refuses_fails_its_request_or_is_set_aside() {
     }
     let ledger = a.get_object::<Ledger>().unwrap();
     let expected: HashMap<i64, usize> = (2..=4).map(|id| (id, 1)).collect();
-    until("the payments after the refused event", async || ledger.seen() == expected).await;
+    until("the payments after the refused event", WITHIN, async || ledger.seen() == expected).await;
     let (id, reason): (String, String) =
         sqlx::query_as("SELECT event_id, reason FROM di_outbox_set_aside").fetch_one(&pool).await.unwrap();
     assert_eq!(id, "big");

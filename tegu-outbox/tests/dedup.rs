@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use tegu_core::{App, handlers, singleton_proto};
 use tegu_outbox::testing::{MemoryBroker, MemoryStore};
 use tegu_outbox::{Broker, Outbox, Outgoing};
+use tegu_test_support::until;
 
 /// The external event.
 #[derive(Debug, Serialize, Deserialize)]
@@ -34,14 +35,8 @@ impl Handled {
     }
 }
 
-/// Waits (at most 10 s) until `done` holds.
-async fn until(what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < deadline, "waited 10 s for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
+/// How long a wait of this file's lasts before it fails.
+const WITHIN: Duration = Duration::from_secs(10);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redelivered_event_is_handled_once_and_everything_is_acknowledged() {
@@ -54,7 +49,7 @@ async fn a_redelivered_event_is_handled_once_and_everything_is_acknowledged() {
         .await
         .unwrap();
     // A new subscription starts with the events published from then on.
-    until("the instance to subscribe", || broker.subscriptions() == 1).await;
+    until("the instance to subscribe", WITHIN, async || broker.subscriptions() == 1).await;
     // The same event twice (as after a lost acknowledgement), one of an unknown type, another.
     let shipped = |id: &'static str, payload: &'static [u8]| Outgoing { id, name: "parcels.shipped", payload };
     broker.publish(shipped("outbox-1", br#"{"parcel":7}"#)).await.unwrap();

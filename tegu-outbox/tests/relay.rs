@@ -5,13 +5,14 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tegu_core::{App, AppBuilder, events::EventBus, handlers, singleton_proto};
 use tegu_nats::JetStream;
 use tegu_outbox::Outbox;
 use tegu_sqlx::{Database, OutboxTable, Postgres, Sqlite};
+use tegu_test_support::until;
 use tegu_tx::TxError;
 
 /// The external event.
@@ -155,14 +156,8 @@ impl Setup {
     }
 }
 
-/// Waits (at most 20 s) until `done` holds.
-async fn until(what: &str, mut done: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done().await {
-        assert!(Instant::now() < deadline, "waited 20 s for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+/// How long a wait of this file's lasts before it fails.
+const WITHIN: Duration = Duration::from_secs(20);
 
 async fn each_instance_handles_a_committed_event_once(postgres: bool, test: &str) {
     let Some(setup) = Setup::new(test, postgres).await else { return };
@@ -171,7 +166,7 @@ async fn each_instance_handles_a_committed_event_once(postgres: bool, test: &str
     // Both subscribed before anything is published (a new consumer starts with what comes).
     for app in [&a, &b] {
         let outbox = app.get_object::<Outbox>().unwrap();
-        until("the instance to subscribe", async || {
+        until("the instance to subscribe", WITHIN, async || {
             tegu_core::health::HealthCheck::check(outbox.clone()).await.is_ok()
         })
         .await;
@@ -189,9 +184,9 @@ async fn each_instance_handles_a_committed_event_once(postgres: bool, test: &str
     let expected: HashMap<i64, usize> = (1..=20).map(|id| (id, 1)).collect();
     for app in [&a, &b] {
         let ledger = app.get_object::<Ledger>().unwrap();
-        until("both instances to handle the 20 payments", async || ledger.seen() == expected).await;
+        until("both instances to handle the 20 payments", WITHIN, async || ledger.seen() == expected).await;
     }
-    until("the outbox to empty", async || setup.count("di_outbox WHERE published_at IS NULL").await == 0).await;
+    until("the outbox to empty", WITHIN, async || setup.count("di_outbox WHERE published_at IS NULL").await == 0).await;
     // Nothing more comes: no duplicate, no rolled-back payment. A marker paid last is relayed
     // after every earlier row (one relay publishes in row order) and handled after every
     // earlier event (one at a time per instance, in the order received): once it is seen,
@@ -201,7 +196,7 @@ async fn each_instance_handles_a_committed_event_once(postgres: bool, test: &str
     with_marker.insert(1000, 1);
     for app in [&a, &b] {
         let ledger = app.get_object::<Ledger>().unwrap();
-        until("both instances to handle the marker", async || ledger.seen().contains_key(&1000)).await;
+        until("both instances to handle the marker", WITHIN, async || ledger.seen().contains_key(&1000)).await;
         assert_eq!(ledger.seen(), with_marker);
     }
     assert_eq!(setup.count("payments").await, 21);
@@ -238,8 +233,8 @@ async fn what_a_dead_instance_left_is_relayed_by_the_other(postgres: bool, test:
     let alive = setup.instance("alive").build().await.unwrap();
     let ledger = alive.get_object::<Ledger>().unwrap();
     let expected: HashMap<i64, usize> = (1..=10).map(|id| (id, 1)).collect();
-    until("the live instance to relay and handle them", async || ledger.seen() == expected).await;
-    until("the outbox to empty", async || setup.count("di_outbox WHERE published_at IS NULL").await == 0).await;
+    until("the live instance to relay and handle them", WITHIN, async || ledger.seen() == expected).await;
+    until("the outbox to empty", WITHIN, async || setup.count("di_outbox WHERE published_at IS NULL").await == 0).await;
     assert_eq!(alive.get_object::<Outbox>().unwrap().counts().relayed, 10);
     alive.shutdown().await.unwrap();
     dead.shutdown().await.unwrap();
@@ -262,8 +257,10 @@ async fn rolled_back_work_after_the_response_publishes_nothing(postgres: bool, t
     let Some(setup) = Setup::new(test, postgres).await else { return };
     let a = setup.instance("a").build().await.unwrap();
     let outbox = a.get_object::<Outbox>().unwrap();
-    until("the instance to subscribe", async || tegu_core::health::HealthCheck::check(outbox.clone()).await.is_ok())
-        .await;
+    until("the instance to subscribe", WITHIN, async || {
+        tegu_core::health::HealthCheck::check(outbox.clone()).await.is_ok()
+    })
+    .await;
     let payments = a.get_object::<Payments>().unwrap();
     a.run_in_context(async {
         tegu_core::scope::complete_scope().await.unwrap();
@@ -273,7 +270,7 @@ async fn rolled_back_work_after_the_response_publishes_nothing(postgres: bool, t
     .await;
     // Relayed in the order written: once 101 is handled, 100 would have been.
     let ledger = a.get_object::<Ledger>().unwrap();
-    until("the payment that committed", async || ledger.seen().contains_key(&101)).await;
+    until("the payment that committed", WITHIN, async || ledger.seen().contains_key(&101)).await;
     assert_eq!(ledger.seen(), HashMap::from([(101, 1)]));
     assert_eq!(setup.count("payments").await, 1);
     a.shutdown().await.unwrap();

@@ -4,11 +4,12 @@
 //! that emits it; an outbox whose oldest event waits too long fails readiness. With the
 //! in-memory store and broker of `tegu_outbox::testing`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tegu_core::App;
 use tegu_outbox::testing::{MemoryBroker, MemoryStore};
 use tegu_outbox::{Outbox, OutboxStore};
+use tegu_test_support::until;
 
 /// An external event of this test.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -53,14 +54,8 @@ async fn app(store: &MemoryStore, broker: &MemoryBroker, stall_ms: u64) -> App {
         .unwrap()
 }
 
-/// Waits (at most 10 s) until `done` holds.
-async fn until(what: &str, mut done: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done().await {
-        assert!(Instant::now() < deadline, "waited 10 s for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
+/// How long a wait of this file's lasts before it fails.
+const WITHIN: Duration = Duration::from_secs(10);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_the_broker_fails_halfway_leaves_the_rest_for_the_next_round() {
@@ -68,7 +63,7 @@ async fn a_batch_the_broker_fails_halfway_leaves_the_rest_for_the_next_round() {
     let (store, broker) = (with_ten().await, MemoryBroker::new());
     broker.fail_every(3);
     let app = app(&store, &broker, 0).await;
-    until("the outbox to empty", async || pending(&store) == 0).await;
+    until("the outbox to empty", WITHIN, async || pending(&store) == 0).await;
     let expected: Vec<String> = (1..=10).map(|row| format!("e{row}")).collect();
     assert_eq!((ids(&broker), broker.duplicates()), (expected, 0), "each once, in order");
     assert!(broker.attempts() >= 14, "some publishes failed and were tried again");
@@ -84,7 +79,7 @@ async fn an_event_the_broker_refuses_for_good_is_set_aside_and_the_rest_flow() {
     let (store, broker) = (with_ten().await, MemoryBroker::new());
     broker.refuse_id("e4", "larger than the broker takes");
     let app = app(&store, &broker, 0).await;
-    until("the outbox to empty", async || pending(&store) == 0).await;
+    until("the outbox to empty", WITHIN, async || pending(&store) == 0).await;
     let expected: Vec<String> = (1..=10).filter(|&row| row != 4).map(|row| format!("e{row}")).collect();
     assert_eq!((ids(&broker), broker.duplicates()), (expected, 0));
     let aside: Vec<(String, String)> = store.aside().into_iter().map(|aside| (aside.event.id, aside.reason)).collect();
@@ -108,7 +103,7 @@ async fn an_event_the_broker_would_refuse_fails_the_request_that_emits_it() {
     let refused = app.try_run_in_context(async { events.emit(Shipped { label: "x".repeat(100) }) }).await;
     let error = refused.unwrap_err().to_string();
     assert!(error.contains("parcels.shipped") && error.contains("more than the 64 this broker takes"), "{error}");
-    until("the small one to be relayed", async || broker.published().len() == 1).await;
+    until("the small one to be relayed", WITHIN, async || broker.published().len() == 1).await;
     assert_eq!(app.get_object::<Outbox>().unwrap().counts().written, 1);
     app.shutdown().await.unwrap();
 }
@@ -169,7 +164,7 @@ fn an_event_set_aside_is_counted() {
             let (store, broker) = (with_ten().await, MemoryBroker::new());
             broker.refuse_id("e4", "larger than the broker takes");
             let app = app(&store, &broker, 0).await;
-            until("the outbox to empty", async || pending(&store) == 0).await;
+            until("the outbox to empty", WITHIN, async || pending(&store) == 0).await;
             app.shutdown().await.unwrap();
         })
     });

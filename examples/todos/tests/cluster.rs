@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use common::Binary;
 use tegu_test_support::http_client::{send, send_json};
 use tegu_test_support::servers::Own;
+use tegu_test_support::until;
 use todos::advice::StatsBody;
 
 /// The database and the NATS stream of one test (and the servers, if they are its own).
@@ -97,17 +98,14 @@ async fn stats(addr: SocketAddr) -> (u64, u64) {
 
 /// Waits until the instance is ready: its database answers and it is subscribed to NATS.
 async fn ready(addr: SocketAddr) {
-    until("the instance to be ready", async || send(addr, "GET", "/health/ready", &[], b"").await.status == 200).await;
+    until("the instance to be ready", WITHIN, async || {
+        send(addr, "GET", "/health/ready", &[], b"").await.status == 200
+    })
+    .await;
 }
 
-/// Waits (at most 60 s) until `done` holds.
-async fn until(what: &str, mut done: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !done().await {
-        assert!(Instant::now() < deadline, "waited 60 s for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+/// How long a wait of this file's lasts before it fails.
+const WITHIN: Duration = Duration::from_secs(60);
 
 /// Creates a todo of `user` on `addr`, and marks it done: its id.
 async fn create_and_complete(addr: SocketAddr, user: &str) -> i64 {
@@ -126,8 +124,8 @@ async fn a_todo_completed_on_one_instance_is_counted_once_on_each() {
     ready(a.addr).await;
     ready(b.addr).await;
     create_and_complete(a.addr, "ada").await;
-    until("B to count A's todo", async || stats(b.addr).await == (1, 1)).await;
-    until("A to count its own todo", async || stats(a.addr).await == (1, 1)).await;
+    until("B to count A's todo", WITHIN, async || stats(b.addr).await == (1, 1)).await;
+    until("A to count its own todo", WITHIN, async || stats(a.addr).await == (1, 1)).await;
     // Both instances read the same database.
     let reply = send(b.addr, "GET", "/users/ada/todos", &[], b"").await;
     assert!(reply.body.contains(r#""done":true"#), "{reply:?}");
@@ -143,7 +141,7 @@ async fn marker(addrs: &[SocketAddr], before: (u64, u64)) {
     create_and_complete(addrs[0], "marker").await;
     let after = (before.0 + 1, before.1 + 1);
     for &addr in addrs {
-        until("the marker to be counted", async || stats(addr).await == after).await;
+        until("the marker to be counted", WITHIN, async || stats(addr).await == after).await;
     }
 }
 
@@ -167,11 +165,12 @@ async fn an_instance_killed_between_commit_and_relay_loses_no_event() {
     assert_eq!(cluster.count("di_outbox WHERE published_at IS NULL").await, 2, "A died before relaying its two events");
     let b = cluster.start("b", &[]);
     ready(b.addr).await;
-    until("B to relay and count what A left", async || stats(b.addr).await == (1, 1)).await;
-    until("the outbox to empty", async || cluster.count("di_outbox WHERE published_at IS NULL").await == 0).await;
+    until("B to relay and count what A left", WITHIN, async || stats(b.addr).await == (1, 1)).await;
+    until("the outbox to empty", WITHIN, async || cluster.count("di_outbox WHERE published_at IS NULL").await == 0)
+        .await;
     let a = cluster.start("a", &[]);
     ready(a.addr).await;
-    until("A, restarted, to receive what it missed", async || stats(a.addr).await == (1, 1)).await;
+    until("A, restarted, to receive what it missed", WITHIN, async || stats(a.addr).await == (1, 1)).await;
     marker(&[a.addr, b.addr], (1, 1)).await;
 }
 
@@ -336,9 +335,10 @@ async fn ten_thousand_creates_and_completions_while_nats_loses_its_store_and_pos
     let done = stored.values().filter(|&&done| done).count() as u64;
     let created = stored.len() as u64;
     // Each stored creation and completion counted once by each instance, nothing else.
-    until("the outbox to drain", async || cluster.count("di_outbox WHERE published_at IS NULL").await == 0).await;
+    until("the outbox to drain", WITHIN, async || cluster.count("di_outbox WHERE published_at IS NULL").await == 0)
+        .await;
     for addr in [a.addr, b.addr] {
-        until("each instance to count every stored create and completion", async || {
+        until("each instance to count every stored create and completion", WITHIN, async || {
             stats(addr).await == (created, done)
         })
         .await;

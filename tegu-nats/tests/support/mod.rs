@@ -92,12 +92,3 @@ pub(crate) async fn quiet(subscription: &mut Box<dyn Subscription>, wait: Durati
         Ok(_) => false,
     }
 }
-
-/// Waits (at most `secs` s) until `done` holds.
-pub(crate) async fn until(what: &str, secs: u64, mut done: impl AsyncFnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
-    while !done().await {
-        assert!(tokio::time::Instant::now() < deadline, "waited {secs} s for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}

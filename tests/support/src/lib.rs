@@ -135,6 +135,35 @@ async fn poll_until<T>(mut probe: impl AsyncFnMut() -> Option<T>) -> Option<T> {
     }
 }
 
+/// Polls `done` every 20 ms until it holds, at most `within`: for what a test waits on across
+/// processes and servers (a subscription, an outbox draining, an instance coming back), where
+/// [`EVENTUALLY`] may be too short.
+///
+/// # Panics
+///
+/// If `done` still does not hold after `within`, naming `what`.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let mut polls = 0;
+/// tegu_test_support::until("the third poll", std::time::Duration::from_secs(1), async || {
+///     polls += 1;
+///     polls == 3
+/// })
+/// .await;
+/// assert_eq!(polls, 3);
+/// # }
+/// ```
+pub async fn until(what: &str, within: std::time::Duration, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + within;
+    while !done().await {
+        assert!(tokio::time::Instant::now() < deadline, "waited {within:?} for {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// The backlog of the socket listening on TCP `port`, as the kernel reports it (`ss -ltn`'s
 /// Send-Q), and the most the kernel grants (`net.core.somaxconn`). Needs `ss` (iproute2).
 ///
