@@ -391,7 +391,7 @@ impl Shared {
 impl Broker for MemoryBroker {
     fn publish<'a>(&'a self, event: Outgoing<'a>) -> BoxFuture<'a, Result<(), BoxError>> {
         let result = self.store(&event);
-        Box::pin(async move { result })
+        Box::pin(std::future::ready(result))
     }
 
     fn subscribe(&self) -> BoxFuture<'_, Result<Box<dyn Subscription>, BoxError>> {
@@ -421,7 +421,7 @@ impl Broker for MemoryBroker {
                 Ok(Box::new(subscription) as Box<dyn Subscription>)
             }
         };
-        Box::pin(async move { result })
+        Box::pin(std::future::ready(result))
     }
 
     fn refuses(&self, event: Outgoing<'_>) -> Option<String> {
@@ -504,6 +504,6 @@ impl Ack for MemoryAck {
         if result.is_err() {
             self.shared.changed();
         }
-        Box::pin(async move { result })
+        Box::pin(std::future::ready(result))
     }
 }

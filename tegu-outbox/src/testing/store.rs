@@ -121,7 +121,7 @@ impl MemoryStore {
 
 /// A future of the result computed now.
 fn ready<'a, T: Send + 'a>(result: T) -> BoxFuture<'a, Result<T, BoxError>> {
-    Box::pin(async move { Ok(result) })
+    Box::pin(std::future::ready(Ok(result)))
 }
 
 impl OutboxStore for MemoryStore {
