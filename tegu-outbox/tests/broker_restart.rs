@@ -182,14 +182,19 @@ async fn nats_back_without_its_store_gets_its_stream_and_consumers_back() {
     a.try_run_in_context(payments.pay(1000, 0)).await.unwrap().unwrap();
     let mut with_marker = expected(1..=315);
     with_marker.insert(1000, 1);
+    let mut republished = 0;
     for app in [&a, &b] {
         let ledger = app.get_object::<Ledger>().unwrap();
         until("the marker", WITHIN, async || ledger.seen().contains_key(&1000)).await;
         assert_eq!(ledger.seen(), with_marker, "an event handled twice");
         let counts = app.get_object::<Outbox>().unwrap().counts();
         assert_eq!(counts.subscriptions, 2, "{counts:?}");
-        assert!(counts.republished > 0, "{counts:?}");
+        republished += counts.republished;
     }
+    // Both instances make the shared table's recent rows pending again; the one that comes
+    // second may find them still pending (the first's relay has not published them yet) and
+    // count none, so the count is the two instances' together.
+    assert!(republished > 0, "no instance published anything again");
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
 }
