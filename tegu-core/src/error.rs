@@ -34,6 +34,10 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// `DiError` is `Clone`: a context object whose construction failed reports the same error to
 /// every task of the scope that asks for it.
 ///
+/// Its `Debug` is its message, as anyhow's and eyre's reports are: `fn main() -> Result<(),
+/// DiError>` (or `Box<dyn Error>`) prints an error it returns with `Debug`, so a broken graph
+/// shows its fix there too. Match on the variant for its fields.
+///
 /// # Examples
 ///
 /// ```
@@ -60,14 +64,12 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// assert!(failed.unwrap_err().to_string().contains("no time source"));
 /// # }
 /// ```
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum DiError {
     // The graph: what `build()` and `check()` refuse (`ErrorKind::Graph`).
     /// A dependency names a type that no registered proto provides.
-    #[error(
-        "`{by}` injects `{wanted}`, but no proto provides it; annotate `{wanted}` with #[singleton_proto] or #[context_proto], or register it on the builder; if its proto lives in a crate the program never names, the linker may have dropped its registration: name it with `App::builder().link::<ThatProto>()`"
-    )]
+    #[error("`{by}` injects `{wanted}`, but no proto provides it; {}", missing_fix(wanted))]
     Missing {
         /// The requested type.
         wanted: &'static str,
@@ -111,13 +113,14 @@ pub enum DiError {
         name: String,
     },
     /// The construction dependencies form a cycle.
-    #[error(
-        "dependency cycle: {}; break it with a `ContextRef<T>` (created lazily) or by moving the shared part into its own proto",
-        .chain.join(" -> ")
-    )]
+    #[error("dependency cycle: {}; {fix}", .chain.join(" -> "))]
     Cycle {
         /// The protos on the cycle, the first repeated at the end, as `type (name)`.
         chain: Vec<String>,
+        /// The way out that applies to this cycle: a context proto's by-value dependency on
+        /// another context proto can become a `ContextRef`; between singletons, the shared
+        /// part moves into a proto of its own.
+        fix: String,
     },
     /// A singleton declares a completion hook, which only context objects have.
     #[error(
@@ -513,12 +516,19 @@ pub enum DiError {
 
     // A lookup by type or name (`ErrorKind::Lookup`).
     /// `get_object` found no proto of the requested type (or name).
-    #[error("no proto of type `{wanted}`{} is registered in this App", .name.as_ref().map(|n| format!(" named \"{n}\"")).unwrap_or_default())]
+    #[error(
+        "no proto of type `{wanted}`{} is registered in this App{}",
+        .name.as_ref().map(|n| format!(" named \"{n}\"")).unwrap_or_default(),
+        if .near.is_empty() { String::new() } else { format!("; did you mean {}?", .near.join(" or ")) }
+    )]
     NotFound {
         /// The requested type.
         wanted: &'static str,
         /// The requested name, if any.
         name: Option<String>,
+        /// Registered protos whose type or name is close to the one asked for, as `type
+        /// ("name")`: a typo, or the same type under another path (at most three).
+        near: Vec<String>,
     },
     /// [`Keyed::get`](crate::Keyed::get) was given a name that none of the providers has.
     #[error("no instance of `{wanted}` is named \"{name}\"; the instances are: {}", if .known.is_empty() { "none".to_owned() } else { .known.join(", ") })]
@@ -634,6 +644,81 @@ pub enum DiError {
     /// Several graph errors found in one build, in a stable order.
     #[error("{} errors in the object graph:\n{}", .0.len(), .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
     Multiple(Vec<DiError>),
+}
+
+/// `Missing`'s remedy: one that compiles for what is missing. A trait object is provided by a
+/// proto that declares it; a type is a proto the App does not have, which `link` registers
+/// (an annotated one: a library's, or one left out by `without_inventory()`).
+fn missing_fix(wanted: &str) -> String {
+    match wanted.strip_prefix("dyn ") {
+        Some(tr) => {
+            let short = short_type(tr);
+            format!(
+                "declare a provider: `#[singleton_proto(provides(dyn {short}))]` on a type that implements `{short}` (or `ProtoDef::provides::<dyn {short}>` for one registered by hand); if that proto is in a crate the program never names, the linker may have dropped it: name it with `App::builder().link::<ThatProto>()`"
+            )
+        }
+        None => {
+            let short = short_type(wanted);
+            format!(
+                "register it: `App::builder().link::<{short}>()` for an annotated proto the App does not have (a library's, such as `tegu_sqlx::Database<Sqlite>`, which its crate leaves to you, or one left out by `without_inventory()` or by the linker), or `.register(ProtoDef::singleton::<{short}>(..))` for a type without the attribute"
+            )
+        }
+    }
+}
+
+/// A type's name without its module paths (`Database<Sqlite>` for
+/// `tegu_sqlx::Database<sqlx_sqlite::Sqlite>`), as code in the user's crate would write it.
+pub(crate) fn short_type(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut word = String::new();
+    for c in name.chars() {
+        if c.is_alphanumeric() || c == '_' || c == ':' {
+            word.push(c);
+        } else {
+            out.push_str(word.rsplit("::").next().unwrap_or(&word));
+            word.clear();
+            out.push(c);
+        }
+    }
+    out.push_str(word.rsplit("::").next().unwrap_or(&word));
+    out
+}
+
+/// The edit distance (Levenshtein, by characters, ignoring ASCII case) between two names.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().map(|c| c.to_ascii_lowercase()).collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().map(|c| c.to_ascii_lowercase()).enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != cb)).min(row[j] + 1).min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// The candidates close enough to `wanted` to be what was meant (a third of its length, at
+/// least one edit), closest first, at most three: a "did you mean".
+pub(crate) fn closest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let limit = (wanted.chars().count() / 3).max(1);
+    let mut near: Vec<(usize, &str)> = candidates
+        .into_iter()
+        .map(|c| (edit_distance(wanted, c), c))
+        .filter(|&(d, c)| d <= limit && c != wanted)
+        .collect();
+    near.sort();
+    near.dedup();
+    near.into_iter().take(3).map(|(_, c)| c).collect()
+}
+
+/// The message, as `Display` writes it: what `fn main() -> Result<(), DiError>` prints.
+impl std::fmt::Debug for DiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 /// The families of [`DiError`], as [`DiError::kind`] tells them.

@@ -114,6 +114,36 @@ pub(crate) const COMPLETE_HOOK: u8 = 1;
 pub(crate) const DESTROY_HOOK: u8 = 2;
 
 impl Graph {
+    /// What `NotFound` suggests for `wanted` (named `name`): the object names of its type close
+    /// to `name`, or the registered protos whose type has the same short name under another
+    /// path, or a close one (a typo, a second version of a crate).
+    #[cold]
+    pub(crate) fn near(&self, wanted: &str, name: Option<&str>) -> Vec<String> {
+        if let Some(name) = name {
+            let of_type: Vec<&ProtoDef> = self.protos.iter().filter(|p| p.type_name == wanted).collect();
+            if !of_type.is_empty() {
+                let near = crate::error::closest(name, of_type.iter().map(|p| &*p.name));
+                return of_type.iter().filter(|p| near.contains(&&*p.name)).map(|p| p.label()).collect();
+            }
+        }
+        let short = crate::error::short_type(wanted);
+        let mut same: Vec<String> = Vec::new();
+        let mut shorts: Vec<(String, &ProtoDef)> = Vec::new();
+        for p in &self.protos {
+            let theirs = crate::error::short_type(p.type_name);
+            if theirs == short && p.type_name != wanted {
+                same.push(p.label());
+            }
+            shorts.push((theirs, p));
+        }
+        if same.is_empty() {
+            let near = crate::error::closest(&short, shorts.iter().map(|(s, _)| s.as_str()));
+            same = shorts.iter().filter(|(s, _)| near.contains(&s.as_str())).map(|(_, p)| p.label()).collect();
+        }
+        same.truncate(3);
+        same
+    }
+
     /// Context proto `key`'s sync factory, from the dense array (no `ProtoDef` read): what both
     /// a scope owned by its task and a shared table call to build one of its objects.
     #[inline]
@@ -458,6 +488,25 @@ fn inactive_only(e: DiError, dep: &crate::proto::dependency::Dependency, inactiv
     if candidates.is_empty() { e } else { DiError::Inactive { wanted, by: by.clone(), inactive: candidates } }
 }
 
+/// The way out of a cycle (`nodes`, the first repeated at the end) that compiles: a context
+/// proto may hold another context proto as `ContextRef<T>`, built on first use, which is not a
+/// construction dependency; a singleton may not (it outlives every scope), so a cycle of
+/// singletons breaks only by moving what both need into a proto of its own.
+fn cycle_fix(protos: &[ProtoDef], nodes: &[usize]) -> String {
+    let lazy_edge =
+        nodes.windows(2).find(|w| protos[w[0]].scope != Lifetime::Singleton && protos[w[1]].scope == Lifetime::Context);
+    match lazy_edge {
+        Some(w) => {
+            let (holder, held) = (&protos[w[0]], crate::error::short_type(protos[w[1]].type_name));
+            format!(
+                "break it in `{}`: hold `ContextRef<{held}>` instead of `Arc<{held}>` (built on first use, not before it)",
+                holder.type_name
+            )
+        }
+        None => "move what they need of each other into a proto of its own, which each of them injects (a singleton cannot hold a lazy reference to another)".to_owned(),
+    }
+}
+
 /// Orders protos so that every construction dependency comes first; reports the first cycle.
 fn topo_order(protos: &[ProtoDef], resolved: &[Vec<Resolved>]) -> Result<Vec<usize>, DiError> {
     #[derive(Clone, Copy, PartialEq)]
@@ -489,9 +538,10 @@ fn topo_order(protos: &[ProtoDef], resolved: &[Vec<Resolved>]) -> Result<Vec<usi
                     Mark::Done => {}
                     Mark::Open => {
                         let start = stack.iter().position(|(n, _)| *n == next).unwrap_or(0);
-                        let mut chain: Vec<String> = stack[start..].iter().map(|(n, _)| protos[*n].label()).collect();
-                        chain.push(protos[next].label());
-                        return Err(DiError::Cycle { chain });
+                        let mut nodes: Vec<usize> = stack[start..].iter().map(|(n, _)| *n).collect();
+                        nodes.push(next);
+                        let chain = nodes.iter().map(|&n| protos[n].label()).collect();
+                        return Err(DiError::Cycle { chain, fix: cycle_fix(protos, &nodes) });
                     }
                     Mark::New => {
                         mark[next] = Mark::Open;

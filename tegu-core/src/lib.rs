@@ -360,8 +360,10 @@ pub mod __private {
     pub use crate::error::panic_message;
     pub use crate::events::{AnyEvent, EventPhase, HandlerDescriptor, assert_event, event_ref};
     pub use crate::private::{
-        CtorOutput, HookOutput, Own, assert_context, assert_proto, assert_singleton, assert_transient, construct_async,
-        constructed, dep, dep_context, dep_singleton, dep_transient, downcast, fill, hook_result,
+        ByValue, ByValueContext, ByValueOther, ByValueSingleton, ByValueTransient, CtorOutput, DefaultField,
+        FieldProbe, HoldContextRef, HoldProvider, HookOutput, InjectIt, NoDefault, Own, PlainField, ProtoField,
+        assert_context, assert_proto, assert_singleton, assert_transient, construct_async, constructed, dep,
+        dep_context, dep_singleton, dep_transient, downcast, fill, hook_result, refused_field,
     };
     pub use crate::proto::{Access, Dependency, InjectKind, Lifetime};
     pub use crate::registry::{AnyArc, BuildFuture, ProtoDescriptor, Provide, UnitFuture, load_section, put};

@@ -54,9 +54,9 @@ pub const fn dep<T: ?Sized + 'static>(kind: InjectKind, field: &'static str) -> 
     Dependency::new::<T>(kind, None).field(field)
 }
 
-/// `#[inject] x: Arc<T>` in a singleton: [`dep`] of a `T` that must be a singleton proto
-/// ([`assert_singleton`]), one call per field that both checks and declares.
-pub const fn dep_singleton<T: SingletonProto>(field: &'static str) -> Dependency {
+/// `#[inject] x: Arc<T>` in a singleton: [`dep`] of a `T` that must be a proto; that it is a
+/// singleton is [`ByValue`]'s check, which names the handle to hold instead.
+pub const fn dep_singleton<T: Proto>(field: &'static str) -> Dependency {
     dep::<T>(InjectKind::Arc, field)
 }
 
@@ -75,8 +75,163 @@ pub const fn dep_transient<T: TransientProto>(field: &'static str) -> Dependency
 /// `#[inject] x: Arc<T>` (or `Option`/`Vec`) in a context proto: `T` must be a proto.
 pub const fn assert_proto<T: Proto>() {}
 
-/// `#[inject] x: Arc<T>` (or `Option`/`Vec`) in a singleton: `T` must be a singleton proto.
+/// `T` must be a singleton proto (the type of a `#[handlers]` block).
 pub const fn assert_singleton<T: SingletonProto>() {}
+
+/// The check that a singleton's by-value dependency `T` (`Arc<T>`, `Option<Arc<T>>`,
+/// `Vec<Arc<T>>`) is a singleton, by method resolution on `&&&&ByValue<T>` (autoref
+/// specialization): the first of [`ByValueSingleton`], [`ByValueContext`], [`ByValueTransient`]
+/// and [`ByValueOther`] whose impl applies is called. A context or a transient proto fails with
+/// the handle to hold instead; a type that is no proto passes here, and fails the `T: Proto` of
+/// [`dep_singleton`] with its own message.
+#[derive(Debug)]
+pub struct ByValue<T>(std::marker::PhantomData<T>);
+
+impl<T> ByValue<T> {
+    /// The probe.
+    pub const NEW: Self = ByValue(std::marker::PhantomData);
+}
+
+/// [`ByValue`]'s first level: a singleton proto, which a singleton takes by value.
+pub trait ByValueSingleton {
+    /// Passes.
+    fn __di_by_value(&self) {}
+}
+impl<T: SingletonProto> ByValueSingleton for &&&ByValue<T> {}
+
+/// [`ByValue`]'s second level: a context proto, which a singleton holds as `ContextRef<T>`.
+pub trait ByValueContext<T> {
+    /// Fails: `T: HoldContextRef` holds for no type.
+    fn __di_by_value(&self)
+    where
+        T: HoldContextRef;
+}
+impl<T: ContextProto> ByValueContext<T> for &&ByValue<T> {
+    fn __di_by_value(&self)
+    where
+        T: HoldContextRef,
+    {
+    }
+}
+
+/// [`ByValue`]'s third level: a transient proto, which a singleton holds as `Provider<T>`.
+pub trait ByValueTransient<T> {
+    /// Fails: `T: HoldProvider` holds for no type.
+    fn __di_by_value(&self)
+    where
+        T: HoldProvider;
+}
+impl<T: TransientProto> ByValueTransient<T> for &ByValue<T> {
+    fn __di_by_value(&self)
+    where
+        T: HoldProvider,
+    {
+    }
+}
+
+/// [`ByValue`]'s last level: no proto; `dep_singleton`'s bound reports it.
+pub trait ByValueOther {
+    /// Passes.
+    fn __di_by_value(&self) {}
+}
+impl<T> ByValueOther for ByValue<T> {}
+
+/// Implemented by no type: the error of a singleton that takes a context proto by value.
+#[diagnostic::on_unimplemented(
+    message = "a singleton cannot take context proto `{Self}` by value: it lives longer than any request",
+    label = "hold `ContextRef<{Self}>` instead",
+    note = "`ContextRef<{Self}>` resolves the current request's `{Self}` each time it is read"
+)]
+pub trait HoldContextRef {}
+
+/// Implemented by no type: the error of a singleton that takes a transient proto by value.
+#[diagnostic::on_unimplemented(
+    message = "a singleton cannot take transient proto `{Self}` by value: a transient is built anew where it is asked for",
+    label = "hold `Provider<{Self}>` instead",
+    note = "`Provider<{Self}>::get()` builds a new `{Self}` per call"
+)]
+pub trait HoldProvider {}
+
+/// The value of a proto's field without `#[inject]`: `Default::default()`, unless the field
+/// is `Arc<T>` of a proto `T`, which would hold a second, private instance of it. Chosen by
+/// method resolution on `&&&FieldProbe<F>` (autoref specialization): [`ProtoField`] (an
+/// `Arc` of a proto: an error that says to inject it), [`DefaultField`] (`F: Default`), then
+/// [`PlainField`] (no `Default`: an error that says so). Each level returns `F`, so no other
+/// error follows the one it reports.
+#[derive(Debug)]
+pub struct FieldProbe<F>(std::marker::PhantomData<F>);
+
+impl<F> FieldProbe<F> {
+    /// The probe.
+    pub const NEW: Self = FieldProbe(std::marker::PhantomData);
+}
+
+/// [`FieldProbe`]'s first level: `Arc<T>` of a proto `T`, an error.
+pub trait ProtoField<T> {
+    /// Fails: `T: InjectIt` holds for no type.
+    fn __di_field(&self) -> Arc<T>
+    where
+        T: InjectIt;
+}
+impl<T: Proto> ProtoField<T> for &&FieldProbe<Arc<T>> {
+    fn __di_field(&self) -> Arc<T>
+    where
+        T: InjectIt,
+    {
+        unreachable!("`InjectIt` has no impl")
+    }
+}
+
+/// [`FieldProbe`]'s second level: `Default::default()`.
+pub trait DefaultField<F> {
+    /// `F::default()`.
+    fn __di_field(&self) -> F;
+}
+impl<F: Default> DefaultField<F> for &FieldProbe<F> {
+    #[inline]
+    fn __di_field(&self) -> F {
+        F::default()
+    }
+}
+
+/// [`FieldProbe`]'s last level: a type with no `Default`, an error.
+pub trait PlainField<F> {
+    /// Fails: `F: NoDefault` holds for no type.
+    fn __di_field(&self) -> F
+    where
+        F: NoDefault;
+}
+impl<F> PlainField<F> for FieldProbe<F> {
+    fn __di_field(&self) -> F
+    where
+        F: NoDefault,
+    {
+        unreachable!("`NoDefault` has no impl")
+    }
+}
+
+/// Implemented by no type: the error of an `Arc<T>` field of a proto `T` without `#[inject]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a proto: this field without `#[inject]` would hold a second, private `{Self}` built with `Default`",
+    label = "mark it `#[inject]` to receive the App's `{Self}`",
+    note = "a field without `#[inject]` is built with `Default::default()`; if a private `{Self}` is what you mean, mark it `#[inject(skip)]`"
+)]
+pub trait InjectIt {}
+
+/// Implemented by no type: the error of a field without `#[inject]` whose type has no
+/// `Default`.
+#[diagnostic::on_unimplemented(
+    message = "a field without `#[inject]` is built with `Default::default()`, and `{Self}` has no `Default`",
+    label = "mark it `#[inject]` if the container provides it, or implement `Default` for it",
+    note = "a value that needs other objects to be built comes from a constructor: `#[singleton_proto] impl MyProto {{ fn new(..) -> Self }}`"
+)]
+pub trait NoDefault {}
+
+/// The value of a field the macro refused (an injection form without `#[inject]`): its
+/// compile error is reported, and this keeps the factory free of a second one.
+pub fn refused_field<F>() -> F {
+    unreachable!("a refused field does not compile")
+}
 
 /// `#[inject] x: Provider<T>`: `T` must be a transient proto.
 pub const fn assert_transient<T: TransientProto>() {}

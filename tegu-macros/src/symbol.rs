@@ -16,6 +16,7 @@ pub(crate) const INSTANCES_OF: &str = "instances_of";
 pub(crate) const PREFIX: &str = "prefix";
 pub(crate) const INSTANCES: &str = "instances";
 pub(crate) const EXTERNAL: &str = "external";
+pub(crate) const SKIP: &str = "skip";
 pub(crate) const CONSTRUCTOR: &str = "constructor";
 
 pub(crate) const LAZY: &str = "lazy";

@@ -483,8 +483,11 @@ fn reached_from(graph: &Graph, roots: &[(TypeId, &'static str)]) -> Result<Optio
     let mut reached = vec![false; graph.protos.len()];
     let mut stack = Vec::new();
     for &(ty, wanted) in roots {
-        let targets =
-            graph.provided.get(&ty).filter(|t| !t.is_empty()).ok_or(DiError::NotFound { wanted, name: None })?;
+        let targets = graph.provided.get(&ty).filter(|t| !t.is_empty()).ok_or_else(|| DiError::NotFound {
+            wanted,
+            name: None,
+            near: graph.near(wanted, None),
+        })?;
         stack.extend(targets.iter().map(|t| t.proto));
     }
     if roots.is_empty() {

@@ -385,7 +385,7 @@ impl App {
             Some(&[key]) if graph.protos[key].scope == crate::proto::kinds::Lifetime::Context => {
                 Ok(ContextSlot { app_id: self.inner.id, key: key as u32, _type: std::marker::PhantomData })
             }
-            _ => Err(DiError::NotFound { wanted, name: None }),
+            _ => Err(DiError::NotFound { wanted, name: None, near: graph.near(wanted, None) }),
         }
     }
 

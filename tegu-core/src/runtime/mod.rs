@@ -183,7 +183,8 @@ impl AppInner {
 
     /// The proto of own type `ty` (named `name`), or why there is not one.
     pub(crate) fn proto_of(&self, ty: TypeId, name: Option<&str>, wanted: &'static str) -> Result<usize, DiError> {
-        let not_found = || DiError::NotFound { wanted, name: name.map(str::to_owned) };
+        let not_found =
+            || DiError::NotFound { wanted, name: name.map(str::to_owned), near: self.graph.near(wanted, name) };
         let list = self.graph.by_type.get(&ty).ok_or_else(not_found)?;
         match (name, list.as_slice()) {
             (None, [one]) => Ok(*one),
@@ -287,7 +288,8 @@ impl AppInner {
         name: Option<&str>,
         wanted: &'static str,
     ) -> Result<Arc<U>, DiError> {
-        let not_found = || DiError::NotFound { wanted, name: name.map(str::to_owned) };
+        let not_found =
+            || DiError::NotFound { wanted, name: name.map(str::to_owned), near: self.graph.near(wanted, name) };
         let all = self.graph.provided.get(&ty).map_or(&[][..], Vec::as_slice);
         let chosen: Vec<Target> =
             all.iter().copied().filter(|t| name.is_none_or(|n| self.graph.protos[t.proto].name == n)).collect();

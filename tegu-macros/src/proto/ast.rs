@@ -53,6 +53,8 @@ pub(crate) struct Field {
     pub(crate) ident: syn::Ident,
     pub(crate) ty: Type,
     pub(crate) inject: Option<Inject>,
+    /// `#[inject(skip)]`: built with `Default::default()`, whatever its type.
+    pub(crate) skip: bool,
 }
 
 /// The constructor of an annotated `impl` block.
@@ -173,10 +175,11 @@ fn struct_body(cx: &Ctxt, mut item: syn::ItemStruct) -> Body {
     let is_tuple = matches!(item.fields, syn::Fields::Unnamed(_));
     let mut fields = Vec::new();
     for (i, field) in item.fields.iter_mut().enumerate() {
-        let inject =
-            take_inject(cx, &mut field.attrs).and_then(|a| classify_inject(cx, &field.ty, a, "an `#[inject]` field"));
+        let attr = take_inject(cx, &mut field.attrs);
+        let skip = attr.as_ref().is_some_and(|a| a.skip);
+        let inject = attr.filter(|a| !a.skip).and_then(|a| classify_inject(cx, &field.ty, a, "an `#[inject]` field"));
         let ident = field.ident.clone().unwrap_or_else(|| syn::Ident::new(&format!("_{i}"), field.ty.span()));
-        fields.push(Field { ident, ty: field.ty.clone(), inject });
+        fields.push(Field { ident, ty: field.ty.clone(), inject, skip });
     }
     Body::Struct { item, fields, is_tuple }
 }
@@ -294,6 +297,13 @@ fn ctor(cx: &Ctxt, sig: &mut syn::Signature, self_ty: &Type) -> Option<Ctor> {
             }
             syn::FnArg::Typed(arg) => {
                 let attr = take_inject(cx, &mut arg.attrs).unwrap_or_default();
+                if attr.skip {
+                    cx.error_spanned_by(
+                        &arg.pat,
+                        "a constructor's parameters are all injected: build this value inside the constructor instead of taking it",
+                    );
+                    continue;
+                }
                 let name = match &*arg.pat {
                     syn::Pat::Ident(p) => p.ident.clone(),
                     _ => syn::Ident::new(&format!("_{i}"), arg.pat.span()),
@@ -309,7 +319,7 @@ fn ctor(cx: &Ctxt, sig: &mut syn::Signature, self_ty: &Type) -> Option<Ctor> {
 }
 
 /// `Arc<T>`, `ContextRef<T>`, `Option<Arc<T>>`, `Vec<Arc<T>>`...: the kind and `T`.
-fn classify(ty: &Type) -> Option<(Kind, Type)> {
+pub(crate) fn classify(ty: &Type) -> Option<(Kind, Type)> {
     let (wrapper, inner) = single_generic(ty)?;
     match wrapper.as_str() {
         "Arc" => Some((Kind::Arc, inner.clone())),

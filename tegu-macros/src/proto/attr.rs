@@ -9,7 +9,7 @@ use crate::ctxt::Ctxt;
 use crate::internals::{check_prefix, once, path_name, skip_value};
 use crate::symbol::{
     ACCESS, COMPLETE, CRATE, DESTROY, EXTERNAL, INIT, INSTANCES, INSTANCES_OF, LAZY, NAME, ORDER, PATH, PREFIX,
-    PRIVATE, PROFILE, PROVIDES, PUBLIC, RELOADABLE,
+    PRIVATE, PROFILE, PROVIDES, PUBLIC, RELOADABLE, SKIP,
 };
 
 /// Which proto attribute is being expanded.
@@ -251,12 +251,15 @@ pub(crate) struct InjectAttr {
     pub(crate) name: Option<syn::LitStr>,
     /// `#[inject(external)]`: provided by a proto registered by hand; checked at build.
     pub(crate) external: bool,
+    /// `#[inject(skip)]`: not injected, built with `Default::default()` (serde's `skip`).
+    pub(crate) skip: bool,
 }
 
 impl InjectAttr {
     pub(crate) fn parse(cx: &Ctxt, attr: &syn::Attribute) -> InjectAttr {
         let mut name = None;
         let mut external = None;
+        let mut skip = None;
         if let syn::Meta::List(_) = attr.meta {
             let result = attr.parse_nested_meta(|meta| {
                 if meta.path.is_ident(NAME) {
@@ -268,11 +271,17 @@ impl InjectAttr {
                         skip_value(&meta)?;
                     }
                     once(cx, &meta, &mut external, ());
+                } else if meta.path.is_ident(SKIP) {
+                    if !meta.input.is_empty() && !meta.input.peek(Token![,]) {
+                        cx.error_spanned_by(&meta.path, "`skip` takes no value: write `#[inject(skip)]`");
+                        skip_value(&meta)?;
+                    }
+                    once(cx, &meta, &mut skip, ());
                 } else {
                     cx.error_spanned_by(
                         &meta.path,
                         format!(
-                            "unknown `#[inject]` option `{}`; expected `name = \"...\"` or `external`",
+                            "unknown `#[inject]` option `{}`; expected `name = \"...\"`, `external` or `skip`",
                             path_name(&meta.path)
                         ),
                     );
@@ -286,7 +295,13 @@ impl InjectAttr {
         } else if let syn::Meta::NameValue(nv) = &attr.meta {
             cx.error_spanned_by(nv, "write `#[inject(name = \"...\")]`");
         }
-        InjectAttr { name, external: external.is_some() }
+        if skip.is_some() && (name.is_some() || external.is_some()) {
+            cx.error_spanned_by(
+                attr,
+                "`#[inject(skip)]` builds the field with `Default::default()`: it takes no other option",
+            );
+        }
+        InjectAttr { name, external: external.is_some(), skip: skip.is_some() }
     }
 }
 

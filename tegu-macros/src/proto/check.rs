@@ -1,7 +1,5 @@
 //! Rules that need the whole model, one small function each.
 
-use syn::spanned::Spanned;
-
 use crate::ctxt::Ctxt;
 use crate::proto::ast::{Body, Kind, ProtoItem, is_dyn};
 use crate::proto::attr::ProtoScope;
@@ -10,7 +8,6 @@ pub(crate) fn check(cx: &Ctxt, model: &ProtoItem) {
     no_generics(cx, model);
     named_fields(cx, model);
     provider_names_a_type(cx, model);
-    context_ref_needs_inject(cx, model);
     complete_needs_a_context_proto(cx, model);
     config_has_a_prefix(cx, model);
     config_injects_nothing(cx, model);
@@ -95,21 +92,34 @@ fn provider_names_a_type(cx: &Ctxt, model: &ProtoItem) {
     }
 }
 
-fn context_ref_needs_inject(cx: &Ctxt, model: &ProtoItem) {
-    let Body::Struct { fields, .. } = &model.body else { return };
-    for field in fields.iter().filter(|f| f.inject.is_none()) {
-        if let syn::Type::Path(p) = crate::proto::ast::ungroup(&field.ty)
-            && p.path.segments.last().is_some_and(|s| s.ident == "ContextRef" || s.ident == "AsyncContextRef")
-        {
-            cx.push(syn::Error::new(
-                field.ty.span(),
-                format!(
-                    "field `{}` is a `ContextRef`, which only the container can fill; mark it `#[inject]`",
-                    field.ident
-                ),
+/// The error of a field without `#[inject]` whose type only the container can fill, or whose
+/// `Default` would be useless (an `Option<Arc<T>>` that stays `None`); `None` for the others,
+/// which `__private::FieldProbe` builds with `Default` where that is not a mistake.
+pub(crate) fn uninjected_form(field: &crate::proto::ast::Field) -> Option<String> {
+    let (kind, target) = crate::proto::ast::classify(&field.ty)?;
+    let name = &field.ident;
+    let wrapper = match kind {
+        Kind::Arc if is_dyn(&target) => "Arc<dyn ..>",
+        Kind::Arc => return None,
+        Kind::ContextRef => "ContextRef",
+        Kind::AsyncContextRef => "AsyncContextRef",
+        Kind::Provider => "Provider",
+        Kind::Keyed => "Keyed",
+        Kind::ConfigRef => "ConfigRef",
+        Kind::TenantRef => "TenantRef",
+        Kind::Optional => {
+            return Some(format!(
+                "field `{name}` is an `Option<Arc<..>>` without `#[inject]`, so it would stay `None`: mark it `#[inject]` to receive the proto if one is registered, or `#[inject(skip)]` if `None` is what you mean"
             ));
         }
-    }
+        Kind::All => {
+            return Some(format!(
+                "field `{name}` is a `Vec<Arc<..>>` without `#[inject]`, so it would stay empty: mark it `#[inject]` to receive every proto that provides it, or `#[inject(skip)]` if an empty list is what you mean"
+            ));
+        }
+    };
+    let article = if wrapper.starts_with('A') { "an" } else { "a" };
+    Some(format!("field `{name}` is {article} `{wrapper}`, which only the container can fill: mark it `#[inject]`"))
 }
 
 fn config_has_a_prefix(cx: &Ctxt, model: &ProtoItem) {

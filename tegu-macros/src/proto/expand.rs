@@ -56,7 +56,16 @@ fn expand(model: &ProtoItem) -> TokenStream {
     let sync_checks = fields.iter().filter_map(|f| f.sync_check.as_ref());
     let checks = (!asserts.is_empty()).then(|| quote!(const _: () = { #(#asserts)* };));
     let needs_async = needs_async(model, &rt);
-    let Factory { item: factory, method, constructor } = factory(model, &di, &rt);
+    let by_value: Vec<_> = fields.iter().filter_map(|f| f.by_value.as_ref()).collect();
+    let probes = (!by_value.is_empty()).then(|| {
+        quote! {
+            #[allow(unused_imports)]
+            use #di::{ByValueSingleton as _, ByValueContext as _, ByValueTransient as _, ByValueOther as _};
+            #(#by_value)*
+        }
+    });
+    let (uninjected, refused) = uninjected_fields(model, &di);
+    let Factory { item: factory, method, constructor } = factory(model, &di, &rt, probes, &uninjected);
     // A cast per provided type: the downcast and the coercion, spanned at the type so that a
     // trait the proto does not implement is reported there. No generic helper per proto.
     let casts = model.attr.provides.iter().enumerate().map(|(i, ty)| {
@@ -185,6 +194,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
     let registration = format_ident!("__DI_PROTO_{}", model.ident);
     let impls = quote! {
         #checks
+        #(#refused)*
         #(#sync_checks)*
         impl #rt::Proto for #self_ty {
             #needs_async
@@ -227,6 +237,9 @@ struct FieldParts {
     assert: Option<TokenStream>,
     /// A `ContextRef<T>`'s check that `T` is not built asynchronously.
     sync_check: Option<TokenStream>,
+    /// A singleton's by-value dependency: the check, in its factory, that it is a singleton
+    /// (`__private::ByValue`), which names the handle to hold a context or transient proto by.
+    by_value: Option<TokenStream>,
 }
 
 /// The parts of field `label`. Where the field names no object and injects its bound's own
@@ -255,16 +268,27 @@ fn field_parts(
         quote_spanned!(checked.span()=> const _: () = if <#checked as #rt::Proto>::NEEDS_ASYNC { ::core::panic!(#message) };)
     });
     let at = |path: &TokenStream| respan(path, checked.span());
+    let by_value_kind = matches!(inject.kind, Kind::Arc | Kind::Optional | Kind::All);
+    let by_value = (bound == Some(check::Bound::Singleton) && by_value_kind).then(|| {
+        let di = at(di);
+        quote_spanned!(checked.span()=> (&&&&#di::ByValue::<#checked>::NEW).__di_by_value();)
+    });
     if let Some(bound) = bound.filter(|b| inject.name.is_none() && b.declares(inject.kind)) {
         let (di, dep) = (at(di), bound.function("dep"));
         return FieldParts {
             dep: quote_spanned!(checked.span()=> #di::#dep::<#checked>(#label) #sync_only),
             assert: None,
             sync_check,
+            by_value,
         };
     }
     let assert = bound.map(|bound| {
-        let (di, assert) = (at(di), bound.function("assert"));
+        // A singleton's by-value dependency need only be a proto here: `ByValue`, in the
+        // factory, says which handle a context or transient proto is held by.
+        let (di, assert) = match bound {
+            check::Bound::Singleton if by_value_kind => (at(di), format_ident!("assert_proto")),
+            _ => (at(di), bound.function("assert")),
+        };
         quote_spanned!(checked.span()=> #di::#assert::<#checked>();)
     });
     // A `ConfigRef<T>` is a singleton the live configuration registers, taken by `Arc`.
@@ -288,7 +312,7 @@ fn field_parts(
         }
         None => quote!(#di::dep::<#target>(#di::InjectKind::#kind, #label) #sync_only),
     };
-    FieldParts { dep, assert, sync_check }
+    FieldParts { dep, assert, sync_check, by_value }
 }
 
 /// `Proto::NEEDS_ASYNC`: whether a scope must build this proto asynchronously. A context
@@ -319,8 +343,55 @@ struct Factory {
     constructor: TokenStream,
 }
 
+/// The values of a struct's fields without `#[inject]`, in order (`None` for an injected
+/// one), and the compile errors of those that only the container can fill.
+///
+/// - `#[inject(skip)]`: `Default::default()`.
+/// - An injection form that `Default` cannot mean (`ContextRef`, `Provider`, `Arc<dyn Trait>`,
+///   `Option<Arc<T>>`, ...): an error at the field that says to mark it `#[inject]`; the field's
+///   value is `refused_field()`, so that no second error follows.
+/// - Anything else: `__private::FieldProbe`, which is `Default::default()` except for an `Arc`
+///   of a proto (an error: it would be a second instance) or a type with no `Default` (an error
+///   that says to inject it or implement `Default`).
+fn uninjected_fields(model: &ProtoItem, di: &TokenStream) -> (Vec<Option<TokenStream>>, Vec<TokenStream>) {
+    let Body::Struct { fields, .. } = &model.body else { return (Vec::new(), Vec::new()) };
+    if model.scope == ProtoScope::Config {
+        return (Vec::new(), Vec::new());
+    }
+    let mut refused = Vec::new();
+    let values = fields
+        .iter()
+        .map(|field| {
+            if field.inject.is_some() {
+                return None;
+            }
+            let ty = &field.ty;
+            let di = respan(di, ty.span());
+            if field.skip {
+                return Some(quote_spanned!(ty.span()=> #di::Default::default()));
+            }
+            if let Some(message) = check::uninjected_form(field) {
+                refused.push(quote_spanned!(ty.span()=> ::core::compile_error!(#message);));
+                return Some(quote_spanned!(ty.span()=> #di::refused_field::<#ty>()));
+            }
+            Some(quote_spanned! {ty.span()=> {
+                #[allow(unused_imports)]
+                use #di::{ProtoField as _, DefaultField as _, PlainField as _};
+                (&&&#di::FieldProbe::<#ty>::NEW).__di_field()
+            }})
+        })
+        .collect();
+    (values, refused)
+}
+
 /// The factory function and the descriptor constructor that takes it.
-fn factory(model: &ProtoItem, di: &TokenStream, rt: &TokenStream) -> Factory {
+fn factory(
+    model: &ProtoItem,
+    di: &TokenStream,
+    rt: &TokenStream,
+    probes: Option<TokenStream>,
+    uninjected: &[Option<TokenStream>],
+) -> Factory {
     let ident = model.ident();
     let self_ty = model.self_ty();
     // No name given: an empty one, which tegu-core reads as the type's default name
@@ -396,15 +467,16 @@ fn factory(model: &ProtoItem, di: &TokenStream, rt: &TokenStream) -> Factory {
             quote!(let #local = __di_r.#call::<#target>(#i)?;)
         },
     );
-    let lets = fill.into_iter().chain(others);
+    let lets = probes.into_iter().chain(fill).chain(others);
     match &model.body {
         Body::Struct { fields, .. } => {
             let mut next = locals.iter();
-            let fields = fields.iter().map(|field| {
+            let fields = fields.iter().zip(uninjected).map(|(field, value)| {
                 let ident = &field.ident;
-                match (&field.inject, field.inject.as_ref().and_then(|_| next.next())) {
-                    (Some(_), Some(local)) => quote!(#ident: #local),
-                    _ => quote!(#ident: #di::Default::default()),
+                match (value, field.inject.as_ref().and_then(|_| next.next())) {
+                    (_, Some(local)) => quote!(#ident: #local),
+                    (Some(value), None) => quote!(#ident: #value),
+                    (None, None) => unreachable!("an injected field has its local"),
                 }
             });
             Factory {
@@ -532,11 +604,13 @@ mod tests {
                 }
             ),
         );
-        // The unnamed field: one call, no check of its own; the named one: the long form, and
-        // its check in the one constant of checks.
+        // The unnamed field: one call that declares it and checks it is a proto; the named
+        // one: the long form, and its check in the one constant of checks.
         assert!(out.contains(":: tegu_core :: __private :: dep_singleton :: < Clock > (\"clock\")"), "{out}");
         assert!(out.contains("Dependency :: new :: < Clock > (:: tegu_core :: __private :: InjectKind :: Arc , :: tegu_core :: __private :: Option :: Some (\"utc\")) . field (\"utc\")"), "{out}");
-        assert_eq!(out.matches("assert_singleton").count(), 1, "{out}");
+        assert_eq!(out.matches("assert_proto").count(), 1, "{out}");
+        // Each by-value dependency of a singleton is checked to be a singleton in the factory.
+        assert_eq!(out.matches("ByValue :: < Clock > :: NEW").count(), 2, "{out}");
         assert!(out.contains("__di_objs [0usize] . take :: < Clock > ()"), "{out}");
     }
 

@@ -1,0 +1,144 @@
+//! Each graph error offers the fix that applies to the situation it names, and applying that fix
+//! builds: a trait gets `provides(dyn Trait)`, a proto the App does not have gets `link`, a cycle
+//! through a context proto gets `ContextRef`, and only that one; a lookup of a type the App does
+//! not have names the registered ones that are close.
+
+use std::sync::Arc;
+
+use tegu_core::registry::{Dependency, InjectKind};
+use tegu_core::{App, DiError, ProtoDef, singleton_proto};
+
+pub trait Notifier: Send + Sync {
+    fn notify(&self) -> &'static str;
+}
+
+/// Implements `Notifier`, but does not say it provides it: the newcomer's first version.
+#[singleton_proto]
+pub struct Email;
+impl Notifier for Email {
+    fn notify(&self) -> &'static str {
+        "email"
+    }
+}
+
+/// The fix the message gives.
+#[singleton_proto(provides(dyn Notifier))]
+pub struct Sms;
+impl Notifier for Sms {
+    fn notify(&self) -> &'static str {
+        "sms"
+    }
+}
+
+#[singleton_proto]
+pub struct Signup {
+    #[inject]
+    notifier: Arc<dyn Notifier>,
+}
+
+#[tokio::test]
+async fn a_missing_trait_is_given_provides_and_that_builds() {
+    let error = App::builder().without_inventory().link::<Signup>().link::<Email>().build().await.err().unwrap();
+    assert!(matches!(error, DiError::Missing { .. }), "{error}");
+    let message = error.to_string();
+    assert!(message.contains("`#[singleton_proto(provides(dyn Notifier))]`"), "{message}");
+    assert!(!message.contains("annotate `dyn"), "a trait cannot be annotated: {message}");
+
+    // Applied: the implementing proto declares what it provides.
+    let app = App::builder().without_inventory().link::<Signup>().link::<Sms>().build().await.unwrap();
+    assert_eq!(app.get_object::<Signup>().unwrap().notifier.notify(), "sms");
+}
+
+#[singleton_proto]
+pub struct Database;
+
+#[singleton_proto]
+pub struct Repo {
+    #[inject]
+    db: Arc<Database>,
+}
+
+#[tokio::test]
+async fn a_missing_type_is_given_link_and_that_builds() {
+    let error = App::builder().without_inventory().link::<Repo>().build().await.unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("`App::builder().link::<Database>()`"), "{message}");
+    assert!(!message.contains("annotate `"), "`Database` is annotated already: {message}");
+
+    let app = App::builder().without_inventory().link::<Repo>().link::<Database>().build().await.unwrap();
+    assert!(Arc::ptr_eq(&app.get_object::<Repo>().unwrap().db, &app.get_object::<Database>().unwrap()));
+}
+
+#[derive(Default)]
+struct Cart;
+#[derive(Default)]
+struct Pricing;
+
+fn context<T: Default + Send + Sync + 'static>() -> ProtoDef {
+    ProtoDef::context::<T>(|_| Ok(T::default()))
+}
+
+fn dep<T: 'static>(kind: InjectKind) -> Dependency {
+    Dependency::new::<T>(kind, None)
+}
+
+// Two annotated context protos that take each other by value do not compile (their
+// `NEEDS_ASYNC` constants would depend on each other): the cycle reaches `build()` from protos
+// registered by hand.
+#[tokio::test]
+async fn a_cycle_of_context_protos_is_given_a_context_ref_and_that_builds() {
+    let cycle = [
+        context::<Cart>().dep(dep::<Pricing>(InjectKind::Arc)),
+        context::<Pricing>().dep(dep::<Cart>(InjectKind::Arc)),
+    ];
+    let error = App::builder().without_inventory().register_all(cycle).build().await.unwrap_err();
+    let DiError::Cycle { fix, .. } = &error else { panic!("{error}") };
+    assert!(
+        fix.contains("hold `ContextRef<Pricing>` instead of `Arc<Pricing>`") && fix.contains("remedies::Cart"),
+        "{fix}"
+    );
+
+    // Applied: `Cart` holds `ContextRef<Pricing>`.
+    let fixed = [
+        context::<Cart>().dep(dep::<Pricing>(InjectKind::ContextRef)),
+        context::<Pricing>().dep(dep::<Cart>(InjectKind::Arc)),
+    ];
+    let app = App::builder().without_inventory().register_all(fixed).build().await.unwrap();
+    assert!(app.run_in_context(async { app.get_object::<Pricing>().is_ok() }).await);
+}
+
+#[singleton_proto]
+pub struct Orders {
+    #[inject]
+    stock: Arc<Stock>,
+}
+
+#[singleton_proto]
+pub struct Stock {
+    #[inject]
+    orders: Arc<Orders>,
+}
+
+#[tokio::test]
+async fn a_cycle_of_singletons_is_not_offered_a_context_ref() {
+    let error = App::builder().without_inventory().link::<Orders>().link::<Stock>().build().await.unwrap_err();
+    let message = error.to_string();
+    assert!(matches!(error, DiError::Cycle { .. }), "{message}");
+    assert!(!message.contains("ContextRef"), "a singleton cannot hold a `ContextRef` to a singleton: {message}");
+    assert!(message.contains("into a proto of its own"), "{message}");
+}
+
+/// Not registered: its name is one letter from `Database`'s.
+pub struct Databse;
+
+#[tokio::test]
+async fn get_object_of_an_unregistered_type_names_the_close_ones() {
+    let app = App::builder().without_inventory().link::<Database>().link::<Sms>().build().await.unwrap();
+    let message = app.get_object::<Databse>().err().unwrap().to_string();
+    assert!(message.contains("did you mean remedies::Database (\"database\")?"), "{message}");
+    let message = app.get_object_named::<Database>("databse").err().unwrap().to_string();
+    assert!(message.contains("did you mean remedies::Database (\"database\")?"), "{message}");
+    // Nothing close: no suggestion.
+    let message = app.get_object::<String>().err().unwrap().to_string();
+    assert!(!message.contains("did you mean"), "{message}");
+}
