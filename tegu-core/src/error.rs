@@ -395,6 +395,24 @@ pub enum DiError {
         /// The fields the type has at that place, if it is a struct.
         fields: Vec<String>,
     },
+    /// A key set in a file or with `config_value` that nothing reads: not a field of the
+    /// section whose table it is in, or under no section, reader or declared prefix at all.
+    #[error(
+        "config key `{key}` ({source_name}) {}{}; {}",
+        match .section { Some(section) => format!("is not a field of `{section}`, the section that reads its table"), None => "is read by no config section".to_owned() },
+        if .near.is_empty() { String::new() } else { format!("; did you mean {}?", .near.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(" or ")) },
+        if .section.is_some() { "fix its name or remove it".to_owned() } else { format!("fix its name or remove it; if code reads it with `App::config().get`, declare it: `AppBuilder::config_known(\"{0}\")`, or `ProtoDef::reads_config::<T>(\"{0}\")` for a factory that reads it", .key.split('.').next().unwrap_or_default()) }
+    )]
+    ConfigUnknownKey {
+        /// The key, as `db.max_conections`.
+        key: String,
+        /// Where it is set: `file config/app.toml, line 4`, `config_value("db") at src/main.rs:9:10`.
+        source_name: String,
+        /// The type of the section whose table holds it, if one does.
+        section: Option<&'static str>,
+        /// Known keys close to it, in full.
+        near: Vec<String>,
+    },
     /// The App's profile is not a plain name: it is joined into file names
     /// (`app.{profile}.toml`).
     #[error(
@@ -703,7 +721,7 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
 /// The candidates close enough to `wanted` to be what was meant (a third of its length, at
 /// least one edit), closest first, at most three: a "did you mean".
 pub(crate) fn closest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
-    let limit = (wanted.chars().count() / 3).max(1);
+    let limit = ((wanted.chars().count() + 2) / 3).max(1);
     let mut near: Vec<(usize, &str)> = candidates
         .into_iter()
         .map(|c| (edit_distance(wanted, c), c))
@@ -820,6 +838,7 @@ impl DiError {
             DiError::ConfigInvalid { .. }
             | DiError::ConfigMissing { .. }
             | DiError::ConfigUnknownEnv { .. }
+            | DiError::ConfigUnknownKey { .. }
             | DiError::InvalidProfile { .. }
             | DiError::ConfigSource { .. } => ErrorKind::Config,
             DiError::Construction { .. } | DiError::Hook { .. } | DiError::EagerCycle { .. } => ErrorKind::Construction,

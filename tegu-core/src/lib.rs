@@ -292,6 +292,7 @@ pub mod prelude {
 /// # Ok(()) }
 /// ```
 pub mod registry {
+    pub use crate::config::ConfigReader;
     pub use crate::config::section::{LoadFn, load_section};
     pub use crate::erased::{AnyArc, BuildFuture, CastFn, HookFn, UnitFuture, cast_to, put};
     pub use crate::proto::def::default_name;

@@ -369,7 +369,8 @@ impl Resolver<'_> {
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
     /// let app = App::builder()
     ///     .config_value("http.port", 8080)
-    ///     .register(ProtoDef::singleton::<Port>(|r| Ok(Port(r.config().get("http.port")?))))
+    ///     // Declared: `build()` refuses a key that nothing says it reads.
+    ///     .register(ProtoDef::singleton::<Port>(|r| Ok(Port(r.config().get("http.port")?))).reads_config::<u16>("http.port"))
     ///     .build()
     ///     .await?;
     /// assert_eq!(app.get_object::<Port>()?.0, 8080);

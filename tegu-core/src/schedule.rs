@@ -176,6 +176,12 @@ fn parse_period(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// The configuration keys the program's jobs may read their timing from: known keys, not
+/// refused as unknown.
+pub(crate) fn config_keys() -> impl Iterator<Item = &'static str> {
+    inventory::iter::<ScheduleDescriptor>.into_iter().filter_map(|d| d.config)
+}
+
 /// The jobs of the protos that `build()` built (or left lazy); a cron expression or a period
 /// that does not parse is an error naming the job (the macro checks the attribute's at compile
 /// time already; the configuration's are checked here).

@@ -168,16 +168,23 @@ async fn a_profile_reads_the_files_profile_variant_after_it() {
 
 #[tokio::test]
 async fn config_get_reads_any_key_at_run_time() {
-    let app = App::builder().without_inventory().config_value("features", serde_json_like()).build().await.unwrap();
+    // Read by code after build: declared, or `build()` refuses the keys as unknown.
+    let app = App::builder()
+        .without_inventory()
+        .config_known("features")
+        .config_value("features", serde_json_like())
+        .build()
+        .await
+        .unwrap();
     assert_eq!(app.config().get::<Vec<String>>("features.beta").unwrap(), ["search", "export"]);
     assert_eq!(app.config().get::<Option<u32>>("features.limit").unwrap(), None);
     let e = app.config().get::<u32>("features.limit").unwrap_err();
     assert_eq!(
         e.to_string(),
-        "config key features.limit is missing (`App::config().get` needs it; set it with `config_file`, `config_env` or `config_value` on the AppBuilder)"
+        "config key features.limit is missing (`u32` needs it; set it with `config_file`, `config_env` or `config_value` on the AppBuilder)"
     );
     let e = app.config().get::<u32>("features.beta").unwrap_err().to_string();
-    assert!(e.starts_with("config key features.beta of `App::config().get`: invalid type: expected u32, found a list (from config_value(\"features\") at tegu-core/tests/config_sections.rs:"), "{e}");
+    assert!(e.starts_with("config key features.beta of `u32`: invalid type: expected u32, found a list (from config_value(\"features\") at tegu-core/tests/config_sections.rs:"), "{e}");
 }
 
 fn serde_json_like() -> std::collections::BTreeMap<&'static str, Vec<&'static str>> {

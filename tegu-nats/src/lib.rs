@@ -113,6 +113,7 @@ impl JetStream {
             Ok(JetStream::connect(settings))
         })
         .provides::<JetStream, dyn Broker>(|js| js)
+        .reads_config::<Settings>("nats")
     }
 
     async fn connect(settings: Settings) -> Result<JetStream, BoxError> {

@@ -153,6 +153,7 @@ impl Outbox {
         .provides::<Outbox, dyn EventTransport>(|outbox| outbox)
         .provides::<Outbox, dyn HostedService>(|outbox| outbox)
         .provides::<Outbox, dyn HealthCheck>(|outbox| outbox)
+        .reads_config::<Settings>("outbox")
     }
 
     fn new(

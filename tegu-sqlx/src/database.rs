@@ -115,6 +115,7 @@ impl<DB: Backend> Database<DB> {
             .name(name)
             .dep(Dependency::new::<Transactions>(InjectKind::Arc, None))
             .provides::<Self, dyn TxSource>(|db| db)
+            .reads_config::<Settings>(section)
     }
 
     /// Reads the settings at `section` and the App's [`Transactions`]; connects when awaited.
@@ -230,7 +231,8 @@ macro_rules! proto {
             const DESCRIPTOR: ProtoDescriptor =
                 ProtoDescriptor::new_async::<Database<$db>>("database", Lifetime::Singleton, $connect)
                     .deps(const { &[Dependency::new::<Transactions>(InjectKind::Arc, None)] })
-                    .provides(const { &[Provide::new::<dyn TxSource>($as_source)] });
+                    .provides(const { &[Provide::new::<dyn TxSource>($as_source)] })
+                    .reads_config(const { &[tegu_core::registry::ConfigReader::new::<Settings>("database")] });
         }
 
         impl tegu_core::SingletonProto for Database<$db> {}

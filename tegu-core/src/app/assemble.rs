@@ -337,9 +337,27 @@ impl AppBuilder {
         let is_live = |d: &ProtoDef| matches!(&d.factory, Factory::Config(c) if c.live.is_some() && !c.instances);
         let sources = defs.iter().any(is_live).then(|| self.config.clone());
         let mut live = None;
+        // Every prefix some section or reader takes, read or not (overridden, or of a proto
+        // that another profile selects): a key under one of them is not unknown.
+        let mut known = self.config.known.clone();
+        for def in defs.iter().chain(inactive.iter().map(|(d, _)| d)) {
+            if let Factory::Config(section) = &def.factory {
+                known.push(section.prefix.to_string());
+            }
+            known.extend(def.config_reads.iter().map(|r| r.prefix().to_owned()));
+        }
+        #[cfg(feature = "schedule")]
+        known.extend(crate::schedule::config_keys().map(str::to_owned));
         let config = match std::mem::take(&mut self.config).load() {
             Ok(config) => {
-                let found = load_config(&mut defs, &config, overridden, &mut errors);
+                let mut found = Vec::new();
+                let reads = crate::config::recording(|| {
+                    found = load_config(&mut defs, &config, overridden, &mut errors);
+                    for def in defs.iter().filter(|d| !overridden(d.type_id, &d.name)) {
+                        def.config_reads.iter().for_each(|r| r.read(&config));
+                    }
+                });
+                errors.extend(config.unknown_keys(&reads, &known));
                 if let Some(sources) = sources.filter(|_| !found.is_empty()) {
                     for (def, _) in &found {
                         let why = format!("a reloadable section: singletons hold `ConfigRef<{}>`", def.type_name);

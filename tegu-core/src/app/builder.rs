@@ -82,6 +82,7 @@ impl AppBuilder {
     ///     .config_file(dir.join("app.toml"))
     ///     .config_file(dir.join("app.local.toml")) // missing: skipped
     ///     .profile("prod")
+    ///     .config_known("http") // read with `config().get` below, by no section
     ///     .build()
     ///     .await?;
     /// assert_eq!(app.config().get::<u16>("http.port")?, 80); // app.prod.toml, read after app.toml
@@ -181,6 +182,7 @@ impl AppBuilder {
     ///     std::env::set_var("SHOP_DB__URL", "postgres://db/shop");
     /// }
     /// let app = App::builder()
+    ///     .config_known("db") // read with `config().get` below, by no section
     ///     .config_value("db.url", "sqlite::memory:") // values win over the environment
     ///     .config_env("SHOP_")
     ///     .build()
@@ -191,6 +193,32 @@ impl AppBuilder {
     /// ```
     pub fn config_env(mut self, prefix: impl Into<String>) -> Self {
         self.config.env(prefix.into());
+        self
+    }
+
+    /// Declares that code outside the container reads the keys under `prefix` (with
+    /// [`App::config`](crate::App::config)`().get`, after `build()`), so that they are not
+    /// refused as unknown. `build()` and `check()` refuse a key set in a file or with
+    /// [`config_value`](Self::config_value) that no `#[config_proto]` section, no
+    /// [`ProtoDef::reads_config`](crate::ProtoDef::reads_config) reader and no such prefix
+    /// takes: a misspelled key fails loudly instead of leaving its default in place.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::App;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
+    /// let app = App::builder().config_known("features").config_value("features.beta", true).build().await?;
+    /// assert!(app.config().get::<bool>("features.beta")?);
+    ///
+    /// // Undeclared, the key is refused, naming where it was set.
+    /// let error = App::builder().config_value("features.beta", true).check().unwrap_err();
+    /// assert!(error.to_string().contains("config key `features.beta` (config_value(\"features.beta\")"));
+    /// # Ok(()) }
+    /// ```
+    pub fn config_known(mut self, prefix: impl Into<String>) -> Self {
+        self.config.known.push(prefix.into());
         self
     }
 

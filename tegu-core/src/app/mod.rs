@@ -665,7 +665,7 @@ impl App {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
-    /// let app = tegu_core::App::builder().config_value("http.port", 8080).build().await?;
+    /// let app = tegu_core::App::builder().config_known("http").config_value("http.port", 8080).build().await?;
     /// assert_eq!(app.config().get::<u16>("http.port")?, 8080);
     /// # Ok(()) }
     /// ```

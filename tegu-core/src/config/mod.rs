@@ -16,6 +16,7 @@
 
 mod describe;
 mod env;
+mod known;
 mod probe;
 pub(crate) mod section;
 
@@ -33,6 +34,10 @@ use crate::error::DiError;
 // Live configuration: the sections read again while the App serves.
 pub use crate::reload::{ConfigRef, ConfigReload};
 
+pub use known::ConfigReader;
+use known::record;
+pub(crate) use known::recording;
+
 /// One source, as the builder collected it.
 #[derive(Clone)]
 enum Source {
@@ -47,6 +52,8 @@ enum Source {
 pub(crate) struct Sources {
     sources: Vec<Source>,
     pub(crate) profile: Option<String>,
+    /// Prefixes whose keys code reads outside the container (`AppBuilder::config_known`).
+    pub(crate) known: Vec<String>,
 }
 
 /// A source that was read: what to ask again where a value came from.
@@ -64,6 +71,20 @@ impl Layer {
             Layer::File(path) => read_toml(path),
             Layer::Env(prefix) => Ok(env::data(prefix)),
             Layer::Value(_, dict, _) => Ok(dict.clone()),
+        }
+    }
+
+    /// Where the key at `keys` is set in this layer: a file with its line, or the call.
+    fn locate(&self, keys: &[String]) -> String {
+        match self {
+            Layer::File(path) => match known::toml_line(path, keys) {
+                Some(line) => format!("file {}, line {line}", path.display()),
+                None => format!("file {}", path.display()),
+            },
+            Layer::Env(prefix) => {
+                format!("env {}", env::name(prefix, &keys.iter().map(String::as_str).collect::<Vec<_>>()))
+            }
+            Layer::Value(key, _, at) => format!("config_value(\"{key}\") at {at}"),
         }
     }
 
@@ -343,6 +364,7 @@ struct Inner {
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
 /// let app = tegu_core::App::builder()
+///     .config_known("db") // read with `config().get` below, by no section
 ///     .config_value("db.pool", 4)
 ///     .config_value("db.url", "sqlite::memory:")
 ///     .build()
@@ -378,16 +400,16 @@ impl Config {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
-    /// let app = tegu_core::App::builder().config_value("http.port", 8080).build().await?;
+    /// let app = tegu_core::App::builder().config_known("http").config_value("http.port", 8080).build().await?;
     /// assert_eq!(app.config().get::<u16>("http.port")?, 8080);
     /// assert!(app.config().get::<u16>("http.host").is_err()); // missing
     /// # Ok(()) }
     /// ```
     pub fn get<T: DeserializeOwned>(&self, key: &str) -> Result<T, DiError> {
         match self.inner.merged.find_ref(key) {
-            Some(value) => self.read(key, value, "App::config().get"),
+            Some(value) => self.read(key, value, std::any::type_name::<T>()),
             None => T::deserialize(&Value::Empty(Tag::Default, Empty::None))
-                .map_err(|_| self.missing(key, "App::config().get")),
+                .map_err(|_| self.missing(key, std::any::type_name::<T>())),
         }
     }
 
@@ -397,7 +419,7 @@ impl Config {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
-    /// let app = tegu_core::App::builder().config_value("http.port", 8080).build().await?;
+    /// let app = tegu_core::App::builder().config_known("http").config_value("http.port", 8080).build().await?;
     /// assert!(app.config().contains("http.port") && !app.config().contains("http.host"));
     /// # Ok(()) }
     /// ```
@@ -415,7 +437,7 @@ impl Config {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
-    /// let app = tegu_core::App::builder().config_value("http.port", 8080).build().await?;
+    /// let app = tegu_core::App::builder().config_known("http").config_value("http.port", 8080).build().await?;
     /// let origin = app.config().origin("http.port").unwrap_or_default();
     /// assert!(origin.contains("config_value"), "{origin}");
     /// # Ok(()) }
@@ -470,6 +492,7 @@ impl Config {
     /// `maxConn`), one that names no field is refused ([`DiError::ConfigUnknownEnv`]).
     /// Elsewhere, the values are read as typed, straight from the tree.
     fn read<T: DeserializeOwned>(&self, key: &str, value: &Value, section: &'static str) -> Result<T, DiError> {
+        record::<T>(key, value, section);
         let Some(env) = self.inner.env.find_ref(key) else {
             return T::deserialize(value).map_err(|e| self.error(e, key, section));
         };

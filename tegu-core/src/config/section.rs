@@ -23,7 +23,7 @@ use crate::error::DiError;
 /// }
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
-/// let app = App::builder().config_value("http.port", 80).build().await?;
+/// let app = App::builder().config_known("http").config_value("http.port", 80).build().await?;
 /// let read = |load: LoadFn| -> Result<u16, DiError> {
 ///     let obj = load(app.config(), "http.port", "port")?;
 ///     Ok(*obj.downcast::<u16>().expect("a u16"))
@@ -46,7 +46,7 @@ pub type LoadFn = fn(&Config, &str, &'static str) -> Result<AnyArc, DiError>;
 /// struct Db { url: String, #[serde(default)] pool: u32 }
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
-/// let app = App::builder().config_value("db.url", "sqlite::memory:").build().await?;
+/// let app = App::builder().config_known("db").config_value("db.url", "sqlite::memory:").build().await?;
 /// let db = load_section::<Db>(app.config(), "db", "Db")?.downcast::<Db>().expect("a Db");
 /// assert_eq!((db.url.as_str(), db.pool), ("sqlite::memory:", 0));
 /// // An absent section reads as an empty table: here, `url` is missing.

@@ -64,6 +64,8 @@ pub struct ProtoDef {
     pub(crate) destroy: Option<Arc<DynHook>>,
     /// Protos this one brings into every App it is in: see [`ProtoDef::also`].
     pub(crate) also: Cow<'static, [fn() -> ProtoDef]>,
+    /// The configuration its factory reads with `Config::get`: see [`ProtoDef::reads_config`].
+    pub(crate) config_reads: Vec<crate::config::ConfigReader>,
 }
 
 impl ProtoDef {
@@ -396,6 +398,7 @@ impl ProtoDef {
             complete: None,
             destroy: None,
             also: Cow::Borrowed(&[]),
+            config_reads: Vec::new(),
         }
     }
 
@@ -492,6 +495,40 @@ impl ProtoDef {
     /// ```
     pub fn dep(mut self, dep: Dependency) -> Self {
         self.deps.to_mut().push(dep);
+        self
+    }
+
+    /// Declares that the factory reads the configuration at `key` as a `T` (with
+    /// [`Config::get`](crate::config::Config::get)): `build()` and `check()` then refuse a key
+    /// under `key` that `T` does not take, as they do for a `#[config_proto]` section, and
+    /// know that the keys there are read. A key that no section or reader takes is refused as
+    /// unknown; this is how a proto registered by hand says which keys are its own.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::{App, ProtoDef};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Smtp { host: String, #[serde(default)] port: Option<u16> }
+    /// struct Mailer { host: String }
+    ///
+    /// fn mailer() -> ProtoDef {
+    ///     ProtoDef::singleton::<Mailer>(|r| Ok(Mailer { host: r.config().get::<Smtp>("smtp")?.host }))
+    ///         .reads_config::<Smtp>("smtp")
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
+    /// let app = App::builder().register(mailer()).config_value("smtp.host", "mx").build().await?;
+    /// assert_eq!(app.get_object::<Mailer>()?.host, "mx");
+    ///
+    /// // A misspelled key under `smtp` is refused, with the field it meant.
+    /// let error = App::builder().register(mailer()).config_value("smtp.host", "mx").config_value("smtp.prot", 25).check();
+    /// assert!(error.unwrap_err().to_string().contains("did you mean `smtp.port`?"));
+    /// # Ok(()) }
+    /// ```
+    pub fn reads_config<T: serde::de::DeserializeOwned>(mut self, key: impl Into<Cow<'static, str>>) -> Self {
+        self.config_reads.push(crate::config::ConfigReader::named::<T>(key));
         self
     }
 

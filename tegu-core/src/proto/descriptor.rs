@@ -70,6 +70,7 @@ pub struct ProtoDescriptor {
     pub(crate) complete: Option<HookFn>,
     pub(crate) destroy: Option<HookFn>,
     pub(crate) also: &'static [fn() -> ProtoDef],
+    pub(crate) config_reads: &'static [crate::config::ConfigReader],
 }
 
 impl ProtoDescriptor {
@@ -207,6 +208,7 @@ impl ProtoDescriptor {
             complete: None,
             destroy: None,
             also: &[],
+            config_reads: &[],
         }
     }
 
@@ -346,6 +348,13 @@ impl ProtoDescriptor {
     /// [`ProtoDef::also`](crate::ProtoDef::also) does.
     pub const fn also(mut self, makes: &'static [fn() -> ProtoDef]) -> Self {
         self.also = makes;
+        self
+    }
+
+    /// The sections the factory reads with `Config::get`, as
+    /// [`ProtoDef::reads_config`](crate::ProtoDef::reads_config) declares them.
+    pub const fn reads_config(mut self, readers: &'static [crate::config::ConfigReader]) -> Self {
+        self.config_reads = readers;
         self
     }
 
@@ -639,6 +648,7 @@ impl ProtoDescriptor {
             complete: hook(self.complete),
             destroy: hook(self.destroy),
             also: Cow::Borrowed(self.also),
+            config_reads: self.config_reads.to_vec(),
         }
     }
 }
