@@ -137,6 +137,32 @@ pub mod __private {
     pub use ::axum::routing::{MethodFilter, on};
     pub use ::tegu_core::__private::*;
 
+    /// A route method's return value, probed by method resolution on `&&Outcome(&value)`
+    /// (autoref specialization): a `Result` that is `Err` fails the request's scope
+    /// ([`ErrFails`]), anything else leaves it to the status ([`NotAResult`]).
+    #[derive(Debug)]
+    pub struct Outcome<'a, T>(pub &'a T);
+
+    /// [`Outcome`]'s first level: a `Result`.
+    pub trait ErrFails {
+        /// Fails the scope if the value is `Err`.
+        fn __di_fail_on_err(&self);
+    }
+    impl<T, E> ErrFails for &Outcome<'_, ::core::result::Result<T, E>> {
+        fn __di_fail_on_err(&self) {
+            if self.0.is_err() {
+                ::tegu_core::scope::fail_scope();
+            }
+        }
+    }
+
+    /// [`Outcome`]'s last level: any other response.
+    pub trait NotAResult {
+        /// Does nothing: the status decides.
+        fn __di_fail_on_err(&self) {}
+    }
+    impl<T> NotAResult for Outcome<'_, T> {}
+
     /// Spanned at an argument of a route method other than the last: it reads the request head.
     pub fn assert_parts_extractor<T: ::axum::extract::FromRequestParts<()>>() {}
     /// Spanned at the last argument of a route method: it may read the body.

@@ -49,7 +49,12 @@ pub(super) fn expand(model: &RoutesItem) -> TokenStream {
                     __dih::State(__di_c): __dih::State<__dih::Arc<#self_ty>>,
                     #(#names: #types),*
                 ) -> __dih::Response {
-                    #respond(#call)
+                    let __di_out = #call;
+                    // An `Err` fails the request's scope, whatever status it answers.
+                    #[allow(unused_imports)]
+                    use __dih::{ErrFails as _, NotAResult as _};
+                    (&&__dih::Outcome(&__di_out)).__di_fail_on_err();
+                    #respond(__di_out)
                 }
                 let __di_m = __dih::on(__dih::MethodFilter::#filter, #ident).with_state(__dih::Arc::clone(__di_this));
                 __di_routes.add(#http_method, #path, #fn_name, __di_m #(.layer(#layers))*);
