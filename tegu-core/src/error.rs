@@ -249,6 +249,22 @@ pub enum DiError {
         /// Why the App has no such proto: excluded, another profile, or not registered.
         why: String,
     },
+    /// A use of an advice needs something of the App that it does not have: a
+    /// `#[transactional]` method with no data source, or none of the name it gives.
+    #[error("{site} is intercepted by `{advice}`, which needs `{wanted}`{why}; {fix}")]
+    AdviceNeeds {
+        /// The advice type, as written.
+        advice: &'static str,
+        /// The use: "method `m` of module `a::b` (src/b.rs:12)".
+        site: String,
+        /// What it needs (`dyn tegu_tx::TxSource`).
+        wanted: &'static str,
+        /// The name it needs, if the use gives one, and what the App has instead: `, but this
+        /// App has none`, ` named "b", but this App has none of that name (it has "a")`.
+        why: String,
+        /// The advice's fix.
+        fix: &'static str,
+    },
     /// A `crosscut!` selects no method of the program: its selector is wrong, or the impl
     /// blocks it means are not marked `#[intercept]`.
     #[error(
@@ -721,7 +737,7 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
 /// The candidates close enough to `wanted` to be what was meant (a third of its length, at
 /// least one edit), closest first, at most three: a "did you mean".
 pub(crate) fn closest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
-    let limit = ((wanted.chars().count() + 2) / 3).max(1);
+    let limit = wanted.chars().count().div_ceil(3).max(1);
     let mut near: Vec<(usize, &str)> = candidates
         .into_iter()
         .map(|c| (edit_distance(wanted, c), c))
@@ -826,6 +842,7 @@ impl DiError {
             | DiError::Lazy { .. }
             | DiError::Inactive { .. }
             | DiError::AdviceMissing { .. }
+            | DiError::AdviceNeeds { .. }
             | DiError::CrosscutMatchesNothing { .. }
             | DiError::CrosscutUnreachable { .. }
             | DiError::OneOfRole { .. }

@@ -26,6 +26,9 @@ pub(crate) struct AdviceUse {
     pub(crate) path: syn::Path,
     pub(crate) params: Option<TokenStream>,
     pub(crate) fields: Option<Vec<(syn::Ident, syn::Expr)>>,
+    /// What this use needs of the App besides the advice (a type, the object name it gives),
+    /// and the fix when it is missing: checked by `build()` (`AdviceSite::needs`).
+    pub(crate) needs: Option<(TokenStream, Option<syn::LitStr>, &'static str)>,
 }
 
 impl AdviceUse {
@@ -56,7 +59,7 @@ impl AdviceUse {
 pub(crate) fn parse_advice_use(input: syn::parse::ParseStream<'_>, usage: &str) -> syn::Result<AdviceUse> {
     let path: syn::Path = input.parse().map_err(|e| syn::Error::new(e.span(), usage))?;
     if !input.peek(syn::token::Paren) {
-        return Ok(AdviceUse { path, params: None, fields: None });
+        return Ok(AdviceUse { path, params: None, fields: None, needs: None });
     }
     let content;
     syn::parenthesized!(content in input);
@@ -77,7 +80,7 @@ pub(crate) fn parse_advice_use(input: syn::parse::ParseStream<'_>, usage: &str) 
             content.parse::<syn::Token![,]>()?;
         }
     }
-    Ok(AdviceUse { path, params: None, fields: Some(fields) })
+    Ok(AdviceUse { path, params: None, fields: Some(fields), needs: None })
 }
 
 pub(crate) fn intercept(args: TokenStream, item: TokenStream) -> TokenStream {
@@ -132,9 +135,10 @@ fn expand(cx: Ctxt, advices: Advices, mut krate: Option<syn::Path>, item: TokenS
         }
         let di = private_path(krate.as_ref(), quote!(::tegu_core));
         for (method, (chain, public)) in methods.into_iter().zip(chains) {
-            let join = join.as_ref().filter(|_| public);
+            let owner = join.as_ref();
+            let join = owner.filter(|_| public);
             if !chain.is_empty() || join.is_some() {
-                rewrite(&cx, method, &chain, join, &di);
+                rewrite(&cx, method, &chain, join, owner, &di);
             }
         }
         if !any {
@@ -154,7 +158,7 @@ fn expand(cx: Ctxt, advices: Advices, mut krate: Option<syn::Path>, item: TokenS
                         cx.push(syn::Error::new(Span::call_site(), NAME_THEM));
                     }
                 } else {
-                    rewrite(&cx, &mut method, &chain, None, &private_path(krate.as_ref(), quote!(::tegu_core)));
+                    rewrite(&cx, &mut method, &chain, None, None, &private_path(krate.as_ref(), quote!(::tegu_core)));
                 }
                 Some(quote!(#method))
             }
@@ -302,8 +306,16 @@ fn take_intercepts(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>, krate: &mut Optio
 
 /// Rewrites `method`'s body into the chain of `advices` (outermost first) around it.
 /// With `join` (the impl block's type), the method is a join point: the crosscuts that select
-/// it run around that chain.
-fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[AdviceUse], join: Option<&syn::Type>, di: &TokenStream) {
+/// it run around that chain. `owner` is the impl block's type where a static can name it (an
+/// attribute on the method alone cannot see it): `build()` checks a use where its owner is.
+fn rewrite(
+    cx: &Ctxt,
+    method: &mut syn::ImplItemFn,
+    advices: &[AdviceUse],
+    join: Option<&syn::Type>,
+    owner: Option<&syn::Type>,
+    di: &TokenStream,
+) {
     let sig = &mut method.sig;
     if sig.asyncness.is_none() {
         cx.error_spanned_by(
@@ -385,6 +397,20 @@ fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[AdviceUse], join:
         }
         checks.push(quote_spanned!(advice.span()=> #di::assert_proto::<#advice>();));
         let advice_name = quote!(#advice).to_string().replace(' ', "");
+        let owner = match owner {
+            Some(ty) => quote!(::core::option::Option::Some(::core::any::TypeId::of::<#ty>)),
+            None => quote!(::core::option::Option::None),
+        };
+        let (needs, needs_fix) = match &used.needs {
+            Some((ty, name, fix)) => {
+                let name = match name {
+                    Some(name) => quote!(::core::option::Option::Some(#name)),
+                    None => quote!(::core::option::Option::None),
+                };
+                (quote!(const { &[#di::Dependency::new::<#ty>(#di::InjectKind::Arc, #name)] }), *fix)
+            }
+            None => (quote!(&[]), ""),
+        };
         sites.push(quote! {
             #di::inventory::submit! {
                 #di::AdviceSite {
@@ -394,6 +420,9 @@ fn rewrite(cx: &Ctxt, method: &mut syn::ImplItemFn, advices: &[AdviceUse], join:
                     method: #method_name,
                     file: ::core::file!(),
                     line: ::core::line!(),
+                    owner: #owner,
+                    needs: #needs,
+                    needs_fix: #needs_fix,
                 }
             }
         });

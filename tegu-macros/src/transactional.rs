@@ -12,6 +12,9 @@ use crate::intercept::AdviceUse;
 /// The attribute's name, as `intercept.rs` finds it among a method's attributes.
 pub(crate) const TRANSACTIONAL: &str = "transactional";
 
+/// What `build()` says when a `#[transactional]` method's data source is not in the App.
+const FIX: &str = "register the data source: tegu-sqlx's `Database` with `App::builder().link::<Database<Sqlite>>()` (or `Postgres`), or `Database::<Sqlite>::named(\"name\", \"section\")` for a named one; with several, name one with `#[transactional(source = \"name\")]`";
+
 /// The propagations, as written and as `tegu_tx::Propagation` names them.
 const PROPAGATIONS: [(&str, &str); 5] = [
     ("required", "Required"),
@@ -96,10 +99,12 @@ pub(crate) fn parse(cx: &Ctxt, args: TokenStream) -> Option<AdviceUse> {
         None => quote!(::tegu_tx),
     };
     let propagation = propagation.unwrap_or_else(|| syn::Ident::new("Required", Span::call_site()));
+    let needs = Some((quote!(dyn #tx::TxSource), source.clone(), FIX));
     let source = source.map(|name| quote!(.source(#name)));
     Some(AdviceUse {
         path: syn::parse2(quote!(#tx::Transactional)).expect("a path"),
         params: Some(quote!(#tx::TxOptions::new(#tx::Propagation::#propagation) #source)),
         fields: None,
+        needs,
     })
 }

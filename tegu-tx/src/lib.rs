@@ -101,6 +101,11 @@ pub use advice::Transactional;
 pub use current::Transactions;
 pub use error::{AbortedByDatabase, Classified, ErrorClass, TxError};
 pub use options::{Propagation, TxOptions};
+/// The context proto that holds a request's transactions: named only to link it into an App
+/// built `without_inventory()` (`.link::<tegu_tx::TxScope>()`, with `Transactional` and
+/// `Transactions`), as `build()`'s error says.
+#[doc(hidden)]
+pub use scope::TxScope;
 pub use source::{TxConn, TxFuture, TxSource};
 /// What an adapter returns, boxed, when its data source has no connection to give in time (a
 /// pool exhausted for its acquire timeout, a database refusing more connections), from

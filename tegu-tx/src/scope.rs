@@ -15,7 +15,8 @@ use crate::tx::Tx;
 /// by the destroy hook if the completion phase did not end them (a panic, a cancelled request).
 #[context_proto(complete = complete, destroy = destroy)]
 #[derive(Default)]
-pub(crate) struct TxScope {
+#[allow(missing_debug_implementations)] // public only to be linked by hand; nothing to show
+pub struct TxScope {
     /// Open transactions, in the order they began.
     open: SyncMutex<Vec<Arc<Tx>>>,
     /// Taken while a transaction begins, so that two tasks of the scope do not begin two.

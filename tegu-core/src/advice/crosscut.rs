@@ -437,6 +437,9 @@ pub(crate) fn check(
             module: (first.target_name)(),
             method: first.method,
             at: format!("{}:{}, crosscut at {}", first.file, first.line, cut.at()),
+            needs: &[],
+            needs_fix: "",
+            owner: None,
         });
     }
     needed

@@ -659,6 +659,15 @@ pub struct AdviceSite {
     /// Where the `#[intercept]` is.
     pub file: &'static str,
     pub line: u32,
+    /// What the advice needs of the App for this use (`#[transactional]`: a data source,
+    /// the one its `source` names), checked by `build()` and `check()`, and the fix when the
+    /// App does not have it.
+    pub needs: &'static [crate::proto::Dependency],
+    pub needs_fix: &'static str,
+    /// The type whose method it is, where the attribute could name it (`#[intercept]` on an
+    /// impl block): the use is an App's if that type is. `None` for an attribute on a method
+    /// alone, whose use is an App's if the App has a proto of its module.
+    pub owner: Option<fn() -> TypeId>,
 }
 
 inventory::collect!(AdviceSite);
@@ -670,7 +679,10 @@ inventory::collect!(AdviceSite);
 ///
 /// Outside a context scope, and when the current App has no such proto (built
 /// `without_inventory`, or the advice excluded; `build()` refuses the latter otherwise).
+///
+/// The panic is located at the intercepted method (`#[track_caller]`), not here.
 #[inline]
+#[track_caller]
 #[doc(hidden)]
 pub fn advice<A: Send + Sync + 'static>(call: Call) -> Arc<A> {
     match crate::scope::handle::with_current_app(|app| app.object_of(TypeId::of::<A>(), core::any::type_name::<A>())) {
@@ -682,12 +694,17 @@ pub fn advice<A: Send + Sync + 'static>(call: Call) -> Arc<A> {
 
 #[cold]
 #[inline(never)]
+#[track_caller]
 fn advice_failed(call: Call, advice: &str, error: &DiError) -> ! {
-    panic!("`{call}` is intercepted by `{advice}`, which this App cannot give: {error}")
+    let short = crate::error::short_type(advice);
+    panic!(
+        "`{call}` is intercepted by `{advice}`, which this App cannot give: {error}; an App built `without_inventory()` registers it with `.link::<{short}>()`"
+    )
 }
 
 #[cold]
 #[inline(never)]
+#[track_caller]
 fn advice_outside(call: Call, advice: &str) -> ! {
     panic!(
         "`{call}` is intercepted by `{advice}`, which is reached through the context scope, but it was called outside \
@@ -705,6 +722,11 @@ pub(crate) struct Needed {
     pub(crate) method: &'static str,
     /// Where it is named: `file:line`.
     pub(crate) at: String,
+    /// What the use needs of the App besides the advice, and the fix when it is missing.
+    pub(crate) needs: &'static [crate::proto::Dependency],
+    pub(crate) needs_fix: &'static str,
+    /// The type whose method it is, if known (see [`AdviceSite::owner`]).
+    pub(crate) owner: Option<TypeId>,
 }
 
 /// The advices `#[intercept]` names anywhere in the program, with where.
@@ -715,5 +737,8 @@ pub(crate) fn sites() -> impl Iterator<Item = Needed> {
         module: site.module,
         method: site.method,
         at: format!("{}:{}", site.file, site.line),
+        needs: site.needs,
+        needs_fix: site.needs_fix,
+        owner: site.owner.map(|owner| owner()),
     })
 }

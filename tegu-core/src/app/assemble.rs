@@ -432,9 +432,7 @@ impl AppBuilder {
         DiError::collect(errors.into_iter().chain(graph.as_ref().err().cloned()).collect())?;
         let graph = graph?;
         let mut roots = std::mem::take(&mut self.roots);
-        if self.inventory {
-            check_advices(&graph, &inactive, &mut roots)?;
-        }
+        super::advices::check(&graph, &inactive, &mut roots, self.inventory)?;
         let reached = reached_from(&graph, &roots)?;
         Ok(Prepared { graph, config, roots, reached, live })
     }
@@ -446,48 +444,6 @@ impl AppBuilder {
 fn available(graph: &Graph, roots: &[(TypeId, &'static str)], reached: Option<&[bool]>, p: usize) -> bool {
     let def = &graph.protos[p];
     def.scope == Lifetime::Singleton && (reached.is_none_or(|r| r[p]) || (def.lazy && roots.is_empty()))
-}
-
-/// Every advice that an `#[intercept]` in the program names, or that a crosscut needs for a
-/// method it selects, must be registered: the method would otherwise panic on its first call
-/// (or, for a crosscut, run without it). An App built from roots builds them too. The
-/// crosscuts' own rules are checked on the way.
-fn check_advices(
-    graph: &Graph,
-    inactive: &[(ProtoDef, String)],
-    roots: &mut Vec<(TypeId, &'static str)>,
-) -> Result<(), DiError> {
-    // One entry per type: a type registered under two names is one proto to a crosscut.
-    let providers = |tr| {
-        let mut types = std::collections::HashSet::new();
-        let targets = graph.provided.get(&tr).into_iter().flatten().map(|t| &graph.protos[t.proto]);
-        targets.filter(|d| types.insert(d.type_id)).map(|d| (d.type_id, d.type_name, d.label())).collect()
-    };
-    let mut errors = Vec::new();
-    let crosscuts = crate::advice::crosscut::check(&providers, &mut errors);
-    let mut seen = std::collections::HashSet::new();
-    for need in crate::advice::sites().chain(crosscuts) {
-        if !graph.of_type(need.advice).is_empty() {
-            if !roots.is_empty() && seen.insert(need.advice) {
-                roots.push((need.advice, need.advice_name));
-            }
-            continue;
-        }
-        errors.push(DiError::AdviceMissing {
-            advice: need.advice_name,
-            module: need.module,
-            method: need.method,
-            at: need.at,
-            why: why_missing(inactive, need.advice),
-        });
-    }
-    DiError::collect(errors)
-}
-
-/// Why the App has no proto of type `ty`, which an advice needs: excluded, another profile's,
-/// or not registered.
-fn why_missing(inactive: &[(ProtoDef, String)], ty: TypeId) -> String {
-    inactive.iter().find(|(d, _)| d.type_id == ty).map_or("it is not registered", |(_, why)| why.as_str()).to_owned()
 }
 
 /// Which singletons `build()` constructs: with roots, those the roots reach (by value, and

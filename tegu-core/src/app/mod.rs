@@ -7,6 +7,7 @@
 //! - `operate.rs`: deadlines, health, hosted services and the start-up timeline;
 //! - `scope_builder.rs`: [`ScopeBuilder`] and [`ContextSlot`].
 
+mod advices;
 mod assemble;
 mod builder;
 mod lifecycle;
