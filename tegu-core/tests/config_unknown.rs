@@ -10,6 +10,7 @@ use tegu_core::{App, AppBuilder, DiError, ProtoDef, config_proto};
 #[config_proto(prefix = "database")]
 #[derive(Debug, Deserialize)]
 struct DatabaseConfig {
+    #[allow(dead_code)]
     url: String,
     #[serde(default)]
     max_connections: Option<u32>,

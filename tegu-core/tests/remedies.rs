@@ -3,6 +3,8 @@
 //! through a context proto gets `ContextRef`, and only that one; a lookup of a type the App does
 //! not have names the registered ones that are close.
 
+#![allow(missing_docs, missing_debug_implementations, dead_code)]
+
 use std::sync::Arc;
 
 use tegu_core::registry::{Dependency, InjectKind};

@@ -9,7 +9,9 @@ fn a_broken_graph_returned_from_main_prints_its_remedy() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "the graph is broken: {stderr}");
     assert!(
-        stderr.contains("Error: `broken_graph::Signup (\"signup\")` injects `dyn broken_graph::Notifier`, but no proto provides it"),
+        stderr.contains(
+            "Error: `broken_graph::Signup (\"signup\")` injects `dyn broken_graph::Notifier`, but no proto provides it"
+        ),
         "{stderr}"
     );
     assert!(stderr.contains("`#[singleton_proto(provides(dyn Notifier))]`"), "{stderr}");

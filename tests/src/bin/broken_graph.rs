@@ -2,6 +2,8 @@
 //! injects a trait that no proto says it provides. What it prints when it fails is what a
 //! newcomer sees first; `tests/main_prints_the_fix.rs` reads it.
 
+#![allow(missing_debug_implementations)]
+
 use std::sync::Arc;
 
 use tegu_core::{App, DiError, singleton_proto};
