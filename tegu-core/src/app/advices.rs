@@ -100,4 +100,3 @@ fn unmet(graph: &Graph, need: &crate::advice::Needed, dep: &crate::proto::Depend
 fn why_missing(inactive: &[(ProtoDef, String)], ty: TypeId) -> String {
     inactive.iter().find(|(d, _)| d.type_id == ty).map_or("it is not registered", |(_, why)| why.as_str()).to_owned()
 }
-
