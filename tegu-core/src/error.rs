@@ -718,20 +718,29 @@ pub(crate) fn short_type(name: &str) -> String {
     out
 }
 
-/// The edit distance (Levenshtein, by characters, ignoring ASCII case) between two names.
+/// The edit distance between two names, by characters and ignoring ASCII case: insertions,
+/// deletions, substitutions and swaps of two neighbours each count one (optimal string
+/// alignment), so that `ulr` is one from `url`.
 pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().map(|c| c.to_ascii_lowercase()).collect();
     let b: Vec<char> = b.chars().map(|c| c.to_ascii_lowercase()).collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().map(|c| c.to_ascii_lowercase()).enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let next = (diagonal + usize::from(ca != cb)).min(row[j] + 1).min(row[j + 1] + 1);
-            diagonal = row[j + 1];
-            row[j + 1] = next;
+    // Three rows: the one before the previous, for swaps.
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut row: Vec<usize> = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        row[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            row[j] = (previous[j - 1] + cost).min(previous[j] + 1).min(row[j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                row[j] = row[j].min(before[j - 2] + 1);
+            }
         }
+        std::mem::swap(&mut before, &mut previous);
+        std::mem::swap(&mut previous, &mut row);
     }
-    row[b.len()]
+    previous[b.len()]
 }
 
 /// The candidates close enough to `wanted` to be what was meant (a third of its length, at
@@ -961,4 +970,34 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
         .copied()
         .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("a panic with a non-string payload")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{closest, edit_distance, short_type};
+
+    #[test]
+    fn edit_distance_counts_a_swap_as_one() {
+        assert_eq!(edit_distance("url", "ulr"), 1);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("Database", "database"), 0);
+        assert_eq!(edit_distance("max_conections", "max_connections"), 1);
+    }
+
+    #[test]
+    fn closest_offers_near_names_only_closest_first() {
+        let names = ["port", "host", "path", "url"];
+        assert_eq!(closest("prot", names), ["port"]);
+        assert_eq!(closest("hots", names), ["host"]);
+        assert!(closest("timeout", names).is_empty());
+        assert!(closest("port", ["port"]).is_empty(), "the name itself is no suggestion");
+    }
+
+    #[test]
+    fn a_type_is_shown_as_the_caller_names_it() {
+        assert_eq!(short_type("tegu_sqlx::Database<sqlx_sqlite::Sqlite>"), "Database<Sqlite>");
+        assert_eq!(short_type("my_app::Notifier"), "Notifier");
+        assert_eq!(short_type("alloc::vec::Vec<alloc::sync::Arc<a::B>>"), "Vec<Arc<B>>");
+    }
 }

@@ -499,7 +499,7 @@ fn cycle_fix(protos: &[ProtoDef], nodes: &[usize]) -> String {
         Some(w) => {
             let (holder, held) = (&protos[w[0]], crate::error::short_type(protos[w[1]].type_name));
             format!(
-                "break it in `{}`: hold `ContextRef<{held}>` instead of `Arc<{held}>` (built on first use, not before it)",
+                "break it in `{}`: hold `ContextRef<{held}>` (`AsyncContextRef<{held}>` if it is built asynchronously) where it takes `{held}` by value, as `Arc<{held}>`: it is then built on first use, not before",
                 holder.type_name
             )
         }

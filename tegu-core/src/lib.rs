@@ -362,7 +362,8 @@ pub mod __private {
     pub use crate::events::{AnyEvent, EventPhase, HandlerDescriptor, assert_event, event_ref};
     pub use crate::private::{
         ByValue, ByValueContext, ByValueOther, ByValueSingleton, ByValueTransient, CtorOutput, DefaultField,
-        FieldProbe, HoldContextRef, HoldProvider, HookOutput, InjectIt, NoDefault, Own, PlainField, ProtoField,
+        FieldProbe, HandleField, HoldAnArc, HoldContextRef, HoldProvider, HookOutput, InjectIt, InjectTheHandle,
+        InjectTheOption, InjectTheVec, NoDefault, OptionField, Own, PlainField, ProtoField, ValueField, VecField,
         assert_context, assert_proto, assert_singleton, assert_transient, construct_async, constructed, dep,
         dep_context, dep_singleton, dep_transient, downcast, fill, hook_result, refused_field,
     };

@@ -152,12 +152,14 @@ pub trait HoldContextRef {}
 )]
 pub trait HoldProvider {}
 
-/// The value of a proto's field without `#[inject]`: `Default::default()`, unless the field
-/// is `Arc<T>` of a proto `T`, which would hold a second, private instance of it. Chosen by
-/// method resolution on `&&&FieldProbe<F>` (autoref specialization): [`ProtoField`] (an
-/// `Arc` of a proto: an error that says to inject it), [`DefaultField`] (`F: Default`), then
-/// [`PlainField`] (no `Default`: an error that says so). Each level returns `F`, so no other
-/// error follows the one it reports.
+/// The value of a proto's field without `#[inject]`: `Default::default()`, unless the field is
+/// one the container fills. Chosen by method resolution on `&&&FieldProbe<F>` (autoref
+/// specialization): first a field the container fills ([`ProtoField`]: `Arc<T>` of a proto,
+/// [`OptionField`], [`VecField`], [`ValueField`]: a proto by value, [`HandleField`]:
+/// `ContextRef`, `Provider`, ...), an error that says to inject it; then [`DefaultField`]
+/// (`F: Default`); then [`PlainField`] (no `Default`: an error that says so). Each level
+/// returns `F`, so no other error follows the one it reports. The types are tegu's own: a
+/// `Provider` of another crate is a plain field.
 #[derive(Debug)]
 pub struct FieldProbe<F>(std::marker::PhantomData<F>);
 
@@ -179,6 +181,120 @@ impl<T: Proto> ProtoField<T> for &&FieldProbe<Arc<T>> {
         T: InjectIt,
     {
         unreachable!("`InjectIt` has no impl")
+    }
+}
+
+/// [`FieldProbe`]'s first level: `Option<Arc<T>>` of a proto `T`, which would stay `None`.
+pub trait OptionField<T> {
+    /// Fails: `T: InjectTheOption` holds for no type.
+    fn __di_field(&self) -> Option<Arc<T>>
+    where
+        T: InjectTheOption;
+}
+impl<T: Proto> OptionField<T> for &&FieldProbe<Option<Arc<T>>> {
+    fn __di_field(&self) -> Option<Arc<T>>
+    where
+        T: InjectTheOption,
+    {
+        unreachable!("`InjectTheOption` has no impl")
+    }
+}
+
+/// [`FieldProbe`]'s first level: `Vec<Arc<T>>` of a proto `T`, which would stay empty.
+pub trait VecField<T> {
+    /// Fails: `T: InjectTheVec` holds for no type.
+    fn __di_field(&self) -> Vec<Arc<T>>
+    where
+        T: InjectTheVec;
+}
+impl<T: Proto> VecField<T> for &&FieldProbe<Vec<Arc<T>>> {
+    fn __di_field(&self) -> Vec<Arc<T>>
+    where
+        T: InjectTheVec,
+    {
+        unreachable!("`InjectTheVec` has no impl")
+    }
+}
+
+/// [`FieldProbe`]'s first level: a proto by value, a private copy.
+pub trait ValueField<F> {
+    /// Fails: `F: HoldAnArc` holds for no type.
+    fn __di_field(&self) -> F
+    where
+        F: HoldAnArc;
+}
+impl<F: Proto> ValueField<F> for &&FieldProbe<F> {
+    fn __di_field(&self) -> F
+    where
+        F: HoldAnArc,
+    {
+        unreachable!("`HoldAnArc` has no impl")
+    }
+}
+
+/// [`FieldProbe`]'s first level: a handle only the container can fill.
+pub trait HandleField<F> {
+    /// Fails: `F: InjectTheHandle` holds for no type.
+    fn __di_field(&self) -> F
+    where
+        F: InjectTheHandle;
+}
+use crate::context_ref::AsyncContextRef;
+use crate::reload::ConfigRef;
+use crate::tenant::{TenantObjects, TenantRef};
+use crate::{ContextRef, Keyed, Provider};
+
+impl<T: ?Sized> HandleField<ContextRef<T>> for &&FieldProbe<ContextRef<T>> {
+    fn __di_field(&self) -> ContextRef<T>
+    where
+        ContextRef<T>: InjectTheHandle,
+    {
+        unreachable!("`InjectTheHandle` has no impl")
+    }
+}
+
+impl<T: ?Sized> HandleField<AsyncContextRef<T>> for &&FieldProbe<AsyncContextRef<T>> {
+    fn __di_field(&self) -> AsyncContextRef<T>
+    where
+        AsyncContextRef<T>: InjectTheHandle,
+    {
+        unreachable!("`InjectTheHandle` has no impl")
+    }
+}
+
+impl<T: ?Sized> HandleField<Provider<T>> for &&FieldProbe<Provider<T>> {
+    fn __di_field(&self) -> Provider<T>
+    where
+        Provider<T>: InjectTheHandle,
+    {
+        unreachable!("`InjectTheHandle` has no impl")
+    }
+}
+
+impl<T: ?Sized> HandleField<Keyed<T>> for &&FieldProbe<Keyed<T>> {
+    fn __di_field(&self) -> Keyed<T>
+    where
+        Keyed<T>: InjectTheHandle,
+    {
+        unreachable!("`InjectTheHandle` has no impl")
+    }
+}
+
+impl<T> HandleField<ConfigRef<T>> for &&FieldProbe<ConfigRef<T>> {
+    fn __di_field(&self) -> ConfigRef<T>
+    where
+        ConfigRef<T>: InjectTheHandle,
+    {
+        unreachable!("`InjectTheHandle` has no impl")
+    }
+}
+
+impl<T: TenantObjects> HandleField<TenantRef<T>> for &&FieldProbe<TenantRef<T>> {
+    fn __di_field(&self) -> TenantRef<T>
+    where
+        TenantRef<T>: InjectTheHandle,
+    {
+        unreachable!("`InjectTheHandle` has no impl")
     }
 }
 
@@ -218,12 +334,43 @@ impl<F> PlainField<F> for FieldProbe<F> {
 )]
 pub trait InjectIt {}
 
+/// Implemented by no type: the error of an `Option<Arc<T>>` field of a proto without `#[inject]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a proto: this `Option<Arc<{Self}>>` field without `#[inject]` would stay `None`",
+    label = "mark it `#[inject]` to receive the App's `{Self}` if it is registered",
+    note = "if `None` is what you mean, mark it `#[inject(skip)]`"
+)]
+pub trait InjectTheOption {}
+
+/// Implemented by no type: the error of a `Vec<Arc<T>>` field of a proto without `#[inject]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a proto: this `Vec<Arc<{Self}>>` field without `#[inject]` would stay empty",
+    label = "mark it `#[inject]` to receive every `{Self}` of the App",
+    note = "if an empty list is what you mean, mark it `#[inject(skip)]`"
+)]
+pub trait InjectTheVec {}
+
+/// Implemented by no type: the error of a field that is a proto by value.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a proto: this field would be a second, private `{Self}` built with `Default`",
+    label = "hold the App's: `#[inject] field: Arc<{Self}>`",
+    note = "if a private `{Self}` is what you mean, mark it `#[inject(skip)]`"
+)]
+pub trait HoldAnArc {}
+
+/// Implemented by no type: the error of a handle field without `#[inject]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is filled by the container: this field needs `#[inject]`",
+    label = "mark it `#[inject]`"
+)]
+pub trait InjectTheHandle {}
+
 /// Implemented by no type: the error of a field without `#[inject]` whose type has no
 /// `Default`.
 #[diagnostic::on_unimplemented(
     message = "a field without `#[inject]` is built with `Default::default()`, and `{Self}` has no `Default`",
-    label = "mark it `#[inject]` if the container provides it, or implement `Default` for it",
-    note = "a value that needs other objects to be built comes from a constructor: `#[singleton_proto] impl MyProto {{ fn new(..) -> Self }}`"
+    label = "mark it `#[inject]` if the container provides it",
+    note = "otherwise its type needs a `Default`, or the proto a constructor that builds the field: `#[singleton_proto] impl MyProto {{ fn new(..) -> Self }}`"
 )]
 pub trait NoDefault {}
 

@@ -116,3 +116,155 @@ async fn a_key_under_an_overridden_or_inactive_section_is_not_unknown() {
         .await;
     assert!(app.is_ok(), "{:?}", app.err());
 }
+
+// ---- keys that are read, however the sections share their tables ------------------------
+
+#[config_proto(prefix = "server")]
+#[derive(Debug, Deserialize)]
+struct ServerConfig {
+    #[allow(dead_code)]
+    port: u16,
+}
+
+/// A section inside another's table.
+#[config_proto(prefix = "server.tls")]
+#[derive(Debug, Deserialize)]
+struct TlsConfig {
+    #[allow(dead_code)]
+    cert: String,
+}
+
+/// A second type reading another field of `server`'s table.
+#[config_proto(prefix = "server")]
+#[derive(Debug, Deserialize)]
+struct ServerLimits {
+    #[serde(default)]
+    #[allow(dead_code)]
+    max_body: Option<u32>,
+}
+
+#[tokio::test]
+async fn a_key_that_any_section_takes_is_read_nested_or_shared() {
+    let path = file("shared", "[server]\nport = 80\nmax_body = 10\n\n[server.tls]\ncert = \"c\"\n");
+    let app = App::builder()
+        .without_inventory()
+        .link::<ServerConfig>()
+        .link::<TlsConfig>()
+        .link::<ServerLimits>()
+        .config_file(&path);
+    assert!(app.check().is_ok());
+    // A typo is still refused, as the innermost section's.
+    let typo = file("shared-typo", "[server]\nport = 80\n\n[server.tls]\ncert = \"c\"\ncrt = \"d\"\n");
+    let error = App::builder()
+        .without_inventory()
+        .link::<ServerConfig>()
+        .link::<TlsConfig>()
+        .link::<ServerLimits>()
+        .config_file(&typo)
+        .check()
+        .unwrap_err();
+    assert!(
+        matches!(&error, DiError::ConfigUnknownKey { key, section: Some(s), .. } if key == "server.tls.crt" && s.ends_with("TlsConfig")),
+        "{error}"
+    );
+}
+
+#[config_proto(prefix = "cache", profile = "dev")]
+#[derive(Debug, Deserialize)]
+struct DevCache {
+    #[allow(dead_code)]
+    size: u32,
+}
+
+#[config_proto(prefix = "cache", profile = "prod")]
+#[derive(Debug, Deserialize)]
+struct ProdCache {
+    #[allow(dead_code)]
+    size: u32,
+    #[allow(dead_code)]
+    ttl: u32,
+}
+
+#[tokio::test]
+async fn a_key_of_another_profiles_section_at_the_same_prefix_is_not_unknown() {
+    let app = App::builder()
+        .without_inventory()
+        .link::<DevCache>()
+        .link::<ProdCache>()
+        .profile("dev")
+        .config_value("cache.size", 1)
+        .config_value("cache.ttl", 60);
+    assert!(app.check().is_ok());
+}
+
+#[tokio::test]
+async fn a_retired_key_ignored_on_purpose_and_a_reader_of_anything_are_not_refused() {
+    #[derive(Deserialize)]
+    struct Smtp {
+        #[allow(dead_code)]
+        host: String,
+        /// A key that older deployments still set.
+        #[allow(dead_code)]
+        #[serde(default)]
+        port_v1: Option<serde::de::IgnoredAny>,
+    }
+    struct Mailer;
+    let app = App::builder()
+        .without_inventory()
+        .register(ProtoDef::singleton::<Mailer>(|_| Ok(Mailer)).reads_config::<Smtp>("smtp"))
+        .register(ProtoDef::singleton::<String>(|_| Ok(String::new())).reads_config::<serde::de::IgnoredAny>("legacy"))
+        .config_value("smtp.host", "mx")
+        .config_value("smtp.port_v1", 25)
+        .config_value("legacy.anything", true);
+    assert!(app.check().is_ok());
+}
+
+#[tokio::test]
+async fn a_misspelled_key_in_an_array_of_tables_is_refused() {
+    #[derive(Deserialize)]
+    struct Jobs {
+        #[allow(dead_code)]
+        jobs: Vec<Job>,
+    }
+    #[derive(Deserialize)]
+    struct Job {
+        #[allow(dead_code)]
+        name: String,
+    }
+    struct Runner;
+    let path = file("jobs", "[batch]\n[[batch.jobs]]\nname = \"a\"\n[[batch.jobs]]\nnmae = \"b\"\n");
+    let error = App::builder()
+        .without_inventory()
+        .register(ProtoDef::singleton::<Runner>(|_| Ok(Runner)).reads_config::<Jobs>("batch"))
+        .config_file(&path)
+        .check()
+        .unwrap_err();
+    // The second job lacks `name` too: that is the factory's error at build; here, the typo.
+    assert!(
+        matches!(&error, DiError::ConfigUnknownKey { key, near, .. } if key == "batch.jobs.1.nmae" && near == &["batch.jobs.1.name"]),
+        "{error}"
+    );
+}
+
+#[config_proto(prefix = "queues", instances)]
+#[derive(Debug, Deserialize)]
+struct QueueConfig {
+    #[allow(dead_code)]
+    url: String,
+}
+
+#[tokio::test]
+async fn a_misspelled_key_of_an_instance_is_refused_as_its_sections() {
+    let error = App::builder()
+        .without_inventory()
+        .link::<QueueConfig>()
+        .config_value("queues.orders.url", "a")
+        .config_value("queues.mail.url", "b")
+        .config_value("queues.mail.ulr", "c")
+        .check()
+        .unwrap_err();
+    assert!(
+        matches!(&error, DiError::ConfigUnknownKey { key, near, .. } if key == "queues.mail.ulr" && near == &["queues.mail.url"]),
+        "{error}"
+    );
+}

@@ -96,7 +96,9 @@ async fn a_cycle_of_context_protos_is_given_a_context_ref_and_that_builds() {
     let error = App::builder().without_inventory().register_all(cycle).build().await.unwrap_err();
     let DiError::Cycle { fix, .. } = &error else { panic!("{error}") };
     assert!(
-        fix.contains("hold `ContextRef<Pricing>` instead of `Arc<Pricing>`") && fix.contains("remedies::Cart"),
+        fix.contains("hold `ContextRef<Pricing>`")
+            && fix.contains("where it takes `Pricing` by value")
+            && fix.contains("remedies::Cart"),
         "{fix}"
     );
 

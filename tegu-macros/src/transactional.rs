@@ -13,7 +13,7 @@ use crate::intercept::AdviceUse;
 pub(crate) const TRANSACTIONAL: &str = "transactional";
 
 /// What `build()` says when a `#[transactional]` method's data source is not in the App.
-const FIX: &str = "register the data source: tegu-sqlx's `Database` with `App::builder().link::<Database<Sqlite>>()` (or `Postgres`), or `Database::<Sqlite>::named(\"name\", \"section\")` for a named one; with several, name one with `#[transactional(source = \"name\")]`";
+const FIX: &str = "register a data source, a proto that provides `dyn tegu_tx::TxSource`: tegu-sqlx's `Database` with `App::builder().link::<Database<Sqlite>>()` (or `Postgres`), or `Database::<Sqlite>::named(\"name\", \"section\")` for a named one; with several, name one with `#[transactional(source = \"name\")]`";
 
 /// The propagations, as written and as `tegu_tx::Propagation` names them.
 const PROPAGATIONS: [(&str, &str); 5] = [

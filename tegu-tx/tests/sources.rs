@@ -65,14 +65,17 @@ fn log(name: &'static str, journal: &Arc<Mutex<Vec<String>>>) -> ProtoDef {
 
 /// Methods on named data sources.
 pub mod orders {
-    use tegu_core::singleton_proto;
-    use tegu_tx::{TxError, transactional};
+    use tegu_core::{intercept, singleton_proto};
+    use tegu_tx::TxError;
 
     /// A service whose methods run on the data sources `a` and `b` by name.
     #[singleton_proto]
     #[derive(Debug)]
     pub struct Orders;
 
+    /// `#[intercept]` on the block: `build()` knows whose methods these are, also in an App
+    /// built by hand.
+    #[intercept]
     impl Orders {
         /// On `b`, with a savepoint in it on `b`, and a transaction of its own on `a`.
         #[transactional(source = "b")]
@@ -254,4 +257,17 @@ async fn an_app_built_by_hand_links_tegu_tx_as_its_errors_say() {
             && error.contains("named \"b\", but this App has none"),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn a_method_level_use_is_checked_only_where_the_app_takes_every_proto() {
+    // `Unnamed`'s `#[transactional]` is on the method alone: `build()` cannot tell whose it is,
+    // so an App built by hand is not asked for its data source (its call would say).
+    let app = App::builder()
+        .without_inventory()
+        .link::<Unnamed>()
+        .link::<tegu_tx::Transactional>()
+        .link::<tegu_tx::Transactions>()
+        .link::<tegu_tx::TxScope>();
+    assert!(app.check().is_ok());
 }

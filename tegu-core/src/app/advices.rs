@@ -13,11 +13,12 @@ use crate::proto::def::ProtoDef;
 /// crosscuts' own rules are checked on the way.
 ///
 /// A use of an advice (`#[intercept]`, `#[transactional]`) is the App's where the App has the
-/// use's owner (the impl block's type, when the attribute is on the block), or, for an attribute
-/// on a method alone (which cannot name its type), a proto of the use's module. With the
-/// inventory, every use of the program is checked for its advice (the App has every proto), as
-/// is every crosscut; a use's needs (a data source) only where it is the App's. Without the
-/// inventory, only the App's uses.
+/// use's owner: the impl block's type, known when `#[intercept]` is on the block. An attribute
+/// on a method alone cannot name its type (a static in the method cannot use `Self`): its use
+/// is taken as the App's where the App takes every proto (the inventory) and has one of the
+/// use's module. With the inventory, every use of the program is checked for its advice (the
+/// App has every proto), as is every crosscut; a use's needs (a data source) only where it is
+/// the App's. Without the inventory, only the uses whose owner the App has.
 pub(super) fn check(
     graph: &Graph,
     inactive: &[(ProtoDef, String)],
@@ -42,7 +43,7 @@ pub(super) fn check(
     // Whether a use is one of this App's methods: its owner's, or its module's (see above).
     let ours = |need: &crate::advice::Needed| match need.owner {
         Some(owner) => !graph.of_type(owner).is_empty(),
-        None => modules.contains(need.module),
+        None => inventory && modules.contains(need.module),
     };
     let sites = crate::advice::sites().filter(|site| inventory || ours(site));
     for need in sites.chain(crosscuts) {

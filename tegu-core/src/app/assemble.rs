@@ -339,8 +339,20 @@ impl AppBuilder {
         let mut live = None;
         // Every prefix some section or reader takes, read or not (overridden, or of a proto
         // that another profile selects): a key under one of them is not unknown.
+        // The prefixes whose keys are read but not here, so not checked: a section or reader of
+        // a proto that is overridden or not selected (another profile's, excluded), the keys
+        // of jobs, and those declared with `config_known`.
         let mut known = self.config.known.clone();
-        for def in defs.iter().chain(inactive.iter().map(|(d, _)| d)) {
+        // Multi-instance sections: one table per instance under the prefix.
+        let templates: Vec<String> = defs
+            .iter()
+            .filter_map(|d| match &d.factory {
+                Factory::Config(section) if section.instances => Some(section.prefix.to_string()),
+                _ => None,
+            })
+            .collect();
+        let replaced = defs.iter().filter(|d| overridden(d.type_id, &d.name));
+        for def in replaced.chain(inactive.iter().map(|(d, _)| d)) {
             if let Factory::Config(section) = &def.factory {
                 known.push(section.prefix.to_string());
             }
@@ -357,7 +369,7 @@ impl AppBuilder {
                         def.config_reads.iter().for_each(|r| r.read(&config));
                     }
                 });
-                errors.extend(config.unknown_keys(&reads, &known));
+                errors.extend(config.unknown_keys(&reads, &known, &templates));
                 if let Some(sources) = sources.filter(|_| !found.is_empty()) {
                     for (def, _) in &found {
                         let why = format!("a reloadable section: singletons hold `ConfigRef<{}>`", def.type_name);

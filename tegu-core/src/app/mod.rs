@@ -63,6 +63,20 @@ pub struct App {
 }
 
 impl App {
+    /// A lookup's `NotFound`, with the registered protos close to what was asked for: worked
+    /// out here, for the caller, not where the container's own lookups (a crosscut looking for
+    /// its advice on every call) take the error as an answer.
+    #[cold]
+    fn near(&self, error: DiError) -> DiError {
+        match error {
+            DiError::NotFound { wanted, name, near } if near.is_empty() => {
+                let near = self.inner.graph.near(wanted, name.as_deref());
+                DiError::NotFound { wanted, name, near }
+            }
+            other => other,
+        }
+    }
+
     /// A builder that starts from every proto registered through `inventory` (the attribute
     /// macros) in the program.
     ///
@@ -131,7 +145,11 @@ impl App {
     pub fn get_object<T: Send + Sync + 'static>(&self) -> Result<Arc<T>, DiError> {
         match self.inner.singleton_of(TypeId::of::<T>()) {
             Some(obj) => Ok(downcast(obj)),
-            None => self.inner.object(TypeId::of::<T>(), None, core::any::type_name::<T>()).map(downcast::<T>),
+            None => self
+                .inner
+                .object(TypeId::of::<T>(), None, core::any::type_name::<T>())
+                .map(downcast::<T>)
+                .map_err(|e| self.near(e)),
         }
     }
 
@@ -159,7 +177,10 @@ impl App {
     /// # Ok(()) }
     /// ```
     pub fn get_object_named<T: Send + Sync + 'static>(&self, name: &str) -> Result<Arc<T>, DiError> {
-        self.inner.object(TypeId::of::<T>(), Some(name), core::any::type_name::<T>()).map(downcast::<T>)
+        self.inner
+            .object(TypeId::of::<T>(), Some(name), core::any::type_name::<T>())
+            .map(downcast::<T>)
+            .map_err(|e| self.near(e))
     }
 
     /// The proto that provides `U`, usually a `dyn Trait` (`provides(dyn Mailer)`): what an
@@ -192,7 +213,7 @@ impl App {
     /// # Ok(()) }
     /// ```
     pub fn get_provider<U: ?Sized + 'static>(&self) -> Result<Arc<U>, DiError> {
-        self.inner.provider(TypeId::of::<U>(), None, core::any::type_name::<U>())
+        self.inner.provider(TypeId::of::<U>(), None, core::any::type_name::<U>()).map_err(|e| self.near(e))
     }
 
     /// The provider of `U` named `name`.
@@ -224,7 +245,7 @@ impl App {
     /// # Ok(()) }
     /// ```
     pub fn get_provider_named<U: ?Sized + 'static>(&self, name: &str) -> Result<Arc<U>, DiError> {
-        self.inner.provider(TypeId::of::<U>(), Some(name), core::any::type_name::<U>())
+        self.inner.provider(TypeId::of::<U>(), Some(name), core::any::type_name::<U>()).map_err(|e| self.near(e))
     }
 
     /// As [`get_object`](Self::get_object), and for a context proto built asynchronously (an
@@ -262,7 +283,7 @@ impl App {
             return Ok(downcast(obj));
         }
         let wanted = core::any::type_name::<T>();
-        let proto = self.inner.proto_of(TypeId::of::<T>(), None, wanted)?;
+        let proto = self.inner.proto_of(TypeId::of::<T>(), None, wanted).map_err(|e| self.near(e))?;
         match self.inner.graph.protos[proto].scope {
             crate::proto::kinds::Lifetime::Singleton | crate::proto::kinds::Lifetime::Transient => {
                 self.inner.instance(proto, wanted).map(downcast::<T>)

@@ -71,7 +71,7 @@ fn read_as<T: DeserializeOwned>(config: &Config, prefix: &str) {
 /// A section as read while the record is on: where, by which type, and the keys under it that
 /// the type does not take, each with the fields it has there (for a "did you mean").
 pub(crate) struct Read {
-    prefix: String,
+    prefix: Vec<String>,
     section: &'static str,
     ignored: Vec<(Vec<String>, &'static [&'static str])>,
 }
@@ -82,14 +82,26 @@ std::thread_local! {
     static READS: RefCell<Option<Vec<Read>>> = const { RefCell::new(None) };
 }
 
-/// Runs `f` with the record of sections read on, and returns what was read.
+/// Runs `f` with the record of sections read on, and returns what was read. The record before
+/// it is put back when `f` returns or unwinds (a `Deserialize` impl may panic), so that no read
+/// of this thread is recorded after it.
 pub(crate) fn recording(f: impl FnOnce()) -> Vec<Read> {
-    READS.with(|r| *r.borrow_mut() = Some(Vec::new()));
+    struct Restore(Option<Vec<Read>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            READS.with(|r| *r.borrow_mut() = self.0.take());
+        }
+    }
+    let restore = Restore(READS.with(|r| r.borrow_mut().replace(Vec::new())));
     f();
-    READS.with(|r| r.borrow_mut().take()).unwrap_or_default()
+    let reads = READS.with(|r| r.borrow_mut().take()).unwrap_or_default();
+    drop(restore);
+    reads
 }
 
-/// Notes, if the record is on, that `value` at `key` was read as `T`, and which keys `T` left.
+/// Notes, if the record is on, that `value` at `key` was read as `T`, and which keys `T` left:
+/// not a key it ignores on purpose (a field of type `serde::de::IgnoredAny`, which serde's
+/// idiom for a retired key is), nor the whole value (a reader of `IgnoredAny` takes anything).
 pub(super) fn record<T: DeserializeOwned>(key: &str, value: &Value, section: &'static str) {
     if READS.with(|r| r.borrow().is_none()) {
         return;
@@ -98,13 +110,15 @@ pub(super) fn record<T: DeserializeOwned>(key: &str, value: &Value, section: &'s
     let _ = serde_ignored::deserialize::<_, _, T>(value, |path| ignored.push(segments(&path)));
     let ignored = ignored
         .into_iter()
-        .map(|path| {
-            let parent: Vec<&str> = path[..path.len().saturating_sub(1)].iter().map(String::as_str).collect();
+        .filter_map(|path: Vec<String>| {
+            let (last, parent) = path.split_last()?;
+            let parent: Vec<&str> = parent.iter().map(String::as_str).collect();
             let fields = probe::fields_at::<T>(&parent).unwrap_or_default();
-            (path, fields)
+            (!fields.contains(&last.as_str())).then_some((path, fields))
         })
         .collect();
-    let read = Read { prefix: key.to_owned(), section, ignored };
+    let prefix = key.split('.').filter(|k| !k.is_empty()).map(str::to_owned).collect();
+    let read = Read { prefix, section, ignored };
     READS.with(|r| {
         if let Some(reads) = r.borrow_mut().as_mut() {
             reads.push(read);
@@ -112,16 +126,48 @@ pub(super) fn record<T: DeserializeOwned>(key: &str, value: &Value, section: &'s
     });
 }
 
+impl Read {
+    /// Whether this read takes `leaf` (a key under its prefix it does not ignore); `None` if the
+    /// key is not under its prefix.
+    fn takes(&self, leaf: &[String]) -> Option<bool> {
+        let rel = leaf.strip_prefix(self.prefix.as_slice())?;
+        Some(!self.ignored.iter().any(|(path, _)| rel.starts_with(path)))
+    }
+
+    /// The error for `leaf`, which this read ignores: the key its type does not take, with the
+    /// fields there that are close.
+    fn refuse(&self, leaf: &[String]) -> Option<(String, Option<&'static str>, Vec<String>)> {
+        let rel = leaf.strip_prefix(self.prefix.as_slice())?;
+        let (path, fields) = self.ignored.iter().find(|(path, _)| rel.starts_with(path))?;
+        let (last, within) = path.split_last()?;
+        let mut parent = self.prefix.clone();
+        parent.extend(within.iter().cloned());
+        let near = crate::error::closest(last, fields.iter().copied())
+            .into_iter()
+            .map(|f| parent.iter().map(String::as_str).chain([f]).collect::<Vec<_>>().join("."))
+            .collect();
+        parent.push(last.clone());
+        Some((parent.join("."), Some(self.section), near))
+    }
+}
+
 impl Config {
-    /// The keys set in a file or with `config_value` that nothing reads: under a section's
-    /// table, one its type does not take; elsewhere, one under no section's, reader's or
-    /// declared prefix (`known`). The environment is not checked here: its variables share a
-    /// namespace with the process's, and those under a section are checked as it is read.
-    pub(crate) fn unknown_keys(&self, reads: &[Read], known: &[String]) -> Vec<DiError> {
+    /// The keys set in a file or with `config_value` that nothing reads. A key is read if a
+    /// section or reader whose table holds it takes it, or if it is under a prefix read
+    /// elsewhere (`known`: a section overridden or of another profile, a job's key,
+    /// `config_known`). Else it is refused: as not a field of the section whose table holds it
+    /// (the innermost), or as under no section at all. The environment is not checked here: its
+    /// variables share a namespace with the process's, and those under a section are checked as
+    /// it is read.
+    ///
+    /// Under a multi-instance section's prefix (`templates`), each table is an instance: one
+    /// that was not read (overridden) is not checked, nor a value there that is no table (the
+    /// section's own error says so).
+    pub(crate) fn unknown_keys(&self, reads: &[Read], known: &[String], templates: &[String]) -> Vec<DiError> {
         let split =
             |key: &str| -> Vec<String> { key.split('.').filter(|k| !k.is_empty()).map(str::to_owned).collect() };
-        let known: Vec<Vec<String>> =
-            known.iter().map(|k| split(k)).chain(reads.iter().map(|r| split(&r.prefix))).collect();
+        let unread: Vec<Vec<String>> = known.iter().map(|k| split(k)).collect();
+        let templates: Vec<Vec<String>> = templates.iter().map(|t| split(t)).collect();
         let mut errors = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for layer in &self.inner.layers {
@@ -132,52 +178,42 @@ impl Config {
             let mut leaves = Vec::new();
             leaves_of(&data, &mut Vec::new(), &mut leaves);
             for leaf in leaves {
-                let in_section = reads.iter().find_map(|read| {
-                    let prefix = split(&read.prefix);
-                    let rel = leaf.strip_prefix(prefix.as_slice())?;
-                    let (path, fields) = read.ignored.iter().find(|(path, _)| rel.starts_with(path))?;
-                    let mut parent = prefix.clone();
-                    parent.extend(path[..path.len() - 1].iter().cloned());
-                    let near = crate::error::closest(path.last()?, fields.iter().copied())
-                        .into_iter()
-                        .map(|f| {
-                            [parent.join("."), f.to_owned()]
-                                .iter()
-                                .filter(|p| !p.is_empty())
-                                .cloned()
-                                .collect::<Vec<_>>()
-                                .join(".")
-                        })
-                        .collect::<Vec<_>>();
-                    let mut key = parent;
-                    key.push(path.last()?.clone());
-                    Some((key.join("."), Some(read.section), near))
-                });
-                let unknown = match in_section {
-                    Some(found) => Some(found),
-                    None if known.iter().any(|k| leaf.starts_with(k) || k.starts_with(&leaf)) => None,
+                if let Some(template) = templates.iter().find(|t| leaf.starts_with(t)) {
+                    let instance: Vec<String> = leaf.iter().take(template.len() + 1).cloned().collect();
+                    if leaf.len() == template.len() || !reads.iter().any(|r| r.prefix == instance) {
+                        continue;
+                    }
+                }
+                let covered = |k: &Vec<String>| leaf.starts_with(k) || k.starts_with(&leaf);
+                if reads.iter().any(|r| r.takes(&leaf) == Some(true)) || unread.iter().any(covered) {
+                    continue;
+                }
+                // A table that holds a section's, with nothing else in it, is no key.
+                if reads.iter().any(|r| r.prefix.starts_with(&leaf)) {
+                    continue;
+                }
+                let innermost = reads.iter().filter(|r| leaf.starts_with(&r.prefix)).max_by_key(|r| r.prefix.len());
+                let unknown = match innermost.and_then(|read| read.refuse(&leaf)) {
+                    Some(found) => found,
                     None => {
-                        let key = leaf.join(".");
-                        let candidates: Vec<String> = known.iter().map(|k| k.join(".")).collect();
-                        let top = leaf[..1.min(leaf.len())].join(".");
-                        let near = crate::error::closest(&top, candidates.iter().map(String::as_str))
+                        let candidates: Vec<String> =
+                            known.iter().cloned().chain(reads.iter().map(|r| r.prefix.join("."))).collect();
+                        let near = crate::error::closest(&leaf[0], candidates.iter().map(String::as_str))
                             .into_iter()
                             .map(|k| {
-                                [k.to_owned()]
-                                    .into_iter()
-                                    .chain(leaf[1..].iter().cloned())
+                                [k].into_iter()
+                                    .chain(leaf[1..].iter().map(String::as_str))
                                     .collect::<Vec<_>>()
                                     .join(".")
                             })
                             .collect();
-                        Some((key, None, near))
+                        (leaf.join("."), None, near)
                     }
                 };
-                if let Some((key, section, near)) = unknown {
-                    let source = layer.locate(&leaf);
-                    if seen.insert((key.clone(), source.clone())) {
-                        errors.push(DiError::ConfigUnknownKey { key, source_name: source, section, near });
-                    }
+                let (key, section, near) = unknown;
+                let source = layer.locate(&leaf);
+                if seen.insert((key.clone(), source.clone())) {
+                    errors.push(DiError::ConfigUnknownKey { key, source_name: source, section, near });
                 }
             }
         }
@@ -185,15 +221,27 @@ impl Config {
     }
 }
 
-/// The paths of the values under `dict` that are not tables (an empty table counts as one).
+/// The paths of the values under `dict` that are not tables (an empty table counts as one),
+/// through arrays of tables by index (`jobs.0.name`), as `serde_ignored` names them.
 fn leaves_of(dict: &Dict, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
     for (key, value) in dict {
         path.push(key.clone());
-        match value {
-            Value::Dict(_, inner) if !inner.is_empty() => leaves_of(inner, path, out),
-            _ => out.push(path.clone()),
-        }
+        leaves_of_value(value, path, out);
         path.pop();
+    }
+}
+
+fn leaves_of_value(value: &Value, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    match value {
+        Value::Dict(_, inner) if !inner.is_empty() => leaves_of(inner, path, out),
+        Value::Array(_, items) if items.iter().any(|i| matches!(i, Value::Dict(..))) => {
+            for (i, item) in items.iter().enumerate() {
+                path.push(i.to_string());
+                leaves_of_value(item, path, out);
+                path.pop();
+            }
+        }
+        _ => out.push(path.clone()),
     }
 }
 

@@ -1,5 +1,7 @@
 //! The field names a section's type has at a path, asked of its `Deserialize` impl: how an
-//! environment variable's lowercased key finds the field it meant (`maxconn` is `maxConn`).
+//! environment variable's lowercased key finds the field it meant (`maxconn` is `maxConn`), and
+//! what a misspelled key is offered instead. A path goes through tables by key and through
+//! lists by index.
 //!
 //! The type is deserialized from a probe that presents, level by level, a table holding the
 //! one key of the path; at the end of the path, the struct found there hands its field names
@@ -11,7 +13,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, Visitor};
 
 /// The fields of the struct at `path` in `T`; `None` if there is no struct there (a map, a
-/// type that deserializes itself otherwise, a path through a list).
+/// type that deserializes itself otherwise).
 pub(super) fn fields_at<T: de::DeserializeOwned>(path: &[&str]) -> Option<&'static [&'static str]> {
     let found = Cell::new(None);
     let _ = T::deserialize(Probe { path, found: &found });
@@ -69,6 +71,16 @@ impl<'de> Deserializer<'de> for Probe<'_> {
         }
     }
 
+    /// A list: the element at the path's next index stands for all of them.
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Stop> {
+        match self.path.split_first() {
+            Some((index, rest)) if index.parse::<usize>().is_ok() => {
+                visitor.visit_seq(OneItem { rest: Some(Probe { path: rest, found: self.found }) })
+            }
+            _ => Err(Stop),
+        }
+    }
+
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Stop> {
         visitor.visit_some(self)
     }
@@ -79,7 +91,23 @@ impl<'de> Deserializer<'de> for Probe<'_> {
 
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf unit
-        unit_struct seq tuple tuple_struct enum identifier ignored_any
+        unit_struct tuple tuple_struct enum identifier ignored_any
+    }
+}
+
+/// A list of one item, the probe of the rest of the path.
+struct OneItem<'a> {
+    rest: Option<Probe<'a>>,
+}
+
+impl<'de> de::SeqAccess<'de> for OneItem<'_> {
+    type Error = Stop;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Stop> {
+        match self.rest.take() {
+            Some(probe) => seed.deserialize(probe).map(Some),
+            None => Ok(None),
+        }
     }
 }
 

@@ -92,34 +92,25 @@ fn provider_names_a_type(cx: &Ctxt, model: &ProtoItem) {
     }
 }
 
-/// The error of a field without `#[inject]` whose type only the container can fill, or whose
-/// `Default` would be useless (an `Option<Arc<T>>` that stays `None`); `None` for the others,
-/// which `__private::FieldProbe` builds with `Default` where that is not a mistake.
+/// The error of a field without `#[inject]` that holds trait objects (`Arc<dyn ..>`, and an
+/// `Option` or a `Vec` of them), which only the container fills: `None` for the others, whose
+/// value `__private::FieldProbe` chooses by type (an error where the container fills it, or
+/// where the type has no `Default`).
 pub(crate) fn uninjected_form(field: &crate::proto::ast::Field) -> Option<String> {
     let (kind, target) = crate::proto::ast::classify(&field.ty)?;
+    if !is_dyn(&target) {
+        return None;
+    }
     let name = &field.ident;
-    let wrapper = match kind {
-        Kind::Arc if is_dyn(&target) => "Arc<dyn ..>",
-        Kind::Arc => return None,
-        Kind::ContextRef => "ContextRef",
-        Kind::AsyncContextRef => "AsyncContextRef",
-        Kind::Provider => "Provider",
-        Kind::Keyed => "Keyed",
-        Kind::ConfigRef => "ConfigRef",
-        Kind::TenantRef => "TenantRef",
-        Kind::Optional => {
-            return Some(format!(
-                "field `{name}` is an `Option<Arc<..>>` without `#[inject]`, so it would stay `None`: mark it `#[inject]` to receive the proto if one is registered, or `#[inject(skip)]` if `None` is what you mean"
-            ));
-        }
-        Kind::All => {
-            return Some(format!(
-                "field `{name}` is a `Vec<Arc<..>>` without `#[inject]`, so it would stay empty: mark it `#[inject]` to receive every proto that provides it, or `#[inject(skip)]` if an empty list is what you mean"
-            ));
-        }
-    };
-    let article = if wrapper.starts_with('A') { "an" } else { "a" };
-    Some(format!("field `{name}` is {article} `{wrapper}`, which only the container can fill: mark it `#[inject]`"))
+    Some(match kind {
+        Kind::Optional => format!(
+            "field `{name}` is an `Option<Arc<dyn ..>>` without `#[inject]`, so it would stay `None`: mark it `#[inject]` to receive the provider if one is registered, or `#[inject(skip)]` if `None` is what you mean"
+        ),
+        Kind::All => format!(
+            "field `{name}` is a `Vec<Arc<dyn ..>>` without `#[inject]`, so it would stay empty: mark it `#[inject]` to receive every provider, or `#[inject(skip)]` if an empty list is what you mean"
+        ),
+        _ => format!("field `{name}` is an `Arc<dyn ..>`, which only the container can fill: mark it `#[inject]`"),
+    })
 }
 
 fn config_has_a_prefix(cx: &Ctxt, model: &ProtoItem) {

@@ -376,7 +376,7 @@ fn uninjected_fields(model: &ProtoItem, di: &TokenStream) -> (Vec<Option<TokenSt
             }
             Some(quote_spanned! {ty.span()=> {
                 #[allow(unused_imports)]
-                use #di::{ProtoField as _, DefaultField as _, PlainField as _};
+                use #di::{ProtoField as _, OptionField as _, VecField as _, ValueField as _, HandleField as _, DefaultField as _, PlainField as _};
                 (&&&#di::FieldProbe::<#ty>::NEW).__di_field()
             }})
         })

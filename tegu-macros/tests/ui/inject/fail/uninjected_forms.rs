@@ -13,6 +13,7 @@ pub struct Tracer;
 pub struct Draft;
 
 #[singleton_proto]
+#[derive(Default)]
 pub struct Clock;
 
 #[singleton_proto]
@@ -21,7 +22,9 @@ pub struct Mailer {
     tracer: ContextRef<Tracer>,
     drafts: Provider<Draft>,
     clock: Option<Arc<Clock>>,
+    clocks: Vec<Arc<Clock>>,
     notifiers: Vec<Arc<dyn Notifier>>,
+    by_value: Clock,
 }
 
 #[singleton_proto]

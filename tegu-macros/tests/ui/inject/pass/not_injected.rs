@@ -1,5 +1,6 @@
 //! Fields without `#[inject]` are built with `Default`: plain state, and with
-//! `#[inject(skip)]` even an `Arc` of a proto, an `Option` or a `Vec` of one.
+//! `#[inject(skip)]` even an `Arc` of a proto, an `Option` or a `Vec` of one; an `Arc` of a type
+//! that is no proto, and another crate's type that shares a name with one of tegu's handles.
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -24,7 +25,16 @@ pub struct Report {
     counter: Arc<AtomicU64>,
     names: Mutex<Vec<String>>,
     label: String,
+    // `Arc`s of types that are no protos: plain state.
+    shared_names: Vec<Arc<String>>,
+    tag: Option<Arc<str>>,
+    // A type of another crate named as one of tegu's handles is a plain field.
+    provider: Provider<u8>,
 }
+
+/// Not tegu's `Provider`: a client of some other library.
+#[derive(Default)]
+pub struct Provider<T>(std::marker::PhantomData<T>);
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -34,6 +44,8 @@ async fn main() {
     assert!(Arc::ptr_eq(&report.stats, &stats));
     assert!(!Arc::ptr_eq(&report.private_stats, &stats));
     assert!(report.later.is_none() && report.none.is_empty() && report.label.is_empty());
+    assert!(report.shared_names.is_empty() && report.tag.is_none());
+    let _ = &report.provider;
     report.counter.fetch_add(1, Ordering::Relaxed);
     report.names.lock().unwrap().push("a".into());
     assert_eq!(report.private_stats.served.load(Ordering::Relaxed), 0);
