@@ -244,59 +244,28 @@ use crate::reload::ConfigRef;
 use crate::tenant::{TenantObjects, TenantRef};
 use crate::{ContextRef, Keyed, Provider};
 
-impl<T: ?Sized> HandleField<ContextRef<T>> for &&FieldProbe<ContextRef<T>> {
-    fn __di_field(&self) -> ContextRef<T>
-    where
-        ContextRef<T>: InjectTheHandle,
-    {
-        unreachable!("`InjectTheHandle` has no impl")
-    }
+/// [`HandleField`] for each of tegu's handles: `(Handle, T: bounds)`.
+macro_rules! handle_fields {
+    ($(($handle:ident, $t:ident $(: $($bound:tt)+)?)),* $(,)?) => {$(
+        impl<$t $(: $($bound)+)?> HandleField<$handle<$t>> for &&FieldProbe<$handle<$t>> {
+            fn __di_field(&self) -> $handle<$t>
+            where
+                $handle<$t>: InjectTheHandle,
+            {
+                unreachable!("`InjectTheHandle` has no impl")
+            }
+        }
+    )*};
 }
 
-impl<T: ?Sized> HandleField<AsyncContextRef<T>> for &&FieldProbe<AsyncContextRef<T>> {
-    fn __di_field(&self) -> AsyncContextRef<T>
-    where
-        AsyncContextRef<T>: InjectTheHandle,
-    {
-        unreachable!("`InjectTheHandle` has no impl")
-    }
-}
-
-impl<T: ?Sized> HandleField<Provider<T>> for &&FieldProbe<Provider<T>> {
-    fn __di_field(&self) -> Provider<T>
-    where
-        Provider<T>: InjectTheHandle,
-    {
-        unreachable!("`InjectTheHandle` has no impl")
-    }
-}
-
-impl<T: ?Sized> HandleField<Keyed<T>> for &&FieldProbe<Keyed<T>> {
-    fn __di_field(&self) -> Keyed<T>
-    where
-        Keyed<T>: InjectTheHandle,
-    {
-        unreachable!("`InjectTheHandle` has no impl")
-    }
-}
-
-impl<T> HandleField<ConfigRef<T>> for &&FieldProbe<ConfigRef<T>> {
-    fn __di_field(&self) -> ConfigRef<T>
-    where
-        ConfigRef<T>: InjectTheHandle,
-    {
-        unreachable!("`InjectTheHandle` has no impl")
-    }
-}
-
-impl<T: TenantObjects> HandleField<TenantRef<T>> for &&FieldProbe<TenantRef<T>> {
-    fn __di_field(&self) -> TenantRef<T>
-    where
-        TenantRef<T>: InjectTheHandle,
-    {
-        unreachable!("`InjectTheHandle` has no impl")
-    }
-}
+handle_fields!(
+    (ContextRef, T: ?Sized),
+    (AsyncContextRef, T: ?Sized),
+    (Provider, T: ?Sized),
+    (Keyed, T: ?Sized),
+    (ConfigRef, T),
+    (TenantRef, T: TenantObjects),
+);
 
 /// [`FieldProbe`]'s second level: `Default::default()`.
 pub trait DefaultField<F> {
