@@ -9,7 +9,7 @@ use std::path::Path;
 use figment::value::{Dict, Value};
 use serde::de::DeserializeOwned;
 
-use super::{Config, Layer, probe, segments};
+use super::{Config, Layer, find, probe, segments};
 use crate::error::DiError;
 
 /// A section that a proto's factory reads with [`Config::get`], declared with
@@ -170,51 +170,53 @@ impl Config {
         let templates: Vec<Vec<String>> = templates.iter().map(|t| split(t)).collect();
         let mut errors = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        for layer in &self.inner.layers {
-            if matches!(layer, Layer::Env(_)) {
+        // The merged tree, walked once: the files are read again only to say where an unknown
+        // key is set. What the environment set is skipped (see above).
+        let mut leaves = Vec::new();
+        if let Value::Dict(_, merged) = &self.inner.merged {
+            leaves_of(merged, &mut Vec::new(), &mut leaves);
+        }
+        for leaf in leaves {
+            if find(&self.inner.env, &leaf).is_some() {
                 continue;
             }
-            let Ok(data) = layer.data() else { continue };
-            let mut leaves = Vec::new();
-            leaves_of(&data, &mut Vec::new(), &mut leaves);
-            for leaf in leaves {
-                if let Some(template) = templates.iter().find(|t| leaf.starts_with(t)) {
-                    let instance: Vec<String> = leaf.iter().take(template.len() + 1).cloned().collect();
-                    if leaf.len() == template.len() || !reads.iter().any(|r| r.prefix == instance) {
-                        continue;
-                    }
-                }
-                let covered = |k: &Vec<String>| leaf.starts_with(k) || k.starts_with(&leaf);
-                if reads.iter().any(|r| r.takes(&leaf) == Some(true)) || unread.iter().any(covered) {
+            if let Some(template) = templates.iter().find(|t| leaf.starts_with(t)) {
+                let instance: Vec<String> = leaf.iter().take(template.len() + 1).cloned().collect();
+                if leaf.len() == template.len() || !reads.iter().any(|r| r.prefix == instance) {
                     continue;
                 }
-                // A table that holds a section's, with nothing else in it, is no key.
-                if reads.iter().any(|r| r.prefix.starts_with(&leaf)) {
-                    continue;
+            }
+            let covered = |k: &Vec<String>| leaf.starts_with(k) || k.starts_with(&leaf);
+            if reads.iter().any(|r| r.takes(&leaf) == Some(true)) || unread.iter().any(covered) {
+                continue;
+            }
+            // A table that holds a section's, with nothing else in it, is no key.
+            if reads.iter().any(|r| r.prefix.starts_with(&leaf)) {
+                continue;
+            }
+            let innermost = reads.iter().filter(|r| leaf.starts_with(&r.prefix)).max_by_key(|r| r.prefix.len());
+            let unknown = match innermost.and_then(|read| read.refuse(&leaf)) {
+                Some(found) => found,
+                None => {
+                    let candidates: Vec<String> =
+                        known.iter().cloned().chain(reads.iter().map(|r| r.prefix.join("."))).collect();
+                    let near = crate::error::closest(&leaf[0], candidates.iter().map(String::as_str))
+                        .into_iter()
+                        .map(|k| {
+                            [k].into_iter().chain(leaf[1..].iter().map(String::as_str)).collect::<Vec<_>>().join(".")
+                        })
+                        .collect();
+                    (leaf.join("."), None, near)
                 }
-                let innermost = reads.iter().filter(|r| leaf.starts_with(&r.prefix)).max_by_key(|r| r.prefix.len());
-                let unknown = match innermost.and_then(|read| read.refuse(&leaf)) {
-                    Some(found) => found,
-                    None => {
-                        let candidates: Vec<String> =
-                            known.iter().cloned().chain(reads.iter().map(|r| r.prefix.join("."))).collect();
-                        let near = crate::error::closest(&leaf[0], candidates.iter().map(String::as_str))
-                            .into_iter()
-                            .map(|k| {
-                                [k].into_iter()
-                                    .chain(leaf[1..].iter().map(String::as_str))
-                                    .collect::<Vec<_>>()
-                                    .join(".")
-                            })
-                            .collect();
-                        (leaf.join("."), None, near)
-                    }
-                };
-                let (key, section, near) = unknown;
-                let source = layer.locate(&leaf);
-                if seen.insert((key.clone(), source.clone())) {
-                    errors.push(DiError::ConfigUnknownKey { key, source_name: source, section, near });
-                }
+            };
+            let (key, section, near) = unknown;
+            // The highest file or value that sets it (the environment set none of it).
+            let layer = self.inner.layers.iter().rev().filter(|l| !matches!(l, Layer::Env(_))).find(|l| {
+                l.data().is_ok_and(|data| find(&Value::Dict(figment::value::Tag::Default, data), &leaf).is_some())
+            });
+            let source = layer.map_or_else(|| "the configuration".to_owned(), |l| l.locate(&leaf));
+            if seen.insert(key.clone()) {
+                errors.push(DiError::ConfigUnknownKey { key, source_name: source, section, near });
             }
         }
         errors
