@@ -592,6 +592,15 @@ pub enum DiError {
         /// The `TenantObjects` whose object was asked for.
         wanted: &'static str,
     },
+    /// A lineage type ([`ProtoDef::lineage`](crate::ProtoDef::lineage)) was read in a scope that
+    /// has no value of it: nobody seeded it, and the work was not caused by a request that had one.
+    #[error(
+        "`{wanted}` travels with a request's lineage, and this scope has none: seed it where the scope opens (`app.scope().lineage(..)`, or a `Lineage` a tower layer puts in the request's extensions); the tasks, handlers and jobs of that scope inherit it"
+    )]
+    NoLineage {
+        /// The lineage type asked for.
+        wanted: &'static str,
+    },
     /// A tenant key breaks the rules of a key ([`Tenant::new`](crate::tenant::Tenant::new)): it comes
     /// from a client, and is written to logs and errors.
     #[error(
@@ -878,6 +887,7 @@ impl DiError {
             DiError::NotFound { .. } | DiError::UnknownInstance { .. } => ErrorKind::Lookup,
             DiError::NoScope { .. }
             | DiError::NoTenant { .. }
+            | DiError::NoLineage { .. }
             | DiError::TenantKey { .. }
             | DiError::ScopeClosed { .. }
             | DiError::LateCompletion { .. }

@@ -189,6 +189,7 @@ pub mod hosted;
 mod isolate;
 mod join;
 mod keyed;
+pub mod lineage;
 mod local;
 mod maps;
 mod pending;

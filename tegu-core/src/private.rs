@@ -429,3 +429,63 @@ macro_rules! __register_proto {
         $crate::__private::inventory::submit! { <$ty as $crate::Proto>::DESCRIPTOR }
     };
 }
+
+/// Makes `$ty`, which implements [`Travels`](crate::lineage::Travels), a lineage type of every
+/// App built with the inventory (and of one that `.link::<$ty>()`s it): a context proto that
+/// `#[inject] x: ContextRef<$ty>` reaches, which a scope has only when it is seeded with a
+/// value or runs work a request with one caused.
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use std::sync::Mutex;
+/// use tegu_core::{handlers, lineage_type, singleton_proto, App, ContextRef, error::BoxError, lineage::{Lineage, Travels}};
+///
+/// #[derive(Debug)]
+/// pub struct User(pub String);
+///
+/// impl Travels for User {
+///     const HEADER: &'static str = "x-user";
+///     fn encode(&self) -> String { self.0.clone() }
+///     fn decode(value: &str) -> Result<Self, BoxError> { Ok(User(value.to_owned())) }
+/// }
+///
+/// lineage_type!(User);
+///
+/// pub struct Ordered;
+///
+/// #[singleton_proto]
+/// pub struct Receipts {
+///     #[inject]
+///     user: ContextRef<User>,
+///     sent_to: Mutex<Vec<String>>,
+/// }
+///
+/// #[handlers]
+/// impl Receipts {
+///     #[event_handler]
+///     async fn on_ordered(&self, _: &Ordered) -> Result<(), tegu_core::DiError> {
+///         self.sent_to.lock().unwrap().push(self.user.try_get()?.0.clone());
+///         Ok(())
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
+/// let app = App::builder().build().await?;
+/// let request = Lineage::new().with(User("ada".into()));
+/// app.scope().lineage(&request).run(async { app.events().emit(Ordered) }).await;
+/// app.shutdown().await?; // waits for the handler, which ran in a scope of its own
+/// assert_eq!(*app.get_object::<Receipts>()?.sent_to.lock().unwrap(), ["ada"]);
+/// # Ok(()) }
+/// ```
+#[macro_export]
+macro_rules! lineage_type {
+    ($ty:ty) => {
+        impl $crate::Proto for $ty {
+            const DESCRIPTOR: $crate::registry::ProtoDescriptor = $crate::registry::ProtoDescriptor::lineage::<$ty>("");
+        }
+        const _: () = {
+            $crate::__register_proto!($ty, __TEGU_LINEAGE_TYPE, ContextProto);
+        };
+    };
+}

@@ -18,11 +18,13 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use crate::config::Config;
 use crate::erased::{AnyArc, BoxFuture, UnitFuture};
 use crate::error::{BoxError, DiError};
 use crate::graph::Graph;
+use crate::lineage::Lineage;
 use crate::runtime::{AppInner, Handle, Handles};
 use crate::scope;
 
@@ -391,7 +393,7 @@ fn fire(app: &Weak<AppInner>, index: usize, due: Option<SystemTime>) -> bool {
             }
         }
         let began = std::time::Instant::now();
-        let result = run(&app, index).await;
+        let result = run(&app, index, &Lineage::new()).await;
         crate::telemetry::job_ran(&job.name, began.elapsed(), result.is_err());
         drop(running);
         if let Err(error) = result {
@@ -402,12 +404,22 @@ fn fire(app: &Weak<AppInner>, index: usize, due: Option<SystemTime>) -> bool {
     true
 }
 
-/// One run of job `index`, in a scope of its own.
-async fn run(app: &Arc<AppInner>, index: usize) -> Result<(), DiError> {
+/// One run of job `index`, in a scope of its own, seeded with `lineage` (the request's that
+/// started it by hand), in a span with the lineage's log fields.
+async fn run(app: &Arc<AppInner>, index: usize, lineage: &Lineage) -> Result<(), DiError> {
     let job = &jobs_of(app)[index];
     let object = app.instance_of(job.proto)?;
     let call = job.descriptor.call;
-    scope::end::run_job(app, crate::isolate::catch_hook(|| call(object)))
+    let span = tracing::info_span!(
+        "job",
+        job = %job.name,
+        request_id = tracing::field::Empty,
+        trace_id = tracing::field::Empty,
+        tenant = tracing::field::Empty
+    );
+    scope::lineage::link(app, &span, lineage);
+    scope::end::run_job(app, lineage, crate::isolate::catch_hook(|| call(object)))
+        .instrument(span)
         .await
         .map_err(|source| DiError::JobFailed { job: job.name.clone(), source: Arc::from(source) })
 }
@@ -443,7 +455,8 @@ pub(crate) async fn run_by_hand(
     let Some(_running) = Running::claim(app, found) else {
         return Err(DiError::Schedule { job: job.name.clone(), reason: "is running already".to_owned() });
     };
-    run(app, found).await
+    // Started from a request, the job carries its lineage.
+    run(app, found, &Lineage::current()).await
 }
 
 /// A job marked running, until this is dropped (however its run ends, also when its task is

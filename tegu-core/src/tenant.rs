@@ -27,71 +27,7 @@ use crate::proto::def::{ProtoDef, short_type_name};
 use crate::proto::dependency::Dependency;
 use crate::proto::kinds::InjectKind;
 
-/// The tenant a scope serves: its key (a customer id, a subdomain). A scope gets one from
-/// [`ScopeBuilder::tenant`](crate::scope::ScopeBuilder::tenant); a [`TenantRef`] read in a scope
-/// without one fails with [`DiError::NoTenant`]. Cheap to clone.
-///
-/// A key comes from a client (a header, a host name), so it is checked: 1 to
-/// [`MAX_LEN`](Self::MAX_LEN) ASCII letters, digits, `-`, `_` and `.`. Logs write it quoted
-/// (as `Debug`), never as text of the message.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Tenant(Arc<str>);
-
-impl Tenant {
-    /// The longest key, in bytes.
-    pub const MAX_LEN: usize = 128;
-
-    /// The tenant with key `key`.
-    ///
-    /// # Errors
-    ///
-    /// [`DiError::TenantKey`] if the key is empty, longer than [`MAX_LEN`](Self::MAX_LEN) or
-    /// has a character other than ASCII letters, digits, `-`, `_` and `.`; the error says
-    /// which rule, never the key.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use tegu_core::{DiError, tenant::Tenant};
-    ///
-    /// assert_eq!(Tenant::new("acme-eu.1")?.key(), "acme-eu.1");
-    /// assert!(matches!(Tenant::new("acme user=admin"), Err(DiError::TenantKey { .. })));
-    /// assert!(matches!(Tenant::new(""), Err(DiError::TenantKey { .. })));
-    /// # Ok::<(), DiError>(())
-    /// ```
-    pub fn new(key: impl Into<Arc<str>>) -> Result<Self, DiError> {
-        let key: Arc<str> = key.into();
-        let refused = |why: String| Err(DiError::TenantKey { why });
-        if key.is_empty() {
-            return refused("it is empty".to_owned());
-        }
-        if key.len() > Self::MAX_LEN {
-            return refused(format!("it is {} bytes long", key.len()));
-        }
-        let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
-        if let Some((at, c)) = key.char_indices().find(|&(_, c)| !allowed(c)) {
-            return refused(format!("its byte {at} is {:?}", c.escape_debug().to_string()));
-        }
-        Ok(Tenant(key))
-    }
-
-    /// The tenant's key.
-    pub fn key(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Tenant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Tenant").field(&&*self.0).finish()
-    }
-}
-
-impl fmt::Display for Tenant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+pub use crate::lineage::Tenant;
 
 /// A singleton that builds one object per tenant: a connection pool to the tenant's database,
 /// its feature flags, its rate limiter. Protos reach the current tenant's object through a
@@ -511,5 +447,5 @@ impl ProtoDef {
 
 /// The [`Tenant`] context proto: a scope has one only if it was seeded with one.
 fn tenant_key() -> ProtoDef {
-    ProtoDef::context::<Tenant>(|_| Err(DiError::NoTenant { wanted: "Tenant" })).name("tenant")
+    ProtoDef::lineage::<Tenant>()
 }

@@ -32,6 +32,7 @@ const FLOORS: &[(&str, Floor)] = &[
     // 1: what a factory reads besides its dependencies.
     ("config", Floor::Leaves),
     ("keyed", Floor::Leaves),
+    ("lineage", Floor::Leaves),
     // 2: the kernel.
     ("proto", Floor::Kernel),
     ("graph", Floor::Kernel),

@@ -69,8 +69,9 @@ inventory::submit! {
 #[tokio::test]
 async fn builder_finds_protos_submitted_through_inventory() {
     let app = App::builder().build().await.unwrap();
-    // And tegu-core's own `EventBus`.
-    assert_eq!(app.proto_count(), 4);
+    // And tegu-core's own: `EventBus`, and the lineage types `Tenant`, `TraceContext` and
+    // `TraceState`.
+    assert_eq!(app.proto_count(), 7);
     let greeter = app.get_object::<Greeter>().unwrap();
     assert_eq!(greeter.greetings.len(), 1);
     assert_eq!(greeter.greetings[0].greet(), "hello");

@@ -53,8 +53,9 @@ inventory::submit! {
 #[tokio::test]
 async fn the_macros_registrations_and_those_by_hand_are_found_together() {
     let app = App::builder().build().await.unwrap();
-    // The four macro protos, the one by hand, and tegu-core's own `EventBus`.
-    assert_eq!(app.proto_count(), 6);
+    // The four macro protos, the one by hand, and tegu-core's own: `EventBus`, and the lineage
+    // types `Tenant`, `TraceContext` and `TraceState`.
+    assert_eq!(app.proto_count(), 9);
     let clock = app.get_object_named::<PlainClock>("plainClock").unwrap();
     assert!(Arc::ptr_eq(&clock, &app.get_object::<Ticker>().unwrap().clock), "one singleton");
     assert!(app.get_object_named::<NamedClock>("wallClock").is_ok());
@@ -85,7 +86,7 @@ async fn link_registers_a_default_descriptor_once() {
     assert!(app.get_object_named::<PlainClock>("plainClock").is_ok());
     // And beside the section's own registration of the same proto.
     let app = App::builder().link::<PlainClock>().build().await.unwrap();
-    assert_eq!(app.proto_count(), 6);
+    assert_eq!(app.proto_count(), 9);
 }
 
 /// Private to another crate, by hand.

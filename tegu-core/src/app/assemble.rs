@@ -232,8 +232,23 @@ impl AppBuilder {
                 tracing::info!("watch_config: the App has no reloadable configuration section; nothing is watched");
             }
         }
+        let trace_link = match role_provider::<dyn crate::lineage::TraceLink>(&graph, &singletons, "dyn TraceLink") {
+            Ok(link) => link.map(|(_, link)| link),
+            Err(e) => return Err(abort(&graph, &singletons, &ready, e, stop_timeout).await),
+        };
+        let lineage = graph
+            .protos
+            .iter()
+            .enumerate()
+            .filter_map(|(p, def)| {
+                let (travel, builds) = def.travel?;
+                Some(crate::lineage::LineageSlot { key: p as u32, travel, builds })
+            })
+            .collect();
         let inner = Arc::new(AppInner {
             id,
+            lineage,
+            trace_link,
             handles,
             held,
             lazy,
@@ -301,6 +316,7 @@ impl AppBuilder {
         let available = |p: usize| available(&graph, &roots, reached.as_deref(), p);
         let mut errors = Vec::new();
         errors.extend(one_of_role::<dyn crate::events::EventTransport>(&graph, built, "dyn EventTransport").err());
+        errors.extend(one_of_role::<dyn crate::lineage::TraceLink>(&graph, built, "dyn TraceLink").err());
         #[cfg(feature = "schedule")]
         errors.extend(one_of_role::<dyn crate::schedule::ScheduleLock>(&graph, built, "dyn ScheduleLock").err());
         errors.extend(providers_of::<dyn crate::hosted::HostedService>(&graph, built, "dyn HostedService").err());

@@ -408,6 +408,29 @@ impl AppBuilder {
         self
     }
 
+    /// Registers lineage type `T`: [`ProtoDef::lineage`], once however often it is asked for or
+    /// registered otherwise (the inventory registers tegu's own, and those of
+    /// [`lineage_type!`](crate::lineage_type)). Its values follow a request's work: see
+    /// [`lineage`](crate::lineage).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::{App, ContextRef, lineage::{Lineage, Tenant}};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
+    /// // A tenant that services read through `ContextRef<Tenant>`, with no tenant objects.
+    /// let app = App::builder().without_inventory().lineage::<Tenant>().lineage::<Tenant>().build().await?;
+    /// let tenant = app.scope().tenant("acme")?.run(async { app.get_object::<Tenant>().map(|t| t.key().to_owned()) }).await?;
+    /// assert_eq!(tenant, "acme");
+    /// # Ok(()) }
+    /// ```
+    pub fn lineage<T: crate::lineage::Travels>(mut self) -> Self {
+        // Linked: one proto per type and name, however many times it is asked for or registered.
+        self.linked.push(const { &crate::proto::descriptor::ProtoDescriptor::lineage::<T>("") });
+        self
+    }
+
     /// Registers many protos by hand.
     ///
     /// # Examples

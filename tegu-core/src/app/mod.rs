@@ -480,6 +480,38 @@ impl App {
         ScopeBuilder { app: self, seeds: Seeds::default() }
     }
 
+    /// The lineage that `headers` (a message's, an outgoing request's) carry, for this App's
+    /// lineage types: what a transport seeds an event handler's scope with
+    /// ([`EventBus::deliver_with`](crate::events::EventBus::deliver_with)). Header names are
+    /// matched without case. A header of no lineage type of this App is left out; so is a value
+    /// its type refuses (a forged tenant key, a malformed `traceparent`), logged with its
+    /// header's name and never its value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::{App, lineage::{Tenant, TraceContext}};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
+    /// let app = App::builder().without_inventory().lineage::<Tenant>().lineage::<TraceContext>().build().await?;
+    /// let lineage = app.lineage_from_headers([
+    ///     ("Tegu-Tenant", "acme"),
+    ///     ("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+    ///     ("x-unknown", "ignored"),
+    /// ]);
+    /// assert_eq!(lineage.get::<Tenant>().map(Tenant::key), Some("acme"));
+    /// assert_eq!(lineage.get::<TraceContext>().map(|t| t.trace_id_hex()).as_deref(), Some("4bf92f3577b34da6a3ce929d0e0e4736"));
+    /// // A forged value is refused, not carried.
+    /// assert!(app.lineage_from_headers([("tegu-tenant", "acme user=admin")]).is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub fn lineage_from_headers<'h>(
+        &self,
+        headers: impl IntoIterator<Item = (&'h str, &'h str)>,
+    ) -> crate::lineage::Lineage {
+        crate::scope::lineage::from_headers(&self.inner, headers)
+    }
+
     /// Shuts the App down, once (later calls do nothing): turns readiness false
     /// ([`begin_shutdown`](Self::begin_shutdown)), stops the `#[schedule]` timers, tells the
     /// [`HostedService`](crate::hosted::HostedService)s to stop and waits for them (newest first, within

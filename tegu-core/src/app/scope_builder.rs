@@ -85,6 +85,30 @@ impl ScopeBuilder<'_> {
         self.with(crate::tenant::Tenant::new(key)?)
     }
 
+    /// Seeds the scope with `lineage`'s values of this App's lineage types (the others are left
+    /// out): the values the scope's work carries, as if a request with them had caused it. What
+    /// a transport does with the lineage it read from a message's headers.
+    ///
+    /// See [`Travels`](crate::lineage::Travels) for an example.
+    pub fn lineage(mut self, lineage: &crate::lineage::Lineage) -> Self {
+        for (key, value) in crate::scope::lineage::seeds(&self.app.inner, lineage).iter() {
+            self.seeds.set(*key, value.clone(), false);
+        }
+        self
+    }
+
+    /// As [`with_arc`](Self::with_arc), through a slot looked up once ([`App::context_slot`]):
+    /// no lookup by type. What tegu-http seeds a request's head with.
+    ///
+    /// # Panics
+    ///
+    /// If the slot is another App's, as [`App::run_in_context_with`] does.
+    pub fn seed<T: Send + Sync + 'static>(mut self, slot: ContextSlot<T>, value: Arc<T>) -> Self {
+        assert_eq!(slot.app_id, self.app.inner.id, "a ContextSlot of another App");
+        self.seeds.set(slot.key, value, false);
+        self
+    }
+
     /// As [`with`](Self::with), for an object the test keeps a handle on.
     ///
     /// # Errors

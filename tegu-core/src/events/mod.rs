@@ -28,6 +28,7 @@ use hold::Routed;
 use crate::erased::{AnyArc, UnitFuture};
 use crate::error::DiError;
 use crate::graph::Graph;
+use crate::lineage::Lineage;
 use crate::proto::descriptor::ProtoDescriptor;
 use crate::proto::kinds::Lifetime;
 use crate::proto::traits::{Proto, SingletonProto};
@@ -325,7 +326,9 @@ impl EventBus {
         }
         let prepare =
             carried || handlers.is_some_and(|h| h.iter().any(|h| h.descriptor.phase == EventPhase::BeforeCommit));
-        let held = HeldItem { ty, value: Arc::new(event), prepare };
+        // The lineage of the scope it is emitted in, for its handlers' scopes.
+        let lineage = if app.lineage.is_empty() { Lineage::new() } else { Lineage::current() };
+        let held = HeldItem { ty, value: Arc::new(event), prepare, lineage };
         match hold::route(&app, held) {
             Routed::Held => {}
             Routed::Release(held, ok) => release(&app, held, ok),
@@ -361,6 +364,48 @@ impl EventBus {
     /// and counted in [`Delivery::failed`], and the others still run. What the transport calls;
     /// see [`EventTransport`] for an example.
     pub async fn deliver<E: Send + Sync + 'static>(&self, event: E) -> Delivery {
+        self.deliver_with(event, &Lineage::new()).await
+    }
+
+    /// As [`deliver`](Self::deliver), each handler's scope seeded with `lineage`: that of the
+    /// request that emitted the event, which the transport carried in the message's headers
+    /// ([`App::lineage_from_headers`](crate::App::lineage_from_headers)).
+    ///
+    /// # Examples
+    ///
+    /// ```rust,standalone_crate
+    /// use std::sync::Mutex;
+    /// use tegu_core::{handlers, singleton_proto, App, ContextRef, lineage::Tenant};
+    ///
+    /// pub struct Shipped;
+    ///
+    /// #[singleton_proto]
+    /// pub struct Mailer {
+    ///     #[inject]
+    ///     tenant: ContextRef<Tenant>,
+    ///     sent: Mutex<Vec<String>>,
+    /// }
+    ///
+    /// #[handlers]
+    /// impl Mailer {
+    ///     #[event_handler]
+    ///     async fn on_shipped(&self, _: &Shipped) -> Result<(), tegu_core::DiError> {
+    ///         let tenant = self.tenant.try_get()?;
+    ///         self.sent.lock().unwrap().push(tenant.key().to_owned());
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
+    /// let app = App::builder().lineage::<Tenant>().build().await?;
+    /// // What a broker brought: the event and its headers.
+    /// let lineage = app.lineage_from_headers([("tegu-tenant", "acme")]);
+    /// let delivery = app.events().deliver_with(Shipped, &lineage).await;
+    /// assert_eq!(delivery.failed, 0);
+    /// assert_eq!(*app.get_object::<Mailer>()?.sent.lock().unwrap(), ["acme"]);
+    /// # Ok(()) }
+    /// ```
+    pub async fn deliver_with<E: Send + Sync + 'static>(&self, event: E, lineage: &Lineage) -> Delivery {
         let mut delivery = Delivery { handlers: 0, failed: 0 };
         let Some(app) = self.app.get().and_then(Weak::upgrade) else {
             tracing::error!(
@@ -380,7 +425,7 @@ impl EventBus {
         let event: AnyEvent = Arc::new(event);
         for &handler in handlers.iter().filter(|h| h.descriptor.phase == EventPhase::AfterCommit) {
             delivery.handlers += 1;
-            if !run_handler(&app, handler, event.clone()).await {
+            if !run_handler(&app, handler, event.clone(), lineage).await {
                 delivery.failed += 1;
             }
         }
@@ -404,7 +449,7 @@ fn release(app: &Arc<AppInner>, held: HeldItem, ok: bool) {
     let carrier = bus.carrier(held.ty);
     if let Some(transport) = carrier {
         if ok && held.prepare {
-            send_alone(app, transport.clone(), held.value.clone());
+            send_alone(app, transport.clone(), held.value.clone(), held.lineage.clone());
         } else {
             transport.released(ok);
         }
@@ -441,8 +486,9 @@ fn release(app: &Arc<AppInner>, held: HeldItem, ok: bool) {
         };
         let app = app.clone();
         let event = held.value.clone();
+        let lineage = held.lineage.clone();
         drop(runtime.spawn(async move {
-            run_handler(&app, handler, event).await;
+            run_handler(&app, handler, event, &lineage).await;
             drop(guard);
         }));
     }
@@ -450,7 +496,7 @@ fn release(app: &Arc<AppInner>, held: HeldItem, ok: bool) {
 
 /// Sends an event that no scope's phase sent (emitted outside a scope, or after the phase) in
 /// a scope of its own, on a task; a failure is logged (nobody is left to answer to).
-fn send_alone(app: &Arc<AppInner>, transport: Arc<dyn EventTransport>, event: AnyEvent) {
+fn send_alone(app: &Arc<AppInner>, transport: Arc<dyn EventTransport>, event: AnyEvent, lineage: Lineage) {
     let (Ok(runtime), Some(guard)) = (tokio::runtime::Handle::try_current(), app.try_pending()) else {
         tracing::error!(
             "an event for the event transport was emitted outside a tokio runtime, or after shutdown; dropped"
@@ -459,7 +505,7 @@ fn send_alone(app: &Arc<AppInner>, transport: Arc<dyn EventTransport>, event: An
     };
     let app = app.clone();
     drop(runtime.spawn(async move {
-        let sent = scope::end::run_job(&app, crate::isolate::catch_hook(|| transport.send(event))).await;
+        let sent = scope::end::run_job(&app, &lineage, crate::isolate::catch_hook(|| transport.send(event))).await;
         if let Err(error) = &sent {
             tracing::error!(%error, "an event emitted outside a scope could not be sent by the event transport; it is lost");
         }
@@ -508,14 +554,28 @@ fn before_commit(
     })
 }
 
-/// Runs one handler in a new scope; logs its failure, and says whether it succeeded.
-async fn run_handler(app: &Arc<AppInner>, handler: Handler, event: AnyEvent) -> bool {
+/// Runs one handler in a new scope seeded with `lineage`, in a span with the lineage's log
+/// fields; logs its failure, and says whether it succeeded.
+async fn run_handler(app: &Arc<AppInner>, handler: Handler, event: AnyEvent, lineage: &Lineage) -> bool {
     let d = handler.descriptor;
     let _running = app.metrics.handler();
+    let span = tracing::info_span!(
+        "event handler",
+        event = (d.event_name)(),
+        handler = %format_args!("{}::{}", (d.proto_name)(), d.method),
+        request_id = tracing::field::Empty,
+        trace_id = tracing::field::Empty,
+        tenant = tracing::field::Empty
+    );
+    scope::lineage::link(app, &span, lineage);
     let result = match app.instance_of(handler.proto) {
-        Ok(object) => scope::end::run_job(app, crate::isolate::catch_hook(|| (d.call)(object, event))).await,
+        Ok(object) => {
+            let work = scope::end::run_job(app, lineage, crate::isolate::catch_hook(|| (d.call)(object, event)));
+            tracing::Instrument::instrument(work, span.clone()).await
+        }
         Err(error) => Err(error.into()),
     };
+    let _entered = span.enter();
     if let Err(error) = &result {
         crate::telemetry::handler_failed((d.event_name)());
         tracing::error!(

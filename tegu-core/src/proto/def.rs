@@ -66,6 +66,8 @@ pub struct ProtoDef {
     pub(crate) also: Cow<'static, [fn() -> ProtoDef]>,
     /// The configuration its factory reads with `Config::get`: see [`ProtoDef::reads_config`].
     pub(crate) config_reads: Vec<crate::config::ConfigReader>,
+    /// A lineage type's travel, and whether its factory can build a value (else only seeds).
+    pub(crate) travel: Option<(&'static crate::lineage::Travel, bool)>,
 }
 
 impl ProtoDef {
@@ -399,6 +401,7 @@ impl ProtoDef {
             destroy: None,
             also: Cow::Borrowed(&[]),
             config_reads: Vec::new(),
+            travel: None,
         }
     }
 

@@ -71,6 +71,7 @@ pub struct ProtoDescriptor {
     pub(crate) destroy: Option<HookFn>,
     pub(crate) also: &'static [fn() -> ProtoDef],
     pub(crate) config_reads: &'static [crate::config::ConfigReader],
+    pub(crate) travel: Option<(&'static crate::lineage::Travel, bool)>,
 }
 
 impl ProtoDescriptor {
@@ -209,7 +210,18 @@ impl ProtoDescriptor {
             destroy: None,
             also: &[],
             config_reads: &[],
+            travel: None,
         }
+    }
+
+    /// The context proto of lineage type `T` named `name` (empty: the type's own): a scope has
+    /// a `T` only when seeded with one, or when it runs work a request with one caused. What
+    /// [`lineage_type!`](crate::lineage_type) implements `Proto` with; see
+    /// [`ProtoDef::lineage`](crate::ProtoDef::lineage).
+    pub const fn lineage<T: crate::lineage::Travels>(name: &'static str) -> Self {
+        let mut descriptor = Self::new::<T>(name, Lifetime::Context, no_lineage_value::<T>);
+        descriptor.travel = Some((crate::lineage::travel::<T>(), false));
+        descriptor
     }
 
     /// Makes a singleton lazy: validated with the graph, built on first use (unless an eagerly
@@ -649,8 +661,22 @@ impl ProtoDescriptor {
             destroy: hook(self.destroy),
             also: Cow::Borrowed(self.also),
             config_reads: self.config_reads.to_vec(),
+            travel: self.travel,
         }
     }
+}
+
+/// The factory of a lineage type's proto: there is no value but a seed's.
+fn no_lineage_value<T: crate::lineage::Travels>(
+    _: &crate::resolver::Resolver<'_>,
+) -> Result<crate::erased::AnyArc, crate::error::DiError> {
+    use crate::error::DiError;
+    use std::any::TypeId;
+    Err(if TypeId::of::<T>() == TypeId::of::<crate::lineage::Tenant>() {
+        DiError::NoTenant { wanted: "Tenant" }
+    } else {
+        DiError::NoLineage { wanted: std::any::type_name::<T>() }
+    })
 }
 
 impl fmt::Debug for ProtoDescriptor {

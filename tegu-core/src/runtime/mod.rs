@@ -67,6 +67,11 @@ pub(crate) struct AppInner {
     pub(crate) outside_closed: AtomicBool,
     /// The metrics the App records (nothing without the `metrics` feature).
     pub(crate) metrics: crate::telemetry::Metrics,
+    /// The App's lineage types: what a scope's work carries (`scope/lineage.rs`). Empty: a
+    /// scope carries nothing, and its events capture nothing.
+    pub(crate) lineage: Box<[crate::lineage::LineageSlot]>,
+    /// The singleton that sets the parent of the spans of a request's work (tegu-otel's).
+    pub(crate) trace_link: Option<Arc<dyn crate::lineage::TraceLink>>,
 }
 
 impl AsRef<Pending> for AppInner {

@@ -18,6 +18,9 @@ pub(crate) struct HeldItem {
     pub(crate) value: AnyArc,
     /// Whether the item has a step to run in the completion phase, before its hooks.
     pub(crate) prepare: bool,
+    /// The lineage of the scope it came from, for the work it causes (empty in an App without
+    /// lineage types).
+    pub(crate) lineage: crate::lineage::Lineage,
 }
 
 /// A held item's step in the completion phase, run inside the scope before its hooks: its

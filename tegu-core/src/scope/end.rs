@@ -821,13 +821,16 @@ pub(crate) fn run<F: Future>(app: Arc<AppInner>, seed: Seeds, fut: F) -> Context
     ContextFuture::new(scoped(ScopeHandle::new(app, seed), fut), open)
 }
 
-/// Runs `work` in a new scope of `app`: its completion phase if `work` succeeds, none (and its
-/// events released as failed) if it fails. What an event handler and a scheduled job run in.
+/// Runs `work` in a new scope of `app`, seeded with `lineage` (that of the request that caused
+/// it): its completion phase if `work` succeeds, none (and its events released as failed) if it
+/// fails. What an event handler and a scheduled job run in.
 pub(crate) async fn run_job(
     app: &Arc<AppInner>,
+    lineage: &crate::lineage::Lineage,
     work: impl Future<Output = Result<(), crate::error::BoxError>>,
 ) -> Result<(), crate::error::BoxError> {
-    run(app.clone(), Seeds::default(), async move {
+    let seeds = if lineage.is_empty() { Seeds::default() } else { super::lineage::seeds(app, lineage) };
+    run(app.clone(), seeds, async move {
         match work.await {
             Ok(()) => complete_scope().await.map_err(Into::into),
             Err(error) => {

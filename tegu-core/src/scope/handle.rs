@@ -442,6 +442,30 @@ pub(crate) fn built_as<U: ?Sized + 'static>(at: RefKey) -> Option<Arc<U>> {
         .flatten()
 }
 
+/// The lineage values of the current scope (none outside one): its seeds and objects of the
+/// App's lineage types, and those built now for a lineage type whose factory builds one.
+pub(crate) fn lineage_now() -> crate::lineage::Lineage {
+    CURRENT
+        .try_with(|h| {
+            let mut lineage = crate::lineage::Lineage::new();
+            for slot in h.app.lineage.iter() {
+                let obj = h
+                    .cached(h.app_id, slot.key)
+                    .or_else(|| h.seed.get(slot.key).cloned())
+                    .or_else(|| h.shared.get()?.built(slot.key));
+                let obj = match obj {
+                    None if slot.builds => h.miss(h.app_id, slot.key, (slot.travel.type_name)()).ok(),
+                    obj => obj,
+                };
+                if let Some(obj) = obj {
+                    lineage.put(slot.travel, obj);
+                }
+            }
+            lineage
+        })
+        .unwrap_or_default()
+}
+
 /// Fails the current scope: its completion phase will not run, its held events are released as
 /// failed (to their `after_rollback` handlers).
 pub(crate) fn fail_current() {
@@ -501,8 +525,9 @@ pub(crate) fn current_shared(app_id: u64) -> Option<Arc<ScopeShared>> {
 /// [`AppBuilder::background_task_timeout`](crate::AppBuilder::background_task_timeout) says
 /// otherwise; tegg's `BackgroundTaskHelper` does the same). That wait is step 4 of
 /// [`App::run_in_context`](crate::App::run_in_context): after the scope's output has left when
-/// it ends in the background (tegu-http: after the response was sent). Outside any scope it is
-/// `tokio::spawn`.
+/// it ends in the background (tegu-http: after the response was sent). The task runs in the
+/// current `tracing` span, so that its log lines carry the request's fields; it shares the
+/// scope, and so its [lineage](crate::lineage). Outside any scope it is `tokio::spawn`.
 ///
 /// # Examples
 ///
@@ -547,9 +572,11 @@ where
     match current_shared_any() {
         Some(shared) => {
             let guard = PendingGuard::new(shared.clone());
+            // In the span it was spawned in: its log lines carry the request's fields.
+            let span = tracing::Span::current();
             tokio::spawn(async move {
                 let _guard = guard;
-                scoped(ScopeHandle::joining(shared), fut).await
+                tracing::Instrument::instrument(scoped(ScopeHandle::joining(shared), fut), span).await
             })
         }
         None => tokio::spawn(fut),

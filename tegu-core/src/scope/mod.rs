@@ -42,6 +42,7 @@ pub(crate) mod deferred;
 pub(crate) mod end;
 pub(crate) mod handle;
 pub(crate) mod hold;
+pub(crate) mod lineage;
 pub(crate) mod owned;
 pub(crate) mod spare;
 pub(crate) mod table;

@@ -157,8 +157,8 @@ fn reg{i}(b: AppBuilder) -> AppBuilder {{ b }}
     structs + &common + &registration
 }
 
-/// `main`: registers, builds, checks the proto count (two per type, and tegu-core's `EventBus`,
-/// which comes through inventory, in the styles that keep it on) and the harnesses' sum (`v`
+/// `main`: registers, builds, checks the proto count (two per type, and tegu-core's own four,
+/// `EventBus` and the lineage types, which come through inventory, in the styles that keep it on) and the harnesses' sum (`v`
 /// is `i`, or 0 with the macros).
 fn main_fn(style: Style, n: usize) -> String {
     let names = |prefix: &str| (0..n).map(|i| format!("{prefix}{i}")).collect::<Vec<_>>().join(", ");
@@ -166,7 +166,7 @@ fn main_fn(style: Style, n: usize) -> String {
     let harness = names("harness");
     let builder = style == Style::Builder;
     let (protos, note) =
-        if builder { (2 * n, "two per type") } else { (2 * n + 1, "two per type, and tegu-core's EventBus") };
+        if builder { (2 * n, "two per type") } else { (2 * n + 4, "two per type, and tegu-core's EventBus, Tenant, TraceContext, TraceState") };
     let expected = if style == Style::Macros { 0 } else { n * n.saturating_sub(1) / 2 };
     format!(
         r#"static REGISTER: [fn(AppBuilder) -> AppBuilder; {n}] = [{regs}];
@@ -495,7 +495,7 @@ mod tests {
             "tegu_core::__private::inventory::submit! {\n    ProtoDescriptor::new::<C2>(\"c2\", Lifetime::Context, c2_factory)\n}"
         ));
         assert!(descriptor.contains("    if false {\n"));
-        assert!(descriptor.contains("assert_eq!(app.proto_count(), 7);"));
+        assert!(descriptor.contains("assert_eq!(app.proto_count(), 10);"));
         assert!(descriptor.contains("assert_eq!(sum, 3);"));
 
         let builder = main_rs(Style::Builder, 3);

@@ -1,0 +1,142 @@
+//! A scope's lineage at run time: captured from the current scope, seeded into the scopes of
+//! the work it causes, read back from headers; and the protos of the lineage types.
+
+use crate::error::DiError;
+use crate::lineage::{Lineage, Tenant, TraceContext, TraceState, Travels};
+use crate::proto::def::ProtoDef;
+use crate::proto::descriptor::ProtoDescriptor;
+use crate::proto::traits::{ContextProto, Proto};
+use crate::resolver::Resolver;
+use crate::runtime::AppInner;
+
+use super::handle::Seeds;
+
+impl Lineage {
+    /// The current scope's lineage: its values of the App's lineage types (seeded, inherited
+    /// from the request that caused its work, or built by their factory). Empty outside a scope,
+    /// or in an App without lineage types. An outbox calls it to write an event's headers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::{App, lineage::{Lineage, Tenant}};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
+    /// let app = App::builder().without_inventory().lineage::<Tenant>().build().await?;
+    /// let seen = app.scope().tenant("acme")?.run(async { Lineage::current() }).await;
+    /// assert_eq!(seen.get::<Tenant>().map(Tenant::key), Some("acme"));
+    /// assert!(Lineage::current().is_empty()); // outside a scope
+    /// # Ok(()) }
+    /// ```
+    pub fn current() -> Lineage {
+        super::handle::lineage_now()
+    }
+}
+
+/// `lineage`'s values of `app`'s lineage types, as a scope's seeds; the others are left out.
+pub(crate) fn seeds(app: &AppInner, lineage: &Lineage) -> Seeds {
+    let mut seeds = Seeds::default();
+    for (travel, value) in lineage.values() {
+        if let Some(slot) = app.lineage.iter().find(|s| (s.travel.type_id)() == (travel.type_id)()) {
+            seeds.set(slot.key, value.clone(), false);
+        }
+    }
+    seeds
+}
+
+/// The lineage `headers` carry, for `app`'s lineage types: a header of no lineage type is left
+/// out, and so is a value its type refuses (logged, the value escaped).
+pub(crate) fn from_headers<'h>(app: &AppInner, headers: impl IntoIterator<Item = (&'h str, &'h str)>) -> Lineage {
+    let mut lineage = Lineage::new();
+    for (name, value) in headers {
+        let Some(slot) = app.lineage.iter().find(|s| s.travel.header.eq_ignore_ascii_case(name)) else { continue };
+        match (slot.travel.decode)(value) {
+            Ok(value) => lineage.put(slot.travel, value),
+            Err(error) => tracing::warn!(
+                header = slot.travel.header,
+                error = ?error.to_string(),
+                "a lineage header was refused, and left out of the handler's scope"
+            ),
+        }
+    }
+    lineage
+}
+
+/// Records `lineage`'s log fields in `span` and lets the App's [`TraceLink`](crate::lineage::TraceLink)
+/// set its parent: for the span of a scope that runs work a request caused.
+pub(crate) fn link(app: &AppInner, span: &tracing::Span, lineage: &Lineage) {
+    lineage.record(span);
+    if let Some(link) = &app.trace_link {
+        link.link(span, lineage);
+    }
+}
+
+impl ProtoDef {
+    /// The context proto of lineage type `T`: a scope has a `T` only when it is seeded with one
+    /// ([`ScopeBuilder::lineage`](crate::scope::ScopeBuilder::lineage), a request's layer) or
+    /// inherits one from the request that caused its work (its handlers, tasks and jobs). Read
+    /// elsewhere, it fails with [`DiError::NoLineage`]. The same as
+    /// [`AppBuilder::lineage`](crate::AppBuilder::lineage).
+    ///
+    /// See [`Travels`] for an example.
+    pub fn lineage<T: Travels>() -> ProtoDef {
+        const { &ProtoDescriptor::lineage::<T>("") }.to_def()
+    }
+
+    /// The context proto of lineage type `T`, built by `factory` in a scope that was given no
+    /// `T` (a request's id, from its head); a scope that was given one, or inherits one, uses
+    /// that.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::{App, ProtoDef, error::BoxError, lineage::{Lineage, Travels}};
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// struct Locale(String);
+    ///
+    /// impl Travels for Locale {
+    ///     const HEADER: &'static str = "x-locale";
+    ///     fn encode(&self) -> String { self.0.clone() }
+    ///     fn decode(value: &str) -> Result<Self, BoxError> { Ok(Locale(value.into())) }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
+    /// let app = App::builder()
+    ///     .without_inventory()
+    ///     .register(ProtoDef::lineage_from::<Locale>(|_| Ok(Locale("en".into()))))
+    ///     .build()
+    ///     .await?;
+    /// let built = app.run_in_context(async { Lineage::current() }).await;
+    /// assert_eq!(built.get::<Locale>(), Some(&Locale("en".into())));
+    /// let given = Lineage::new().with(Locale("fr".into()));
+    /// let kept = app.scope().lineage(&given).run(async { Lineage::current() }).await;
+    /// assert_eq!(kept.get::<Locale>(), Some(&Locale("fr".into())));
+    /// # Ok(()) }
+    /// ```
+    pub fn lineage_from<T: Travels>(
+        factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
+    ) -> ProtoDef {
+        let mut def = ProtoDef::context::<T>(factory);
+        def.travel = Some((crate::lineage::travel::<T>(), true));
+        def
+    }
+}
+
+impl Proto for Tenant {
+    const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::lineage::<Tenant>("");
+}
+impl ContextProto for Tenant {}
+inventory::submit! { <Tenant as Proto>::DESCRIPTOR }
+
+impl Proto for TraceContext {
+    const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::lineage::<TraceContext>("");
+}
+impl ContextProto for TraceContext {}
+inventory::submit! { <TraceContext as Proto>::DESCRIPTOR }
+
+impl Proto for TraceState {
+    const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::lineage::<TraceState>("");
+}
+impl ContextProto for TraceState {}
+inventory::submit! { <TraceState as Proto>::DESCRIPTOR }

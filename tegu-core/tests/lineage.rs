@@ -1,0 +1,213 @@
+//! A request's lineage follows its work: the tasks it spawns, its events' handlers in every
+//! phase, the jobs it starts; their log lines carry its fields; headers read back refuse what
+//! is no value.
+
+#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+use std::sync::Mutex;
+
+use tegu_core::error::BoxError;
+use tegu_core::lineage::{Lineage, Tenant, TraceContext, TraceLink, Travels};
+use tegu_core::{App, ContextRef, DiError, handlers, singleton_proto};
+
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+pub struct Completed;
+
+/// Who made the request: a lineage type of the service's own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Caller(String);
+
+impl Travels for Caller {
+    const HEADER: &'static str = "x-caller";
+
+    fn encode(&self) -> String {
+        self.0.clone()
+    }
+
+    fn decode(value: &str) -> Result<Self, BoxError> {
+        Ok(Caller(value.to_owned()))
+    }
+}
+
+tegu_core::lineage_type!(Caller);
+
+#[singleton_proto]
+pub struct Seen {
+    #[inject]
+    tenant: ContextRef<Tenant>,
+    #[inject]
+    caller: ContextRef<Caller>,
+    lines: Mutex<Vec<String>>,
+}
+
+impl Seen {
+    fn note(&self, what: &str) {
+        let tenant = match self.tenant.try_get() {
+            Ok(tenant) => tenant.key().to_owned(),
+            Err(DiError::NoTenant { .. }) => "no tenant".to_owned(),
+            Err(e) => format!("{e}"),
+        };
+        let caller = match self.caller.try_get() {
+            Ok(caller) => caller.0.clone(),
+            Err(DiError::NoLineage { .. }) => "no caller".to_owned(),
+            Err(e) => format!("{e}"),
+        };
+        self.lines.lock().unwrap().push(format!("{what}: {tenant} {caller}"));
+    }
+
+    fn lines(&self) -> Vec<String> {
+        let mut lines = self.lines.lock().unwrap().clone();
+        lines.sort();
+        lines
+    }
+}
+
+#[handlers]
+impl Seen {
+    #[event_handler(before_commit)]
+    async fn before(&self, _: &Completed) {
+        self.note("before_commit");
+    }
+
+    #[event_handler]
+    async fn after(&self, _: &Completed) {
+        self.note("after_commit");
+        tracing::info!("handled");
+    }
+
+    #[event_handler(after_rollback)]
+    async fn rolled_back(&self, _: &Completed) {
+        self.note("after_rollback");
+    }
+
+    #[schedule(every = "1h")]
+    async fn job(&self) -> Result<(), DiError> {
+        self.note("job");
+        Ok(())
+    }
+}
+
+async fn app() -> App {
+    App::builder().lineage::<Tenant>().lineage::<Caller>().without_schedules().build().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_requests_tasks_handlers_in_every_phase_and_jobs_see_its_lineage() {
+    let app = app().await;
+    let seen = app.get_object::<Seen>().unwrap();
+    let lineage = Lineage::new().with(Tenant::new("acme").unwrap()).with(Caller("ada".into()));
+    let in_task = app
+        .scope()
+        .lineage(&lineage)
+        .try_run(async {
+            app.events().emit(Completed);
+            app.run_schedule::<Seen>("job").await?;
+            let task = tegu_core::spawn(async { Lineage::current().get::<Tenant>().map(|t| t.key().to_owned()) });
+            Ok::<_, DiError>(task.await.unwrap())
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(in_task.as_deref(), Some("acme"));
+    // A failed request: its after_rollback handlers get its lineage too.
+    app.scope()
+        .tenant("globex")
+        .unwrap()
+        .run(async {
+            app.events().emit(Completed);
+            tegu_core::scope::fail_scope();
+        })
+        .await;
+    app.shutdown().await.unwrap();
+    assert_eq!(
+        seen.lines(),
+        ["after_commit: acme ada", "after_rollback: globex no caller", "before_commit: acme ada", "job: acme ada"]
+    );
+}
+
+#[tokio::test]
+async fn work_outside_a_request_inherits_nothing() {
+    let app = app().await;
+    let seen = app.get_object::<Seen>().unwrap();
+    app.events().emit(Completed); // outside any scope: no lineage
+    app.run_schedule::<Seen>("job").await.unwrap();
+    app.shutdown().await.unwrap();
+    assert_eq!(
+        seen.lines(),
+        ["after_commit: no tenant no caller", "before_commit: no tenant no caller", "job: no tenant no caller"]
+    );
+}
+
+#[test]
+fn a_handlers_log_lines_carry_the_lineage_as_fields() {
+    let ((), logs) = tegu_test_support::capture_logs(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let app = App::builder()
+                .lineage::<Tenant>()
+                .lineage::<TraceContext>()
+                .lineage::<Caller>()
+                .without_schedules()
+                .build()
+                .await
+                .unwrap();
+            let lineage =
+                Lineage::new().with(Tenant::new("acme").unwrap()).with(TraceContext::parse(TRACEPARENT).unwrap());
+            app.scope().lineage(&lineage).run(async { app.events().emit(Completed) }).await;
+            app.shutdown().await.unwrap();
+        });
+    });
+    let line = logs.lines().find(|l| l.contains("handled")).unwrap_or_else(|| panic!("{logs}"));
+    assert!(line.contains("trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\""), "{line}");
+    assert!(line.contains("tenant=\"acme\""), "{line}");
+    assert!(line.contains("event handler{event=\"lineage::Completed\""), "{line}");
+}
+
+#[test]
+fn forged_headers_are_refused_and_never_written_to_a_log_line() {
+    let forged = "acme\n2026-12-06T00:00:00Z  INFO forged: admin=true";
+    let (lineage, logs) = tegu_test_support::capture_logs(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let app =
+                App::builder().without_inventory().lineage::<Tenant>().lineage::<TraceContext>().build().await.unwrap();
+            app.lineage_from_headers([("tegu-tenant", forged), ("traceparent", forged), ("tegu-tenant", "acme user=x")])
+        })
+    });
+    assert!(lineage.is_empty(), "{lineage:?}");
+    assert_eq!(logs.matches("a lineage header was refused").count(), 3, "{logs}");
+    assert!(!logs.contains("INFO forged"), "a header value made a line of its own: {logs}");
+    assert!(!logs.contains("user=x"), "a header value was written as a field: {logs}");
+}
+
+/// Records the lineage of each span it links: what tegu-otel's link gets.
+#[singleton_proto(provides(dyn TraceLink))]
+#[derive(Default)]
+pub struct Links {
+    seen: Mutex<Vec<String>>,
+}
+
+impl TraceLink for Links {
+    fn link(&self, _: &tracing::Span, lineage: &Lineage) {
+        self.seen.lock().unwrap().push(format!("{lineage:?}"));
+    }
+}
+
+#[tokio::test]
+async fn the_trace_link_gets_each_handlers_lineage() {
+    let app = App::builder()
+        .lineage::<Tenant>()
+        .lineage::<TraceContext>()
+        .lineage::<Caller>()
+        .without_schedules()
+        .build()
+        .await
+        .unwrap();
+    let trace = TraceContext::parse(TRACEPARENT).unwrap();
+    app.scope().lineage(&Lineage::new().with(trace)).run(async { app.events().emit(Completed) }).await;
+    app.shutdown().await.unwrap();
+    let seen = app.get_object::<Links>().unwrap().seen.lock().unwrap().clone();
+    // The after_commit handler's span: the trace its request had.
+    assert_eq!(seen, [format!("{{\"traceparent\": \"{TRACEPARENT}\"}}")]);
+}
