@@ -5,7 +5,10 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 
 use http::{Extensions, HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, Version};
-use tegu_core::registry::{AnyArc, ProtoDescriptor};
+use tegu_core::ProtoDef;
+use tegu_core::error::BoxError;
+use tegu_core::lineage::Travels;
+use tegu_core::registry::{AnyArc, Dependency, InjectKind, ProtoDescriptor};
 use tegu_core::{ContextProto, DiError, Proto, Resolver, registry::Lifetime};
 
 /// The header a request id is read from.
@@ -122,6 +125,24 @@ impl fmt::Display for RequestId {
             // Checked to be of `is_valid`'s alphabet when read.
             Repr::Header(value) => f.write_str(value.to_str().unwrap_or_default()),
             Repr::Generated(prefix, n) => write!(f, "{prefix:x}-{n:x}"),
+        }
+    }
+}
+
+/// A request's id is part of its lineage: the handlers of the events it emits, in every
+/// instance, and the jobs it starts log it as their `request_id`.
+impl Travels for RequestId {
+    const HEADER: &'static str = REQUEST_ID_HEADER;
+    const LOG_FIELD: Option<&'static str> = Some("request_id");
+
+    fn encode(&self) -> String {
+        self.to_string()
+    }
+
+    fn decode(value: &str) -> Result<Self, BoxError> {
+        match HeaderValue::from_str(value) {
+            Ok(value) if Self::is_valid(value.as_bytes()) => Ok(RequestId(Repr::Header(value))),
+            _ => Err("a request id is 1 to 128 ASCII letters, digits, `-`, `_`, `.` and `:`".into()),
         }
     }
 }
@@ -418,7 +439,15 @@ fn head_factory(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
 }
 
 pub(crate) const HEAD_DESCRIPTOR: ProtoDescriptor =
-    ProtoDescriptor::new::<RequestHead>("requestHead", Lifetime::Context, head_factory);
+    ProtoDescriptor::new::<RequestHead>("requestHead", Lifetime::Context, head_factory).also(&[request_id]);
+
+/// The request id as a lineage type: from the request's head, or inherited by the work a
+/// request caused (an event's handler, in any instance).
+fn request_id() -> ProtoDef {
+    ProtoDef::lineage_from::<RequestId>(|r| Ok(r.arc::<RequestHead>(0)?.id.clone()))
+        .name("requestId")
+        .dep(Dependency::new::<RequestHead>(InjectKind::Arc, None))
+}
 
 impl Proto for RequestHead {
     const DESCRIPTOR: ProtoDescriptor = HEAD_DESCRIPTOR;

@@ -75,6 +75,7 @@ mod layer;
 mod probes;
 mod router;
 mod serve;
+mod tenant;
 pub mod testing;
 mod tracked;
 mod upgrade;
@@ -84,6 +85,7 @@ pub use head::{REQUEST_ID_HEADER, RequestHead, RequestId};
 pub use layer::{ContextLayer, ContextService};
 pub use router::{RouteError, RouteLayer, RouterBuilder, router};
 pub use serve::{DEFAULT_BACKLOG, ServeError, Server, listen, serve, shutdown_signal};
+pub use tenant::TenantFrom;
 pub use upgrade::ConnectionScope;
 
 /// The futures tegu-http's services return, named for code that stores or wraps them.

@@ -97,6 +97,14 @@ pub enum RouteError {
         /// Why the App could not give it.
         source: DiError,
     },
+    /// [`RouterBuilder::tenant`] reads each request's tenant, but the App has no [`Tenant`]
+    /// context proto to give it to.
+    ///
+    /// [`Tenant`]: tegu_core::tenant::Tenant
+    #[error(
+        "the router reads each request's tenant, but the App has no `Tenant` to seed: build it with `.lineage::<Tenant>()`, or hold a `TenantRef` in a proto"
+    )]
+    NoTenant,
     /// Several of the above, all found in one pass.
     #[error("{} route errors:{}", .0.len(), .0.iter().map(|e| format!("\n  - {e}")).collect::<String>())]
     Multiple(Vec<RouteError>),
@@ -117,6 +125,7 @@ pub struct RouterBuilder {
     app: App,
     body_limit: Option<usize>,
     capture_extensions: bool,
+    tenant: Option<crate::tenant::TenantFrom>,
     /// Layers by code: for one controller (`Some`), or around all of them (`None`).
     layers: Vec<(Option<TypeId>, RouterFn)>,
     /// Routers of the caller's own, served in the same scopes.
@@ -214,6 +223,7 @@ impl RouterBuilder {
             app: app.clone(),
             body_limit: None,
             capture_extensions: false,
+            tenant: None,
             layers: Vec::new(),
             merged: Vec::new(),
         }
@@ -251,6 +261,17 @@ impl RouterBuilder {
     /// ```
     pub fn capture_extensions(mut self, yes: bool) -> Self {
         self.capture_extensions = yes;
+        self
+    }
+
+    /// Reads each request's tenant from `from` (a header, the host, a layer's extension) and
+    /// opens its scope for that tenant; a request whose tenant cannot be read is answered 400
+    /// before any handler runs. See [`TenantFrom`](crate::TenantFrom) for an example.
+    ///
+    /// [`build`](Self::build) fails with [`RouteError::NoTenant`] if the App has no `Tenant`
+    /// (build it with `.lineage::<Tenant>()`, or hold a `TenantRef` in a proto).
+    pub fn tenant(mut self, from: crate::tenant::TenantFrom) -> Self {
+        self.tenant = Some(from);
         self
     }
 
@@ -405,6 +426,9 @@ impl RouterBuilder {
             }
         }
         check_routes(controllers.iter().flat_map(|(_, _, defs)| defs), &mut errors);
+        if self.tenant.is_some() && self.app.context_slot::<tegu_core::tenant::Tenant>().is_err() {
+            errors.push(RouteError::NoTenant);
+        }
         if !errors.is_empty() {
             return Err(if errors.len() == 1 { errors.remove(0) } else { RouteError::Multiple(errors) });
         }
@@ -432,7 +456,11 @@ impl RouterBuilder {
         if let Some(limit) = self.body_limit {
             router = router.layer(DefaultBodyLimit::max(limit));
         }
-        Ok(router.layer(ContextLayer::new(self.app).capture_extensions(self.capture_extensions)))
+        let mut layer = ContextLayer::new(self.app).capture_extensions(self.capture_extensions);
+        if let Some(from) = self.tenant {
+            layer = layer.tenant(from)?;
+        }
+        Ok(router.layer(layer))
     }
 }
 

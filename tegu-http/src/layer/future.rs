@@ -125,7 +125,19 @@ pin_project_lite::pin_project! {
         F::Output: PanicResponse,
     {
         #[pin]
-        pub(super) inner: Instrumented<CatchPanic<ContextFuture<Work<F>>>>,
+        inner: Option<Instrumented<CatchPanic<ContextFuture<Work<F>>>>>,
+        // A request refused before its scope opened (its tenant could not be read): the answer.
+        refused: Option<Box<Response<Body>>>,
+    }
+}
+
+impl<F: Future<Output: PanicResponse>> ResponseFuture<F> {
+    pub(super) fn new(inner: Instrumented<CatchPanic<ContextFuture<Work<F>>>>) -> Self {
+        ResponseFuture { inner: Some(inner), refused: None }
+    }
+
+    pub(super) fn refused(response: Box<Response<Body>>) -> Self {
+        ResponseFuture { inner: None, refused: Some(response) }
     }
 }
 
@@ -139,7 +151,14 @@ impl<F: Future<Output: PanicResponse>> Future for ResponseFuture<F> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().inner.poll(cx)
+        let this = self.project();
+        match this.inner.as_pin_mut() {
+            Some(inner) => inner.poll(cx),
+            None => match this.refused.take() {
+                Some(response) => Poll::Ready(F::Output::answer(*response)),
+                None => panic!("a refused request's future polled after it was answered"),
+            },
+        }
     }
 }
 
@@ -161,6 +180,8 @@ pin_project_lite::pin_project! {
 pub trait PanicResponse: sealed::Sealed {
     /// The 500 response.
     fn internal_error() -> Self;
+    /// `response`, as the service would have answered it.
+    fn answer(response: Response<Body>) -> Self;
     /// The 503 response, with `Retry-After: 1`.
     fn unavailable() -> Self;
     /// The status, if this is a response.
@@ -182,6 +203,10 @@ impl<E> PanicResponse for Result<Response<Body>, E> {
     fn internal_error() -> Self {
         let mut response = Response::new(Body::empty());
         *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+        Ok(response)
+    }
+
+    fn answer(response: Response<Body>) -> Self {
         Ok(response)
     }
 

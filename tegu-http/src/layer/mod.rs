@@ -12,7 +12,10 @@ use tegu_core::{App, scope::ContextSlot};
 use tracing::instrument::Instrument;
 
 use crate::head::{HEAD_DESCRIPTOR, RequestHead};
+use crate::router::RouteError;
+use crate::tenant::TenantFrom;
 use future::{CatchPanic, ResponseFuture, Work};
+use tegu_core::lineage::Lineage;
 
 inventory::submit! { HEAD_DESCRIPTOR }
 
@@ -51,6 +54,8 @@ pub struct ContextLayer {
     /// Where scopes keep the `RequestHead`; `None` if the App has no such proto (built
     /// `without_inventory`), and then nothing can ask for it.
     head: Option<ContextSlot<RequestHead>>,
+    /// Where each request's tenant comes from, if the router reads one.
+    tenant: Option<Arc<TenantFrom>>,
 }
 
 impl ContextLayer {
@@ -76,7 +81,7 @@ impl ContextLayer {
     /// ```
     pub fn new(app: App) -> Self {
         let head = app.context_slot::<RequestHead>().ok();
-        ContextLayer { app, capture_extensions: false, head }
+        ContextLayer { app, capture_extensions: false, head, tenant: None }
     }
 
     /// Whether [`RequestHead::extensions`] holds a copy of the request's extensions (default:
@@ -118,6 +123,20 @@ impl ContextLayer {
     pub fn capture_extensions(mut self, yes: bool) -> Self {
         self.capture_extensions = yes;
         self
+    }
+
+    /// Reads each request's tenant from `from` and opens its scope for that tenant, as
+    /// [`RouterBuilder::tenant`](crate::RouterBuilder::tenant) does.
+    ///
+    /// # Errors
+    ///
+    /// [`RouteError::NoTenant`] if the App has no `Tenant` context proto.
+    pub fn tenant(mut self, from: TenantFrom) -> Result<Self, RouteError> {
+        if self.app.context_slot::<tegu_core::tenant::Tenant>().is_err() {
+            return Err(RouteError::NoTenant);
+        }
+        self.tenant = Some(Arc::new(from));
+        Ok(self)
     }
 }
 
@@ -169,15 +188,40 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: Request<B>) -> Self::Future {
-        let ContextLayer { app, capture_extensions, head: slot } = &self.layer;
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let ContextLayer { app, capture_extensions, head: slot, tenant: from } = &self.layer;
+        // A lineage an outer layer read (a trace context, a user) seeds the scope: a lookup in
+        // an extension map that is usually empty.
+        let mut lineage = req.extensions_mut().remove::<Lineage>();
+        if let Some(from) = from {
+            match from.resolve(req.headers(), req.uri(), req.extensions()) {
+                Ok(Some(tenant)) => lineage = Some(lineage.unwrap_or_default().with(tenant)),
+                Ok(None) => {}
+                Err(refused) => return ResponseFuture::refused(refused),
+            }
+        }
         let head = Arc::new(RequestHead::of(&req, *capture_extensions));
-        let span = tracing::info_span!("request", id = %head.id, method = %head.method, path = %head.uri.path());
+        let span = tracing::info_span!(
+            "request",
+            id = %head.id,
+            method = %head.method,
+            path = %head.uri.path(),
+            tenant = tracing::field::Empty,
+            trace_id = tracing::field::Empty
+        );
         let work = Work { handler: self.inner.call(req), head: Arc::clone(&head), completing: None };
-        let scoped = match *slot {
-            Some(slot) => app.run_in_context_with(slot, Arc::clone(&head), work),
-            None => app.run_in_context(work),
+        let scoped = match (*slot, lineage) {
+            (Some(slot), None) => app.run_in_context_with(slot, Arc::clone(&head), work),
+            (None, None) => app.run_in_context(work),
+            (slot, Some(lineage)) => {
+                lineage.record(&span);
+                let scope = app.scope().lineage(&lineage);
+                match slot {
+                    Some(slot) => scope.seed(slot, Arc::clone(&head)).run(work),
+                    None => scope.run(work),
+                }
+            }
         };
-        ResponseFuture { inner: CatchPanic { inner: scoped.end_in_background(), head }.instrument(span) }
+        ResponseFuture::new(CatchPanic { inner: scoped.end_in_background(), head }.instrument(span))
     }
 }

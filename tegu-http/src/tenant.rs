@@ -1,0 +1,192 @@
+//! Each request's tenant, read once where its scope opens: [`TenantFrom`].
+
+use std::sync::Arc;
+
+use http::{Extensions, HeaderMap, HeaderName, Response, StatusCode, Uri};
+use tegu_core::tenant::Tenant;
+
+/// Where a request's tenant comes from: a header, the host name, or a [`Tenant`] that the
+/// service's own layer (its authentication, from a claim) put in the request's extensions.
+/// Configured once with [`RouterBuilder::tenant`](crate::RouterBuilder::tenant); every request's
+/// scope then serves its tenant: what its `TenantRef`s and `ContextRef<Tenant>`s read, and what
+/// the work it causes (its tasks, its events' handlers in every instance, the jobs it starts)
+/// inherits.
+///
+/// A request whose tenant cannot be read is answered `400 Bad Request` before any handler runs,
+/// with a body that names where the tenant was looked for and what was wrong (never the value
+/// the client sent). [`optional`](Self::optional) lets a request without one through, with no
+/// tenant.
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use axum::{Router, body::{Body, to_bytes}, http::Request};
+/// use tegu_core::{App, ContextRef, lineage::Tenant};
+/// use tegu_http::{RouterBuilder, TenantFrom, http_controller, http_routes};
+/// use tower::ServiceExt; // `oneshot`
+///
+/// #[http_controller]
+/// pub struct WhoAmI {
+///     #[inject]
+///     tenant: ContextRef<Tenant>,
+/// }
+///
+/// #[http_routes]
+/// impl WhoAmI {
+///     #[get("/whoami")]
+///     async fn get(&self) -> String {
+///         self.tenant.try_get().map(|t| t.key().to_owned()).unwrap_or_default()
+///     }
+/// }
+///
+/// async fn send(router: &Router, request: axum::http::request::Builder) -> (u16, String) {
+///     let response = router.clone().oneshot(request.body(Body::empty()).unwrap()).await.unwrap();
+///     let status = response.status().as_u16();
+///     (status, String::from_utf8(to_bytes(response.into_body(), 1 << 16).await.unwrap().to_vec()).unwrap())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let app = App::builder().lineage::<Tenant>().build().await?;
+/// let router = RouterBuilder::new(&app).tenant(TenantFrom::header("x-tenant")).build()?;
+///
+/// let (status, body) = send(&router, Request::get("/whoami").header("x-tenant", "acme")).await;
+/// assert_eq!((status, body.as_str()), (200, "acme"));
+/// let (status, body) = send(&router, Request::get("/whoami")).await;
+/// assert_eq!((status, body.as_str()), (400, "the request names no tenant: header `x-tenant` is missing"));
+/// let (status, body) = send(&router, Request::get("/whoami").header("x-tenant", "acme user=admin")).await;
+/// assert_eq!(status, 400);
+/// assert!(body.starts_with("the tenant in header `x-tenant` is refused: a tenant key is refused: its byte 4 is"));
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct TenantFrom {
+    source: Source,
+    required: bool,
+}
+
+#[derive(Clone, Debug)]
+enum Source {
+    Header(HeaderName),
+    Host(Arc<str>),
+    Extension,
+}
+
+impl TenantFrom {
+    /// The tenant is the value of header `name` (lowercase): `x-tenant: acme`.
+    ///
+    /// # Panics
+    ///
+    /// If `name` is no lowercase header name, as [`HeaderName::from_static`] does.
+    pub fn header(name: &'static str) -> Self {
+        TenantFrom { source: Source::Header(HeaderName::from_static(name)), required: true }
+    }
+
+    /// The tenant is the host name's part before `suffix`: with `".todos.example"`, a request
+    /// to `acme.todos.example` (its `Host` header, or its URI's authority in HTTP/2) serves
+    /// `acme`. A port is left out; so is a trailing dot.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use axum::{body::{Body, to_bytes}, http::Request};
+    /// use tegu_core::{App, lineage::Tenant};
+    /// use tegu_http::{RouterBuilder, TenantFrom};
+    /// use tower::ServiceExt;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = App::builder().without_inventory().lineage::<Tenant>().build().await?;
+    /// let router = RouterBuilder::new(&app).tenant(TenantFrom::host(".todos.example")).build()?;
+    /// let request = Request::get("/").header("host", "todos.example:8080").body(Body::empty())?;
+    /// let response = router.oneshot(request).await?;
+    /// assert_eq!(response.status(), 400);
+    /// let body = to_bytes(response.into_body(), 1024).await?;
+    /// assert_eq!(body, "the request names no tenant: its host is not `<tenant>.todos.example`");
+    /// # Ok(()) }
+    /// ```
+    pub fn host(suffix: &str) -> Self {
+        TenantFrom { source: Source::Host(suffix.to_ascii_lowercase().into()), required: true }
+    }
+
+    /// The tenant is a [`Tenant`] that a layer of the service (its authentication, say, from a
+    /// token's claim) put in the request's extensions before the router's.
+    pub fn extension() -> Self {
+        TenantFrom { source: Source::Extension, required: true }
+    }
+
+    /// A request that names no tenant is served with none, instead of answered 400 (a value
+    /// that is no tenant key still is): for services where some routes need no tenant.
+    #[must_use]
+    pub fn optional(mut self) -> Self {
+        self.required = false;
+        self
+    }
+
+    /// Where the tenant is looked for, as an error says it.
+    fn place(&self) -> String {
+        match &self.source {
+            Source::Header(name) => format!("header `{name}`"),
+            Source::Host(suffix) => format!("the host name before `{suffix}`"),
+            Source::Extension => "the request's extensions".to_owned(),
+        }
+    }
+
+    /// The request's tenant: none if it names none and none is required; or the answer that
+    /// refuses it.
+    pub(crate) fn resolve(
+        &self,
+        headers: &HeaderMap,
+        uri: &Uri,
+        extensions: &Extensions,
+    ) -> Result<Option<Tenant>, Box<Response<axum::body::Body>>> {
+        let key = match &self.source {
+            Source::Header(name) => headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}")),
+            Source::Host(suffix) => {
+                let host = headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).or_else(|| uri.host());
+                host.and_then(|host| {
+                    let host = match host.rsplit_once(':') {
+                        Some((name, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => name,
+                        _ => host,
+                    };
+                    let host = host.strip_suffix('.').unwrap_or(host);
+                    host.len()
+                        .checked_sub(suffix.len())
+                        .filter(|&at| at > 0 && host.is_char_boundary(at) && host[at..].eq_ignore_ascii_case(suffix))
+                        .map(|at| &host[..at])
+                })
+            }
+            Source::Extension => return self.given(extensions.get::<Tenant>().cloned()),
+        };
+        match key {
+            Some(key) => match Tenant::new(key) {
+                Ok(tenant) => Ok(Some(tenant)),
+                Err(error) => Err(refuse(format!("the tenant in {} is refused: {error}", self.place()))),
+            },
+            None => self.given(None),
+        }
+    }
+
+    fn given(&self, tenant: Option<Tenant>) -> Result<Option<Tenant>, Box<Response<axum::body::Body>>> {
+        match (tenant, &self.source) {
+            (Some(tenant), _) => Ok(Some(tenant)),
+            (None, _) if !self.required => Ok(None),
+            (None, Source::Header(name)) => Err(refuse(format!("the request names no tenant: header `{name}` is missing"))),
+            (None, Source::Host(suffix)) => {
+                Err(refuse(format!("the request names no tenant: its host is not `<tenant>{suffix}`")))
+            }
+            (None, Source::Extension) => Err(refuse(
+                "the request has no tenant: no layer put a `Tenant` in its extensions (the service's authentication does, from the caller's claims)".to_owned(),
+            )),
+        }
+    }
+}
+
+/// `400 Bad Request` with `why` as a plain-text body; logged without any value of the request.
+fn refuse(why: String) -> Box<Response<axum::body::Body>> {
+    tracing::info!(why = %why, "a request was refused: its tenant could not be read");
+    let mut response = Response::new(axum::body::Body::from(why));
+    *response.status_mut() = StatusCode::BAD_REQUEST;
+    response
+        .headers_mut()
+        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
+    Box::new(response)
+}
