@@ -601,6 +601,24 @@ pub enum DiError {
         /// The lineage type asked for.
         wanted: &'static str,
     },
+    /// A handler reads a lineage type (a tenant, a user) that an emitter of its event cannot
+    /// give it: a `#[schedule]` that declares `emits(E)` runs outside any request, and so does
+    /// every handler of the events it causes.
+    #[error(
+        "`{handler}` handles `{event}`, which {emitter} emits outside any request, but it reads `{wanted}` ({through}): there it would fail at run time; emit the event in a scope that has one (in the job: `app.scope().tenant(key)?.run(..)` for each tenant, then drop `emits(..)` from it), or take `{wanted}` out of the handler's graph"
+    )]
+    LineageUnmet {
+        /// The handler, `Type::method`.
+        handler: String,
+        /// The event type it handles.
+        event: &'static str,
+        /// Who emits it outside a request: the schedule, and the handlers between.
+        emitter: String,
+        /// The lineage type it reads.
+        wanted: &'static str,
+        /// The protos through which it reads it.
+        through: String,
+    },
     /// A tenant key breaks the rules of a key ([`Tenant::new`](crate::tenant::Tenant::new)): it comes
     /// from a client, and is written to logs and errors.
     #[error(
@@ -861,6 +879,7 @@ impl DiError {
             | DiError::Inactive { .. }
             | DiError::AdviceMissing { .. }
             | DiError::AdviceNeeds { .. }
+            | DiError::LineageUnmet { .. }
             | DiError::CrosscutMatchesNothing { .. }
             | DiError::CrosscutUnreachable { .. }
             | DiError::OneOfRole { .. }

@@ -361,6 +361,7 @@ pub mod __private {
     pub use crate::context_ref::AsyncContextRef;
     pub use crate::error::panic_message;
     pub use crate::events::{AnyEvent, EventPhase, HandlerDescriptor, assert_event, event_ref};
+    pub use crate::lineage::Emitted;
     pub use crate::private::{
         ByValue, ByValueContext, ByValueOther, ByValueSingleton, ByValueTransient, CtorOutput, DefaultField,
         FieldProbe, HandleField, HoldAnArc, HoldContextRef, HoldProvider, HookOutput, InjectIt, InjectTheHandle,

@@ -123,6 +123,15 @@ pub(crate) const fn travel<T: Travels>() -> &'static Travel {
     }
 }
 
+/// An event type a job or a handler declares it emits (`emits(..)` on `#[schedule]` and
+/// `#[event_handler]`): generated code.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct Emitted {
+    pub ty: fn() -> TypeId,
+    pub name: fn() -> &'static str,
+}
+
 /// A set of lineage values, by type: the current scope's ([`Lineage::current`]), one to seed a
 /// scope with ([`ScopeBuilder::lineage`](crate::scope::ScopeBuilder::lineage)), or one read from
 /// a message's headers. Cheap to clone.
@@ -205,7 +214,8 @@ impl Lineage {
     pub fn record(&self, span: &tracing::Span) {
         for (travel, value) in &self.values {
             if let Some(field) = travel.log_field {
-                span.record(field, tracing::field::debug(&(travel.log_value)(value)));
+                // A string: OpenTelemetry gets it as it is, a log line quoted (`tenant="acme"`).
+                span.record(field, (travel.log_value)(value).as_str());
             }
         }
     }

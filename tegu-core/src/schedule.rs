@@ -52,6 +52,8 @@ pub struct ScheduleDescriptor {
     /// `config = "key"`: the configuration key whose value, when set, replaces `when` (a period
     /// for `every`, an expression for `cron`).
     pub config: Option<&'static str>,
+    /// `emits(..)`: the events the job emits in its own scope, which has no request's lineage.
+    pub emits: &'static [crate::lineage::Emitted],
     pub call: fn(AnyArc) -> UnitFuture,
 }
 

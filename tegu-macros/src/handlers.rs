@@ -4,6 +4,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
+use syn::parse::Parse;
 use syn::spanned::Spanned;
 
 use crate::ctxt::Ctxt;
@@ -27,14 +28,14 @@ enum Phase {
 }
 
 enum Kind {
-    /// Takes `&E`.
-    Event(Box<syn::Type>, Phase),
+    /// Takes `&E`; emits the events listed.
+    Event(Box<syn::Type>, Phase, Vec<syn::Type>),
     Schedule(Schedule),
 }
 
 /// What a method's attribute says, parsed: the part of its [`Kind`] that the signature does not.
 enum Options {
-    Event(Phase),
+    Event(Phase, Vec<syn::Type>),
     Schedule(Schedule),
 }
 
@@ -44,6 +45,8 @@ struct Schedule {
     once_per_cluster: bool,
     /// `config = "key"`: the configuration key whose value, when set, replaces `when`.
     config: Option<String>,
+    /// `emits(E, ..)`: the events the job emits, in its own scope.
+    emits: Vec<syn::Type>,
 }
 
 struct Method {
@@ -87,7 +90,7 @@ fn parse(cx: &Ctxt, item: TokenStream, krate: Option<syn::Path>) -> Option<Handl
             let name = attr.path().segments.last().map(|s| s.ident.to_string());
             match name.as_deref() {
                 Some(EVENT_HANDLER) => {
-                    kinds.push((attr.span(), false, event_phase(cx, attr).map(Options::Event)));
+                    kinds.push((attr.span(), false, event_phase(cx, attr).map(|(p, e)| Options::Event(p, e))));
                     false
                 }
                 Some(SCHEDULE) => {
@@ -138,15 +141,36 @@ fn parsed_or_usage<T>(
     }
 }
 
-/// Nothing (after the commit), `before_commit`, `after_commit` or `after_rollback`.
-fn event_phase(cx: &Ctxt, attr: &syn::Attribute) -> Option<Phase> {
+/// `emits(E, ..)`: the event types a handler or job emits, once.
+fn parse_emits(meta: &syn::meta::ParseNestedMeta<'_>, emits: &mut Option<Vec<syn::Type>>) -> syn::Result<()> {
+    if emits.is_some() {
+        return Err(meta.error("`emits` is given twice"));
+    }
+    let content;
+    syn::parenthesized!(content in meta.input);
+    let types = content.parse_terminated(syn::Type::parse, syn::Token![,])?;
+    if types.is_empty() {
+        return Err(meta.error("`emits` lists the event types emitted: `emits(TodoCompleted)`"));
+    }
+    *emits = Some(types.into_iter().collect());
+    Ok(())
+}
+
+/// Nothing (after the commit), `before_commit`, `after_commit` or `after_rollback`; and
+/// `emits(E, ..)`, maybe.
+fn event_phase(cx: &Ctxt, attr: &syn::Attribute) -> Option<(Phase, Vec<syn::Type>)> {
     let usage = "`#[event_handler]` takes one of `before_commit`, `after_commit` (the default) or \
-                 `after_rollback`; the event is the parameter's type";
+                 `after_rollback`, and `emits(Event, ..)` if it emits events; the event is the \
+                 parameter's type";
     if matches!(attr.meta, syn::Meta::Path(_)) {
-        return Some(Phase::AfterCommit);
+        return Some((Phase::AfterCommit, Vec::new()));
     }
     let mut phase = None;
+    let mut emits = None;
     let parsed = attr.parse_nested_meta(|meta| {
+        if meta.path.is_ident("emits") {
+            return parse_emits(&meta, &mut emits);
+        }
         let this = [
             ("before_commit", Phase::BeforeCommit),
             ("after_commit", Phase::AfterCommit),
@@ -163,19 +187,28 @@ fn event_phase(cx: &Ctxt, attr: &syn::Attribute) -> Option<Phase> {
             _ => Err(meta.error(format!("unknown option; {usage}"))),
         }
     });
-    parsed_or_usage(cx, attr, parsed, phase, usage)
+    let phase = match (&parsed, phase, &emits) {
+        (Ok(()), None, Some(_)) => Some(Phase::AfterCommit),
+        (_, phase, _) => phase,
+    };
+    parsed_or_usage(cx, attr, parsed, phase, usage).map(|phase| (phase, emits.unwrap_or_default()))
 }
 
 /// `every = "30s"` or `cron = "0 */5 * * * *"`, checked now; then `once_per_cluster` and
 /// `config = "key"`, maybe.
 fn schedule_when(cx: &Ctxt, attr: &syn::Attribute) -> Option<Options> {
     let usage = "write `#[schedule(every = \"30s\")]` or `#[schedule(cron = \"0 */5 * * * *\")]`, \
-                 with `once_per_cluster` if one instance of the service is to run each due time, and \
-                 `config = \"key\"` if a configuration key may set it";
+                 with `once_per_cluster` if one instance of the service is to run each due time, \
+                 `config = \"key\"` if a configuration key may set it, and `emits(Event, ..)` if it \
+                 emits events";
     let mut when = None;
     let mut once_per_cluster = false;
     let mut config = None;
+    let mut emits = None;
     let parsed = attr.parse_nested_meta(|meta| {
+        if meta.path.is_ident("emits") {
+            return parse_emits(&meta, &mut emits);
+        }
         if meta.path.is_ident("config") {
             let key: syn::LitStr = meta.value()?.parse()?;
             if config.is_some() {
@@ -225,7 +258,7 @@ fn schedule_when(cx: &Ctxt, attr: &syn::Attribute) -> Option<Options> {
         Ok(())
     });
     let when = parsed_or_usage(cx, attr, parsed, when, usage)?;
-    Some(Options::Schedule(Schedule { when, once_per_cluster, config }))
+    Some(Options::Schedule(Schedule { when, once_per_cluster, config, emits: emits.unwrap_or_default() }))
 }
 
 /// A cron expression as `cron::Schedule` (which tegu-core parses at run time) takes it.
@@ -322,15 +355,14 @@ fn check_signature(
             _ => None,
         }
     } else {
-        let phase = match options {
-            Some(Options::Event(phase)) => Some(phase),
-            _ => None,
+        let (phase, emits) = match options {
+            Some(Options::Event(phase, emits)) => (Some(phase), emits),
+            _ => (None, Vec::new()),
         };
         match rest.as_slice() {
             [syn::FnArg::Typed(arg)] => match &*arg.ty {
-                syn::Type::Reference(r) if r.mutability.is_none() => {
-                    phase.map(|phase| Kind::Event(Box::new(crate::internals::replace_self(&r.elem, self_ty)), phase))
-                }
+                syn::Type::Reference(r) if r.mutability.is_none() => phase
+                    .map(|phase| Kind::Event(Box::new(crate::internals::replace_self(&r.elem, self_ty)), phase, emits)),
                 other => {
                     wrong(cx, other);
                     None
@@ -349,6 +381,15 @@ fn check_signature(
     if ok { kind } else { None }
 }
 
+/// `emits(..)`'s types as the descriptor's `&[Emitted]`, and a check that each is an event.
+fn emitted(emits: &[syn::Type]) -> (TokenStream, TokenStream) {
+    let list = emits
+        .iter()
+        .map(|ty| quote!(__di::Emitted { ty: ::core::any::TypeId::of::<#ty>, name: ::core::any::type_name::<#ty> }));
+    let checks = emits.iter().map(|ty| quote_spanned!(ty.span()=> __di::assert_event::<#ty>();));
+    (quote!(&[#(#list),*]), quote!(#(#checks)*))
+}
+
 fn expand(model: &HandlersItem) -> TokenStream {
     let item = &model.item;
     let self_ty = &model.item.self_ty;
@@ -357,7 +398,8 @@ fn expand(model: &HandlersItem) -> TokenStream {
         let name = ident.to_string();
         let call = format_ident!("__di_call_{}", ident);
         match &method.kind {
-            Kind::Event(event, phase) => {
+            Kind::Event(event, phase, emits) => {
+                let (emits, emits_checks) = emitted(emits);
                 let phase = match phase {
                     Phase::BeforeCommit => quote!(BeforeCommit),
                     Phase::AfterCommit => quote!(AfterCommit),
@@ -365,7 +407,7 @@ fn expand(model: &HandlersItem) -> TokenStream {
                 };
                 let check = quote_spanned!(event.span()=> __di::assert_event::<#event>(););
                 quote! {
-                    const _: () = { #check };
+                    const _: () = { #check #emits_checks };
                     fn #call(__di_this: __di::AnyArc, __di_event: __di::AnyEvent) -> __di::UnitFuture {
                         __di::Box::pin(async move {
                             let __di_this = __di::downcast::<#self_ty>(__di_this);
@@ -381,12 +423,14 @@ fn expand(model: &HandlersItem) -> TokenStream {
                             event_name: ::core::any::type_name::<#event>,
                             method: #name,
                             phase: __di::EventPhase::#phase,
+                            emits: #emits,
                             call: #call,
                         }
                     }
                 }
             }
-            Kind::Schedule(Schedule { when, once_per_cluster, config }) => {
+            Kind::Schedule(Schedule { when, once_per_cluster, config, emits }) => {
+                let (emits, emits_checks) = emitted(emits);
                 let config = match config {
                     Some(key) => quote!(::core::option::Option::Some(#key)),
                     None => quote!(::core::option::Option::None),
@@ -396,6 +440,7 @@ fn expand(model: &HandlersItem) -> TokenStream {
                     When::Cron(expr) => quote!(__di::When::Cron(#expr)),
                 };
                 quote! {
+                    const _: () = { #emits_checks };
                     fn #call(__di_this: __di::AnyArc) -> __di::UnitFuture {
                         __di::Box::pin(async move {
                             let __di_this = __di::downcast::<#self_ty>(__di_this);
@@ -410,6 +455,7 @@ fn expand(model: &HandlersItem) -> TokenStream {
                             when: #when,
                             once_per_cluster: #once_per_cluster,
                             config: #config,
+                            emits: #emits,
                             call: #call,
                         }
                     }

@@ -461,6 +461,7 @@ impl AppBuilder {
         let graph = graph?;
         let mut roots = std::mem::take(&mut self.roots);
         super::advices::check(&graph, &inactive, &mut roots, self.inventory)?;
+        super::emitters::check(&graph)?;
         let reached = reached_from(&graph, &roots)?;
         Ok(Prepared { graph, config, roots, reached, live })
     }

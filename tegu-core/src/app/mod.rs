@@ -10,6 +10,7 @@
 mod advices;
 mod assemble;
 mod builder;
+mod emitters;
 mod lifecycle;
 mod operate;
 mod scope_builder;

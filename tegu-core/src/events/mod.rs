@@ -88,6 +88,9 @@ pub struct HandlerDescriptor {
     pub event_name: fn() -> &'static str,
     pub method: &'static str,
     pub phase: EventPhase,
+    /// The events it declares it emits (`emits(..)`): what `build()` checks against their
+    /// handlers' lineage needs.
+    pub emits: &'static [crate::lineage::Emitted],
     /// Calls the method on the erased object with the erased event.
     pub call: fn(AnyArc, AnyEvent) -> UnitFuture,
 }

@@ -39,7 +39,13 @@ impl Stats {
     #[event_handler(after_rollback)]
     async fn undone(&self, _: &Created) {}
 
-    #[schedule(every = "1h30m")]
+    #[event_handler(emits(Created, std::string::String))]
+    async fn relay(&self, _: &Created) {}
+
+    #[event_handler(before_commit, emits(Created))]
+    async fn relay_inside(&self, _: &Created) {}
+
+    #[schedule(every = "1h30m", emits(Created))]
     async fn report(&self) {}
 
     #[schedule(every = "1h", once_per_cluster, config = "reports.rollup_every")]
@@ -57,7 +63,7 @@ impl Stats {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let app = App::builder().without_schedules().build().await.unwrap();
-    assert_eq!(app.events().handler_count::<Created>(), 5);
+    assert_eq!(app.events().handler_count::<Created>(), 7);
     app.events().emit(Created(3));
     app.run_schedule::<Stats>("purge").await.unwrap();
     app.shutdown().await.unwrap(); // waits for the handlers
