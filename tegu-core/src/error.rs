@@ -605,7 +605,8 @@ pub enum DiError {
     /// give it: a `#[schedule]` that declares `emits(E)` runs outside any request, and so does
     /// every handler of the events it causes.
     #[error(
-        "`{handler}` handles `{event}`, which {emitter} emits outside any request, but it reads `{wanted}` ({through}): there it would fail at run time; emit the event in a scope that has one (in the job: `app.scope().tenant(key)?.run(..)` for each tenant, then drop `emits(..)` from it), or take `{wanted}` out of the handler's graph"
+        "`{handler}` handles `{event}`, which {emitter} emits outside any request, but it reads `{wanted}` (through {}): there it would fail at run time; emit the event in a scope that has one (in the job: `app.scope().tenant(key)?.run(..)` for each tenant, then drop `emits(..)` from it), or take `{wanted}` out of the handler's graph",
+        .through.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(" → ")
     )]
     LineageUnmet {
         /// The handler, `Type::method`.
@@ -616,8 +617,8 @@ pub enum DiError {
         emitter: String,
         /// The lineage type it reads.
         wanted: &'static str,
-        /// The protos through which it reads it.
-        through: String,
+        /// The protos through which it reads it, the handler's first.
+        through: Arc<[String]>,
     },
     /// A tenant key breaks the rules of a key ([`Tenant::new`](crate::tenant::Tenant::new)): it comes
     /// from a client, and is written to logs and errors.

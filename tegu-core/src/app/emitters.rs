@@ -97,13 +97,13 @@ pub(super) fn check(graph: &Graph) -> Result<(), DiError> {
 
 /// The lineage types (those only a seed gives) that proto `from`'s graph reads, each with the
 /// protos it is read through (`Notes → TenantRef<Inboxes>`).
-fn lineage_reads(graph: &Graph, from: usize) -> Vec<(&'static str, String)> {
+fn lineage_reads(graph: &Graph, from: usize) -> Vec<(&'static str, std::sync::Arc<[String]>)> {
     let mut parent: HashMap<usize, usize> = HashMap::from([(from, from)]);
     let mut stack = vec![from];
     let mut found = Vec::new();
     while let Some(p) = stack.pop() {
         if let Some((travel, false)) = graph.protos[p].travel {
-            let label = |q: usize| format!("`{}`", graph.protos[q].label());
+            let label = |q: usize| graph.protos[q].label();
             let mut path = Vec::new();
             let mut at = parent[&p];
             while at != from {
@@ -112,7 +112,7 @@ fn lineage_reads(graph: &Graph, from: usize) -> Vec<(&'static str, String)> {
             }
             path.push(label(from));
             path.reverse();
-            found.push((short_type_name((travel.type_name)()), format!("through {}", path.join(" → "))));
+            found.push((short_type_name((travel.type_name)()), path.into()));
             continue;
         }
         for resolved in &graph.resolved[p] {
