@@ -14,9 +14,16 @@ pub trait Backend: sqlx::Database + sealed::Sealed {
     #[doc(hidden)]
     const ONE_AT_A_TIME: bool;
 
-    /// Begins a transaction on a connection of `pool`.
+    /// Whether a transaction can carry a setting of its own: PostgreSQL's
+    /// `set_config(name, value, true)`, which `[database] tenant_setting` needs.
     #[doc(hidden)]
-    fn begin(pool: &Pool<Self>) -> TxFuture<'_, Box<dyn TxConn>>;
+    const TX_SETTINGS: bool;
+
+    /// Begins a transaction on a connection of `pool`, then gives it `setting` (a name checked
+    /// when the data source was built, and a value) until it ends: only where
+    /// [`TX_SETTINGS`](Self::TX_SETTINGS), `None` elsewhere.
+    #[doc(hidden)]
+    fn begin(pool: &Pool<Self>, setting: Option<(Arc<str>, String)>) -> TxFuture<'_, Box<dyn TxConn>>;
 
     /// The class of an error of this database with `code` (SQLite's extended result code,
     /// PostgreSQL's SQLSTATE) that sqlx's `ErrorKind` does not tell: busy, a serialization
@@ -147,6 +154,10 @@ mod sqlite {
     impl Backend for Sqlite {
         const ONE_AT_A_TIME: bool = true;
 
+        /// SQLite has no settings of a transaction's own: `[database] tenant_setting` is
+        /// refused when the data source is built.
+        const TX_SETTINGS: bool = false;
+
         /// `SQLITE_BUSY` (primary result code 5, any extended one): another connection held
         /// the database past the busy timeout. The constraints are sqlx's `ErrorKind`s.
         fn class_of_code(code: &str) -> Option<ErrorClass> {
@@ -163,7 +174,8 @@ mod sqlite {
         /// deferred, reads, then writes, fails with `SQLITE_BUSY` when another wrote meanwhile;
         /// begun immediate, it waits for the writer (the busy timeout) instead. A rollback hook
         /// tells when SQLite ends the transaction itself.
-        fn begin(pool: &Pool<Self>) -> TxFuture<'_, Box<dyn TxConn>> {
+        fn begin(pool: &Pool<Self>, setting: Option<(Arc<str>, String)>) -> TxFuture<'_, Box<dyn TxConn>> {
+            debug_assert!(setting.is_none(), "refused when the data source is built");
             Box::pin(async move {
                 let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(boxed::<Self>)?;
                 let rolled_back = Arc::new(AtomicBool::new(false));
@@ -186,6 +198,8 @@ mod postgres {
 
     impl Backend for Postgres {
         const ONE_AT_A_TIME: bool = false;
+
+        const TX_SETTINGS: bool = true;
 
         /// `too_many_connections` (53300) and `cannot_connect_now` (57P03): the server refused
         /// the pool a new connection; `serialization_failure` (40001), `deadlock_detected`
@@ -227,9 +241,18 @@ mod postgres {
             })
         }
 
-        fn begin(pool: &Pool<Self>) -> TxFuture<'_, Box<dyn TxConn>> {
+        /// `BEGIN`, then, with `setting`, `SELECT set_config($1, $2, true)`: the setting holds
+        /// until the transaction ends (as `SET LOCAL`), so a connection goes back to the pool
+        /// without it. Name and value are bind parameters.
+        fn begin(pool: &Pool<Self>, setting: Option<(Arc<str>, String)>) -> TxFuture<'_, Box<dyn TxConn>> {
             Box::pin(async move {
-                let tx = pool.begin().await.map_err(boxed::<Self>)?;
+                let mut tx = pool.begin().await.map_err(boxed::<Self>)?;
+                if let Some((name, value)) = setting {
+                    // The driver's boxed future, as in `commit`. If it fails, `tx` is dropped:
+                    // rolled back, and the connection goes back to the pool.
+                    let query = sqlx::query("SELECT set_config($1, $2, true)").bind(&*name).bind(value.as_str());
+                    sqlx::Executor::execute(&mut *tx, query).await.map_err(boxed::<Self>)?;
+                }
                 Ok(Box::new(SqlxTx { tx, rolled_back: None, sql: String::new() }) as Box<dyn TxConn>)
             })
         }

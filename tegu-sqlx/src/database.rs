@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use sqlx::Pool;
 use sqlx::pool::PoolOptions;
+use tegu_core::lineage::{Lineage, Tenant};
 use tegu_core::registry::{AnyArc, BuildFuture, ProtoDescriptor, Provide, put};
 use tegu_core::{
     DiError, ProtoDef, Resolver,
@@ -21,9 +22,21 @@ use crate::conn::{Conn, Inner};
 ///
 /// Register it with the App: `App::builder().link::<Database<Sqlite>>()` (object name
 /// `database`, settings in the configuration section `[database]`: `url`, and optionally
-/// `max_connections`, `acquire_timeout_ms`), or [`Database::named`] for another name and
-/// section (an App with several data sources). Inject it as `Arc<Database<Sqlite>>` (with
-/// `#[inject(name = "...")]` among several of one database).
+/// `max_connections`, `acquire_timeout_ms`, and on PostgreSQL `tenant_setting`), or
+/// [`Database::named`] for another name and section (an App with several data sources). Inject
+/// it as `Arc<Database<Sqlite>>` (with `#[inject(name = "...")]` among several of one database).
+///
+/// # Row-level security on PostgreSQL
+///
+/// With `tenant_setting = "app.tenant"` (a custom setting's name: `prefix.name`), each
+/// transaction of the data source begins with `SELECT set_config('app.tenant', key, true)`
+/// (name and key sent as bind parameters): `key` is the tenant the current scope serves
+/// ([`Tenant`], `app.scope().tenant("acme")`), or `''` in a scope without one, so that a
+/// policy `USING (tenant = current_setting('app.tenant', true))` sees the scope's tenant's
+/// rows, and none without a tenant. The setting is transaction-local (as `SET LOCAL`): a
+/// connection goes back to the pool without it. Statements outside any transaction
+/// ([`pool`](Self::pool), [`conn`](Self::conn) outside a `#[transactional]` method) do not
+/// carry it. SQLite refuses the key when the App is built.
 ///
 /// # Examples
 ///
@@ -71,6 +84,9 @@ pub struct Database<DB: sqlx::Database> {
     name: String,
     pool: Pool<DB>,
     transactions: Arc<Transactions>,
+    /// The custom setting each transaction sets to the scope's tenant (`tenant_setting`):
+    /// PostgreSQL only.
+    tenant_setting: Option<Arc<str>>,
 }
 
 /// The configuration section of a [`Database`].
@@ -81,19 +97,57 @@ struct Settings {
     max_connections: Option<u32>,
     #[serde(default)]
     acquire_timeout_ms: Option<u64>,
+    /// PostgreSQL only: the custom setting (`app.tenant`) each transaction sets to the scope's
+    /// tenant, for row-level security policies.
+    #[serde(default)]
+    tenant_setting: Option<String>,
+}
+
+/// Why `name` is not a PostgreSQL custom setting's name: two or more parts joined by dots
+/// (`app.tenant`), each an ASCII letter or `_` followed by ASCII letters, digits and `_`.
+/// (PostgreSQL also takes `$` after the first character; a name sent as a bind parameter
+/// needs no quoting, but one a policy can write unquoted is all the check allows.)
+fn setting_name_error(name: &str) -> Option<String> {
+    let rule = "a custom setting's name is two or more parts joined by dots (`prefix.name`, such as \
+                `app.tenant`), each an ASCII letter or `_` followed by ASCII letters, digits or `_`";
+    if !name.contains('.') {
+        return Some(format!("{name:?} has no dot: {rule}"));
+    }
+    for (n, part) in name.split('.').enumerate() {
+        let mut chars = part.chars();
+        let why = match chars.next() {
+            None => "is empty".to_owned(),
+            Some(c) if !(c.is_ascii_alphabetic() || c == '_') => format!("starts with {c:?}"),
+            _ => match chars.find(|&c| !(c.is_ascii_alphanumeric() || c == '_')) {
+                Some(c) => format!("has {c:?}"),
+                None => continue,
+            },
+        };
+        return Some(format!("{name:?}: its part {} {why}: {rule}", n + 1));
+    }
+    None
+}
+
+/// The key the current scope's transactions set the tenant setting to: its tenant's, or `''`
+/// where it serves none (outside a scope too).
+fn current_tenant_key() -> String {
+    Lineage::current().get::<Tenant>().map(|tenant| tenant.key().to_owned()).unwrap_or_default()
 }
 
 impl<DB: Backend> Database<DB> {
     /// A data source of object name `name` on `pool`; `transactions` is the App's
     /// [`Transactions`] (for a data source registered by hand).
+    ///
+    /// On PostgreSQL, [`with_tenant_setting`](Database::with_tenant_setting) gives it the
+    /// `tenant_setting` of a data source built from configuration.
     pub fn new(name: impl Into<String>, pool: Pool<DB>, transactions: Arc<Transactions>) -> Self {
-        Database { name: name.into(), pool, transactions }
+        Database { name: name.into(), pool, transactions, tenant_setting: None }
     }
 
     /// A data source named `name`, its settings in the configuration section `section`
-    /// (`url`, and optionally `max_connections`, `acquire_timeout_ms`), to register with
-    /// `App::builder().register(..)`: for an App with several data sources, which
-    /// `#[transactional(source = "name")]` and `#[inject(name = "name")]` tell apart.
+    /// (`url`, and optionally `max_connections`, `acquire_timeout_ms`, `tenant_setting`), to
+    /// register with `App::builder().register(..)`: for an App with several data sources,
+    /// which `#[transactional(source = "name")]` and `#[inject(name = "name")]` tell apart.
     ///
     /// # Examples
     ///
@@ -119,12 +173,38 @@ impl<DB: Backend> Database<DB> {
     }
 
     /// Reads the settings at `section` and the App's [`Transactions`]; connects when awaited.
+    ///
+    /// A `tenant_setting` on a database without settings of a transaction's own (SQLite), or
+    /// one that is not a custom setting's name, is [`DiError::ConfigInvalid`], naming the key.
     fn connect(
         r: &Resolver<'_>,
         section: &str,
     ) -> Result<impl Future<Output = Result<Self, tegu_core::error::BoxError>> + Send + 'static + use<DB>, DiError>
     {
         let settings: Settings = r.config().get(section)?;
+        let tenant_setting = match settings.tenant_setting {
+            None => None,
+            Some(setting) => {
+                let key = format!("{section}.tenant_setting");
+                let refused = |message: String| DiError::ConfigInvalid {
+                    origin: r.config().origin(&key),
+                    key: key.clone(),
+                    section: std::any::type_name::<Settings>(),
+                    message,
+                };
+                if !DB::TX_SETTINGS {
+                    return Err(refused(format!(
+                        "`tenant_setting` is PostgreSQL-only (a transaction-local setting for row-level \
+                         security policies), and this data source is {}: remove the key",
+                        DB::NAME
+                    )));
+                }
+                if let Some(why) = setting_name_error(&setting) {
+                    return Err(refused(why));
+                }
+                Some(Arc::from(setting))
+            }
+        };
         let transactions = r.arc::<Transactions>(0)?;
         let name = r.object_name().to_owned();
         Ok(async move {
@@ -136,13 +216,19 @@ impl<DB: Backend> Database<DB> {
                 options = options.acquire_timeout(Duration::from_millis(ms));
             }
             let pool = options.connect(&settings.url).await.map_err(|e| format!("connecting to `{name}`: {e}"))?;
-            Ok(Database { name, pool, transactions })
+            Ok(Database { name, pool, transactions, tenant_setting })
         })
     }
 
     /// The object name: the data source's name for tegu-tx.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The custom setting each transaction sets to the scope's tenant (`tenant_setting`,
+    /// PostgreSQL only), if any.
+    pub fn tenant_setting(&self) -> Option<&str> {
+        self.tenant_setting.as_deref()
     }
 
     /// The pool, for work outside any transaction (schema migrations, maintenance): a
@@ -198,8 +284,11 @@ impl<DB: Backend> Database<DB> {
 }
 
 impl<DB: Backend> TxSource for Database<DB> {
+    /// Begins a transaction; with a `tenant_setting`, sets it to the current scope's tenant
+    /// (read here, in the task of the method that begins it), or to `''` without one.
     fn begin(&self) -> TxFuture<'_, Box<dyn TxConn>> {
-        DB::begin(&self.pool)
+        let setting = self.tenant_setting.as_ref().map(|name| (Arc::clone(name), current_tenant_key()));
+        DB::begin(&self.pool, setting)
     }
 
     fn one_at_a_time(&self) -> bool {
@@ -209,7 +298,11 @@ impl<DB: Backend> TxSource for Database<DB> {
 
 impl<DB: sqlx::Database> std::fmt::Debug for Database<DB> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Database").field("name", &self.name).field("database", &DB::NAME).finish_non_exhaustive()
+        f.debug_struct("Database")
+            .field("name", &self.name)
+            .field("database", &DB::NAME)
+            .field("tenant_setting", &self.tenant_setting)
+            .finish_non_exhaustive()
     }
 }
 
@@ -274,6 +367,54 @@ macro_rules! proto {
 proto!(sqlx::Sqlite, connect_sqlite, sqlite_as_source);
 #[cfg(feature = "postgres")]
 proto!(sqlx::Postgres, connect_postgres, postgres_as_source);
+
+#[cfg(feature = "postgres")]
+impl Database<sqlx::Postgres> {
+    /// This data source with the `tenant_setting` `name` (a custom setting's name, such as
+    /// `app.tenant`): each transaction begins with `SELECT set_config(name, key, true)`, `key`
+    /// being the tenant the current scope serves, or `''` without one (see
+    /// [Row-level security](Database#row-level-security-on-postgresql)). For a data source
+    /// built by hand with [`Database::new`]; one built from configuration reads the key
+    /// `tenant_setting` of its section.
+    ///
+    /// # Errors
+    ///
+    /// [`DiError::ConfigInvalid`] (key `tenant_setting`) if `name` is not a custom setting's
+    /// name: two or more parts joined by dots, each an ASCII letter or `_` followed by ASCII
+    /// letters, digits or `_`.
+    ///
+    /// # Examples
+    ///
+    /// ```rust,standalone_crate
+    /// use tegu_core::App;
+    /// use tegu_sqlx::{Database, Postgres};
+    /// use tegu_tx::Transactions;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = App::builder().build().await?;
+    /// // A pool that connects when first used: nothing here needs a server.
+    /// let pool = sqlx::PgPool::connect_lazy("postgres://app@db.internal/app")?;
+    /// let db = Database::new("database", pool, app.get_object::<Transactions>()?);
+    /// let db = db.with_tenant_setting("app.tenant")?;
+    /// assert_eq!(db.tenant_setting(), Some("app.tenant"));
+    /// # let pool = sqlx::PgPool::connect_lazy("postgres://app@db.internal/app")?;
+    /// # let db = Database::new("database", pool, app.get_object::<Transactions>()?);
+    /// assert!(db.with_tenant_setting("tenant").is_err()); // no dot: not a custom setting
+    /// # Ok(()) }
+    /// ```
+    pub fn with_tenant_setting(mut self, name: &str) -> Result<Self, DiError> {
+        if let Some(message) = setting_name_error(name) {
+            return Err(DiError::ConfigInvalid {
+                key: "tenant_setting".to_owned(),
+                section: "tegu_sqlx::Database::with_tenant_setting",
+                message,
+                origin: None,
+            });
+        }
+        self.tenant_setting = Some(Arc::from(name));
+        Ok(self)
+    }
+}
 
 /// `$ty<$db>` as a singleton proto of object name `$name` on the `database` data source,
 /// providing `$role`, built by `$ty::<$db>::new(db)` (which creates its table): the shape

@@ -9,6 +9,9 @@
 //!   SQLite rolls back itself (a full disk, an I/O error, `RAISE(ROLLBACK)`) is seen through a
 //!   rollback hook and refuses every later statement, so nothing runs outside it and commits
 //!   on its own, and its commit fails the request.
+//! - On PostgreSQL, `[database] tenant_setting = "app.tenant"` makes each transaction begin
+//!   with `set_config('app.tenant', key, true)`, `key` being the tenant its scope serves (`''`
+//!   without one), for row-level security policies (see [`Database`]).
 //! - [`ClusterSchedules<DB>`]: the runs of `#[schedule(.., once_per_cluster)]` jobs, claimed in
 //!   a table of the database, so that one instance of a service runs each due time.
 //! - [`OutboxTable<DB>`] (feature `outbox`, on by default): tegu-outbox's outbox, a table written in
