@@ -3,7 +3,10 @@
 //! - **Publishing**: each event goes to the subject `{subjects}.{name}` (`events.todos.completed`)
 //!   of one stream, with its id as `Nats-Msg-Id`: JetStream stores one message per id within
 //!   the stream's duplicate window (two minutes), so two relays of the same outbox row store
-//!   it once. The relay deletes the row once the server has acknowledged it.
+//!   it once. The relay deletes the row once the server has acknowledged it. The event's
+//!   headers (the emitting request's lineage: `tegu-tenant`, `traceparent`, ...) are message
+//!   headers of the same names beside it; a subscription gives them back, NATS' own (`Nats-*`)
+//!   left out.
 //! - **Subscribing**: each instance has a durable pull consumer of its own (`consumer` in the
 //!   settings, a stable name per instance), on every subject of the stream, with explicit
 //!   acknowledgements: it receives every event, resumes where it left off after a restart,
@@ -30,6 +33,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use async_nats::HeaderMap;
+use async_nats::header::{HeaderName, HeaderValue};
 use async_nats::jetstream::context::{PublishError, PublishErrorKind};
 use async_nats::jetstream::{self, consumer};
 use futures_util::StreamExt;
@@ -170,11 +174,38 @@ fn made_up_suffix() -> String {
     format!("{nanos:x}")
 }
 
+/// Whether `name` is one of NATS' own headers (`Nats-Msg-Id`, `Nats-Expected-Stream`, ...), which
+/// an event's headers may not set and a subscription does not give as the event's.
+fn is_nats_header(name: &str) -> bool {
+    name.get(..5).is_some_and(|prefix| prefix.eq_ignore_ascii_case("nats-"))
+}
+
+/// The event's own headers a NATS message can carry: a name or value NATS does not take (a
+/// line break, a `:` in a name) or one of NATS' own names is left out, with a warning naming
+/// the header, never its value.
+fn sendable<'a>(event: &Outgoing<'a>) -> impl Iterator<Item = (HeaderName, HeaderValue)> + 'a {
+    let id = event.id;
+    event.headers.iter().filter_map(move |(name, value)| {
+        let parsed = match (name.parse::<HeaderName>(), value.parse::<HeaderValue>()) {
+            (Ok(name), Ok(value)) if !is_nats_header(name.as_ref()) => Some((name, value)),
+            _ => None,
+        };
+        if parsed.is_none() {
+            tracing::warn!(header = ?name, id, "an event's header NATS cannot carry is left out");
+        }
+        parsed
+    })
+}
+
 impl JetStream {
-    /// The headers an event is sent with: its id, which JetStream stores one message per.
+    /// The headers an event is sent with: its id, which JetStream stores one message per, and
+    /// its own ([`Outgoing::headers`]).
     fn headers(event: &Outgoing<'_>) -> HeaderMap {
         let mut headers = HeaderMap::new();
         headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id);
+        for (name, value) in sendable(event) {
+            headers.append(name, value);
+        }
         headers
     }
 
@@ -294,8 +325,9 @@ impl Broker for JetStream {
     fn refuses(&self, event: Outgoing<'_>) -> Option<String> {
         let max = self.context.client().max_payload();
         // As the client counts the headers (`Self::headers`): "NATS/1.0\r\n", then
-        // "Nats-Msg-Id: <id>\r\n", then "\r\n".
-        let header_len = "NATS/1.0\r\n".len() + "Nats-Msg-Id: \r\n".len() + event.id.len() + "\r\n".len();
+        // "Nats-Msg-Id: <id>\r\n" and "<name>: <value>\r\n" for each of the event's, then "\r\n".
+        let own: usize = event.headers.iter().map(|(name, value)| name.len() + ": \r\n".len() + value.len()).sum();
+        let header_len = "NATS/1.0\r\n".len() + "Nats-Msg-Id: \r\n".len() + event.id.len() + own + "\r\n".len();
         let size = header_len + event.payload.len();
         (size > max)
             .then(|| format!("it is {size} bytes with its headers, more than the NATS server's max_payload ({max})"))
@@ -377,7 +409,17 @@ impl Subscription for Messages {
             let id = id.map(|id| id.as_str().to_owned()).unwrap_or_default();
             let name = message.subject.as_str().strip_prefix(&self.prefix).unwrap_or_default().to_owned();
             let payload = message.payload.to_vec();
-            Some(Ok(Received { id, name, payload, ack: Box::new(MessageAck(message)) }))
+            let headers = message.headers.as_ref().map_or_else(Vec::new, |headers| {
+                let mut own = Vec::new();
+                for (name, values) in headers.iter() {
+                    let name: &str = name.as_ref();
+                    if !is_nats_header(name) {
+                        own.extend(values.iter().map(|value| (name.to_owned(), value.as_str().to_owned())));
+                    }
+                }
+                own
+            });
+            Some(Ok(Received { id, name, payload, headers, ack: Box::new(MessageAck(message)) }))
         })
     }
 }

@@ -10,7 +10,7 @@ use tegu_nats::JetStream;
 use tegu_outbox::{Broker, Outgoing, Refused};
 
 /// The server's `max_payload` (1 MiB by default) counts the headers too: an event whose payload
-/// and `Nats-Msg-Id` header fill it exactly is taken; one byte more is refused, before it is
+/// and headers (`Nats-Msg-Id`, and its own) fill it exactly is taken; one byte more is refused, before it is
 /// sent (`refuses`, which the outbox asks when the event is emitted) and when it is published
 /// (a `Refused` error, which the relay sets aside).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -32,15 +32,29 @@ async fn what_it_would_refuse_is_what_the_server_refuses() {
     let id = "0123456789abcdef0123456789abcdef";
     let header = "NATS/1.0\r\nNats-Msg-Id: \r\n\r\n".len() + id.len();
     let fits = vec![b'x'; (1 << 20) - header];
-    let event = Outgoing { id, name: "big.fits", payload: &fits };
+    let event = Outgoing { id, name: "big.fits", payload: &fits, headers: &[] };
     assert_eq!(broker.refuses(event), None);
     broker.publish(event).await.unwrap();
     let over = vec![b'x'; (1 << 20) - header + 1];
-    let event = Outgoing { id: "1123456789abcdef0123456789abcdef", name: "big.over", payload: &over };
+    let event = Outgoing { id: "1123456789abcdef0123456789abcdef", name: "big.over", payload: &over, headers: &[] };
     let why = broker.refuses(event).expect("refused");
     assert!(why.contains("max_payload"), "{why}");
     let error = broker.publish(event).await.unwrap_err();
     assert!(error.is::<Refused>(), "{error}");
+
+    // The event's own headers count too, each as "<name>: <value>\r\n".
+    let headers = [("tegu-tenant".to_owned(), "acme".to_owned()), ("traceparent".to_owned(), "t".repeat(55))];
+    let own: usize = headers.iter().map(|(name, value)| name.len() + ": \r\n".len() + value.len()).sum();
+    let fits = vec![b'x'; (1 << 20) - header - own];
+    let event =
+        Outgoing { id: "2123456789abcdef0123456789abcdef", name: "big.fits", payload: &fits, headers: &headers };
+    assert_eq!(broker.refuses(event), None);
+    broker.publish(event).await.unwrap();
+    let over = vec![b'x'; (1 << 20) - header - own + 1];
+    let event =
+        Outgoing { id: "3123456789abcdef0123456789abcdef", name: "big.over", payload: &over, headers: &headers };
+    assert!(broker.refuses(event).is_some_and(|why| why.contains("max_payload")));
+    assert!(broker.publish(event).await.unwrap_err().is::<Refused>());
     app.shutdown().await.unwrap();
 }
 
@@ -59,7 +73,7 @@ async fn a_message_larger_than_the_stream_takes_is_refused() {
     server.js.create_stream(config).await.unwrap();
     let (app, broker) = server.broker("stream_limit").await;
     let large = vec![b'x'; 2048];
-    let event = |id, payload| Outgoing { id, name: "big.one", payload };
+    let event = |id, payload| Outgoing { id, name: "big.one", payload, headers: &[] };
     assert_eq!(broker.refuses(event("e1", &large)), None, "under the server's max_payload");
     let error = broker.publish(event("e1", &large)).await.unwrap_err();
     assert!(error.is::<Refused>(), "{error}");

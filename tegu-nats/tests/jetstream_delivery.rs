@@ -15,7 +15,12 @@ async fn a_published_event_reaches_the_subscription_once_with_its_id_name_and_pa
     let Some(server) = Server::new("delivery").await else { return };
     let (app, broker) = server.broker("delivery").await;
     let mut subscription = broker.subscribe().await.unwrap();
-    let event = Outgoing { id: "0f1e2d3c4b5a69788796a5b4c3d2e1f0", name: "todos.completed", payload: br#"{"id":1}"# };
+    let event = Outgoing {
+        id: "0f1e2d3c4b5a69788796a5b4c3d2e1f0",
+        name: "todos.completed",
+        payload: br#"{"id":1}"#,
+        headers: &[],
+    };
     broker.publish(event).await.unwrap();
 
     // On the server: the subject, and the id as `Nats-Msg-Id`.
@@ -45,7 +50,7 @@ async fn an_id_published_again_is_stored_and_delivered_once() {
     let Some(server) = Server::new("dedup").await else { return };
     let (app, broker) = server.broker("dedup").await;
     let mut subscription = broker.subscribe().await.unwrap();
-    let event = |id| Outgoing { id, name: "parcels.shipped", payload: b"{}" };
+    let event = |id| Outgoing { id, name: "parcels.shipped", payload: b"{}", headers: &[] };
     // A second relay of the same row, alone and in a batch.
     broker.publish(event("id-1")).await.unwrap();
     broker.publish(event("id-1")).await.unwrap();
@@ -85,7 +90,7 @@ async fn every_instance_receives_every_event() {
     let (b_app, b) = server.broker("b").await;
     let (mut on_a, mut on_b) = (a.subscribe().await.unwrap(), b.subscribe().await.unwrap());
     for id in ["e1", "e2"] {
-        a.publish(Outgoing { id, name: "parcels.shipped", payload: b"{}" }).await.unwrap();
+        a.publish(Outgoing { id, name: "parcels.shipped", payload: b"{}", headers: &[] }).await.unwrap();
     }
     for subscription in [&mut on_a, &mut on_b] {
         for id in ["e1", "e2"] {

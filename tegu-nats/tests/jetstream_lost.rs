@@ -19,7 +19,7 @@ use tegu_test_support::until;
 async fn the_stream_deleted_is_created_again_with_the_consumer() {
     let Some(server) = Server::new("lost").await else { return };
     let (app, broker) = server.broker("lost").await;
-    let event = |id| Outgoing { id, name: "parcels.shipped", payload: b"{}" };
+    let event = |id| Outgoing { id, name: "parcels.shipped", payload: b"{}", headers: &[] };
     let mut subscription = broker.subscribe().await.unwrap();
     broker.publish(event("e1")).await.unwrap();
     next(&mut subscription).await.ack.ack().await.unwrap();
@@ -63,7 +63,7 @@ async fn an_idle_subscription_ends_when_the_server_comes_back_without_its_store(
         .await
         .unwrap();
     let broker = app.get_object::<JetStream>().unwrap();
-    let event = |id| Outgoing { id, name: "parcels.shipped", payload: b"{}" };
+    let event = |id| Outgoing { id, name: "parcels.shipped", payload: b"{}", headers: &[] };
     let mut subscription = broker.subscribe().await.unwrap();
     broker.publish(event("e1")).await.unwrap();
     next(&mut subscription).await.ack.ack().await.unwrap();

@@ -13,14 +13,20 @@ pub struct Outgoing<'a> {
     pub name: &'a str,
     /// Its JSON.
     pub payload: &'a [u8],
+    /// The lineage of the request that emitted it, as header name and value
+    /// ([`Stored::headers`](crate::Stored::headers)); empty when it had none. A broker sends
+    /// them with the event (JetStream: as message headers) and gives them back in
+    /// [`Received::headers`].
+    pub headers: &'a [(String, String)],
 }
 
 /// Where events go between the instances of a service: the relay publishes each once it is
 /// committed, and every instance subscribes to all of them. A singleton provides it
 /// (`dyn Broker`); tegu-nats' `JetStream` is one.
 pub trait Broker: Send + Sync + 'static {
-    /// Publishes `event`, and resolves once the broker has stored it. Publishing an id the
-    /// broker has seen lately stores nothing more (a second relay of the same row).
+    /// Publishes `event` (its payload and its [headers](Outgoing::headers)), and resolves once
+    /// the broker has stored it. Publishing an id the broker has seen lately stores nothing
+    /// more (a second relay of the same row).
     fn publish<'a>(&'a self, event: Outgoing<'a>) -> BoxFuture<'a, Result<(), BoxError>>;
 
     /// Publishes `events` in order, and resolves once the broker has stored them: how many, from
@@ -43,7 +49,7 @@ pub trait Broker: Send + Sync + 'static {
     fn subscribe(&self) -> BoxFuture<'_, Result<Box<dyn Subscription>, BoxError>>;
 
     /// Why the broker would refuse `event` for good, if it can tell before it is published
-    /// (JetStream: larger than the server's `max_payload`). The outbox asks when the event is
+    /// (JetStream: larger than the server's `max_payload`, headers included). The outbox asks when the event is
     /// emitted, so that the request fails instead of acknowledging an event that could never
     /// be sent. `None` by default.
     fn refuses(&self, event: Outgoing<'_>) -> Option<String> {
@@ -92,12 +98,22 @@ pub struct Received {
     pub name: String,
     /// Its JSON.
     pub payload: Vec<u8>,
+    /// The headers it was published with ([`Outgoing::headers`]), the broker's own left out
+    /// (JetStream's `Nats-*`): the lineage of the request that emitted it, which the outbox
+    /// reads for its handlers' scopes (`tegu_core::App::lineage_from_headers`). They come from
+    /// the broker, so from anyone who can publish there: each value is checked by its lineage
+    /// type, and one it refuses is left out.
+    pub headers: Vec<(String, String)>,
     /// How to acknowledge it.
     pub ack: Box<dyn Ack>,
 }
 
 impl std::fmt::Debug for Received {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Received").field("id", &self.id).field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("Received")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("headers", &self.headers)
+            .finish_non_exhaustive()
     }
 }

@@ -5,11 +5,14 @@ use std::any::{Any, TypeId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tegu_core::events::{Delivery, EventBus};
+use tegu_core::lineage::Lineage;
 
 use tegu_core::futures::BoxFuture;
 
-/// Decodes an event's JSON and delivers it to an App's handlers.
-pub type DeliverFn = for<'a> fn(&'a EventBus, &'a [u8]) -> BoxFuture<'a, Result<Delivery, serde_json::Error>>;
+/// Decodes an event's JSON and delivers it to an App's handlers, each handler's scope seeded
+/// with the lineage the event's headers carried.
+pub type DeliverFn =
+    for<'a> fn(&'a EventBus, &'a [u8], &'a Lineage) -> BoxFuture<'a, Result<Delivery, serde_json::Error>>;
 
 /// What [`external_event!`](crate::external_event) submits: an event type, its name on the
 /// broker, and how to encode and decode it.
@@ -23,7 +26,8 @@ pub struct ExternalEvent {
     pub name: &'static str,
     /// The event as JSON.
     pub encode: fn(&(dyn Any + Send + Sync)) -> Result<Vec<u8>, serde_json::Error>,
-    /// Decodes JSON into the event and delivers it to this App's handlers.
+    /// Decodes JSON into the event and delivers it to this App's handlers, in scopes seeded
+    /// with the given lineage.
     pub deliver: DeliverFn,
 }
 
@@ -37,18 +41,29 @@ pub fn encode<E: Serialize + 'static>(event: &(dyn Any + Send + Sync)) -> Result
     }
 }
 
-/// Decodes `payload` as an `E` and delivers it to `bus`'s handlers.
+/// Decodes `payload` as an `E` and delivers it to `bus`'s handlers, each in a scope seeded with
+/// `lineage` (`EventBus::deliver_with`).
 pub fn decode_and_deliver<'a, E>(
     bus: &'a EventBus,
     payload: &'a [u8],
+    lineage: &'a Lineage,
 ) -> BoxFuture<'a, Result<Delivery, serde_json::Error>>
 where
     E: DeserializeOwned + Send + Sync + 'static,
 {
     Box::pin(async move {
         let event: E = serde_json::from_slice(payload)?;
-        Ok(bus.deliver(event).await)
+        Ok(bus.deliver_with(event, lineage).await)
     })
+}
+
+/// The lineage a received event's `headers` carry, for the handlers' scopes of the App of `bus`.
+///
+/// The lineage a received event's `headers` carry, for the App's lineage types: what its
+/// handlers' scopes are seeded with. A value its type refuses (a forged tenant key) is left
+/// out, and logged with the header's name, never the value.
+pub(crate) fn lineage_from_headers(bus: &EventBus, headers: &[(String, String)]) -> Lineage {
+    bus.lineage_from_headers(headers.iter().map(|(name, value)| (name.as_str(), value.as_str())))
 }
 
 /// The name `E` has on the broker, if it is marked external.

@@ -7,15 +7,17 @@
 //! 1. **In the request's transaction**: [`Outbox`], the App's `tegu_core::events::EventTransport`, writes it
 //!    to the outbox table ([`OutboxStore`]; tegu-sqlx's `OutboxTable` on SQLite or PostgreSQL) in
 //!    the request's completion phase, before the commit. The event is stored with the data or
-//!    not at all; a failed write fails the request.
+//!    not at all; a failed write fails the request. The request's lineage (its tenant, trace
+//!    context, request id: `tegu_core::lineage::Lineage::headers`) is stored with it, as headers.
 //! 2. **After the commit**: the outbox's relay (a hosted service) publishes what the table holds
-//!    to a [`Broker`] (tegu-nats' JetStream) under the event's id, then deletes it. A process killed
+//!    to a [`Broker`] (tegu-nats' JetStream) under the event's id, with its headers, then deletes it. A process killed
 //!    between the commit and the relay loses nothing: any instance's relay publishes what is left
 //!    (polling), or this one on restart. Two relays may publish the same row; the broker keeps one
 //!    per id (JetStream's deduplication window).
 //! 3. **In every instance**: each instance's subscription (a durable consumer of its own)
 //!    receives every event and hands it to its `after_commit` handlers
-//!    (`tegu_core::events::EventBus::deliver`), then acknowledges it. Delivery is at least once; the ids
+//!    (`tegu_core::events::EventBus::deliver_with`), each in a scope seeded with the lineage its
+//!    headers carry (a value its lineage type refuses is left out), then acknowledges it. Delivery is at least once; the ids
 //!    of the events handled lately are remembered, so a redelivered one is not handled twice.
 //!
 //! Without an `Outbox` in the App (no broker configured), events stay in the process, as ever.

@@ -15,12 +15,13 @@ use tegu_core::{
     events::{EventBus, EventTransport},
     health::HealthCheck,
     hosted::{HostedService, OnFailure, Stop},
+    lineage::Lineage,
     registry::{Dependency, InjectKind},
 };
 use tokio::sync::Notify;
 
 use crate::broker::{Broker, Outgoing, Received, Refused};
-use crate::external::ExternalEvent;
+use crate::external::{ExternalEvent, lineage_from_headers};
 use crate::recent::Recent;
 use crate::store::OutboxStore;
 
@@ -96,6 +97,10 @@ pub struct OutboxCounts {
 /// The transactional outbox of an App: its `dyn EventTransport` (see the crate's
 /// documentation) and a hosted service that relays the outbox to the broker and delivers what
 /// the broker brings to this instance's handlers.
+///
+/// An event is stored and published with the emitting scope's lineage as headers
+/// (`tegu_core::lineage::Lineage::current`), and each handler that receives it runs in a scope
+/// seeded with the lineage those headers carry, checked by the App's lineage types.
 ///
 /// Register it with [`Outbox::proto`], beside a singleton that provides `dyn OutboxStore`
 /// (tegu-sqlx's `OutboxTable`) and one that provides `dyn Broker` (tegu-nats' `JetStream`). Its
@@ -251,7 +256,12 @@ impl Outbox {
             let first = first.row;
             let events: Vec<Outgoing<'_>> = batch
                 .iter()
-                .map(|stored| Outgoing { id: &stored.id, name: &stored.name, payload: &stored.payload })
+                .map(|stored| Outgoing {
+                    id: &stored.id,
+                    name: &stored.name,
+                    payload: &stored.payload,
+                    headers: &stored.headers,
+                })
                 .collect();
             let (done, result) = self.broker.publish_all(&events).await;
             let done = done.min(batch.len());
@@ -455,23 +465,27 @@ impl Outbox {
         }
     }
 
-    /// One received event: delivered unless handled lately, then acknowledged.
+    /// One received event: delivered unless handled lately, each handler's scope seeded with
+    /// the lineage its headers carry (the emitting request's tenant, trace, id), then
+    /// acknowledged.
     async fn handle(&self, received: Received) {
-        let Received { id, name, payload, ack } = received;
+        let Received { id, name, payload, headers, ack } = received;
         // An event without an id (published by something else) cannot be recognised again.
         let seen = !id.is_empty() && self.recent.lock().unwrap_or_else(|e| e.into_inner()).contains(&id);
         if seen {
             self.duplicates.fetch_add(1, Ordering::Relaxed);
         } else {
             match self.by_name.get(name.as_str()) {
-                Some(event) => match (event.deliver)(&self.bus, &payload).await {
-                    Ok(_) => {
-                        self.delivered.fetch_add(1, Ordering::Relaxed);
+                Some(event) => {
+                    match (event.deliver)(&self.bus, &payload, &lineage_from_headers(&self.bus, &headers)).await {
+                        Ok(_) => {
+                            self.delivered.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(error) => {
+                            tracing::error!(event = ?name, id = ?id, %error, "a received event could not be decoded; dropped")
+                        }
                     }
-                    Err(error) => {
-                        tracing::error!(event = ?name, id = ?id, %error, "a received event could not be decoded; dropped")
-                    }
-                },
+                }
                 None => {
                     tracing::warn!(event = ?name, id = ?id, "a received event is of no type this instance knows; dropped")
                 }
@@ -513,19 +527,24 @@ impl EventTransport for Outbox {
             return Box::pin(async { Err("the outbox was given an event type it does not carry".into()) });
         };
         let (store, broker, written) = (self.store.clone(), self.broker.clone(), self.written.clone());
+        // The emitting request's lineage (its tenant, trace, id): `send` is called in its scope.
+        // Stored and published with the event, for its handlers' scopes in every instance.
+        let headers: Vec<(String, String)> =
+            Lineage::current().headers().map(|(name, value)| (name.to_owned(), value)).collect();
         Box::pin(async move {
             let payload = (external.encode)(&*event)
                 .map_err(|e| format!("encoding event `{}` for the outbox: {e}", external.name))?;
             let id = new_event_id();
             // An event the broker would never take fails the request now, rather than being
             // acknowledged and set aside by the relay.
-            if let Some(why) = broker.refuses(Outgoing { id: &id, name: external.name, payload: &payload }) {
+            let outgoing = Outgoing { id: &id, name: external.name, payload: &payload, headers: &headers };
+            if let Some(why) = broker.refuses(outgoing) {
                 return Err(
                     format!("event `{}` ({}) cannot be sent: {why}", external.name, (external.type_name)()).into()
                 );
             }
             store
-                .insert(&id, external.name, &payload)
+                .insert(&id, external.name, &payload, &headers)
                 .await
                 .map_err(|source| Failed { event: external.name, source })?;
             written.fetch_add(1, Ordering::Relaxed);

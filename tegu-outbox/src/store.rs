@@ -15,23 +15,37 @@ pub struct Stored {
     pub name: String,
     /// Its JSON.
     pub payload: Vec<u8>,
+    /// The lineage of the request that emitted it (`tegu_core::lineage::Lineage::headers`: its
+    /// tenant, trace context, request id), as header name and value; empty when it had none.
+    /// Stored with the event, so that every publish of it, the first and any after the broker
+    /// lost it, carries them.
+    pub headers: Vec<(String, String)>,
 }
 
 /// The outbox table. A singleton provides it (`dyn OutboxStore`); tegu-sqlx's `OutboxTable` is one,
 /// on SQLite or PostgreSQL.
 ///
-/// An event is pending from its insert until the relay has published it; then it is kept,
+/// An event is stored with its headers, the lineage of the request that emitted it, which the
+/// relay publishes with it each time. An event is pending from its insert until the relay has published it; then it is kept,
 /// marked published, for a while (`outbox.keep_ms`), so that the outbox can publish it again
 /// should the broker lose it before every instance had it (a NATS server restarted without
 /// its store): [`republish`](Self::republish). Times are milliseconds since the Unix epoch, on
 /// the relaying instance's clock.
 pub trait OutboxStore: Send + Sync + 'static {
-    /// Writes an event (its id, name and JSON) **in the current transaction** (the request's, in its completion phase):
+    /// Writes an event (its id, name, JSON and `headers`, the emitting request's lineage, which
+    /// may be empty) **in the current transaction** (the request's, in its completion phase):
     /// it is stored with the request's data or not at all. Outside any transaction, on its own.
-    fn insert<'a>(&'a self, id: &'a str, name: &'a str, payload: &'a [u8]) -> BoxFuture<'a, Result<i64, BoxError>>;
+    /// [`pending`](Self::pending) gives the headers back as they were given, with the event.
+    fn insert<'a>(
+        &'a self,
+        id: &'a str,
+        name: &'a str,
+        payload: &'a [u8],
+        headers: &'a [(String, String)],
+    ) -> BoxFuture<'a, Result<i64, BoxError>>;
 
     /// Up to `limit` of the oldest events pending (committed, not published yet), oldest
-    /// first, outside any transaction.
+    /// first, with their headers, outside any transaction.
     fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, BoxError>>;
 
     /// Marks the events of `rows` published at `at`: they leave [`pending`](Self::pending),
@@ -47,7 +61,7 @@ pub trait OutboxStore: Send + Sync + 'static {
 
     /// Sets the event of `row` aside, with `reason`: the broker refused it for good
     /// ([`Refused`](crate::Refused)). It leaves the events [`pending`](Self::pending) returns,
-    /// and is kept where an operator can read it (tegu-sqlx: the table `di_outbox_set_aside`),
+    /// and is kept, with its headers, where an operator can read it (tegu-sqlx: the table `di_outbox_set_aside`),
     /// never deleted by the outbox.
     fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), BoxError>>;
 }

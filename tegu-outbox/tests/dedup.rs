@@ -51,10 +51,11 @@ async fn a_redelivered_event_is_handled_once_and_everything_is_acknowledged() {
     // A new subscription starts with the events published from then on.
     until("the instance to subscribe", WITHIN, async || broker.subscriptions() == 1).await;
     // The same event twice (as after a lost acknowledgement), one of an unknown type, another.
-    let shipped = |id: &'static str, payload: &'static [u8]| Outgoing { id, name: "parcels.shipped", payload };
+    let shipped =
+        |id: &'static str, payload: &'static [u8]| Outgoing { id, name: "parcels.shipped", payload, headers: &[] };
     broker.publish(shipped("outbox-1", br#"{"parcel":7}"#)).await.unwrap();
     assert!(broker.redeliver("outbox-1"));
-    broker.publish(Outgoing { id: "outbox-2", name: "parcels.lost", payload: b"{}" }).await.unwrap();
+    broker.publish(Outgoing { id: "outbox-2", name: "parcels.lost", payload: b"{}", headers: &[] }).await.unwrap();
     broker.publish(shipped("outbox-3", br#"{"parcel":8}"#)).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while broker.acknowledged() < 4 {

@@ -24,7 +24,7 @@ tegu_outbox::external_event!(Shipped = "parcels.shipped");
 async fn with_ten() -> MemoryStore {
     let store = MemoryStore::new();
     for row in 1..=10 {
-        store.insert(&format!("e{row}"), "parcels.shipped", b"{}").await.unwrap();
+        store.insert(&format!("e{row}"), "parcels.shipped", b"{}", &[]).await.unwrap();
     }
     store
 }

@@ -10,7 +10,7 @@ use tegu_outbox::testing::MemoryBroker;
 use tegu_outbox::{Broker, Outgoing, Received, Refused, Subscription};
 
 fn event(id: &str) -> Outgoing<'_> {
-    Outgoing { id, name: "parcels.shipped", payload: b"{}" }
+    Outgoing { id, name: "parcels.shipped", payload: b"{}", headers: &[] }
 }
 
 /// The next event's id; panics if none comes within a second.
@@ -93,17 +93,17 @@ async fn refused_events_are_refused_for_good_and_stored_events_are_not() {
     broker.refuse("parcels.lost", "no such subject");
     broker.refuse_id("e2", "a poisoned event");
     broker.limit_payload(4);
-    let lost = Outgoing { id: "e1", name: "parcels.lost", payload: b"{}" };
+    let lost = Outgoing { id: "e1", name: "parcels.lost", payload: b"{}", headers: &[] };
     assert_eq!(broker.refuses(lost), None, "a refused name is found out when published");
     assert_eq!(
         refused(broker.publish(lost).await).as_deref(),
         Some("the broker refuses the event for good: no such subject")
     );
     assert!(refused(broker.publish(event("e2")).await).is_some_and(|why| why.contains("a poisoned event")));
-    let large = Outgoing { id: "e3", name: "parcels.shipped", payload: b"12345" };
+    let large = Outgoing { id: "e3", name: "parcels.shipped", payload: b"12345", headers: &[] };
     assert_eq!(broker.refuses(large).as_deref(), Some("5 bytes, more than the 4 this broker takes"));
     assert!(refused(broker.publish(large).await).is_some_and(|why| why.contains("more than the 4")));
-    let fits = Outgoing { id: "e4", name: "parcels.shipped", payload: b"1234" };
+    let fits = Outgoing { id: "e4", name: "parcels.shipped", payload: b"1234", headers: &[] };
     assert_eq!(broker.refuses(fits), None);
     broker.publish(fits).await.unwrap();
     let ids: Vec<String> = broker.published().into_iter().map(|p| p.id).collect();
@@ -190,4 +190,24 @@ async fn failed_receives_and_acknowledgements_lose_nothing_and_redeliver_brings_
     assert!(!broker.redeliver("e9"));
     assert_eq!(next_id(&mut subscription).await, "e1");
     assert_eq!(broker.acknowledged(), 1);
+}
+
+/// An event's headers come with every delivery of it: to every instance, again after a failed
+/// acknowledgement, and when redelivered.
+#[tokio::test]
+async fn headers_come_with_every_delivery() {
+    let a = MemoryBroker::new();
+    let b = a.instance();
+    let (mut on_a, mut on_b) = (a.subscribe().await.unwrap(), b.subscribe().await.unwrap());
+    let headers = [("tegu-tenant".to_owned(), "acme".to_owned()), ("x-request-id".to_owned(), "r-1".to_owned())];
+    a.publish(Outgoing { id: "e1", name: "parcels.shipped", payload: b"{}", headers: &headers }).await.unwrap();
+    assert_eq!(a.published()[0].headers, headers);
+    assert_eq!(next(&mut on_b).await.headers, headers);
+    a.fail_acks(1);
+    assert!(next(&mut on_a).await.ack.ack().await.is_err());
+    let again = next(&mut on_a).await;
+    assert_eq!((again.id.as_str(), &again.headers[..]), ("e1", &headers[..]), "delivered again");
+    again.ack.ack().await.unwrap();
+    assert!(a.redeliver("e1"));
+    assert_eq!(next(&mut on_a).await.headers, headers, "redelivered");
 }

@@ -11,15 +11,19 @@ use tegu_sqlx::{Database, OutboxTable, Postgres, Sqlite};
 
 /// Every method of the trait, with the edges: rows it does not have, an empty list, a limit of
 /// 0, the bounds of `republish` (inclusive) and `purge` (exclusive), a published row set aside,
-/// and a row number after one set aside (never reused). Each result, as text.
+/// and a row number after one set aside (never reused); headers kept in their order through a
+/// republish and a set-aside. Each result, as text.
 async fn script(store: &dyn OutboxStore) -> Vec<String> {
     let mut out = Vec::new();
     let pending = async |limit| {
         let pending: Vec<Stored> = store.pending(limit).await.unwrap();
         format!("pending({limit}) = {pending:?}")
     };
-    for (id, payload) in [("a", "1"), ("b", "22"), ("c", "333"), ("d", "4444"), ("e", "")] {
-        let row = store.insert(id, "parcels.shipped", payload.as_bytes()).await.unwrap();
+    let (c, d) = (c_headers(), d_headers());
+    for (id, payload, headers) in
+        [("a", "1", &[][..]), ("b", "22", &[]), ("c", "333", &c), ("d", "4444", &d), ("e", "", &[])]
+    {
+        let row = store.insert(id, "parcels.shipped", payload.as_bytes(), headers).await.unwrap();
         out.push(format!("insert({id}) = {row}"));
     }
     out.push(pending(2).await);
@@ -36,7 +40,7 @@ async fn script(store: &dyn OutboxStore) -> Vec<String> {
     store.set_aside(5, "refused: no such subject").await.unwrap();
     store.set_aside(42, "a row it does not have").await.unwrap();
     out.push(pending(10).await);
-    let row = store.insert("f", "parcels.lost", b"{}").await.unwrap();
+    let row = store.insert("f", "parcels.lost", b"{}", &[]).await.unwrap();
     out.push(format!("insert(f) = {row}"));
     out.push(format!("purge(1000) = {}", store.purge(1_000).await.unwrap()));
     out.push(format!("purge(1001) = {}", store.purge(1_001).await.unwrap()));
@@ -50,6 +54,19 @@ async fn script(store: &dyn OutboxStore) -> Vec<String> {
     out
 }
 
+/// The headers of row 3 (`c`): one.
+fn c_headers() -> Vec<(String, String)> {
+    vec![("tegu-tenant".into(), "acme".into())]
+}
+
+/// The headers of row 4 (`d`): two, not in alphabetical order.
+fn d_headers() -> Vec<(String, String)> {
+    vec![("x-request-id".into(), "r-1".into()), ("tegu-tenant".into(), "globex".into())]
+}
+
+/// The column `headers` of the row set aside with `d_headers`, as tegu-sqlx stores it.
+const D_STORED: &str = r#"{"x-request-id":"r-1","tegu-tenant":"globex"}"#;
+
 /// What `script` expects, whichever store runs it.
 fn expected() -> Vec<&'static str> {
     vec![
@@ -58,11 +75,11 @@ fn expected() -> Vec<&'static str> {
         "insert(c) = 3",
         "insert(d) = 4",
         "insert(e) = 5",
-        r#"pending(2) = [Stored { row: 1, id: "a", name: "parcels.shipped", payload: [49] }, Stored { row: 2, id: "b", name: "parcels.shipped", payload: [50, 50] }]"#,
-        r#"pending(10) = [Stored { row: 4, id: "d", name: "parcels.shipped", payload: [52, 52, 52, 52] }, Stored { row: 5, id: "e", name: "parcels.shipped", payload: [] }]"#,
+        r#"pending(2) = [Stored { row: 1, id: "a", name: "parcels.shipped", payload: [49], headers: [] }, Stored { row: 2, id: "b", name: "parcels.shipped", payload: [50, 50], headers: [] }]"#,
+        r#"pending(10) = [Stored { row: 4, id: "d", name: "parcels.shipped", payload: [52, 52, 52, 52], headers: [("x-request-id", "r-1"), ("tegu-tenant", "globex")] }, Stored { row: 5, id: "e", name: "parcels.shipped", payload: [], headers: [] }]"#,
         "republish(2001) = 0",
         "republish(2000) = 1",
-        r#"pending(10) = [Stored { row: 3, id: "c", name: "parcels.shipped", payload: [51, 51, 51] }, Stored { row: 4, id: "d", name: "parcels.shipped", payload: [52, 52, 52, 52] }, Stored { row: 5, id: "e", name: "parcels.shipped", payload: [] }]"#,
+        r#"pending(10) = [Stored { row: 3, id: "c", name: "parcels.shipped", payload: [51, 51, 51], headers: [("tegu-tenant", "acme")] }, Stored { row: 4, id: "d", name: "parcels.shipped", payload: [52, 52, 52, 52], headers: [("x-request-id", "r-1"), ("tegu-tenant", "globex")] }, Stored { row: 5, id: "e", name: "parcels.shipped", payload: [], headers: [] }]"#,
         "pending(10) = []",
         "insert(f) = 6",
         "purge(1000) = 0",
@@ -70,7 +87,7 @@ fn expected() -> Vec<&'static str> {
         "purge(1001) = 0",
         "republish(0) = 1",
         "pending(0) = []",
-        r#"pending(10) = [Stored { row: 3, id: "c", name: "parcels.shipped", payload: [51, 51, 51] }, Stored { row: 6, id: "f", name: "parcels.lost", payload: [123, 125] }]"#,
+        r#"pending(10) = [Stored { row: 3, id: "c", name: "parcels.shipped", payload: [51, 51, 51], headers: [("tegu-tenant", "acme")] }, Stored { row: 6, id: "f", name: "parcels.lost", payload: [123, 125], headers: [] }]"#,
         "purge(max) = 2",
         "pending(10) = []",
     ]
@@ -88,6 +105,9 @@ fn expected_aside() -> Aside {
 
 const ASIDE: &str = "SELECT id, event_id, name, payload, reason FROM di_outbox_set_aside ORDER BY id";
 
+/// The headers of the events set aside, as stored.
+const ASIDE_HEADERS: &str = "SELECT headers FROM di_outbox_set_aside ORDER BY id";
+
 #[tokio::test]
 async fn the_memory_store_runs_the_script_as_expected() {
     let store = MemoryStore::new();
@@ -98,6 +118,8 @@ async fn the_memory_store_runs_the_script_as_expected() {
         .map(|aside| (aside.event.row, aside.event.id, aside.event.name, aside.event.payload, aside.reason))
         .collect();
     assert_eq!(aside, expected_aside());
+    let headers: Vec<_> = store.aside().into_iter().map(|aside| aside.event.headers).collect();
+    assert_eq!(headers, [d_headers(), Vec::new()], "set aside with their headers");
     assert!(store.rows().is_empty(), "{:?}", store.rows());
 }
 
@@ -116,6 +138,8 @@ async fn the_sqlite_outbox_table_runs_the_script_as_the_memory_store_does() {
     let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
     let aside: Aside = sqlx::query_as(ASIDE).fetch_all(&pool).await.unwrap();
     assert_eq!(aside, expected_aside());
+    let headers: Vec<Option<String>> = sqlx::query_scalar(ASIDE_HEADERS).fetch_all(&pool).await.unwrap();
+    assert_eq!(headers, [Some(D_STORED.to_owned()), None]);
     pool.close().await;
     app.shutdown().await.unwrap();
 }
@@ -139,6 +163,8 @@ async fn the_postgres_outbox_table_runs_the_script_as_the_memory_store_does() {
     let pool = sqlx::PgPool::connect(&url).await.unwrap();
     let aside: Aside = sqlx::query_as(ASIDE).fetch_all(&pool).await.unwrap();
     assert_eq!(aside, expected_aside());
+    let headers: Vec<Option<String>> = sqlx::query_scalar(ASIDE_HEADERS).fetch_all(&pool).await.unwrap();
+    assert_eq!(headers, [Some(D_STORED.to_owned()), None]);
     pool.close().await;
     app.shutdown().await.unwrap();
 }

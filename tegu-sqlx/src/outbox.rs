@@ -17,6 +17,12 @@ use crate::Database;
 /// transaction: the request's, when the request's `#[transactional]` methods began it. An event
 /// emitted where no transaction is open is written on its own.
 ///
+/// An event's headers (the emitting request's lineage: its tenant, trace context, request id)
+/// are the column `headers` of both tables: a JSON object of header name to value
+/// (`{"tegu-tenant":"acme"}`), or null when it has none. A table made by an earlier version,
+/// without the column, gets it when the App is built (`ALTER TABLE .. ADD COLUMN headers
+/// TEXT`, once: only where the column is missing); its rows have no headers.
+///
 /// Link it with the App, next to the `database` data source it uses:
 /// `App::builder().link::<Database<Postgres>>().link::<OutboxTable<Postgres>>()`, or build it
 /// with [`OutboxTable::new`] for a data source made by hand. It provides
@@ -37,10 +43,12 @@ use crate::Database;
 ///     .build()
 ///     .await?;
 /// let outbox = app.get_object::<OutboxTable<Sqlite>>()?;
-/// // No transaction is open here: written on its own.
-/// let row = outbox.insert("5f0c1e2d", "todos.completed", br#"{"id":1}"#).await?;
+/// // No transaction is open here: written on its own, with the emitting request's lineage.
+/// let headers = [("tegu-tenant".to_owned(), "acme".to_owned())];
+/// let row = outbox.insert("5f0c1e2d", "todos.completed", br#"{"id":1}"#, &headers).await?;
 /// let pending = outbox.pending(10).await?;
 /// assert_eq!((pending.len(), pending[0].row), (1, row));
+/// assert_eq!(pending[0].headers, headers);
 /// // Published at 1000 (ms since the epoch): kept, no longer pending.
 /// outbox.published(&[row], 1_000).await?;
 /// assert!(outbox.pending(10).await?.is_empty());
@@ -68,6 +76,60 @@ fn mark_published(rows: &[i64]) -> String {
     format!("UPDATE di_outbox SET published_at = $1 WHERE id IN ({})", list.join(", "))
 }
 
+/// The column `headers` of a row, as stored: a JSON object of header name to value, in their
+/// order; `None` (null) for none.
+fn encode_headers(headers: &[(String, String)]) -> Option<String> {
+    struct AsObject<'a>(&'a [(String, String)]);
+    impl serde::Serialize for AsObject<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.collect_map(self.0.iter().map(|(name, value)| (name, value)))
+        }
+    }
+    if headers.is_empty() {
+        return None;
+    }
+    // Strings only: serializing cannot fail.
+    serde_json::to_string(&AsObject(headers)).ok()
+}
+
+/// The headers of row `row` from its column `headers`, in their order: none for null, and none
+/// (with a warning) for what is no JSON object of strings, an edit by hand gone wrong, so that
+/// the event still goes out.
+fn decode_headers(row: i64, headers: Option<&str>) -> Vec<(String, String)> {
+    struct Pairs(Vec<(String, String)>);
+    impl<'de> serde::Deserialize<'de> for Pairs {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct Visit;
+            impl<'de> serde::de::Visitor<'de> for Visit {
+                type Value = Pairs;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("an object of header names and values")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Pairs, A::Error> {
+                    let mut pairs = Vec::new();
+                    while let Some(pair) = map.next_entry()? {
+                        pairs.push(pair);
+                    }
+                    Ok(Pairs(pairs))
+                }
+            }
+            deserializer.deserialize_map(Visit)
+        }
+    }
+    let Some(headers) = headers else { return Vec::new() };
+    match serde_json::from_str::<Pairs>(headers) {
+        Ok(Pairs(pairs)) => pairs,
+        Err(error) => {
+            tracing::warn!(row, %error, "an outbox row's headers are no JSON object of strings; it is published without them");
+            Vec::new()
+        }
+    }
+}
+
+/// The tables of the outbox, each with the column `headers`: a table made before it had one
+/// gets it when the outbox starts.
+const TABLES: [&str; 2] = ["di_outbox", "di_outbox_set_aside"];
+
 /// The indexes of the pending events (what the relay reads) and of the published ones (what
 /// the purge and a republish read).
 const INDEXES: [&str; 2] = [
@@ -78,40 +140,75 @@ const INDEXES: [&str; 2] = [
 /// `OutboxTable<DB>` as a proto (object name `outboxTable`) on the `database` data source,
 /// providing `dyn OutboxStore`.
 macro_rules! table {
-    ($db:ty, $ddl:expr, $set_aside_ddl:expr, $build:ident, $as_store:ident) => {
+    ($db:ty, $ddl:expr, $set_aside_ddl:expr, $has_headers:expr, $add_headers:expr, $build:ident, $as_store:ident) => {
         crate::database::on_database!(OutboxTable<$db>, "outboxTable", dyn OutboxStore, $build, $as_store);
 
         impl OutboxTable<$db> {
             /// The outbox in `db`, creating the tables `di_outbox` and `di_outbox_set_aside`
-            /// if they do not exist.
+            /// if they do not exist, and adding the column `headers` to those an earlier
+            /// version made without it.
             ///
             /// # Errors
             ///
-            /// [`TxError::Database`] if a table cannot be created.
+            /// [`TxError::Database`] if a table cannot be created or given its column.
             pub async fn new(db: Arc<Database<$db>>) -> Result<Self, TxError> {
                 db.create_if_missing($ddl, "creating the table di_outbox").await?;
                 for index in INDEXES {
                     db.create_if_missing(index, "creating an index of di_outbox").await?;
                 }
                 db.create_if_missing($set_aside_ddl, "creating the table di_outbox_set_aside").await?;
+                for table in TABLES {
+                    Self::add_headers(&db, table).await?;
+                }
                 Ok(OutboxTable { db })
+            }
+
+            /// Adds the column `headers` to `table` if it has none (made by an earlier
+            /// version). Looked up first, so that a table that has it is not locked for an
+            /// `ALTER TABLE` at every start; an instance that starts beside this one may add it
+            /// first, which is taken as done.
+            async fn add_headers(db: &Database<$db>, table: &'static str) -> Result<(), TxError> {
+                let has = || async {
+                    let count: i64 = sqlx::query_scalar($has_headers)
+                        .bind(table)
+                        .fetch_one(db.pool())
+                        .await
+                        .map_err(|e| db.error("looking for the column headers of the outbox", e))?;
+                    Ok::<bool, TxError>(count > 0)
+                };
+                if has().await? {
+                    return Ok(());
+                }
+                let alter = format!($add_headers, table);
+                match sqlx::query(&alter).execute(db.pool()).await {
+                    Ok(_) => {
+                        tracing::info!(table, "the outbox's table had no column headers (an earlier version's); added");
+                        Ok(())
+                    }
+                    Err(_) if has().await? => Ok(()),
+                    Err(e) => Err(db.error("adding the column headers to the outbox", e)),
+                }
             }
         }
 
         impl OutboxStore for OutboxTable<$db> {
+            /// Writes the row, its headers as a JSON object (null for none).
             fn insert<'a>(
                 &'a self,
                 id: &'a str,
                 name: &'a str,
                 payload: &'a [u8],
+                headers: &'a [(String, String)],
             ) -> BoxFuture<'a, Result<i64, BoxError>> {
                 Box::pin(async move {
                     let mut conn = self.db.conn().await?;
-                    let insert = "INSERT INTO di_outbox (event_id, name, payload) VALUES ($1, $2, $3) RETURNING id";
+                    let insert =
+                        "INSERT INTO di_outbox (event_id, name, payload, headers) VALUES ($1, $2, $3, $4) RETURNING id";
                     let row = sqlx::query_scalar(insert)
                         .bind(id)
                         .bind(name)
                         .bind(payload)
+                        .bind(encode_headers(headers))
                         .fetch_one(&mut *conn)
                         .await
                         .map_err(|e| self.db.error("writing to the outbox", e))?;
@@ -121,14 +218,23 @@ macro_rules! table {
 
             fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, BoxError>> {
                 Box::pin(async move {
-                    let pending = "SELECT id, event_id, name, payload FROM di_outbox WHERE published_at IS NULL ORDER BY id LIMIT $1";
-                    let rows: Vec<(i64, String, String, Vec<u8>)> =
+                    let pending = "SELECT id, event_id, name, payload, headers FROM di_outbox WHERE published_at IS NULL ORDER BY id LIMIT $1";
+                    let rows: Vec<(i64, String, String, Vec<u8>, Option<String>)> =
                         sqlx::query_as(pending)
                             .bind(i64::from(limit))
                             .fetch_all(self.db.pool())
                             .await
                             .map_err(|e| self.db.error("reading the outbox", e))?;
-                    Ok(rows.into_iter().map(|(row, id, name, payload)| Stored { row, id, name, payload }).collect())
+                    Ok(rows
+                        .into_iter()
+                        .map(|(row, id, name, payload, headers)| Stored {
+                            row,
+                            id,
+                            name,
+                            payload,
+                            headers: decode_headers(row, headers.as_deref()),
+                        })
+                        .collect())
                 })
             }
 
@@ -174,8 +280,8 @@ macro_rules! table {
                 Box::pin(async move {
                     let failed = |e| self.db.error("setting an event aside", e);
                     let mut tx = self.db.pool().begin().await.map_err(failed)?;
-                    let copy = "INSERT INTO di_outbox_set_aside (id, event_id, name, payload, reason) \
-                                SELECT id, event_id, name, payload, $2 FROM di_outbox WHERE id = $1";
+                    let copy = "INSERT INTO di_outbox_set_aside (id, event_id, name, payload, headers, reason) \
+                                SELECT id, event_id, name, payload, headers, $2 FROM di_outbox WHERE id = $1";
                     sqlx::query(copy).bind(row).bind(reason).execute(&mut *tx).await.map_err(failed)?;
                     sqlx::query("DELETE FROM di_outbox WHERE id = $1")
                         .bind(row)
@@ -193,16 +299,48 @@ macro_rules! table {
 #[cfg(feature = "sqlite")]
 table!(
     sqlx::Sqlite,
-    "CREATE TABLE IF NOT EXISTS di_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL, published_at INTEGER)",
-    "CREATE TABLE IF NOT EXISTS di_outbox_set_aside (id INTEGER PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL, reason TEXT NOT NULL, set_aside_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+    "CREATE TABLE IF NOT EXISTS di_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL, published_at INTEGER, headers TEXT)",
+    "CREATE TABLE IF NOT EXISTS di_outbox_set_aside (id INTEGER PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL, reason TEXT NOT NULL, set_aside_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP, headers TEXT)",
+    // SQLite has no `ADD COLUMN IF NOT EXISTS`: the table's columns say.
+    "SELECT COUNT(*) FROM pragma_table_info($1) WHERE name = 'headers'",
+    "ALTER TABLE {} ADD COLUMN headers TEXT",
     build_sqlite,
     sqlite_as_store
 );
 #[cfg(feature = "postgres")]
 table!(
     sqlx::Postgres,
-    "CREATE TABLE IF NOT EXISTS di_outbox (id BIGSERIAL PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL, published_at BIGINT)",
-    "CREATE TABLE IF NOT EXISTS di_outbox_set_aside (id BIGINT PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL, reason TEXT NOT NULL, set_aside_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+    "CREATE TABLE IF NOT EXISTS di_outbox (id BIGSERIAL PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL, published_at BIGINT, headers TEXT)",
+    "CREATE TABLE IF NOT EXISTS di_outbox_set_aside (id BIGINT PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL, reason TEXT NOT NULL, set_aside_at TIMESTAMPTZ NOT NULL DEFAULT now(), headers TEXT)",
+    // The table the statements find on the search path, as `to_regclass` resolves it.
+    "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass($1::text) AND attname = 'headers' AND NOT attisdropped",
+    "ALTER TABLE {} ADD COLUMN IF NOT EXISTS headers TEXT",
     build_postgres,
     postgres_as_store
 );
+
+#[cfg(test)]
+mod tests {
+    use super::{decode_headers, encode_headers};
+
+    #[test]
+    fn headers_are_stored_as_a_json_object_in_their_order() {
+        let headers = vec![
+            ("tegu-tenant".to_owned(), "acme".to_owned()),
+            ("traceparent".to_owned(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_owned()),
+            ("a-quote".to_owned(), "say \"hi\"".to_owned()),
+        ];
+        let stored = encode_headers(&headers).expect("some headers");
+        assert!(stored.starts_with(r#"{"tegu-tenant":"acme","traceparent":"#), "{stored}");
+        assert_eq!(decode_headers(1, Some(&stored)), headers);
+        assert_eq!(encode_headers(&[]), None, "none: null");
+        assert!(decode_headers(1, None).is_empty());
+    }
+
+    #[test]
+    fn headers_that_are_no_object_of_strings_are_dropped() {
+        for bad in ["[]", "{\"a\":1}", "not json", ""] {
+            assert!(decode_headers(1, Some(bad)).is_empty(), "{bad}");
+        }
+    }
+}

@@ -342,6 +342,28 @@ impl EventBus {
         }
     }
 
+    /// The lineage that a received message's `headers` carry, for this App's lineage types:
+    /// [`App::lineage_from_headers`](crate::App::lineage_from_headers), for a transport that
+    /// holds the bus rather than the App; empty once the App is gone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::lineage::Tenant;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
+    /// let app = tegu_core::App::builder().without_inventory().lineage::<Tenant>().build().await?;
+    /// let lineage = app.events().lineage_from_headers([("tegu-tenant", "acme")]);
+    /// assert_eq!(lineage.get::<Tenant>().map(Tenant::key), Some("acme"));
+    /// # Ok(()) }
+    /// ```
+    pub fn lineage_from_headers<'h>(&self, headers: impl IntoIterator<Item = (&'h str, &'h str)>) -> Lineage {
+        match self.app.get().and_then(Weak::upgrade) {
+            Some(app) => scope::lineage::from_headers(&app, headers),
+            None => Lineage::new(),
+        }
+    }
+
     /// How many handlers events of type `E` have in this App.
     ///
     /// # Examples

@@ -19,10 +19,13 @@ pub struct Published {
     pub name: String,
     /// Its JSON.
     pub payload: Vec<u8>,
+    /// Its headers, as published ([`Outgoing::headers`]), and as every delivery of it gives
+    /// them ([`Received::headers`]).
+    pub headers: Vec<(String, String)>,
 }
 
-/// A [`Broker`] in memory, for tests: it stores what is published (one event per id), delivers
-/// it to every instance's subscription, and fails on demand with each outcome the trait has.
+/// A [`Broker`] in memory, for tests: it stores what is published (one event per id, with its
+/// headers), delivers it, headers and all, to every instance's subscription, and fails on demand with each outcome the trait has.
 ///
 /// - **Refused for good** ([`Refused`]): the events of a name ([`refuse`](Self::refuse)), of an
 ///   id ([`refuse_id`](Self::refuse_id)), or larger than a limit
@@ -56,19 +59,21 @@ pub struct Published {
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::error::BoxError> {
 /// let broker = MemoryBroker::new();
 /// let mut subscription = broker.subscribe().await?;
-/// let paid = Outgoing { id: "e1", name: "billing.paid", payload: br#"{"cents":500}"# };
+/// let headers = [("tegu-tenant".to_owned(), "acme".to_owned())];
+/// let paid = Outgoing { id: "e1", name: "billing.paid", payload: br#"{"cents":500}"#, headers: &headers };
 /// broker.publish(paid).await?;
 /// broker.publish(paid).await?; // the same id: stored once
 /// assert_eq!((broker.published().len(), broker.duplicates()), (1, 1));
 /// let received = subscription.next().await.expect("an event")?;
 /// assert_eq!((received.id.as_str(), received.name.as_str()), ("e1", "billing.paid"));
+/// assert_eq!(received.headers, headers);
 /// received.ack.ack().await?;
 ///
 /// // A passing failure, then one for good.
 /// broker.fail_next(1);
 /// assert!(broker.publish(paid).await.is_err_and(|e| !e.is::<Refused>()));
 /// broker.refuse("billing.refunded", "a subject the broker does not take");
-/// let refunded = Outgoing { id: "e2", name: "billing.refunded", payload: b"{}" };
+/// let refunded = Outgoing { id: "e2", name: "billing.refunded", payload: b"{}", headers: &[] };
 /// assert!(broker.publish(refunded).await.is_err_and(|e| e.is::<Refused>()));
 ///
 /// // Its state lost: the subscription ends, and a new one starts afresh.
@@ -204,7 +209,7 @@ impl MemoryBroker {
     /// let a = MemoryBroker::new();
     /// let b = a.instance();
     /// let (mut on_a, mut on_b) = (a.subscribe().await?, b.subscribe().await?);
-    /// a.publish(Outgoing { id: "e1", name: "todos.completed", payload: b"{}" }).await?;
+    /// a.publish(Outgoing { id: "e1", name: "todos.completed", payload: b"{}", headers: &[] }).await?;
     /// assert_eq!(on_a.next().await.expect("an event")?.id, "e1");
     /// assert_eq!(on_b.next().await.expect("an event")?.id, "e1");
     /// # Ok(()) }
@@ -365,8 +370,12 @@ impl MemoryBroker {
             if !stored {
                 state.duplicates += 1;
             } else {
-                let published =
-                    Published { id: event.id.to_owned(), name: event.name.to_owned(), payload: event.payload.to_vec() };
+                let published = Published {
+                    id: event.id.to_owned(),
+                    name: event.name.to_owned(),
+                    payload: event.payload.to_vec(),
+                    headers: event.headers.to_vec(),
+                };
                 state.log.push(published);
             }
             stored
@@ -454,14 +463,14 @@ impl Subscription for MemorySubscription {
                         return Some(Err("receiving from the broker failed (MemoryBroker::fail_receives)".into()));
                     }
                     if let Some(index) = state.take_next(self.consumer) {
-                        let Published { id, name, payload } = state.log[index].clone();
+                        let Published { id, name, payload, headers } = state.log[index].clone();
                         let ack = MemoryAck {
                             shared: Arc::clone(&self.shared),
                             consumer: self.consumer,
                             epoch: self.epoch,
                             index,
                         };
-                        return Some(Ok(Received { id, name, payload, ack: Box::new(ack) }));
+                        return Some(Ok(Received { id, name, payload, headers, ack: Box::new(ack) }));
                     }
                 }
                 if self.changed.changed().await.is_err() {

@@ -32,7 +32,8 @@ pub struct SetAside {
 /// An [`OutboxStore`] in memory, for tests: its rows in a `Mutex`, with the semantics of
 /// tegu-sqlx's `OutboxTable` (the table `di_outbox` and `di_outbox_set_aside`):
 ///
-/// - [`insert`](OutboxStore::insert) numbers rows from 1 up, never reusing a number;
+/// - [`insert`](OutboxStore::insert) numbers rows from 1 up, never reusing a number, and keeps
+///   the event's headers with it (in [`Stored::headers`], through every state below);
 /// - [`pending`](OutboxStore::pending): the oldest rows not published, in row order;
 /// - [`published`](OutboxStore::published) marks rows published at a time (rows it does not
 ///   have are skipped), [`republish`](OutboxStore::republish) makes those published at or after
@@ -55,9 +56,12 @@ pub struct SetAside {
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::error::BoxError> {
 /// let outbox = MemoryStore::new();
-/// let row = outbox.insert("5f0c1e2d", "todos.completed", br#"{"id":1}"#).await?;
+/// // The emitting request's lineage, as headers.
+/// let headers = [("tegu-tenant".to_owned(), "acme".to_owned())];
+/// let row = outbox.insert("5f0c1e2d", "todos.completed", br#"{"id":1}"#, &headers).await?;
 /// let pending = outbox.pending(10).await?;
 /// assert_eq!((pending.len(), pending[0].row), (1, row));
+/// assert_eq!(pending[0].headers, headers);
 /// // Published at 1000 (ms since the epoch): kept, no longer pending.
 /// outbox.published(&[row], 1_000).await?;
 /// assert!(outbox.pending(10).await?.is_empty());
@@ -70,7 +74,7 @@ pub struct SetAside {
 /// assert!(outbox.rows().is_empty());
 ///
 /// // An event the broker refuses for good is set aside, with the reason.
-/// let row = outbox.insert("9a8b7c6d", "todos.completed", &[b'x'; 2048]).await?;
+/// let row = outbox.insert("9a8b7c6d", "todos.completed", &[b'x'; 2048], &[]).await?;
 /// outbox.set_aside(row, "too large").await?;
 /// assert!(outbox.pending(10).await?.is_empty());
 /// let aside = outbox.aside();
@@ -125,11 +129,23 @@ fn ready<'a, T: Send + 'a>(result: T) -> BoxFuture<'a, Result<T, BoxError>> {
 }
 
 impl OutboxStore for MemoryStore {
-    fn insert<'a>(&'a self, id: &'a str, name: &'a str, payload: &'a [u8]) -> BoxFuture<'a, Result<i64, BoxError>> {
+    fn insert<'a>(
+        &'a self,
+        id: &'a str,
+        name: &'a str,
+        payload: &'a [u8],
+        headers: &'a [(String, String)],
+    ) -> BoxFuture<'a, Result<i64, BoxError>> {
         let mut table = self.table();
         table.last += 1;
         let row = table.last;
-        let event = Stored { row, id: id.to_owned(), name: name.to_owned(), payload: payload.to_vec() };
+        let event = Stored {
+            row,
+            id: id.to_owned(),
+            name: name.to_owned(),
+            payload: payload.to_vec(),
+            headers: headers.to_vec(),
+        };
         table.rows.insert(row, Row { event, published_at: None });
         ready(row)
     }
