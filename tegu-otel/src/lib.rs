@@ -51,6 +51,12 @@ pub use {opentelemetry, tracing_opentelemetry};
 
 use tracing_subscriber::registry::LookupSpan;
 
+/// The guide's chapter on context that travels (`docs/guide/lineage.md`), compiled and run as
+/// doctests here, where tegu-core, tegu-http and this crate are all in reach.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guide/lineage.md")]
+pub struct GuideLineage;
+
 /// The `tracing` layer that makes an OpenTelemetry span of each `tracing` span, with
 /// `tracer`: [`tracing_opentelemetry::layer`] with that tracer and its defaults (among them:
 /// entering a span makes its OpenTelemetry context current). [`TraceLayer`] and [`OtelLink`]

@@ -165,8 +165,11 @@ fn main_fn(style: Style, n: usize) -> String {
     let regs = names("reg");
     let harness = names("harness");
     let builder = style == Style::Builder;
-    let (protos, note) =
-        if builder { (2 * n, "two per type") } else { (2 * n + 4, "two per type, and tegu-core's EventBus, Tenant, TraceContext, TraceState") };
+    let (protos, note) = if builder {
+        (2 * n, "two per type")
+    } else {
+        (2 * n + 4, "two per type, and tegu-core's EventBus, Tenant, TraceContext, TraceState")
+    };
     let expected = if style == Style::Macros { 0 } else { n * n.saturating_sub(1) / 2 };
     format!(
         r#"static REGISTER: [fn(AppBuilder) -> AppBuilder; {n}] = [{regs}];
