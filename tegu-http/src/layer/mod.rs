@@ -201,14 +201,19 @@ where
             }
         }
         let head = Arc::new(RequestHead::of(&req, *capture_extensions));
-        let span = tracing::info_span!(
-            "request",
-            id = %head.id,
-            method = %head.method,
-            path = %head.uri.path(),
-            tenant = tracing::field::Empty,
-            trace_id = tracing::field::Empty
-        );
+        // Two call sites: a request with no lineage to seed (the common one) builds the span it
+        // built before, with no empty fields to carry.
+        let span = match &lineage {
+            None => tracing::info_span!("request", id = %head.id, method = %head.method, path = %head.uri.path()),
+            Some(_) => tracing::info_span!(
+                "request",
+                id = %head.id,
+                method = %head.method,
+                path = %head.uri.path(),
+                tenant = tracing::field::Empty,
+                trace_id = tracing::field::Empty
+            ),
+        };
         let work = Work { handler: self.inner.call(req), head: Arc::clone(&head), completing: None };
         let scoped = match (*slot, lineage) {
             (Some(slot), None) => app.run_in_context_with(slot, Arc::clone(&head), work),
