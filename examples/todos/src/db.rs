@@ -144,21 +144,23 @@ impl Db {
             .await
             .map_err(|e| failed("opening the database", e))?;
         let db = Arc::new(Database::new(NAME, pool, transactions));
-        for ddl in SQLITE_SCHEMA {
-            sqlx::query(ddl).execute(db.pool()).await.map_err(|e| db.error("creating the schema", e))?;
-        }
-        // Files made before `done_at` (the purge job's column) gain it.
-        let has_done_at: Option<i64> =
-            sqlx::query_scalar("SELECT 1 FROM pragma_table_info('todos') WHERE name = 'done_at'")
+        sqlx::query(SQLITE_TABLE).execute(db.pool()).await.map_err(|e| db.error("creating the schema", e))?;
+        // Files made by earlier versions gain the columns they lack: `done_at` (the purge job's),
+        // `tenant` (their todos are then the tenant `default`'s).
+        for (column, upgrade) in SQLITE_UPGRADES {
+            let has: Option<i64> = sqlx::query_scalar("SELECT 1 FROM pragma_table_info('todos') WHERE name = $1")
+                .bind(column)
                 .fetch_optional(db.pool())
                 .await
                 .map_err(|e| db.error("reading the schema", e))?;
-        if has_done_at.is_none() {
-            sqlx::query("ALTER TABLE todos ADD COLUMN done_at INTEGER")
-                .execute(db.pool())
-                .await
-                .map_err(|e| db.error("adding the done_at column", e))?;
+            if has.is_none() {
+                for ddl in upgrade {
+                    sqlx::query(ddl).execute(db.pool()).await.map_err(|e| db.error("upgrading the todos table", e))?;
+                }
+                tracing::info!(column, "the todos table had no such column (an earlier version's); added");
+            }
         }
+        sqlx::query(INDEX).execute(db.pool()).await.map_err(|e| db.error("creating the schema", e))?;
         tracing::info!(file = %file.display(), "database open");
         let claims = ClusterSchedules::<Sqlite>::new(db.clone()).await?;
         let outbox = OutboxTable::<Sqlite>::new(db.clone()).await?;
@@ -177,9 +179,26 @@ impl Db {
             .await
             .map_err(|e| failed("connecting to the database", e))?;
         let db = Arc::new(Database::new(NAME, pool, transactions));
-        for ddl in POSTGRES_SCHEMA {
-            db.create_if_missing(ddl, "creating the schema").await?;
+        db.create_if_missing(POSTGRES_TABLE, "creating the schema").await?;
+        // A table made by an earlier version gains the columns it lacks, as on SQLite. Each
+        // statement is `IF [NOT] EXISTS`: instances may start at once.
+        for (column, upgrade) in POSTGRES_UPGRADES {
+            let has: Option<i32> = sqlx::query_scalar(
+                "SELECT 1 FROM information_schema.columns
+                 WHERE table_schema = current_schema() AND table_name = 'todos' AND column_name = $1",
+            )
+            .bind(column)
+            .fetch_optional(db.pool())
+            .await
+            .map_err(|e| db.error("reading the schema", e))?;
+            if has.is_none() {
+                for ddl in upgrade {
+                    db.create_if_missing(ddl, "upgrading the todos table").await?;
+                }
+                tracing::info!(column, "the todos table had no such column (an earlier version's); added");
+            }
         }
+        db.create_if_missing(INDEX, "creating the schema").await?;
         let shown = redacted(&url);
         tracing::info!(database = %shown, "database open");
         let claims = ClusterSchedules::<Postgres>::new(db.clone()).await?;
@@ -225,29 +244,53 @@ fn redacted(url: &str) -> String {
 }
 
 /// The todos table, on SQLite (`"user"` quoted: PostgreSQL reserves the word, and files made
-/// by earlier versions of this example have the column).
-const SQLITE_SCHEMA: [&str; 2] = [
-    "CREATE TABLE IF NOT EXISTS todos (
+/// by earlier versions of this example have the column). Each todo is a tenant's: `default`'s
+/// when its request named none (see [`crate::current_tenant`]).
+const SQLITE_TABLE: &str = "CREATE TABLE IF NOT EXISTS todos (
          id      INTEGER PRIMARY KEY AUTOINCREMENT,
+         tenant  TEXT    NOT NULL DEFAULT 'default',
          \"user\" TEXT    NOT NULL,
          title   TEXT    NOT NULL,
          done    INTEGER NOT NULL DEFAULT 0,
          done_at INTEGER
-     )",
-    "CREATE INDEX IF NOT EXISTS todos_by_user ON todos (\"user\", id)",
+     )";
+
+/// The columns a todos table of an earlier version may lack, on SQLite, and what adds each:
+/// its rows take the default (no `done_at`; the tenant `default`). With the tenant, the index
+/// by user alone gives way to [`INDEX`].
+const SQLITE_UPGRADES: [(&str, &[&str]); 2] = [
+    ("done_at", &["ALTER TABLE todos ADD COLUMN done_at INTEGER"]),
+    (
+        "tenant",
+        &["ALTER TABLE todos ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default'", "DROP INDEX IF EXISTS todos_by_user"],
+    ),
 ];
+
+/// The index of every query of the repository: a tenant's user's todos, by id.
+const INDEX: &str = "CREATE INDEX IF NOT EXISTS todos_by_tenant ON todos (tenant, \"user\", id)";
 
 /// The todos table, on PostgreSQL.
 #[cfg(feature = "postgres")]
-const POSTGRES_SCHEMA: [&str; 2] = [
-    "CREATE TABLE IF NOT EXISTS todos (
+const POSTGRES_TABLE: &str = "CREATE TABLE IF NOT EXISTS todos (
          id      BIGSERIAL PRIMARY KEY,
+         tenant  TEXT    NOT NULL DEFAULT 'default',
          \"user\" TEXT    NOT NULL,
          title   TEXT    NOT NULL,
          done    BOOLEAN NOT NULL DEFAULT FALSE,
          done_at BIGINT
-     )",
-    "CREATE INDEX IF NOT EXISTS todos_by_user ON todos (\"user\", id)",
+     )";
+
+/// [`SQLITE_UPGRADES`] on PostgreSQL.
+#[cfg(feature = "postgres")]
+const POSTGRES_UPGRADES: [(&str, &[&str]); 2] = [
+    ("done_at", &["ALTER TABLE todos ADD COLUMN IF NOT EXISTS done_at BIGINT"]),
+    (
+        "tenant",
+        &[
+            "ALTER TABLE todos ADD COLUMN IF NOT EXISTS tenant TEXT NOT NULL DEFAULT 'default'",
+            "DROP INDEX IF EXISTS todos_by_user",
+        ],
+    ),
 ];
 
 /// Runs `$body` with `$db` (the `Database`) and `$conn` (a connection of the current
@@ -315,8 +358,9 @@ impl OutboxStore for Db {
         id: &'a str,
         name: &'a str,
         payload: &'a [u8],
+        headers: &'a [(String, String)],
     ) -> BoxFuture<'a, Result<i64, tegu_core::error::BoxError>> {
-        per_pool!(&self.pools, |_, _, outbox| outbox.insert(id, name, payload))
+        per_pool!(&self.pools, |_, _, outbox| outbox.insert(id, name, payload, headers))
     }
 
     fn pending(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Stored>, tegu_core::error::BoxError>> {

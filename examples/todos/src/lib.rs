@@ -19,6 +19,27 @@
 //!   [`advice::TodoCompleted`] event counted by [`advice::TodoStats`] (`GET /stats`), and the
 //!   hourly [`advice::TodoPurger`] job, once per cluster.
 //!
+//! # Context that travels
+//!
+//! Each request's *lineage* (its tenant, its W3C trace context, its request id) follows the
+//! work it causes: its event handlers, in this instance and, through the outbox and NATS, in
+//! every other.
+//!
+//! - **Tenants.** A request names its tenant in the header `x-tenant` ([`TENANT_HEADER`]; read by
+//!   tegu-http, see [`routes`]); one that names none is served as the tenant `default`
+//!   ([`DEFAULT_TENANT`]), so that the API works as it did before tenants, and a value that is
+//!   no tenant key (`acme" admin=true`) is answered 400. Todos are stored per tenant (the
+//!   column `tenant`; a table of an earlier version gains it, its todos `default`'s), and every
+//!   query of [`todo::TodoRepository`] is the request's tenant's: a todo of `acme` is not found
+//!   (404) for `globex`. [`advice::TodoStats`] counts per tenant too, reading the tenant of the
+//!   request that emitted the event, in whichever instance handles it.
+//! - **Traces.** [`router`] gives each request a server span in its caller's trace (tegu-otel's
+//!   `TraceLayer`, from `traceparent`), and [`builder`] registers tegu-otel's `OtelLink`, so the
+//!   span of each event handler a request caused is a child of the request's span, in every
+//!   instance; the handler's log lines carry its span's fields `trace_id`, `tenant` and
+//!   `request_id`, the request's. `main` exports the spans over OTLP when built with the `otlp`
+//!   feature and `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+//!
 //! `cargo run -p example-todos` serves it on 127.0.0.1:7001.
 
 pub mod advice;
@@ -28,7 +49,9 @@ pub mod todo;
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use tegu_core::{App, AppBuilder, DiError, config_proto};
+use tegu_core::lineage::Tenant;
+use tegu_core::{App, AppBuilder, ContextRef, DiError, config_proto};
+use tegu_http::{RouteError, RouterBuilder, TenantFrom};
 
 /// The `[http]` section of `config/todos.toml` (`TODOS_HTTP__ADDR`, `TODOS_HTTP__BACKLOG`,
 /// `TODOS_HTTP__DRAIN_DELAY_SECS`).
@@ -78,11 +101,63 @@ pub fn config_file() -> PathBuf {
 }
 
 /// The App's builder: every proto of the binary (they register themselves), configured by
-/// [`config_file`] and `TODOS_*` environment variables; with the outbox to NATS
-/// ([`with_nats`]) when `TODOS_NATS__URL` is set. Tests add `config_value`s on top.
+/// [`config_file`] and `TODOS_*` environment variables; with tegu-otel's `OtelLink` (the span of
+/// each event handler is a child of the span of the request that caused it, here or in another
+/// instance), and with the outbox to NATS ([`with_nats`]) when `TODOS_NATS__URL` is set. Tests
+/// add `config_value`s on top.
 pub fn builder() -> AppBuilder {
-    let builder = App::builder().config_file_required(config_file()).config_env("TODOS_");
+    let builder =
+        App::builder().config_file_required(config_file()).config_env("TODOS_").register(tegu_otel::OtelLink::proto());
     if std::env::var_os("TODOS_NATS__URL").is_some() { with_nats(builder) } else { builder }
+}
+
+/// The header that names a request's tenant: `x-tenant: acme`.
+pub const TENANT_HEADER: &str = "x-tenant";
+
+/// The tenant of a request that names none ([`TENANT_HEADER`]), and of the work it causes: the
+/// todos made before the service had tenants are its.
+pub const DEFAULT_TENANT: &str = "default";
+
+/// The tenant that the current scope serves, read through `tenant` (a request's, or, in an
+/// event handler's scope, the one of the request that emitted the event, which the scope's
+/// lineage carries): [`DEFAULT_TENANT`] where there is none (a request without `x-tenant`, work
+/// outside any request).
+///
+/// # Errors
+///
+/// The [`DiError`] of a scope that cannot be read (ended, another App's).
+pub fn current_tenant(tenant: &ContextRef<Tenant>) -> Result<Tenant, DiError> {
+    match tenant.try_get() {
+        Ok(tenant) => Ok((*tenant).clone()),
+        Err(DiError::NoTenant { .. } | DiError::NoScope { .. }) => Ok(default_tenant()),
+        Err(error) => Err(error),
+    }
+}
+
+/// The tenant [`DEFAULT_TENANT`].
+fn default_tenant() -> Tenant {
+    static DEFAULT: std::sync::OnceLock<Tenant> = std::sync::OnceLock::new();
+    DEFAULT.get_or_init(|| Tenant::new(DEFAULT_TENANT).expect("`default` is a tenant key")).clone()
+}
+
+/// The service's routes for `app`, to build: every controller, each request's scope opened for
+/// the tenant its `x-tenant` header names, or for none (then [`DEFAULT_TENANT`]'s todos) when
+/// it names none; a value that is no tenant key is answered 400, naming the header, before any
+/// handler runs. Tests add layers to it; [`router`] builds it.
+pub fn routes(app: &App) -> RouterBuilder {
+    RouterBuilder::new(app).tenant(TenantFrom::header(TENANT_HEADER).optional())
+}
+
+/// `routes` built, each route in a server span of its caller's trace (tegu-otel's `TraceLayer`,
+/// inside the routing so that the span is named after the route, outside the request's scope so
+/// that the scope is seeded with the span's trace context): what `main` serves, with
+/// `/metrics` beside it.
+///
+/// # Errors
+///
+/// [`RouteError`] if two routes clash.
+pub fn router(routes: RouterBuilder) -> Result<axum::Router, RouteError> {
+    Ok(routes.build()?.layer(tegu_otel::TraceLayer::new()))
 }
 
 /// `builder` with the external events ([`advice::TodoCompleted`], [`advice::TodoCreated`])
@@ -136,6 +211,7 @@ pub fn try_it(addr: &str) -> String {
         format!("curl -i {addr}/users/ada/todos/batch {json} -d '[{{\"title\":\"kept?\"}},{{\"title\":\"\"}}]'   # 400: rolled back"),
         format!("curl -i {addr}/users/ada/todos/import {json} -d '[[{{\"title\":\"a\"}}],[{{\"title\":\"b\"}},{{\"title\":\"\"}}]]'   # a saved, b rolled back"),
         format!("curl -i {addr}/stats"),
+        format!("curl -i {addr}/users/ada/todos -H 'x-tenant: acme' {json} -d '{{\"title\":\"for acme\"}}'   # tenant acme's: seen only with that header"),
         format!("curl -i {addr}/health/ready   # also over HTTP/2: curl --http2-prior-knowledge"),
         format!("curl {addr}/metrics"),
         format!("curl -i -X DELETE {addr}/users/ada/todos/1"),

@@ -9,7 +9,7 @@ use axum::http::{StatusCode, header};
 use axum::middleware::{Next, from_fn};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use tegu_core::{ContextRef, context_proto, events::EventBus, intercept, singleton_proto};
+use tegu_core::{ContextRef, DiError, context_proto, events::EventBus, intercept, lineage::Tenant, singleton_proto};
 use tegu_http::{RequestHead, http_controller, http_routes};
 use tegu_tx::TxError;
 
@@ -78,17 +78,29 @@ impl RequestTracer {
 /// The todos table. Its statements run on the current transaction (the request's, once a
 /// `#[transactional]` method of [`TodoService`] began it), else each on its own: a request
 /// that only reads takes no write lock and waits for no writer.
+///
+/// Every statement is the current tenant's ([`crate::current_tenant`]: the request's `x-tenant`,
+/// else `default`): a todo of another tenant is not there, even by its id.
 #[singleton_proto]
 #[derive(Debug)]
 pub struct TodoRepository {
     #[inject]
     db: Arc<Db>,
+    #[inject]
+    tenant: ContextRef<Tenant>,
 }
 
 impl TodoRepository {
-    async fn list(&self, user: &str) -> Result<Vec<Todo>, TxError> {
+    /// The key of the tenant whose todos the current scope reads and writes.
+    fn tenant(&self) -> Result<String, TodoError> {
+        Ok(crate::current_tenant(&self.tenant)?.key().to_owned())
+    }
+
+    async fn list(&self, user: &str) -> Result<Vec<Todo>, TodoError> {
+        let tenant = self.tenant()?;
         let rows: Vec<(i64, String, bool)> = on_db!(self.db.pools(), |db, conn| {
-            sqlx::query_as("SELECT id, title, done FROM todos WHERE \"user\" = $1 ORDER BY id")
+            sqlx::query_as("SELECT id, title, done FROM todos WHERE tenant = $1 AND \"user\" = $2 ORDER BY id")
+                .bind(&tenant)
                 .bind(user)
                 .fetch_all(conn)
                 .await
@@ -97,9 +109,11 @@ impl TodoRepository {
         Ok(rows.into_iter().map(Todo::from).collect())
     }
 
-    async fn get(&self, user: &str, id: i64) -> Result<Option<Todo>, TxError> {
+    async fn get(&self, user: &str, id: i64) -> Result<Option<Todo>, TodoError> {
+        let tenant = self.tenant()?;
         let row: Option<(i64, String, bool)> = on_db!(self.db.pools(), |db, conn| {
-            sqlx::query_as("SELECT id, title, done FROM todos WHERE \"user\" = $1 AND id = $2")
+            sqlx::query_as("SELECT id, title, done FROM todos WHERE tenant = $1 AND \"user\" = $2 AND id = $3")
+                .bind(&tenant)
                 .bind(user)
                 .bind(id)
                 .fetch_optional(conn)
@@ -109,9 +123,11 @@ impl TodoRepository {
         Ok(row.map(Todo::from))
     }
 
-    async fn insert(&self, user: &str, title: &str) -> Result<Todo, TxError> {
+    async fn insert(&self, user: &str, title: &str) -> Result<Todo, TodoError> {
+        let tenant = self.tenant()?;
         let id: i64 = on_db!(self.db.pools(), |db, conn| {
-            sqlx::query_scalar("INSERT INTO todos (\"user\", title) VALUES ($1, $2) RETURNING id")
+            sqlx::query_scalar("INSERT INTO todos (tenant, \"user\", title) VALUES ($1, $2, $3) RETURNING id")
+                .bind(&tenant)
                 .bind(user)
                 .bind(title)
                 .fetch_one(conn)
@@ -123,34 +139,41 @@ impl TodoRepository {
 
     /// Marks a todo done or not: `None` if there is no such todo, else whether it changed (a
     /// todo already in that state is left as it is, its `done_at` included).
-    async fn set_done(&self, user: &str, id: i64, done: bool) -> Result<Option<bool>, TxError> {
+    async fn set_done(&self, user: &str, id: i64, done: bool) -> Result<Option<bool>, TodoError> {
+        let tenant = self.tenant()?;
         let done_at = done.then(unix_now);
         on_db!(self.db.pools(), |db, conn| {
-            let changed =
-                sqlx::query("UPDATE todos SET done = $3, done_at = $4 WHERE \"user\" = $1 AND id = $2 AND done != $3")
-                    .bind(user)
-                    .bind(id)
-                    .bind(done)
-                    .bind(done_at)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(|e| db.error("updating a todo", e))?;
+            let changed = sqlx::query(
+                "UPDATE todos SET done = $4, done_at = $5 WHERE tenant = $1 AND \"user\" = $2 AND id = $3 AND done != $4",
+            )
+            .bind(&tenant)
+            .bind(user)
+            .bind(id)
+            .bind(done)
+            .bind(done_at)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| db.error("updating a todo", e))?;
             if changed.rows_affected() == 1 {
                 return Ok(Some(true));
             }
-            let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM todos WHERE \"user\" = $1 AND id = $2")
-                .bind(user)
-                .bind(id)
-                .fetch_optional(conn)
-                .await
-                .map_err(|e| db.error("reading a todo", e))?;
+            let exists: Option<i64> =
+                sqlx::query_scalar("SELECT id FROM todos WHERE tenant = $1 AND \"user\" = $2 AND id = $3")
+                    .bind(&tenant)
+                    .bind(user)
+                    .bind(id)
+                    .fetch_optional(conn)
+                    .await
+                    .map_err(|e| db.error("reading a todo", e))?;
             Ok(exists.map(|_| false))
         })
     }
 
-    async fn delete(&self, user: &str, id: i64) -> Result<bool, TxError> {
+    async fn delete(&self, user: &str, id: i64) -> Result<bool, TodoError> {
+        let tenant = self.tenant()?;
         on_db!(self.db.pools(), |db, conn| {
-            let deleted = sqlx::query("DELETE FROM todos WHERE \"user\" = $1 AND id = $2")
+            let deleted = sqlx::query("DELETE FROM todos WHERE tenant = $1 AND \"user\" = $2 AND id = $3")
+                .bind(&tenant)
                 .bind(user)
                 .bind(id)
                 .execute(conn)
@@ -176,6 +199,9 @@ pub enum TodoError {
     /// The database failed.
     #[error(transparent)]
     Db(#[from] TxError),
+    /// The request's scope could not be read (its tenant): it ended, or is another App's.
+    #[error(transparent)]
+    Scope(#[from] DiError),
 }
 
 /// A [`TodoError`] answered with its status and a JSON body naming the request.
@@ -204,6 +230,10 @@ impl IntoResponse for ApiError {
             }
             TodoError::Db(ref err) => {
                 tracing::error!(%err, request_id = %self.request_id, "database error");
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal error".to_owned())
+            }
+            TodoError::Scope(ref err) => {
+                tracing::error!(%err, request_id = %self.request_id, "the request's scope could not be read");
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal error".to_owned())
             }
         };
@@ -298,7 +328,7 @@ impl TodoService {
 
     /// The todos of `user`, oldest first.
     pub async fn list(&self, user: &str) -> Result<Vec<Todo>, TodoError> {
-        Ok(self.repo.list(self.check_user(user)?).await?)
+        self.repo.list(self.check_user(user)?).await
     }
 
     /// One todo.

@@ -12,6 +12,7 @@ use axum::extract::{Request, State};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::Response;
 use tegu_core::{App, context_proto};
+use todos::advice::{StatsBody, TenantStats};
 use todos::db::Db;
 use todos::todo::{Todo, TodoService, Users};
 
@@ -93,6 +94,22 @@ impl Behind {
         }
     }
 
+    /// The tenant of each todo of `user`, oldest first.
+    async fn tenants(&self, user: &str) -> Vec<String> {
+        let sql = "SELECT tenant FROM todos WHERE \"user\" = $1 ORDER BY id";
+        if self.url.starts_with("sqlite:") {
+            let pool = sqlx::SqlitePool::connect(&self.url).await.unwrap();
+            let rows = sqlx::query_scalar(sql).bind(user).fetch_all(&pool).await.unwrap();
+            pool.close().await;
+            rows
+        } else {
+            let pool = sqlx::PgPool::connect(&self.url).await.unwrap();
+            let rows = sqlx::query_scalar(sql).bind(user).fetch_all(&pool).await.unwrap();
+            pool.close().await;
+            rows
+        }
+    }
+
     /// The rows of `user`, id and title, oldest first.
     async fn committed(&self, user: &str) -> Vec<(i64, String)> {
         let sql = "SELECT id, title FROM todos WHERE \"user\" = $1 ORDER BY id";
@@ -143,12 +160,21 @@ impl Service {
         app: impl FnOnce(tegu_core::AppBuilder) -> tegu_core::AppBuilder,
         routes: impl FnOnce(&App, tegu_http::RouterBuilder) -> tegu_http::RouterBuilder,
     ) -> Option<Service> {
-        let url = fresh_db(on, name)?;
+        Some(Service::start_at(fresh_db(on, name)?, app, routes).await)
+    }
+
+    /// Starts the service on the database of `url`, its App from `todos::builder()` as `app`
+    /// adapts it, its router `todos::router` of `todos::routes` as `routes` adapts them.
+    async fn start_at(
+        url: String,
+        app: impl FnOnce(tegu_core::AppBuilder) -> tegu_core::AppBuilder,
+        routes: impl FnOnce(&App, tegu_http::RouterBuilder) -> tegu_http::RouterBuilder,
+    ) -> Service {
         let app = app(todos::builder().config_value("db.url", &url)).build().await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let router = routes(&app, tegu_http::RouterBuilder::new(&app)).build().unwrap();
+        let router = todos::router(routes(&app, todos::routes(&app))).unwrap();
         let server = tokio::spawn(
             tegu_http::Server::new(app.clone(), router)
                 .with_graceful_shutdown(async {
@@ -156,7 +182,7 @@ impl Service {
                 })
                 .run(listener),
         );
-        Some(Service { addr, app, db: Behind { url }, stop, server })
+        Service { addr, app, db: Behind { url }, stop, server }
     }
 
     /// Ids of `user`'s todos as a separate connection sees them: only committed rows.
@@ -536,6 +562,134 @@ async fn completing_a_todo_is_counted_after_its_request_commits(on: On) {
     service.stop().await;
 }
 both!(completing_a_todo_is_counted_after_its_request_commits);
+
+/// `x-tenant`: each tenant has its own todos. A todo of `acme` is not there for `globex`, nor
+/// for a request that names no tenant (the tenant `default`), even by its id: not listed, not
+/// found, not completed, not deleted (404).
+async fn a_todo_of_one_tenant_is_invisible_to_another(on: On) {
+    let Some(service) = Service::start_on(on, "tenants").await else { return };
+    let addr = service.addr;
+    let json = ("content-type", "application/json");
+    let as_tenant = |tenant: &'static str| [json, ("x-tenant", tenant)];
+    let reply = send(addr, "POST", "/users/ada/todos", &as_tenant("acme"), br#"{"title":"acme's"}"#).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    let todo: Todo = serde_json::from_str(&reply.body).unwrap();
+    let mine = format!("/users/ada/todos/{}", todo.id);
+    let reply = send(addr, "POST", "/users/ada/todos", &[json], br#"{"title":"nobody's"}"#).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    assert_eq!(service.db.tenants("ada").await, ["acme", "default"]);
+
+    let list = async |headers: &[(&str, &str)]| -> Vec<String> {
+        let reply = send(addr, "GET", "/users/ada/todos", headers, b"").await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        serde_json::from_str::<Vec<Todo>>(&reply.body).unwrap().into_iter().map(|t| t.title).collect()
+    };
+    assert_eq!(list(&as_tenant("acme")).await, ["acme's"]);
+    assert_eq!(list(&[]).await, ["nobody's"], "no x-tenant: the tenant `default`");
+    assert_eq!(list(&as_tenant("default")).await, ["nobody's"]);
+    assert!(list(&as_tenant("globex")).await.is_empty());
+    for (method, body) in [("GET", &b""[..]), ("PATCH", br#"{"done":true}"#), ("DELETE", b"")] {
+        let reply = send(addr, method, &mine, &as_tenant("globex"), body).await;
+        assert_eq!(reply.status, 404, "{method} as globex: {reply:?}");
+        assert_eq!(send(addr, method, &mine, &[json], body).await.status, 404, "{method} as no tenant");
+    }
+    let reply = send(addr, "GET", &mine, &as_tenant("acme"), b"").await;
+    assert_eq!(serde_json::from_str::<Todo>(&reply.body).unwrap(), todo, "untouched by the others");
+    assert_eq!(send(addr, "DELETE", &mine, &as_tenant("acme"), b"").await.status, 204);
+    assert_eq!(service.db.tenants("ada").await, ["default"]);
+    service.stop().await;
+}
+both!(a_todo_of_one_tenant_is_invisible_to_another);
+
+/// A tenant key that is none (a client forging a log field) is answered 400, naming the header,
+/// not the value; the request reaches no handler.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_tenant_is_answered_400() {
+    let service = Service::start("forged-tenant").await;
+    let headers = [("content-type", "application/json"), ("x-tenant", "acme\" admin=true")];
+    let reply = send(service.addr, "POST", "/users/ada/todos", &headers, br#"{"title":"t"}"#).await;
+    assert_eq!(reply.status, 400, "{reply:?}");
+    assert!(reply.body.starts_with("the tenant in header `x-tenant` is refused"), "{}", reply.body);
+    assert!(!reply.body.contains("admin=true"), "{}", reply.body);
+    assert!(service.committed_titles("ada").await.is_empty());
+    service.stop().await;
+}
+
+/// `GET /stats`: the counts of every tenant, and with `x-tenant` that tenant's, counted by
+/// `TodoStats`'s handlers in scopes seeded with the emitting request's lineage (its tenant).
+async fn the_stats_count_per_tenant(on: On) {
+    let Some(service) = Service::start_on(on, "tenant-stats").await else { return };
+    let addr = service.addr;
+    let json = ("content-type", "application/json");
+    for (tenant, done) in [(Some("acme"), true), (Some("acme"), false), (Some("globex"), true), (None, true)] {
+        let mut headers = vec![json];
+        headers.extend(tenant.map(|tenant| ("x-tenant", tenant)));
+        let reply = send(addr, "POST", "/users/ada/todos", &headers, br#"{"title":"t"}"#).await;
+        assert_eq!(reply.status, 201, "{reply:?}");
+        if done {
+            let id = serde_json::from_str::<Todo>(&reply.body).unwrap().id;
+            let path = format!("/users/ada/todos/{id}");
+            assert_eq!(send(addr, "PATCH", &path, &headers, br#"{"done":true}"#).await.status, 200);
+        }
+    }
+    let stats = async |tenant: Option<&str>| {
+        let headers: Vec<_> = tenant.map(|tenant| ("x-tenant", tenant)).into_iter().collect();
+        send(addr, "GET", "/stats", &headers, b"").await.body
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while stats(None).await != r#"{"created":4,"completed":3}"# {
+        assert!(Instant::now() < deadline, "stats: {}", stats(None).await);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let tenant = async |key: &str| -> StatsBody { serde_json::from_str(&stats(Some(key)).await).unwrap() };
+    let counts = |key: &str, created, completed| Some(TenantStats { key: key.to_owned(), created, completed });
+    assert_eq!(tenant("acme").await.tenant, counts("acme", 2, 1));
+    assert_eq!(tenant("globex").await.tenant, counts("globex", 1, 1));
+    assert_eq!(tenant("default").await.tenant, counts("default", 1, 1), "the request that named none");
+    assert_eq!(tenant("initech").await.tenant, counts("initech", 0, 0));
+    assert_eq!(
+        stats(Some("acme")).await,
+        r#"{"created":4,"completed":3,"tenant":{"key":"acme","created":2,"completed":1}}"#
+    );
+    service.stop().await;
+}
+both!(the_stats_count_per_tenant);
+
+/// A todos table made before tenants (no column `tenant`, nor `done_at`) gains the columns
+/// when the service starts: its todos are the tenant `default`'s, served to requests that name
+/// no tenant, as before.
+async fn a_table_made_before_tenants_is_upgraded_its_todos_default_s(on: On) {
+    let Some(url) = fresh_db(on, "upgrade") else { return };
+    // The SQLite file made here, before the service opens it.
+    let url = if on == On::Sqlite { format!("{url}?mode=rwc") } else { url };
+    let old = match on {
+        On::Sqlite => {
+            "CREATE TABLE todos (id INTEGER PRIMARY KEY AUTOINCREMENT, \"user\" TEXT NOT NULL, title TEXT NOT NULL, done INTEGER NOT NULL DEFAULT 0);
+             CREATE INDEX todos_by_user ON todos (\"user\", id);"
+        }
+        On::Postgres => {
+            "CREATE TABLE todos (id BIGSERIAL PRIMARY KEY, \"user\" TEXT NOT NULL, title TEXT NOT NULL, done BOOLEAN NOT NULL DEFAULT FALSE);
+             CREATE INDEX todos_by_user ON todos (\"user\", id);"
+        }
+    };
+    let behind = Behind { url: url.clone() };
+    behind.execute(old).await;
+    behind.execute("INSERT INTO todos (\"user\", title) VALUES ('ada', 'from before')").await;
+    let service = Service::start_at(url, |b| b, |_, r| r).await;
+    assert_eq!(service.db.tenants("ada").await, ["default"]);
+    let reply = send(service.addr, "GET", "/users/ada/todos", &[], b"").await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let todos: Vec<Todo> = serde_json::from_str(&reply.body).unwrap();
+    assert_eq!(todos.iter().map(|t| t.title.as_str()).collect::<Vec<_>>(), ["from before"]);
+    let reply = send(service.addr, "GET", "/users/ada/todos", &[("x-tenant", "acme")], b"").await;
+    assert_eq!(reply.body, "[]");
+    // `done_at` came too: completing it works.
+    let path = format!("/users/ada/todos/{}", todos[0].id);
+    let reply = send(service.addr, "PATCH", &path, &[("content-type", "application/json")], br#"{"done":true}"#).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    service.stop().await;
+}
+both!(a_table_made_before_tenants_is_upgraded_its_todos_default_s);
 
 /// `TodoPurger` (a scheduled job), run by hand: deletes the todos done more than a day ago,
 /// and only those.

@@ -2,7 +2,7 @@
 //! load balancer would run them: events reach both, once; an instance killed between its
 //! commit and its relay loses nothing; ten thousand creates and completions across both, while
 //! NATS loses its store and PostgreSQL restarts, are all stored as acknowledged, relayed and
-//! counted once by each. Real servers (`tegu_test_support::servers`): skipped with the reason
+//! counted once by each; a request's tenant and trace follow its events to the other instance. Real servers (`tegu_test_support::servers`): skipped with the reason
 //! printed where there are none, except in CI.
 
 mod common;
@@ -67,6 +67,15 @@ impl Cluster {
 
     /// An instance named `name` (its NATS consumer), with `more` settings.
     fn start(&self, name: &str, more: &[(&str, &str)]) -> Binary {
+        self.start_as(name, more, false)
+    }
+
+    /// As [`start`](Self::start), its log lines collected ([`Binary::logs`]).
+    fn start_logged(&self, name: &str) -> Binary {
+        self.start_as(name, &[], true)
+    }
+
+    fn start_as(&self, name: &str, more: &[(&str, &str)], logged: bool) -> Binary {
         let subjects = self.stream.to_lowercase();
         let mut env = vec![
             ("TODOS_DB__URL", self.db.as_str()),
@@ -78,7 +87,7 @@ impl Cluster {
             ("TODOS_HTTP__DRAIN_DELAY_SECS", "0"),
         ];
         env.extend_from_slice(more);
-        Binary::start_with(&env)
+        if logged { Binary::start_logged(&env) } else { Binary::start_with(&env) }
     }
 
     /// Rows of `table`, read behind the instances' backs.
@@ -131,6 +140,106 @@ async fn a_todo_completed_on_one_instance_is_counted_once_on_each() {
     assert!(reply.body.contains(r#""done":true"#), "{reply:?}");
     marker(&[a.addr, b.addr], (1, 1)).await;
     assert_eq!(cluster.count("di_outbox WHERE published_at IS NULL").await, 0);
+}
+
+/// The caller's trace context of the tests of a request's lineage (W3C's example).
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+/// Its trace id.
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+
+/// The counts of `tenant` on `addr` (`GET /stats` with `x-tenant`): (created, completed).
+async fn tenant_stats(addr: SocketAddr, tenant: &str) -> (u64, u64) {
+    let reply = send(addr, "GET", "/stats", &[("x-tenant", tenant)], b"").await;
+    let body: StatsBody = serde_json::from_str(&reply.body).unwrap();
+    let counts = body.tenant.expect("the tenant's counts, for a request that names it");
+    assert_eq!(counts.key, tenant);
+    (counts.created, counts.completed)
+}
+
+/// Waits until `binary` logged a line that `wanted` holds of: that line.
+async fn logged(binary: &Binary, what: &str, wanted: impl Fn(&str) -> bool) -> String {
+    let mut found = None;
+    until(what, WITHIN, async || {
+        found = binary.logs.lines().into_iter().find(|line| wanted(line));
+        found.is_some()
+    })
+    .await;
+    found.unwrap()
+}
+
+/// The log line of `TodoStats`'s handler `message` for todo `id`: in the handler's span.
+fn handler_line(message: &str, id: i64) -> impl Fn(&str) -> bool {
+    let (message, todo) = (format!("{message} "), format!(" todo={id}"));
+    move |line| line.contains("event handler{") && line.contains(&message) && line.ends_with(&todo)
+}
+
+/// A request's lineage follows its events to the other instance: A serves a request of tenant
+/// `acme` in the caller's trace (`x-tenant`, `traceparent`), its events go through A's outbox
+/// and NATS to B, whose handler counts the completion for `acme` (its `ContextRef<Tenant>`,
+/// seeded from the event's headers) and logs it in a span with the request's `trace_id`,
+/// `tenant` and `request_id`. Forged values go nowhere: a tenant that is no key is answered 400, a traceparent
+/// that is none starts a trace of its own, and neither is written to A's log as it came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requests_tenant_and_trace_follow_its_events_to_the_other_instance() {
+    let Some(cluster) = Cluster::new("lineage") else { return };
+    let (a, b) = (cluster.start_logged("a"), cluster.start_logged("b"));
+    ready(a.addr).await;
+    ready(b.addr).await;
+    let json = ("content-type", "application/json");
+    let traced = [json, ("traceparent", TRACEPARENT), ("x-tenant", "acme")];
+    let reply = send(a.addr, "POST", "/users/ada/todos", &traced, br#"{"title":"traced"}"#).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    let id = serde_json::from_str::<serde_json::Value>(&reply.body).unwrap()["id"].as_i64().unwrap();
+    let patch = [json, ("traceparent", TRACEPARENT), ("x-tenant", "acme"), ("x-request-id", "complete-1")];
+    let reply = send(a.addr, "PATCH", &format!("/users/ada/todos/{id}"), &patch, br#"{"done":true}"#).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+
+    // B counted it for acme: its handler's scope had the request's tenant.
+    until("B to count acme's todo", WITHIN, async || tenant_stats(b.addr, "acme").await == (1, 1)).await;
+    assert_eq!(tenant_stats(b.addr, "globex").await, (0, 0));
+    assert_eq!(stats(b.addr).await, (1, 1));
+    // B's handler logged in a span with the request's trace id, tenant and id (Debug-quoted);
+    // and so did A's, from the same event through NATS.
+    for (instance, binary) in [("B", &b), ("A", &a)] {
+        let what = format!("{instance}'s handler to log the completion");
+        let line = logged(binary, &what, handler_line("todo completed counted", id)).await;
+        for field in
+            [format!("trace_id=\"{TRACE_ID}\""), "tenant=\"acme\"".to_owned(), "request_id=\"complete-1\"".to_owned()]
+        {
+            assert!(line.contains(&field), "{instance}: {field} in {line}");
+        }
+    }
+    // Another tenant does not see acme's todo, on either instance.
+    for addr in [a.addr, b.addr] {
+        let reply = send(addr, "GET", "/users/ada/todos", &[("x-tenant", "globex")], b"").await;
+        assert_eq!((reply.status, reply.body.as_str()), (200, "[]"));
+    }
+
+    // A forged tenant: refused before any handler.
+    let forged_tenant = "acme\" admin=true";
+    let reply =
+        send(a.addr, "POST", "/users/ada/todos", &[json, ("x-tenant", forged_tenant)], br#"{"title":"x"}"#).await;
+    assert_eq!(reply.status, 400, "{reply:?}");
+    // A forged traceparent: ignored, the request served in a trace of its own.
+    let forged_trace = "00-zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz-00f067aa0ba902b7-01";
+    let headers = [json, ("traceparent", forged_trace), ("x-tenant", "acme")];
+    let reply = send(a.addr, "POST", "/users/ada/todos", &headers, br#"{"title":"untraced"}"#).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    let second = serde_json::from_str::<serde_json::Value>(&reply.body).unwrap()["id"].as_i64().unwrap();
+    let line = logged(&b, "B's handler to log the second create", handler_line("todo created counted", second)).await;
+    assert!(line.contains("tenant=\"acme\""), "{line}");
+    let trace = line.split("trace_id=\"").nth(1).and_then(|rest| rest.get(..32)).unwrap_or_else(|| panic!("{line}"));
+    assert!(trace != TRACE_ID && trace.bytes().all(|b| b.is_ascii_hexdigit()), "a trace of its own: {line}");
+    until("B to count acme's second todo", WITHIN, async || tenant_stats(b.addr, "acme").await == (2, 1)).await;
+
+    // A logged the refusal, and neither forged value as it came.
+    let lines = a.logs.lines();
+    assert!(lines.iter().any(|l| l.contains("a request was refused: its tenant could not be read")), "{lines:#?}");
+    for line in &lines {
+        assert!(!line.contains(forged_tenant) && !line.contains("admin=true"), "{line}");
+        assert!(!line.contains("zzzzzzzz"), "{line}");
+    }
+    marker(&[a.addr, b.addr], (2, 1)).await;
 }
 
 /// Nothing more comes than `before` (created, completed) on each instance of `addrs`: a marker

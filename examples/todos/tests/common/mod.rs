@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use tegu_test_support::Lines;
+
 /// The binary, started on a free port.
 pub(crate) struct Binary {
     child: Child,
@@ -13,6 +15,10 @@ pub(crate) struct Binary {
     pub(crate) addr: SocketAddr,
     /// Its SQLite file, removed when it is dropped (if it has one of its own).
     pub(crate) db: Option<PathBuf>,
+    /// The lines of its log (stderr) so far, when started by [`Binary::start_logged`]; none
+    /// otherwise (stderr goes to null).
+    #[allow(dead_code)]
+    pub(crate) logs: Lines,
 }
 
 impl Binary {
@@ -27,12 +33,33 @@ impl Binary {
 
     /// With the environment variables `env`, on a free port.
     pub(crate) fn start_with(env: &[(&str, &str)]) -> Binary {
+        Binary::spawn(env, false)
+    }
+
+    /// As [`start_with`](Self::start_with), its log lines (stderr) collected into
+    /// [`logs`](Self::logs) as they come.
+    #[allow(dead_code)]
+    pub(crate) fn start_logged(env: &[(&str, &str)]) -> Binary {
+        Binary::spawn(env, true)
+    }
+
+    fn spawn(env: &[(&str, &str)], logged: bool) -> Binary {
         let mut command = Command::new(env!("CARGO_BIN_EXE_example-todos"));
-        command.env("TODOS_HTTP__ADDR", "127.0.0.1:0").stdout(Stdio::piped()).stderr(Stdio::null());
+        let stderr = if logged { Stdio::piped() } else { Stdio::null() };
+        command.env("TODOS_HTTP__ADDR", "127.0.0.1:0").stdout(Stdio::piped()).stderr(stderr);
         for (key, value) in env {
             command.env(key, value);
         }
         let mut child = command.spawn().expect("the example's binary starts");
+        let logs = Lines::default();
+        if let Some(stderr) = child.stderr.take() {
+            let logs = logs.clone();
+            std::thread::spawn(move || {
+                for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                    logs.push(line);
+                }
+            });
+        }
         let stdout = child.stdout.take().unwrap();
         let (found, addr) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -47,7 +74,7 @@ impl Binary {
             }
         });
         let addr = addr.recv_timeout(Duration::from_secs(60)).expect("the binary prints its address");
-        Binary { child, addr, db: None }
+        Binary { child, addr, db: None, logs }
     }
 
     /// Sends `signal` (`TERM`, `KILL`, ...) to the process.
