@@ -620,6 +620,15 @@ pub enum DiError {
         /// The protos through which it reads it, the handler's first.
         through: Arc<[String]>,
     },
+    /// A lineage type cannot travel as declared: its header is no header name, or another
+    /// type's too, or its log field is no field of the spans or another type's too.
+    #[error("lineage type `{ty}` cannot travel: {why}")]
+    LineageType {
+        /// The lineage type.
+        ty: &'static str,
+        /// What is wrong, and the fix.
+        why: String,
+    },
     /// A tenant key breaks the rules of a key ([`Tenant::new`](crate::tenant::Tenant::new)): it comes
     /// from a client, and is written to logs and errors.
     #[error(
@@ -881,6 +890,7 @@ impl DiError {
             | DiError::AdviceMissing { .. }
             | DiError::AdviceNeeds { .. }
             | DiError::LineageUnmet { .. }
+            | DiError::LineageType { .. }
             | DiError::CrosscutMatchesNothing { .. }
             | DiError::CrosscutUnreachable { .. }
             | DiError::OneOfRole { .. }

@@ -108,6 +108,24 @@ fn as_t<T: 'static>(obj: &AnyArc) -> &T {
     }
 }
 
+/// Runs `f`, a lineage type's own code: a panic in it is caught and logged with the type and the
+/// method, and gives `None` (the value is left out), so that a type's bug fails no request,
+/// handler or relay.
+pub(crate) fn isolated<R>(travel: &Travel, method: &'static str, f: impl FnOnce() -> R) -> Option<R> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(value) => Some(value),
+        Err(panic) => {
+            tracing::error!(
+                lineage = (travel.type_name)(),
+                method,
+                panic = ?crate::error::panic_message(&*panic),
+                "a lineage type's method panicked; its value is left out"
+            );
+            None
+        }
+    }
+}
+
 /// The erased [`Travels`] of `T`.
 pub(crate) const fn travel<T: Travels>() -> &'static Travel {
     const {
@@ -198,9 +216,10 @@ impl Lineage {
         self.values.len()
     }
 
-    /// The values as headers: each type's [`HEADER`](Travels::HEADER) and its value.
+    /// The values as headers: each type's [`HEADER`](Travels::HEADER) and its value. A value
+    /// whose `encode` panics is left out (and the panic logged).
     pub fn headers(&self) -> impl Iterator<Item = (&'static str, String)> + '_ {
-        self.values.iter().map(|(t, v)| (t.header, (t.encode)(v)))
+        self.values.iter().filter_map(|(t, v)| Some((t.header, isolated(t, "encode", || (t.encode)(v))?)))
     }
 
     /// The values, erased, with their travel.
@@ -213,9 +232,11 @@ impl Lineage {
     /// does with a request's span, and the container with the spans of the work it causes.
     pub fn record(&self, span: &tracing::Span) {
         for (travel, value) in &self.values {
-            if let Some(field) = travel.log_field {
+            if let Some(field) = travel.log_field
+                && let Some(shown) = isolated(travel, "log_value", || (travel.log_value)(value))
+            {
                 // A string: OpenTelemetry gets it as it is, a log line quoted (`tenant="acme"`).
-                span.record(field, (travel.log_value)(value).as_str());
+                span.record(field, shown.as_str());
             }
         }
     }

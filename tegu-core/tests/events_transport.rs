@@ -33,7 +33,7 @@ impl EventTransport for Wire {
         event == TypeId::of::<Order>()
     }
 
-    fn send(&self, event: Arc<dyn Any + Send + Sync>) -> UnitFuture {
+    fn send(&self, event: Arc<dyn Any + Send + Sync>, _: &tegu_core::lineage::Lineage) -> UnitFuture {
         let order = event.downcast_ref::<Order>().expect("only orders are carried").0;
         if order == 13 {
             return Box::pin(async { Err("the wire is cut".into()) });
@@ -173,7 +173,7 @@ async fn two_transports_are_an_error_naming_both() {
         fn carries(&self, _: TypeId) -> bool {
             false
         }
-        fn send(&self, _: Arc<dyn Any + Send + Sync>) -> UnitFuture {
+        fn send(&self, _: Arc<dyn Any + Send + Sync>, _: &tegu_core::lineage::Lineage) -> UnitFuture {
             Box::pin(async { Ok(()) })
         }
     }
@@ -191,7 +191,7 @@ async fn a_lazy_transport_fails_the_build_rather_than_leave_the_app_without_it()
         fn carries(&self, _: TypeId) -> bool {
             true
         }
-        fn send(&self, _: Arc<dyn Any + Send + Sync>) -> UnitFuture {
+        fn send(&self, _: Arc<dyn Any + Send + Sync>, _: &tegu_core::lineage::Lineage) -> UnitFuture {
             Box::pin(async { Ok(()) })
         }
     }

@@ -172,7 +172,11 @@ fn forged_headers_are_refused_and_never_written_to_a_log_line() {
         runtime.block_on(async {
             let app =
                 App::builder().without_inventory().lineage::<Tenant>().lineage::<TraceContext>().build().await.unwrap();
-            app.lineage_from_headers([("tegu-tenant", forged), ("traceparent", forged), ("tegu-tenant", "acme user=x")])
+            let mut lineage = app.lineage_from_headers([("tegu-tenant", forged), ("traceparent", forged)]);
+            for (name, value) in app.lineage_from_headers([("tegu-tenant", "acme user=x")]).headers() {
+                lineage = lineage.with(Tenant::new(value).unwrap_or_else(|_| panic!("{name}")));
+            }
+            lineage
         })
     });
     assert!(lineage.is_empty(), "{lineage:?}");
@@ -210,4 +214,72 @@ async fn the_trace_link_gets_each_handlers_lineage() {
     let seen = app.get_object::<Links>().unwrap().seen.lock().unwrap().clone();
     // The after_commit handler's span: the trace its request had.
     assert_eq!(seen, [format!("{{\"traceparent\": \"{TRACEPARENT}\"}}")]);
+}
+
+/// Claims the tenant's header, in capitals, and a field the spans do not have.
+pub struct Impostor;
+
+impl Travels for Impostor {
+    const HEADER: &'static str = "Tegu-Tenant";
+    const LOG_FIELD: Option<&'static str> = Some("user");
+
+    fn encode(&self) -> String {
+        "x".into()
+    }
+
+    fn decode(_: &str) -> Result<Self, BoxError> {
+        Ok(Impostor)
+    }
+}
+
+/// Panics on whatever it is given.
+pub struct Fragile;
+
+impl Travels for Fragile {
+    const HEADER: &'static str = "x-fragile";
+
+    fn encode(&self) -> String {
+        panic!("encode breaks")
+    }
+
+    fn decode(value: &str) -> Result<Self, BoxError> {
+        let _ = &value[..100]; // slices past the end of a short value
+        Ok(Fragile)
+    }
+}
+
+#[tokio::test]
+async fn a_lineage_type_that_cannot_travel_is_refused_naming_it() {
+    let error = App::builder().without_inventory().lineage::<Tenant>().lineage::<Impostor>().check().unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("lineage type `lineage::Impostor` cannot travel: its header \"Tegu-Tenant\" is not lowercase"),
+        "{text}"
+    );
+    assert!(text.contains("its log field \"user\" is none of the spans' fields"), "{text}");
+    assert!(
+        text.contains(
+            "`tegu_core::lineage::Tenant` cannot travel: its header \"tegu-tenant\" is also `lineage::Impostor`'s"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_panicking_lineage_type_and_a_header_given_twice_are_left_out() {
+    let (lineage, logs) = tegu_test_support::capture_logs(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let app =
+                App::builder().without_inventory().lineage::<Tenant>().lineage::<Fragile>().build().await.unwrap();
+            let read = app.lineage_from_headers([("x-fragile", "short"), ("tegu-tenant", "a"), ("TEGU-TENANT", "b")]);
+            // Written as headers, a value whose `encode` panics is left out.
+            let written: Vec<_> = Lineage::new().with(Fragile).with(Tenant::new("c").unwrap()).headers().collect();
+            assert_eq!(written, [("tegu-tenant", "c".to_owned())]);
+            read
+        })
+    });
+    assert!(lineage.is_empty(), "{lineage:?}");
+    assert!(logs.contains("a lineage type's method panicked") && logs.contains("method=\"decode\""), "{logs}");
+    assert!(logs.contains("a lineage header was given more than once"), "{logs}");
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use http::{Extensions, HeaderMap, HeaderName, Response, StatusCode, Uri};
+use tegu_core::lineage::Lineage;
 use tegu_core::tenant::Tenant;
 
 /// Where a request's tenant comes from: a header, the host name, or a [`Tenant`] that the
@@ -11,6 +12,12 @@ use tegu_core::tenant::Tenant;
 /// scope then serves its tenant: what its `TenantRef`s and `ContextRef<Tenant>`s read, and what
 /// the work it causes (its tasks, its events' handlers in every instance, the jobs it starts)
 /// inherits.
+///
+/// **Whom to trust.** A header and a host name are what the client sent: read the tenant from
+/// them only behind a gateway that sets them itself (and strips a client's), or where a client
+/// may choose its tenant. Where tenants must be kept apart from their clients (row-level
+/// security, billing), take it from the authenticated caller: [`extension`](Self::extension),
+/// put there by the layer that checked the caller's credentials.
 ///
 /// A request whose tenant cannot be read is answered `400 Bad Request` before any handler runs,
 /// with a body that names where the tenant was looked for and what was wrong (never the value
@@ -72,7 +79,8 @@ enum Source {
 }
 
 impl TenantFrom {
-    /// The tenant is the value of header `name` (lowercase): `x-tenant: acme`.
+    /// The tenant is the value of header `name` (lowercase): `x-tenant: acme`. A request that
+    /// gives the header twice is refused (which would be its tenant?).
     ///
     /// # Panics
     ///
@@ -83,7 +91,8 @@ impl TenantFrom {
 
     /// The tenant is the host name's part before `suffix`: with `".todos.example"`, a request
     /// to `acme.todos.example` (its `Host` header, or its URI's authority in HTTP/2) serves
-    /// `acme`. A port is left out; so is a trailing dot.
+    /// `acme`. A port is left out; so is a trailing dot; the key is lowercased (host names have
+    /// no case). A request with two `Host` headers is refused.
     ///
     /// # Examples
     ///
@@ -108,7 +117,8 @@ impl TenantFrom {
     }
 
     /// The tenant is a [`Tenant`] that a layer of the service (its authentication, say, from a
-    /// token's claim) put in the request's extensions before the router's.
+    /// token's claim) put in the request's extensions before the router's: alone, or in a
+    /// [`Lineage`] there.
     pub fn extension() -> Self {
         TenantFrom { source: Source::Extension, required: true }
     }
@@ -137,12 +147,27 @@ impl TenantFrom {
         headers: &HeaderMap,
         uri: &Uri,
         extensions: &Extensions,
+        given: Option<&Lineage>,
     ) -> Result<Option<Tenant>, Box<Response<axum::body::Body>>> {
+        let once = |name: &HeaderName| {
+            let mut values = headers.get_all(name).iter();
+            match (values.next(), values.next()) {
+                (_, Some(_)) => {
+                    Err(refuse(format!("the request names its tenant twice: header `{name}` is given twice")))
+                }
+                (value, None) => Ok(value.map(|v| v.to_str().unwrap_or("\u{fffd}"))),
+            }
+        };
+        let lowered;
         let key = match &self.source {
-            Source::Header(name) => headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}")),
+            Source::Header(name) => once(name)?,
             Source::Host(suffix) => {
-                let host = headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).or_else(|| uri.host());
-                host.and_then(|host| {
+                // The URI's authority first (HTTP/2, an absolute-form request), as RFC 9112 says.
+                let host = match uri.host() {
+                    Some(host) => Some(host),
+                    None => once(&http::header::HOST)?,
+                };
+                let key = host.and_then(|host| {
                     let host = match host.rsplit_once(':') {
                         Some((name, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => name,
                         _ => host,
@@ -152,9 +177,15 @@ impl TenantFrom {
                         .checked_sub(suffix.len())
                         .filter(|&at| at > 0 && host.is_char_boundary(at) && host[at..].eq_ignore_ascii_case(suffix))
                         .map(|at| &host[..at])
-                })
+                });
+                // Host names have no case: `ACME.todos.example` is acme's.
+                lowered = key.map(str::to_ascii_lowercase);
+                lowered.as_deref()
             }
-            Source::Extension => return self.given(extensions.get::<Tenant>().cloned()),
+            Source::Extension => {
+                let tenant = extensions.get::<Tenant>().or_else(|| given.and_then(Lineage::get::<Tenant>));
+                return self.given(tenant.cloned());
+            }
         };
         match key {
             Some(key) => match Tenant::new(key) {

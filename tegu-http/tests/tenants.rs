@@ -173,6 +173,11 @@ async fn a_request_whose_tenant_cannot_be_read_is_answered_400_naming_where_it_w
     );
     assert!(!body.contains("admin=true"), "the answer repeats what the client sent: {body}");
 
+    // Named twice: which would it be? Refused.
+    let (status, body) =
+        send(&router, Request::get("/tenant").header("x-tenant", "acme").header("x-tenant", "globex")).await;
+    assert_eq!((status, body.as_str()), (400, "the request names its tenant twice: header `x-tenant` is given twice"));
+
     // Optional: a request without one is served with none, and its `TenantRef` says so.
     let router = RouterBuilder::new(&app).tenant(TenantFrom::header("x-tenant").optional()).build().unwrap();
     let (status, body) = send(&router, Request::get("/tenant")).await;
@@ -183,6 +188,15 @@ async fn a_request_whose_tenant_cannot_be_read_is_answered_400_naming_where_it_w
     let router = RouterBuilder::new(&app).tenant(TenantFrom::host(".todos.example")).build().unwrap();
     let (status, body) = send(&router, Request::get("/tenant").header("host", "acme.todos.example:8080")).await;
     assert_eq!((status, body.as_str()), (200, "acme acme"));
+    // Host names have no case: one tenant, not two.
+    let (status, body) = send(&router, Request::get("/tenant").header("host", "ACME.Todos.Example")).await;
+    assert_eq!((status, body.as_str()), (200, "acme acme"));
+    let (status, _) = send(
+        &router,
+        Request::get("/tenant").header("host", "acme.todos.example").header("host", "evil.todos.example"),
+    )
+    .await;
+    assert_eq!(status, 400);
 
     // From the service's own layer.
     let router = RouterBuilder::new(&app).tenant(TenantFrom::extension()).build().unwrap().layer(
@@ -193,6 +207,15 @@ async fn a_request_whose_tenant_cannot_be_read_is_answered_400_naming_where_it_w
     );
     let (status, body) = send(&router, Request::get("/tenant")).await;
     assert_eq!((status, body.as_str()), (200, "claimed claimed"));
+    // Or in the `Lineage` the layer seeds the scope with.
+    let router = RouterBuilder::new(&app).tenant(TenantFrom::extension()).build().unwrap().layer(
+        axum::middleware::map_request(|mut request: Request<Body>| async move {
+            request.extensions_mut().insert(Lineage::new().with(Tenant::new("seeded").unwrap()));
+            request
+        }),
+    );
+    let (status, body) = send(&router, Request::get("/tenant")).await;
+    assert_eq!((status, body.as_str()), (200, "seeded seeded"));
 }
 
 #[tokio::test]

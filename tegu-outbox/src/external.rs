@@ -57,8 +57,6 @@ where
     })
 }
 
-/// The lineage a received event's `headers` carry, for the handlers' scopes of the App of `bus`.
-///
 /// The lineage a received event's `headers` carry, for the App's lineage types: what its
 /// handlers' scopes are seeded with. A value its type refuses (a forged tenant key) is left
 /// out, and logged with the header's name, never the value.

@@ -522,15 +522,14 @@ impl EventTransport for Outbox {
         self.by_type.contains_key(&event)
     }
 
-    fn send(&self, event: Arc<dyn Any + Send + Sync>) -> UnitFuture {
+    fn send(&self, event: Arc<dyn Any + Send + Sync>, lineage: &Lineage) -> UnitFuture {
         let Some(&external) = self.by_type.get(&(*event).type_id()) else {
             return Box::pin(async { Err("the outbox was given an event type it does not carry".into()) });
         };
         let (store, broker, written) = (self.store.clone(), self.broker.clone(), self.written.clone());
-        // The emitting request's lineage (its tenant, trace, id): `send` is called in its scope.
-        // Stored and published with the event, for its handlers' scopes in every instance.
-        let headers: Vec<(String, String)> =
-            Lineage::current().headers().map(|(name, value)| (name.to_owned(), value)).collect();
+        // The emitting request's lineage (its tenant, trace, id), as it was when it emitted the
+        // event: stored and published with it, for its handlers' scopes in every instance.
+        let headers: Vec<(String, String)> = lineage.headers().map(|(name, value)| (name.to_owned(), value)).collect();
         Box::pin(async move {
             let payload = (external.encode)(&*event)
                 .map_err(|e| format!("encoding event `{}` for the outbox: {e}", external.name))?;

@@ -84,6 +84,8 @@ pub(crate) struct SqlxTx<DB: sqlx::Database> {
     rolled_back: Option<Arc<AtomicBool>>,
     /// The statement running ([`run`](Self::run)).
     sql: String,
+    /// The tenant key its `tenant_setting` was set to at `BEGIN` (PostgreSQL, with the setting).
+    pub(crate) tenant: Option<String>,
 }
 
 /// The statements and conversions both databases share.
@@ -181,7 +183,8 @@ mod sqlite {
                 let rolled_back = Arc::new(AtomicBool::new(false));
                 let flag = Arc::clone(&rolled_back);
                 tx.lock_handle().await?.set_rollback_hook(move || flag.store(true, Ordering::Release));
-                Ok(Box::new(SqlxTx { tx, rolled_back: Some(rolled_back), sql: String::new() }) as Box<dyn TxConn>)
+                Ok(Box::new(SqlxTx { tx, rolled_back: Some(rolled_back), sql: String::new(), tenant: None })
+                    as Box<dyn TxConn>)
             })
         }
     }
@@ -247,13 +250,14 @@ mod postgres {
         fn begin(pool: &Pool<Self>, setting: Option<(Arc<str>, String)>) -> TxFuture<'_, Box<dyn TxConn>> {
             Box::pin(async move {
                 let mut tx = pool.begin().await.map_err(boxed::<Self>)?;
+                let tenant = setting.as_ref().map(|(_, key)| key.clone());
                 if let Some((name, value)) = setting {
                     // The driver's boxed future, as in `commit`. If it fails, `tx` is dropped:
                     // rolled back, and the connection goes back to the pool.
                     let query = sqlx::query("SELECT set_config($1, $2, true)").bind(&*name).bind(value.as_str());
                     sqlx::Executor::execute(&mut *tx, query).await.map_err(boxed::<Self>)?;
                 }
-                Ok(Box::new(SqlxTx { tx, rolled_back: None, sql: String::new() }) as Box<dyn TxConn>)
+                Ok(Box::new(SqlxTx { tx, rolled_back: None, sql: String::new(), tenant }) as Box<dyn TxConn>)
             })
         }
     }

@@ -254,7 +254,10 @@ impl<DB: Backend> Database<DB> {
     pub async fn conn(&self) -> Result<Conn<DB>, TxError> {
         match self.transactions.current(&self.name) {
             Some(tx) => {
-                let guard = tx.lock().await?;
+                let mut guard = tx.lock().await?;
+                if self.tenant_setting.is_some() {
+                    self.same_tenant(&mut *guard)?;
+                }
                 Ok(Conn(Inner::Tx(guard.map(
                     |conn: &mut dyn TxConn| match conn.as_any_mut().downcast_mut::<SqlxTx<DB>>() {
                         Some(tx) => &mut *tx.tx,
@@ -267,6 +270,26 @@ impl<DB: Backend> Database<DB> {
                 Err(e) => Err(self.error("acquiring a connection", e)),
             },
         }
+    }
+
+    /// With a `tenant_setting`: refuses a statement in a transaction begun for another tenant
+    /// than the current scope's (a scope of tenant `b` opened inside a method of tenant `a`'s
+    /// transaction): the database would see it as `a`'s.
+    fn same_tenant(&self, conn: &mut dyn TxConn) -> Result<(), TxError> {
+        let begun = conn.as_any_mut().downcast_mut::<SqlxTx<DB>>().and_then(|tx| tx.tenant.clone());
+        let now = current_tenant_key();
+        if begun.as_deref() == Some(now.as_str()) {
+            return Ok(());
+        }
+        let shown = |key: &str| if key.is_empty() { "no tenant".to_owned() } else { format!("tenant {key:?}") };
+        let why = format!(
+            "this transaction was begun for {}, and the current scope serves {}: its `tenant_setting` would \
+             show the database the other tenant's rows; a scope of another tenant begins a transaction of \
+             its own (`#[transactional(requires_new)]`, or open the scope outside the method's transaction)",
+            shown(begun.as_deref().unwrap_or_default()),
+            shown(&now)
+        );
+        Err(TxError::database("joining a transaction", self.name.as_str(), why.into()))
     }
 
     /// Whether the caller runs in a transaction of this data source.

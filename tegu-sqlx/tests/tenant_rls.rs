@@ -68,6 +68,18 @@ impl Notes {
         Ok(View { pid, setting, notes })
     }
 
+    /// Inside this scope's transaction, what a scope of `other` sees (an "act as" path): its
+    /// `view` would join the transaction begun for this scope's tenant.
+    #[transactional]
+    pub async fn view_as(&self, app: &tegu_core::App, other: &str) -> Result<View, TxError> {
+        self.view().await?; // the transaction begins here, for this scope's tenant
+        app.scope()
+            .tenant(other)
+            .map_err(|e| TxError::database("opening a scope", "database", e.into()))?
+            .run(self.view())
+            .await
+    }
+
     /// Writes a note of `tenant`, lets the other scopes run, then returns what the
     /// transaction sees.
     #[transactional]
@@ -219,6 +231,12 @@ async fn each_scope_sees_and_writes_its_tenants_rows_only() {
     assert!(none.notes.is_empty(), "{:?}", none.notes);
     let refused = app.run_in_context(notes.add("acme", "anonymous")).await;
     assert!(chain(&refused.expect_err("no tenant, no row")).contains("row-level security"));
+
+    // A scope of globex inside a transaction begun for acme does not share it: the database
+    // would take its statements for acme's.
+    let acting = app.scope().tenant("acme").unwrap().run(notes.view_as(&app, "globex")).await;
+    let text = chain(&acting.expect_err("another tenant's scope does not join the transaction"));
+    assert!(text.contains("begun for tenant \"acme\", and the current scope serves tenant \"globex\""), "{text}");
 
     // Outside any transaction the setting is not set: the policy gives no rows either.
     let outside: Vec<(String, String)> =

@@ -462,6 +462,7 @@ impl AppBuilder {
         let mut roots = std::mem::take(&mut self.roots);
         super::advices::check(&graph, &inactive, &mut roots, self.inventory)?;
         super::emitters::check(&graph)?;
+        crate::scope::lineage::check_types(&graph)?;
         let reached = reached_from(&graph, &roots)?;
         Ok(Prepared { graph, config, roots, reached, live })
     }

@@ -143,6 +143,7 @@ impl Bus {
 /// use std::sync::{Arc, Mutex};
 /// use tegu_core::{singleton_proto, App, events::{EventBus, EventTransport}};
 /// use tegu_core::futures::UnitFuture;
+/// use tegu_core::lineage::Lineage;
 ///
 /// pub struct Shipped(pub u32);
 ///
@@ -156,7 +157,7 @@ impl Bus {
 ///         event == TypeId::of::<Shipped>()
 ///     }
 ///
-///     fn send(&self, event: Arc<dyn Any + Send + Sync>) -> UnitFuture {
+///     fn send(&self, event: Arc<dyn Any + Send + Sync>, _lineage: &Lineage) -> UnitFuture {
 ///         let shipped = event.downcast_ref::<Shipped>().map(|s| s.0);
 ///         self.sent.lock().unwrap().extend(shipped);
 ///         Box::pin(async { Ok(()) })
@@ -178,7 +179,11 @@ pub trait EventTransport: Send + Sync + 'static {
     fn carries(&self, event: TypeId) -> bool;
 
     /// Sends `event` (of a type it carries): in the emitting scope, before its commit.
-    fn send(&self, event: Arc<dyn Any + Send + Sync>) -> UnitFuture;
+    /// `lineage` is the emitting scope's when it emitted the event (its tenant, trace, request
+    /// id): what the transport carries to the handlers' scopes in every instance
+    /// ([`Lineage::headers`]), which may differ from the scope `send` runs in (an event held by
+    /// a transaction begun in an outer scope).
+    fn send(&self, event: Arc<dyn Any + Send + Sync>, lineage: &Lineage) -> UnitFuture;
 
     /// The scope that sent an event ended: `committed` if its completion phase succeeded. An
     /// outbox wakes its relay then. Called once per event; by default, nothing.
@@ -330,7 +335,11 @@ impl EventBus {
         let prepare =
             carried || handlers.is_some_and(|h| h.iter().any(|h| h.descriptor.phase == EventPhase::BeforeCommit));
         // The lineage of the scope it is emitted in, for its handlers' scopes.
-        let lineage = if app.lineage.is_empty() { Lineage::new() } else { Lineage::current() };
+        let lineage = if app.lineage.is_empty() || !scope::handle::in_scope_of(app.id) {
+            Lineage::new() // a scope of another App is not this event's request
+        } else {
+            Lineage::current()
+        };
         let held = HeldItem { ty, value: Arc::new(event), prepare, lineage };
         match hold::route(&app, held) {
             Routed::Held => {}
@@ -530,7 +539,8 @@ fn send_alone(app: &Arc<AppInner>, transport: Arc<dyn EventTransport>, event: An
     };
     let app = app.clone();
     drop(runtime.spawn(async move {
-        let sent = scope::end::run_job(&app, &lineage, crate::isolate::catch_hook(|| transport.send(event))).await;
+        let sent =
+            scope::end::run_job(&app, &lineage, crate::isolate::catch_hook(|| transport.send(event, &lineage))).await;
         if let Err(error) = &sent {
             tracing::error!(%error, "an event emitted outside a scope could not be sent by the event transport; it is lost");
         }
@@ -571,7 +581,7 @@ fn before_commit(
         }
         if let Some(transport) = bus.carrier(held.ty) {
             let event = held.value.clone();
-            crate::isolate::catch_hook(|| transport.send(event))
+            crate::isolate::catch_hook(|| transport.send(event, &held.lineage))
                 .await
                 .map_err(|source| DiError::EventTransport { source: Arc::from(source) })?;
         }

@@ -45,14 +45,31 @@ pub(crate) fn seeds(app: &AppInner, lineage: &Lineage) -> Seeds {
 }
 
 /// The lineage `headers` carry, for `app`'s lineage types: a header of no lineage type is left
-/// out, and so is a value its type refuses (logged, the value escaped).
+/// out, and so is a value its type refuses (logged, the value escaped), and a header given more
+/// than once (which of them would be the request's?).
 pub(crate) fn from_headers<'h>(app: &AppInner, headers: impl IntoIterator<Item = (&'h str, &'h str)>) -> Lineage {
-    let mut lineage = Lineage::new();
+    let mut found: Vec<(&crate::lineage::LineageSlot, &'h str, usize)> = Vec::new();
     for (name, value) in headers {
         let Some(slot) = app.lineage.iter().find(|s| s.travel.header.eq_ignore_ascii_case(name)) else { continue };
-        match (slot.travel.decode)(value) {
-            Ok(value) => lineage.put(slot.travel, value),
-            Err(error) => tracing::warn!(
+        match found.iter_mut().find(|(s, _, _)| s.key == slot.key) {
+            Some((_, _, times)) => *times += 1,
+            None => found.push((slot, value, 1)),
+        }
+    }
+    let mut lineage = Lineage::new();
+    for (slot, value, times) in found {
+        if times > 1 {
+            tracing::warn!(
+                header = slot.travel.header,
+                times,
+                "a lineage header was given more than once, and left out"
+            );
+            continue;
+        }
+        match crate::lineage::isolated(slot.travel, "decode", || (slot.travel.decode)(value)) {
+            None => {}
+            Some(Ok(value)) => lineage.put(slot.travel, value),
+            Some(Err(error)) => tracing::warn!(
                 header = slot.travel.header,
                 error = ?error.to_string(),
                 "a lineage header was refused, and left out of the handler's scope"
@@ -62,12 +79,57 @@ pub(crate) fn from_headers<'h>(app: &AppInner, headers: impl IntoIterator<Item =
     lineage
 }
 
+/// The log fields the spans of a request's work have, which a lineage type may fill.
+const LOG_FIELDS: [&str; 3] = ["request_id", "trace_id", "tenant"];
+
+/// Refuses lineage types of `graph` that cannot travel: a header that is no lowercase header
+/// name (letters, digits, `-`), one NATS keeps for itself (`nats-`), or one of two types; a log
+/// field the spans do not have, or one of two types.
+pub(crate) fn check_types(graph: &crate::graph::Graph) -> Result<(), DiError> {
+    let travels: Vec<&crate::lineage::Travel> = graph.protos.iter().filter_map(|p| p.travel.map(|(t, _)| t)).collect();
+    let mut errors = Vec::new();
+    for (i, t) in travels.iter().enumerate() {
+        let ty = (t.type_name)();
+        let refuse = |why: String| DiError::LineageType { ty, why };
+        let name_ok =
+            !t.header.is_empty() && t.header.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !name_ok {
+            errors.push(refuse(format!("its header {:?} is not lowercase ASCII letters, digits and `-`", t.header)));
+        } else if t.header.starts_with("nats-") {
+            errors.push(refuse(format!("its header {:?} starts with `nats-`, which NATS keeps for itself", t.header)));
+        }
+        if let Some(field) = t.log_field.filter(|f| !LOG_FIELDS.contains(f)) {
+            errors.push(refuse(format!("its log field {field:?} is none of the spans' fields, {LOG_FIELDS:?}")));
+        }
+        for other in travels.iter().skip(i + 1).filter(|o| (o.type_id)() != (t.type_id)()) {
+            if other.header.eq_ignore_ascii_case(t.header) {
+                errors.push(refuse(format!(
+                    "its header {:?} is also `{}`'s; give each type a header of its own",
+                    t.header,
+                    (other.type_name)()
+                )));
+            }
+            if t.log_field.is_some() && other.log_field == t.log_field {
+                errors.push(refuse(format!(
+                    "its log field {:?} is also `{}`'s; give each type a field of its own, or none",
+                    t.log_field.unwrap_or_default(),
+                    (other.type_name)()
+                )));
+            }
+        }
+    }
+    DiError::collect(errors)
+}
+
 /// Records `lineage`'s log fields in `span` and lets the App's [`TraceLink`](crate::lineage::TraceLink)
 /// set its parent: for the span of a scope that runs work a request caused.
 pub(crate) fn link(app: &AppInner, span: &tracing::Span, lineage: &Lineage) {
     lineage.record(span);
-    if let Some(link) = &app.trace_link {
-        link.link(span, lineage);
+    if let Some(link) = &app.trace_link
+        && let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| link.link(span, lineage)))
+    {
+        let panic = crate::error::panic_message(&*panic);
+        tracing::error!(panic = ?panic, "the App's `TraceLink` panicked; the span keeps its parent");
     }
 }
 

@@ -194,7 +194,7 @@ where
         // an extension map that is usually empty.
         let mut lineage = req.extensions_mut().remove::<Lineage>();
         if let Some(from) = from {
-            match from.resolve(req.headers(), req.uri(), req.extensions()) {
+            match from.resolve(req.headers(), req.uri(), req.extensions(), lineage.as_ref()) {
                 Ok(Some(tenant)) => lineage = Some(lineage.unwrap_or_default().with(tenant)),
                 Ok(None) => {}
                 Err(refused) => return ResponseFuture::refused(refused),
