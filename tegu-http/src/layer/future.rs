@@ -125,19 +125,31 @@ pin_project_lite::pin_project! {
         F::Output: PanicResponse,
     {
         #[pin]
-        inner: Option<Instrumented<CatchPanic<ContextFuture<Work<F>>>>>,
-        // A request refused before its scope opened (its tenant could not be read): the answer.
-        refused: Option<Box<Response<Body>>>,
+        kind: Kind<F>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// What a [`ResponseFuture`] awaits: the request's work in its scope, or the answer of a
+    /// request refused before its scope opened (its tenant could not be read). One enum, so
+    /// that the common future is no larger than the work's (the refusal takes a niche).
+    #[project = KindProj]
+    enum Kind<F: Future>
+    where
+        F::Output: PanicResponse,
+    {
+        Work { #[pin] inner: Instrumented<CatchPanic<ContextFuture<Work<F>>>> },
+        Refused { response: Option<Box<Response<Body>>> },
     }
 }
 
 impl<F: Future<Output: PanicResponse>> ResponseFuture<F> {
     pub(super) fn new(inner: Instrumented<CatchPanic<ContextFuture<Work<F>>>>) -> Self {
-        ResponseFuture { inner: Some(inner), refused: None }
+        ResponseFuture { kind: Kind::Work { inner } }
     }
 
     pub(super) fn refused(response: Box<Response<Body>>) -> Self {
-        ResponseFuture { inner: None, refused: Some(response) }
+        ResponseFuture { kind: Kind::Refused { response: Some(response) } }
     }
 }
 
@@ -151,10 +163,9 @@ impl<F: Future<Output: PanicResponse>> Future for ResponseFuture<F> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        match this.inner.as_pin_mut() {
-            Some(inner) => inner.poll(cx),
-            None => match this.refused.take() {
+        match self.project().kind.project() {
+            KindProj::Work { inner } => inner.poll(cx),
+            KindProj::Refused { response } => match response.take() {
                 Some(response) => Poll::Ready(F::Output::answer(*response)),
                 None => panic!("a refused request's future polled after it was answered"),
             },

@@ -190,6 +190,8 @@ where
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
         let ContextLayer { app, capture_extensions, head: slot, tenant: from } = &self.layer;
+        // First, as before the tenant's resolution: built in its allocation, not moved there.
+        let head = Arc::new(RequestHead::of(&req, *capture_extensions));
         // A lineage an outer layer read (a trace context, a user) seeds the scope: a lookup in
         // an extension map that is usually empty.
         let mut lineage = req.extensions_mut().remove::<Lineage>();
@@ -200,7 +202,6 @@ where
                 Err(refused) => return ResponseFuture::refused(refused),
             }
         }
-        let head = Arc::new(RequestHead::of(&req, *capture_extensions));
         // Two call sites: a request with no lineage to seed (the common one) builds the span it
         // built before, with no empty fields to carry.
         let span = match &lineage {
