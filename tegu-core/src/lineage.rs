@@ -360,14 +360,70 @@ impl Travels for Tenant {
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TraceContext {
     /// The trace's id: not all zero.
-    pub trace_id: [u8; 16],
+    trace_id: [u8; 16],
     /// The parent span's id: not all zero.
-    pub span_id: [u8; 8],
+    span_id: [u8; 8],
     /// The trace flags: bit 0 is "sampled".
-    pub flags: u8,
+    flags: u8,
 }
 
 impl TraceContext {
+    /// The trace context of trace `trace_id`, whose parent span is `span_id`, with `flags`
+    /// (bit 0: sampled): what a tracing library's span gives.
+    ///
+    /// # Errors
+    ///
+    /// When either id is all zero, which the W3C recommendation makes invalid.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::lineage::TraceContext;
+    ///
+    /// let trace = TraceContext::new([0x4b; 16], [0x01; 8], 1)?;
+    /// assert_eq!(trace.span_id_hex(), "0101010101010101");
+    /// assert_eq!((trace.trace_id(), trace.span_id(), trace.flags()), ([0x4b; 16], [0x01; 8], 1));
+    /// assert!(TraceContext::new([0; 16], [0x01; 8], 1).is_err());
+    /// # Ok::<(), tegu_core::error::BoxError>(())
+    /// ```
+    pub fn new(trace_id: [u8; 16], span_id: [u8; 8], flags: u8) -> Result<Self, BoxError> {
+        if trace_id == [0; 16] || span_id == [0; 8] {
+            return Err("a trace context's trace id and parent id are not all zero".into());
+        }
+        Ok(TraceContext { trace_id, span_id, flags })
+    }
+
+    /// The trace's id, never all zero.
+    pub fn trace_id(&self) -> [u8; 16] {
+        self.trace_id
+    }
+
+    /// The parent span's id, never all zero.
+    pub fn span_id(&self) -> [u8; 8] {
+        self.span_id
+    }
+
+    /// The trace flags: bit 0 is "sampled".
+    pub fn flags(&self) -> u8 {
+        self.flags
+    }
+
+    /// This trace context with `flags` instead of its own.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::lineage::TraceContext;
+    ///
+    /// let trace = TraceContext::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")?;
+    /// assert!(!trace.with_flags(0).sampled());
+    /// # Ok::<(), tegu_core::error::BoxError>(())
+    /// ```
+    #[must_use]
+    pub fn with_flags(self, flags: u8) -> Self {
+        TraceContext { flags, ..self }
+    }
+
     /// Reads a `traceparent` header of version `00` (a later version's first four fields, as
     /// the W3C recommendation says).
     ///
@@ -399,10 +455,7 @@ impl TraceContext {
         let trace_id = hex::<16>(trace).ok_or("a traceparent's trace id is 32 lowercase hex digits")?;
         let span_id = hex::<8>(span).ok_or("a traceparent's parent id is 16 lowercase hex digits")?;
         let flags = hex::<1>(flags).ok_or("a traceparent's flags are two lowercase hex digits")?[0];
-        if trace_id == [0; 16] || span_id == [0; 8] {
-            return Err("a traceparent's trace id and parent id are not all zero".into());
-        }
-        Ok(TraceContext { trace_id, span_id, flags })
+        Self::new(trace_id, span_id, flags)
     }
 
     /// The trace id as 32 lowercase hex digits, as logs and trace viewers show it.
@@ -450,19 +503,41 @@ impl Travels for TraceContext {
     }
 }
 
-/// A W3C `tracestate`: the vendors' part of a trace context, carried as it came.
+/// A W3C `tracestate`: the vendors' part of a trace context, carried as it came: at most 512
+/// visible ASCII characters (spaces allowed), so that it can be a header's value anywhere.
 ///
 /// # Examples
 ///
 /// ```
 /// use tegu_core::lineage::{TraceState, Travels};
 ///
-/// assert_eq!(TraceState::decode("congo=t61rcWkgMzE")?.0.as_ref(), "congo=t61rcWkgMzE");
+/// assert_eq!(TraceState::decode("congo=t61rcWkgMzE")?.as_str(), "congo=t61rcWkgMzE");
+/// assert_eq!(TraceState::new("rojo=00f067aa0ba902b7")?.encode(), "rojo=00f067aa0ba902b7");
 /// assert!(TraceState::decode("a=b\nforged=line").is_err());
 /// # Ok::<(), tegu_core::error::BoxError>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub struct TraceState(pub Arc<str>);
+pub struct TraceState(Arc<str>);
+
+impl TraceState {
+    /// A `tracestate` of `value`.
+    ///
+    /// # Errors
+    ///
+    /// When `value` is longer than 512 bytes or has a character that is no visible ASCII
+    /// character or space (a line break would forge a header); the error does not quote it.
+    pub fn new(value: &str) -> Result<Self, BoxError> {
+        if value.len() > 512 || !value.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            return Err("a tracestate is at most 512 visible ASCII characters".into());
+        }
+        Ok(TraceState(value.into()))
+    }
+
+    /// The value, as it came.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
 
 impl Travels for TraceState {
     const HEADER: &'static str = "tracestate";
@@ -472,10 +547,7 @@ impl Travels for TraceState {
     }
 
     fn decode(value: &str) -> Result<Self, BoxError> {
-        if value.len() > 512 || !value.bytes().all(|b| (0x20..0x7f).contains(&b)) {
-            return Err("a tracestate is at most 512 visible ASCII characters".into());
-        }
-        Ok(TraceState(value.into()))
+        Self::new(value)
     }
 }
 

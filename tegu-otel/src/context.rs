@@ -2,7 +2,6 @@
 //! ([`TraceContext`], [`TraceState`]) and OpenTelemetry's [`SpanContext`].
 
 use std::str::FromStr;
-use std::sync::Arc;
 
 use http::{HeaderMap, HeaderValue};
 use opentelemetry::trace::{self as otel, SpanContext, TraceContextExt, TraceFlags};
@@ -12,15 +11,15 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 /// The OpenTelemetry span context of a trace context that came from elsewhere (a header, a
 /// scope's lineage): remote, with `state`'s entries where they are valid.
 pub(crate) fn remote(trace: &TraceContext, state: Option<&TraceState>) -> SpanContext {
-    remote_with(trace, state.and_then(|s| otel::TraceState::from_str(&s.0).ok()).unwrap_or_default())
+    remote_with(trace, state.and_then(|s| otel::TraceState::from_str(s.as_str()).ok()).unwrap_or_default())
 }
 
 fn remote_with(trace: &TraceContext, state: otel::TraceState) -> SpanContext {
     SpanContext::new(
-        otel::TraceId::from_bytes(trace.trace_id),
-        otel::SpanId::from_bytes(trace.span_id),
+        otel::TraceId::from_bytes(trace.trace_id()),
+        otel::SpanId::from_bytes(trace.span_id()),
         // Only the sampled bit is defined; the others are passed on as they came.
-        TraceFlags::new(trace.flags),
+        TraceFlags::new(trace.flags()),
         true,
         state,
     )
@@ -29,16 +28,11 @@ fn remote_with(trace: &TraceContext, state: otel::TraceState) -> SpanContext {
 /// The lineage values of an OpenTelemetry span context, if it is valid: the trace, and its
 /// state when it has entries.
 pub(crate) fn lineage_values(span: &SpanContext) -> Option<(TraceContext, Option<TraceState>)> {
-    if !span.is_valid() {
-        return None;
-    }
-    let trace = TraceContext {
-        trace_id: span.trace_id().to_bytes(),
-        span_id: span.span_id().to_bytes(),
-        flags: span.trace_flags().to_u8(),
-    };
-    let header = span.trace_state().header();
-    let state = (!header.is_empty()).then(|| TraceState(Arc::from(header)));
+    let trace =
+        TraceContext::new(span.trace_id().to_bytes(), span.span_id().to_bytes(), span.trace_flags().to_u8()).ok()?;
+    // A state longer than a header carries (OpenTelemetry takes 32 entries of any length) is
+    // left out, as a receiver would drop it.
+    let state = TraceState::new(&span.trace_state().header()).ok().filter(|s| !s.as_str().is_empty());
     Some((trace, state))
 }
 
@@ -149,7 +143,7 @@ mod tests {
         assert_eq!(span.trace_state().header(), "a=1,b=2");
         let (trace, state) = lineage_values(&span).unwrap();
         assert_eq!(trace.to_string(), PARENT);
-        assert_eq!(state.unwrap().0.as_ref(), "a=1,b=2");
+        assert_eq!(state.unwrap().as_str(), "a=1,b=2");
     }
 
     #[test]
@@ -175,8 +169,8 @@ mod tests {
 
     #[test]
     fn the_flags_pass_through() {
-        let unsampled = TraceContext { flags: 0, ..TraceContext::parse(PARENT).unwrap() };
-        let span = remote(&unsampled, Some(&TraceState("k=v".into())));
+        let unsampled = TraceContext::parse(PARENT).unwrap().with_flags(0);
+        let span = remote(&unsampled, Some(&TraceState::new("k=v").unwrap()));
         assert!(!span.is_sampled());
         assert_eq!(span.trace_state().header(), "k=v");
         assert_eq!(lineage_values(&span).unwrap().0, unsampled);

@@ -24,7 +24,7 @@ async fn seen(lineage: Option<Extension<Lineage>>) -> String {
     tegu_otel::inject(&mut headers);
     let lineage = lineage.map(|l| l.0).unwrap_or_default();
     let trace = lineage.get::<TraceContext>().map(ToString::to_string).unwrap_or_default();
-    let state = lineage.get::<TraceState>().map(|s| s.0.to_string()).unwrap_or_default();
+    let state = lineage.get::<TraceState>().map(|s| s.as_str().to_owned()).unwrap_or_default();
     let injected = headers.get("traceparent").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
     format!("{trace}|{state}|{injected}")
 }

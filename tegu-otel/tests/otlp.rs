@@ -56,7 +56,7 @@ async fn spans_and_the_duration_histogram_are_exported_over_otlp_http() {
             .unwrap();
         assert_eq!(router.oneshot(request).await.unwrap().status(), StatusCode::OK);
         let span = tracing::info_span!("exported work");
-        span.in_scope(|| tegu_otel::current_trace().unwrap().0.trace_id)
+        span.in_scope(|| tegu_otel::current_trace().unwrap().0.trace_id())
     };
     // Shutting down exports what is left; it blocks, so off the runtime's threads.
     tokio::task::spawn_blocking(move || otlp.shutdown()).await.unwrap().unwrap();
