@@ -560,8 +560,19 @@ fn before_commit(
     Box::pin(async move {
         let Some(bus) = bus_of(&app) else { return Ok(()) };
         let handlers = bus.handlers.get(&held.ty).map_or(&[][..], Vec::as_slice);
+        let mut tenant_checked = false;
         for handler in handlers.iter().filter(|h| h.descriptor.phase == EventPhase::BeforeCommit) {
             let d = handler.descriptor;
+            if !tenant_checked {
+                tenant_checked = true;
+                if let Err(source) = same_tenant(&app, &held.lineage) {
+                    return Err(DiError::EventHandler {
+                        event: (d.event_name)(),
+                        handler: format!("{}::{}", (d.proto_name)(), d.method),
+                        source: Arc::from(source),
+                    });
+                }
+            }
             let _running = app.metrics.handler();
             let result = match app.instance_of(handler.proto) {
                 Ok(object) => {
@@ -587,6 +598,24 @@ fn before_commit(
         }
         Ok(())
     })
+}
+
+/// Refuses to run a `before_commit` handler in the scope that commits when the event was
+/// emitted in a scope of another tenant (one opened inside a `#[transactional]` method): the
+/// handler would read, and write in the transaction, as the committing scope's tenant.
+fn same_tenant(app: &AppInner, emitted: &Lineage) -> Result<(), crate::error::BoxError> {
+    use crate::lineage::Tenant;
+    if app.lineage.is_empty() {
+        return Ok(());
+    }
+    let committing = if scope::handle::in_scope_of(app.id) { Lineage::current() } else { Lineage::new() };
+    if emitted.get::<Tenant>() == committing.get::<Tenant>() {
+        return Ok(());
+    }
+    Err("the event was emitted in a scope of another tenant than the scope committing it (a scope opened \
+         inside a `#[transactional]` method), where this handler would run as the committing scope's \
+         tenant; call the `#[transactional]` method inside the emitting tenant's scope instead"
+        .into())
 }
 
 /// Runs one handler in a new scope seeded with `lineage`, in a span with the lineage's log
