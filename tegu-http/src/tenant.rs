@@ -90,9 +90,11 @@ impl TenantFrom {
     }
 
     /// The tenant is the host name's part before `suffix`: with `".todos.example"`, a request
-    /// to `acme.todos.example` (its `Host` header, or its URI's authority in HTTP/2) serves
-    /// `acme`. A port is left out; so is a trailing dot; the key is lowercased (host names have
-    /// no case). A request with two `Host` headers is refused.
+    /// to `acme.todos.example` serves `acme`. The host is the request target's authority where
+    /// it has one (HTTP/2's `:authority`, an absolute-form target), else the `Host` header, as
+    /// RFC 9112 says. A port is left out; so is a trailing dot; the key is lowercased (host
+    /// names have no case). A request with two `Host` headers is refused, and so is one whose
+    /// `Host` header names another host than its target.
     ///
     /// # Examples
     ///
@@ -162,17 +164,21 @@ impl TenantFrom {
         let key = match &self.source {
             Source::Header(name) => once(name)?,
             Source::Host(suffix) => {
-                // The URI's authority first (HTTP/2, an absolute-form request), as RFC 9112 says.
-                let host = match uri.host() {
-                    Some(host) => Some(host),
-                    None => once(&http::header::HOST)?,
+                // The URI's authority first (HTTP/2, an absolute-form request), as RFC 9112 says;
+                // a `Host` header that names another host is refused, not ignored: behind a
+                // gateway that sets `Host` but passes the request line on, a client would choose.
+                let header = once(&http::header::HOST)?.map(host_name);
+                let host = match (uri.host().map(host_name), header) {
+                    (Some(target), Some(header)) if !target.eq_ignore_ascii_case(header) => {
+                        return Err(refuse(
+                            "the request names two hosts: its target's authority and its `Host` header differ"
+                                .to_owned(),
+                        ));
+                    }
+                    (Some(target), _) => Some(target),
+                    (None, header) => header,
                 };
                 let key = host.and_then(|host| {
-                    let host = match host.rsplit_once(':') {
-                        Some((name, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => name,
-                        _ => host,
-                    };
-                    let host = host.strip_suffix('.').unwrap_or(host);
                     host.len()
                         .checked_sub(suffix.len())
                         .filter(|&at| at > 0 && host.is_char_boundary(at) && host[at..].eq_ignore_ascii_case(suffix))
@@ -189,6 +195,10 @@ impl TenantFrom {
         };
         match key {
             Some(key) => match Tenant::new(key) {
+                // A layer's lineage (its authentication) named another: the client's is not taken.
+                Ok(tenant) if given.and_then(Lineage::get::<Tenant>).is_some_and(|t| *t != tenant) => Err(refuse(
+                    format!("the request names two tenants: {} and the one a layer gave it differ", self.place()),
+                )),
                 Ok(tenant) => Ok(Some(tenant)),
                 Err(error) => Err(refuse(format!("the tenant in {} is refused: {error}", self.place()))),
             },
@@ -209,6 +219,15 @@ impl TenantFrom {
             )),
         }
     }
+}
+
+/// A host's name: without its port, or a trailing dot.
+fn host_name(host: &str) -> &str {
+    let host = match host.rsplit_once(':') {
+        Some((name, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
+    host.strip_suffix('.').unwrap_or(host)
 }
 
 /// `400 Bad Request` with `why` as a plain-text body; logged without any value of the request.

@@ -197,6 +197,34 @@ async fn a_request_whose_tenant_cannot_be_read_is_answered_400_naming_where_it_w
     )
     .await;
     assert_eq!(status, 400);
+    // An absolute-form target names the host (RFC 9112), and a `Host` header naming another
+    // one is refused: behind a gateway that sets `Host` alone, the client would choose.
+    let target = || Request::get("http://globex.todos.example/tenant");
+    let (status, body) = send(&router, target().header("host", "acme.todos.example")).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (400, "the request names two hosts: its target's authority and its `Host` header differ")
+    );
+    let (status, body) = send(&router, target().header("host", "GLOBEX.todos.example:80")).await;
+    assert_eq!((status, body.as_str()), (200, "globex globex"));
+    let (status, body) = send(&router, target()).await;
+    assert_eq!((status, body.as_str()), (200, "globex globex"));
+
+    // A header that names another tenant than the one a layer's lineage gave is refused: the
+    // client does not replace what its authentication said.
+    let router = RouterBuilder::new(&app).tenant(TenantFrom::header("x-tenant")).build().unwrap().layer(
+        axum::middleware::map_request(|mut request: Request<Body>| async move {
+            request.extensions_mut().insert(Lineage::new().with(Tenant::new("authenticated").unwrap()));
+            request
+        }),
+    );
+    let (status, body) = send(&router, Request::get("/tenant").header("x-tenant", "other")).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (400, "the request names two tenants: header `x-tenant` and the one a layer gave it differ")
+    );
+    let (status, body) = send(&router, Request::get("/tenant").header("x-tenant", "authenticated")).await;
+    assert_eq!((status, body.as_str()), (200, "authenticated authenticated"));
 
     // From the service's own layer.
     let router = RouterBuilder::new(&app).tenant(TenantFrom::extension()).build().unwrap().layer(
