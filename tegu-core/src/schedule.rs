@@ -457,10 +457,8 @@ pub(crate) async fn run_by_hand(
     let Some(_running) = Running::claim(app, found) else {
         return Err(DiError::Schedule { job: job.name.clone(), reason: "is running already".to_owned() });
     };
-    // Started from a request, the job carries its lineage; a scope of another App is not
-    // this job's request (as for an emit).
-    let lineage = if crate::scope::handle::in_scope_of(app.id) { Lineage::current() } else { Lineage::new() };
-    run(app, found, &lineage).await
+    // Started from a request, the job carries its lineage.
+    run(app, found, &crate::scope::lineage::of_app(app)).await
 }
 
 /// A job marked running, until this is dropped (however its run ends, also when its task is

@@ -335,11 +335,7 @@ impl EventBus {
         let prepare =
             carried || handlers.is_some_and(|h| h.iter().any(|h| h.descriptor.phase == EventPhase::BeforeCommit));
         // The lineage of the scope it is emitted in, for its handlers' scopes.
-        let lineage = if app.lineage.is_empty() || !scope::handle::in_scope_of(app.id) {
-            Lineage::new() // a scope of another App is not this event's request
-        } else {
-            Lineage::current()
-        };
+        let lineage = scope::lineage::of_app(&app);
         let held = HeldItem { ty, value: Arc::new(event), prepare, lineage };
         match hold::route(&app, held) {
             Routed::Held => {}
@@ -605,11 +601,7 @@ fn before_commit(
 /// handler would read, and write in the transaction, as the committing scope's tenant.
 fn same_tenant(app: &AppInner, emitted: &Lineage) -> Result<(), crate::error::BoxError> {
     use crate::lineage::Tenant;
-    if app.lineage.is_empty() {
-        return Ok(());
-    }
-    let committing = if scope::handle::in_scope_of(app.id) { Lineage::current() } else { Lineage::new() };
-    if emitted.get::<Tenant>() == committing.get::<Tenant>() {
+    if emitted.get::<Tenant>() == scope::lineage::of_app(app).get::<Tenant>() {
         return Ok(());
     }
     Err("the event was emitted in a scope of another tenant than the scope committing it (a scope opened \

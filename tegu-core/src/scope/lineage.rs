@@ -33,6 +33,16 @@ impl Lineage {
     }
 }
 
+/// The current scope's lineage if it is a scope of `app`, else none: the lineage of the request
+/// whose work `app` does now (an emit, a job started, a commit). A scope of another App is not
+/// `app`'s request, and an App without lineage types has none to read.
+pub(crate) fn of_app(app: &AppInner) -> Lineage {
+    if app.lineage.is_empty() || !super::handle::in_scope_of(app.id) {
+        return Lineage::new();
+    }
+    Lineage::current()
+}
+
 /// `lineage`'s values of `app`'s lineage types, as a scope's seeds; the others are left out.
 pub(crate) fn seeds(app: &AppInner, lineage: &Lineage) -> Seeds {
     let mut seeds = Seeds::default();
