@@ -3,11 +3,10 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::sync::{Arc, Mutex};
-
 use opentelemetry::trace::{SpanKind, TracerProvider as _};
 use opentelemetry::{Key, Value};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use tegu_test_support::LogBuffer;
 use tracing_subscriber::fmt::format::FmtSpan;
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -15,25 +14,11 @@ pub const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 pub const CALLER_SPAN: &str = "00f067aa0ba902b7";
 pub const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Buffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Spans exported as they end, and log lines (span events too), while it lives: the default
 /// subscriber of this thread only (a current-thread runtime runs the test's tasks on it).
 pub struct Otel {
     exporter: InMemorySpanExporter,
-    logs: Buffer,
+    logs: LogBuffer,
     _guard: tracing::subscriber::DefaultGuard,
 }
 
@@ -41,7 +26,7 @@ impl Otel {
     pub fn install() -> Otel {
         let exporter = InMemorySpanExporter::default();
         let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
-        let logs = Buffer::default();
+        let logs = LogBuffer::default();
         let writer = logs.clone();
         let subscriber = tracing_subscriber::registry().with(tegu_otel::layer(provider.tracer("tests"))).with(
             tracing_subscriber::fmt::layer()
@@ -71,7 +56,7 @@ impl Otel {
     }
 
     pub fn logs(&self) -> String {
-        String::from_utf8_lossy(&self.logs.0.lock().unwrap()).into_owned()
+        self.logs.contents()
     }
 }
 

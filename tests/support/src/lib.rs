@@ -217,18 +217,7 @@ pub fn open_files_at_least(files: u64) {
 /// assert!(logs.contains("WARN") && logs.contains("hello user=\"ada\""), "{logs}");
 /// ```
 pub fn capture_logs<R>(f: impl FnOnce() -> R) -> (R, String) {
-    #[derive(Clone, Default)]
-    struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-    impl std::io::Write for Buffer {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let buffer = Buffer::default();
+    let buffer = LogBuffer::default();
     let writer = buffer.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_ansi(false)
@@ -236,8 +225,42 @@ pub fn capture_logs<R>(f: impl FnOnce() -> R) -> (R, String) {
         .with_writer(move || writer.clone())
         .finish();
     let out = tracing::subscriber::with_default(subscriber, f);
-    let logs = String::from_utf8_lossy(&buffer.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
-    (out, logs)
+    (out, buffer.contents())
+}
+
+/// Log lines kept in memory: a clone is the writer of a `tracing_subscriber::fmt` layer
+/// (`.with_writer(move || buffer.clone())`), [`contents`](Self::contents) what all clones wrote.
+///
+/// # Examples
+///
+/// ```
+/// use tegu_test_support::LogBuffer;
+///
+/// let buffer = LogBuffer::default();
+/// let writer = buffer.clone();
+/// let subscriber = tracing_subscriber::fmt().with_ansi(false).with_writer(move || writer.clone()).finish();
+/// tracing::subscriber::with_default(subscriber, || tracing::info!("hello"));
+/// assert!(buffer.contents().contains("INFO") && buffer.contents().contains("hello"));
+/// ```
+#[derive(Clone, Default, Debug)]
+pub struct LogBuffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl LogBuffer {
+    /// What was written so far, as text.
+    pub fn contents(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)).into_owned()
+    }
+}
+
+impl std::io::Write for LogBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A path in the temporary directory for the SQLite database `name` of this test process, with
