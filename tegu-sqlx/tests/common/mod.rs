@@ -255,8 +255,11 @@ macro_rules! suite {
                 Ok(())
             }
 
-            /// Writes `note` (`required`), waits at `barrier`, then calls `requires_new`: its
-            /// outcome.
+            /// Writes `note` (`required`), waits at `barrier`, then calls `requires_new`, and
+            /// waits at `barrier` again before its own transaction ends: its outcome. The second
+            /// wait keeps each caller's connection until every caller's `requires_new` has
+            /// ended: one that timed out first would otherwise commit and free its connection
+            /// for a later one still waiting.
             #[transactional(source = "database")]
             pub async fn required_then_new(
                 &self,
@@ -265,7 +268,9 @@ macro_rules! suite {
             ) -> Result<Result<(), TestError>, TestError> {
                 self.insert(note).await?;
                 barrier.wait().await;
-                Ok(self.requires_new("inner", false).await)
+                let inner = self.requires_new("inner", false).await;
+                barrier.wait().await;
+                Ok(inner)
             }
 
             /// Writes `note`, then awaits `inner`, in a transaction of its own.
