@@ -10,11 +10,14 @@
 //! - [`Lines`]: a journal of lines, and waiting for it to say what a test expects (destroy
 //!   hooks run after the response);
 //! - [`capture_logs`]: what a piece of code logged through `tracing`;
-//! - [`servers`]: real servers (PostgreSQL) on loopback with throwaway data.
+//! - [`servers`]: real servers (PostgreSQL) on loopback with throwaway data;
+//! - [`proxy`]: a fault-injecting TCP proxy between a client and such a server (a `COMMIT` cut
+//!   before it is sent or after its answer, a server down or restarted).
 
 pub mod alloc;
 pub mod child_env;
 pub mod http_client;
+pub mod proxy;
 pub mod servers;
 
 /// Declares the test binary's `Journal`: a singleton proto holding [`Lines`] (and dereferencing

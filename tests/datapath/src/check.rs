@@ -1,0 +1,617 @@
+//! The reference model: what must hold of a run, given what each call and request answered.
+//!
+//! A transaction's outcome is read from the database: the rows written in it that no rolled
+//! back savepoint undid are all there (committed) or none is (rolled back); some of them is a
+//! violation of atomicity. That outcome is then held against what the code answered (a
+//! request acknowledged, a method's `Ok` or error), and the events emitted in the transaction
+//! against it (their handlers, their rows, the outbox). Each invariant has a name, printed with
+//! a violation.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tegu_tx::ErrorClass;
+
+use crate::record::{CallObs, EmitObs, HandlerObs, Outcome, Phase, WriteObs};
+use crate::run::{Observed, unknown_outcome};
+use crate::scenario::{Behave, Db, End, Fault, Op, Prop, Scenario};
+
+/// A broken invariant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The invariant's name.
+    pub invariant: &'static str,
+    /// What was seen.
+    pub detail: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.invariant, self.detail)
+    }
+}
+
+/// The invariants, by name, with what each says.
+pub const INVARIANTS: &[(&str, &str)] = &[
+    ("acknowledged-stored", "what the code acknowledged (a request answered 2xx, a method's Ok) is stored"),
+    ("failed-absent", "what failed or rolled back left nothing stored, unless its outcome was unknown"),
+    ("atomic", "a transaction's surviving rows are all stored or none is"),
+    ("savepoint", "rows of a savepoint rolled back to are not stored"),
+    ("joined-transaction", "a method runs in the transaction its propagation gives it"),
+    ("write-in-its-transaction", "a method's statements run in its transaction, even after another method ended it"),
+    ("before-commit-in-transaction", "a before_commit handler runs inside its event's transaction"),
+    ("before-commit-lineage", "a before_commit handler sees its emitter's tenant and user"),
+    ("before-commit-failure-rolls-back", "a failed before_commit handler leaves its unit uncommitted"),
+    (
+        "after-commit-once",
+        "a committed event reaches its after_commit handlers once (per instance, for an external one), a rolled back one never",
+    ),
+    ("after-rollback-once", "a rolled back event reaches its after_rollback handler once, a committed one never"),
+    ("handler-lineage", "after_commit and after_rollback handlers see their emitter's tenant and user"),
+    ("external-delivered", "the outbox is drained: every committed external event was published"),
+    ("tenant-isolation", "every row a scope reads belongs to its tenant"),
+    ("row-tenant", "every row stored carries the tenant of the scope that wrote it"),
+    ("tenant-object", "a tenant's object is built from its own tenant's data"),
+    ("destroyed-once", "every object built in a process that shuts down is destroyed once"),
+    ("no-unexpected-error", "no error class or panic the scenario did not inject"),
+    ("deadline", "every scenario ends within its deadline"),
+];
+
+/// Checks `observed` against the model of `scenario`.
+pub fn check(scenario: &Scenario, observed: &Observed) -> Vec<Violation> {
+    let mut model = Model::new(scenario, observed);
+    model.transactions();
+    model.calls();
+    model.events();
+    model.tenants();
+    model.lives();
+    model.errors();
+    if let Some(hung) = &observed.hung {
+        model.v("deadline", hung.clone());
+    }
+    model.violations
+}
+
+/// How many deliveries of committed external events the instances still owe (an instance
+/// that has not handled one): what the run waits for before it shuts down.
+pub fn deliveries_owed(scenario: &Scenario, observed: &Observed) -> usize {
+    let mut model = Model::new(scenario, observed);
+    model.transactions();
+    let mut owed = 0;
+    for e in observed.log.emits.iter().filter(|e| e.spec.external) {
+        if model.fate(e) == Some(true) {
+            let reached: BTreeSet<u8> = observed
+                .log
+                .handled
+                .iter()
+                .filter(|(_, h)| h.id == e.id && h.phase == Phase::AfterCommit)
+                .map(|(i, _)| *i)
+                .collect();
+            owed += usize::from(scenario.instances).saturating_sub(reached.len());
+        }
+    }
+    owed
+}
+
+struct Model<'a> {
+    scenario: &'a Scenario,
+    o: &'a Observed,
+    /// Rows stored: tag to tenant.
+    rows: BTreeMap<&'a str, &'a str>,
+    /// Scopes' outcomes.
+    scopes: BTreeMap<u32, Outcome>,
+    /// Transactions' outcomes as the database tells them: `Some(true)` committed.
+    tx_outcome: BTreeMap<u32, Option<bool>>,
+    violations: Vec<Violation>,
+}
+
+impl<'a> Model<'a> {
+    fn new(scenario: &'a Scenario, o: &'a Observed) -> Model<'a> {
+        let rows = o.rows.iter().map(|(tag, tenant)| (tag.as_str(), tenant.as_str())).collect();
+        let mut scopes = BTreeMap::new();
+        for (i, outcome) in o.requests.iter().enumerate() {
+            scopes.insert(i as u32, *outcome);
+        }
+        for scope in &o.log.scopes {
+            if scope.parent.is_some() {
+                scopes.insert(scope.id, scope.outcome);
+            }
+        }
+        Model { scenario, o, rows, scopes, tx_outcome: BTreeMap::new(), violations: Vec::new() }
+    }
+
+    fn v(&mut self, invariant: &'static str, detail: String) {
+        if !self.violations.iter().any(|v| v.invariant == invariant && v.detail == detail) {
+            self.violations.push(Violation { invariant, detail });
+        }
+    }
+
+    fn call(&self, id: u32) -> Option<&'a CallObs> {
+        self.o.log.calls.get(&id)
+    }
+
+    /// The savepoints of transaction `tx` around a write or emit on its own task: `nested`
+    /// calls made inside `tx`.
+    fn savepoints(&self, calls: &[u32], tx: u32) -> Vec<&'a CallObs> {
+        calls
+            .iter()
+            .filter_map(|c| self.call(*c))
+            .filter(|c| c.prop == Prop::Nested && c.before == Some(tx) && c.inside == Some(Some(tx)))
+            .collect()
+    }
+
+    /// Whether every savepoint around it was released.
+    fn released(&self, calls: &[u32], tx: u32) -> bool {
+        self.savepoints(calls, tx).iter().all(|c| c.result == Some(Ok(())) && !c.panicked)
+    }
+
+    fn stored(&self, tag: &str) -> bool {
+        self.rows.contains_key(tag)
+    }
+
+    /// The writes of each transaction, and those outside any; each transaction's outcome from
+    /// the database, held against what the code answered.
+    fn transactions(&mut self) {
+        let mut by_tx: BTreeMap<u32, Vec<&'a WriteObs>> = BTreeMap::new();
+        for w in &self.o.log.writes {
+            match w.tx {
+                Some(tx) => by_tx.entry(tx).or_default().push(w),
+                None => {
+                    if w.ok != self.stored(&w.tag) {
+                        let what = if w.ok { "acknowledged-stored" } else { "failed-absent" };
+                        self.v(
+                            what,
+                            format!(
+                                "row {} outside any transaction: statement ok = {}, stored = {}",
+                                w.tag, w.ok, !w.ok
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        for (&tx, writes) in &by_tx {
+            let mut survivors = Vec::new();
+            for w in writes {
+                if w.ok && self.released(&w.calls, tx) {
+                    survivors.push(*w);
+                } else if self.stored(&w.tag) {
+                    let why = if w.ok { "savepoint" } else { "failed-absent" };
+                    self.v(
+                        why,
+                        format!(
+                            "row {} of transaction {tx} is stored, though {}",
+                            w.tag,
+                            if w.ok { "a savepoint around it was rolled back to" } else { "its statement failed" }
+                        ),
+                    );
+                }
+            }
+            let present = survivors.iter().filter(|w| self.stored(&w.tag)).count();
+            let outcome = match (present, survivors.len()) {
+                (_, 0) => None,
+                (0, _) => Some(false),
+                (p, n) if p == n => Some(true),
+                (p, n) => {
+                    let missing: Vec<&str> =
+                        survivors.iter().filter(|w| !self.stored(&w.tag)).map(|w| w.tag.as_str()).collect();
+                    self.v("atomic", format!("transaction {tx}: {p} of its {n} rows stored, missing {missing:?}"));
+                    Some(true)
+                }
+            };
+            self.tx_outcome.insert(tx, outcome);
+            if let Some(committed) = outcome {
+                self.expected(tx, committed);
+            }
+        }
+    }
+
+    /// Holds transaction `tx`'s outcome against what the code answered: the calls that began
+    /// it, and the scope that committed it.
+    fn expected(&mut self, tx: u32, committed: bool) {
+        let began: Vec<&'a CallObs> = self
+            .o
+            .log
+            .calls
+            .values()
+            .filter(|c| c.inside == Some(Some(tx)) && c.before != Some(tx))
+            .filter(|c| matches!(c.prop, Prop::Required | Prop::Nested | Prop::RequiresNew))
+            .collect();
+        let Some(first) = began.first() else { return };
+        let ok = |c: &CallObs| c.result == Some(Ok(())) && !c.panicked;
+        let unknown = |c: &CallObs| matches!(c.result, Some(Err(Some(class))) if unknown_outcome(class));
+        let failed = |c: &CallObs| !ok(c) && !unknown(c) && (c.result.is_some() || c.panicked);
+        let scope = self.scopes.get(&first.scope).copied().unwrap_or(Outcome::Unknown);
+        let what = format!(
+            "transaction {tx}, begun by call {} ({:?}, request {}, scope {})",
+            first.id, first.prop, first.request, first.scope
+        );
+        if first.prop == Prop::RequiresNew || first.detached {
+            // Its own (`requires_new`), or, begun on a task that may have run after the scope's
+            // completion phase began, its own or the scope's.
+            if ok(first) && !committed && (first.prop == Prop::RequiresNew || scope == Outcome::Ok) {
+                self.v("acknowledged-stored", format!("{what}: the call answered Ok, and nothing of it is stored"));
+            }
+            if failed(first) && committed {
+                self.v("failed-absent", format!("{what}: the call failed ({:?}), and it is stored", first.result));
+            }
+            return;
+        }
+        // The scope's: committed with the scope, unless the method that began it failed.
+        if scope == Outcome::Ok && began.iter().all(|c| ok(c)) && !committed {
+            self.v("acknowledged-stored", format!("{what}: the scope was acknowledged, and nothing of it is stored"));
+        }
+        if matches!(scope, Outcome::Failed | Outcome::Panicked) && committed {
+            self.v("failed-absent", format!("{what}: the scope failed ({scope:?}), and it is stored"));
+        }
+        if began.len() == 1 && failed(first) && committed {
+            self.v("failed-absent", format!("{what}: the call failed ({:?}), and it is stored", first.result));
+        }
+    }
+
+    /// Each call ran in the transaction its propagation gives it, and each write in its call's.
+    fn calls(&mut self) {
+        for c in self.o.log.calls.values() {
+            let Some(inside) = c.inside else { continue };
+            let wrong = match c.prop {
+                Prop::Required | Prop::Mandatory | Prop::Nested => c.before.is_some() && inside != c.before,
+                Prop::RequiresNew => inside.is_none() || (c.before.is_some() && inside == c.before),
+                Prop::Never => inside.is_some(),
+            };
+            let begun = matches!(c.prop, Prop::Required | Prop::Nested | Prop::RequiresNew);
+            if wrong || (begun && inside.is_none()) {
+                self.v(
+                    "joined-transaction",
+                    format!(
+                        "call {} ({:?}, request {}) ran in transaction {inside:?}, with {:?} current before it",
+                        c.id, c.prop, c.request, c.before
+                    ),
+                );
+            }
+        }
+        for w in &self.o.log.writes {
+            let Some(call) = w.calls.last().and_then(|c| self.call(*c)) else { continue };
+            let Some(inside) = call.inside else { continue };
+            if w.ok && w.tx != inside {
+                self.v(
+                    "write-in-its-transaction",
+                    format!(
+                        "row {} of call {} ({:?}) was written in transaction {:?}, the call's is {inside:?}",
+                        w.tag, call.id, call.prop, w.tx
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Each event's handlers, rows and delivery, against its unit's outcome.
+    fn events(&mut self) {
+        let instances: BTreeSet<u8> = (0..self.scenario.instances).collect();
+        for e in &self.o.log.emits {
+            let runs: Vec<&(u8, HandlerObs)> = self.o.log.handled.iter().filter(|(_, h)| h.id == e.id).collect();
+            let of = |phase: Phase| runs.iter().filter(|(_, h)| h.phase == phase).collect::<Vec<_>>();
+            let (before, after, rollback) = (of(Phase::BeforeCommit), of(Phase::AfterCommit), of(Phase::AfterRollback));
+            let fate = self.fate(e);
+            let name = format!(
+                "event {} ({}, request scope {}, transaction {:?})",
+                e.id,
+                if e.spec.external { "external" } else { "local" },
+                e.scope,
+                e.tx
+            );
+            for (_, h) in &before {
+                if let Some(tx) = e.tx
+                    && h.tx != Some(tx)
+                {
+                    self.v(
+                        "before-commit-in-transaction",
+                        format!("{name}: its before_commit handler ran in transaction {:?}", h.tx),
+                    );
+                }
+                if h.seen != e.seen {
+                    self.v(
+                        "before-commit-lineage",
+                        format!("{name}: emitted as {:?}, its before_commit handler saw {:?}", e.seen, h.seen),
+                    );
+                }
+            }
+            for (_, h) in after.iter().chain(rollback.iter()) {
+                if h.seen != e.seen {
+                    self.v(
+                        "handler-lineage",
+                        format!("{name}: emitted as {:?}, its {:?} handler saw {:?}", e.seen, h.phase, h.seen),
+                    );
+                }
+            }
+            let bc_row = format!("b{}", e.id);
+            match fate {
+                Some(true) => {
+                    if e.spec.before_commit != Behave::Ok {
+                        self.v(
+                            "before-commit-failure-rolls-back",
+                            format!(
+                                "{name}: its before_commit handler's {:?} did not stop the commit",
+                                e.spec.before_commit
+                            ),
+                        );
+                    }
+                    if before.len() != 1 {
+                        self.v(
+                            "before-commit-in-transaction",
+                            format!("{name}: committed, its before_commit handler ran {} times", before.len()),
+                        );
+                    }
+                    if !rollback.is_empty() {
+                        self.v("after-rollback-once", format!("{name}: committed, and its after_rollback handler ran"));
+                    }
+                    if e.spec.external {
+                        let reached: BTreeSet<u8> = after.iter().map(|(i, _)| *i).collect();
+                        if reached != instances && self.broker_up_at_end() {
+                            self.v(
+                                "after-commit-once",
+                                format!("{name}: committed, handled by instances {reached:?} of {instances:?}"),
+                            );
+                        }
+                    } else if after.len() != 1 {
+                        self.v(
+                            "after-commit-once",
+                            format!("{name}: committed, its after_commit handler ran {} times", after.len()),
+                        );
+                    }
+                }
+                Some(false) => {
+                    if !after.is_empty() {
+                        self.v(
+                            "after-commit-once",
+                            format!("{name}: rolled back, and its after_commit handler ran {} times", after.len()),
+                        );
+                    }
+                    if rollback.len() != 1 && !self.stopped_around(e.scope) {
+                        self.v(
+                            "after-rollback-once",
+                            format!("{name}: rolled back, its after_rollback handler ran {} times", rollback.len()),
+                        );
+                    }
+                    // A handler's row written in a transaction follows it (one written outside any
+                    // commits on its own).
+                    if before.iter().any(|(_, h)| h.tx.is_some()) && self.stored(&bc_row) {
+                        self.v(
+                            "failed-absent",
+                            format!("{name}: rolled back, and its before_commit handler's row is stored"),
+                        );
+                    }
+                }
+                None => {
+                    if !after.is_empty() && !rollback.is_empty() {
+                        self.v(
+                            "after-rollback-once",
+                            format!("{name}: both its after_commit and after_rollback handlers ran"),
+                        );
+                    }
+                }
+            }
+        }
+        if self.o.unpublished > 0 && self.broker_up_at_end() {
+            self.v(
+                "external-delivered",
+                format!("{} external events are still in the outbox, unpublished", self.o.unpublished),
+            );
+        }
+    }
+
+    /// Whether an event's unit committed (`None`: not known from the database).
+    fn fate(&self, e: &EmitObs) -> Option<bool> {
+        match e.tx {
+            Some(tx) => {
+                self.tx_outcome.get(&tx).copied().flatten().map(|committed| committed && self.released(&e.calls, tx))
+            }
+            None => match self.scopes.get(&e.scope) {
+                Some(Outcome::Ok) => Some(true),
+                Some(Outcome::Failed | Outcome::Panicked) => Some(false),
+                _ => None,
+            },
+        }
+    }
+
+    /// Whether the broker is up at the end (always: the scenarios end every down time).
+    fn broker_up_at_end(&self) -> bool {
+        true
+    }
+
+    /// Whether a process stopped while scope `scope`'s request ran (its handlers may be gone).
+    fn stopped_around(&self, scope: u32) -> bool {
+        let request = self.request_of(scope);
+        self.scenario.faults.iter().any(|f| matches!(f, Fault::Stop { request: r, .. } if u32::from(*r) <= request + 1 && u32::from(*r) + 1 >= request))
+    }
+
+    fn request_of(&self, scope: u32) -> u32 {
+        if scope < 10_000 {
+            return scope;
+        }
+        self.o.log.scopes.iter().find(|s| s.id == scope).map_or(0, |s| u32::from(s.request))
+    }
+
+    /// Tenants: what scopes read, the rows' tenants, the tenants' objects.
+    fn tenants(&mut self) {
+        for (request, tenant, rows) in &self.o.log.reads {
+            for (row_tenant, tag) in rows {
+                if row_tenant != tenant {
+                    self.v(
+                        "tenant-isolation",
+                        format!("request {request}, tenant {tenant}, read row {tag} of tenant {row_tenant}"),
+                    );
+                }
+            }
+        }
+        for w in &self.o.log.writes {
+            if let Some(stored) = self.rows.get(w.tag.as_str())
+                && Some(*stored) != w.tenant.as_deref()
+            {
+                self.v(
+                    "row-tenant",
+                    format!("row {} was written in a scope of {:?}, and is stored as {stored:?}'s", w.tag, w.tenant),
+                );
+            }
+        }
+        for e in &self.o.log.emits {
+            if let Some(stored) = self.rows.get(format!("b{}", e.id).as_str())
+                && Some(*stored) != e.seen.tenant.as_deref()
+            {
+                self.v(
+                    "row-tenant",
+                    format!(
+                        "the before_commit row of event {} emitted as {:?} is stored as {stored:?}'s",
+                        e.id, e.seen.tenant
+                    ),
+                );
+            }
+        }
+        for (request, scope_tenant, tenant, plan) in &self.o.log.tenant_objects {
+            let expected_plan = format!("plan-{tenant}");
+            if scope_tenant.as_deref() != Some(tenant.as_str()) || plan.as_deref() != Some(expected_plan.as_str()) {
+                self.v(
+                    "tenant-object",
+                    format!(
+                        "request {request} of tenant {scope_tenant:?} got the object of {tenant:?} with plan {plan:?}"
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Objects built in a process that shut down were destroyed once.
+    fn lives(&mut self) {
+        if !self.o.shutdown_errors.is_empty() {
+            self.v("destroyed-once", format!("shutdown failed: {:?}", self.o.shutdown_errors));
+            return;
+        }
+        if self.o.hung.is_some() {
+            return;
+        }
+        for (generation, (lives, stopped)) in self.o.lives.iter().enumerate() {
+            if *stopped {
+                continue;
+            }
+            use std::sync::atomic::Ordering::Relaxed;
+            let (built, destroyed) = (lives.probes_built.load(Relaxed), lives.probes_destroyed.load(Relaxed));
+            if built != destroyed {
+                self.v(
+                    "destroyed-once",
+                    format!("generation {generation}: {built} context objects built, {destroyed} destroyed"),
+                );
+            }
+            let (created, gone) = (lives.tenants_created.load(Relaxed), lives.tenants_destroyed.load(Relaxed));
+            if created != gone {
+                self.v(
+                    "destroyed-once",
+                    format!("generation {generation}: {created} tenant objects built, {gone} destroyed"),
+                );
+            }
+        }
+    }
+
+    /// Every error and panic is one the scenario injected, or follows from one.
+    fn errors(&mut self) {
+        let allowed = allowed(self.scenario);
+        for (request, class, text) in &self.o.log.errors {
+            let ok = match class {
+                Some(class) => allowed.classes.contains(class) || (unknown_outcome(*class) && allowed.cuts),
+                None => allowed.texts.iter().any(|t| text.contains(t)),
+            };
+            if !ok {
+                self.v("no-unexpected-error", format!("request {request}: {class:?}: {text}"));
+            }
+        }
+        for (i, outcome) in self.o.requests.iter().enumerate() {
+            if *outcome == Outcome::Panicked
+                && !has_panic(&self.scenario.requests[i].body, self.scenario.requests[i].end)
+            {
+                self.v(
+                    "no-unexpected-error",
+                    format!("request {i} panicked, and the scenario injected no panic in it"),
+                );
+            }
+        }
+    }
+}
+
+/// What the scenario's faults and operations allow to fail.
+struct Allowed {
+    classes: Vec<ErrorClass>,
+    texts: Vec<&'static str>,
+    cuts: bool,
+}
+
+fn allowed(s: &Scenario) -> Allowed {
+    let mut classes = vec![ErrorClass::Usage];
+    let mut texts = vec!["injected"];
+    let ops = all_ops(s);
+    let fails = s.requests.iter().any(|r| r.end != End::Ok)
+        || ops.iter().any(|op| matches!(op, Op::Call { end, .. } if *end != End::Ok) || matches!(op, Op::Bad { .. }));
+    let handlers_fail = ops.iter().any(|op| matches!(op, Op::Emit(spec) if spec.before_commit != Behave::Ok));
+    if fails || handlers_fail {
+        classes.push(ErrorClass::Ended);
+    }
+    if ops.iter().any(|op| matches!(op, Op::Bad { .. })) {
+        classes.push(ErrorClass::CheckViolation);
+        if s.db == Db::Postgres {
+            classes.push(ErrorClass::Aborted);
+        }
+    }
+    if handlers_fail {
+        classes.push(ErrorClass::Other);
+        texts.push("handler");
+    }
+    let concurrent =
+        s.instances > 1 || s.requests.iter().any(|r| r.overlap) || ops.iter().any(|op| matches!(op, Op::Spawn { .. }));
+    if s.faults.iter().any(|f| matches!(f, Fault::Busy { .. } | Fault::PoolExhausted { .. }))
+        || (s.db == Db::Sqlite && concurrent)
+    {
+        classes.push(ErrorClass::Busy);
+        texts.push("busy");
+    }
+    let cuts = s.faults.iter().any(|f| matches!(f, Fault::CutCommit { .. } | Fault::Stop { .. }));
+    if cuts {
+        classes.extend([ErrorClass::ConnectionLost, ErrorClass::Aborted, ErrorClass::Ended, ErrorClass::Other]);
+        texts.push("connection");
+    }
+    if ops.iter().any(|op| matches!(op, Op::ActAs { .. })) {
+        // A before_commit handler of an event emitted as another tenant (or user) than the
+        // transaction's is refused, and fails the commit.
+        classes.push(ErrorClass::Other);
+        texts.push("another tenant");
+    }
+    if s.db == Db::Postgres {
+        // Row-level security refuses a write outside a transaction (no tenant setting there).
+        classes.push(ErrorClass::Other);
+        texts.push("row-level security");
+    }
+    Allowed { classes, texts, cuts }
+}
+
+/// Every operation of the scenario, nested ones included.
+fn all_ops(s: &Scenario) -> Vec<&Op> {
+    fn walk<'a>(body: &'a [Op], out: &mut Vec<&'a Op>) {
+        for op in body {
+            out.push(op);
+            if let Op::Call { body, .. } | Op::Spawn { body, .. } | Op::ActAs { body, .. } = op {
+                walk(body, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for r in &s.requests {
+        walk(&r.body, &mut out);
+    }
+    out
+}
+
+fn has_panic(body: &[Op], end: End) -> bool {
+    fn walk(body: &[Op]) -> bool {
+        body.iter().any(|op| match op {
+            Op::Call { end: End::Panic, .. } => true,
+            Op::Call { body, .. } | Op::Spawn { body, .. } | Op::ActAs { body, .. } => walk(body),
+            _ => false,
+        })
+    }
+    end == End::Panic || walk(body)
+}
