@@ -130,11 +130,14 @@ impl ContextLayer {
     ///
     /// # Errors
     ///
-    /// [`RouteError::NoTenant`] if the App has no `Tenant` context proto.
+    /// [`RouteError::NoTenant`] if the App has no `Tenant` context proto;
+    /// [`RouteError::TenantRule`] if `from` cannot read a tenant safely (a host suffix without
+    /// its leading dot).
     pub fn tenant(mut self, from: TenantFrom) -> Result<Self, RouteError> {
         if self.app.context_slot::<tegu_core::tenant::Tenant>().is_err() {
             return Err(RouteError::NoTenant);
         }
+        from.check()?;
         self.tenant = Some(Arc::new(from));
         Ok(self)
     }
