@@ -24,7 +24,9 @@ use crate::router::RouteError;
 /// A request whose tenant cannot be read is answered `400 Bad Request` before any handler runs,
 /// with a body that names where the tenant was looked for and what was wrong (never the value
 /// the client sent). [`optional`](Self::optional) lets a request without one through, with no
-/// tenant.
+/// tenant. Where an outer layer put a [`Lineage`] with a [`Tenant`] in the request's extensions
+/// (its authentication), a request that names no tenant is served as that one, and one that
+/// names another is refused.
 ///
 /// # Examples
 ///
@@ -238,7 +240,8 @@ impl TenantFrom {
                 Ok(tenant) => Ok(Some(tenant)),
                 Err(error) => Err(refuse(format!("the tenant in {} is refused: {error}", self.place()))),
             },
-            None => self.given(None),
+            // None in the request: the tenant a layer's lineage gave (its authentication), if any.
+            None => self.given(given.and_then(Lineage::get::<Tenant>).cloned()),
         }
     }
 

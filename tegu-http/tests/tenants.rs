@@ -395,3 +395,27 @@ async fn a_host_suffix_without_its_leading_dot_is_refused_when_the_router_is_bui
     }
 }
 
+#[tokio::test]
+async fn a_request_without_the_header_is_served_as_the_tenant_an_outer_layer_gave() {
+    let app = App::builder().build().await.unwrap();
+    let router = RouterBuilder::new(&app).tenant(TenantFrom::header("x-tenant")).build().unwrap().layer(
+        axum::middleware::map_request(|mut request: Request<Body>| async move {
+            request.extensions_mut().insert(Lineage::new().with(Tenant::new("authenticated").unwrap()));
+            request
+        }),
+    );
+    let (status, body) = send(&router, Request::get("/tenant")).await;
+    assert_eq!((status, body.as_str()), (200, "authenticated authenticated"));
+    // The same from the host.
+    let router = RouterBuilder::new(&app).tenant(TenantFrom::host(".todos.example")).build().unwrap().layer(
+        axum::middleware::map_request(|mut request: Request<Body>| async move {
+            request.extensions_mut().insert(Lineage::new().with(Tenant::new("authenticated").unwrap()));
+            request
+        }),
+    );
+    let (status, body) = send(&router, Request::get("/tenant").header("host", "todos.example")).await;
+    assert_eq!((status, body.as_str()), (200, "authenticated authenticated"));
+    // One naming another tenant is still refused.
+    let (status, _) = send(&router, Request::get("/tenant").header("host", "other.todos.example")).await;
+    assert_eq!(status, 400);
+}
