@@ -344,6 +344,12 @@ impl Travels for Tenant {
 /// (with the request's own span as the parent), it follows the request's work, so that every
 /// span of that work, in every instance, belongs to the trace.
 ///
+/// It implements [W3C Trace Context Level 1](https://www.w3.org/TR/trace-context-1/), which
+/// defines one trace flag, `sampled` (`0x01`), and says the others are sent as zero: a trace
+/// context keeps that flag alone, whatever it was made or read with (`…-ff` in, `…-01` out).
+/// Level 2's `random` flag (`0x02`) is not kept: a trace started elsewhere says nothing of how
+/// its id was made.
+///
 /// # Examples
 ///
 /// ```
@@ -355,6 +361,9 @@ impl Travels for Tenant {
 /// assert!(trace.sampled());
 /// assert_eq!(trace.to_string(), header);
 /// assert!(TraceContext::parse("00-00000000000000000000000000000000-00f067aa0ba902b7-01").is_err());
+/// // Flags Level 1 does not define are not passed on.
+/// let reserved = TraceContext::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-ff")?;
+/// assert_eq!(reserved.to_string(), header);
 /// # Ok::<(), tegu_core::error::BoxError>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -363,13 +372,18 @@ pub struct TraceContext {
     trace_id: [u8; 16],
     /// The parent span's id: not all zero.
     span_id: [u8; 8],
-    /// The trace flags: bit 0 is "sampled".
+    /// The trace flags: `SAMPLED` or none.
     flags: u8,
 }
 
 impl TraceContext {
+    /// The trace flag `sampled`, the one W3C Trace Context Level 1 defines: the only flag a
+    /// trace context keeps.
+    pub const SAMPLED: u8 = 0x01;
+
     /// The trace context of trace `trace_id`, whose parent span is `span_id`, with `flags`
-    /// (bit 0: sampled): what a tracing library's span gives.
+    /// (bit 0: sampled; the others, which Level 1 does not define, are left out): what a
+    /// tracing library's span gives.
     ///
     /// # Errors
     ///
@@ -390,7 +404,7 @@ impl TraceContext {
         if trace_id == [0; 16] || span_id == [0; 8] {
             return Err("a trace context's trace id and parent id are not all zero".into());
         }
-        Ok(TraceContext { trace_id, span_id, flags })
+        Ok(TraceContext { trace_id, span_id, flags: flags & Self::SAMPLED })
     }
 
     /// The trace's id, never all zero.
@@ -403,12 +417,13 @@ impl TraceContext {
         self.span_id
     }
 
-    /// The trace flags: bit 0 is "sampled".
+    /// The trace flags: [`SAMPLED`](Self::SAMPLED) or none.
     pub fn flags(&self) -> u8 {
         self.flags
     }
 
-    /// This trace context with `flags` instead of its own.
+    /// This trace context with `flags` instead of its own (its `sampled` bit; the others are left
+    /// out, as [`new`](Self::new) does).
     ///
     /// # Examples
     ///
@@ -421,11 +436,11 @@ impl TraceContext {
     /// ```
     #[must_use]
     pub fn with_flags(self, flags: u8) -> Self {
-        TraceContext { flags, ..self }
+        TraceContext { flags: flags & Self::SAMPLED, ..self }
     }
 
     /// Reads a `traceparent` header of version `00` (a later version's first four fields, as
-    /// the W3C recommendation says).
+    /// the W3C recommendation says), keeping the flag `sampled` alone.
     ///
     /// # Errors
     ///
@@ -470,7 +485,7 @@ impl TraceContext {
 
     /// Whether the trace is sampled (flag bit 0).
     pub fn sampled(&self) -> bool {
-        self.flags & 1 == 1
+        self.flags & Self::SAMPLED != 0
     }
 }
 

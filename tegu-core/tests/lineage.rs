@@ -283,3 +283,19 @@ fn a_panicking_lineage_type_and_a_header_given_twice_are_left_out() {
     assert!(logs.contains("a lineage type's method panicked") && logs.contains("method=\"decode\""), "{logs}");
     assert!(logs.contains("a lineage header was given more than once"), "{logs}");
 }
+
+#[test]
+fn reserved_trace_flags_are_sent_as_zero() {
+    // W3C Trace Context Level 1 defines the flag `sampled` (0x01) alone; the others are sent as 0.
+    let received = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-ff";
+    let trace = TraceContext::parse(received).unwrap();
+    assert_eq!(trace.to_string(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    assert_eq!((trace.flags(), trace.sampled()), (0x01, true));
+    let unsampled = TraceContext::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-fe").unwrap();
+    assert_eq!(unsampled.encode(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
+    assert_eq!(TraceContext::new([0x4b; 16], [0x01; 8], 0x03).unwrap().flags(), 0x01);
+    assert_eq!(trace.with_flags(0x82).flags(), 0x00);
+    // What travels to another instance, through a lineage's headers.
+    let headers: Vec<_> = Lineage::new().with(trace).headers().collect();
+    assert_eq!(headers, [("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_owned())]);
+}

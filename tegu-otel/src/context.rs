@@ -18,7 +18,7 @@ fn remote_with(trace: &TraceContext, state: otel::TraceState) -> SpanContext {
     SpanContext::new(
         otel::TraceId::from_bytes(trace.trace_id()),
         otel::SpanId::from_bytes(trace.span_id()),
-        // Only the sampled bit is defined; the others are passed on as they came.
+        // `sampled` alone: W3C Trace Context Level 1, the one `TraceContext` implements.
         TraceFlags::new(trace.flags()),
         true,
         state,

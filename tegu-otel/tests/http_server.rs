@@ -172,6 +172,20 @@ async fn without_an_opentelemetry_layer_the_callers_context_passes_through() {
 }
 
 #[tokio::test]
+async fn reserved_trace_flags_are_not_passed_on() {
+    let ff = format!("00-{TRACE_ID}-{CALLER_SPAN}-ff");
+    let request = || Request::get("/orders/7").header("traceparent", ff.as_str()).body(Body::empty()).unwrap();
+    // Without an OpenTelemetry layer: the caller's context, its flags but `sampled` sent as zero.
+    let (_, body) = call(router(), request()).await;
+    assert_eq!(body, format!("{TRACEPARENT}||"));
+    // With one: the server span's context, and what `inject` writes for an outgoing call.
+    let otel = Otel::install();
+    let (_, body) = call(router(), request()).await;
+    let own = format!("00-{TRACE_ID}-{}-01", otel.server().span_context.span_id());
+    assert_eq!(body, format!("{own}||{own}"));
+}
+
+#[tokio::test]
 async fn a_lineage_already_in_the_request_keeps_its_other_values() {
     use tegu_core::lineage::Tenant;
     let _otel = Otel::install();
