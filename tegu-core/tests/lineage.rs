@@ -299,3 +299,23 @@ fn reserved_trace_flags_are_sent_as_zero() {
     let headers: Vec<_> = Lineage::new().with(trace).headers().collect();
     assert_eq!(headers, [("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_owned())]);
 }
+
+#[test]
+fn a_blocking_task_logs_in_the_span_it_was_spawned_in_as_a_task_does() {
+    let ((), logs) = tegu_test_support::capture_logs(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let app = App::builder().without_inventory().build().await.unwrap();
+            let span = tracing::info_span!("request", tenant = "acme", trace_id = "4bf92f3577b34da6a3ce929d0e0e4736");
+            let work = async {
+                tegu_core::scope::spawn_blocking(|| tracing::info!("blocking work done")).await.unwrap();
+                tegu_core::spawn(async { tracing::info!("async work done") }).await.unwrap();
+            };
+            app.run_in_context(tracing::Instrument::instrument(work, span)).await;
+        });
+    });
+    for what in ["blocking work done", "async work done"] {
+        let line = logs.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("no `{what}` in {logs}"));
+        assert!(line.contains("request{tenant=\"acme\" trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\"}"), "{line}");
+    }
+}
