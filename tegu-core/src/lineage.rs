@@ -253,9 +253,31 @@ impl fmt::Debug for Lineage {
 /// work (event handlers, jobs): a singleton that provides it (`provides(dyn TraceLink)`),
 /// tegu-otel's. An App has at most one; without one, those spans are plain `tracing` spans with
 /// the lineage's log fields.
+///
+/// An event handler's span (`event handler`) has the empty field `otel.kind`, which a link may
+/// record (`"consumer"` for an event a transport delivered).
 pub trait TraceLink: Send + Sync + 'static {
-    /// Called once for each such span, before it is entered, with the scope's lineage.
-    fn link(&self, span: &tracing::Span, lineage: &Lineage);
+    /// Called once for each such span, before it is entered, with the scope's lineage and what
+    /// the span is of.
+    fn link(&self, span: &tracing::Span, lineage: &Lineage, work: LinkedWork);
+}
+
+/// What a span that a [`TraceLink`] links is the span of, and so where the trace context in its
+/// lineage comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LinkedWork {
+    /// A job (`App::run_schedule` in a scope of this process; one the scheduler starts has no
+    /// trace context).
+    Job,
+    /// A handler of an event emitted in this process: its lineage is the one the emitting
+    /// scope had, and its trace context names a span of this process (with tegu-otel, the
+    /// request's server span).
+    Event,
+    /// A handler of an event a transport delivered (`EventBus::deliver_with`): its lineage was
+    /// read from a message's headers, and its trace context names the span that created the
+    /// message, in the process that emitted it.
+    Delivered,
 }
 
 /// The tenant a scope serves: its key (a customer id, a subdomain). A scope gets one from

@@ -7,7 +7,7 @@
 use std::sync::Mutex;
 
 use tegu_core::error::BoxError;
-use tegu_core::lineage::{Lineage, Tenant, TraceContext, TraceLink, Travels};
+use tegu_core::lineage::{Lineage, LinkedWork, Tenant, TraceContext, TraceLink, Travels};
 use tegu_core::{App, ContextRef, DiError, handlers, singleton_proto};
 
 const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -193,8 +193,8 @@ pub struct Links {
 }
 
 impl TraceLink for Links {
-    fn link(&self, _: &tracing::Span, lineage: &Lineage) {
-        self.seen.lock().unwrap().push(format!("{lineage:?}"));
+    fn link(&self, _: &tracing::Span, lineage: &Lineage, work: LinkedWork) {
+        self.seen.lock().unwrap().push(format!("{work:?} {lineage:?}"));
     }
 }
 
@@ -213,7 +213,14 @@ async fn the_trace_link_gets_each_handlers_lineage() {
     app.shutdown().await.unwrap();
     let seen = app.get_object::<Links>().unwrap().seen.lock().unwrap().clone();
     // The after_commit handler's span: the trace its request had.
-    assert_eq!(seen, [format!("{{\"traceparent\": \"{TRACEPARENT}\"}}")]);
+    assert_eq!(seen, [format!("Event {{\"traceparent\": \"{TRACEPARENT}\"}}")]);
+    // One delivered by a transport, read from a message's headers.
+    let delivered = app.lineage_from_headers([("traceparent", TRACEPARENT)]);
+    let app2 = App::builder().lineage::<TraceContext>().without_schedules().build().await.unwrap();
+    app2.events().deliver_with(Completed, &delivered).await;
+    app2.shutdown().await.unwrap();
+    let seen = app2.get_object::<Links>().unwrap().seen.lock().unwrap().clone();
+    assert_eq!(seen, [format!("Delivered {{\"traceparent\": \"{TRACEPARENT}\"}}")]);
 }
 
 /// Claims the tenant's header, in capitals, and a field the spans do not have.

@@ -2,11 +2,13 @@
 //!
 //! - **Requests**: [`TraceLayer`], a tower layer for axum and tonic, gives each request a
 //!   server span in its caller's trace (`traceparent`, `tracestate`), named and described as the
-//!   OpenTelemetry HTTP semantic conventions say, records `http.server.request.duration`, and
+//!   OpenTelemetry HTTP semantic conventions (v1.44.0) say, records `http.server.request.duration`, and
 //!   seeds the request's scope with the span's [`TraceContext`](tegu_core::lineage::TraceContext).
 //! - **Its work**: with [`OtelLink`] registered (`App::builder().register(OtelLink::proto())`),
 //!   the span of each event handler and job that a request caused, in this instance or another
-//!   (an outbox carries the trace context as headers), is a child of the request's span.
+//!   (an outbox carries the trace context as headers), is a child of the request's span:
+//!   `INTERNAL` in this instance, a messaging `CONSUMER` ("process") span for an event a
+//!   transport delivered.
 //! - **Outgoing calls**: [`inject`] writes the current span's `traceparent` and `tracestate`
 //!   into a request's headers; [`current_trace`] gives its trace context.
 //! - **Export**: [`layer`] is the `tracing` layer that makes OpenTelemetry spans of `tracing`

@@ -172,6 +172,32 @@ async fn without_an_opentelemetry_layer_the_callers_context_passes_through() {
 }
 
 #[tokio::test]
+async fn the_server_span_has_the_scheme_and_the_query_with_signatures_redacted() {
+    let otel = Otel::install();
+    let query = "q=todo&sig=abc&X-Amz-Signature=def&X-Amz-Credential=ghi&X-Amz-Security-Token=jkl&X-Goog-Signature=mno&Sig=kept";
+    call(router(), Request::get(format!("/orders/7?{query}")).body(Body::empty()).unwrap()).await;
+    let server = otel.server();
+    assert_eq!(text(&server, "url.scheme"), "http");
+    assert_eq!(
+        text(&server, "url.query"),
+        "q=todo&sig=REDACTED&X-Amz-Signature=REDACTED&X-Amz-Credential=REDACTED&X-Amz-Security-Token=REDACTED&X-Goog-Signature=REDACTED&Sig=kept"
+    );
+    assert_eq!(text(&server, "url.path"), "/orders/7");
+    for (request, scheme) in [
+        (Request::get("https://shop.example/orders/7"), "https"),
+        (Request::get("/orders/7").header("x-forwarded-proto", "https"), "https"),
+        (Request::get("/orders/7").header("forwarded", "for=192.0.2.60;proto=HTTPS;by=203.0.113.43"), "https"),
+        (Request::get("http://shop.example/orders/7").header("forwarded", "for=192.0.2.60"), "http"),
+    ] {
+        let otel = Otel::install();
+        call(router(), request.body(Body::empty()).unwrap()).await;
+        let server = otel.server();
+        assert_eq!(text(&server, "url.scheme"), scheme);
+        assert!(attribute(&server, "url.query").is_none(), "no query, no attribute");
+    }
+}
+
+#[tokio::test]
 async fn reserved_trace_flags_are_not_passed_on() {
     let ff = format!("00-{TRACE_ID}-{CALLER_SPAN}-ff");
     let request = || Request::get("/orders/7").header("traceparent", ff.as_str()).body(Body::empty()).unwrap();
