@@ -208,12 +208,12 @@ where
         // Two call sites: a request with no lineage to seed (the common one) builds the span it
         // built before, with no empty fields to carry.
         let span = match &lineage {
-            None => tracing::info_span!("request", id = %head.id, method = %head.method, path = %head.uri.path()),
+            None => tracing::info_span!("request", id = %head.id, method = %head.method, path = ?head.uri.path()),
             Some(_) => tracing::info_span!(
                 "request",
                 id = %head.id,
                 method = %head.method,
-                path = %head.uri.path(),
+                path = ?head.uri.path(),
                 tenant = tracing::field::Empty,
                 trace_id = tracing::field::Empty
             ),
