@@ -540,8 +540,10 @@ impl Travels for TraceContext {
     }
 }
 
-/// A W3C `tracestate`: the vendors' part of a trace context, carried as it came: at most 512
-/// visible ASCII characters (spaces allowed), so that it can be a header's value anywhere.
+/// A W3C `tracestate`: the vendors' part of a trace context, carried as it came when it is at
+/// most 512 characters long, trimmed as the recommendation's "tracestate Limits" say when it is
+/// longer; visible ASCII characters (spaces allowed), so that it can be a header's value
+/// anywhere.
 ///
 /// # Examples
 ///
@@ -557,17 +559,43 @@ impl Travels for TraceContext {
 pub struct TraceState(Arc<str>);
 
 impl TraceState {
-    /// A `tracestate` of `value`.
+    /// The length a `tracestate` is trimmed to: the 512 characters the W3C recommendation asks
+    /// every vendor to pass on.
+    pub const MAX_LEN: usize = 512;
+
+    /// A `tracestate` of `value`: as it came if it is at most [`MAX_LEN`](Self::MAX_LEN)
+    /// characters long; else trimmed as the W3C recommendation says ("tracestate Limits"): its
+    /// entries longer than 128 characters left out first, then entries from its end, until it
+    /// fits (the entries kept are joined by `,`).
     ///
     /// # Errors
     ///
-    /// When `value` is longer than 512 bytes or has a character that is no visible ASCII
-    /// character or space (a line break would forge a header); the error does not quote it.
+    /// When `value` has a character that is no visible ASCII character or space (a line break
+    /// would forge a header); the error does not quote it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::lineage::TraceState;
+    ///
+    /// let long = format!("big={}, rojo=00f067aa0ba902b7, congo=t61rcWkgMzE, more={}", "x".repeat(200), "y".repeat(300));
+    /// assert_eq!(TraceState::new(&long)?.as_str(), "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE");
+    /// # Ok::<(), tegu_core::error::BoxError>(())
+    /// ```
     pub fn new(value: &str) -> Result<Self, BoxError> {
-        if value.len() > 512 || !value.bytes().all(|b| (0x20..0x7f).contains(&b)) {
-            return Err("a tracestate is at most 512 visible ASCII characters".into());
+        if !value.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            return Err("a tracestate is visible ASCII characters".into());
         }
-        Ok(TraceState(value.into()))
+        if value.len() <= Self::MAX_LEN {
+            return Ok(TraceState(value.into()));
+        }
+        let mut entries: Vec<&str> =
+            value.split(',').map(|e| e.trim_matches([' ', '\t'])).filter(|e| !e.is_empty() && e.len() <= 128).collect();
+        let len = |entries: &[&str]| entries.iter().map(|e| e.len()).sum::<usize>() + entries.len().saturating_sub(1);
+        while len(&entries) > Self::MAX_LEN {
+            entries.pop();
+        }
+        Ok(TraceState(entries.join(",").into()))
     }
 
     /// The value, as it came.

@@ -326,3 +326,25 @@ fn a_blocking_task_logs_in_the_span_it_was_spawned_in_as_a_task_does() {
         assert!(line.contains("request{tenant=\"acme\" trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\"}"), "{line}");
     }
 }
+
+#[test]
+fn a_tracestate_over_512_characters_is_trimmed_as_the_recommendation_says() {
+    use tegu_core::lineage::TraceState;
+    // 20 entries of 24 characters (`k00=` and 20 digits), and one of 140 in the middle.
+    let small: Vec<String> = (0..20).map(|i| format!("k{i:02}={}", "7".repeat(20))).collect();
+    let big = format!("big={}", "x".repeat(136));
+    let mut entries = small.clone();
+    entries.insert(5, big);
+    let value = entries.join(", ");
+    assert!(value.len() > 512);
+    // The entry over 128 characters goes first: 20 × 24 + 19 commas = 499, which fits.
+    let state = TraceState::decode(&value).unwrap();
+    assert_eq!(state.as_str(), small.join(","));
+    // Then entries from the end, until it fits.
+    let many: Vec<String> = (0..30).map(|i| format!("k{i:02}={}", "7".repeat(20))).collect();
+    let state = TraceState::new(&many.join(",")).unwrap();
+    assert_eq!(state.as_str(), many[..20].join(","));
+    // A value that fits is kept as it came; a line break is still refused.
+    assert_eq!(TraceState::new("a=1, b=2").unwrap().as_str(), "a=1, b=2");
+    assert!(TraceState::new(&format!("{}\nforged=1", many.join(","))).is_err());
+}

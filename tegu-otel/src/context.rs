@@ -31,8 +31,8 @@ fn with_state(trace: &TraceContext, state: otel::TraceState, remote: bool) -> Sp
 pub(crate) fn lineage_values(span: &SpanContext) -> Option<(TraceContext, Option<TraceState>)> {
     let trace =
         TraceContext::new(span.trace_id().to_bytes(), span.span_id().to_bytes(), span.trace_flags().to_u8()).ok()?;
-    // A state longer than a header carries (OpenTelemetry takes 32 entries of any length) is
-    // left out, as a receiver would drop it.
+    // A state longer than 512 characters (OpenTelemetry takes 32 entries of any length) is
+    // trimmed as the W3C recommendation says.
     let state = TraceState::new(&span.trace_state().header()).ok().filter(|s| !s.as_str().is_empty());
     Some((trace, state))
 }
