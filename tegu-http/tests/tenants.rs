@@ -419,3 +419,23 @@ async fn a_request_without_the_header_is_served_as_the_tenant_an_outer_layer_gav
     let (status, _) = send(&router, Request::get("/tenant").header("host", "other.todos.example")).await;
     assert_eq!(status, 400);
 }
+
+#[tokio::test]
+async fn a_scope_a_request_opens_for_another_tenant_keeps_the_requests_id() {
+    use axum::routing::get;
+    let app = App::builder().build().await.unwrap();
+    let nested = {
+        let app = app.clone();
+        move || async move {
+            let lineage = app.scope().tenant("globex").unwrap().run(async { Lineage::current() }).await;
+            let tenant = lineage.get::<Tenant>().map(|t| t.key().to_owned()).unwrap_or_default();
+            let id = lineage.get::<tegu_http::RequestId>().map(ToString::to_string).unwrap_or_default();
+            format!("{tenant} {id}")
+        }
+    };
+    let own = Router::new().route("/nested", get(nested));
+    let router = RouterBuilder::new(&app).tenant(TenantFrom::header("x-tenant")).merge(own).build().unwrap();
+    let (status, body) =
+        send(&router, Request::get("/nested").header("x-tenant", "acme").header("x-request-id", "req-7")).await;
+    assert_eq!((status, body.as_str()), (200, "globex req-7"));
+}
