@@ -348,3 +348,38 @@ fn a_tracestate_over_512_characters_is_trimmed_as_the_recommendation_says() {
     assert_eq!(TraceState::new("a=1, b=2").unwrap().as_str(), "a=1, b=2");
     assert!(TraceState::new(&format!("{}\nforged=1", many.join(","))).is_err());
 }
+
+/// A worker's own request id, for an App without tegu-http: the same header and log field as
+/// `tegu_http::RequestId`, so that an event's request id goes on through it.
+#[derive(Debug)]
+pub struct WorkerRequestId(String);
+
+impl Travels for WorkerRequestId {
+    const HEADER: &'static str = "x-request-id";
+    const LOG_FIELD: Option<&'static str> = Some("request_id");
+
+    fn encode(&self) -> String {
+        self.0.clone()
+    }
+
+    fn decode(value: &str) -> Result<Self, BoxError> {
+        let ok = (1..=128).contains(&value.len())
+            && value.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
+        if ok { Ok(WorkerRequestId(value.to_owned())) } else { Err("a request id".into()) }
+    }
+}
+
+#[tokio::test]
+async fn an_app_without_a_request_id_type_leaves_the_header_out_and_one_with_its_own_carries_it() {
+    let headers = [("x-request-id", "req-7"), ("tegu-tenant", "acme")];
+    // The request id is tegu-http's lineage type: an App without it does not know the header.
+    let app = App::builder().without_inventory().lineage::<Tenant>().build().await.unwrap();
+    let lineage = app.lineage_from_headers(headers);
+    assert_eq!(lineage.headers().collect::<Vec<_>>(), [("tegu-tenant", "acme".to_owned())]);
+    // With a type of its own for the header, it reads it and writes it on.
+    let app = App::builder().without_inventory().lineage::<Tenant>().lineage::<WorkerRequestId>().build().await.unwrap();
+    let lineage = app.lineage_from_headers(headers);
+    assert_eq!(lineage.get::<WorkerRequestId>().map(|r| r.0.as_str()), Some("req-7"));
+    let emitted = app.scope().lineage(&lineage).run(async { Lineage::current() }).await;
+    assert!(emitted.headers().any(|(h, v)| h == "x-request-id" && v == "req-7"), "{emitted:?}");
+}
