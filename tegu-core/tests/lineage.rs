@@ -377,7 +377,8 @@ async fn an_app_without_a_request_id_type_leaves_the_header_out_and_one_with_its
     let lineage = app.lineage_from_headers(headers);
     assert_eq!(lineage.headers().collect::<Vec<_>>(), [("tegu-tenant", "acme".to_owned())]);
     // With a type of its own for the header, it reads it and writes it on.
-    let app = App::builder().without_inventory().lineage::<Tenant>().lineage::<WorkerRequestId>().build().await.unwrap();
+    let app =
+        App::builder().without_inventory().lineage::<Tenant>().lineage::<WorkerRequestId>().build().await.unwrap();
     let lineage = app.lineage_from_headers(headers);
     assert_eq!(lineage.get::<WorkerRequestId>().map(|r| r.0.as_str()), Some("req-7"));
     let emitted = app.scope().lineage(&lineage).run(async { Lineage::current() }).await;

@@ -45,10 +45,12 @@ mod link;
 #[cfg(feature = "otlp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "otlp")))]
 pub mod otlp;
+mod tracer;
 
 pub use context::{current_trace, inject};
 pub use http::{ResponseFuture, TARGET, TraceLayer, TraceService};
 pub use link::OtelLink;
+pub use tracer::{LogFieldsOut, LogFieldsOutSpan};
 pub use {opentelemetry, tracing_opentelemetry};
 
 use tracing_subscriber::registry::LookupSpan;
@@ -62,7 +64,9 @@ pub struct GuideLineage;
 /// The `tracing` layer that makes an OpenTelemetry span of each `tracing` span, with
 /// `tracer`: [`tracing_opentelemetry::layer`] with that tracer and its defaults (among them:
 /// entering a span makes its OpenTelemetry context current). [`TraceLayer`] and [`OtelLink`]
-/// set the parents of the spans it makes.
+/// set the parents of the spans it makes. Each field of a span is an attribute, but for the
+/// `trace_id` tegu's spans carry for their log lines ([`LogFieldsOut`]): the span's own trace
+/// id is that.
 ///
 /// # Examples
 ///
@@ -77,11 +81,11 @@ pub struct GuideLineage;
 ///     assert!(tegu_otel::current_trace().is_some());
 /// });
 /// ```
-pub fn layer<S, T>(tracer: T) -> tracing_opentelemetry::OpenTelemetryLayer<S, T>
+pub fn layer<S, T>(tracer: T) -> tracing_opentelemetry::OpenTelemetryLayer<S, LogFieldsOut<T>>
 where
     S: tracing::Subscriber + for<'span> LookupSpan<'span>,
     T: opentelemetry::trace::Tracer + 'static,
     T::Span: Send + Sync,
 {
-    tracing_opentelemetry::layer().with_tracer(tracer)
+    tracing_opentelemetry::layer().with_tracer(LogFieldsOut::new(tracer))
 }
