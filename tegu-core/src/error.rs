@@ -601,9 +601,11 @@ pub enum DiError {
         /// The lineage type asked for.
         wanted: &'static str,
     },
-    /// A handler reads a lineage type (a tenant, a user) that an emitter of its event cannot
-    /// give it: a `#[schedule]` that declares `emits(E)` runs outside any request, and so does
-    /// every handler of the events it causes.
+    /// A handler reads a lineage type (a tenant, a user), or a proto only a request's scope is
+    /// given ([`ProtoDef::seed_only`](crate::ProtoDef::seed_only): tegu-http's `RequestHead`,
+    /// which its `RequestId` is built from), that an emitter of its event cannot give it: a
+    /// `#[schedule]` that declares `emits(E)` runs outside any request, and so does every
+    /// handler of the events it causes.
     #[error(
         "`{handler}` handles `{event}`, which {emitter} emits outside any request, but it reads `{wanted}` (through {}): there it would fail at run time; emit the event in a scope that has one (in the job: `app.scope().tenant(key)?.run(..)` for each tenant, then drop `emits(..)` from it), or take `{wanted}` out of the handler's graph",
         .through.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(" → ")
@@ -615,7 +617,7 @@ pub enum DiError {
         event: &'static str,
         /// Who emits it outside a request: the schedule, and the handlers between.
         emitter: String,
-        /// The lineage type it reads.
+        /// The lineage type, or the `seed_only` proto, it reads.
         wanted: &'static str,
         /// The protos through which it reads it, the handler's first.
         through: Arc<[String]>,

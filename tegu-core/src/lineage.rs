@@ -253,9 +253,31 @@ impl fmt::Debug for Lineage {
 /// work (event handlers, jobs): a singleton that provides it (`provides(dyn TraceLink)`),
 /// tegu-otel's. An App has at most one; without one, those spans are plain `tracing` spans with
 /// the lineage's log fields.
+///
+/// An event handler's span (`event handler`) has the empty field `otel.kind`, which a link may
+/// record (`"consumer"` for an event a transport delivered).
 pub trait TraceLink: Send + Sync + 'static {
-    /// Called once for each such span, before it is entered, with the scope's lineage.
-    fn link(&self, span: &tracing::Span, lineage: &Lineage);
+    /// Called once for each such span, before it is entered, with the scope's lineage and what
+    /// the span is of.
+    fn link(&self, span: &tracing::Span, lineage: &Lineage, work: LinkedWork);
+}
+
+/// What a span that a [`TraceLink`] links is the span of, and so where the trace context in its
+/// lineage comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LinkedWork {
+    /// A job (`App::run_schedule` in a scope of this process; one the scheduler starts has no
+    /// trace context).
+    Job,
+    /// A handler of an event emitted in this process: its lineage is the one the emitting
+    /// scope had, and its trace context names a span of this process (with tegu-otel, the
+    /// request's server span).
+    Event,
+    /// A handler of an event a transport delivered (`EventBus::deliver_with`): its lineage was
+    /// read from a message's headers, and its trace context names the span that created the
+    /// message, in the process that emitted it.
+    Delivered,
 }
 
 /// The tenant a scope serves: its key (a customer id, a subdomain). A scope gets one from
@@ -344,6 +366,12 @@ impl Travels for Tenant {
 /// (with the request's own span as the parent), it follows the request's work, so that every
 /// span of that work, in every instance, belongs to the trace.
 ///
+/// It implements [W3C Trace Context Level 1](https://www.w3.org/TR/trace-context-1/), which
+/// defines one trace flag, `sampled` (`0x01`), and says the others are sent as zero: a trace
+/// context keeps that flag alone, whatever it was made or read with (`…-ff` in, `…-01` out).
+/// Level 2's `random` flag (`0x02`) is not kept: a trace started elsewhere says nothing of how
+/// its id was made.
+///
 /// # Examples
 ///
 /// ```
@@ -355,6 +383,9 @@ impl Travels for Tenant {
 /// assert!(trace.sampled());
 /// assert_eq!(trace.to_string(), header);
 /// assert!(TraceContext::parse("00-00000000000000000000000000000000-00f067aa0ba902b7-01").is_err());
+/// // Flags Level 1 does not define are not passed on.
+/// let reserved = TraceContext::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-ff")?;
+/// assert_eq!(reserved.to_string(), header);
 /// # Ok::<(), tegu_core::error::BoxError>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -363,13 +394,18 @@ pub struct TraceContext {
     trace_id: [u8; 16],
     /// The parent span's id: not all zero.
     span_id: [u8; 8],
-    /// The trace flags: bit 0 is "sampled".
+    /// The trace flags: `SAMPLED` or none.
     flags: u8,
 }
 
 impl TraceContext {
+    /// The trace flag `sampled`, the one W3C Trace Context Level 1 defines: the only flag a
+    /// trace context keeps.
+    pub const SAMPLED: u8 = 0x01;
+
     /// The trace context of trace `trace_id`, whose parent span is `span_id`, with `flags`
-    /// (bit 0: sampled): what a tracing library's span gives.
+    /// (bit 0: sampled; the others, which Level 1 does not define, are left out): what a
+    /// tracing library's span gives.
     ///
     /// # Errors
     ///
@@ -390,7 +426,7 @@ impl TraceContext {
         if trace_id == [0; 16] || span_id == [0; 8] {
             return Err("a trace context's trace id and parent id are not all zero".into());
         }
-        Ok(TraceContext { trace_id, span_id, flags })
+        Ok(TraceContext { trace_id, span_id, flags: flags & Self::SAMPLED })
     }
 
     /// The trace's id, never all zero.
@@ -403,12 +439,13 @@ impl TraceContext {
         self.span_id
     }
 
-    /// The trace flags: bit 0 is "sampled".
+    /// The trace flags: [`SAMPLED`](Self::SAMPLED) or none.
     pub fn flags(&self) -> u8 {
         self.flags
     }
 
-    /// This trace context with `flags` instead of its own.
+    /// This trace context with `flags` instead of its own (its `sampled` bit; the others are left
+    /// out, as [`new`](Self::new) does).
     ///
     /// # Examples
     ///
@@ -421,11 +458,11 @@ impl TraceContext {
     /// ```
     #[must_use]
     pub fn with_flags(self, flags: u8) -> Self {
-        TraceContext { flags, ..self }
+        TraceContext { flags: flags & Self::SAMPLED, ..self }
     }
 
     /// Reads a `traceparent` header of version `00` (a later version's first four fields, as
-    /// the W3C recommendation says).
+    /// the W3C recommendation says), keeping the flag `sampled` alone.
     ///
     /// # Errors
     ///
@@ -470,7 +507,7 @@ impl TraceContext {
 
     /// Whether the trace is sampled (flag bit 0).
     pub fn sampled(&self) -> bool {
-        self.flags & 1 == 1
+        self.flags & Self::SAMPLED != 0
     }
 }
 
@@ -503,8 +540,10 @@ impl Travels for TraceContext {
     }
 }
 
-/// A W3C `tracestate`: the vendors' part of a trace context, carried as it came: at most 512
-/// visible ASCII characters (spaces allowed), so that it can be a header's value anywhere.
+/// A W3C `tracestate`: the vendors' part of a trace context, carried as it came when it is at
+/// most 512 characters long, trimmed as the recommendation's "tracestate Limits" say when it is
+/// longer; visible ASCII characters (spaces allowed), so that it can be a header's value
+/// anywhere.
 ///
 /// # Examples
 ///
@@ -520,17 +559,43 @@ impl Travels for TraceContext {
 pub struct TraceState(Arc<str>);
 
 impl TraceState {
-    /// A `tracestate` of `value`.
+    /// The length a `tracestate` is trimmed to: the 512 characters the W3C recommendation asks
+    /// every vendor to pass on.
+    pub const MAX_LEN: usize = 512;
+
+    /// A `tracestate` of `value`: as it came if it is at most [`MAX_LEN`](Self::MAX_LEN)
+    /// characters long; else trimmed as the W3C recommendation says ("tracestate Limits"): its
+    /// entries longer than 128 characters left out first, then entries from its end, until it
+    /// fits (the entries kept are joined by `,`).
     ///
     /// # Errors
     ///
-    /// When `value` is longer than 512 bytes or has a character that is no visible ASCII
-    /// character or space (a line break would forge a header); the error does not quote it.
+    /// When `value` has a character that is no visible ASCII character or space (a line break
+    /// would forge a header); the error does not quote it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::lineage::TraceState;
+    ///
+    /// let long = format!("big={}, rojo=00f067aa0ba902b7, congo=t61rcWkgMzE, more={}", "x".repeat(200), "y".repeat(300));
+    /// assert_eq!(TraceState::new(&long)?.as_str(), "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE");
+    /// # Ok::<(), tegu_core::error::BoxError>(())
+    /// ```
     pub fn new(value: &str) -> Result<Self, BoxError> {
-        if value.len() > 512 || !value.bytes().all(|b| (0x20..0x7f).contains(&b)) {
-            return Err("a tracestate is at most 512 visible ASCII characters".into());
+        if !value.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            return Err("a tracestate is visible ASCII characters".into());
         }
-        Ok(TraceState(value.into()))
+        if value.len() <= Self::MAX_LEN {
+            return Ok(TraceState(value.into()));
+        }
+        let mut entries: Vec<&str> =
+            value.split(',').map(|e| e.trim_matches([' ', '\t'])).filter(|e| !e.is_empty() && e.len() <= 128).collect();
+        let len = |entries: &[&str]| entries.iter().map(|e| e.len()).sum::<usize>() + entries.len().saturating_sub(1);
+        while len(&entries) > Self::MAX_LEN {
+            entries.pop();
+        }
+        Ok(TraceState(entries.join(",").into()))
     }
 
     /// The value, as it came.

@@ -419,7 +419,7 @@ async fn run(app: &Arc<AppInner>, index: usize, lineage: &Lineage) -> Result<(),
         trace_id = tracing::field::Empty,
         tenant = tracing::field::Empty
     );
-    scope::lineage::link(app, &span, lineage);
+    scope::lineage::link(app, &span, lineage, crate::lineage::LinkedWork::Job);
     scope::end::run_job(app, lineage, crate::isolate::catch_hook(|| call(object)))
         .instrument(span)
         .await

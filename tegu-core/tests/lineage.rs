@@ -7,7 +7,7 @@
 use std::sync::Mutex;
 
 use tegu_core::error::BoxError;
-use tegu_core::lineage::{Lineage, Tenant, TraceContext, TraceLink, Travels};
+use tegu_core::lineage::{Lineage, LinkedWork, Tenant, TraceContext, TraceLink, Travels};
 use tegu_core::{App, ContextRef, DiError, handlers, singleton_proto};
 
 const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -193,8 +193,8 @@ pub struct Links {
 }
 
 impl TraceLink for Links {
-    fn link(&self, _: &tracing::Span, lineage: &Lineage) {
-        self.seen.lock().unwrap().push(format!("{lineage:?}"));
+    fn link(&self, _: &tracing::Span, lineage: &Lineage, work: LinkedWork) {
+        self.seen.lock().unwrap().push(format!("{work:?} {lineage:?}"));
     }
 }
 
@@ -213,7 +213,14 @@ async fn the_trace_link_gets_each_handlers_lineage() {
     app.shutdown().await.unwrap();
     let seen = app.get_object::<Links>().unwrap().seen.lock().unwrap().clone();
     // The after_commit handler's span: the trace its request had.
-    assert_eq!(seen, [format!("{{\"traceparent\": \"{TRACEPARENT}\"}}")]);
+    assert_eq!(seen, [format!("Event {{\"traceparent\": \"{TRACEPARENT}\"}}")]);
+    // One delivered by a transport, read from a message's headers.
+    let delivered = app.lineage_from_headers([("traceparent", TRACEPARENT)]);
+    let app2 = App::builder().lineage::<TraceContext>().without_schedules().build().await.unwrap();
+    app2.events().deliver_with(Completed, &delivered).await;
+    app2.shutdown().await.unwrap();
+    let seen = app2.get_object::<Links>().unwrap().seen.lock().unwrap().clone();
+    assert_eq!(seen, [format!("Delivered {{\"traceparent\": \"{TRACEPARENT}\"}}")]);
 }
 
 /// Claims the tenant's header, in capitals, and a field the spans do not have.
@@ -282,4 +289,98 @@ fn a_panicking_lineage_type_and_a_header_given_twice_are_left_out() {
     assert!(lineage.is_empty(), "{lineage:?}");
     assert!(logs.contains("a lineage type's method panicked") && logs.contains("method=\"decode\""), "{logs}");
     assert!(logs.contains("a lineage header was given more than once"), "{logs}");
+}
+
+#[test]
+fn reserved_trace_flags_are_sent_as_zero() {
+    // W3C Trace Context Level 1 defines the flag `sampled` (0x01) alone; the others are sent as 0.
+    let received = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-ff";
+    let trace = TraceContext::parse(received).unwrap();
+    assert_eq!(trace.to_string(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    assert_eq!((trace.flags(), trace.sampled()), (0x01, true));
+    let unsampled = TraceContext::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-fe").unwrap();
+    assert_eq!(unsampled.encode(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
+    assert_eq!(TraceContext::new([0x4b; 16], [0x01; 8], 0x03).unwrap().flags(), 0x01);
+    assert_eq!(trace.with_flags(0x82).flags(), 0x00);
+    // What travels to another instance, through a lineage's headers.
+    let headers: Vec<_> = Lineage::new().with(trace).headers().collect();
+    assert_eq!(headers, [("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_owned())]);
+}
+
+#[test]
+fn a_blocking_task_logs_in_the_span_it_was_spawned_in_as_a_task_does() {
+    let ((), logs) = tegu_test_support::capture_logs(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let app = App::builder().without_inventory().build().await.unwrap();
+            let span = tracing::info_span!("request", tenant = "acme", trace_id = "4bf92f3577b34da6a3ce929d0e0e4736");
+            let work = async {
+                tegu_core::scope::spawn_blocking(|| tracing::info!("blocking work done")).await.unwrap();
+                tegu_core::spawn(async { tracing::info!("async work done") }).await.unwrap();
+            };
+            app.run_in_context(tracing::Instrument::instrument(work, span)).await;
+        });
+    });
+    for what in ["blocking work done", "async work done"] {
+        let line = logs.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("no `{what}` in {logs}"));
+        assert!(line.contains("request{tenant=\"acme\" trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\"}"), "{line}");
+    }
+}
+
+#[test]
+fn a_tracestate_over_512_characters_is_trimmed_as_the_recommendation_says() {
+    use tegu_core::lineage::TraceState;
+    // 20 entries of 24 characters (`k00=` and 20 digits), and one of 140 in the middle.
+    let small: Vec<String> = (0..20).map(|i| format!("k{i:02}={}", "7".repeat(20))).collect();
+    let big = format!("big={}", "x".repeat(136));
+    let mut entries = small.clone();
+    entries.insert(5, big);
+    let value = entries.join(", ");
+    assert!(value.len() > 512);
+    // The entry over 128 characters goes first: 20 × 24 + 19 commas = 499, which fits.
+    let state = TraceState::decode(&value).unwrap();
+    assert_eq!(state.as_str(), small.join(","));
+    // Then entries from the end, until it fits.
+    let many: Vec<String> = (0..30).map(|i| format!("k{i:02}={}", "7".repeat(20))).collect();
+    let state = TraceState::new(&many.join(",")).unwrap();
+    assert_eq!(state.as_str(), many[..20].join(","));
+    // A value that fits is kept as it came; a line break is still refused.
+    assert_eq!(TraceState::new("a=1, b=2").unwrap().as_str(), "a=1, b=2");
+    assert!(TraceState::new(&format!("{}\nforged=1", many.join(","))).is_err());
+}
+
+/// A worker's own request id, for an App without tegu-http: the same header and log field as
+/// `tegu_http::RequestId`, so that an event's request id goes on through it.
+#[derive(Debug)]
+pub struct WorkerRequestId(String);
+
+impl Travels for WorkerRequestId {
+    const HEADER: &'static str = "x-request-id";
+    const LOG_FIELD: Option<&'static str> = Some("request_id");
+
+    fn encode(&self) -> String {
+        self.0.clone()
+    }
+
+    fn decode(value: &str) -> Result<Self, BoxError> {
+        let ok = (1..=128).contains(&value.len())
+            && value.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
+        if ok { Ok(WorkerRequestId(value.to_owned())) } else { Err("a request id".into()) }
+    }
+}
+
+#[tokio::test]
+async fn an_app_without_a_request_id_type_leaves_the_header_out_and_one_with_its_own_carries_it() {
+    let headers = [("x-request-id", "req-7"), ("tegu-tenant", "acme")];
+    // The request id is tegu-http's lineage type: an App without it does not know the header.
+    let app = App::builder().without_inventory().lineage::<Tenant>().build().await.unwrap();
+    let lineage = app.lineage_from_headers(headers);
+    assert_eq!(lineage.headers().collect::<Vec<_>>(), [("tegu-tenant", "acme".to_owned())]);
+    // With a type of its own for the header, it reads it and writes it on.
+    let app =
+        App::builder().without_inventory().lineage::<Tenant>().lineage::<WorkerRequestId>().build().await.unwrap();
+    let lineage = app.lineage_from_headers(headers);
+    assert_eq!(lineage.get::<WorkerRequestId>().map(|r| r.0.as_str()), Some("req-7"));
+    let emitted = app.scope().lineage(&lineage).run(async { Lineage::current() }).await;
+    assert!(emitted.headers().any(|(h, v)| h == "x-request-id" && v == "req-7"), "{emitted:?}");
 }

@@ -7,8 +7,12 @@
 use std::sync::Arc;
 
 use tegu_core::lineage::Tenant;
+use tegu_core::registry::{AnyArc, Dependency, InjectKind, Lifetime, ProtoDescriptor};
 use tegu_core::tenant::{TenantObjects, TenantRef};
-use tegu_core::{App, ContextRef, DiError, error::BoxError, events::EventBus, handlers, singleton_proto};
+use tegu_core::{
+    App, ContextProto, ContextRef, DiError, Proto, ProtoDef, error::BoxError, events::EventBus, handlers,
+    singleton_proto,
+};
 
 pub struct Reminded;
 pub struct Digested;
@@ -138,4 +142,133 @@ async fn handlers_that_need_no_lineage_pass() {
     app().link::<Counter>().link::<Digests>().check().unwrap();
     let app = app().link::<Counter>().without_schedules().build().await.unwrap();
     app.shutdown().await.unwrap();
+}
+
+/// What a request gives a scope only as a seed (as tegu-http's `RequestHead`): its factory
+/// fails everywhere else.
+pub struct Head(&'static str);
+
+/// A lineage type with a factory: in a request, built from its `Head`.
+#[derive(Debug)]
+pub struct Origin(String);
+
+impl tegu_core::lineage::Travels for Origin {
+    const HEADER: &'static str = "x-origin";
+    fn encode(&self) -> String {
+        self.0.clone()
+    }
+    fn decode(value: &str) -> Result<Self, BoxError> {
+        Ok(Origin(value.to_owned()))
+    }
+}
+
+/// A lineage type with a factory that needs nothing: built in any scope, a job's too.
+#[derive(Debug)]
+pub struct Locale(String);
+
+impl tegu_core::lineage::Travels for Locale {
+    const HEADER: &'static str = "x-locale";
+    fn encode(&self) -> String {
+        self.0.clone()
+    }
+    fn decode(value: &str) -> Result<Self, BoxError> {
+        Ok(Locale(value.to_owned()))
+    }
+}
+
+fn head() -> ProtoDef {
+    ProtoDef::context::<Head>(|_| {
+        Err(DiError::construction::<Head>(
+            "head",
+            "there is no request: a `Head` is given where a request's scope opens",
+        ))
+    })
+    .seed_only()
+}
+
+fn origin() -> ProtoDef {
+    ProtoDef::lineage_from::<Origin>(|r| Ok(Origin(r.arc::<Head>(0)?.0.to_owned())))
+        .dep(Dependency::new::<Head>(InjectKind::Arc, None))
+}
+
+fn locale() -> ProtoDef {
+    ProtoDef::lineage_from::<Locale>(|_| Ok(Locale("en".to_owned())))
+}
+
+/// A context object made of a lineage type `T`, as a handler's graph would read it.
+pub struct Label<T>(std::marker::PhantomData<T>);
+
+fn label<T: Send + Sync + 'static>(r: &tegu_core::Resolver<'_>) -> Result<AnyArc, DiError> {
+    r.arc::<T>(0)?;
+    Ok(Arc::new(Label::<T>(std::marker::PhantomData)))
+}
+
+impl<T: Send + Sync + 'static> Label<T> {
+    const DEPS: &'static [Dependency] = &[Dependency::new::<T>(InjectKind::Arc, None)];
+}
+
+impl<T: Send + Sync + 'static> Proto for Label<T> {
+    const DESCRIPTOR: ProtoDescriptor =
+        ProtoDescriptor::new::<Label<T>>("", Lifetime::Context, label::<T>).deps(Self::DEPS);
+}
+impl<T: Send + Sync + 'static> ContextProto for Label<T> {}
+
+/// Reads the origin: fails for a `Reminded` from the job, whose scope has no `Head`.
+#[singleton_proto]
+pub struct OriginLog {
+    #[inject]
+    origin: ContextRef<Label<Origin>>,
+}
+
+#[handlers]
+impl OriginLog {
+    #[event_handler]
+    async fn on_reminded(&self, _: &Reminded) -> Result<(), DiError> {
+        self.origin.try_get().map(|_| ())
+    }
+}
+
+/// Reads the locale: built by its factory in the job's handler's scope too.
+#[singleton_proto]
+pub struct LocaleLog {
+    #[inject]
+    locale: ContextRef<Label<Locale>>,
+    read: std::sync::atomic::AtomicUsize,
+}
+
+#[handlers]
+impl LocaleLog {
+    #[event_handler]
+    async fn on_reminded(&self, _: &Reminded) -> Result<(), DiError> {
+        self.locale.try_get()?;
+        self.read.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_lineage_type_whose_factory_reads_what_only_a_request_gives_is_refused() {
+    let builder = || app().register(head()).register(origin()).link::<Label<Origin>>().link::<OriginLog>();
+    let error = builder().check().unwrap_err();
+    let DiError::LineageUnmet { handler, wanted, through, .. } = &error else { panic!("{error}") };
+    assert_eq!((handler.as_str(), *wanted), ("OriginLog::on_reminded", "Head"));
+    assert_eq!(through.len(), 3, "{through:?}");
+    assert!(through[1].contains("Label") && through[2].contains("Origin"), "{through:?}");
+    assert!(matches!(builder().build().await, Err(DiError::LineageUnmet { .. })));
+    // In a request's scope, seeded with its head, the factory builds it.
+    let app = app().register(head()).register(origin()).without_schedules().build().await.unwrap();
+    let slot = app.context_slot::<Head>().unwrap();
+    let seen =
+        app.scope().seed(slot, Arc::new(Head("web"))).run(async { app.get_object::<Origin>().map(|o| o.0.clone()) });
+    assert_eq!(seen.await.unwrap(), "web");
+    app.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_lineage_type_whose_factory_builds_in_any_scope_passes() {
+    let app = app().register(locale()).link::<Label<Locale>>().link::<LocaleLog>().build().await.unwrap();
+    // The job's handler builds it: what the check let through works.
+    app.run_schedule::<Reminders>("remind").await.unwrap();
+    app.shutdown().await.unwrap();
+    assert_eq!(app.get_object::<LocaleLog>().unwrap().read.load(std::sync::atomic::Ordering::Relaxed), 1);
 }

@@ -583,3 +583,26 @@ async fn a_build_under_way_at_shutdown_is_waited_for_and_what_it_built_destroyed
     shutdown.await.unwrap().unwrap();
     assert_eq!(objects.destroyed.load(Ordering::SeqCst), 1, "what the build made was not destroyed");
 }
+
+#[tokio::test]
+async fn a_scope_opened_inside_another_keeps_its_lineage_but_what_the_builder_sets() {
+    use tegu_core::lineage::{Lineage, TraceContext};
+    let app = App::builder().without_inventory().lineage::<Tenant>().lineage::<TraceContext>().build().await.unwrap();
+    let trace = TraceContext::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+    let request = Lineage::new().with(Tenant::new("acme").unwrap()).with(trace);
+    let (tenant, kept) = app
+        .scope()
+        .lineage(&request)
+        .run(async {
+            // An admin request doing work for another tenant: the trace stays the request's.
+            let nested = app.scope().tenant("globex").unwrap().run(async { Lineage::current() }).await;
+            let kept = app.scope().run(async { Lineage::current() }).await;
+            (nested, kept)
+        })
+        .await;
+    assert_eq!(tenant.get::<Tenant>().map(Tenant::key), Some("globex"));
+    assert_eq!(tenant.get::<TraceContext>(), Some(&trace), "the nested scope dropped the request's trace");
+    assert_eq!(kept.get::<Tenant>().map(Tenant::key), Some("acme"));
+    // Outside any scope, a scope starts with nothing.
+    assert!(app.scope().run(async { Lineage::current() }).await.is_empty());
+}

@@ -438,8 +438,10 @@ fn head_factory(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
     ))
 }
 
+/// Given to each request's scope, and to no other: `seed_only`, so that `build()` refuses a
+/// handler of an event a job emits whose graph reads it (or the request id built from it).
 pub(crate) const HEAD_DESCRIPTOR: ProtoDescriptor =
-    ProtoDescriptor::new::<RequestHead>("requestHead", Lifetime::Context, head_factory).also(&[request_id]);
+    ProtoDescriptor::new::<RequestHead>("requestHead", Lifetime::Context, head_factory).also(&[request_id]).seed_only();
 
 /// The request id as a lineage type: from the request's head, or inherited by the work a
 /// request caused (an event's handler, in any instance).

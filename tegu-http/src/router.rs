@@ -105,6 +105,16 @@ pub enum RouteError {
         "the router reads each request's tenant, but the App has no `Tenant` to seed: build it with `.lineage::<Tenant>()`, or hold a `TenantRef` in a proto"
     )]
     NoTenant,
+    /// A [`TenantFrom`](crate::TenantFrom) rule that cannot read a tenant safely: a host suffix
+    /// without its leading dot (`"todos.example"` would make `eviltodos.example` the tenant
+    /// `evil`), or one that is no host name after it.
+    #[error("the tenant rule `{rule}` is refused: {why}")]
+    TenantRule {
+        /// The rule, as written in code: `TenantFrom::host("todos.example")`.
+        rule: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// Several of the above, all found in one pass.
     #[error("{} route errors:{}", .0.len(), .0.iter().map(|e| format!("\n  - {e}")).collect::<String>())]
     Multiple(Vec<RouteError>),
@@ -269,7 +279,9 @@ impl RouterBuilder {
     /// before any handler runs. See [`TenantFrom`](crate::TenantFrom) for an example.
     ///
     /// [`build`](Self::build) fails with [`RouteError::NoTenant`] if the App has no `Tenant`
-    /// (build it with `.lineage::<Tenant>()`, or hold a `TenantRef` in a proto).
+    /// (build it with `.lineage::<Tenant>()`, or hold a `TenantRef` in a proto), and with
+    /// [`RouteError::TenantRule`] if `from` cannot read a tenant safely (a host suffix without
+    /// its leading dot).
     pub fn tenant(mut self, from: crate::tenant::TenantFrom) -> Self {
         self.tenant = Some(from);
         self
@@ -426,8 +438,11 @@ impl RouterBuilder {
             }
         }
         check_routes(controllers.iter().flat_map(|(_, _, defs)| defs), &mut errors);
-        if self.tenant.is_some() && self.app.context_slot::<tegu_core::tenant::Tenant>().is_err() {
-            errors.push(RouteError::NoTenant);
+        if let Some(from) = &self.tenant {
+            if self.app.context_slot::<tegu_core::tenant::Tenant>().is_err() {
+                errors.push(RouteError::NoTenant);
+            }
+            errors.extend(from.check().err());
         }
         if !errors.is_empty() {
             return Err(if errors.len() == 1 { errors.remove(0) } else { RouteError::Multiple(errors) });

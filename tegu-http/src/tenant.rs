@@ -6,6 +6,8 @@ use http::{Extensions, HeaderMap, HeaderName, Response, StatusCode, Uri};
 use tegu_core::lineage::Lineage;
 use tegu_core::tenant::Tenant;
 
+use crate::router::RouteError;
+
 /// Where a request's tenant comes from: a header, the host name, or a [`Tenant`] that the
 /// service's own layer (its authentication, from a claim) put in the request's extensions.
 /// Configured once with [`RouterBuilder::tenant`](crate::RouterBuilder::tenant); every request's
@@ -22,7 +24,9 @@ use tegu_core::tenant::Tenant;
 /// A request whose tenant cannot be read is answered `400 Bad Request` before any handler runs,
 /// with a body that names where the tenant was looked for and what was wrong (never the value
 /// the client sent). [`optional`](Self::optional) lets a request without one through, with no
-/// tenant.
+/// tenant. Where an outer layer put a [`Lineage`] with a [`Tenant`] in the request's extensions
+/// (its authentication), a request that names no tenant is served as that one, and one that
+/// names another is refused.
 ///
 /// # Examples
 ///
@@ -92,9 +96,19 @@ impl TenantFrom {
     /// The tenant is the host name's part before `suffix`: with `".todos.example"`, a request
     /// to `acme.todos.example` serves `acme`. The host is the request target's authority where
     /// it has one (HTTP/2's `:authority`, an absolute-form target), else the `Host` header, as
-    /// RFC 9112 says. A port is left out; so is a trailing dot; the key is lowercased (host
-    /// names have no case). A request with two `Host` headers is refused, and so is one whose
-    /// `Host` header names another host than its target.
+    /// RFC 9112 says. A port is left out (an empty one too, as RFC 3986 allows:
+    /// `acme.todos.example:`); so is a trailing dot; the key is lowercased (host names have no
+    /// case). A request with two `Host` headers is refused, and so is one whose `Host` header
+    /// names another host than its target, and one whose host is no host name (RFC 1123: labels
+    /// of 1 to 63 ASCII letters, digits and `-`, none starting or ending with `-`, at most 253
+    /// characters in all): `..todos.example` names no tenant `.`.
+    ///
+    /// `suffix` starts with `.` and is a host name after it: without the dot,
+    /// `eviltodos.example` would serve the tenant `evil` of `"todos.example"`. A suffix that
+    /// breaks this is refused where the router is built
+    /// ([`RouterBuilder::build`](crate::RouterBuilder::build),
+    /// [`ContextLayer::tenant`](crate::ContextLayer::tenant)) with
+    /// [`RouteError::TenantRule`](crate::RouteError::TenantRule).
     ///
     /// # Examples
     ///
@@ -142,6 +156,22 @@ impl TenantFrom {
         }
     }
 
+    /// Refuses a rule that cannot read a tenant safely: a host suffix without its leading dot,
+    /// or one that is no host name after it.
+    pub(crate) fn check(&self) -> Result<(), RouteError> {
+        let Source::Host(suffix) = &self.source else { return Ok(()) };
+        let why = match suffix.strip_prefix('.') {
+            None => format!(
+                "a host suffix starts with `.` (`.{suffix}`): without it, the host `evil{suffix}` would serve the tenant `evil`"
+            ),
+            Some(domain) => match not_a_host_name(domain) {
+                None => return Ok(()),
+                Some(why) => format!("the host suffix is no host name after its `.`: {why}"),
+            },
+        };
+        Err(RouteError::TenantRule { rule: format!("TenantFrom::host({suffix:?})"), why })
+    }
+
     /// The request's tenant: none if it names none and none is required; or the answer that
     /// refuses it.
     pub(crate) fn resolve(
@@ -182,8 +212,16 @@ impl TenantFrom {
                     host.len()
                         .checked_sub(suffix.len())
                         .filter(|&at| at > 0 && host.is_char_boundary(at) && host[at..].eq_ignore_ascii_case(suffix))
-                        .map(|at| &host[..at])
+                        .map(|at| (host, &host[..at]))
                 });
+                // A host name's labels, not any text before the suffix (`..todos.example`).
+                if let Some(why) = key.and_then(|(host, _)| not_a_host_name(host)) {
+                    return Err(refuse(format!(
+                        "the tenant in {} is refused: the host is no host name: {why}",
+                        self.place()
+                    )));
+                }
+                let key = key.map(|(_, key)| key);
                 // Host names have no case: `ACME.todos.example` is acme's.
                 lowered = key.map(str::to_ascii_lowercase);
                 lowered.as_deref()
@@ -202,7 +240,8 @@ impl TenantFrom {
                 Ok(tenant) => Ok(Some(tenant)),
                 Err(error) => Err(refuse(format!("the tenant in {} is refused: {error}", self.place()))),
             },
-            None => self.given(None),
+            // None in the request: the tenant a layer's lineage gave (its authentication), if any.
+            None => self.given(given.and_then(Lineage::get::<Tenant>).cloned()),
         }
     }
 
@@ -221,13 +260,35 @@ impl TenantFrom {
     }
 }
 
-/// A host's name: without its port, or a trailing dot.
+/// A host's name: without its port (an empty one too: RFC 3986's `port = *DIGIT`), or a
+/// trailing dot.
 fn host_name(host: &str) -> &str {
     let host = match host.rsplit_once(':') {
-        Some((name, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => name,
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
         _ => host,
     };
     host.strip_suffix('.').unwrap_or(host)
+}
+
+/// Why `host` is no host name, or `None` if it is one (RFC 1123, 2.1: dot-separated labels of 1
+/// to 63 ASCII letters, digits and `-`, none starting or ending with `-`; at most 253 characters).
+fn not_a_host_name(host: &str) -> Option<&'static str> {
+    if host.len() > 253 {
+        return Some("it is longer than 253 characters");
+    }
+    host.split('.').find_map(|label| {
+        Some(if label.is_empty() {
+            "a label is empty"
+        } else if label.len() > 63 {
+            "a label is longer than 63 characters"
+        } else if !label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            "a label has a character other than ASCII letters, digits and `-`"
+        } else if label.starts_with('-') || label.ends_with('-') {
+            "a label starts or ends with `-`"
+        } else {
+            return None;
+        })
+    })
 }
 
 /// `400 Bad Request` with `why` as a plain-text body; logged without any value of the request.

@@ -331,3 +331,111 @@ async fn a_tenants_proto_is_destroyed_when_it_is_evicted() {
     destroyed.dedup();
     assert_eq!(destroyed.len(), 50, "each built inbox destroyed once");
 }
+
+#[tokio::test]
+async fn a_host_that_is_no_host_name_is_refused_and_an_empty_port_is_not() {
+    let app = App::builder().build().await.unwrap();
+    let router = RouterBuilder::new(&app).tenant(TenantFrom::host(".todos.example")).build().unwrap();
+    let refused = |why: &str| format!("the tenant in the host name before `.todos.example` is refused: {why}");
+    for (host, why) in [
+        ("..todos.example", "the host is no host name: a label is empty"),
+        ("...todos.example", "the host is no host name: a label is empty"),
+        ("acme..todos.example", "the host is no host name: a label is empty"),
+        (".acme.todos.example", "the host is no host name: a label is empty"),
+        ("-acme.todos.example", "the host is no host name: a label starts or ends with `-`"),
+        ("acme-.todos.example", "the host is no host name: a label starts or ends with `-`"),
+        (
+            "ac_me.todos.example",
+            "the host is no host name: a label has a character other than ASCII letters, digits and `-`",
+        ),
+    ] {
+        let (status, body) = send(&router, Request::get("/tenant").header("host", host)).await;
+        assert_eq!((status, body.as_str()), (400, refused(why).as_str()), "{host}");
+    }
+    let long = format!("{}.todos.example", "a".repeat(64));
+    let (status, body) = send(&router, Request::get("/tenant").header("host", long.as_str())).await;
+    assert_eq!((status, body), (400, refused("the host is no host name: a label is longer than 63 characters")));
+    let long = format!("{}.todos.example", vec!["a".repeat(63); 4].join("."));
+    let (status, body) = send(&router, Request::get("/tenant").header("host", long.as_str())).await;
+    assert_eq!((status, body), (400, refused("the host is no host name: it is longer than 253 characters")));
+
+    // An empty port is no port (RFC 3986: `port = *DIGIT`).
+    let (status, body) = send(&router, Request::get("/tenant").header("host", "acme.todos.example:")).await;
+    assert_eq!((status, body.as_str()), (200, "acme acme"));
+    let (status, body) = send(&router, Request::get("http://acme.todos.example:/tenant")).await;
+    assert_eq!((status, body.as_str()), (200, "acme acme"));
+    // A tenant of several labels, each a label, is one.
+    let (status, body) = send(&router, Request::get("/tenant").header("host", "eu.acme.todos.example")).await;
+    assert_eq!((status, body.as_str()), (200, "eu.acme eu.acme"));
+}
+
+#[tokio::test]
+async fn a_host_suffix_without_its_leading_dot_is_refused_when_the_router_is_built() {
+    let app = App::builder().build().await.unwrap();
+    let refused = RouterBuilder::new(&app).tenant(TenantFrom::host("todos.example")).build().unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "the tenant rule `TenantFrom::host(\"todos.example\")` is refused: a host suffix starts with `.` \
+         (`.todos.example`): without it, the host `eviltodos.example` would serve the tenant `evil`"
+    );
+    assert!(format!("{refused:?}").starts_with("TenantRule"), "{refused:?}");
+    let layer = tegu_http::ContextLayer::new(app.clone()).tenant(TenantFrom::host("todos.example"));
+    assert!(layer.is_err_and(|e| e.to_string() == refused.to_string()));
+    for (suffix, why) in [
+        (".", "the host suffix is no host name after its `.`: a label is empty"),
+        (".todos..example", "the host suffix is no host name after its `.`: a label is empty"),
+        (".todos.example.", "the host suffix is no host name after its `.`: a label is empty"),
+        (
+            ".todos_example",
+            "the host suffix is no host name after its `.`: a label has a character other than ASCII letters, digits and `-`",
+        ),
+    ] {
+        let refused = RouterBuilder::new(&app).tenant(TenantFrom::host(suffix)).build().unwrap_err();
+        assert_eq!(refused.to_string(), format!("the tenant rule `TenantFrom::host({suffix:?})` is refused: {why}"));
+    }
+}
+
+#[tokio::test]
+async fn a_request_without_the_header_is_served_as_the_tenant_an_outer_layer_gave() {
+    let app = App::builder().build().await.unwrap();
+    let router = RouterBuilder::new(&app).tenant(TenantFrom::header("x-tenant")).build().unwrap().layer(
+        axum::middleware::map_request(|mut request: Request<Body>| async move {
+            request.extensions_mut().insert(Lineage::new().with(Tenant::new("authenticated").unwrap()));
+            request
+        }),
+    );
+    let (status, body) = send(&router, Request::get("/tenant")).await;
+    assert_eq!((status, body.as_str()), (200, "authenticated authenticated"));
+    // The same from the host.
+    let router = RouterBuilder::new(&app).tenant(TenantFrom::host(".todos.example")).build().unwrap().layer(
+        axum::middleware::map_request(|mut request: Request<Body>| async move {
+            request.extensions_mut().insert(Lineage::new().with(Tenant::new("authenticated").unwrap()));
+            request
+        }),
+    );
+    let (status, body) = send(&router, Request::get("/tenant").header("host", "todos.example")).await;
+    assert_eq!((status, body.as_str()), (200, "authenticated authenticated"));
+    // One naming another tenant is still refused.
+    let (status, _) = send(&router, Request::get("/tenant").header("host", "other.todos.example")).await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn a_scope_a_request_opens_for_another_tenant_keeps_the_requests_id() {
+    use axum::routing::get;
+    let app = App::builder().build().await.unwrap();
+    let nested = {
+        let app = app.clone();
+        move || async move {
+            let lineage = app.scope().tenant("globex").unwrap().run(async { Lineage::current() }).await;
+            let tenant = lineage.get::<Tenant>().map(|t| t.key().to_owned()).unwrap_or_default();
+            let id = lineage.get::<tegu_http::RequestId>().map(ToString::to_string).unwrap_or_default();
+            format!("{tenant} {id}")
+        }
+    };
+    let own = Router::new().route("/nested", get(nested));
+    let router = RouterBuilder::new(&app).tenant(TenantFrom::header("x-tenant")).merge(own).build().unwrap();
+    let (status, body) =
+        send(&router, Request::get("/nested").header("x-tenant", "acme").header("x-request-id", "req-7")).await;
+    assert_eq!((status, body.as_str()), (200, "globex req-7"));
+}

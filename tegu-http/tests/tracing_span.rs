@@ -22,6 +22,13 @@ impl Failing {
         panic!("handler gave up")
     }
 
+    /// Logs a line in its request's span.
+    #[get("/echo/{word}")]
+    async fn echo(&self) -> &'static str {
+        tracing::info!("echoed");
+        "ok"
+    }
+
     /// A CSV export whose source fails after the first line.
     #[get("/export")]
     async fn export(&self) -> axum::body::Body {
@@ -83,7 +90,7 @@ fn a_panic_is_logged_in_the_span_of_its_request_id() {
     });
     let line = logs.lines().find(|l| l.contains("request handler panicked")).unwrap_or_else(|| panic!("{logs}"));
     assert!(line.contains("ERROR"), "{line}");
-    assert!(line.contains("request{id=trace-me-42 method=GET path=/fail}"), "{line}");
+    assert!(line.contains("request{id=trace-me-42 method=GET path=\"/fail\"}"), "{line}");
     assert!(line.contains("handler gave up"), "{line}");
 }
 
@@ -111,6 +118,18 @@ fn a_body_failing_mid_stream_is_logged_in_the_span_of_its_request() {
     });
     let line = logs.lines().find(|l| l.contains("failed mid-stream")).unwrap_or_else(|| panic!("{logs}"));
     assert!(line.contains("ERROR"), "{line}");
-    assert!(line.contains("request{id=export-7 method=GET path=/export}"), "{line}");
+    assert!(line.contains("request{id=export-7 method=GET path=\"/export\"}"), "{line}");
     assert!(line.contains("the database went away"), "{line}");
+}
+
+/// A client cannot write fields into its request's log lines through the path either: it is
+/// written escaped, as the other values a client sent.
+#[test]
+fn a_path_with_quotes_and_braces_adds_no_field_to_the_log() {
+    let logs = logs_of(|addr| async move {
+        let reply = http_client::send(addr, "GET", "/echo/x\"}user=admin{\"", &[("x-request-id", "echo-1")], b"").await;
+        assert_eq!(reply.status, 200);
+    });
+    let line = logs.lines().find(|l| l.contains("echoed")).unwrap_or_else(|| panic!("{logs}"));
+    assert!(line.contains(r#"request{id=echo-1 method=GET path="/echo/x\"}user=admin{\""}"#), "{line}");
 }

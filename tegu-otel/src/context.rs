@@ -8,19 +8,20 @@ use opentelemetry::trace::{self as otel, SpanContext, TraceContextExt, TraceFlag
 use tegu_core::lineage::{Lineage, TraceContext, TraceState, Travels};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-/// The OpenTelemetry span context of a trace context that came from elsewhere (a header, a
-/// scope's lineage): remote, with `state`'s entries where they are valid.
-pub(crate) fn remote(trace: &TraceContext, state: Option<&TraceState>) -> SpanContext {
-    remote_with(trace, state.and_then(|s| otel::TraceState::from_str(s.as_str()).ok()).unwrap_or_default())
+/// The OpenTelemetry span context of a scope's trace context: `remote` when its span is one of
+/// another process, with `state`'s entries where they are valid.
+pub(crate) fn span_context(trace: &TraceContext, state: Option<&TraceState>, remote: bool) -> SpanContext {
+    let state = state.and_then(|s| otel::TraceState::from_str(s.as_str()).ok()).unwrap_or_default();
+    with_state(trace, state, remote)
 }
 
-fn remote_with(trace: &TraceContext, state: otel::TraceState) -> SpanContext {
+fn with_state(trace: &TraceContext, state: otel::TraceState, remote: bool) -> SpanContext {
     SpanContext::new(
         otel::TraceId::from_bytes(trace.trace_id()),
         otel::SpanId::from_bytes(trace.span_id()),
-        // Only the sampled bit is defined; the others are passed on as they came.
+        // `sampled` alone: W3C Trace Context Level 1, the one `TraceContext` implements.
         TraceFlags::new(trace.flags()),
-        true,
+        remote,
         state,
     )
 }
@@ -30,8 +31,8 @@ fn remote_with(trace: &TraceContext, state: otel::TraceState) -> SpanContext {
 pub(crate) fn lineage_values(span: &SpanContext) -> Option<(TraceContext, Option<TraceState>)> {
     let trace =
         TraceContext::new(span.trace_id().to_bytes(), span.span_id().to_bytes(), span.trace_flags().to_u8()).ok()?;
-    // A state longer than a header carries (OpenTelemetry takes 32 entries of any length) is
-    // left out, as a receiver would drop it.
+    // A state longer than 512 characters (OpenTelemetry takes 32 entries of any length) is
+    // trimmed as the W3C recommendation says.
     let state = TraceState::new(&span.trace_state().header()).ok().filter(|s| !s.as_str().is_empty());
     Some((trace, state))
 }
@@ -45,7 +46,7 @@ pub(crate) fn extract(headers: &HeaderMap) -> Option<SpanContext> {
     let trace = TraceContext::parse(parent.to_str().ok()?).ok()?;
     let mut joined = String::new();
     for value in headers.get_all(TraceState::HEADER) {
-        let Ok(value) = value.to_str() else { return Some(remote_with(&trace, otel::TraceState::NONE)) };
+        let Ok(value) = value.to_str() else { return Some(with_state(&trace, otel::TraceState::NONE, true)) };
         if !joined.is_empty() {
             joined.push(',');
         }
@@ -53,7 +54,7 @@ pub(crate) fn extract(headers: &HeaderMap) -> Option<SpanContext> {
     }
     // An invalid tracestate is dropped; the traceparent stays (W3C trace context, 3.3.1.1).
     let state = otel::TraceState::from_str(&joined).unwrap_or_default();
-    Some(remote_with(&trace, state))
+    Some(with_state(&trace, state, true))
 }
 
 /// The trace context of the current span, for the work it starts elsewhere: its trace and its
@@ -170,7 +171,7 @@ mod tests {
     #[test]
     fn the_flags_pass_through() {
         let unsampled = TraceContext::parse(PARENT).unwrap().with_flags(0);
-        let span = remote(&unsampled, Some(&TraceState::new("k=v").unwrap()));
+        let span = span_context(&unsampled, Some(&TraceState::new("k=v").unwrap()), true);
         assert!(!span.is_sampled());
         assert_eq!(span.trace_state().header(), "k=v");
         assert_eq!(lineage_values(&span).unwrap().0, unsampled);

@@ -1,6 +1,7 @@
 //! The server span of each HTTP request (gRPC included), its caller's trace context, and the
 //! request-duration histogram.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -37,12 +38,17 @@ const BOUNDARIES: [f64; 14] = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 
 /// - reads the caller's trace context from `traceparent` and `tracestate` (W3C trace context);
 ///   a missing or invalid one starts a new trace, and is not logged;
 /// - opens a `tracing` span (target [`TARGET`], level `INFO`) that the OpenTelemetry layer
-///   ([`layer`](crate::layer)) turns into a server span, named as the OpenTelemetry HTTP semantic
-///   conventions say: `{method} {route}` (`GET /users/{id}`) when axum matched a route, else
-///   `{method}`. Its fields: `otel.kind = "server"`, `http.request.method`, `url.path`,
-///   `http.route`, `network.protocol.version`, `http.response.status_code` (when the response is
-///   ready), `otel.status_code = "ERROR"` and `error.type` on a 5xx answer or a service error,
-///   and `trace_id` (32 hex digits), a plain field so that log lines in the request carry it;
+///   ([`layer`](crate::layer)) turns into a server span, named and described as the OpenTelemetry
+///   HTTP semantic conventions (v1.44.0, "HTTP server span") say: `{method} {route}`
+///   (`GET /users/{id}`) when axum matched a route, else `{method}`. Its fields:
+///   `otel.kind = "server"`, `http.request.method`, `http.route`, `network.protocol.version`,
+///   `http.response.status_code` (when the response is ready), `otel.status_code = "ERROR"` and
+///   `error.type` on a 5xx answer or a service error, and `trace_id` (32 hex digits), a plain
+///   field so that log lines in the request carry it. Its attributes only, kept out of log lines
+///   since a client wrote them: `url.path`; `url.query` when the target has a query, the values
+///   of `X-Amz-Signature`, `X-Amz-Credential`, `X-Amz-Security-Token`, `sig` and
+///   `X-Goog-Signature` replaced by `REDACTED`; and `url.scheme`, the original request's
+///   (`Forwarded`'s `proto`, else `X-Forwarded-Proto`), else the target's, else `http`;
 /// - sets the span's parent to the caller's span (none without a trace context: a server span
 ///   is a trace's root or a remote span's child);
 /// - puts a [`Lineage`] in the request's extensions with the [`TraceContext`] of the span (the
@@ -185,7 +191,6 @@ where
             otel.kind = "server",
             http.request.method = method.unwrap_or("_OTHER"),
             http.request.method_original = Empty,
-            url.path = request.uri().path(),
             http.route = route.as_deref(),
             network.protocol.version = protocol_version(request.version()),
             http.response.status_code = Empty,
@@ -195,6 +200,14 @@ where
         );
         if method.is_none() {
             span.record("http.request.method_original", request.method().as_str());
+        }
+        // Attributes, not fields: a client wrote them, and a log line would show them as text.
+        if !span.is_disabled() {
+            span.set_attribute("url.scheme", scheme(&request).into_owned());
+            span.set_attribute("url.path", request.uri().path().to_owned());
+            if let Some(query) = request.uri().query() {
+                span.set_attribute("url.query", redacted(query).into_owned());
+            }
         }
 
         let caller = context::extract(request.headers());
@@ -300,6 +313,60 @@ fn known_method(method: &Method) -> Option<&'static str> {
         Method::TRACE => "TRACE",
         _ => return None,
     })
+}
+
+/// The scheme of the original request, as the HTTP server span's `url.scheme` is: `Forwarded`'s
+/// first `proto`, else `X-Forwarded-Proto`'s first value, else the target's scheme (HTTP/2, an
+/// absolute-form target), else `http`. A value that is no scheme (RFC 3986: a letter, then
+/// letters, digits, `+`, `-`, `.`) is passed over; one is lowercased.
+fn scheme<B>(request: &Request<B>) -> Cow<'_, str> {
+    let headers = request.headers();
+    let forwarded = headers.get(http::header::FORWARDED).and_then(|v| v.to_str().ok()).and_then(|v| {
+        // The first element (the client's side), then its `proto` pair.
+        let first = v.split(',').next()?;
+        first.split(';').find_map(|pair| {
+            let (name, value) = pair.trim().split_once('=')?;
+            name.eq_ignore_ascii_case("proto").then(|| value.trim_matches('"'))
+        })
+    });
+    let x_forwarded = || {
+        headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).and_then(|v| v.split(',').next()).map(str::trim)
+    };
+    let found = forwarded
+        .filter(|s| is_scheme(s))
+        .or_else(|| x_forwarded().filter(|s| is_scheme(s)))
+        .or(request.uri().scheme_str());
+    match found {
+        Some(scheme) if scheme.bytes().any(|b| b.is_ascii_uppercase()) => Cow::Owned(scheme.to_ascii_lowercase()),
+        Some(scheme) => Cow::Borrowed(scheme),
+        None => Cow::Borrowed("http"),
+    }
+}
+
+fn is_scheme(s: &str) -> bool {
+    s.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+}
+
+/// The query keys whose values the HTTP semantic conventions (v1.44.0, `url.query`) redact by
+/// default; matched case-sensitively.
+const SENSITIVE_QUERY_KEYS: [&str; 5] =
+    ["X-Amz-Signature", "X-Amz-Credential", "X-Amz-Security-Token", "sig", "X-Goog-Signature"];
+
+/// `query` with the values of [`SENSITIVE_QUERY_KEYS`] replaced by `REDACTED`, their keys kept.
+fn redacted(query: &str) -> Cow<'_, str> {
+    let sensitive = |pair: &str| SENSITIVE_QUERY_KEYS.contains(&pair.split_once('=').map_or(pair, |(key, _)| key));
+    if !query.split('&').any(|pair| pair.contains('=') && sensitive(pair)) {
+        return Cow::Borrowed(query);
+    }
+    let pairs: Vec<Cow<'_, str>> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) if SENSITIVE_QUERY_KEYS.contains(&key) => Cow::Owned(format!("{key}=REDACTED")),
+            _ => Cow::Borrowed(pair),
+        })
+        .collect();
+    Cow::Owned(pairs.join("&"))
 }
 
 fn protocol_version(version: Version) -> &'static str {

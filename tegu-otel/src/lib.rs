@@ -2,11 +2,13 @@
 //!
 //! - **Requests**: [`TraceLayer`], a tower layer for axum and tonic, gives each request a
 //!   server span in its caller's trace (`traceparent`, `tracestate`), named and described as the
-//!   OpenTelemetry HTTP semantic conventions say, records `http.server.request.duration`, and
+//!   OpenTelemetry HTTP semantic conventions (v1.44.0) say, records `http.server.request.duration`, and
 //!   seeds the request's scope with the span's [`TraceContext`](tegu_core::lineage::TraceContext).
 //! - **Its work**: with [`OtelLink`] registered (`App::builder().register(OtelLink::proto())`),
 //!   the span of each event handler and job that a request caused, in this instance or another
-//!   (an outbox carries the trace context as headers), is a child of the request's span.
+//!   (an outbox carries the trace context as headers), is a child of the request's span:
+//!   `INTERNAL` in this instance, a messaging `CONSUMER` ("process") span for an event a
+//!   transport delivered.
 //! - **Outgoing calls**: [`inject`] writes the current span's `traceparent` and `tracestate`
 //!   into a request's headers; [`current_trace`] gives its trace context.
 //! - **Export**: [`layer`] is the `tracing` layer that makes OpenTelemetry spans of `tracing`
@@ -43,10 +45,12 @@ mod link;
 #[cfg(feature = "otlp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "otlp")))]
 pub mod otlp;
+mod tracer;
 
 pub use context::{current_trace, inject};
 pub use http::{ResponseFuture, TARGET, TraceLayer, TraceService};
 pub use link::OtelLink;
+pub use tracer::{LogFieldsOut, LogFieldsOutSpan};
 pub use {opentelemetry, tracing_opentelemetry};
 
 use tracing_subscriber::registry::LookupSpan;
@@ -60,7 +64,9 @@ pub struct GuideLineage;
 /// The `tracing` layer that makes an OpenTelemetry span of each `tracing` span, with
 /// `tracer`: [`tracing_opentelemetry::layer`] with that tracer and its defaults (among them:
 /// entering a span makes its OpenTelemetry context current). [`TraceLayer`] and [`OtelLink`]
-/// set the parents of the spans it makes.
+/// set the parents of the spans it makes. Each field of a span is an attribute, but for the
+/// `trace_id` tegu's spans carry for their log lines ([`LogFieldsOut`]): the span's own trace
+/// id is that.
 ///
 /// # Examples
 ///
@@ -75,11 +81,11 @@ pub struct GuideLineage;
 ///     assert!(tegu_otel::current_trace().is_some());
 /// });
 /// ```
-pub fn layer<S, T>(tracer: T) -> tracing_opentelemetry::OpenTelemetryLayer<S, T>
+pub fn layer<S, T>(tracer: T) -> tracing_opentelemetry::OpenTelemetryLayer<S, LogFieldsOut<T>>
 where
     S: tracing::Subscriber + for<'span> LookupSpan<'span>,
     T: opentelemetry::trace::Tracer + 'static,
     T::Span: Send + Sync,
 {
-    tracing_opentelemetry::layer().with_tracer(tracer)
+    tracing_opentelemetry::layer().with_tracer(LogFieldsOut::new(tracer))
 }

@@ -90,7 +90,7 @@ impl Otlp {
     }
 
     /// The `tracing` layer ([`crate::layer`]) whose spans are exported.
-    pub fn layer<S>(&self) -> tracing_opentelemetry::OpenTelemetryLayer<S, Tracer>
+    pub fn layer<S>(&self) -> tracing_opentelemetry::OpenTelemetryLayer<S, crate::LogFieldsOut<Tracer>>
     where
         S: tracing::Subscriber + for<'span> LookupSpan<'span>,
     {

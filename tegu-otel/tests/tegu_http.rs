@@ -70,3 +70,32 @@ async fn a_request_through_tegu_http_is_traced_into_its_event_handlers() {
     // The handler's scope inherited the request's lineage.
     assert_eq!(*app.get_object::<Shipping>().unwrap().seen.lock().unwrap(), [own]);
 }
+
+#[tokio::test]
+async fn the_trace_id_is_in_the_log_lines_and_in_no_spans_attributes() {
+    let otel = Otel::install();
+    let app = App::builder().without_schedules().register(OtelLink::proto()).build().await.unwrap();
+    let ship = {
+        let app = app.clone();
+        move || async move {
+            app.events().emit(Shipped);
+            tracing::info!("the order leaves the warehouse");
+        }
+    };
+    let own = Router::new().route("/ship/{id}", get(ship));
+    let router = tegu_http::RouterBuilder::new(&app).merge(own).build().unwrap().layer(TraceLayer::new());
+    let request = Request::get("/ship/7").header("traceparent", TRACEPARENT).body(Body::empty()).unwrap();
+    assert_eq!(router.oneshot(request).await.unwrap().status(), StatusCode::OK);
+    app.shutdown().await.unwrap();
+
+    // The span's own trace id is the trace id; an attribute would say it twice.
+    for name in ["GET /ship/{id}", "request", "event handler"] {
+        let span = otel.named(name);
+        assert_eq!(span.span_context.trace_id().to_string(), TRACE_ID, "{name}");
+        assert!(support::attribute(&span, "trace_id").is_none(), "{name}: {:#?}", span.attributes);
+    }
+    // The log lines still carry it, for a reader without the trace.
+    let logs = otel.logs();
+    let line = logs.lines().find(|l| l.contains("the order leaves the warehouse")).unwrap_or_else(|| panic!("{logs}"));
+    assert!(line.contains(&format!("trace_id=\"{TRACE_ID}\"")), "{line}");
+}

@@ -1,9 +1,10 @@
 //! What the handlers of events emitted outside any request need of their lineage: a job that
 //! declares `emits(E)` runs in a scope of its own, with no request's lineage, and so does every
 //! handler of `E`, and every handler of an event such a handler declares it emits. A handler
-//! there whose graph reads a lineage type (a `ContextRef<Tenant>`, a `TenantRef`) would fail at
-//! run time: `build()` and `check()` refuse it, naming the handler, the event, the emitter and
-//! the type.
+//! there whose graph reads a lineage type (a `ContextRef<Tenant>`, a `TenantRef`), or what only
+//! a request's scope is given (tegu-http's `RequestHead`, and the `RequestId` built from it),
+//! would fail at run time: `build()` and `check()` refuse it, naming the handler, the event, the
+//! emitter and the type.
 
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -95,14 +96,23 @@ pub(super) fn check(graph: &Graph) -> Result<(), DiError> {
     DiError::collect(errors)
 }
 
-/// The lineage types (those only a seed gives) that proto `from`'s graph reads, each with the
-/// protos it is read through (`Notes → TenantRef<Inboxes>`).
+/// What only a request's scope has that proto `from`'s graph reads (a lineage type without a
+/// factory, a proto marked [`seed_only`](crate::ProtoDef::seed_only)), each with the protos it is
+/// read through (`Notes → TenantRef<Inboxes>`). A lineage type with a factory is no such thing
+/// by itself: its factory's dependencies are followed, as any proto's, so that one built from
+/// the request (tegu-http's `RequestId`, from the `RequestHead` only a request is given) is
+/// found through them.
 fn lineage_reads(graph: &Graph, from: usize) -> Vec<(&'static str, std::sync::Arc<[String]>)> {
     let mut parent: HashMap<usize, usize> = HashMap::from([(from, from)]);
     let mut stack = vec![from];
     let mut found = Vec::new();
     while let Some(p) = stack.pop() {
-        if let Some((travel, false)) = graph.protos[p].travel {
+        let proto = &graph.protos[p];
+        let unmet = match proto.travel {
+            Some((travel, false)) => Some((travel.type_name)()),
+            _ => proto.seed_only.then_some(proto.type_name),
+        };
+        if let Some(type_name) = unmet {
             let label = |q: usize| graph.protos[q].label();
             let mut path = Vec::new();
             let mut at = parent[&p];
@@ -112,7 +122,7 @@ fn lineage_reads(graph: &Graph, from: usize) -> Vec<(&'static str, std::sync::Ar
             }
             path.push(label(from));
             path.reverse();
-            found.push((short_type_name((travel.type_name)()), path.into()));
+            found.push((short_type_name(type_name), path.into()));
             continue;
         }
         for resolved in &graph.resolved[p] {

@@ -457,6 +457,12 @@ impl App {
     /// scope's object of its context proto: every `ContextRef`, `get_object` and context proto
     /// injecting it gets it, its factory never runs, and the scope runs no hook for it.
     ///
+    /// Called inside a scope of this App (a request), the scope starts with that scope's lineage
+    /// ([`Lineage::current`](crate::lineage::Lineage::current): its trace, its request id, its
+    /// tenant), which what the builder sets replaces, value by value: a request opening
+    /// `app.scope().tenant("globex")?` works as `globex` in the request's trace. Outside one,
+    /// and with [`run_in_context`](Self::run_in_context), a scope starts with nothing.
+    ///
     /// # Examples
     ///
     /// ```
@@ -478,7 +484,10 @@ impl App {
     /// # Ok(()) }
     /// ```
     pub fn scope(&self) -> ScopeBuilder<'_> {
-        ScopeBuilder { app: self, seeds: Seeds::default() }
+        let builder = ScopeBuilder { app: self, seeds: Seeds::default() };
+        // Empty, after a look at the task-local, outside a scope of this App.
+        let enclosing = scope::lineage::of_app(&self.inner);
+        if enclosing.is_empty() { builder } else { builder.lineage(&enclosing) }
     }
 
     /// The lineage that `headers` (a message's, an outgoing request's) carry, for this App's

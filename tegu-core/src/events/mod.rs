@@ -28,7 +28,7 @@ use hold::Routed;
 use crate::erased::{AnyArc, UnitFuture};
 use crate::error::DiError;
 use crate::graph::Graph;
-use crate::lineage::Lineage;
+use crate::lineage::{Lineage, LinkedWork};
 use crate::proto::descriptor::ProtoDescriptor;
 use crate::proto::kinds::Lifetime;
 use crate::proto::traits::{Proto, SingletonProto};
@@ -455,7 +455,7 @@ impl EventBus {
         let event: AnyEvent = Arc::new(event);
         for &handler in handlers.iter().filter(|h| h.descriptor.phase == EventPhase::AfterCommit) {
             delivery.handlers += 1;
-            if !run_handler(&app, handler, event.clone(), lineage).await {
+            if !run_handler(&app, handler, event.clone(), lineage, LinkedWork::Delivered).await {
                 delivery.failed += 1;
             }
         }
@@ -518,7 +518,7 @@ fn release(app: &Arc<AppInner>, held: HeldItem, ok: bool) {
         let event = held.value.clone();
         let lineage = held.lineage.clone();
         drop(runtime.spawn(async move {
-            run_handler(&app, handler, event, &lineage).await;
+            run_handler(&app, handler, event, &lineage, LinkedWork::Event).await;
             drop(guard);
         }));
     }
@@ -612,7 +612,13 @@ fn same_tenant(app: &AppInner, emitted: &Lineage) -> Result<(), crate::error::Bo
 
 /// Runs one handler in a new scope seeded with `lineage`, in a span with the lineage's log
 /// fields; logs its failure, and says whether it succeeded.
-async fn run_handler(app: &Arc<AppInner>, handler: Handler, event: AnyEvent, lineage: &Lineage) -> bool {
+async fn run_handler(
+    app: &Arc<AppInner>,
+    handler: Handler,
+    event: AnyEvent,
+    lineage: &Lineage,
+    work: LinkedWork,
+) -> bool {
     let d = handler.descriptor;
     let _running = app.metrics.handler();
     let span = tracing::info_span!(
@@ -621,9 +627,10 @@ async fn run_handler(app: &Arc<AppInner>, handler: Handler, event: AnyEvent, lin
         handler = %format_args!("{}::{}", (d.proto_name)(), d.method),
         request_id = tracing::field::Empty,
         trace_id = tracing::field::Empty,
-        tenant = tracing::field::Empty
+        tenant = tracing::field::Empty,
+        otel.kind = tracing::field::Empty
     );
-    scope::lineage::link(app, &span, lineage);
+    scope::lineage::link(app, &span, lineage, work);
     let result = match app.instance_of(handler.proto) {
         Ok(object) => {
             let work = scope::end::run_job(app, lineage, crate::isolate::catch_hook(|| (d.call)(object, event)));

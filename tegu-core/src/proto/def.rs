@@ -68,6 +68,8 @@ pub struct ProtoDef {
     pub(crate) config_reads: Vec<crate::config::ConfigReader>,
     /// A lineage type's travel, and whether its factory can build a value (else only seeds).
     pub(crate) travel: Option<(&'static crate::lineage::Travel, bool)>,
+    /// A context proto a scope has only as a seed: see [`ProtoDef::seed_only`].
+    pub(crate) seed_only: bool,
 }
 
 impl ProtoDef {
@@ -402,6 +404,7 @@ impl ProtoDef {
             also: Cow::Borrowed(&[]),
             config_reads: Vec::new(),
             travel: None,
+            seed_only: false,
         }
     }
 
@@ -440,6 +443,38 @@ impl ProtoDef {
     /// ```
     pub fn order(mut self, order: i32) -> Self {
         self.order = order;
+        self
+    }
+
+    /// Marks a context proto whose object a scope has only when it is given one where it opens
+    /// ([`ScopeBuilder::seed`](crate::scope::ScopeBuilder::seed),
+    /// [`App::run_in_context_with`](crate::App::run_in_context_with)); its factory fails
+    /// everywhere else. tegu-http's `RequestHead`, which each request's scope is given, is one.
+    /// `build()` and `check()` then refuse a handler of an event a job emits outside any request
+    /// whose graph reads it, through any dependency (a lineage type's factory included), as they
+    /// refuse one that reads a lineage type ([`DiError::LineageUnmet`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tegu_core::{App, DiError, ProtoDef};
+    ///
+    /// /// The request a scope serves: given by the server where each request's scope opens.
+    /// struct Call { path: &'static str }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder()
+    ///     .register(ProtoDef::context::<Call>(|_| Err(DiError::construction::<Call>("call", "there is no call"))).seed_only())
+    ///     .build()
+    ///     .await?;
+    /// let slot = app.context_slot::<Call>()?;
+    /// let path = app.scope().seed(slot, Arc::new(Call { path: "/todos" })).run(async { app.get_object::<Call>().map(|c| c.path) });
+    /// assert_eq!(path.await?, "/todos");
+    /// # Ok(()) }
+    /// ```
+    pub fn seed_only(mut self) -> Self {
+        self.seed_only = true;
         self
     }
 

@@ -72,6 +72,7 @@ pub struct ProtoDescriptor {
     pub(crate) also: &'static [fn() -> ProtoDef],
     pub(crate) config_reads: &'static [crate::config::ConfigReader],
     pub(crate) travel: Option<(&'static crate::lineage::Travel, bool)>,
+    pub(crate) seed_only: bool,
 }
 
 impl ProtoDescriptor {
@@ -211,6 +212,7 @@ impl ProtoDescriptor {
             also: &[],
             config_reads: &[],
             travel: None,
+            seed_only: false,
         }
     }
 
@@ -353,6 +355,13 @@ impl ProtoDescriptor {
     /// ([`ProtoDef::order`](crate::ProtoDef::order) has an example).
     pub const fn order(mut self, order: i32) -> Self {
         self.order = order;
+        self
+    }
+
+    /// Marks a context proto whose object a scope has only when it is given one where it opens,
+    /// as [`ProtoDef::seed_only`](crate::ProtoDef::seed_only) does.
+    pub const fn seed_only(mut self) -> Self {
+        self.seed_only = true;
         self
     }
 
@@ -662,6 +671,7 @@ impl ProtoDescriptor {
             also: Cow::Borrowed(self.also),
             config_reads: self.config_reads.to_vec(),
             travel: self.travel,
+            seed_only: self.seed_only,
         }
     }
 }

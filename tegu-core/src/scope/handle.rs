@@ -584,7 +584,9 @@ where
 }
 
 /// Runs the blocking closure `f` on tokio's blocking pool inside the current context scope;
-/// the scope waits for it like for [`spawn`]ed tasks.
+/// the scope waits for it like for [`spawn`]ed tasks. Inside a scope, `f` runs in the span it
+/// was spawned in, as a [`spawn`]ed task does (its log lines carry the request's fields), with
+/// that span's subscriber as the thread's default.
 ///
 /// # Panics
 ///
@@ -612,9 +614,17 @@ where
     match current_shared_any() {
         Some(shared) => {
             let guard = PendingGuard::new(shared.clone());
+            // In the span it was spawned in, as `spawn`'s tasks are. A thread of the blocking
+            // pool has no default subscriber of its own where the spawning thread set one
+            // (`with_default`): the span's subscriber is its default meanwhile.
+            let span = tracing::Span::current();
             tokio::task::spawn_blocking(move || {
                 let _guard = guard;
-                CURRENT.enter(&ScopeHandle::joining(shared), f)
+                let run = || span.in_scope(|| CURRENT.enter(&ScopeHandle::joining(shared), f));
+                match span.with_subscriber(|(_, dispatch)| dispatch.clone()) {
+                    Some(dispatch) => tracing::dispatcher::with_default(&dispatch, run),
+                    None => run(),
+                }
             })
         }
         None => tokio::task::spawn_blocking(f),

@@ -133,10 +133,10 @@ pub(crate) fn check_types(graph: &crate::graph::Graph) -> Result<(), DiError> {
 
 /// Records `lineage`'s log fields in `span` and lets the App's [`TraceLink`](crate::lineage::TraceLink)
 /// set its parent: for the span of a scope that runs work a request caused.
-pub(crate) fn link(app: &AppInner, span: &tracing::Span, lineage: &Lineage) {
+pub(crate) fn link(app: &AppInner, span: &tracing::Span, lineage: &Lineage, work: crate::lineage::LinkedWork) {
     lineage.record(span);
     if let Some(link) = &app.trace_link
-        && let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| link.link(span, lineage)))
+        && let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| link.link(span, lineage, work)))
     {
         let panic = crate::error::panic_message(&*panic);
         tracing::error!(panic = ?panic, "the App's `TraceLink` panicked; the span keeps its parent");

@@ -130,11 +130,14 @@ impl ContextLayer {
     ///
     /// # Errors
     ///
-    /// [`RouteError::NoTenant`] if the App has no `Tenant` context proto.
+    /// [`RouteError::NoTenant`] if the App has no `Tenant` context proto;
+    /// [`RouteError::TenantRule`] if `from` cannot read a tenant safely (a host suffix without
+    /// its leading dot).
     pub fn tenant(mut self, from: TenantFrom) -> Result<Self, RouteError> {
         if self.app.context_slot::<tegu_core::tenant::Tenant>().is_err() {
             return Err(RouteError::NoTenant);
         }
+        from.check()?;
         self.tenant = Some(Arc::new(from));
         Ok(self)
     }
@@ -205,12 +208,12 @@ where
         // Two call sites: a request with no lineage to seed (the common one) builds the span it
         // built before, with no empty fields to carry.
         let span = match &lineage {
-            None => tracing::info_span!("request", id = %head.id, method = %head.method, path = %head.uri.path()),
+            None => tracing::info_span!("request", id = %head.id, method = %head.method, path = ?head.uri.path()),
             Some(_) => tracing::info_span!(
                 "request",
                 id = %head.id,
                 method = %head.method,
-                path = %head.uri.path(),
+                path = ?head.uri.path(),
                 tenant = tracing::field::Empty,
                 trace_id = tracing::field::Empty
             ),
