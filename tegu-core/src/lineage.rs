@@ -222,6 +222,17 @@ impl Lineage {
         self.values.iter().filter_map(|(t, v)| Some((t.header, isolated(t, "encode", || (t.encode)(v))?)))
     }
 
+    /// Whether `other` holds the very same values (the same objects, not equal ones): a scope's
+    /// lineage captured twice, or one scope's and the scope it was opened in, when that one set
+    /// nothing of its own.
+    pub(crate) fn same_values(&self, other: &Lineage) -> bool {
+        self.values.len() == other.values.len()
+            && self
+                .values
+                .iter()
+                .all(|(t, v)| other.values.iter().any(|(o, w)| (o.type_id)() == (t.type_id)() && Arc::ptr_eq(v, w)))
+    }
+
     /// The values, erased, with their travel.
     pub(crate) fn values(&self) -> impl Iterator<Item = &(&'static Travel, AnyArc)> {
         self.values.iter()

@@ -19,6 +19,10 @@ pub struct Order(pub u64);
 #[derive(Debug)]
 pub struct Local(pub u64);
 
+/// Not carried; its `before_commit` handler refuses it.
+#[derive(Debug)]
+pub struct Refused;
+
 #[singleton_proto(provides(dyn EventTransport))]
 #[derive(Default)]
 pub struct Wire {
@@ -87,6 +91,11 @@ impl Seen {
     async fn local(&self, local: &Local) {
         self.push(format!("local {}", local.0));
     }
+
+    #[event_handler(before_commit)]
+    async fn refuse(&self, _: &Refused) -> Result<(), String> {
+        Err("refused before the commit".into())
+    }
 }
 
 async fn app() -> (App, Arc<Wire>, Arc<Seen>) {
@@ -127,6 +136,25 @@ async fn a_failed_send_fails_the_phase_and_the_event_goes_to_after_rollback() {
     assert!(wire.sent.lock().unwrap().is_empty());
     assert_eq!((wire.committed.load(Ordering::SeqCst), wire.rolled_back.load(Ordering::SeqCst)), (0, 1));
     assert_eq!(seen.lines(), ["after_rollback 13", "before_commit 13"]);
+}
+
+/// A scope without a transaction: the transport's write would commit on its own, so nothing
+/// is sent while another event's `before_commit` handler may still fail the phase.
+#[tokio::test]
+async fn nothing_is_sent_before_every_before_commit_handler_of_the_scope_has_run() {
+    let (app, wire, seen) = app().await;
+    let bus = app.events();
+    let result = app
+        .try_run_in_context(async {
+            bus.emit(Order(1));
+            bus.emit(Refused);
+        })
+        .await;
+    assert!(matches!(result, Err(DiError::EventHandler { .. })), "{result:?}");
+    app.shutdown().await.unwrap();
+    assert_eq!(*wire.sent.lock().unwrap(), [], "an event of a failed phase was sent");
+    assert_eq!((wire.committed.load(Ordering::SeqCst), wire.rolled_back.load(Ordering::SeqCst)), (0, 1));
+    assert_eq!(seen.lines(), ["after_rollback 1", "before_commit 1"]);
 }
 
 #[tokio::test]

@@ -212,8 +212,8 @@ async fn the_trace_link_gets_each_handlers_lineage() {
     app.scope().lineage(&Lineage::new().with(trace)).run(async { app.events().emit(Completed) }).await;
     app.shutdown().await.unwrap();
     let seen = app.get_object::<Links>().unwrap().seen.lock().unwrap().clone();
-    // The after_commit handler's span: the trace its request had.
-    assert_eq!(seen, [format!("Event {{\"traceparent\": \"{TRACEPARENT}\"}}")]);
+    // The before_commit and after_commit handlers' spans: the trace their request had.
+    assert_eq!(seen, vec![format!("Event {{\"traceparent\": \"{TRACEPARENT}\"}}"); 2]);
     // One delivered by a transport, read from a message's headers.
     let delivered = app.lineage_from_headers([("traceparent", TRACEPARENT)]);
     let app2 = App::builder().lineage::<TraceContext>().without_schedules().build().await.unwrap();

@@ -108,6 +108,7 @@ impl EventHold {
     /// The first handler or send that fails ([`DiError::EventHandler`],
     /// [`DiError::EventTransport`]): the unit must not commit.
     pub async fn prepare(&self) -> Result<(), DiError> {
+        let mut prepared = Vec::new();
         loop {
             let items: Vec<Item> = {
                 let mut held = self.items.lock();
@@ -119,13 +120,35 @@ impl EventHold {
                 new
             };
             if items.is_empty() {
-                return Ok(());
+                break;
             }
             for (app, item) in items {
                 let Some(hooks) = app.held else { continue };
-                self.run((hooks.prepare)(&app, item)).await?;
+                self.run((hooks.prepare)(&app, item.clone())).await?;
+                prepared.push((app, item));
             }
         }
+        // Sent once every handler has run: none leaves while another may still fail the unit.
+        for (app, item) in prepared {
+            let Some(hooks) = app.held else { continue };
+            self.run((hooks.send)(&app, item)).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether an event held has a `before_commit` step that [`prepare`](Self::prepare) has
+    /// not run yet: one emitted since the last `prepare`, by work still running in the unit.
+    /// A unit commits only once this is `false`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::events::EventHold;
+    ///
+    /// assert!(!EventHold::new().unprepared());
+    /// ```
+    pub fn unprepared(&self) -> bool {
+        self.items.lock().iter().any(|(_, item)| item.prepare)
     }
 
     /// The unit ended: its events go to their `after_commit` handlers if it `committed` (and

@@ -229,7 +229,7 @@ pub(crate) fn install(
         return None;
     }
     handles.events = Handle::new(Bus { handlers, transport });
-    Some(HeldHooks { prepare: before_commit, release })
+    Some(HeldHooks { prepare: before_commit, send: send_held, release })
 }
 
 /// The App's bus (none if no handler or transport is registered).
@@ -545,9 +545,13 @@ fn send_alone(app: &Arc<AppInner>, transport: Arc<dyn EventTransport>, event: An
     }));
 }
 
-/// The `before_commit` handlers of a held event, one after the other, then the transport's
-/// send if it carries it, inside the scope that holds it (its completion phase): the first
-/// that fails or panics fails the phase.
+/// The `before_commit` handlers of a held event, one after the other, inside the scope that
+/// holds it (its completion phase, its transaction): the first that fails or panics fails the
+/// phase. Each runs in a span of its own (`event handler`) with the event's lineage. An event
+/// emitted in a scope of another lineage than the committing one (a scope opened inside a
+/// `#[transactional]` method: another user, trace or request) has its handlers run in a
+/// scope of their own seeded with the emitter's lineage, still in the transaction; one of
+/// another tenant is refused (its transaction shows the database the committing tenant).
 fn before_commit(
     app: &Arc<AppInner>,
     held: HeldItem,
@@ -555,25 +559,38 @@ fn before_commit(
     let app = app.clone();
     Box::pin(async move {
         let Some(bus) = bus_of(&app) else { return Ok(()) };
-        let handlers = bus.handlers.get(&held.ty).map_or(&[][..], Vec::as_slice);
-        let mut tenant_checked = false;
-        for handler in handlers.iter().filter(|h| h.descriptor.phase == EventPhase::BeforeCommit) {
+        let handlers: Vec<Handler> = bus
+            .handlers
+            .get(&held.ty)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .filter(|h| h.descriptor.phase == EventPhase::BeforeCommit)
+            .copied()
+            .collect();
+        let Some(first) = handlers.first() else { return Ok(()) };
+        let committing = scope::lineage::of_app(&app);
+        let own_scope = held.lineage.same_values(&committing);
+        if !own_scope && let Err(source) = same_tenant(&held.lineage, &committing) {
+            let d = first.descriptor;
+            return Err(DiError::EventHandler {
+                event: (d.event_name)(),
+                handler: format!("{}::{}", (d.proto_name)(), d.method),
+                source: Arc::from(source),
+            });
+        }
+        for handler in handlers {
             let d = handler.descriptor;
-            if !tenant_checked {
-                tenant_checked = true;
-                if let Err(source) = same_tenant(&app, &held.lineage) {
-                    return Err(DiError::EventHandler {
-                        event: (d.event_name)(),
-                        handler: format!("{}::{}", (d.proto_name)(), d.method),
-                        source: Arc::from(source),
-                    });
-                }
-            }
             let _running = app.metrics.handler();
+            let span = handler_span(d);
+            scope::lineage::link(&app, &span, &held.lineage, crate::lineage::LinkedWork::Event);
             let result = match app.instance_of(handler.proto) {
                 Ok(object) => {
                     let event = held.value.clone();
-                    crate::isolate::catch_hook(|| (d.call)(object, event)).await
+                    let call = crate::isolate::catch_hook(|| (d.call)(object, event));
+                    let call = async {
+                        if own_scope { call.await } else { scope::end::run_job(&app, &held.lineage, call).await }
+                    };
+                    tracing::Instrument::instrument(call, span).await
                 }
                 Err(error) => Err(error.into()),
             };
@@ -586,22 +603,44 @@ fn before_commit(
                 });
             }
         }
-        if let Some(transport) = bus.carrier(held.ty) {
-            let event = held.value.clone();
-            crate::isolate::catch_hook(|| transport.send(event, &held.lineage))
-                .await
-                .map_err(|source| DiError::EventTransport { source: Arc::from(source) })?;
-        }
         Ok(())
     })
 }
 
+/// Has the App's transport send a held event it carries (the outbox's write, in the scope's
+/// transaction), after the `before_commit` handlers of every event the unit holds have run.
+fn send_held(
+    app: &Arc<AppInner>,
+    held: HeldItem,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), DiError>> + Send>> {
+    let transport = bus_of(app).and_then(|bus| bus.carrier(held.ty)).cloned();
+    Box::pin(async move {
+        let Some(transport) = transport else { return Ok(()) };
+        crate::isolate::catch_hook(|| transport.send(held.value.clone(), &held.lineage))
+            .await
+            .map_err(|source| DiError::EventTransport { source: Arc::from(source) })
+    })
+}
+
+/// The span of a handler's run, with the lineage's log fields empty until recorded.
+fn handler_span(d: &HandlerDescriptor) -> tracing::Span {
+    tracing::info_span!(
+        "event handler",
+        event = (d.event_name)(),
+        handler = %format_args!("{}::{}", (d.proto_name)(), d.method),
+        request_id = tracing::field::Empty,
+        trace_id = tracing::field::Empty,
+        tenant = tracing::field::Empty,
+        otel.kind = tracing::field::Empty
+    )
+}
+
 /// Refuses to run a `before_commit` handler in the scope that commits when the event was
 /// emitted in a scope of another tenant (one opened inside a `#[transactional]` method): the
-/// handler would read, and write in the transaction, as the committing scope's tenant.
-fn same_tenant(app: &AppInner, emitted: &Lineage) -> Result<(), crate::error::BoxError> {
+/// handler would write in a transaction that shows the database the committing tenant.
+fn same_tenant(emitted: &Lineage, committing: &Lineage) -> Result<(), crate::error::BoxError> {
     use crate::lineage::Tenant;
-    if emitted.get::<Tenant>() == scope::lineage::of_app(app).get::<Tenant>() {
+    if emitted.get::<Tenant>() == committing.get::<Tenant>() {
         return Ok(());
     }
     Err("the event was emitted in a scope of another tenant than the scope committing it (a scope opened \
@@ -621,15 +660,7 @@ async fn run_handler(
 ) -> bool {
     let d = handler.descriptor;
     let _running = app.metrics.handler();
-    let span = tracing::info_span!(
-        "event handler",
-        event = (d.event_name)(),
-        handler = %format_args!("{}::{}", (d.proto_name)(), d.method),
-        request_id = tracing::field::Empty,
-        trace_id = tracing::field::Empty,
-        tenant = tracing::field::Empty,
-        otel.kind = tracing::field::Empty
-    );
+    let span = handler_span(d);
     scope::lineage::link(app, &span, lineage, work);
     let result = match app.instance_of(handler.proto) {
         Ok(object) => {

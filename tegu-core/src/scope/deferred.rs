@@ -32,10 +32,14 @@ pub(crate) type Prepare = fn(&Arc<AppInner>, HeldItem) -> Pin<Box<dyn Future<Out
 pub(crate) type Release = fn(&Arc<AppInner>, HeldItem, bool);
 
 /// What a feature that hands a scope items to hold does with them: installed in the App by
-/// `build()`.
+/// `build()`. The completion phase runs `prepare` for each item that asks for a step (and for
+/// the items those steps hand over, until none is left), then `send` for each of them, so that
+/// no item leaves (an outbox write outside any transaction commits on its own) while another's
+/// step may still fail the phase.
 #[derive(Clone, Copy)]
 pub(crate) struct HeldHooks {
     pub(crate) prepare: Prepare,
+    pub(crate) send: Prepare,
     pub(crate) release: Release,
 }
 

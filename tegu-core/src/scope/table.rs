@@ -410,14 +410,16 @@ impl ScopeShared {
     }
 
     /// Runs the step of each held item that asks for one and has not had it (events emitted by
-    /// a step included), in the order they came, inside the scope; stops at the first failure,
-    /// or once the scope was marked failed.
+    /// a step included), in the order they came, inside the scope, then sends them (the
+    /// events an [`EventTransport`](crate::events::EventTransport) carries); stops at the first
+    /// failure, or once the scope was marked failed.
     pub(super) async fn prepare_held(&self) -> Result<(), DiError> {
         let Some(hooks) = self.app.held else { return Ok(()) };
+        let mut prepared = Vec::new();
         loop {
             let items = self.table().held.take_unprepared();
             if items.is_empty() {
-                return Ok(());
+                break;
             }
             for item in items {
                 // Marked failed by a step (a handler called `fail_scope`): what is left is
@@ -425,9 +427,17 @@ impl ScopeShared {
                 if self.failed() {
                     return Ok(());
                 }
-                (hooks.prepare)(&self.app, item).await?;
+                (hooks.prepare)(&self.app, item.clone()).await?;
+                prepared.push(item);
             }
         }
+        for item in prepared {
+            if self.failed() {
+                return Ok(());
+            }
+            (hooks.send)(&self.app, item).await?;
+        }
+        Ok(())
     }
 
     /// Whether the scope has failed: what it holds is released as failed
