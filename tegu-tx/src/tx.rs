@@ -189,29 +189,38 @@ impl Tx {
     }
 
     /// Runs the `before_commit` step of the events emitted in the transaction (their handlers,
-    /// the outbox's write) inside it, then commits; the events are released with the outcome.
+    /// the outbox's write) inside it, then commits once no other method runs in it (a task of
+    /// the request that joined it) and no method's savepoint is set: what they do is all or
+    /// nothing. Until nothing is left to prepare, in the `COMMIT`'s turn: a method that was
+    /// still running when the step began may emit more, and those are prepared too. A doomed or
+    /// aborted transaction is rolled back instead, and that is the error. The events are
+    /// released with the outcome.
     pub(crate) async fn finish(self: &Arc<Self>) -> Result<(), TxError> {
-        let prepared = crate::current::within(self.owner, Arc::clone(self), None, self.events.prepare()).await;
-        if let Err(source) = prepared {
-            self.rollback().await;
-            return Err(TxError::Events { data_source: self.source.to_string(), source: Box::new(source) });
+        loop {
+            let prepared = crate::current::within(self.owner, Arc::clone(self), None, self.events.prepare()).await;
+            if let Err(source) = prepared {
+                self.rollback().await;
+                return Err(TxError::Events { data_source: self.source.to_string(), source: Box::new(source) });
+            }
+            self.methods_done().await;
+            let state = match self.turn(&[]).await {
+                Ok(state) => state,
+                Err(error) => {
+                    self.events.release(false);
+                    return Err(error);
+                }
+            };
+            // Holding the connection: no statement runs, and with no other method in the
+            // transaction, none can emit. What came meanwhile is prepared first.
+            if self.events.unprepared() || self.others_running() {
+                continue;
+            }
+            return self.commit(state).await;
         }
-        self.commit().await
     }
 
-    /// Commits once no other method runs in the transaction (a task of the request that
-    /// joined it) and no method's savepoint is set: what they do is all or nothing. A doomed or
-    /// aborted transaction is rolled back instead, and that is the error. Its events are
-    /// released with the outcome.
-    pub(crate) async fn commit(&self) -> Result<(), TxError> {
-        self.methods_done().await;
-        let mut state = match self.turn(&[]).await {
-            Ok(state) => state,
-            Err(error) => {
-                self.events.release(false);
-                return Err(error);
-            }
-        };
+    /// Commits on the connection `state` holds; the events are released with the outcome.
+    async fn commit(&self, mut state: OwnedMutexGuard<State>) -> Result<(), TxError> {
         let State::Open(conn) = std::mem::replace(&mut *state, State::Ended("committed")) else {
             unreachable!("settled: open")
         };
@@ -224,15 +233,19 @@ impl Tx {
         committed
     }
 
+    /// Whether a method of another task runs in the transaction.
+    fn others_running(&self) -> bool {
+        self.active.load(Ordering::Acquire) > crate::current::frames_of(self)
+    }
+
     /// Waits until no method runs in the transaction but those of the calling task (which
     /// cannot end while it waits).
     async fn methods_done(&self) {
-        let own = crate::current::frames_of(self);
         loop {
             let turn = self.turn.notified();
             let mut turn = std::pin::pin!(turn);
             turn.as_mut().enable();
-            if self.active.load(Ordering::Acquire) <= own {
+            if !self.others_running() {
                 return;
             }
             turn.await;

@@ -1,0 +1,160 @@
+//! Events emitted in a transaction while its commit waits: a method that joined the
+//! transaction from another task of the request emits after the completion phase has begun
+//! (the handler returned, the commit waits for the method). Its `before_commit` handler runs
+//! inside the transaction, before the `COMMIT`, and a failure there rolls the transaction back
+//! and fails the request. With a data source whose transactions journal what is done in them.
+
+use std::any::Any;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tegu_core::error::BoxError;
+use tegu_core::events::EventBus;
+use tegu_core::{App, ProtoDef, handlers, singleton_proto};
+use tegu_tx::{Transactions, TxConn, TxError, TxFuture, TxSource, transactional};
+
+type Journal = Arc<Mutex<Vec<String>>>;
+
+/// Journals what its transactions do.
+struct Journaled(Journal);
+
+struct JournaledTx(Journal);
+
+impl TxSource for Journaled {
+    fn begin(&self) -> TxFuture<'_, Box<dyn TxConn>> {
+        self.0.lock().unwrap().push("BEGIN".into());
+        let tx = JournaledTx(Arc::clone(&self.0));
+        Box::pin(async move { Ok(Box::new(tx) as Box<dyn TxConn>) })
+    }
+}
+
+impl JournaledTx {
+    fn say(&self, what: &str) -> TxFuture<'static, ()> {
+        self.0.lock().unwrap().push(what.to_owned());
+        Box::pin(async { Ok(()) })
+    }
+}
+
+impl TxConn for JournaledTx {
+    fn commit(self: Box<Self>) -> TxFuture<'static, ()> {
+        self.say("COMMIT")
+    }
+    fn rollback(self: Box<Self>) -> TxFuture<'static, ()> {
+        self.say("ROLLBACK")
+    }
+    fn savepoint<'a>(&'a mut self, _: &'a str) -> TxFuture<'a, ()> {
+        self.say("SAVEPOINT")
+    }
+    fn release_savepoint<'a>(&'a mut self, _: &'a str) -> TxFuture<'a, ()> {
+        self.say("RELEASE")
+    }
+    fn rollback_to_savepoint<'a>(&'a mut self, _: &'a str) -> TxFuture<'a, ()> {
+        self.say("ROLLBACK TO")
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// Writes `what` in the current transaction (journals it through the transaction's
+/// connection), or says there is none.
+async fn write(transactions: &Transactions, what: &str) -> Result<(), TxError> {
+    let Some(tx) = transactions.current("journal") else {
+        return Err(TxError::Ended { data_source: "journal".into(), how: "no transaction" });
+    };
+    let mut conn = tx.lock().await?;
+    let conn: &mut JournaledTx = conn.as_any_mut().downcast_mut().expect("the journal's");
+    conn.0.lock().unwrap().push(format!("write {what}"));
+    Ok(())
+}
+
+/// Paid: its `before_commit` handler records the payment in the ledger, in the transaction.
+pub struct Paid {
+    fail: bool,
+}
+
+#[singleton_proto]
+pub struct Payments {
+    #[inject]
+    transactions: Arc<Transactions>,
+    #[inject]
+    events: Arc<EventBus>,
+}
+
+impl Payments {
+    /// Begins the request's transaction with the order.
+    #[transactional]
+    async fn order(&self) -> Result<(), TxError> {
+        write(&self.transactions, "order").await
+    }
+
+    /// Joins the request's transaction from a task of its own, and emits once the handler
+    /// has returned and the completion phase waits for it.
+    #[transactional]
+    async fn pay_later(&self, fail: bool, joined: tokio::sync::oneshot::Sender<()>) -> Result<(), TxError> {
+        write(&self.transactions, "payment").await?;
+        let _ = joined.send(());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        self.events.emit(Paid { fail });
+        Ok(())
+    }
+}
+
+#[singleton_proto]
+pub struct Ledger {
+    #[inject]
+    transactions: Arc<Transactions>,
+}
+
+#[handlers]
+impl Ledger {
+    #[event_handler(before_commit)]
+    async fn on_paid(&self, paid: &Paid) -> Result<(), BoxError> {
+        write(&self.transactions, "ledger").await?;
+        if paid.fail { Err("the ledger refuses the payment".into()) } else { Ok(()) }
+    }
+}
+
+async fn app(journal: &Journal) -> App {
+    let source = Journaled(Arc::clone(journal));
+    App::builder()
+        .register(
+            ProtoDef::singleton::<Journaled>(move |_| Ok(Journaled(Arc::clone(&source.0))))
+                .name("journal")
+                .provides::<Journaled, dyn TxSource>(|j| j),
+        )
+        .build()
+        .await
+        .expect("the App")
+}
+
+async fn request(app: &App, fail: bool) -> Result<(), tegu_core::DiError> {
+    let payments = app.get_object::<Payments>().unwrap();
+    app.try_run_in_context(async move {
+        payments.order().await.unwrap();
+        let later = Arc::clone(&payments);
+        let (joined, has_joined) = tokio::sync::oneshot::channel();
+        // Not awaited: the handler returns once the method has joined the transaction, and
+        // the commit waits for the method.
+        drop(tegu_core::spawn(async move { later.pay_later(fail, joined).await.unwrap() }));
+        has_joined.await.unwrap();
+    })
+    .await
+}
+
+#[tokio::test]
+async fn an_event_a_joined_method_emits_while_the_commit_waits_is_prepared_in_the_transaction() {
+    let journal = Journal::default();
+    let app = app(&journal).await;
+    request(&app, false).await.unwrap();
+    assert_eq!(*journal.lock().unwrap(), ["BEGIN", "write order", "write payment", "write ledger", "COMMIT"]);
+}
+
+#[tokio::test]
+async fn a_before_commit_handler_that_fails_while_the_commit_waits_rolls_the_request_back() {
+    let journal = Journal::default();
+    let app = app(&journal).await;
+    let failed = request(&app, true).await;
+    assert!(failed.is_err(), "the request was acknowledged: {failed:?}");
+    assert_eq!(*journal.lock().unwrap(), ["BEGIN", "write order", "write payment", "write ledger", "ROLLBACK"]);
+}
