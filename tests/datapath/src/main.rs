@@ -16,7 +16,7 @@ use std::time::Instant;
 use tegu_datapath::scenario::{Db, Scenario};
 use tegu_datapath::{check_once, generate, save, shrink};
 
-const USAGE: &str = "usage: datapath [--db sqlite|postgres] [--from N] [--count M] [--seed S] [--replay FILE] [--no-shrink] [--out DIR] [--stop-at-first]
+const USAGE: &str = "usage: datapath [--db sqlite|postgres] [--from N] [--count M] [--seed S] [--replay FILE] [--no-shrink] [--shrink-all] [--out DIR] [--stop-at-first]
 
   --db         the database (default sqlite)
   --from       the first seed (default 0)
@@ -24,6 +24,7 @@ const USAGE: &str = "usage: datapath [--db sqlite|postgres] [--from N] [--count 
   --seed       one seed (the same as --from S --count 1), its scenario printed
   --replay     a saved scenario (JSON) instead of seeds
   --no-shrink  report failures as generated
+  --shrink-all shrink every failure (by default, the first failure of each invariant)
   --out        where failing scenarios are written (default target/datapath)
   --stop-at-first  stop at the first failing seed";
 
@@ -32,6 +33,7 @@ fn main() {
     let (mut from, mut count) = (0u64, 100u64);
     let mut replay: Option<PathBuf> = None;
     let mut shrinking = true;
+    let mut shrink_all = false;
     let mut verbose = false;
     let mut stop_at_first = false;
     let mut out = PathBuf::from("target/datapath");
@@ -55,6 +57,7 @@ fn main() {
             }
             "--replay" => replay = Some(PathBuf::from(value())),
             "--no-shrink" => shrinking = false,
+            "--shrink-all" => shrink_all = true,
             "--stop-at-first" => stop_at_first = true,
             "--out" => out = PathBuf::from(value()),
             "--help" | "-h" => {
@@ -84,6 +87,7 @@ fn main() {
     let started = Instant::now();
     let (mut ran, mut failed) = (0u64, 0u64);
     let mut by_invariant: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut shrunk: std::collections::BTreeSet<&'static str> = std::collections::BTreeSet::new();
     let mut fired: BTreeMap<String, u64> = BTreeMap::new();
     for scenario in scenarios {
         ran += 1;
@@ -125,7 +129,7 @@ fn main() {
             println!("  {v}");
         }
         let name = format!("{}-{}", if db == Db::Sqlite { "sqlite" } else { "postgres" }, scenario.seed);
-        let (minimal, violations) = if shrinking && replay.is_none() {
+        let (minimal, violations) = if shrinking && replay.is_none() && (shrink_all || shrunk.insert(first)) {
             let (minimal, violations, runs) = shrink(&scenario, first, 400);
             println!(
                 "  shrunk in {runs} runs, from {} to {} operations, still breaking {first}:",
