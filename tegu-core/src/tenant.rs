@@ -7,12 +7,13 @@
 //! (one per `F`), which this module registers for whoever holds one ([`ProtoDef::tenants`]).
 //!
 //! The cache owns each build: concurrent first reads of a tenant share one `create`, run on a
-//! task of the cache's own (outside any reader's scope), which a reader that goes away does
-//! not cancel. Built objects are indexed by their last read, so that eviction by count (the
-//! least recently used first, once each build ends) and by idle time takes the oldest without
-//! a scan. Evicted objects are destroyed on tasks shutdown waits for; at shutdown, the cache
-//! refuses new reads, waits for its builds, and destroys every object still cached,
-//! [`DESTROY_AT_ONCE`](TenantObjects::DESTROY_AT_ONCE) at a time.
+//! task of the cache's own in a scope of its own seeded with the tenant (none of a reader's
+//! request objects), which a reader that goes away does not cancel. Built objects are indexed
+//! by their last read, so that eviction by count (the least recently used first, once each
+//! build ends) and by idle time takes the oldest without a scan. Evicted objects are destroyed
+//! on tasks shutdown waits for; at shutdown, the cache refuses new reads, destroys every object
+//! still cached, [`DESTROY_AT_ONCE`](TenantObjects::DESTROY_AT_ONCE) at a time, then waits for
+//! the builds and evictions under way.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -58,7 +59,11 @@ pub trait TenantObjects: Send + Sync + 'static {
 
     /// Builds `tenant`'s object, at the first read of its [`TenantRef`] while none is cached.
     /// Concurrent first reads of one tenant share one call, which runs on a task of the
-    /// cache's own, outside any request's scope (a reader that goes away does not cancel it).
+    /// cache's own, in a scope of its own seeded with `tenant`: its `ContextRef<Tenant>` is
+    /// `tenant`, a `#[transactional]` method it calls begins a transaction of the tenant (its
+    /// `tenant_setting`, with tegu-sqlx), committed in the scope's completion phase, and no
+    /// object of the request whose read started it is reached (a reader that goes away does
+    /// not cancel it).
     /// An error (or a panic) fails every read waiting for it and caches nothing: the next read
     /// calls `create` again.
     fn create(&self, tenant: &Tenant) -> impl Future<Output = Result<Self::Object, BoxError>> + Send;
@@ -140,6 +145,8 @@ type Built<O> = Option<Result<Arc<O>, DiError>>;
 /// The tenants' objects of one `F`.
 struct Cache<F: TenantObjects> {
     objects: Arc<F>,
+    /// The App: a tenant's `create` runs in a scope of it of its own.
+    app: crate::runtime::AppCell,
     state: Mutex<State<F::Object>>,
     /// What "now" is counted from, in milliseconds, for each object's last read.
     epoch: Instant,
@@ -280,7 +287,7 @@ impl<F: TenantObjects> Cache<F> {
     /// `MAX_TENANTS`) and hands the outcome to its readers. Built after shutdown closed the
     /// cache, it is destroyed at once.
     async fn build(self: Arc<Self>, tenant: Tenant, done: tokio::sync::watch::Sender<Built<F::Object>>) {
-        let made = catch_future(self.objects.create(&tenant)).await;
+        let made = self.create(&tenant).await;
         let outcome = made.map(Arc::new).map_err(|source| DiError::Construction {
             type_name: std::any::type_name::<F::Object>(),
             name: format!("tenant {:?} of {}", tenant.key(), std::any::type_name::<F>()),
@@ -336,19 +343,32 @@ impl<F: TenantObjects> Cache<F> {
         }
     }
 
-    /// Shutdown: refuses new reads, stops the sweep, waits for the builds and evictions under
-    /// way, then destroys every object still cached, `F::DESTROY_AT_ONCE` at a time.
+    /// Runs `create` for `tenant` in a scope of the App of its own, seeded with the tenant (and
+    /// nothing of the request whose read started it): its context objects, a transaction a
+    /// `#[transactional]` method begins there (with the tenant's setting), committed in the
+    /// scope's completion phase. A failed completion fails the build. Outside a built App (its
+    /// handle gone), `create` runs as it is.
+    async fn create(&self, tenant: &Tenant) -> Result<F::Object, BoxError> {
+        let Some(app) = self.app.get().and_then(Weak::upgrade) else {
+            return catch_future(self.objects.create(tenant)).await;
+        };
+        let lineage = crate::lineage::Lineage::new().with(tenant.clone());
+        let seeds = crate::scope::lineage::seeds(&app, &lineage);
+        let made = crate::scope::end::run(app, seeds, catch_future(self.objects.create(tenant))).try_complete().await;
+        match made {
+            Ok(made) => made,
+            Err(error) => Err(Box::new(error)),
+        }
+    }
+
+    /// Shutdown: refuses new reads and builds, stops the sweep, destroys every object still
+    /// cached, `F::DESTROY_AT_ONCE` at a time, then waits for the builds and evictions under
+    /// way (a build that ends now destroys what it built). One stuck `create` or destroy of an
+    /// evicted object keeps no other tenant's object from being destroyed before the App's
+    /// stop deadline.
     async fn close(&self) {
         self.lock().closed = true;
         self.stop.send_replace(true);
-        // Until none is left: a build that ends may start an eviction's destroy.
-        loop {
-            let mut tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
-            if tasks.is_empty() {
-                break;
-            }
-            while tasks.join_next().await.is_some() {}
-        }
         let cached: Vec<(Tenant, Arc<F::Object>)> = {
             let mut state = self.lock();
             state.by_read.clear();
@@ -364,6 +384,15 @@ impl<F: TenantObjects> Cache<F> {
             destroying.spawn(async move { destroy(&*objects, tenant, object).await });
         }
         while destroying.join_next().await.is_some() {}
+        // Until none is left: a build that ends before it sees the cache closed may start an
+        // eviction's destroy.
+        loop {
+            let mut tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
+            if tasks.is_empty() {
+                break;
+            }
+            while tasks.join_next().await.is_some() {}
+        }
     }
 }
 
@@ -420,6 +449,7 @@ impl ProtoDef {
         ProtoDef::singleton::<TenantRef<F>>(|r| {
             let cache = Arc::new(Cache {
                 objects: r.arc::<F>(0)?,
+                app: Arc::clone(r.cell),
                 state: Mutex::new(State {
                     cached: HashMap::new(),
                     by_read: BTreeMap::new(),

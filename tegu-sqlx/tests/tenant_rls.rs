@@ -307,6 +307,9 @@ async fn sqlite_refuses_the_tenant_setting() {
     let built = App::builder()
         .link::<Database<Sqlite>>()
         .exclude::<Notes>() // a data source of PostgreSQL's
+        .exclude::<NotesLoader>()
+        .exclude::<Dashboard>()
+        .exclude::<tegu_core::tenant::TenantRef<NotesLoader>>()
         .config_value("database.url", "sqlite::memory:")
         .config_value("database.tenant_setting", SETTING)
         .build()
@@ -342,11 +345,64 @@ async fn a_setting_name_that_is_not_a_custom_settings_is_refused() {
         assert!(message.contains(why), "{name}: {message}");
     }
     // The same rule for a data source built by hand.
-    let app = App::builder().exclude::<Notes>().build().await.unwrap();
+    let app = App::builder()
+        .exclude::<Notes>()
+        .exclude::<NotesLoader>()
+        .exclude::<Dashboard>()
+        .exclude::<tegu_core::tenant::TenantRef<NotesLoader>>()
+        .build()
+        .await
+        .unwrap();
     let pool = || PgPool::connect_lazy("postgres://nobody@127.0.0.1:1/none").unwrap();
     let transactions = app.get_object::<tegu_tx::Transactions>().unwrap();
     let db = Database::new("database", pool(), transactions.clone()).with_tenant_setting("my_app.tenant_key").unwrap();
     assert_eq!(db.tenant_setting(), Some("my_app.tenant_key"));
     let refused = Database::new("database", pool(), transactions).with_tenant_setting("tenant").unwrap_err();
     assert!(refused.to_string().contains("has no dot"), "{refused}");
+}
+
+/// Each tenant's settings, loaded by `create` through a `#[transactional]` repository: the
+/// tenant's notes, as its own transaction sees them.
+pub struct TenantNotes {
+    notes: Vec<(String, String)>,
+}
+
+#[singleton_proto]
+pub struct NotesLoader {
+    #[inject]
+    notes: Arc<Notes>,
+}
+
+impl tegu_core::tenant::TenantObjects for NotesLoader {
+    type Object = TenantNotes;
+
+    async fn create(&self, _: &tegu_core::tenant::Tenant) -> Result<TenantNotes, tegu_core::error::BoxError> {
+        let view = self.notes.view().await?;
+        Ok(TenantNotes { notes: view.notes })
+    }
+}
+
+#[singleton_proto]
+pub struct Dashboard {
+    #[inject]
+    loaded: tegu_core::tenant::TenantRef<NotesLoader>,
+}
+
+/// A tenant's `create` that reads through the same repository its requests use runs in a scope
+/// of its tenant: its transaction is the tenant's, so the policy shows it the tenant's rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_create_reads_through_a_transactional_repository_as_its_tenant() {
+    let Some(server) = Server::new("create").await else { return };
+    let app = server.app(4).await;
+    let notes = app.get_object::<Notes>().unwrap();
+    for tenant in ["acme", "globex"] {
+        let scope = app.scope().tenant(tenant).unwrap();
+        scope.try_run(async { notes.add(tenant, "plan").await.unwrap() }).await.unwrap();
+    }
+    let dashboard = app.get_object::<Dashboard>().unwrap();
+    let seen = app.scope().tenant("acme").unwrap().run(async { dashboard.loaded.get().await }).await;
+    let seen = seen.expect("acme's settings load");
+    assert_eq!(seen.notes, [pair("acme", "plan")]);
+    app.shutdown().await.unwrap();
+    server.drop_all().await;
 }
