@@ -111,7 +111,7 @@ impl<T: Send, E: From<TxError> + Send> Advice<Result<T, E>> for Transactional {
         match (options.propagation(), current) {
             // Joined: the method keeps the transaction until it returns, ended or not.
             (Propagation::Required | Propagation::Mandatory, Some(tx)) => in_tx(tx, next).await,
-            (Propagation::Never, None) => next.run().await,
+            (Propagation::Never, None) => current::outside(owner, name, next.run()).await,
             (Propagation::Required, None) => self.required(&*source, name, next).await,
             (Propagation::RequiresNew, Some(_)) if source.one_at_a_time() => {
                 Err(TxError::OneAtATime { call: call.to_string(), data_source: name.to_owned() }.into())

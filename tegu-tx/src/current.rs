@@ -37,14 +37,19 @@ impl Default for Owner {
 impl Transactions {
     /// The current transaction of data source `source`: the innermost one of the calling
     /// task's `#[transactional]` methods (the one it began or joined), else the current
-    /// scope's (begun by a method before, and not yet ended). `None` when there is none: the
-    /// caller works outside any transaction (each statement committed on its own).
+    /// scope's (begun by a method before, and not yet ended). `None` when there is none, or
+    /// the innermost method is `never`: the caller works outside any transaction (each
+    /// statement committed on its own).
     ///
     /// A method keeps the transaction it began or joined until it returns, ended or not: once
     /// it is rolled back (another method of the request that shares it failed), its next use
     /// is an error, never a statement outside any transaction.
     pub fn current(&self, source: &str) -> Option<Arc<Tx>> {
-        innermost(self.owner, source).or_else(|| self.scope.built()?.find(source))
+        match innermost(self.owner, source) {
+            Innermost::Tx(tx) => Some(tx),
+            Innermost::Outside => None,
+            Innermost::None => self.scope.built()?.find(source),
+        }
     }
 }
 
@@ -54,13 +59,44 @@ impl std::fmt::Debug for Transactions {
     }
 }
 
-/// One method's transaction (and its savepoint, for a `nested` method), and the frames of the
-/// methods around it.
+/// One method's transaction (and its savepoint, for a `nested` method), or a `never` method's
+/// none, and the frames of the methods around it.
 struct Frame {
     owner: Owner,
-    tx: Arc<Tx>,
+    at: At,
     savepoint: Option<u32>,
     outer: Option<Arc<Frame>>,
+}
+
+/// What a frame's method runs in.
+enum At {
+    /// A transaction it began or joined.
+    Tx(Arc<Tx>),
+    /// No transaction of this data source (a `never` method): none it finds meanwhile is its.
+    Outside(Arc<str>),
+}
+
+impl At {
+    fn source(&self) -> &str {
+        match self {
+            At::Tx(tx) => tx.source(),
+            At::Outside(source) => source,
+        }
+    }
+
+    fn is(&self, tx: &Tx) -> bool {
+        matches!(self, At::Tx(t) if std::ptr::eq(&**t, tx))
+    }
+}
+
+/// What the calling task's methods in progress say of a data source ([`innermost`]).
+pub(crate) enum Innermost {
+    /// The innermost method runs in this transaction.
+    Tx(Arc<Tx>),
+    /// The innermost method runs with no transaction (`never`).
+    Outside,
+    /// No method of the task names the data source.
+    None,
 }
 
 tokio::task_local! {
@@ -68,21 +104,23 @@ tokio::task_local! {
 }
 
 /// The innermost transaction of data source `source` of owner `owner` among the calling
-/// task's methods in progress.
-pub(crate) fn innermost(owner: Owner, source: &str) -> Option<Arc<Tx>> {
+/// task's methods in progress, or the innermost method's word that it runs outside any.
+pub(crate) fn innermost(owner: Owner, source: &str) -> Innermost {
     FRAMES
         .try_with(|frames| {
             let mut frame = frames.as_ref();
             while let Some(f) = frame {
-                if f.owner == owner && f.tx.source() == source {
-                    return Some(Arc::clone(&f.tx));
+                if f.owner == owner && f.at.source() == source {
+                    return match &f.at {
+                        At::Tx(tx) => Innermost::Tx(Arc::clone(tx)),
+                        At::Outside(_) => Innermost::Outside,
+                    };
                 }
                 frame = f.outer.as_ref();
             }
-            None
+            Innermost::None
         })
-        .ok()
-        .flatten()
+        .unwrap_or(Innermost::None)
 }
 
 /// The savepoints of `tx` that the calling task's methods in progress hold, innermost first:
@@ -93,7 +131,7 @@ pub(crate) fn savepoints_of(tx: &Tx) -> Vec<u32> {
             let mut held = Vec::new();
             let mut frame = frames.as_ref();
             while let Some(f) = frame {
-                if let Some(savepoint) = f.savepoint.filter(|_| std::ptr::eq(&*f.tx, tx)) {
+                if let Some(savepoint) = f.savepoint.filter(|_| f.at.is(tx)) {
                     held.push(savepoint);
                 }
                 frame = f.outer.as_ref();
@@ -109,7 +147,7 @@ pub(crate) fn frames_of(tx: &Tx) -> usize {
         .try_with(|frames| {
             let (mut count, mut frame) = (0, frames.as_ref());
             while let Some(f) = frame {
-                count += usize::from(std::ptr::eq(&*f.tx, tx));
+                count += usize::from(f.at.is(tx));
                 frame = f.outer.as_ref();
             }
             count
@@ -122,5 +160,13 @@ pub(crate) fn frames_of(tx: &Tx) -> usize {
 pub(crate) async fn within<F: Future>(owner: Owner, tx: Arc<Tx>, savepoint: Option<u32>, fut: F) -> F::Output {
     let _running = tx.enter();
     let outer = FRAMES.try_with(Clone::clone).ok().flatten();
-    FRAMES.scope(Some(Arc::new(Frame { owner, tx, savepoint, outer })), fut).await
+    FRAMES.scope(Some(Arc::new(Frame { owner, at: At::Tx(tx), savepoint, outer })), fut).await
+}
+
+/// `fut` with no transaction of data source `source` as its task's innermost: what a `never`
+/// method runs in, whatever another task of the scope begins meanwhile.
+pub(crate) async fn outside<F: Future>(owner: Owner, source: &str, fut: F) -> F::Output {
+    let outer = FRAMES.try_with(Clone::clone).ok().flatten();
+    let frame = Frame { owner, at: At::Outside(source.into()), savepoint: None, outer };
+    FRAMES.scope(Some(Arc::new(frame)), fut).await
 }

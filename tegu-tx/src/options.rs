@@ -32,7 +32,9 @@ pub enum Propagation {
     Nested,
     /// Joins the current transaction; fails, naming the method, when there is none.
     Mandatory,
-    /// Runs with no transaction; fails, naming the method, when there is one.
+    /// Runs with no transaction; fails, naming the method, when there is one. For the whole
+    /// call: a transaction another task of the request begins meanwhile is not the method's
+    /// (its statements, and what it calls without a propagation of its own, run outside any).
     Never,
 }
 
