@@ -21,9 +21,10 @@ pub trait Backend: sqlx::Database + sealed::Sealed {
 
     /// Begins a transaction on a connection of `pool`, then gives it `setting` (a name checked
     /// when the data source was built, and a value) until it ends: only where
-    /// [`TX_SETTINGS`](Self::TX_SETTINGS), `None` elsewhere.
+    /// [`TX_SETTINGS`](Self::TX_SETTINGS), `None` elsewhere. With `resolve`, a `COMMIT` whose
+    /// answer is lost is resolved against the database (PostgreSQL's `resolve_commits`).
     #[doc(hidden)]
-    fn begin(pool: &Pool<Self>, setting: Option<(Arc<str>, String)>) -> TxFuture<'_, Box<dyn TxConn>>;
+    fn begin(pool: &Pool<Self>, setting: Option<(Arc<str>, String)>, resolve: bool) -> TxFuture<'_, Box<dyn TxConn>>;
 
     /// The class of an error of this database with `code` (SQLite's extended result code,
     /// PostgreSQL's SQLSTATE) that sqlx's `ErrorKind` does not tell: busy, a serialization
@@ -31,9 +32,11 @@ pub trait Backend: sqlx::Database + sealed::Sealed {
     #[doc(hidden)]
     fn class_of_code(code: &str) -> Option<ErrorClass>;
 
-    /// Commits `tx`; a transaction the database had aborted is [`AbortedByDatabase`].
+    /// Commits `tx`; a transaction the database had aborted is [`AbortedByDatabase`]. With
+    /// `resolve` (the pool, for a connection of its own), a `COMMIT` whose answer is lost is
+    /// resolved against the database; without, it is [`ErrorClass::OutcomeUnknown`].
     #[doc(hidden)]
-    fn commit(tx: Transaction<'static, Self>) -> TxFuture<'static, ()>;
+    fn commit(tx: Transaction<'static, Self>, resolve: Option<Pool<Self>>) -> TxFuture<'static, ()>;
 }
 
 /// The class of `error` ([`ErrorClass`]), the same on both databases for the same failure.
@@ -86,6 +89,8 @@ pub(crate) struct SqlxTx<DB: sqlx::Database> {
     sql: String,
     /// The tenant key its `tenant_setting` was set to at `BEGIN` (PostgreSQL, with the setting).
     pub(crate) tenant: Option<String>,
+    /// The pool, where a `COMMIT` whose answer is lost is resolved against the database.
+    resolve: Option<Pool<DB>>,
 }
 
 /// The statements and conversions both databases share.
@@ -93,7 +98,7 @@ macro_rules! tx_conn {
     ($db:ty) => {
         impl TxConn for SqlxTx<$db> {
             fn commit(self: Box<Self>) -> TxFuture<'static, ()> {
-                <$db as Backend>::commit(self.tx)
+                <$db as Backend>::commit(self.tx, self.resolve)
             }
 
             fn rollback(mut self: Box<Self>) -> TxFuture<'static, ()> {
@@ -166,9 +171,9 @@ mod sqlite {
             code.parse::<i32>().is_ok_and(|code| code & 0xff == 5).then_some(ErrorClass::Busy)
         }
 
-        /// SQLite commits or fails: a transaction it ended itself is seen before, through the
-        /// rollback hook ([`TxConn::aborted`]).
-        fn commit(tx: Transaction<'static, Self>) -> TxFuture<'static, ()> {
+        /// SQLite commits or fails, in the process: no answer to lose. A transaction it ended
+        /// itself is seen before, through the rollback hook ([`TxConn::aborted`]).
+        fn commit(tx: Transaction<'static, Self>, _: Option<Pool<Self>>) -> TxFuture<'static, ()> {
             Box::pin(async move { tx.commit().await.map_err(boxed::<Self>) })
         }
 
@@ -176,15 +181,20 @@ mod sqlite {
         /// deferred, reads, then writes, fails with `SQLITE_BUSY` when another wrote meanwhile;
         /// begun immediate, it waits for the writer (the busy timeout) instead. A rollback hook
         /// tells when SQLite ends the transaction itself.
-        fn begin(pool: &Pool<Self>, setting: Option<(Arc<str>, String)>) -> TxFuture<'_, Box<dyn TxConn>> {
+        fn begin(pool: &Pool<Self>, setting: Option<(Arc<str>, String)>, _: bool) -> TxFuture<'_, Box<dyn TxConn>> {
             debug_assert!(setting.is_none(), "refused when the data source is built");
             Box::pin(async move {
                 let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(boxed::<Self>)?;
                 let rolled_back = Arc::new(AtomicBool::new(false));
                 let flag = Arc::clone(&rolled_back);
                 tx.lock_handle().await?.set_rollback_hook(move || flag.store(true, Ordering::Release));
-                Ok(Box::new(SqlxTx { tx, rolled_back: Some(rolled_back), sql: String::new(), tenant: None })
-                    as Box<dyn TxConn>)
+                Ok(Box::new(SqlxTx {
+                    tx,
+                    rolled_back: Some(rolled_back),
+                    sql: String::new(),
+                    tenant: None,
+                    resolve: None,
+                }) as Box<dyn TxConn>)
             })
         }
     }
@@ -228,18 +238,44 @@ mod postgres {
         /// transaction is rolled back when `tx` is dropped); otherwise the `COMMIT` commits,
         /// and the empty transaction the `BEGIN` opens is what `tx`'s drop rolls back, with the
         /// check the pool makes of a connection given back (in the same round trip).
-        fn commit(mut tx: Transaction<'static, Self>) -> TxFuture<'static, ()> {
+        ///
+        /// The connection lost once the `COMMIT` may have been sent, its outcome is unknown:
+        /// [`ErrorClass::OutcomeUnknown`]. With `resolve`, the transaction's id is learnt in a
+        /// round trip of its own before the `COMMIT` (`pg_current_xact_id_if_assigned()`: one
+        /// that wrote nothing has none, and nothing to resolve), and a lost answer is resolved
+        /// with `pg_xact_status` on a connection of its own ([`resolve`]).
+        fn commit(mut tx: Transaction<'static, Self>, resolve: Option<Pool<Self>>) -> TxFuture<'static, ()> {
             Box::pin(async move {
-                // The driver's boxed future: an `async` block awaiting its generic executor is
-                // refused as not `Send` for every lifetime (rust-lang/rust#102211). A query
-                // without arguments is sent as one simple-protocol message.
-                let committed = sqlx::Executor::execute(&mut *tx, "SELECT 1; COMMIT; BEGIN").await;
+                let aborted = |error: sqlx::Error| match class_of::<Self>(&error) {
+                    ErrorClass::Aborted => Box::new(tegu_tx::AbortedByDatabase) as BoxError,
+                    _ => boxed::<Self>(error),
+                };
+                let Some(pool) = resolve else {
+                    // The driver's boxed future: an `async` block awaiting its generic executor
+                    // is refused as not `Send` for every lifetime (rust-lang/rust#102211). A
+                    // query without arguments is sent as one simple-protocol message.
+                    let committed = sqlx::Executor::execute(&mut *tx, "SELECT 1; COMMIT; BEGIN").await;
+                    return match committed {
+                        Ok(_) => Ok(()),
+                        Err(error) if class_of::<Self>(&error) == ErrorClass::ConnectionLost => Err(unknown(error)),
+                        Err(error) => Err(aborted(error)),
+                    };
+                };
+                // Before the `COMMIT`, a connection lost means a transaction rolled back.
+                let xid: Option<String> =
+                    sqlx::Executor::fetch_one(&mut *tx, "SELECT pg_current_xact_id_if_assigned()::text")
+                        .await
+                        .and_then(|row| sqlx::Row::try_get(&row, 0))
+                        .map_err(aborted)?;
+                let committed = sqlx::Executor::execute(&mut *tx, "COMMIT; BEGIN").await;
                 match committed {
                     Ok(_) => Ok(()),
-                    Err(error) if class_of::<Self>(&error) == ErrorClass::Aborted => {
-                        Err(Box::new(tegu_tx::AbortedByDatabase) as BoxError)
-                    }
-                    Err(error) => Err(boxed::<Self>(error)),
+                    Err(error) if class_of::<Self>(&error) == ErrorClass::ConnectionLost => match xid {
+                        // It wrote nothing: whether its `COMMIT` applied changes no data.
+                        None => Ok(()),
+                        Some(xid) => self::resolve(&pool, &xid, error).await,
+                    },
+                    Err(error) => Err(aborted(error)),
                 }
             })
         }
@@ -247,7 +283,11 @@ mod postgres {
         /// `BEGIN`, then, with `setting`, `SELECT set_config($1, $2, true)`: the setting holds
         /// until the transaction ends (as `SET LOCAL`), so a connection goes back to the pool
         /// without it. Name and value are bind parameters.
-        fn begin(pool: &Pool<Self>, setting: Option<(Arc<str>, String)>) -> TxFuture<'_, Box<dyn TxConn>> {
+        fn begin(
+            pool: &Pool<Self>,
+            setting: Option<(Arc<str>, String)>,
+            resolve: bool,
+        ) -> TxFuture<'_, Box<dyn TxConn>> {
             Box::pin(async move {
                 let mut tx = pool.begin().await.map_err(boxed::<Self>)?;
                 let tenant = setting.as_ref().map(|(_, key)| key.clone());
@@ -257,10 +297,57 @@ mod postgres {
                     let query = sqlx::query("SELECT set_config($1, $2, true)").bind(&*name).bind(value.as_str());
                     sqlx::Executor::execute(&mut *tx, query).await.map_err(boxed::<Self>)?;
                 }
-                Ok(Box::new(SqlxTx { tx, rolled_back: None, sql: String::new(), tenant }) as Box<dyn TxConn>)
+                let resolve = resolve.then(|| pool.clone());
+                Ok(Box::new(SqlxTx { tx, rolled_back: None, sql: String::new(), tenant, resolve }) as Box<dyn TxConn>)
             })
         }
     }
 
     tx_conn!(Postgres);
+
+    /// How long a lost `COMMIT` answer is resolved for: the server may still be writing the
+    /// transaction (`pg_xact_status` says `in progress`), or be restarting.
+    const RESOLVE_FOR: std::time::Duration = std::time::Duration::from_secs(5);
+
+    /// The outcome of transaction `xid`, whose `COMMIT` lost its answer (`error`), asked on a
+    /// connection of its own (the pool may have none to give): `Ok` if committed; a
+    /// [`ErrorClass::ConnectionLost`] error (nothing saved: it may run again) if rolled back;
+    /// [`ErrorClass::OutcomeUnknown`] if the server could not say within [`RESOLVE_FOR`].
+    async fn resolve(pool: &Pool<Postgres>, xid: &str, error: sqlx::Error) -> Result<(), BoxError> {
+        use sqlx::ConnectOptions;
+        let until = tokio::time::Instant::now() + RESOLVE_FOR;
+        let options = pool.connect_options();
+        let mut conn: Option<sqlx::PgConnection> = None;
+        while tokio::time::Instant::now() < until {
+            if conn.is_none() {
+                conn = tokio::time::timeout_at(until, options.connect()).await.ok().and_then(Result::ok);
+            }
+            if let Some(c) = conn.as_mut() {
+                let status: Result<Option<String>, sqlx::Error> =
+                    sqlx::query_scalar("SELECT pg_xact_status($1::xid8)").bind(xid).fetch_one(&mut *c).await;
+                match status.as_ref().map(Option::as_deref) {
+                    Ok(Some("committed")) => {
+                        tracing::warn!(xid, "a COMMIT's answer was lost; the database says it committed");
+                        return Ok(());
+                    }
+                    Ok(Some("aborted")) => {
+                        tracing::warn!(xid, "a COMMIT's answer was lost; the database says it rolled back");
+                        return Err(Box::new(Classified { class: ErrorClass::ConnectionLost, error: Box::new(error) }));
+                    }
+                    // Too old to tell (its status truncated): unknown.
+                    Ok(None) => break,
+                    Ok(Some(_)) => {}
+                    Err(_) => conn = None,
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        tracing::error!(xid, "a COMMIT's answer was lost, and the database could not say whether it committed");
+        Err(unknown(error))
+    }
+}
+
+/// A `COMMIT` whose answer never came: [`ErrorClass::OutcomeUnknown`].
+fn unknown(error: sqlx::Error) -> BoxError {
+    Box::new(Classified { class: ErrorClass::OutcomeUnknown, error: Box::new(error) })
 }

@@ -22,7 +22,8 @@ use crate::conn::{Conn, Inner};
 ///
 /// Register it with the App: `App::builder().link::<Database<Sqlite>>()` (object name
 /// `database`, settings in the configuration section `[database]`: `url`, and optionally
-/// `max_connections`, `acquire_timeout_ms`, and on PostgreSQL `tenant_setting`), or
+/// `max_connections`, `acquire_timeout_ms`, and on PostgreSQL `tenant_setting` and
+/// `resolve_commits`), or
 /// [`Database::named`] for another name and section (an App with several data sources). Inject
 /// it as `Arc<Database<Sqlite>>` (with `#[inject(name = "...")]` among several of one database).
 ///
@@ -37,6 +38,23 @@ use crate::conn::{Conn, Inner};
 /// connection goes back to the pool without it. Statements outside any transaction
 /// ([`pool`](Self::pool), [`conn`](Self::conn) outside a `#[transactional]` method) do not
 /// carry it. SQLite refuses the key when the App is built.
+///
+/// # A `COMMIT` whose answer is lost, on PostgreSQL
+///
+/// A connection lost once a `COMMIT` was sent leaves its outcome unknown: the server may have
+/// applied it. By default such a commit fails with [`ErrorClass::OutcomeUnknown`], which
+/// `retryable()` never includes (running the transaction again may store it twice). With
+/// `resolve_commits = true` ([`resolve_commits`](Database::resolve_commits) for a data
+/// source built by hand), each commit learns the transaction's id in a round trip of its own
+/// before the `COMMIT` (`pg_current_xact_id_if_assigned()`), and a lost answer is resolved with
+/// `pg_xact_status` on a connection of its own, asked again while the server says the
+/// transaction is in progress, for up to 5 s: committed, the method succeeds; rolled back, it
+/// fails with [`ErrorClass::ConnectionLost`], which may be retried; otherwise
+/// `OutcomeUnknown`. A transaction that wrote nothing has no id and nothing to resolve. The
+/// price is that round trip, on every transaction of the data source.
+///
+/// [`ErrorClass::OutcomeUnknown`]: tegu_tx::ErrorClass::OutcomeUnknown
+/// [`ErrorClass::ConnectionLost`]: tegu_tx::ErrorClass::ConnectionLost
 ///
 /// # Examples
 ///
@@ -87,6 +105,9 @@ pub struct Database<DB: sqlx::Database> {
     /// The custom setting each transaction sets to the scope's tenant (`tenant_setting`):
     /// PostgreSQL only.
     tenant_setting: Option<Arc<str>>,
+    /// A `COMMIT` whose answer is lost is resolved against the database (`resolve_commits`):
+    /// PostgreSQL only.
+    resolve_commits: bool,
 }
 
 /// The configuration section of a [`Database`].
@@ -101,6 +122,9 @@ struct Settings {
     /// tenant, for row-level security policies.
     #[serde(default)]
     tenant_setting: Option<String>,
+    /// PostgreSQL only: a `COMMIT` whose answer is lost is resolved against the database.
+    #[serde(default)]
+    resolve_commits: bool,
 }
 
 /// Why `name` is not a PostgreSQL custom setting's name: two or more parts joined by dots
@@ -141,7 +165,7 @@ impl<DB: Backend> Database<DB> {
     /// On PostgreSQL, [`with_tenant_setting`](Database::with_tenant_setting) gives it the
     /// `tenant_setting` of a data source built from configuration.
     pub fn new(name: impl Into<String>, pool: Pool<DB>, transactions: Arc<Transactions>) -> Self {
-        Database { name: name.into(), pool, transactions, tenant_setting: None }
+        Database { name: name.into(), pool, transactions, tenant_setting: None, resolve_commits: false }
     }
 
     /// A data source named `name`, its settings in the configuration section `section`
@@ -205,6 +229,20 @@ impl<DB: Backend> Database<DB> {
                 Some(Arc::from(setting))
             }
         };
+        if settings.resolve_commits && !DB::TX_SETTINGS {
+            let key = format!("{section}.resolve_commits");
+            return Err(DiError::ConfigInvalid {
+                origin: r.config().origin(&key),
+                key,
+                section: std::any::type_name::<Settings>(),
+                message: format!(
+                    "`resolve_commits` is PostgreSQL-only (a COMMIT's answer lost on the network), and this data \
+                     source is {}, whose commits cannot lose their answer: remove the key",
+                    DB::NAME
+                ),
+            });
+        }
+        let resolve_commits = settings.resolve_commits;
         let transactions = r.arc::<Transactions>(0)?;
         let name = r.object_name().to_owned();
         Ok(async move {
@@ -216,7 +254,7 @@ impl<DB: Backend> Database<DB> {
                 options = options.acquire_timeout(Duration::from_millis(ms));
             }
             let pool = options.connect(&settings.url).await.map_err(|e| format!("connecting to `{name}`: {e}"))?;
-            Ok(Database { name, pool, transactions, tenant_setting })
+            Ok(Database { name, pool, transactions, tenant_setting, resolve_commits })
         })
     }
 
@@ -311,7 +349,7 @@ impl<DB: Backend> TxSource for Database<DB> {
     /// (read here, in the task of the method that begins it), or to `''` without one.
     fn begin(&self) -> TxFuture<'_, Box<dyn TxConn>> {
         let setting = self.tenant_setting.as_ref().map(|name| (Arc::clone(name), current_tenant_key()));
-        DB::begin(&self.pool, setting)
+        DB::begin(&self.pool, setting, self.resolve_commits)
     }
 
     fn one_at_a_time(&self) -> bool {
@@ -325,6 +363,7 @@ impl<DB: sqlx::Database> std::fmt::Debug for Database<DB> {
             .field("name", &self.name)
             .field("database", &DB::NAME)
             .field("tenant_setting", &self.tenant_setting)
+            .field("resolve_commits", &self.resolve_commits)
             .finish_non_exhaustive()
     }
 }
@@ -436,6 +475,37 @@ impl Database<sqlx::Postgres> {
         }
         self.tenant_setting = Some(Arc::from(name));
         Ok(self)
+    }
+
+    /// This data source with `resolve_commits` on or off: a `COMMIT` whose answer is lost is
+    /// resolved against the database, at the price of a round trip per transaction (see
+    /// [A `COMMIT` whose answer is lost](Database#a-commit-whose-answer-is-lost-on-postgresql)).
+    /// For a data source built by hand; one built from configuration reads the key
+    /// `resolve_commits` of its section.
+    ///
+    /// # Examples
+    ///
+    /// ```rust,standalone_crate
+    /// use tegu_core::App;
+    /// use tegu_sqlx::{Database, Postgres};
+    /// use tegu_tx::Transactions;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = App::builder().build().await?;
+    /// let pool = sqlx::PgPool::connect_lazy("postgres://app@db.internal/app")?;
+    /// let db = Database::new("database", pool, app.get_object::<Transactions>()?).resolve_commits(true);
+    /// assert!(db.resolves_commits());
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn resolve_commits(mut self, on: bool) -> Self {
+        self.resolve_commits = on;
+        self
+    }
+
+    /// Whether a `COMMIT` whose answer is lost is resolved against the database.
+    pub fn resolves_commits(&self) -> bool {
+        self.resolve_commits
     }
 }
 

@@ -363,10 +363,14 @@ async fn a_setting_name_that_is_not_a_custom_settings_is_refused() {
 
 /// Each tenant's settings, loaded by `create` through a `#[transactional]` repository: the
 /// tenant's notes, as its own transaction sees them.
+#[derive(Debug)]
 pub struct TenantNotes {
+    /// The notes.
     notes: Vec<(String, String)>,
 }
 
+/// Loads each tenant's notes.
+#[derive(Debug)]
 #[singleton_proto]
 pub struct NotesLoader {
     #[inject]
@@ -382,6 +386,8 @@ impl tegu_core::tenant::TenantObjects for NotesLoader {
     }
 }
 
+/// Reads the tenant's notes.
+#[derive(Debug)]
 #[singleton_proto]
 pub struct Dashboard {
     #[inject]

@@ -217,9 +217,16 @@ pub enum ErrorClass {
     /// began it failed, or already committed.
     Ended,
     /// The connection to the database was lost (a server that restarted, a network that
-    /// failed). If it was lost during a `COMMIT`, whether the transaction was saved is
-    /// unknown.
+    /// failed) before the transaction could be saved: nothing of it is. Lost during a
+    /// `COMMIT`, the outcome is [`OutcomeUnknown`](Self::OutcomeUnknown) instead, unless the
+    /// adapter asked the database and learnt that the transaction was rolled back (tegu-sqlx
+    /// on PostgreSQL with `resolve_commits`).
     ConnectionLost,
+    /// The `COMMIT` was sent and its answer never came (the connection lost meanwhile): the
+    /// transaction may have been saved or not, and the database could not say in time. Never
+    /// retryable: running it again may store it twice. Read the data to learn what happened,
+    /// or make the work idempotent.
+    OutcomeUnknown,
     /// A rule of `#[transactional]` was broken, or the data source is not in the App: a fault
     /// of the code, not of the database.
     Usage,
@@ -229,12 +236,14 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Whether running the whole transaction again may succeed: [`SerializationFailure`],
-    /// [`Deadlock`], [`Busy`] and [`ConnectionLost`].
+    /// [`Deadlock`], [`Busy`] and [`ConnectionLost`]. Never [`OutcomeUnknown`]: a transaction
+    /// whose `COMMIT` may have been applied is not run again blindly.
     ///
     /// [`SerializationFailure`]: Self::SerializationFailure
     /// [`Deadlock`]: Self::Deadlock
     /// [`Busy`]: Self::Busy
     /// [`ConnectionLost`]: Self::ConnectionLost
+    /// [`OutcomeUnknown`]: Self::OutcomeUnknown
     pub fn retryable(self) -> bool {
         matches!(self, Self::SerializationFailure | Self::Deadlock | Self::Busy | Self::ConnectionLost)
     }

@@ -4,6 +4,8 @@
 //! inside the transaction, before the `COMMIT`, and a failure there rolls the transaction back
 //! and fails the request. With a data source whose transactions journal what is done in them.
 
+#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
+
 use std::any::Any;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -2,6 +2,8 @@
 //! the request begins meanwhile is not its (its statements run outside any, each committed on
 //! its own), as a `required` method keeps the transaction it joined.
 
+#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
+
 use std::any::Any;
 use std::sync::{Arc, Mutex};
 
