@@ -160,3 +160,66 @@ async fn a_before_commit_handler_that_fails_while_the_commit_waits_rolls_the_req
     assert!(failed.is_err(), "the request was acknowledged: {failed:?}");
     assert_eq!(*journal.lock().unwrap(), ["BEGIN", "write order", "write payment", "write ledger", "ROLLBACK"]);
 }
+
+/// What a task spawned in a method did.
+pub struct Shipped;
+
+#[singleton_proto]
+pub struct Shipping {
+    #[inject]
+    transactions: Arc<Transactions>,
+    #[inject]
+    events: Arc<EventBus>,
+    #[inject]
+    seen: Arc<Seen>,
+}
+
+#[singleton_proto]
+#[derive(Default)]
+pub struct Seen {
+    lines: Mutex<Vec<String>>,
+}
+
+#[handlers]
+impl Seen {
+    #[event_handler]
+    async fn shipped(&self, _: &Shipped) {
+        self.lines.lock().unwrap().push("after_commit".into());
+    }
+
+    #[event_handler(after_rollback)]
+    async fn not_shipped(&self, _: &Shipped) {
+        self.lines.lock().unwrap().push("after_rollback".into());
+    }
+}
+
+impl Shipping {
+    /// A transaction of its own that fails after a task it spawned emitted and wrote.
+    #[transactional(requires_new)]
+    async fn ship(&self) -> Result<(), TxError> {
+        let (transactions, events) = (Arc::clone(&self.transactions), Arc::clone(&self.events));
+        let task = tegu_core::spawn(async move {
+            let in_methods = transactions.current("journal").is_some();
+            events.emit(Shipped);
+            in_methods
+        });
+        let task_saw_the_methods_transaction = task.await.unwrap();
+        self.seen.lines.lock().unwrap().push(format!("task in the transaction: {task_saw_the_methods_transaction}"));
+        Err(TxError::Ended { data_source: "journal".into(), how: "the method gives up" })
+    }
+}
+
+/// `tegu_core::spawn` carries the scope into a task, not the method's transaction: the task's
+/// statements and events are the request's (its scope's transaction, its completion), whatever
+/// the method's transaction does. Work that must be the method's is awaited in the method.
+#[tokio::test]
+async fn a_task_spawned_in_a_method_is_the_requests_not_the_methods_transactions() {
+    let journal = Journal::default();
+    let app = app(&journal).await;
+    let shipping = app.get_object::<Shipping>().unwrap();
+    app.try_run_in_context(async { shipping.ship().await.unwrap_err() }).await.unwrap();
+    app.shutdown().await.unwrap();
+    assert_eq!(journal.lock().unwrap()[..], ["BEGIN", "ROLLBACK"]);
+    let seen = app.get_object::<Seen>().unwrap();
+    assert_eq!(*seen.lines.lock().unwrap(), ["task in the transaction: false", "after_commit"]);
+}
