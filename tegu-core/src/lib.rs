@@ -374,6 +374,7 @@ pub mod __private {
     pub use crate::reload::ConfigRef;
     #[cfg(feature = "schedule")]
     pub use crate::schedule::{ScheduleDescriptor, When};
+    pub use crate::scope::carry::{CarriedValue, Carrier};
     pub use crate::tenant::TenantRef;
     pub use crate::{
         ContextProto, ContextRef, DiError, Keyed, Proto, ProtoDef, Provider, Resolver, SingletonProto, TransientProto,

@@ -103,6 +103,38 @@ tokio::task_local! {
     static FRAMES: Option<Arc<Frame>>;
 }
 
+/// What a task spawned in a method (`tegu_core::spawn`, `spawn_blocking`) carries: the frames
+/// of the methods in progress, so that it is part of their work (its statements run in their
+/// transactions, within their savepoints), counted as running in each of those transactions
+/// until it ends (their commits wait for it).
+struct Carried {
+    frames: Arc<Frame>,
+    _running: Vec<crate::tx::Active>,
+}
+
+tegu_core::__private::inventory::submit! {
+    tegu_core::__private::Carrier { capture: carry, enter: |value, f| match value.downcast_ref::<Carried>() {
+        Some(carried) => FRAMES.sync_scope(Some(Arc::clone(&carried.frames)), f),
+        None => f(),
+    } }
+}
+
+/// The calling task's frames, for a task it spawns.
+fn carry() -> Option<tegu_core::__private::CarriedValue> {
+    let frames = FRAMES.try_with(Clone::clone).ok().flatten()?;
+    let mut running: Vec<crate::tx::Active> = Vec::new();
+    let mut frame = Some(&frames);
+    while let Some(f) = frame {
+        if let At::Tx(tx) = &f.at
+            && !running.iter().any(|r| r.is(tx))
+        {
+            running.push(tx.enter());
+        }
+        frame = f.outer.as_ref();
+    }
+    Some(Arc::new(Carried { frames, _running: running }))
+}
+
 /// The innermost transaction of data source `source` of owner `owner` among the calling
 /// task's methods in progress, or the innermost method's word that it runs outside any.
 pub(crate) fn innermost(owner: Owner, source: &str) -> Innermost {

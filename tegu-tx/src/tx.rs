@@ -376,6 +376,13 @@ impl Drop for Tx {
 /// A method running in a transaction ([`Tx::enter`]): its commit waits for it.
 pub(crate) struct Active(Arc<Tx>);
 
+impl Active {
+    /// Whether it counts `tx`.
+    pub(crate) fn is(&self, tx: &Arc<Tx>) -> bool {
+        Arc::ptr_eq(&self.0, tx)
+    }
+}
+
 impl Drop for Active {
     fn drop(&mut self) {
         self.0.active.fetch_sub(1, Ordering::AcqRel);

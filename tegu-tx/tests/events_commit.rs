@@ -2,7 +2,8 @@
 //! transaction from another task of the request emits after the completion phase has begun
 //! (the handler returned, the commit waits for the method). Its `before_commit` handler runs
 //! inside the transaction, before the `COMMIT`, and a failure there rolls the transaction back
-//! and fails the request. With a data source whose transactions journal what is done in them.
+//! and fails the request. A task spawned in a method is part of the method's transaction. With
+//! a data source whose transactions journal what is done in them.
 
 #![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
 
@@ -209,11 +210,10 @@ impl Shipping {
     }
 }
 
-/// `tegu_core::spawn` carries the scope into a task, not the method's transaction: the task's
-/// statements and events are the request's (its scope's transaction, its completion), whatever
-/// the method's transaction does. Work that must be the method's is awaited in the method.
+/// A task spawned in a method (`tegu_core::spawn`) is part of the method's work: its
+/// statements run in the method's transaction and its events follow it (here, rolled back).
 #[tokio::test]
-async fn a_task_spawned_in_a_method_is_the_requests_not_the_methods_transactions() {
+async fn a_task_spawned_in_a_method_is_part_of_the_methods_transaction() {
     let journal = Journal::default();
     let app = app(&journal).await;
     let shipping = app.get_object::<Shipping>().unwrap();
@@ -221,5 +221,42 @@ async fn a_task_spawned_in_a_method_is_the_requests_not_the_methods_transactions
     app.shutdown().await.unwrap();
     assert_eq!(journal.lock().unwrap()[..], ["BEGIN", "ROLLBACK"]);
     let seen = app.get_object::<Seen>().unwrap();
-    assert_eq!(*seen.lines.lock().unwrap(), ["task in the transaction: false", "after_commit"]);
+    assert_eq!(*seen.lines.lock().unwrap(), ["task in the transaction: true", "after_rollback"]);
+}
+
+impl Payments {
+    /// A savepoint whose method awaits a task it spawned, which writes in the transaction.
+    #[transactional(nested)]
+    async fn audit_in_a_task(self: &Arc<Self>) -> Result<(), TxError> {
+        let me = Arc::clone(self);
+        tegu_core::spawn(async move { me.audit_step().await }).await.unwrap()
+    }
+
+    #[transactional(nested)]
+    async fn audit_step(&self) -> Result<(), TxError> {
+        write(&self.transactions, "audit").await
+    }
+}
+
+/// A `nested` method that awaits a task it spawned, whose statements use the transaction: the
+/// task holds the method's savepoint (statements of other tasks wait for a savepoint to end,
+/// and this one's method waits for the task), so both finish.
+#[tokio::test]
+async fn a_savepoints_method_awaiting_a_task_that_writes_does_not_wait_for_itself() {
+    let journal = Journal::default();
+    let app = app(&journal).await;
+    let payments = app.get_object::<Payments>().unwrap();
+    let done = tokio::time::timeout(
+        Duration::from_secs(5),
+        app.try_run_in_context(async {
+            payments.order().await.unwrap();
+            payments.audit_in_a_task().await.unwrap();
+        }),
+    )
+    .await;
+    done.expect("the method waited for its own task").unwrap();
+    assert_eq!(
+        *journal.lock().unwrap(),
+        ["BEGIN", "write order", "SAVEPOINT", "SAVEPOINT", "write audit", "RELEASE", "RELEASE", "COMMIT"]
+    );
 }

@@ -28,6 +28,18 @@ tokio::task_local! {
     static HOLD: Arc<Items>;
 }
 
+// A task spawned in a unit of work (`tegu_core::spawn` in a `#[transactional]` method) is part
+// of it: the events it emits are held by the unit's hold.
+inventory::submit! {
+    crate::scope::carry::Carrier {
+        capture: || HOLD.try_with(|items| Arc::clone(items) as crate::scope::carry::CarriedValue).ok(),
+        enter: |value, f| match Arc::clone(value).downcast::<Items>() {
+            Ok(items) => HOLD.sync_scope(items, f),
+            Err(_) => f(),
+        },
+    }
+}
+
 /// Holds the events emitted inside a unit of work smaller than its context scope (a
 /// transaction of a method's own, a savepoint) until it ends, so that they follow its outcome:
 /// its [`prepare`](Self::prepare) runs their `before_commit` handlers and sends those an

@@ -574,9 +574,11 @@ where
             let guard = PendingGuard::new(shared.clone());
             // In the span it was spawned in: its log lines carry the request's fields.
             let span = tracing::Span::current();
+            let carried = super::carry::Carried::capture();
             tokio::spawn(async move {
                 let _guard = guard;
-                tracing::Instrument::instrument(scoped(ScopeHandle::joining(shared), fut), span).await
+                let work = carried.run(scoped(ScopeHandle::joining(shared), fut));
+                tracing::Instrument::instrument(work, span).await
             })
         }
         None => tokio::spawn(fut),
@@ -618,9 +620,10 @@ where
             // pool has no default subscriber of its own where the spawning thread set one
             // (`with_default`): the span's subscriber is its default meanwhile.
             let span = tracing::Span::current();
+            let carried = super::carry::Carried::capture();
             tokio::task::spawn_blocking(move || {
                 let _guard = guard;
-                let run = || span.in_scope(|| CURRENT.enter(&ScopeHandle::joining(shared), f));
+                let run = || span.in_scope(|| carried.enter(|| CURRENT.enter(&ScopeHandle::joining(shared), f)));
                 match span.with_subscriber(|(_, dispatch)| dispatch.clone()) {
                     Some(dispatch) => tracing::dispatcher::with_default(&dispatch, run),
                     None => run(),
