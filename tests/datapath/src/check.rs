@@ -571,7 +571,13 @@ fn allowed(s: &Scenario) -> Allowed {
     }
     let cuts = s.faults.iter().any(|f| matches!(f, Fault::CutCommit { .. } | Fault::Stop { .. }));
     if cuts {
-        classes.extend([ErrorClass::ConnectionLost, ErrorClass::Aborted, ErrorClass::Ended, ErrorClass::Other]);
+        classes.extend([
+            ErrorClass::ConnectionLost,
+            ErrorClass::OutcomeUnknown,
+            ErrorClass::Aborted,
+            ErrorClass::Ended,
+            ErrorClass::Other,
+        ]);
         texts.push("connection");
     }
     if ops.iter().any(|op| matches!(op, Op::ActAs { .. })) {

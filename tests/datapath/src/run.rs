@@ -151,6 +151,7 @@ fn run_number() -> i64 {
 /// Where a run's pieces are: its SQLite file or PostgreSQL, its in-memory broker.
 struct Place {
     db: Db,
+    seed: u64,
     sqlite: Option<PathBuf>,
     broker: MemoryBroker,
     pg: Option<&'static PgEnv>,
@@ -179,15 +180,21 @@ pub fn run(scenario: &Scenario) -> Result<Observed, String> {
             std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
             Place {
                 db: Db::Sqlite,
+                seed: scenario.seed,
                 sqlite: Some(dir.join("db.sqlite")),
                 broker: MemoryBroker::new(),
                 pg: None,
                 _dir: Some(TempDir(dir)),
             }
         }
-        Db::Postgres => {
-            Place { db: Db::Postgres, sqlite: None, broker: MemoryBroker::new(), pg: Some(PgEnv::get()?), _dir: None }
-        }
+        Db::Postgres => Place {
+            db: Db::Postgres,
+            seed: scenario.seed,
+            sqlite: None,
+            broker: MemoryBroker::new(),
+            pg: Some(PgEnv::get()?),
+            _dir: None,
+        },
     };
     let recorder = Recorder::new(run);
     let mut requests = vec![Outcome::Unknown; scenario.requests.len()];
@@ -333,7 +340,7 @@ async fn build(place: &Place, recorder: &Recorder, instance: u8, generation: usi
                 .await
                 .map_err(|e| format!("connecting to PostgreSQL: {e}"))?;
             builder = builder
-                .register(pg_data_source(pool))
+                .register(pg_data_source(pool, resolves_commits(place.seed)))
                 .link::<OutboxTable<Postgres>>()
                 .register(tegu_nats::JetStream::proto())
                 .config_value("nats.url", pg.nats.clone())
@@ -356,10 +363,17 @@ where
         .provides::<Database<DB>, dyn TxSource>(|db| db)
 }
 
+/// Whether the PostgreSQL data source of the scenario of `seed` resolves a lost `COMMIT`
+/// answer (`resolve_commits`): every other seed, so that both ways are checked.
+pub fn resolves_commits(seed: u64) -> bool {
+    seed.is_multiple_of(2)
+}
+
 /// The PostgreSQL data source, with the tenant as the transactions' `app.tenant`.
-fn pg_data_source(pool: sqlx::PgPool) -> ProtoDef {
+fn pg_data_source(pool: sqlx::PgPool, resolve: bool) -> ProtoDef {
     ProtoDef::singleton::<Database<Postgres>>(move |r| {
-        Database::new(SOURCE, pool.clone(), r.arc::<Transactions>(0)?).with_tenant_setting("app.tenant")
+        let db = Database::new(SOURCE, pool.clone(), r.arc::<Transactions>(0)?).resolve_commits(resolve);
+        db.with_tenant_setting("app.tenant")
     })
     .name(SOURCE)
     .dep(Dependency::new::<Transactions>(InjectKind::Arc, None))
@@ -563,7 +577,7 @@ async fn one_request(app: App, index: u16, request: Request) -> Outcome {
 
 /// Whether `class` says that a commit's outcome is not known.
 pub fn unknown_outcome(class: ErrorClass) -> bool {
-    format!("{class:?}") == "OutcomeUnknown"
+    class == ErrorClass::OutcomeUnknown
 }
 
 /// The class of the transaction error behind a completion phase's failure.

@@ -239,7 +239,12 @@ impl Scenario {
 
 impl fmt::Display for Scenario {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "scenario seed {} on {:?}, {} instance(s)", self.seed, self.db, self.instances)?;
+        let resolve = if self.db == Db::Postgres && crate::run::resolves_commits(self.seed) {
+            " (resolve_commits on)"
+        } else {
+            ""
+        };
+        writeln!(f, "scenario seed {} on {:?}{resolve}, {} instance(s)", self.seed, self.db, self.instances)?;
         for fault in &self.faults {
             writeln!(f, "  fault {fault:?}")?;
         }
