@@ -346,19 +346,30 @@ impl<F: TenantObjects> Cache<F> {
     /// Runs `create` for `tenant` in a scope of the App of its own, seeded with the tenant (and
     /// nothing of the request whose read started it): its context objects, a transaction a
     /// `#[transactional]` method begins there (with the tenant's setting), committed in the
-    /// scope's completion phase. A failed completion fails the build. Outside a built App (its
-    /// handle gone), `create` runs as it is.
+    /// scope's completion phase. A failed completion fails the build, and the object `create`
+    /// made is destroyed. Outside a built App (its handle gone), `create` runs as it is.
     async fn create(&self, tenant: &Tenant) -> Result<F::Object, BoxError> {
         let Some(app) = self.app.get().and_then(Weak::upgrade) else {
             return catch_future(self.objects.create(tenant)).await;
         };
         let lineage = crate::lineage::Lineage::new().with(tenant.clone());
         let seeds = crate::scope::lineage::seeds(&app, &lineage);
-        let made = crate::scope::end::run(app, seeds, catch_future(self.objects.create(tenant))).try_complete().await;
-        match made {
-            Ok(made) => made,
-            Err(error) => Err(Box::new(error)),
-        }
+        let build = async {
+            let made = match catch_future(self.objects.create(tenant)).await {
+                Ok(made) => made,
+                Err(error) => {
+                    // Nothing of it is kept: its events go to their `after_rollback` handlers.
+                    crate::scope::handle::fail_current();
+                    return Err(error);
+                }
+            };
+            if let Err(error) = crate::scope::end::complete_scope().await {
+                destroy(&*self.objects, tenant.clone(), Arc::new(made)).await;
+                return Err(Box::new(error) as BoxError);
+            }
+            Ok(made)
+        };
+        crate::scope::end::run(app, seeds, build).await
     }
 
     /// Shutdown: refuses new reads and builds, stops the sweep, destroys every object still

@@ -164,3 +164,56 @@ async fn shutdown_destroys_every_cached_tenant_while_an_evicted_ones_destroy_is_
     assert!(matches!(stopped, Err(DiError::StopTimeout { .. })), "{stopped:?}");
     assert_eq!(objects.destroyed.load(Ordering::SeqCst), 20);
 }
+
+/// A unit of work whose commit fails.
+#[context_proto(complete = commit)]
+#[derive(Default)]
+pub struct FailingUnit;
+
+impl FailingUnit {
+    async fn commit(&self) -> Result<(), BoxError> {
+        Err("the commit failed".into())
+    }
+}
+
+/// Tenant objects built in a unit of work whose commit fails, counting their destroys.
+#[singleton_proto]
+pub struct Doomed {
+    #[inject]
+    unit: ContextRef<FailingUnit>,
+    destroyed: AtomicUsize,
+}
+
+impl TenantObjects for Doomed {
+    type Object = ();
+
+    async fn create(&self, _: &Tenant) -> Result<(), BoxError> {
+        self.unit.try_get()?;
+        Ok(())
+    }
+
+    async fn destroy(&self, _: &Tenant, _: Arc<()>) -> Result<(), BoxError> {
+        self.destroyed.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+#[singleton_proto]
+pub struct DoomedHolder {
+    #[inject]
+    objects: TenantRef<Doomed>,
+}
+
+/// A `create` whose scope's commit fails fails the read, and what it made is destroyed, not
+/// dropped unseen.
+#[tokio::test]
+async fn a_create_whose_scope_fails_to_commit_fails_the_read_and_destroys_what_it_made() {
+    let app = App::builder().build().await.unwrap();
+    let holder = app.get_object::<DoomedHolder>().unwrap();
+    let read = app.scope().tenant("acme").unwrap().run(async { holder.objects.get().await }).await;
+    let error = read.expect_err("the build's commit failed");
+    assert!(error.to_string().contains("the commit failed"), "{error}");
+    assert_eq!(app.get_object::<Doomed>().unwrap().destroyed.load(Ordering::SeqCst), 1);
+    app.shutdown().await.unwrap();
+    assert_eq!(app.get_object::<Doomed>().unwrap().destroyed.load(Ordering::SeqCst), 1, "destroyed once");
+}
