@@ -561,8 +561,13 @@ fn allowed(s: &Scenario) -> Allowed {
         classes.push(ErrorClass::Other);
         texts.push("handler");
     }
-    let concurrent =
-        s.instances > 1 || s.requests.iter().any(|r| r.overlap) || ops.iter().any(|op| matches!(op, Op::Spawn { .. }));
+    // On SQLite, one writer at a time: another instance, an overlapping request, a task of the
+    // request, or the connections of a stopped process not yet closed may hold the write lock
+    // past the busy timeout.
+    let concurrent = s.instances > 1
+        || s.requests.iter().any(|r| r.overlap)
+        || ops.iter().any(|op| matches!(op, Op::Spawn { .. }))
+        || s.faults.iter().any(|f| matches!(f, Fault::Stop { .. }));
     if s.faults.iter().any(|f| matches!(f, Fault::Busy { .. } | Fault::PoolExhausted { .. }))
         || (s.db == Db::Sqlite && concurrent)
     {

@@ -582,8 +582,13 @@ pub fn unknown_outcome(class: ErrorClass) -> bool {
 
 /// The class of the transaction error behind a completion phase's failure.
 pub fn class_of(error: &DiError) -> Option<ErrorClass> {
+    type Shared = Arc<dyn std::error::Error + Send + Sync + 'static>;
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(e) = source {
+    while let Some(mut e) = source {
+        // A source held in an `Arc` (as `DiError`'s are) shows as the `Arc`: look inside.
+        while let Some(inner) = e.downcast_ref::<Shared>() {
+            e = &**inner;
+        }
         if let Some(tx) = e.downcast_ref::<TxError>() {
             return Some(tx.class());
         }

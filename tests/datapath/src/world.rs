@@ -368,9 +368,15 @@ impl Worker {
                 let builder = builder.map_err(|e| Failure::Di(e.to_string()))?;
                 let inner = Cx { scope, ..cx.clone() };
                 let worker = Arc::clone(self);
-                let ran = std::panic::AssertUnwindSafe(builder.try_run(async move { worker.exec(body, inner).await }))
-                    .catch_unwind()
-                    .await;
+                let work = async move {
+                    let done = worker.exec(body, inner).await;
+                    // As a handler answering a failure does: the scope's work is not kept.
+                    if done.is_err() {
+                        tegu_core::scope::fail_scope();
+                    }
+                    done
+                };
+                let ran = std::panic::AssertUnwindSafe(builder.try_run(work)).catch_unwind().await;
                 let outcome = match &ran {
                     Ok(Ok(Ok(()))) => Outcome::Ok,
                     Ok(Ok(Err(_))) => Outcome::Failed,
@@ -398,7 +404,11 @@ impl Worker {
                         Ok(())
                     }
                     Err(e) => {
-                        self.rec.error_text(cx.request, format!("reading the tenant's object: {e}"));
+                        let text = format!("reading the tenant's object: {e}");
+                        match crate::run::class_of(&e) {
+                            Some(class) => self.rec.error(cx.request, class, text),
+                            None => self.rec.error_text(cx.request, text),
+                        }
                         Err(Failure::Di(e.to_string()))
                     }
                 }
