@@ -18,7 +18,12 @@ use tegu_tx::{ErrorClass, Transactions, TxError, TxSource, transactional};
 pub struct Orders {
     #[inject]
     db: Arc<Database<Postgres>>,
+    #[inject]
+    events: Arc<tegu_core::events::EventBus>,
 }
+
+/// Emitted with each order.
+pub struct Placed;
 
 impl Orders {
     /// Stores an order in a transaction of its own, committed before it returns.
@@ -26,7 +31,28 @@ impl Orders {
     pub async fn place(&self) -> Result<(), TxError> {
         let mut conn = self.db.conn().await?;
         let done = sqlx::query("INSERT INTO orders (n) VALUES (1)").execute(&mut *conn).await;
+        self.events.emit(Placed);
         done.map(drop).map_err(|e| self.db.error("storing an order", e))
+    }
+}
+
+/// What the handlers of `Placed` were told.
+#[singleton_proto]
+#[derive(Default)]
+pub struct Told {
+    lines: std::sync::Mutex<Vec<&'static str>>,
+}
+
+#[tegu_core::handlers]
+impl Told {
+    #[event_handler]
+    async fn committed(&self, _: &Placed) {
+        self.lines.lock().unwrap().push("after_commit");
+    }
+
+    #[event_handler(after_rollback)]
+    async fn rolled_back(&self, _: &Placed) {
+        self.lines.lock().unwrap().push("after_rollback");
     }
 }
 
@@ -95,6 +121,8 @@ async fn a_commit_whose_answer_is_lost_is_an_unknown_outcome_never_retried() {
     assert!(!failed.class().retryable());
     assert_eq!(stored(&admin).await, 1, "applied once, never run again");
     app.shutdown().await.unwrap();
+    // Neither handler is told a state that may be false.
+    assert!(app.get_object::<Told>().unwrap().lines.lock().unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -106,6 +134,7 @@ async fn with_resolve_commits_a_commit_whose_answer_is_lost_succeeds_once_applie
     assert_eq!(proxy.cuts().len(), 1, "the answer was cut");
     assert_eq!(stored(&admin).await, 1);
     app.shutdown().await.unwrap();
+    assert_eq!(*app.get_object::<Told>().unwrap().lines.lock().unwrap(), ["after_commit"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -117,4 +146,7 @@ async fn with_resolve_commits_a_commit_that_never_reached_the_server_is_retried_
     assert!(failed.class().retryable());
     assert_eq!(stored(&admin).await, 1, "rolled back, then stored by the retry");
     app.shutdown().await.unwrap();
+    let mut told = app.get_object::<Told>().unwrap().lines.lock().unwrap().clone();
+    told.sort();
+    assert_eq!(told, ["after_commit", "after_rollback"], "the first rolled back, the retry committed");
 }

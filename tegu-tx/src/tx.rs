@@ -229,7 +229,11 @@ impl Tx {
             self.database("committing", error)
         });
         drop(state);
-        self.events.release(committed.is_ok());
+        match &committed {
+            // Committed or not, the database may say; the handlers cannot be told either.
+            Err(error) if error.class() == crate::ErrorClass::OutcomeUnknown => self.events.release_unknown(),
+            _ => self.events.release(committed.is_ok()),
+        }
         committed
     }
 

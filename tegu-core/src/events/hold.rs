@@ -174,6 +174,29 @@ impl EventHold {
         }
     }
 
+    /// The unit's outcome is unknown (its commit was sent and its answer lost): its events go
+    /// to no handler, neither `after_commit` nor `after_rollback` (either could be false); what
+    /// an event transport wrote in the unit (an outbox row) follows the database's outcome. An
+    /// error names how many events were held.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::events::EventHold;
+    ///
+    /// let hold = EventHold::new();
+    /// hold.release_unknown(); // nothing held: nothing logged
+    /// ```
+    pub fn release_unknown(&self) {
+        let items = std::mem::take(&mut *self.items.lock());
+        if !items.is_empty() {
+            tracing::error!(
+                events = items.len(),
+                "the outcome of a unit of work is unknown (its commit's answer was lost): its events go to no handler"
+            );
+        }
+    }
+
     /// The unit ended inside `outer` (a savepoint released in its transaction): its events
     /// are held by `outer` from now on, to follow its outcome.
     pub fn hand_to(&self, outer: &EventHold) {
