@@ -101,6 +101,9 @@ struct Model<'a> {
     scopes: BTreeMap<u32, Outcome>,
     /// Transactions' outcomes as the database tells them: `Some(true)` committed.
     tx_outcome: BTreeMap<u32, Option<bool>>,
+    /// Transactions whose commit's answer was lost (the code was told the outcome is unknown):
+    /// their events go to no handler.
+    tx_unknown: BTreeSet<u32>,
     violations: Vec<Violation>,
 }
 
@@ -116,7 +119,8 @@ impl<'a> Model<'a> {
                 scopes.insert(scope.id, scope.outcome);
             }
         }
-        Model { scenario, o, rows, scopes, tx_outcome: BTreeMap::new(), violations: Vec::new() }
+        let (tx_outcome, tx_unknown) = (BTreeMap::new(), BTreeSet::new());
+        Model { scenario, o, rows, scopes, tx_outcome, tx_unknown, violations: Vec::new() }
     }
 
     fn v(&mut self, invariant: &'static str, detail: String) {
@@ -221,6 +225,10 @@ impl<'a> Model<'a> {
         let unknown = |c: &CallObs| matches!(c.result, Some(Err(Some(class))) if unknown_outcome(class));
         let failed = |c: &CallObs| !ok(c) && !unknown(c) && (c.result.is_some() || c.panicked);
         let scope = self.scopes.get(&first.scope).copied().unwrap_or(Outcome::Unknown);
+        let own = first.prop == Prop::RequiresNew || first.detached;
+        if (own && unknown(first)) || (!own && scope == Outcome::Unknown) {
+            self.tx_unknown.insert(tx);
+        }
         let what = format!(
             "transaction {tx}, begun by call {} ({:?}, request {}, scope {})",
             first.id, first.prop, first.request, first.scope
@@ -323,9 +331,14 @@ impl<'a> Model<'a> {
                 }
             }
             let bc_row = format!("b{}", e.id);
+            // The code was told its unit's outcome is unknown: its handlers get nothing.
+            let untold = e.tx.is_some_and(|tx| self.tx_unknown.contains(&tx));
             match fate {
                 Some(true) => {
-                    if e.spec.before_commit != Behave::Ok {
+                    // Emitted outside any transaction on a detached task: perhaps after its
+                    // scope's completion phase, where its handlers run at once (documented).
+                    let late = e.tx.is_none() && e.detached;
+                    if e.spec.before_commit != Behave::Ok && !late {
                         self.v(
                             "before-commit-failure-rolls-back",
                             format!(
@@ -351,7 +364,7 @@ impl<'a> Model<'a> {
                                 format!("{name}: committed, handled by instances {reached:?} of {instances:?}"),
                             );
                         }
-                    } else if after.len() != 1 {
+                    } else if after.len() != 1 && !(untold && after.is_empty()) {
                         self.v(
                             "after-commit-once",
                             format!("{name}: committed, its after_commit handler ran {} times", after.len()),
@@ -365,7 +378,7 @@ impl<'a> Model<'a> {
                             format!("{name}: rolled back, and its after_commit handler ran {} times", after.len()),
                         );
                     }
-                    if rollback.len() != 1 && !self.stopped_around(e.scope) {
+                    if rollback.len() != 1 && !self.stopped_around(e.scope) && !(untold && rollback.is_empty()) {
                         self.v(
                             "after-rollback-once",
                             format!("{name}: rolled back, its after_rollback handler ran {} times", rollback.len()),
@@ -567,7 +580,10 @@ fn allowed(s: &Scenario) -> Allowed {
     let concurrent = s.instances > 1
         || s.requests.iter().any(|r| r.overlap)
         || ops.iter().any(|op| matches!(op, Op::Spawn { .. }))
-        || s.faults.iter().any(|f| matches!(f, Fault::Stop { .. }));
+        || s.faults.iter().any(|f| matches!(f, Fault::Stop { .. }))
+        // A scope of its own (a nested one, a tenant's create) writes while the request's
+        // transaction holds the lock: it waits for it (documented).
+        || ops.iter().any(|op| matches!(op, Op::ActAs { .. } | Op::TenantObject));
     if s.faults.iter().any(|f| matches!(f, Fault::Busy { .. } | Fault::PoolExhausted { .. }))
         || (s.db == Db::Sqlite && concurrent)
     {

@@ -107,6 +107,9 @@ pub struct EmitObs {
     pub seen: Seen,
     /// Its marker row was written.
     pub marker_ok: bool,
+    /// Emitted on a detached task: perhaps after its scope's completion phase, where its
+    /// handlers run at once and a `before_commit` failure stops nothing (nothing waits).
+    pub detached: bool,
 }
 
 /// An event handler's phase.

@@ -49,10 +49,10 @@ pub struct Observed {
 }
 
 /// How long a generation may take before the run counts as hung.
-const DEADLINE: Duration = Duration::from_secs(30);
+const DEADLINE: Duration = Duration::from_secs(45);
 
 /// How long the work after the requests (handlers, the relay) may take to settle.
-const SETTLE: Duration = Duration::from_secs(10);
+const SETTLE: Duration = Duration::from_secs(25);
 
 /// SQLite's busy timeout in the scenarios, and how long a `Busy` fault holds the write lock.
 const BUSY_TIMEOUT: Duration = Duration::from_millis(250);
@@ -154,6 +154,9 @@ struct Place {
     seed: u64,
     sqlite: Option<PathBuf>,
     broker: MemoryBroker,
+    /// Each instance's handle of the in-memory broker (its durable consumer), kept from one
+    /// generation to the next as a NATS consumer's name is.
+    consumers: Vec<MemoryBroker>,
     pg: Option<&'static PgEnv>,
     _dir: Option<TempDir>,
 }
@@ -183,6 +186,7 @@ pub fn run(scenario: &Scenario) -> Result<Observed, String> {
                 seed: scenario.seed,
                 sqlite: Some(dir.join("db.sqlite")),
                 broker: MemoryBroker::new(),
+                consumers: Vec::new(),
                 pg: None,
                 _dir: Some(TempDir(dir)),
             }
@@ -192,10 +196,14 @@ pub fn run(scenario: &Scenario) -> Result<Observed, String> {
             seed: scenario.seed,
             sqlite: None,
             broker: MemoryBroker::new(),
+            consumers: Vec::new(),
             pg: Some(PgEnv::get()?),
             _dir: None,
         },
     };
+    let mut place = place;
+    place.consumers = (0..scenario.instances).map(|_| place.broker.instance()).collect();
+    let place = place;
     let recorder = Recorder::new(run);
     let mut requests = vec![Outcome::Unknown; scenario.requests.len()];
     let mut lives = Vec::new();
@@ -329,7 +337,7 @@ async fn build(place: &Place, recorder: &Recorder, instance: u8, generation: usi
             builder = builder
                 .register(data_source::<Sqlite>(pool))
                 .link::<OutboxTable<Sqlite>>()
-                .register(place.broker.instance().proto());
+                .register(place.consumers[usize::from(instance)].proto());
         }
         Db::Postgres => {
             let pg = place.pg.expect("a PostgreSQL run has its servers");

@@ -217,7 +217,10 @@ impl TenantObjects for SettingsLoader {
     type Object = Settings;
 
     async fn create(&self, tenant: &Tenant) -> Result<Settings, BoxError> {
-        let plan = self.repo.plan(tenant.key()).await.map_err(|e| e.to_string())?;
+        let plan = self.repo.plan(tenant.key()).await.map_err(|e| match e {
+            Failure::Tx(e) => Box::new(e) as BoxError,
+            other => other.to_string().into(),
+        })?;
         self.rec.tenant_created();
         Ok(Settings { tenant: tenant.key().to_owned(), plan })
     }
@@ -328,6 +331,7 @@ impl Worker {
                     scope: cx.scope,
                     seen: self.seen(),
                     marker_ok: marker.is_ok(),
+                    detached: cx.detached,
                 });
                 let run = self.rec.run();
                 if spec.external {
