@@ -939,19 +939,7 @@ impl DiError {
     /// Whether [`Busy`] is among this error's sources: the work failed for want of a resource
     /// that may come free (a failure to try again later, `503`), not for a fault.
     pub fn is_busy(&self) -> bool {
-        type Shared = Arc<dyn std::error::Error + Send + Sync + 'static>;
-        let mut error: Option<&(dyn std::error::Error + 'static)> = Some(self);
-        while let Some(mut e) = error {
-            // A source held in an `Arc` (as `DiError`'s are) shows as the `Arc`: look inside.
-            while let Some(inner) = e.downcast_ref::<Shared>() {
-                e = &**inner;
-            }
-            if e.is::<Busy>() {
-                return true;
-            }
-            error = e.source();
-        }
-        false
+        is_busy(self)
     }
 
     /// No error, one, or several as [`DiError::Multiple`] (flattened).
@@ -1042,4 +1030,22 @@ mod tests {
         assert_eq!(short_type("my_app::Notifier"), "Notifier");
         assert_eq!(short_type("alloc::vec::Vec<alloc::sync::Arc<a::B>>"), "Vec<Arc<B>>");
     }
+}
+
+/// Whether `error`, or an error it comes from, is a [`Busy`]: what [`DiError::is_busy`] asks,
+/// for any error.
+pub(crate) fn is_busy(error: &(dyn std::error::Error + 'static)) -> bool {
+    type Shared = Arc<dyn std::error::Error + Send + Sync + 'static>;
+    let mut error: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(mut e) = error {
+        // A source held in an `Arc` (as `DiError`'s are) shows as the `Arc`: look inside.
+        while let Some(inner) = e.downcast_ref::<Shared>() {
+            e = &**inner;
+        }
+        if e.is::<Busy>() {
+            return true;
+        }
+        error = e.source();
+    }
+    false
 }

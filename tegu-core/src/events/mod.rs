@@ -535,8 +535,21 @@ fn send_alone(app: &Arc<AppInner>, transport: Arc<dyn EventTransport>, event: An
     };
     let app = app.clone();
     drop(runtime.spawn(async move {
-        let sent =
-            scope::end::run_job(&app, &lineage, crate::isolate::catch_hook(|| transport.send(event, &lineage))).await;
+        // A busy database (an outbox's write waiting for a lock, a pool exhausted) passes:
+        // tried again, within the App's background-task timeout, before the event is lost.
+        let until = tokio::time::Instant::now() + app.background_timeout;
+        let mut wait = std::time::Duration::from_millis(10);
+        let sent = loop {
+            let attempt = crate::isolate::catch_hook(|| transport.send(Arc::clone(&event), &lineage));
+            let sent = scope::end::run_job(&app, &lineage, attempt).await;
+            match &sent {
+                Err(error) if crate::error::is_busy(&**error) && tokio::time::Instant::now() + wait < until => {
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(std::time::Duration::from_millis(500));
+                }
+                _ => break sent,
+            }
+        };
         if let Err(error) = &sent {
             tracing::error!(%error, "an event emitted outside a scope could not be sent by the event transport; it is lost");
         }
