@@ -1002,6 +1002,24 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
         .unwrap_or("a panic with a non-string payload")
 }
 
+/// Whether `error`, or an error it comes from, is a [`Busy`]: what [`DiError::is_busy`] asks,
+/// for any error.
+pub(crate) fn is_busy(error: &(dyn std::error::Error + 'static)) -> bool {
+    type Shared = Arc<dyn std::error::Error + Send + Sync + 'static>;
+    let mut error: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(mut e) = error {
+        // A source held in an `Arc` (as `DiError`'s are) shows as the `Arc`: look inside.
+        while let Some(inner) = e.downcast_ref::<Shared>() {
+            e = &**inner;
+        }
+        if e.is::<Busy>() {
+            return true;
+        }
+        error = e.source();
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::{closest, edit_distance, short_type};
@@ -1030,22 +1048,4 @@ mod tests {
         assert_eq!(short_type("my_app::Notifier"), "Notifier");
         assert_eq!(short_type("alloc::vec::Vec<alloc::sync::Arc<a::B>>"), "Vec<Arc<B>>");
     }
-}
-
-/// Whether `error`, or an error it comes from, is a [`Busy`]: what [`DiError::is_busy`] asks,
-/// for any error.
-pub(crate) fn is_busy(error: &(dyn std::error::Error + 'static)) -> bool {
-    type Shared = Arc<dyn std::error::Error + Send + Sync + 'static>;
-    let mut error: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(mut e) = error {
-        // A source held in an `Arc` (as `DiError`'s are) shows as the `Arc`: look inside.
-        while let Some(inner) = e.downcast_ref::<Shared>() {
-            e = &**inner;
-        }
-        if e.is::<Busy>() {
-            return true;
-        }
-        error = e.source();
-    }
-    false
 }
