@@ -107,20 +107,26 @@ impl ScopeShared {
 
     /// Runs the completion phase: first the steps of the items the scope holds (the events'
     /// `before_commit` handlers), then the completion hooks, newest object first, until one
-    /// fails: the objects left would confirm work that the scope no longer answers for. Items
-    /// held and objects with a completion hook created meanwhile (by a hook, or by another
-    /// task of the scope) get a further pass, until a pass finds none; then the phase is over,
-    /// and creating such an object is refused ([`DiError::LateCompletion`]).
+    /// fails: the objects left would confirm work that the scope no longer answers for. Objects
+    /// with a completion hook created meanwhile (by a hook, or by another task of the scope)
+    /// get a further pass, until a pass finds none; so do items held meanwhile, while no hook
+    /// has run (once one has, a commit cannot wait for them: they are released after the
+    /// phase, their steps run then, and a failure there fails nothing). Then the phase is
+    /// over, and creating such an object is refused ([`DiError::LateCompletion`]).
     /// Then releases the items the scope held with the phase's result.
     async fn complete(&self, mut objects: Vec<(usize, AnyArc)>) -> Result<(), DiError> {
+        // Once a completion hook has run (a commit), nothing can be undone: items that come
+        // later are not prepared in the phase, but released after it, as at its end.
+        let mut hooks_ran = false;
         let result = loop {
-            let mut failed = self.prepare_held().await.err();
+            let mut failed = if hooks_ran { None } else { self.prepare_held().await.err() };
             for (key, obj) in objects {
                 if failed.is_some() {
                     break;
                 }
                 let def = &self.app.graph.protos[key];
                 let hook = def.complete.as_ref().expect("only objects with a completion hook are listed");
+                hooks_ran = true;
                 if let Err(error) = def.run_hook("complete", || hook(obj)).await {
                     crate::telemetry::hook_failed("complete");
                     failed = Some(error);
@@ -132,7 +138,7 @@ impl ScopeShared {
                 break Err(error);
             }
             objects = Self::unlisted(&self.app, &mut table);
-            if objects.is_empty() && !table.held.unprepared() {
+            if objects.is_empty() && (hooks_ran || !table.held.unprepared()) {
                 table.completion = Completion::Over;
                 break Ok(());
             }
