@@ -176,7 +176,9 @@ impl<'a> Model<'a> {
         for (&tx, writes) in &by_tx {
             let mut survivors = Vec::new();
             for w in writes {
-                if w.ok && self.released(&w.calls, tx) {
+                // A detached task may outlive the savepoint of the method that spawned it: its
+                // later statements are then the transaction's.
+                if w.ok && (self.released(&w.calls, tx) || w.detached) {
                     survivors.push(*w);
                 } else if self.stored(&w.tag) {
                     let why = if w.ok { "savepoint" } else { "failed-absent" };
@@ -307,7 +309,7 @@ impl<'a> Model<'a> {
                 e.tx
             );
             for (_, h) in &before {
-                if let Some(tx) = e.tx
+                if let Some(tx) = self.hold_tx(e)
                     && h.tx != Some(tx)
                 {
                     self.v(
@@ -332,12 +334,16 @@ impl<'a> Model<'a> {
             }
             let bc_row = format!("b{}", e.id);
             // The code was told its unit's outcome is unknown: its handlers get nothing.
-            let untold = e.tx.is_some_and(|tx| self.tx_unknown.contains(&tx));
+            let held_by = self.hold_tx(e);
+            let untold = held_by.is_some_and(|tx| self.tx_unknown.contains(&tx));
+            // An external event no transaction holds is written by a statement of its own: its
+            // row is no transaction's, and may be published whatever its scope does later.
+            let own_row = e.spec.external && held_by.is_none();
             match fate {
                 Some(true) => {
                     // Emitted outside any transaction on a detached task: perhaps after its
                     // scope's completion phase, where its handlers run at once (documented).
-                    let late = e.tx.is_none() && e.detached;
+                    let late = held_by.is_none() && e.detached;
                     if e.spec.before_commit != Behave::Ok && !late {
                         self.v(
                             "before-commit-failure-rolls-back",
@@ -372,7 +378,7 @@ impl<'a> Model<'a> {
                     }
                 }
                 Some(false) => {
-                    if !after.is_empty() {
+                    if !after.is_empty() && !own_row {
                         self.v(
                             "after-commit-once",
                             format!("{name}: rolled back, and its after_commit handler ran {} times", after.len()),
@@ -394,7 +400,7 @@ impl<'a> Model<'a> {
                     }
                 }
                 None => {
-                    if !after.is_empty() && !rollback.is_empty() {
+                    if !after.is_empty() && !rollback.is_empty() && !own_row {
                         self.v(
                             "after-rollback-once",
                             format!("{name}: both its after_commit and after_rollback handlers ran"),
@@ -411,9 +417,15 @@ impl<'a> Model<'a> {
         }
     }
 
+    /// The transaction whose hold has an event: that of the innermost method around it that
+    /// runs in one (a `never` method holds nothing of its own), else none (its scope holds it).
+    fn hold_tx(&self, e: &EmitObs) -> Option<u32> {
+        e.calls.iter().rev().filter_map(|c| self.call(*c)).find_map(|c| c.inside.flatten())
+    }
+
     /// Whether an event's unit committed (`None`: not known from the database).
     fn fate(&self, e: &EmitObs) -> Option<bool> {
-        match e.tx {
+        match self.hold_tx(e) {
             Some(tx) => {
                 self.tx_outcome.get(&tx).copied().flatten().map(|committed| committed && self.released(&e.calls, tx))
             }

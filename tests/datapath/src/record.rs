@@ -34,6 +34,8 @@ pub struct WriteObs {
     pub tenant: Option<String>,
     /// The statement succeeded.
     pub ok: bool,
+    /// Written on a detached task.
+    pub detached: bool,
 }
 
 /// A `#[transactional]` call.

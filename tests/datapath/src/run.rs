@@ -49,14 +49,14 @@ pub struct Observed {
 }
 
 /// How long a generation may take before the run counts as hung.
-const DEADLINE: Duration = Duration::from_secs(45);
+const DEADLINE: Duration = Duration::from_secs(60);
 
 /// How long the work after the requests (handlers, the relay) may take to settle.
-const SETTLE: Duration = Duration::from_secs(25);
+const SETTLE: Duration = Duration::from_secs(45);
 
 /// SQLite's busy timeout in the scenarios, and how long a `Busy` fault holds the write lock.
-const BUSY_TIMEOUT: Duration = Duration::from_millis(250);
-const BUSY_HOLD: Duration = Duration::from_millis(450);
+const BUSY_TIMEOUT: Duration = Duration::from_millis(120);
+const BUSY_HOLD: Duration = Duration::from_millis(220);
 
 /// PostgreSQL's pool: its size, its acquire timeout, and how long a `PoolExhausted` fault
 /// holds every connection.
@@ -547,7 +547,7 @@ async fn one_request(app: App, index: u16, request: Request) -> Outcome {
     let builder =
         app.scope().tenant(format!("t{}", request.tenant)).and_then(|b| b.with(User(format!("u{}", request.user))));
     let Ok(builder) = builder else { return Outcome::Failed };
-    let cx = Cx { request: index, scope: u32::from(index), calls: Vec::new(), task_from: 0, detached: false };
+    let cx = Cx { request: index, scope: u32::from(index), calls: Vec::new(), detached: false };
     let Request { body, end, .. } = request;
     let work = async move {
         let done = worker.exec(&body, cx).await;

@@ -241,20 +241,10 @@ pub struct Cx {
     pub request: u16,
     /// The scope (the request's, or a nested one).
     pub scope: u32,
-    /// The calls it runs in, outermost first.
+    /// The calls it runs in, outermost first (a task spawned in a method runs in its calls).
     pub calls: Vec<u32>,
-    /// Where the calls of its own task begin in `calls` (a task spawned in a method does not
-    /// run in the method's transaction frame).
-    pub task_from: usize,
     /// It runs on a detached task.
     pub detached: bool,
-}
-
-impl Cx {
-    /// The calls around it on its own task, outermost first.
-    fn own_calls(&self) -> Vec<u32> {
-        self.calls[self.task_from.min(self.calls.len())..].to_vec()
-    }
 }
 
 /// Runs a scenario's operations.
@@ -327,7 +317,7 @@ impl Worker {
                     id,
                     spec: *spec,
                     tx: self.tx_now(),
-                    calls: cx.own_calls(),
+                    calls: cx.calls.clone(),
                     scope: cx.scope,
                     seen: self.seen(),
                     marker_ok: marker.is_ok(),
@@ -345,8 +335,9 @@ impl Worker {
             Op::Spawn { body, detached } => {
                 let worker = Arc::clone(self);
                 let body = body.clone();
+                // A task spawned in a method is part of it (tegu_core::spawn carries its frames):
+                // the calls around it stay its calls.
                 let mut inner = cx.clone();
-                inner.task_from = inner.calls.len();
                 inner.detached |= *detached;
                 let task = tegu_core::spawn(async move { worker.exec(&body, inner).await });
                 if *detached {
@@ -435,10 +426,11 @@ impl Worker {
         self.rec.wrote(WriteObs {
             tag: tag.to_owned(),
             tx,
-            calls: cx.own_calls(),
+            calls: cx.calls.clone(),
             scope: cx.scope,
             tenant: seen.tenant,
             ok: done.is_ok(),
+            detached: cx.detached,
         });
         done
     }
