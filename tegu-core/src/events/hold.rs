@@ -13,13 +13,68 @@ use crate::scope::deferred::HeldItem;
 /// An event held, and the App that emitted it.
 type Item = (Arc<AppInner>, HeldItem);
 
-/// The items a hold has, shared with the task-local that routes emitted events to it.
+/// The items a hold has, shared with the task-local that routes emitted events to it (and with
+/// tasks spawned in its unit, which may emit after it ended).
 #[derive(Default)]
-struct Items(Mutex<Vec<Item>>);
+struct Items(Mutex<State>);
+
+/// What a hold has, and where its unit's events go once it ended.
+#[derive(Default)]
+struct State {
+    held: Vec<Item>,
+    ended: Option<Ended>,
+}
+
+/// How a hold's unit ended: where an event emitted in it later goes (a task spawned in the
+/// unit, still running).
+enum Ended {
+    /// Released with this outcome: released at once, with it.
+    Released(bool),
+    /// Of an unknown outcome: to no handler.
+    Unknown,
+    /// Handed to this hold (a savepoint released in its transaction).
+    HandedTo(Arc<Items>),
+    /// Handed up: where an event emitted without this hold goes.
+    Up,
+}
+
+/// Where an item pushed to a hold went.
+enum Pushed {
+    Held,
+    Release(Item, bool),
+    Dropped,
+    Up(Item),
+}
 
 impl Items {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Item>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Holds `item`, or sends it where the ended unit's events went.
+    fn push(&self, item: Item) -> Pushed {
+        let mut state = self.lock();
+        match &state.ended {
+            None => {
+                state.held.push(item);
+                Pushed::Held
+            }
+            Some(Ended::Released(ok)) => Pushed::Release(item, *ok),
+            Some(Ended::Unknown) => Pushed::Dropped,
+            Some(Ended::Up) => Pushed::Up(item),
+            Some(Ended::HandedTo(outer)) => {
+                let outer = Arc::clone(outer);
+                drop(state);
+                outer.push(item)
+            }
+        }
+    }
+
+    /// Takes what is held, and says where later events go.
+    fn end(&self, ended: Ended) -> Vec<Item> {
+        let mut state = self.lock();
+        state.ended = Some(ended);
+        std::mem::take(&mut state.held)
     }
 }
 
@@ -96,7 +151,7 @@ pub struct EventHold {
 
 impl std::fmt::Debug for EventHold {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventHold").field("held", &self.items.lock().len()).finish()
+        f.debug_struct("EventHold").field("held", &self.items.lock().held.len()).finish()
     }
 }
 
@@ -123,9 +178,9 @@ impl EventHold {
         let mut prepared = Vec::new();
         loop {
             let items: Vec<Item> = {
-                let mut held = self.items.lock();
+                let mut state = self.items.lock();
                 let mut new = Vec::new();
-                for (app, item) in held.iter_mut().filter(|(_, item)| item.prepare) {
+                for (app, item) in state.held.iter_mut().filter(|(_, item)| item.prepare) {
                     new.push((Arc::clone(app), item.clone()));
                     item.prepare = false;
                 }
@@ -160,13 +215,14 @@ impl EventHold {
     /// assert!(!EventHold::new().unprepared());
     /// ```
     pub fn unprepared(&self) -> bool {
-        self.items.lock().iter().any(|(_, item)| item.prepare)
+        self.items.lock().held.iter().any(|(_, item)| item.prepare)
     }
 
     /// The unit ended: its events go to their `after_commit` handlers if it `committed` (and
-    /// to the transport's `released`), else to their `after_rollback` ones.
+    /// to the transport's `released`), else to their `after_rollback` ones; so do those a task
+    /// spawned in the unit emits later.
     pub fn release(&self, committed: bool) {
-        let items = std::mem::take(&mut *self.items.lock());
+        let items = self.items.end(Ended::Released(committed));
         for (app, item) in items {
             if let Some(hooks) = app.held {
                 (hooks.release)(&app, item, committed);
@@ -188,7 +244,7 @@ impl EventHold {
     /// hold.release_unknown(); // nothing held: nothing logged
     /// ```
     pub fn release_unknown(&self) {
-        let items = std::mem::take(&mut *self.items.lock());
+        let items = self.items.end(Ended::Unknown);
         if !items.is_empty() {
             tracing::error!(
                 events = items.len(),
@@ -198,16 +254,21 @@ impl EventHold {
     }
 
     /// The unit ended inside `outer` (a savepoint released in its transaction): its events
-    /// are held by `outer` from now on, to follow its outcome.
+    /// are held by `outer` from now on, to follow its outcome, and so are those a task spawned
+    /// in the unit emits later.
     pub fn hand_to(&self, outer: &EventHold) {
-        let items = std::mem::take(&mut *self.items.lock());
-        outer.items.lock().extend(items);
+        let items = self.items.end(Ended::HandedTo(Arc::clone(&outer.items)));
+        for item in items {
+            if let Pushed::Release((app, item), ok) = outer.items.push(item) {
+                super::release(&app, item, ok);
+            }
+        }
     }
 
     /// The unit ended inside another (a savepoint released): its events go where an event
     /// emitted here now would, to the enclosing hold, the scope, or their handlers at once.
     pub fn hand_up(&self) {
-        let items = std::mem::take(&mut *self.items.lock());
+        let items = self.items.end(Ended::Up);
         for (app, item) in items {
             match route(&app, item) {
                 Routed::Held => {}
@@ -223,7 +284,8 @@ impl EventHold {
 impl Drop for EventHold {
     /// Events still held: the unit was cut short, and did not commit.
     fn drop(&mut self) {
-        if !self.items.lock().is_empty() {
+        let ended = self.items.lock().ended.is_some();
+        if !ended {
             self.release(false);
         }
     }
@@ -243,12 +305,16 @@ pub(super) enum Routed {
 /// its App until its completion phase's end, else its handlers at once.
 pub(super) fn route(app: &Arc<AppInner>, item: HeldItem) -> Routed {
     let mut item = Some(item);
-    let held = HOLD.try_with(|items| {
-        if let Some(item) = item.take() {
-            items.lock().push((Arc::clone(app), item));
-        }
-    });
-    let Some(item) = item.filter(|_| held.is_err()) else { return Routed::Held };
+    let pushed = HOLD.try_with(|items| item.take().map(|item| items.push((Arc::clone(app), item))));
+    let item = match pushed {
+        Ok(Some(Pushed::Held | Pushed::Dropped)) => return Routed::Held,
+        Ok(Some(Pushed::Release((_, item), ok))) => return Routed::Release(item, ok),
+        Ok(Some(Pushed::Up((_, item)))) => item,
+        _ => match item {
+            Some(item) => item,
+            None => return Routed::Held,
+        },
+    };
     match scope::handle::current_shared(app.id) {
         Some(shared) => match shared.hold_item(item) {
             None => Routed::Held,
