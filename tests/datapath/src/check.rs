@@ -176,9 +176,9 @@ impl<'a> Model<'a> {
         for (&tx, writes) in &by_tx {
             let mut survivors = Vec::new();
             for w in writes {
-                // A detached task may outlive the savepoint of the method that spawned it: its
-                // later statements are then the transaction's.
-                if w.ok && (self.released(&w.calls, tx) || w.detached) {
+                // A detached task may outlive the savepoints of the methods that spawned it: its
+                // later statements are then the transaction's. Its own savepoints hold.
+                if w.ok && self.released(&w.calls[w.outer_calls.min(w.calls.len())..], tx) {
                     survivors.push(*w);
                 } else if self.stored(&w.tag) {
                     let why = if w.ok { "savepoint" } else { "failed-absent" };

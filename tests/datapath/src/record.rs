@@ -34,8 +34,9 @@ pub struct WriteObs {
     pub tenant: Option<String>,
     /// The statement succeeded.
     pub ok: bool,
-    /// Written on a detached task.
-    pub detached: bool,
+    /// How many of `calls` the method that spawned its detached task made (0 on no detached
+    /// task): their savepoints may end before the write.
+    pub outer_calls: usize,
 }
 
 /// A `#[transactional]` call.

@@ -547,7 +547,7 @@ async fn one_request(app: App, index: u16, request: Request) -> Outcome {
     let builder =
         app.scope().tenant(format!("t{}", request.tenant)).and_then(|b| b.with(User(format!("u{}", request.user))));
     let Ok(builder) = builder else { return Outcome::Failed };
-    let cx = Cx { request: index, scope: u32::from(index), calls: Vec::new(), detached: false };
+    let cx = Cx { request: index, scope: u32::from(index), calls: Vec::new(), detached: false, outer_calls: 0 };
     let Request { body, end, .. } = request;
     let work = async move {
         let done = worker.exec(&body, cx).await;

@@ -245,6 +245,9 @@ pub struct Cx {
     pub calls: Vec<u32>,
     /// It runs on a detached task.
     pub detached: bool,
+    /// How many of `calls` were made before the first detached task it runs on was spawned:
+    /// their savepoints may end before it does.
+    pub outer_calls: usize,
 }
 
 /// Runs a scenario's operations.
@@ -338,7 +341,10 @@ impl Worker {
                 // A task spawned in a method is part of it (tegu_core::spawn carries its frames):
                 // the calls around it stay its calls.
                 let mut inner = cx.clone();
-                inner.detached |= *detached;
+                if *detached && !inner.detached {
+                    inner.detached = true;
+                    inner.outer_calls = inner.calls.len();
+                }
                 let task = tegu_core::spawn(async move { worker.exec(&body, inner).await });
                 if *detached {
                     return Ok(());
@@ -430,7 +436,7 @@ impl Worker {
             scope: cx.scope,
             tenant: seen.tenant,
             ok: done.is_ok(),
-            detached: cx.detached,
+            outer_calls: if cx.detached { cx.outer_calls } else { 0 },
         });
         done
     }
