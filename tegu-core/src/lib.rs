@@ -359,7 +359,7 @@ pub mod __private {
         Advice, AdviceParams, AdviceSite, Call, Next, Probe, Proceed, ShowDebug, ShowOpaque, advice, body, shower,
     };
     pub use crate::context_ref::AsyncContextRef;
-    pub use crate::error::panic_message;
+    pub use crate::isolate::panic_message;
     pub use crate::events::{AnyEvent, EventPhase, HandlerDescriptor, assert_event, event_ref};
     pub use crate::lineage::Emitted;
     pub use crate::private::{
