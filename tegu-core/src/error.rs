@@ -166,6 +166,22 @@ pub enum DiError {
         /// The context proto it reaches.
         target: &'static str,
     },
+    /// A proto's field without `#[inject]` holds a proto of the App (`Arc<T>`, `Option<Arc<T>>`,
+    /// `Vec<Arc<T>>`, `Box<T>`, `Weak<T>`): built with `Default`, it would be a private `T` (or
+    /// none), not the App's. The macros refuse this at compile time when `T` is a `Proto`; a `T`
+    /// registered by hand is only known at `build()` (see
+    /// [`Unmarked`](crate::registry::Unmarked)).
+    #[error(
+        "`{proto}`'s field `{field}` holds `{wanted}`, a proto of this App, but has no `#[inject]`: it is built with `Default`, a private `{wanted}` (or none) rather than the App's; mark it `#[inject(external)]` (an `Arc<{wanted}>`, `Option<Arc<..>>` or `Vec<Arc<..>>`) to receive the App's, or `#[inject(skip)]` if a private one is what you mean"
+    )]
+    UninjectedProto {
+        /// The proto whose field it is.
+        proto: String,
+        /// The field.
+        field: &'static str,
+        /// The type it holds, which the App has as a proto.
+        wanted: &'static str,
+    },
     /// A private proto is injected from another crate.
     #[error(
         "`{by}` (crate `{by_crate}`) injects `{wanted}`, which is private to crate `{owner_crate}`; make it public or inject it only from its own crate"
@@ -881,6 +897,7 @@ impl DiError {
             | DiError::ContextByValue { .. }
             | DiError::ContextRefToSingleton { .. }
             | DiError::ContextRefToAsync { .. }
+            | DiError::UninjectedProto { .. }
             | DiError::Private { .. }
             | DiError::TransientByValue { .. }
             | DiError::WrongHandle { .. }
@@ -988,7 +1005,6 @@ impl DiError {
         Self::construction_named(core::any::type_name::<T>(), name, source.into())
     }
 }
-
 
 #[cfg(test)]
 mod tests {
