@@ -865,7 +865,7 @@ pub enum ErrorKind {
 /// assert!(error.is_busy());
 /// ```
 #[derive(Debug, thiserror::Error)]
-#[error("no connection came free in time")]
+#[error("no connection or lock came free in time")]
 pub struct Busy(#[source] pub BoxError);
 
 impl DiError {

@@ -75,11 +75,13 @@ pub enum TxError {
         #[source]
         error: BoxError,
     },
-    /// No connection of the data source came free in time: its pool stayed exhausted for its
-    /// acquire timeout, or the database refused more connections. A failure to try again
-    /// later, not a fault: a web service answers it `503 Service Unavailable`.
+    /// No connection or lock of the data source came free in time: its pool stayed exhausted
+    /// for its acquire timeout, the database refused more connections, or another connection
+    /// held a lock (SQLite's `SQLITE_BUSY` after the busy timeout, `SQLITE_LOCKED` at once). A
+    /// failure to try again later, not a fault: a web service answers it `503 Service
+    /// Unavailable`.
     #[error(
-        "{doing} on data source `{data_source}`: the database is busy (no connection came free in time); try again later"
+        "{doing} on data source `{data_source}`: the database is busy (no connection or lock came free in time); try again later"
     )]
     Busy {
         /// What was being done: `beginning a transaction`, `acquiring a connection`, ...
