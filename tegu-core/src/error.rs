@@ -166,6 +166,22 @@ pub enum DiError {
         /// The context proto it reaches.
         target: &'static str,
     },
+    /// A proto's field without `#[inject]` holds a proto of the App (`Arc<T>`, `Option<Arc<T>>`,
+    /// `Vec<Arc<T>>`, `Box<T>`, `Weak<T>`): built with `Default`, it would be a private `T` (or
+    /// none), not the App's. The macros refuse this at compile time when `T` is a `Proto`; a `T`
+    /// registered by hand is only known at `build()` (see
+    /// [`Unmarked`](crate::registry::Unmarked)).
+    #[error(
+        "`{proto}`'s field `{field}` holds `{wanted}`, a proto of this App, but has no `#[inject]`: it is built with `Default`, a private `{wanted}` (or none) rather than the App's; mark it `#[inject(external)]` (an `Arc<{wanted}>`, `Option<Arc<..>>` or `Vec<Arc<..>>`) to receive the App's, or `#[inject(skip)]` if a private one is what you mean"
+    )]
+    UninjectedProto {
+        /// The proto whose field it is.
+        proto: String,
+        /// The field.
+        field: &'static str,
+        /// The type it holds, which the App has as a proto.
+        wanted: &'static str,
+    },
     /// A private proto is injected from another crate.
     #[error(
         "`{by}` (crate `{by_crate}`) injects `{wanted}`, which is private to crate `{owner_crate}`; make it public or inject it only from its own crate"
@@ -851,7 +867,7 @@ pub enum ErrorKind {
 /// assert!(error.is_busy());
 /// ```
 #[derive(Debug, thiserror::Error)]
-#[error("no connection came free in time")]
+#[error("no connection or lock came free in time")]
 pub struct Busy(#[source] pub BoxError);
 
 impl DiError {
@@ -883,6 +899,7 @@ impl DiError {
             | DiError::ContextByValue { .. }
             | DiError::ContextRefToSingleton { .. }
             | DiError::ContextRefToAsync { .. }
+            | DiError::UninjectedProto { .. }
             | DiError::Private { .. }
             | DiError::TransientByValue { .. }
             | DiError::WrongHandle { .. }
@@ -977,29 +994,6 @@ impl DiError {
     pub fn construction<T: ?Sized>(name: &str, source: impl Into<BoxError>) -> Self {
         Self::construction_named(core::any::type_name::<T>(), name, source.into())
     }
-}
-
-/// A panic caught in a hook or a constructor, as the source of a [`DiError::Hook`] or a
-/// [`DiError::Construction`].
-#[derive(Debug)]
-pub(crate) struct Panicked(pub(crate) String);
-
-impl std::fmt::Display for Panicked {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "panicked: {}", self.0)
-    }
-}
-
-impl std::error::Error for Panicked {}
-
-/// The message of a caught panic: its `&str` or `String` payload.
-#[doc(hidden)]
-pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
-    panic
-        .downcast_ref::<&'static str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("a panic with a non-string payload")
 }
 
 /// Whether `error`, or an error it comes from, is a [`Busy`]: what [`DiError::is_busy`] asks,

@@ -229,6 +229,17 @@ impl Graph {
                     .collect()
             })
             .collect();
+        // A field its factory fills with `Default` that holds a proto of the App: one registered
+        // by hand (the macros refuse a `Proto`'s at compile time).
+        for p in &protos {
+            for field in p.unmarked.iter().filter(|u| providers.by_type.contains_key(&(u.type_id)())) {
+                errors.push(DiError::UninjectedProto {
+                    proto: p.label(),
+                    field: field.field,
+                    wanted: (field.type_name)(),
+                });
+            }
+        }
         DiError::collect(errors)?;
 
         let order = topo_order(&protos, &resolved)?;

@@ -4,7 +4,30 @@ use std::panic::AssertUnwindSafe;
 use std::task::Poll;
 
 use crate::erased::UnitFuture;
-use crate::error::{BoxError, Panicked, panic_message};
+use crate::error::BoxError;
+
+/// A panic caught in a hook or a constructor, as the source of a [`DiError::Hook`](crate::DiError::Hook) or a
+/// [`DiError::Construction`](crate::DiError::Construction).
+#[derive(Debug)]
+pub(crate) struct Panicked(pub(crate) String);
+
+impl std::fmt::Display for Panicked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "panicked: {}", self.0)
+    }
+}
+
+impl std::error::Error for Panicked {}
+
+/// The message of a caught panic: its `&str` or `String` payload.
+#[doc(hidden)]
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&'static str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic with a non-string payload")
+}
 
 /// Calls a hook and polls it to its end; a panic (in the call or in the future) is returned
 /// as an error holding its message.

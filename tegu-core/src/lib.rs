@@ -300,7 +300,7 @@ pub mod registry {
     pub use crate::proto::descriptor::ProtoDescriptor;
     pub use crate::proto::factory::{AsyncFactoryFn, FactoryFn};
     pub use crate::proto::provide::Provide;
-    pub use crate::proto::{Access, Dependency, InjectKind, Lifetime};
+    pub use crate::proto::{Access, Dependency, InjectKind, Lifetime, Unmarked};
 }
 
 /// The futures tegu-core returns, named for those who store them: a scope
@@ -359,15 +359,16 @@ pub mod __private {
         Advice, AdviceParams, AdviceSite, Call, Next, Probe, Proceed, ShowDebug, ShowOpaque, advice, body, shower,
     };
     pub use crate::context_ref::AsyncContextRef;
-    pub use crate::error::panic_message;
     pub use crate::events::{AnyEvent, EventPhase, HandlerDescriptor, assert_event, event_ref};
+    pub use crate::isolate::panic_message;
     pub use crate::lineage::Emitted;
     pub use crate::private::{
         ByValue, ByValueContext, ByValueOther, ByValueSingleton, ByValueTransient, CtorOutput, DefaultField,
-        FieldProbe, HandleField, HoldAnArc, HoldContextRef, HoldProvider, HookOutput, InjectIt, InjectTheHandle,
-        InjectTheOption, InjectTheVec, NoDefault, OptionField, Own, PlainField, ProtoField, ValueField, VecField,
-        assert_context, assert_proto, assert_singleton, assert_transient, construct_async, constructed, dep,
-        dep_context, dep_singleton, dep_transient, downcast, fill, hook_result, refused_field,
+        FieldProbe, HandleField, HoldAnArc, HoldContextRef, HoldProvider, HoldTheApps, HookOutput, InjectIt,
+        InjectTheHandle, InjectTheOption, InjectTheVec, NoDefault, OptionField, Own, PlainField, ProtoField,
+        ValueField, VecField, WrappedField, assert_context, assert_proto, assert_singleton, assert_transient,
+        construct_async, constructed, dep, dep_context, dep_singleton, dep_transient, downcast, fill, hook_result,
+        refused_field, unmarked,
     };
     pub use crate::proto::{Access, Dependency, InjectKind, Lifetime};
     pub use crate::registry::{AnyArc, BuildFuture, ProtoDescriptor, Provide, UnitFuture, load_section, put};

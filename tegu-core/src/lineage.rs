@@ -118,7 +118,7 @@ pub(crate) fn isolated<R>(travel: &Travel, method: &'static str, f: impl FnOnce(
             tracing::error!(
                 lineage = (travel.type_name)(),
                 method,
-                panic = ?crate::error::panic_message(&*panic),
+                panic = ?crate::isolate::panic_message(&*panic),
                 "a lineage type's method panicked; its value is left out"
             );
             None

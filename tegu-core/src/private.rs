@@ -54,6 +54,12 @@ pub const fn dep<T: ?Sized + 'static>(kind: InjectKind, field: &'static str) -> 
     Dependency::new::<T>(kind, None).field(field)
 }
 
+/// `Unmarked::new::<T>(field)`, a field without `#[inject]` that holds a `T` (`Arc<T>`,
+/// `Box<T>`, ...): the short form, as [`dep`].
+pub const fn unmarked<T: ?Sized + 'static>(field: &'static str) -> crate::proto::Unmarked {
+    crate::proto::Unmarked::new::<T>(field)
+}
+
 /// `#[inject] x: Arc<T>` in a singleton: [`dep`] of a `T` that must be a proto; that it is a
 /// singleton is [`ByValue`]'s check, which names the handle to hold instead.
 pub const fn dep_singleton<T: Proto>(field: &'static str) -> Dependency {
@@ -155,8 +161,9 @@ pub trait HoldProvider {}
 /// The value of a proto's field without `#[inject]`: `Default::default()`, unless the field is
 /// one the container fills. Chosen by method resolution on `&&&FieldProbe<F>` (autoref
 /// specialization): first a field the container fills ([`ProtoField`]: `Arc<T>` of a proto,
-/// [`OptionField`], [`VecField`], [`ValueField`]: a proto by value, [`HandleField`]:
-/// `ContextRef`, `Provider`, ...), an error that says to inject it; then [`DefaultField`]
+/// [`OptionField`], [`VecField`], [`ValueField`]: a proto by value, [`WrappedField`]: a proto
+/// in a `Box`, an `Option` or a `Weak`, [`HandleField`]: `ContextRef`, `Provider`, ...), an
+/// error that says to inject it; then [`DefaultField`]
 /// (`F: Default`); then [`PlainField`] (no `Default`: an error that says so). Each level
 /// returns `F`, so no other error follows the one it reports. The types are tegu's own: a
 /// `Provider` of another crate is a plain field.
@@ -231,6 +238,33 @@ impl<F: Proto> ValueField<F> for &&FieldProbe<F> {
         unreachable!("`HoldAnArc` has no impl")
     }
 }
+
+/// [`FieldProbe`]'s first level: a proto `T` in a `Box`, an `Option` or a `Weak` (`F`), which
+/// `Default` makes a private copy, `None` or a `Weak` that never upgrades.
+pub trait WrappedField<T, F> {
+    /// Fails: `T: HoldTheApps<F>` holds for no type.
+    fn __di_field(&self) -> F
+    where
+        T: HoldTheApps<F>;
+}
+
+/// [`WrappedField`] for each wrapper: `(Wrapper, T)`.
+macro_rules! wrapped_fields {
+    ($($wrapper:ident)::+) => {
+        impl<T: Proto> WrappedField<T, $($wrapper)::+<T>> for &&FieldProbe<$($wrapper)::+<T>> {
+            fn __di_field(&self) -> $($wrapper)::+<T>
+            where
+                T: HoldTheApps<$($wrapper)::+<T>>,
+            {
+                unreachable!("`HoldTheApps` has no impl")
+            }
+        }
+    };
+}
+
+wrapped_fields!(Box);
+wrapped_fields!(Option);
+wrapped_fields!(std::sync::Weak);
 
 /// [`FieldProbe`]'s first level: a handle only the container can fill.
 pub trait HandleField<F> {
@@ -326,6 +360,15 @@ pub trait InjectTheVec {}
     note = "if a private `{Self}` is what you mean, mark it `#[inject(skip)]`"
 )]
 pub trait HoldAnArc {}
+
+/// Implemented by no type: the error of a field without `#[inject]` that is a proto `Self` in a
+/// `Box`, an `Option` or a `Weak` (`F`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a proto: this `{F}` field without `#[inject]` is built with `Default`, never from the App's `{Self}`",
+    label = "hold the App's: `#[inject] field: Arc<{Self}>` (or `Option<Arc<{Self}>>`)",
+    note = "`Default` makes a `Box` a second, private `{Self}`, an `Option` `None`, a `Weak` one that never upgrades; if that is what you mean, mark it `#[inject(skip)]`"
+)]
+pub trait HoldTheApps<F> {}
 
 /// Implemented by no type: the error of a handle field without `#[inject]`.
 #[diagnostic::on_unimplemented(

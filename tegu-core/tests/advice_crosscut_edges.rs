@@ -1,6 +1,7 @@
 //! Crosscuts at their edges: an advice the scope can no longer give leaves the method running
-//! without it (a crosscut only observes), logged once; crosscuts of equal `order` nest by the
-//! advice's type name, whatever path names it where the crosscut is declared.
+//! without it (a crosscut only observes), logged once; crosscuts of equal `order` nest in the
+//! order they are declared (by module path, then place in the file), whatever their advices are
+//! named.
 
 #![allow(missing_docs, missing_debug_implementations)]
 
@@ -44,17 +45,21 @@ pub mod m_late {
     recorder!(Alpha);
 }
 
-/// Named `Zeta`, in a module that sorts early.
+/// Named `Zeta`, in a module that sorts early; `Beta`'s crosscut is declared here, above the
+/// others in the file but in a module whose path sorts after theirs.
 pub mod m_early {
     use super::*;
     recorder!(Zeta);
+    recorder!(Beta);
+    crosscut!(Beta, types = "Ordered");
 }
 
 use m_late::Alpha;
 
-// Equal orders: `Alpha` by an imported name, `Zeta` by its path. They nest by type name
-// (`…::m_early::Zeta` outside `…::m_late::Alpha`), not by the paths as written, which an added
-// `use` would change.
+// Equal orders: `Alpha` by an imported name, `Zeta` by its path. They nest as declared here
+// (`Alpha` outside `Zeta`), whatever their types are named or the paths written (which an added
+// `use` would change), and outside `Beta`, declared in `m_early`: a module's path sorts after
+// its parent's.
 crosscut!(Alpha, types = "Ordered");
 crosscut!(crate::m_early::Zeta, types = "Ordered");
 
@@ -69,13 +74,15 @@ impl Ordered {
 }
 
 #[tokio::test]
-async fn crosscuts_of_equal_order_nest_by_the_advice_type_not_the_path_written() {
+async fn crosscuts_of_equal_order_nest_in_the_order_they_are_declared_whatever_their_names() {
     let app = App::builder().build().await.unwrap();
     let ordered = app.get_object::<Ordered>().unwrap();
     LOG.lock().unwrap().clear();
     app.run_in_context(ordered.run()).await;
     let seen = std::mem::take(&mut *LOG.lock().unwrap());
-    assert_eq!(seen, ["enter Zeta run", "enter Alpha run", "body run", "leave Alpha run", "leave Zeta run"]);
+    let expected = ["enter Alpha run", "enter Zeta run", "enter Beta run", "body run"];
+    assert_eq!(seen[..4], expected, "{seen:?}");
+    assert_eq!(seen[4..], ["leave Beta run", "leave Zeta run", "leave Alpha run"], "{seen:?}");
 }
 
 /// A per-request tracer with a completion hook: it cannot be built once its request's

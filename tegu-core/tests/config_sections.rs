@@ -950,3 +950,34 @@ async fn a_profile_name_that_reads_as_a_path_is_refused() {
     }
     assert!(db_app().config_file(&file).profile("prod-eu_2").build().await.is_ok());
 }
+
+#[config_proto(prefix = "store")]
+#[derive(Debug, Deserialize)]
+struct StoreConfig {
+    #[allow(dead_code)]
+    url: String,
+    #[serde(flatten)]
+    pool: StorePool,
+}
+
+#[derive(Debug, Deserialize)]
+struct StorePool {
+    #[serde(default)]
+    schema: Option<String>,
+}
+
+#[tokio::test]
+async fn an_environment_variable_that_names_no_field_of_a_flattened_part_is_refused() {
+    let vars = [("FLAT1_STORE__SCHEMA", "billing"), ("FLAT2_STORE__SCHEME", "billing")];
+    if !in_child("an_environment_variable_that_names_no_field_of_a_flattened_part_is_refused", &vars) {
+        return;
+    }
+    let build = |prefix| {
+        App::builder().without_inventory().link::<StoreConfig>().config_value("store.url", "a").config_env(prefix)
+    };
+    // The variable the flattened part takes is read.
+    let app = build("FLAT1_").build().await.unwrap();
+    assert_eq!(app.get_object::<StoreConfig>().unwrap().pool.schema.as_deref(), Some("billing"));
+    let e = build("FLAT2_").build().await.unwrap_err();
+    assert!(matches!(&e, DiError::ConfigUnknownEnv { variable, .. } if variable == "FLAT2_STORE__SCHEME"), "{e}");
+}

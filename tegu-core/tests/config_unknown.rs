@@ -268,3 +268,78 @@ async fn a_misspelled_key_of_an_instance_is_refused_as_its_sections() {
         "{error}"
     );
 }
+
+/// A section whose struct flattens another: serde hands the flattened part every key the
+/// outer struct does not take, so none is ignored as serde sees it; the check asks the type
+/// whether it takes each key.
+#[config_proto(prefix = "http")]
+#[derive(Debug, Deserialize)]
+struct HttpConfig {
+    addr: String,
+    #[serde(flatten)]
+    limits: Limits,
+}
+
+#[derive(Debug, Deserialize)]
+struct Limits {
+    #[serde(default)]
+    max_body: Option<u64>,
+    #[serde(default)]
+    timeouts: Timeouts,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Timeouts {
+    #[serde(default)]
+    read_ms: Option<u64>,
+}
+
+fn http_app() -> AppBuilder {
+    App::builder().without_inventory().link::<HttpConfig>()
+}
+
+#[tokio::test]
+async fn a_misspelled_key_of_a_flattened_part_is_refused() {
+    let path = file("flatten", "[http]\naddr = \"127.0.0.1:80\"\nmax_bdy = 1024\n");
+    let error = http_app().config_file(&path).build().await.expect_err("the typo refused");
+    let DiError::ConfigUnknownKey { key, source_name, section, .. } = &error else { panic!("{error}") };
+    assert_eq!(key, "http.max_bdy");
+    assert_eq!(source_name, &format!("file {}, line 3", path.display()));
+    assert_eq!(*section, Some(std::any::type_name::<HttpConfig>()));
+    assert_eq!(http_app().config_file(&path).check().unwrap_err().to_string(), error.to_string());
+
+    // In a table of the flattened part, and at the outer struct's level, with `config_value`.
+    let nested = http_app().config_value("http.addr", "a").config_value("http.timeouts.red_ms", 5).check();
+    assert!(
+        matches!(&nested, Err(DiError::ConfigUnknownKey { key, .. }) if key == "http.timeouts.red_ms"),
+        "{nested:?}"
+    );
+    let outer = http_app().config_value("http.addr", "a").config_value("http.adr", "b").check();
+    assert!(matches!(&outer, Err(DiError::ConfigUnknownKey { key, .. }) if key == "http.adr"), "{outer:?}");
+
+    // Every key spelled right, of the outer struct and of the flattened part, builds.
+    let right = file("flatten-right", "[http]\naddr = \"a\"\nmax_body = 1024\n[http.timeouts]\nread_ms = 5\n");
+    let app = http_app().config_file(&right).build().await.unwrap();
+    let http = app.get_object::<HttpConfig>().unwrap();
+    assert_eq!((http.addr.as_str(), http.limits.max_body, http.limits.timeouts.read_ms), ("a", Some(1024), Some(5)));
+}
+
+#[tokio::test]
+async fn a_flattened_map_takes_every_other_key() {
+    #[derive(Deserialize)]
+    struct Labels {
+        #[allow(dead_code)]
+        service: String,
+        #[allow(dead_code)]
+        #[serde(flatten)]
+        rest: std::collections::HashMap<String, String>,
+    }
+    struct Tagger;
+    let app = App::builder()
+        .without_inventory()
+        .register(ProtoDef::singleton::<Tagger>(|_| Ok(Tagger)).reads_config::<Labels>("labels"))
+        .config_value("labels.service", "api")
+        .config_value("labels.team", "core")
+        .config_value("labels.tier", "1");
+    assert!(app.check().is_ok());
+}

@@ -146,3 +146,83 @@ async fn get_object_of_an_unregistered_type_names_the_close_ones() {
     let message = app.get_object::<String>().err().unwrap().to_string();
     assert!(!message.contains("did you mean"), "{message}");
 }
+
+/// A client registered by hand (`ProtoDef::singleton`): no `Proto` impl, so the macros cannot
+/// tell that an `Arc` of it is a proto's.
+#[derive(Default)]
+pub struct HttpClient {
+    pub id: u32,
+}
+
+fn http_client() -> ProtoDef {
+    ProtoDef::singleton::<HttpClient>(|_| Ok(HttpClient { id: 7 }))
+}
+
+/// The newcomer's version: the field without `#[inject]` would be a second client, built with
+/// `Default`.
+#[singleton_proto]
+pub struct Fetcher {
+    client: Arc<HttpClient>,
+}
+
+/// The fix the message gives: injected, `external` since the App registers it by hand.
+#[singleton_proto]
+pub struct FetcherFixed {
+    #[inject(external)]
+    client: Arc<HttpClient>,
+}
+
+#[tokio::test]
+async fn an_unmarked_arc_of_a_proto_registered_by_hand_is_refused_naming_the_field_and_inject() {
+    let app = || App::builder().without_inventory().register(http_client());
+    let error = app().link::<Fetcher>().build().await.expect_err("an unmarked Arc of the App's client refused");
+    let message = error.to_string();
+    assert_eq!(error.kind(), tegu_core::error::ErrorKind::Graph, "{message}");
+    for part in ["remedies::Fetcher", "`client`", "remedies::HttpClient", "`#[inject(external)]`", "`#[inject(skip)]`"]
+    {
+        assert!(message.contains(part), "{part}: {message}");
+    }
+    // `check()` says the same, building nothing.
+    assert_eq!(app().link::<Fetcher>().check().unwrap_err().to_string(), message);
+
+    // Applied: the App's client.
+    let app = app().link::<FetcherFixed>().build().await.unwrap();
+    let client = app.get_object::<HttpClient>().unwrap();
+    assert!(Arc::ptr_eq(&app.get_object::<FetcherFixed>().unwrap().client, &client));
+    assert_eq!(client.id, 7);
+}
+
+/// The other forms `Default` fills without the App's object, each named; an `Arc` of a type
+/// the App does not have, and a private client asked for with `#[inject(skip)]`, build.
+#[singleton_proto]
+pub struct Crawler {
+    maybe: Option<Arc<HttpClient>>,
+    all: Vec<Arc<HttpClient>>,
+    boxed: Box<HttpClient>,
+    weak: std::sync::Weak<HttpClient>,
+}
+
+#[singleton_proto]
+pub struct Quiet {
+    counter: Arc<std::sync::atomic::AtomicU64>,
+    #[inject(skip)]
+    private: Arc<HttpClient>,
+}
+
+#[tokio::test]
+async fn every_unmarked_form_of_a_proto_registered_by_hand_is_refused_and_skip_is_not() {
+    let error = App::builder()
+        .without_inventory()
+        .register(http_client())
+        .link::<Crawler>()
+        .check()
+        .expect_err("the Option, Vec, Box and Weak fields refused");
+    let message = error.to_string();
+    for field in ["`maybe`", "`all`", "`boxed`", "`weak`"] {
+        assert!(message.contains(field), "{field}: {message}");
+    }
+    let app = App::builder().without_inventory().register(http_client()).link::<Quiet>().build().await.unwrap();
+    assert_eq!(app.get_object::<Quiet>().unwrap().private.id, 0, "its own client, as asked");
+    // Without the client registered, the fields are plain state.
+    assert!(App::builder().without_inventory().link::<Crawler>().check().is_ok());
+}

@@ -166,7 +166,6 @@ fn expand(cut: &Crosscut) -> TokenStream {
                 #di::CrosscutDef {
                     advice: ::core::any::TypeId::of::<#advice>,
                     advice_name: #advice_name,
-                    advice_type: ::core::any::type_name::<#advice>,
                     params: #params,
                     implements: #implements,
                     module: #module,

@@ -19,9 +19,13 @@
 //!   instance subscribes again, creating the stream and the consumer, which starts with what
 //!   was published since a minute before this instance last heard from its old one (the
 //!   outbox recognises what it handled already).
-//! - **Refusals**: an event larger than the server's `max_payload` (or the stream's largest
-//!   message) is [`Refused`]: the outbox refuses it when it is emitted, and sets it aside if
-//!   the server's limit was lowered since.
+//! - **Refusals**: an event larger than the server's `max_payload` or the stream's
+//!   `max_msg_size` (headers included, the smaller of the two) is [`Refused`]: the outbox
+//!   refuses it when it is emitted, and sets it aside if a limit was lowered since. The
+//!   stream's limit is read from its info when the broker starts, when it subscribes, when a
+//!   publish is refused for its size, and again in the background when the outbox asks about
+//!   an event and it was read more than 5 s ago: an operator's change to the stream is seen
+//!   within seconds.
 //!
 //! Register it with `App::builder().register(JetStream::proto())`; settings in `[nats]`: `url`
 //! (required), `stream` (`"DI_EVENTS"`), `subjects` (`"events"`), `consumer` (this instance's
@@ -29,8 +33,9 @@
 //! an hour after the instance is gone), `max_age_hours` (how long the stream keeps an event when
 //! this instance creates it: a week).
 
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use async_nats::HeaderMap;
 use async_nats::header::{HeaderName, HeaderValue};
@@ -84,6 +89,52 @@ const HEARTBEAT: Duration = Duration::from_secs(5);
 /// How far before this instance last heard from its consumer a consumer made again starts.
 const RESUME_MARGIN: Duration = Duration::from_secs(60);
 
+/// How long the stream's `max_msg_size`, read from its info, is taken as it is: `refuses`,
+/// asked later than that, has it read again in the background (and answers with the last one).
+const STREAM_LIMIT_FRESH: Duration = Duration::from_secs(5);
+
+/// The stream's largest message (its `max_msg_size`, headers included), as last read from the
+/// stream's info: what `refuses` compares an event with beside the server's `max_payload`.
+/// Atomics, so that asking costs an emit no lock.
+struct StreamLimit {
+    /// In bytes; negative when the stream sets none.
+    max: AtomicI64,
+    /// When it was last read, in milliseconds since `since`.
+    read_at: AtomicU64,
+    since: Instant,
+    /// A read in the background is under way.
+    reading: AtomicBool,
+}
+
+impl StreamLimit {
+    fn new(max: i64) -> StreamLimit {
+        StreamLimit {
+            max: AtomicI64::new(max),
+            read_at: AtomicU64::new(0),
+            since: Instant::now(),
+            reading: AtomicBool::new(false),
+        }
+    }
+
+    /// Records `max`, read from the stream's info now.
+    fn set(&self, max: i64) {
+        self.max.store(max, Ordering::Relaxed);
+        let now = u64::try_from(self.since.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.read_at.store(now, Ordering::Relaxed);
+    }
+
+    /// The limit, if the stream has one.
+    fn get(&self) -> Option<usize> {
+        usize::try_from(self.max.load(Ordering::Relaxed)).ok()
+    }
+
+    /// Whether the limit was read longer than [`STREAM_LIMIT_FRESH`] ago.
+    fn stale(&self) -> bool {
+        let read_at = Duration::from_millis(self.read_at.load(Ordering::Relaxed));
+        self.since.elapsed().saturating_sub(read_at) > STREAM_LIMIT_FRESH
+    }
+}
+
 /// NATS JetStream, as the [`Broker`] of tegu-outbox's `Outbox`. See the crate's documentation.
 pub struct JetStream {
     context: jetstream::Context,
@@ -99,6 +150,8 @@ pub struct JetStream {
     heard: Arc<Mutex<Option<SystemTime>>>,
     /// A publish found no stream: the subscription checks its consumer at once.
     stream_lost: Arc<tokio::sync::Notify>,
+    /// The stream's `max_msg_size`, which `refuses` checks beside the server's `max_payload`.
+    limit: Arc<StreamLimit>,
 }
 
 impl std::fmt::Debug for JetStream {
@@ -137,10 +190,12 @@ impl JetStream {
             max_age: Duration::from_secs(settings.max_age_hours.saturating_mul(3600)),
             ..Default::default()
         };
-        context
+        let created = context
             .get_or_create_stream(stream.clone())
             .await
             .map_err(|e| format!("creating the JetStream stream `{}`: {e}", settings.stream))?;
+        let limit = Arc::new(StreamLimit::new(-1));
+        limit.set(created.cached_info().config.max_message_size.into());
         let made_up = settings.consumer.is_none();
         let consumer = settings.consumer.unwrap_or_else(|| {
             let made_up = format!("instance-{}-{}", std::process::id(), made_up_suffix());
@@ -159,12 +214,32 @@ impl JetStream {
             made_up,
             heard: Arc::default(),
             stream_lost: Arc::default(),
+            limit,
         })
     }
 
     /// This instance's consumer.
     pub fn consumer(&self) -> &str {
         &self.consumer
+    }
+
+    /// Reads the stream's `max_msg_size` again in a task of its own, unless a read is under
+    /// way (or no runtime runs this thread).
+    fn read_limit(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        if self.limit.reading.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (context, name, limit) = (self.context.clone(), self.stream.name.clone(), Arc::clone(&self.limit));
+        runtime.spawn(async move {
+            match context.get_stream(&name).await {
+                Ok(stream) => limit.set(stream.cached_info().config.max_message_size.into()),
+                Err(error) => {
+                    tracing::debug!(stream = %name, %error, "reading the JetStream stream's max_msg_size failed")
+                }
+            }
+            limit.reading.store(false, Ordering::Release);
+        });
     }
 }
 
@@ -223,15 +298,24 @@ impl JetStream {
     fn failed(&self, error: PublishError) -> BoxError {
         let too_large = match error.kind() {
             PublishErrorKind::MaxPayloadExceeded => true,
-            PublishErrorKind::Other => std::error::Error::source(&error)
-                .and_then(|source| source.downcast_ref::<jetstream::Error>())
-                .is_some_and(|e| e.error_code() == jetstream::ErrorCode::STREAM_MESSAGE_EXCEEDS_MAXIMUM),
+            PublishErrorKind::Other => {
+                let stream_limit = std::error::Error::source(&error)
+                    .and_then(|source| source.downcast_ref::<jetstream::Error>())
+                    .is_some_and(|e| e.error_code() == jetstream::ErrorCode::STREAM_MESSAGE_EXCEEDS_MAXIMUM);
+                if stream_limit {
+                    // The stream's limit was lowered since it was read: `refuses` says so from
+                    // the next event on.
+                    self.read_limit();
+                }
+                stream_limit
+            }
             PublishErrorKind::StreamNotFound => {
                 self.stream_lost.notify_waiters();
-                let (context, stream) = (self.context.clone(), self.stream.clone());
+                let (context, stream, limit) = (self.context.clone(), self.stream.clone(), Arc::clone(&self.limit));
                 tokio::spawn(async move {
                     match context.get_or_create_stream(stream.clone()).await {
-                        Ok(_) => {
+                        Ok(created) => {
+                            limit.set(created.cached_info().config.max_message_size.into());
                             tracing::warn!(stream = %stream.name, "the JetStream stream was gone (a server restarted without its store?); created again")
                         }
                         Err(error) => {
@@ -284,6 +368,7 @@ impl Broker for JetStream {
     fn subscribe(&self) -> BoxFuture<'_, Result<Box<dyn Subscription>, BoxError>> {
         Box::pin(async move {
             let stream = self.context.get_or_create_stream(self.stream.clone()).await?;
+            self.limit.set(stream.cached_info().config.max_message_size.into());
             // A consumer made again (the server lost it) starts a little before this instance
             // last heard from the old one: nothing published meanwhile is missed.
             let heard = *self.heard.lock().unwrap_or_else(|e| e.into_inner());
@@ -321,16 +406,30 @@ impl Broker for JetStream {
         })
     }
 
-    /// An event larger than the server takes (its `max_payload`, headers included).
+    /// An event larger than the server or the stream takes (the server's `max_payload`, the
+    /// stream's `max_msg_size`, headers included). The stream's limit is the one last read
+    /// from its info; read longer than 5 s ago, it is read again in the background.
     fn refuses(&self, event: Outgoing<'_>) -> Option<String> {
-        let max = self.context.client().max_payload();
         // As the client counts the headers (`Self::headers`): "NATS/1.0\r\n", then
         // "Nats-Msg-Id: <id>\r\n" and "<name>: <value>\r\n" for each of the event's, then "\r\n".
         let own: usize = event.headers.iter().map(|(name, value)| name.len() + ": \r\n".len() + value.len()).sum();
         let header_len = "NATS/1.0\r\n".len() + "Nats-Msg-Id: \r\n".len() + event.id.len() + own + "\r\n".len();
         let size = header_len + event.payload.len();
-        (size > max)
-            .then(|| format!("it is {size} bytes with its headers, more than the NATS server's max_payload ({max})"))
+        if self.limit.stale() {
+            self.read_limit();
+        }
+        // The smaller limit is the one said.
+        let max = self.context.client().max_payload();
+        match self.limit.get() {
+            Some(stream_max) if stream_max < max => (size > stream_max).then(|| {
+                format!(
+                    "it is {size} bytes with its headers, more than the JetStream stream `{}`'s max_msg_size ({stream_max})",
+                    self.stream.name
+                )
+            }),
+            _ => (size > max)
+                .then(|| format!("it is {size} bytes with its headers, more than the NATS server's max_payload ({max})")),
+        }
     }
 }
 

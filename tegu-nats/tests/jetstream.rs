@@ -4,6 +4,8 @@
 
 mod support;
 
+use std::time::Duration;
+
 use support::Server;
 use tegu_core::App;
 use tegu_nats::JetStream;
@@ -58,31 +60,83 @@ async fn what_it_would_refuse_is_what_the_server_refuses() {
     app.shutdown().await.unwrap();
 }
 
-/// A stream that takes smaller messages than the server (`max_msg_size`, set by whoever
-/// created it): `refuses` cannot tell beforehand, but the publish is `Refused`, alone or in a
-/// batch, which stops there and counts what the server stored before it.
+/// A stream that takes smaller messages than the server (`max_msg_size`, set by the operator
+/// who created it beforehand) is the limit `refuses` checks: an event that fills it exactly,
+/// headers included, is taken; one byte more is refused when it is emitted, naming the stream's
+/// limit, and its publish is `Refused`, alone or in a batch, which stops there and counts what
+/// the server stored before it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_message_larger_than_the_stream_takes_is_refused() {
+async fn a_message_larger_than_the_stream_takes_is_refused_when_it_is_emitted() {
     let Some(server) = Server::new("stream_limit").await else { return };
     let config = async_nats::jetstream::stream::Config {
         name: server.stream.clone(),
         subjects: vec![format!("{}.>", server.subjects)],
-        max_message_size: 1024,
+        max_message_size: 4096,
         ..Default::default()
     };
     server.js.create_stream(config).await.unwrap();
     let (app, broker) = server.broker("stream_limit").await;
-    let large = vec![b'x'; 2048];
+    let header = "NATS/1.0\r\nNats-Msg-Id: \r\n\r\n".len() + "e0".len();
+    let fits = vec![b'x'; 4096 - header];
     let event = |id, payload| Outgoing { id, name: "big.one", payload, headers: &[] };
-    assert_eq!(broker.refuses(event("e1", &large)), None, "under the server's max_payload");
+    assert_eq!(broker.refuses(event("e0", &fits)), None);
+    broker.publish(event("e0", &fits)).await.unwrap();
+    let large = vec![b'x'; 4096 - header + 1];
+    let why = broker.refuses(event("e1", &large)).expect("over the stream's max_msg_size");
+    assert!(why.contains("max_msg_size (4096)") && why.contains(&server.stream), "{why}");
     let error = broker.publish(event("e1", &large)).await.unwrap_err();
     assert!(error.is::<Refused>(), "{error}");
     let (done, result) = broker.publish_all(&[event("e2", b"{}"), event("e3", &large), event("e4", b"{}")]).await;
     assert_eq!(done, 1);
     let error = result.unwrap_err();
     assert!(error.is::<Refused>(), "{error}");
-    // e2, and e4, sent in the same batch (the relay publishes it again, and the server keeps
-    // one); never e1 or e3.
-    assert_eq!(server.stream_info().await.expect("the stream").state.messages, 2);
+    // e0, e2, and e4, sent in the same batch (the relay publishes it again, and the server
+    // keeps one); never e1 or e3.
+    assert_eq!(server.stream_info().await.expect("the stream").state.messages, 3);
+    app.shutdown().await.unwrap();
+}
+
+/// An operator who lowers the stream's `max_msg_size` while the instance runs: `refuses` reads
+/// the stream's info again once what it read is 5 s old, and at once after a publish the
+/// stream refused for its size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_limit_lowered_while_running_is_seen_within_seconds() {
+    let Some(server) = Server::new("limit_lowered").await else { return };
+    let (app, broker) = server.broker("limit_lowered").await;
+    let large = vec![b'x'; 8192];
+    let event = |id, payload| Outgoing { id, name: "big.one", payload, headers: &[] };
+    assert_eq!(broker.refuses(event("e1", &large)), None, "no limit of the stream's own");
+    let lower = |max| {
+        let js = server.js.clone();
+        let name = server.stream.clone();
+        async move {
+            let mut config = js.get_stream(&name).await.unwrap().cached_info().config.clone();
+            config.max_message_size = max;
+            js.update_stream(config).await.unwrap();
+        }
+    };
+    lower(4096).await;
+    let seen = async {
+        while broker.refuses(event("e1", &large)).is_none() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), seen).await.expect("the lowered limit seen within 10 s");
+
+    // Just read: lowered again, the refused publish has it read at once, well before 5 s.
+    lower(2048).await;
+    let middle = vec![b'x'; 3000];
+    assert_eq!(broker.refuses(event("e2", &middle)), None, "the limit read before");
+    assert!(broker.publish(event("e2", &middle)).await.unwrap_err().is::<Refused>());
+    let seen = async {
+        loop {
+            match broker.refuses(event("e2", &middle)) {
+                Some(why) => break why,
+                None => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    };
+    let why = tokio::time::timeout(Duration::from_secs(2), seen).await.expect("seen after the refused publish");
+    assert!(why.contains("max_msg_size (2048)"), "{why}");
     app.shutdown().await.unwrap();
 }

@@ -49,9 +49,9 @@ pub trait Broker: Send + Sync + 'static {
     fn subscribe(&self) -> BoxFuture<'_, Result<Box<dyn Subscription>, BoxError>>;
 
     /// Why the broker would refuse `event` for good, if it can tell before it is published
-    /// (JetStream: larger than the server's `max_payload`, headers included). The outbox asks when the event is
-    /// emitted, so that the request fails instead of acknowledging an event that could never
-    /// be sent. `None` by default.
+    /// (JetStream: larger than the server's `max_payload` or the stream's `max_msg_size`,
+    /// headers included). The outbox asks when the event is emitted, so that the request fails
+    /// instead of acknowledging an event that could never be sent. `None` by default.
     fn refuses(&self, event: Outgoing<'_>) -> Option<String> {
         let _ = event;
         None

@@ -170,6 +170,32 @@ async fn a_broker_that_forgets_ends_subscriptions_and_stores_an_id_again() {
     assert!(quiet(&mut on_b).await);
 }
 
+/// As tegu-nats makes a lost consumer again, starting before the instance last heard from the
+/// old one: after the broker forgot, an instance that had a consumer gets what was published
+/// since, even before it subscribed again; one subscribing for the first time only what comes
+/// after.
+#[tokio::test]
+async fn a_consumer_made_again_after_the_broker_forgot_gets_what_was_published_since() {
+    let a = MemoryBroker::new();
+    let b = a.instance();
+    let (mut on_a, mut on_b) = (a.subscribe().await.unwrap(), b.subscribe().await.unwrap());
+    a.forget();
+    assert!(on_a.next().await.is_none() && on_b.next().await.is_none());
+    // A subscribes again and republishes before B does.
+    let mut on_a = a.subscribe().await.unwrap();
+    a.publish(event("e1")).await.unwrap();
+    assert_eq!(next_id(&mut on_a).await, "e1");
+    let mut on_b = b.subscribe().await.unwrap();
+    assert_eq!(next_id(&mut on_b).await, "e1", "B's consumer made again starts with what came after the restart");
+    assert!(quiet(&mut on_b).await);
+    // A third instance, whose first subscription it is: what is published from then on.
+    let c = a.instance();
+    let mut on_c = c.subscribe().await.unwrap();
+    assert!(quiet(&mut on_c).await);
+    a.publish(event("e2")).await.unwrap();
+    assert_eq!(next_id(&mut on_c).await, "e2");
+}
+
 #[tokio::test]
 async fn failed_receives_and_acknowledgements_lose_nothing_and_redeliver_brings_an_event_again() {
     let broker = MemoryBroker::new();

@@ -166,9 +166,16 @@ mod sqlite {
         const TX_SETTINGS: bool = false;
 
         /// `SQLITE_BUSY` (primary result code 5, any extended one): another connection held
-        /// the database past the busy timeout. The constraints are sqlx's `ErrorKind`s.
+        /// the database past the busy timeout. `SQLITE_LOCKED` (6, any extended one: a table
+        /// or the schema locked by another connection of a shared cache, a deadlock among
+        /// them): another connection holds a lock, reported at once; SQLite undoes the
+        /// statement, not the transaction, and the same statement succeeds once the lock is
+        /// released, as after `SQLITE_BUSY`. Both are `Busy`. The constraints are sqlx's
+        /// `ErrorKind`s.
         fn class_of_code(code: &str) -> Option<ErrorClass> {
-            code.parse::<i32>().is_ok_and(|code| code & 0xff == 5).then_some(ErrorClass::Busy)
+            const BUSY: i32 = 5;
+            const LOCKED: i32 = 6;
+            code.parse::<i32>().is_ok_and(|code| matches!(code & 0xff, BUSY | LOCKED)).then_some(ErrorClass::Busy)
         }
 
         /// SQLite commits or fails, in the process: no answer to lose. A transaction it ended

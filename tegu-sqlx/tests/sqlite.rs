@@ -78,6 +78,50 @@ async fn a_write_lock_held_past_the_busy_timeout_is_busy() {
     assert_eq!(notes(&db).await, ["a"]);
 }
 
+/// SQLite's `SQLITE_LOCKED` (result code 6, and its extended codes: `SQLITE_LOCKED_SHAREDCACHE`,
+/// 262, here): a lock conflict between connections of one shared cache (`cache=shared` in the
+/// URL), which SQLite reports at once, not after the busy timeout: here another connection
+/// changed the schema in a transaction it has not ended, so no statement of the cache can be
+/// prepared. Like `SQLITE_BUSY`, another connection holds the lock and a later try succeeds:
+/// `TxError::Busy` (class `Busy`, which tegu-http answers 503 with `Retry-After`), not a fault.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_by_a_connection_of_the_same_shared_cache_is_busy() {
+    let Some(url) = common::urls::sqlite("sqlite_locked").await else { return };
+    let Some(audit_url) = common::urls::sqlite("audit_of_sqlite_locked").await else { return };
+    let app = App::builder()
+        .link::<Database<tegu_sqlx::Sqlite>>()
+        .config_value("database.url", format!("{url}&cache=shared"))
+        .register(Database::<tegu_sqlx::Sqlite>::named("audit", "audit_db"))
+        .config_value("audit_db.url", audit_url)
+        .build()
+        .await
+        .unwrap();
+    let db = app.get_object_named::<Database<tegu_sqlx::Sqlite>>("database").unwrap();
+    sqlx::query("CREATE TABLE notes (note TEXT NOT NULL)").execute(db.pool()).await.unwrap();
+    let file = db.pool().connect_options().get_filename().to_owned();
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&file).shared_cache(true);
+    let mut other = sqlx::Connection::connect_with(&options).await.map(|c: sqlx::SqliteConnection| c).unwrap();
+    sqlx::Executor::execute(&mut other, "BEGIN").await.unwrap();
+    sqlx::Executor::execute(&mut other, "CREATE TABLE drafts (note TEXT)").await.unwrap();
+    let read = app
+        .run_in_context(async {
+            let mut conn = db.conn().await.unwrap();
+            let read = sqlx::query_scalar::<_, String>("SELECT note FROM notes").fetch_all(&mut *conn).await;
+            read.map_err(|e| db.error("reading the notes", e))
+        })
+        .await;
+    let error = read.expect_err("the schema is locked by the other connection");
+    let causes = std::iter::successors(std::error::Error::source(&error), |e| e.source());
+    let causes: Vec<String> = causes.map(ToString::to_string).collect();
+    assert!(causes.iter().any(|c| c.contains("(code: 262) database schema is locked")), "{causes:?}");
+    assert_eq!(error.class(), tegu_tx::ErrorClass::Busy, "{error:?}");
+    assert!(matches!(error, TxError::Busy { doing: "reading the notes", .. }), "{error:?}");
+    // Once the other connection ends its transaction, the same read succeeds.
+    sqlx::Executor::execute(&mut other, "ROLLBACK").await.unwrap();
+    let notes: Vec<String> = sqlx::query_scalar("SELECT note FROM notes").fetch_all(db.pool()).await.unwrap();
+    assert!(notes.is_empty());
+}
+
 /// A full disk: SQLite's `SQLITE_FULL` ("database or disk is full"), here from the database's
 /// page limit (`PRAGMA max_page_count`), which fails a write exactly as a full disk does. The
 /// statement fails as a database error, the request fails (as tegu-http fails a 5xx answer's

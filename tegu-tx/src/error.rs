@@ -1,5 +1,7 @@
 //! Why a transaction could not be used, begun or ended.
 
+use std::sync::Arc;
+
 use tegu_core::error::{BoxError, Busy};
 
 /// A transaction error: a propagation's rule broken (naming the method), a data source the App
@@ -75,11 +77,13 @@ pub enum TxError {
         #[source]
         error: BoxError,
     },
-    /// No connection of the data source came free in time: its pool stayed exhausted for its
-    /// acquire timeout, or the database refused more connections. A failure to try again
-    /// later, not a fault: a web service answers it `503 Service Unavailable`.
+    /// No connection or lock of the data source came free in time: its pool stayed exhausted
+    /// for its acquire timeout, the database refused more connections, or another connection
+    /// held a lock (SQLite's `SQLITE_BUSY` after the busy timeout, `SQLITE_LOCKED` at once). A
+    /// failure to try again later, not a fault: a web service answers it `503 Service
+    /// Unavailable`.
     #[error(
-        "{doing} on data source `{data_source}`: the database is busy (no connection came free in time); try again later"
+        "{doing} on data source `{data_source}`: the database is busy (no connection or lock came free in time); try again later"
     )]
     Busy {
         /// What was being done: `beginning a transaction`, `acquiring a connection`, ...
@@ -157,7 +161,9 @@ impl TxError {
     /// conflict worth trying the whole transaction again for, a busy or lost database, a
     /// transaction the database aborted, or a rule of `#[transactional]` broken. A
     /// [`TxError::Database`] has the class its adapter gave it ([`Classified`]; tegu-sqlx
-    /// classifies SQLite's and PostgreSQL's errors alike), else [`ErrorClass::Other`].
+    /// classifies SQLite's and PostgreSQL's errors alike), else [`ErrorClass::Other`]. A
+    /// [`TxError::Events`] has its cause's: `Busy` for an outbox write that found its pool busy
+    /// (what tegu-http answers 503), a `before_commit` handler's statement's class, else `Other`.
     ///
     /// # Examples
     ///
@@ -179,12 +185,38 @@ impl TxError {
             TxError::Database { error, .. } => {
                 error.downcast_ref::<Classified>().map_or(ErrorClass::Other, |c| c.class)
             }
-            TxError::Events { .. } => ErrorClass::Other,
+            TxError::Events { source, .. } => class_of_cause(source),
             TxError::Mandatory { .. } | TxError::Never { .. } | TxError::OneAtATime { .. } | TxError::Source { .. } => {
                 ErrorClass::Usage
             }
         }
     }
+}
+
+/// The class of the failure behind an event's ([`TxError::Events`]), found among `error`'s
+/// sources: `Busy` for a [`Busy`] (an outbox write that found its pool busy, as tegu-http's
+/// `DiError::is_busy` sees it), a [`Classified`] error's class, a [`TxError`]'s class (a
+/// `before_commit` handler's statement); else [`ErrorClass::Other`].
+fn class_of_cause(error: &tegu_core::DiError) -> ErrorClass {
+    if error.is_busy() {
+        return ErrorClass::Busy;
+    }
+    type Shared = Arc<dyn std::error::Error + Send + Sync + 'static>;
+    let mut next: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    while let Some(mut e) = next {
+        // A source held in an `Arc` (as `DiError`'s are) shows as the `Arc`: look inside.
+        while let Some(inner) = e.downcast_ref::<Shared>() {
+            e = &**inner;
+        }
+        if let Some(classified) = e.downcast_ref::<Classified>() {
+            return classified.class;
+        }
+        if let Some(tx) = e.downcast_ref::<TxError>() {
+            return tx.class();
+        }
+        next = e.source();
+    }
+    ErrorClass::Other
 }
 
 /// What kind of failure a [`TxError`] is ([`TxError::class`]): the same class for the same

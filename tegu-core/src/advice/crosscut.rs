@@ -108,9 +108,6 @@ pub struct CrosscutDef {
     pub advice: fn() -> TypeId,
     /// The advice's path as written, for messages.
     pub advice_name: &'static str,
-    /// The advice's type name (`type_name`): where crosscuts of equal `order` nest, whatever
-    /// path names the advice at its `crosscut!`.
-    pub advice_type: fn() -> &'static str,
     pub params: Option<&'static (dyn Any + Send + Sync)>,
     /// `implements = dyn Trait`: the protos that provide it.
     pub implements: Option<Named>,
@@ -120,9 +117,11 @@ pub struct CrosscutDef {
     pub types: Option<&'static str>,
     /// `methods = "glob"`: the method's name.
     pub methods: Option<&'static str>,
+    /// Where it nests among the crosscuts of a method: lower outside. Equal orders nest in the
+    /// order the `crosscut!`s are declared: by `site`, then `file` and `line`.
     pub order: i32,
     pub around: AroundFn,
-    /// The module of the `crosscut!`.
+    /// The module of the `crosscut!` (`module_path!()`).
     pub site: &'static str,
     pub file: &'static str,
     pub line: u32,
@@ -206,7 +205,9 @@ impl JoinPoint {
     pub fn cuts(&'static self) -> &'static [&'static CrosscutDef] {
         self.cuts.get_or_init(|| {
             let mut cuts: Vec<&'static CrosscutDef> = crosscuts().filter(|c| c.selects(self)).collect();
-            cuts.sort_by_key(|c| (c.order, (c.advice_type)(), c.file, c.line));
+            // Equal orders in declaration order, by what the `crosscut!` is written as and where:
+            // no type name, whose text the standard library may change between compilers.
+            cuts.sort_by_key(|c| (c.order, c.site, c.file, c.line, c.advice_name));
             cuts.into_boxed_slice()
         })
     }

@@ -9,7 +9,7 @@ use std::path::Path;
 use figment::value::{Dict, Value};
 use serde::de::DeserializeOwned;
 
-use super::{Config, Layer, find, probe, segments};
+use super::{Config, Layer, find, probe, segments, taken};
 use crate::error::DiError;
 
 /// A section that a proto's factory reads with [`Config::get`], declared with
@@ -106,17 +106,21 @@ pub(super) fn record<T: DeserializeOwned>(key: &str, value: &Value, section: &'s
     if READS.with(|r| r.borrow().is_none()) {
         return;
     }
-    let mut ignored = Vec::new();
-    let _ = serde_ignored::deserialize::<_, _, T>(value, |path| ignored.push(segments(&path)));
-    let ignored = ignored
-        .into_iter()
-        .filter_map(|path: Vec<String>| {
+    let mut skipped = Vec::new();
+    let _ = serde_ignored::deserialize::<_, _, T>(value, |path| skipped.push(segments(&path)));
+    let mut ignored: Vec<(Vec<String>, &'static [&'static str])> = skipped
+        .iter()
+        .filter_map(|path: &Vec<String>| {
             let (last, parent) = path.split_last()?;
             let parent: Vec<&str> = parent.iter().map(String::as_str).collect();
             let fields = probe::fields_at::<T>(&parent).unwrap_or_default();
-            (!fields.contains(&last.as_str())).then_some((path, fields))
+            (!fields.contains(&last.as_str())).then_some((path.clone(), fields))
         })
         .collect();
+    // A table whose type shows no fields (a struct with a flattened part, a map, an untagged
+    // enum) may drop a key without skipping it: each of its keys is asked (`taken`).
+    let unseen = |leaf: &[String]| !skipped.iter().any(|path| leaf.starts_with(path)) && no_fields::<T>(leaf);
+    ignored.extend(taken::untaken::<T>(value, false, unseen).into_iter().map(|path| (path, &[][..])));
     let prefix = key.split('.').filter(|k| !k.is_empty()).map(str::to_owned).collect();
     let read = Read { prefix, section, ignored };
     READS.with(|r| {
@@ -124,6 +128,12 @@ pub(super) fn record<T: DeserializeOwned>(key: &str, value: &Value, section: &'s
             reads.push(read);
         }
     });
+}
+
+/// Whether the table that holds `leaf` in `T` is no struct whose fields the probe finds.
+pub(super) fn no_fields<T: DeserializeOwned>(leaf: &[String]) -> bool {
+    let parent: Vec<&str> = leaf[..leaf.len().saturating_sub(1)].iter().map(String::as_str).collect();
+    probe::fields_at::<T>(&parent).is_none()
 }
 
 impl Read {
@@ -225,7 +235,7 @@ impl Config {
 
 /// The paths of the values under `dict` that are not tables (an empty table counts as one),
 /// through arrays of tables by index (`jobs.0.name`), as `serde_ignored` names them.
-fn leaves_of(dict: &Dict, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+pub(super) fn leaves_of(dict: &Dict, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
     for (key, value) in dict {
         path.push(key.clone());
         leaves_of_value(value, path, out);

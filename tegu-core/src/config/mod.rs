@@ -19,6 +19,7 @@ mod env;
 mod known;
 mod probe;
 pub(crate) mod section;
+mod taken;
 
 use std::cell::RefCell;
 use std::fmt;
@@ -500,7 +501,12 @@ impl Config {
         loop {
             let (read, ignored) = read_lossy::<T>(&value);
             let read = read.map_err(|e| self.error(e, key, section))?;
-            let Some(path) = ignored.into_iter().find(|path| find(env, path).is_some()) else { return Ok(read) };
+            // A key under a table whose type shows no fields (a flattened part) is asked.
+            let set_under = |leaf: &[String]| find(env, leaf).is_some() && known::no_fields::<T>(leaf);
+            let skipped = ignored.into_iter().find(|path| find(env, path).is_some());
+            let Some(path) = skipped.or_else(|| taken::untaken::<T>(&value, true, set_under).into_iter().next()) else {
+                return Ok(read);
+            };
             let (last, parent) = path.split_last().expect("an ignored key has a path");
             let parent: Vec<&str> = parent.iter().map(String::as_str).collect();
             let fields = probe::fields_at::<T>(&parent).unwrap_or_default();

@@ -49,6 +49,9 @@ pub struct ProtoDef {
     pub(crate) access: Access,
     pub(crate) krate: Cow<'static, str>,
     pub(crate) deps: Cow<'static, [Dependency]>,
+    /// The fields its factory fills with `Default` that hold a type the App may have: see
+    /// [`Unmarked`](crate::registry::Unmarked).
+    pub(crate) unmarked: &'static [crate::proto::dependency::Unmarked],
     pub(crate) provides: Vec<ProvideDef>,
     pub(crate) factory: Factory,
     /// A template: one instance per proto of this type (usually a multi-instance config).
@@ -388,6 +391,7 @@ impl ProtoDef {
             access: Access::Public,
             krate: Cow::Borrowed(""),
             deps: Cow::Owned(Vec::new()),
+            unmarked: &[],
             provides: vec![ProvideDef {
                 type_id: TypeId::of::<T>(),
                 type_name: core::any::type_name::<T>(),

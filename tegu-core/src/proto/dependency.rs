@@ -205,3 +205,61 @@ impl fmt::Debug for Dependency {
             .finish()
     }
 }
+
+/// A field of a proto that its factory fills with `Default` (a field without `#[inject]`) and
+/// whose type holds a `T` the App may have as a proto: `Arc<T>`, `Option<Arc<T>>`,
+/// `Vec<Arc<T>>`, `Box<T>` or `Weak<T>`. `build()` and `check()` refuse one whose `T` is a proto
+/// of the App ([`DiError::UninjectedProto`](crate::DiError::UninjectedProto)): it would hold a
+/// private `T` (or none) instead of the App's. The macros record each such field; they refuse
+/// one of a `T` that implements [`Proto`](crate::Proto) at compile time, so this catches a `T`
+/// registered by hand (`ProtoDef::singleton::<T>(..)`).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use tegu_core::registry::{AnyArc, Lifetime, ProtoDescriptor, Unmarked};
+/// use tegu_core::{App, DiError, Proto, ProtoDef, Resolver};
+///
+/// #[derive(Default)]
+/// struct HttpClient;
+/// struct Fetcher {
+///     client: Arc<HttpClient>, // no `#[inject]`: `Default` makes a second client
+/// }
+///
+/// fn fetcher(_: &Resolver<'_>) -> Result<AnyArc, DiError> {
+///     Ok(Arc::new(Fetcher { client: Arc::default() }))
+/// }
+///
+/// // What `#[singleton_proto]` writes for `Fetcher`.
+/// impl Proto for Fetcher {
+///     const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Fetcher>("", Lifetime::Singleton, fetcher)
+///         .unmarked(&[Unmarked::new::<HttpClient>("client")]);
+/// }
+///
+/// let app = || App::builder().without_inventory().link::<Fetcher>();
+/// // The App registers a client by hand: the field would not be it.
+/// let error = app().register(ProtoDef::singleton::<HttpClient>(|_| Ok(HttpClient))).check().unwrap_err();
+/// assert!(matches!(error, DiError::UninjectedProto { field: "client", .. }), "{error}");
+/// // Without one, the field is the proto's own state.
+/// assert!(app().check().is_ok());
+/// ```
+#[derive(Clone, Copy)]
+pub struct Unmarked {
+    pub(crate) type_id: fn() -> TypeId,
+    pub(crate) type_name: fn() -> &'static str,
+    pub(crate) field: &'static str,
+}
+
+impl Unmarked {
+    /// Field `field`, which holds a `T`. Usable in `const` and `static` items.
+    pub const fn new<T: ?Sized + 'static>(field: &'static str) -> Self {
+        Unmarked { type_id: TypeId::of::<T>, type_name: core::any::type_name::<T>, field }
+    }
+}
+
+impl fmt::Debug for Unmarked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Unmarked").field("type", &(self.type_name)()).field("field", &self.field).finish()
+    }
+}

@@ -3,7 +3,7 @@
 use crate::config::section::LoadFn;
 use crate::erased::{DynHook, HookFn};
 use crate::proto::def::{ProtoDef, default_name};
-use crate::proto::dependency::Dependency;
+use crate::proto::dependency::{Dependency, Unmarked};
 use crate::proto::factory::{AsyncFactoryFn, ConfigDef, Construct, Factory, FactoryFn, OwnType, SyncFactory};
 use crate::proto::kinds::{Access, Lifetime};
 use crate::proto::provide::{Provide, ProvideCast, ProvideDef};
@@ -60,6 +60,7 @@ pub struct ProtoDescriptor {
     pub(crate) access: Access,
     pub(crate) krate: &'static str,
     pub(crate) deps: &'static [Dependency],
+    pub(crate) unmarked: &'static [Unmarked],
     pub(crate) provides: &'static [Provide],
     pub(crate) construct: Construct,
     pub(crate) instances_of: Option<TypeRef>,
@@ -200,6 +201,7 @@ impl ProtoDescriptor {
             access: Access::Public,
             krate: "",
             deps: &[],
+            unmarked: &[],
             provides: &[],
             construct,
             instances_of: None,
@@ -369,6 +371,14 @@ impl ProtoDescriptor {
     /// [`ProtoDef::also`](crate::ProtoDef::also) does.
     pub const fn also(mut self, makes: &'static [fn() -> ProtoDef]) -> Self {
         self.also = makes;
+        self
+    }
+
+    /// The fields the factory fills with `Default` that hold a type the App may have as a proto
+    /// (`Arc<T>`, `Box<T>`, ... without `#[inject]`), which `build()` refuses where it has
+    /// ([`Unmarked`] has an example).
+    pub const fn unmarked(mut self, fields: &'static [Unmarked]) -> Self {
+        self.unmarked = fields;
         self
     }
 
@@ -650,6 +660,7 @@ impl ProtoDescriptor {
             access: self.access,
             krate: Cow::Borrowed(crate_of(if self.krate.is_empty() { (self.type_name)() } else { self.krate })),
             deps: Cow::Borrowed(self.deps),
+            unmarked: self.unmarked,
             provides,
             factory: match self.construct {
                 Construct::Sync(f) => {

@@ -1,7 +1,8 @@
 //! Static descriptions of protos: what a type is, what it needs, how it is built.
 //!
 //! - `kinds.rs`: [`Lifetime`], [`Access`], [`InjectKind`];
-//! - `dependency.rs`: [`Dependency`], what a proto needs;
+//! - `dependency.rs`: [`Dependency`], what a proto needs, and [`Unmarked`], a field it fills
+//!   with `Default`;
 //! - `provide.rs`: [`Provide`], what it can be injected as;
 //! - `factory.rs`: how it is built ([`FactoryFn`], [`AsyncFactoryFn`]);
 //! - `descriptor.rs`: [`ProtoDescriptor`], the `const` the macros write;
@@ -19,6 +20,6 @@ pub(crate) mod registered;
 pub(crate) mod traits;
 
 pub use def::ProtoDef;
-pub use dependency::Dependency;
+pub use dependency::{Dependency, Unmarked};
 pub use kinds::{Access, InjectKind, Lifetime};
 pub use traits::{ContextProto, Proto, SingletonProto, TransientProto};

@@ -138,7 +138,7 @@ pub(crate) fn link(app: &AppInner, span: &tracing::Span, lineage: &Lineage, work
     if let Some(link) = &app.trace_link
         && let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| link.link(span, lineage, work)))
     {
-        let panic = crate::error::panic_message(&*panic);
+        let panic = crate::isolate::panic_message(&*panic);
         tracing::error!(panic = ?panic, "the App's `TraceLink` panicked; the span keeps its parent");
     }
 }

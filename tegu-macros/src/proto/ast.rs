@@ -339,7 +339,7 @@ pub(crate) fn classify(ty: &Type) -> Option<(Kind, Type)> {
 }
 
 /// `Name<T>` (any path prefix): the last segment's name and `T`.
-fn single_generic(ty: &Type) -> Option<(String, &Type)> {
+pub(crate) fn single_generic(ty: &Type) -> Option<(String, &Type)> {
     let Type::Path(path) = ungroup(ty) else { return None };
     let last = path.path.segments.last()?;
     let PathArguments::AngleBracketed(args) = &last.arguments else { return None };
@@ -354,6 +354,25 @@ pub(crate) fn ungroup(ty: &Type) -> &Type {
         Type::Group(g) => ungroup(&g.elem),
         Type::Paren(p) => ungroup(&p.elem),
         other => other,
+    }
+}
+
+/// The `T` a field without `#[inject]` holds, where the App may have a `T` registered by hand
+/// that the field would not be: `Arc<T>`, `Option<Arc<T>>`, `Vec<Arc<T>>`, `Box<T>`, `Weak<T>`,
+/// with `T` a named type (a trait object, `str` or a slice is never a proto).
+pub(crate) fn unmarked_target(ty: &Type) -> Option<&Type> {
+    let (wrapper, inner) = single_generic(ty)?;
+    let target = match wrapper.as_str() {
+        "Arc" | "Box" | "Weak" => inner,
+        "Option" | "Vec" => match single_generic(inner)? {
+            (arc, target) if arc == "Arc" => target,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    match ungroup(target) {
+        Type::Path(path) if !path.path.is_ident("str") => Some(target),
+        _ => None,
     }
 }
 

@@ -64,7 +64,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
             #(#by_value)*
         }
     });
-    let (uninjected, refused) = uninjected_fields(model, &di);
+    let Uninjected { values: uninjected, refused, unmarked } = uninjected_fields(model, &di);
     let Factory { item: factory, method, constructor } = factory(model, &di, &rt, probes, &uninjected);
     // A cast per provided type: the downcast and the coercion, spanned at the type so that a
     // trait the proto does not implement is reported there. No generic helper per proto.
@@ -144,6 +144,8 @@ fn expand(model: &ProtoItem) -> TokenStream {
     // `'static` (and costs no item of its own).
     // An empty list is the descriptor's default: not said (each call costs every proto's build).
     let deps_set = (!deps.is_empty()).then(|| quote!(.deps(const { &[#(#deps),*] })));
+    // `Unmarked` has no drop glue: its array is promoted.
+    let unmarked_set = (!unmarked.is_empty()).then(|| quote!(.unmarked(&[#(#unmarked),*])));
     let provides: Vec<_> = provides.collect();
     let provides_set = (!provides.is_empty()).then(|| quote!(.provides(const { &[#(#provides),*] })));
 
@@ -151,6 +153,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
     // only where it differs from the default.
     let setters: Vec<TokenStream> = [
         deps_set,
+        unmarked_set,
         provides_set,
         access_set,
         profile_set,
@@ -343,45 +346,63 @@ struct Factory {
     constructor: TokenStream,
 }
 
+/// What a struct's fields without `#[inject]` add to the expansion.
+struct Uninjected {
+    /// Their values, in order (`None` for an injected field).
+    values: Vec<Option<TokenStream>>,
+    /// The compile errors of those that only the container can fill.
+    refused: Vec<TokenStream>,
+    /// The descriptor's record of those that hold a type the App may have registered by hand
+    /// (`__private::unmarked::<T>("field")`), which `build()` refuses where it has.
+    unmarked: Vec<TokenStream>,
+}
+
 /// The values of a struct's fields without `#[inject]`, in order (`None` for an injected
-/// one), and the compile errors of those that only the container can fill.
+/// one), the compile errors of those that only the container can fill, and the record of those
+/// that hold a type the App may have (`ast::unmarked_target`).
 ///
 /// - `#[inject(skip)]`: `Default::default()`.
 /// - An injection form that `Default` cannot mean (`ContextRef`, `Provider`, `Arc<dyn Trait>`,
 ///   `Option<Arc<T>>`, ...): an error at the field that says to mark it `#[inject]`; the field's
 ///   value is `refused_field()`, so that no second error follows.
 /// - Anything else: `__private::FieldProbe`, which is `Default::default()` except for an `Arc`
-///   of a proto (an error: it would be a second instance) or a type with no `Default` (an error
-///   that says to inject it or implement `Default`).
-fn uninjected_fields(model: &ProtoItem, di: &TokenStream) -> (Vec<Option<TokenStream>>, Vec<TokenStream>) {
-    let Body::Struct { fields, .. } = &model.body else { return (Vec::new(), Vec::new()) };
+///   of a proto (an error: it would be a second instance), a proto in a `Box`, an `Option` or a
+///   `Weak`, or a type with no `Default` (an error that says to inject it or implement
+///   `Default`). One that holds a named type (`Arc<T>`, `Box<T>`, ...) is recorded too: `build()`
+///   refuses it where the App has a `T` registered by hand, which no `Proto` impl shows here.
+fn uninjected_fields(model: &ProtoItem, di: &TokenStream) -> Uninjected {
+    let mut out = Uninjected { values: Vec::new(), refused: Vec::new(), unmarked: Vec::new() };
+    let Body::Struct { fields, .. } = &model.body else { return out };
     if model.scope == ProtoScope::Config {
-        return (Vec::new(), Vec::new());
+        return out;
     }
-    let mut refused = Vec::new();
-    let values = fields
-        .iter()
-        .map(|field| {
-            if field.inject.is_some() {
-                return None;
-            }
-            let ty = &field.ty;
-            let di = respan(di, ty.span());
-            if field.skip {
-                return Some(quote_spanned!(ty.span()=> #di::Default::default()));
-            }
-            if let Some(message) = check::uninjected_form(field) {
-                refused.push(quote_spanned!(ty.span()=> ::core::compile_error!(#message);));
-                return Some(quote_spanned!(ty.span()=> #di::refused_field::<#ty>()));
-            }
-            Some(quote_spanned! {ty.span()=> {
-                #[allow(unused_imports)]
-                use #di::{ProtoField as _, OptionField as _, VecField as _, ValueField as _, HandleField as _, DefaultField as _, PlainField as _};
-                (&&&#di::FieldProbe::<#ty>::NEW).__di_field()
-            }})
-        })
-        .collect();
-    (values, refused)
+    for field in fields {
+        if field.inject.is_some() {
+            out.values.push(None);
+            continue;
+        }
+        let ty = &field.ty;
+        let di_at = respan(di, ty.span());
+        if field.skip {
+            out.values.push(Some(quote_spanned!(ty.span()=> #di_at::Default::default())));
+            continue;
+        }
+        if let Some(message) = check::uninjected_form(field) {
+            out.refused.push(quote_spanned!(ty.span()=> ::core::compile_error!(#message);));
+            out.values.push(Some(quote_spanned!(ty.span()=> #di_at::refused_field::<#ty>())));
+            continue;
+        }
+        if let Some(target) = crate::proto::ast::unmarked_target(ty) {
+            let label = field.ident.to_string();
+            out.unmarked.push(quote!(#di::unmarked::<#target>(#label)));
+        }
+        out.values.push(Some(quote_spanned! {ty.span()=> {
+            #[allow(unused_imports)]
+            use #di_at::{ProtoField as _, OptionField as _, VecField as _, ValueField as _, WrappedField as _, HandleField as _, DefaultField as _, PlainField as _};
+            (&&&#di_at::FieldProbe::<#ty>::NEW).__di_field()
+        }}));
+    }
+    out
 }
 
 /// The factory function and the descriptor constructor that takes it.
@@ -571,15 +592,6 @@ mod tests {
     /// nothing to say writes its `Proto` impl with the factory and its registration, no more.
     #[test]
     fn a_proto_without_options_expands_to_few_tokens() {
-        /// Tokens as the compiler counts them: a group is its delimiters and what is inside.
-        fn count(ts: proc_macro2::TokenStream) -> usize {
-            ts.into_iter()
-                .map(|tree| match tree {
-                    proc_macro2::TokenTree::Group(g) => 2 + count(g.stream()),
-                    _ => 1,
-                })
-                .sum()
-        }
         let out = super::proto(
             quote!(),
             quote!(
@@ -589,6 +601,53 @@ mod tests {
         );
         let tokens = count(out.clone());
         assert!(tokens <= 75, "{tokens} tokens: {out}");
+    }
+
+    /// Tokens as the compiler counts them: a group is its delimiters and what is inside.
+    fn count(ts: proc_macro2::TokenStream) -> usize {
+        ts.into_iter()
+            .map(|tree| match tree {
+                proc_macro2::TokenTree::Group(g) => 2 + count(g.stream()),
+                _ => 1,
+            })
+            .sum()
+    }
+
+    /// A field without `#[inject]` that holds a named type (`Arc<T>`, `Box<T>`, ...) is
+    /// recorded in the descriptor, which `build()` checks against the App's protos; other
+    /// fields add nothing to it.
+    #[test]
+    fn an_unmarked_arc_is_recorded_and_plain_state_is_not() {
+        let plain = super::proto(
+            quote!(),
+            quote!(
+                pub struct Stats {
+                    served: AtomicU64,
+                    names: Option<String>,
+                    tag: Arc<str>,
+                }
+            ),
+            ProtoScope::Singleton,
+        );
+        assert!(!plain.to_string().contains("unmarked") && !plain.to_string().contains("DESCRIPTOR"), "{plain}");
+        let out = super::proto(
+            quote!(),
+            quote!(
+                pub struct Fetcher {
+                    client: Arc<HttpClient>,
+                }
+            ),
+            ProtoScope::Singleton,
+        );
+        let text = out.to_string();
+        assert!(
+            text.contains(". unmarked (& [:: tegu_core :: __private :: unmarked :: < HttpClient > (\"client\")])"),
+            "{text}"
+        );
+        // The record is 24 tokens (each further one 18 and its type's), and a proto that had
+        // nothing else to declare writes its descriptor constant for it (58 more): 249 in all.
+        let tokens = count(out);
+        assert!(tokens <= 250, "{tokens} tokens: {text}");
     }
 
     #[test]

@@ -37,7 +37,9 @@ pub struct Published {
 ///   ([`fail_receives`](Self::fail_receives)) or acknowledgements
 ///   ([`fail_acks`](Self::fail_acks); the event comes again).
 /// - **Its state lost** ([`forget`](Self::forget)): as a NATS server restarted without its
-///   store, it loses what it stored and every consumer, and open subscriptions end.
+///   store, it loses what it stored and every consumer, and open subscriptions end; a consumer
+///   made again starts with what was published since (tegu-nats' does, from a little before
+///   its instance last heard from the old one).
 /// - **At-least-once delivery**: [`redeliver`](Self::redeliver) brings an event once more.
 ///
 /// A clone is the same broker and the same consumer (the same instance of the service);
@@ -46,7 +48,8 @@ pub struct Published {
 ///
 /// Like JetStream's durable consumers, an instance's first subscription starts with the events
 /// published from then on; one made after the last ended resumes where it left off, with what
-/// was delivered and not acknowledged first. A publish stores the event at once, and an id it
+/// was delivered and not acknowledged first; one made again after the broker forgot starts
+/// with everything it stored since. A publish stores the event at once, and an id it
 /// stores again is ignored until [`forget`](Self::forget) (JetStream forgets ids after its
 /// duplicate window).
 ///
@@ -126,6 +129,9 @@ struct State {
 struct Consumer {
     /// Whether the broker has it: made by the instance's first subscription, lost with `forget`.
     exists: bool,
+    /// Whether the instance had one that the broker lost (`forget`): made again, it starts
+    /// with what the broker stored since, as tegu-nats makes a lost consumer again.
+    lost: bool,
     /// The index in `log` of the next event to deliver.
     next: usize,
     /// Events to deliver again, before `next`.
@@ -280,8 +286,30 @@ impl MemoryBroker {
 
     /// Loses the broker's state, as a NATS server restarted without its JetStream store: what
     /// it stored (and the ids it would have ignored), and every consumer. Open subscriptions
-    /// end (`next` gives `None`); an instance's next subscription starts with the events
-    /// published from then on. What it was told to fail stays.
+    /// end (`next` gives `None`). An instance that had a consumer gets one again at its next
+    /// subscription, starting with everything published since the broker forgot (what another
+    /// instance published before it subscribed again included), as tegu-nats makes a lost
+    /// consumer again from a little before its instance last heard from the old one; an
+    /// instance subscribing for the first time starts with the events published from then on.
+    /// What it was told to fail stays.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_outbox::testing::MemoryBroker;
+    /// use tegu_outbox::{Broker, Outgoing};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::error::BoxError> {
+    /// let a = MemoryBroker::new();
+    /// let b = a.instance();
+    /// let _on_b = b.subscribe().await?;
+    /// a.forget();
+    /// // Published after the restart, before B subscribed again: B gets it.
+    /// a.publish(Outgoing { id: "e1", name: "todos.completed", payload: b"{}", headers: &[] }).await?;
+    /// let mut on_b = b.subscribe().await?;
+    /// assert_eq!(on_b.next().await.expect("an event")?.id, "e1");
+    /// # Ok(()) }
+    /// ```
     pub fn forget(&self) {
         {
             let mut state = self.state();
@@ -289,7 +317,8 @@ impl MemoryBroker {
             state.ids.clear();
             state.epoch += 1;
             for consumer in &mut state.consumers {
-                *consumer = Consumer::default();
+                let lost = consumer.exists || consumer.lost;
+                *consumer = Consumer { lost, ..Consumer::default() };
             }
         }
         self.changed();
@@ -419,7 +448,10 @@ impl Broker for MemoryBroker {
                         consumer.again.push_front(index);
                     }
                 } else {
-                    *consumer = Consumer { exists: true, next: len, ..Consumer::default() };
+                    // Made again after the broker lost it: from the start of what it stores now,
+                    // all published since; made for the first time: from now on.
+                    let next = if consumer.lost { 0 } else { len };
+                    *consumer = Consumer { exists: true, next, ..Consumer::default() };
                 }
                 let subscription = MemorySubscription {
                     shared: Arc::clone(&self.shared),
