@@ -228,7 +228,8 @@ impl<'a> Model<'a> {
         let failed = |c: &CallObs| !ok(c) && !unknown(c) && (c.result.is_some() || c.panicked);
         let scope = self.scopes.get(&first.scope).copied().unwrap_or(Outcome::Unknown);
         let own = first.prop == Prop::RequiresNew || first.detached;
-        if (own && unknown(first)) || (!own && scope == Outcome::Unknown) {
+        // A detached task's transaction may be its own or its scope's: either one unknown.
+        if (own && unknown(first)) || ((!own || first.detached) && scope == Outcome::Unknown) {
             self.tx_unknown.insert(tx);
         }
         let what = format!(
