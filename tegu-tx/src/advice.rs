@@ -129,9 +129,14 @@ impl<T: Send, E: From<TxError> + Send> Advice<Result<T, E>> for Transactional {
     }
 }
 
-/// The method run in `tx`, which it began or joined: the innermost transaction of its task,
-/// holding the events it emits.
+/// The method run in `tx`, which it began or joined: the innermost transaction of its task.
+/// The transaction holds the events it emits, unless the method joined it through a method of
+/// its task (or the task's spawner) already in it: then the events go where that method's go
+/// (a `nested` method's savepoint holds them, to follow it).
 async fn in_tx<T, E>(tx: Arc<Tx>, next: Next<'_, Result<T, E>>) -> Result<T, E> {
+    if current::frames_of(&tx) > 0 {
+        return current::within(tx.owner, Arc::clone(&tx), None, next.run()).await;
+    }
     current::within(tx.owner, Arc::clone(&tx), None, tx.events.run(next.run())).await
 }
 

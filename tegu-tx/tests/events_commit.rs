@@ -260,3 +260,62 @@ async fn a_savepoints_method_awaiting_a_task_that_writes_does_not_wait_for_itsel
         ["BEGIN", "write order", "SAVEPOINT", "SAVEPOINT", "write audit", "RELEASE", "RELEASE", "COMMIT"]
     );
 }
+
+impl Payments {
+    /// A savepoint whose method calls a `required` method that emits, then fails.
+    #[transactional(nested)]
+    async fn refund(&self) -> Result<(), TxError> {
+        self.note_refund().await?;
+        Err(TxError::Ended { data_source: "journal".into(), how: "the refund gives up" })
+    }
+
+    #[transactional]
+    async fn note_refund(&self) -> Result<(), TxError> {
+        write(&self.transactions, "refund").await?;
+        self.events.emit(Refunded);
+        Ok(())
+    }
+}
+
+/// Emitted by a method joined inside a savepoint.
+pub struct Refunded;
+
+#[singleton_proto]
+#[derive(Default)]
+pub struct Refunds {
+    lines: Mutex<Vec<&'static str>>,
+}
+
+#[handlers]
+impl Refunds {
+    #[event_handler]
+    async fn refunded(&self, _: &Refunded) {
+        self.lines.lock().unwrap().push("after_commit");
+    }
+
+    #[event_handler(after_rollback)]
+    async fn not_refunded(&self, _: &Refunded) {
+        self.lines.lock().unwrap().push("after_rollback");
+    }
+}
+
+/// An event a `required` method emits inside a `nested` method's savepoint follows the
+/// savepoint: rolled back to, it goes to `after_rollback`, though the transaction commits.
+#[tokio::test]
+async fn an_event_a_joined_method_emits_in_a_savepoint_follows_the_savepoint() {
+    let journal = Journal::default();
+    let app = app(&journal).await;
+    let payments = app.get_object::<Payments>().unwrap();
+    app.try_run_in_context(async {
+        payments.order().await.unwrap();
+        payments.refund().await.unwrap_err();
+    })
+    .await
+    .unwrap();
+    app.shutdown().await.unwrap();
+    assert_eq!(
+        *journal.lock().unwrap(),
+        ["BEGIN", "write order", "SAVEPOINT", "write refund", "ROLLBACK TO", "RELEASE", "COMMIT"]
+    );
+    assert_eq!(*app.get_object::<Refunds>().unwrap().lines.lock().unwrap(), ["after_rollback"]);
+}
