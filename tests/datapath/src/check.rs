@@ -385,7 +385,7 @@ impl<'a> Model<'a> {
                             format!("{name}: rolled back, and its after_commit handler ran {} times", after.len()),
                         );
                     }
-                    if rollback.len() != 1 && !self.stopped_around(e.scope) && !(untold && rollback.is_empty()) {
+                    if rollback.len() != 1 && !self.stopped_around(e.request) && !(untold && rollback.is_empty()) {
                         self.v(
                             "after-rollback-once",
                             format!("{name}: rolled back, its after_rollback handler ran {} times", rollback.len()),
@@ -443,17 +443,10 @@ impl<'a> Model<'a> {
         true
     }
 
-    /// Whether a process stopped while scope `scope`'s request ran (its handlers may be gone).
-    fn stopped_around(&self, scope: u32) -> bool {
-        let request = self.request_of(scope);
+    /// Whether a process stopped while request `request` ran (its handlers may be gone).
+    fn stopped_around(&self, request: u16) -> bool {
+        let request = u32::from(request);
         self.scenario.faults.iter().any(|f| matches!(f, Fault::Stop { request: r, .. } if u32::from(*r) <= request + 1 && u32::from(*r) + 1 >= request))
-    }
-
-    fn request_of(&self, scope: u32) -> u32 {
-        if scope < 10_000 {
-            return scope;
-        }
-        self.o.log.scopes.iter().find(|s| s.id == scope).map_or(0, |s| u32::from(s.request))
     }
 
     /// Tenants: what scopes read, the rows' tenants, the tenants' objects.

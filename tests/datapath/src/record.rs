@@ -106,6 +106,8 @@ pub struct EmitObs {
     pub calls: Vec<u32>,
     /// Its scope.
     pub scope: u32,
+    /// Its request.
+    pub request: u16,
     /// The tenant and user of its scope.
     pub seen: Seen,
     /// Its marker row was written.

@@ -408,6 +408,16 @@ async fn generation_run(
     for instance in 0..scenario.instances {
         apps.push(build(place, recorder, instance, generation).await?);
     }
+    // Each instance's consumer exists before the first request: a consumer made for the first
+    // time starts with the events published from then on (an instance that did not exist yet
+    // is not owed what came before it).
+    let until = Instant::now() + Duration::from_secs(10);
+    for app in &apps {
+        let Ok(outbox) = app.get_object::<Outbox>() else { continue };
+        while outbox.counts().subscriptions == 0 && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
     let mut running: Vec<(usize, tokio::task::JoinHandle<Outcome>)> = Vec::new();
     let mut holders: Vec<tokio::task::JoinHandle<()>> = Vec::new();
     for index in first..scenario.requests.len() {

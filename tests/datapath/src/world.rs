@@ -322,6 +322,7 @@ impl Worker {
                     tx: self.tx_now(),
                     calls: cx.calls.clone(),
                     scope: cx.scope,
+                    request: cx.request,
                     seen: self.seen(),
                     marker_ok: marker.is_ok(),
                     detached: cx.detached,
