@@ -179,8 +179,9 @@ async fn own<T, E: From<TxError>>(
 
 /// A savepoint of the current transaction around the method: released on `Ok`, rolled back to
 /// on `Err`, and rolled back to before the transaction's next use if the method is cut short
-/// (also while its savepoint is being ended). Its events go to the transaction once the
-/// savepoint is released, and to their `after_rollback` handlers if it is rolled back to.
+/// (also while its savepoint is being ended). Its events go to the unit around it (an outer
+/// savepoint, else the transaction) once the savepoint is released, and to their
+/// `after_rollback` handlers if it is rolled back to.
 async fn nested<T, E: From<TxError>>(tx: Arc<Tx>, next: Next<'_, Result<T, E>>) -> Result<T, E> {
     let savepoint = tx.savepoint().await?;
     let cut = OnDrop(Some(|| tx.abandon(savepoint)));
@@ -189,7 +190,8 @@ async fn nested<T, E: From<TxError>>(tx: Arc<Tx>, next: Next<'_, Result<T, E>>) 
     let ended = tx.end_savepoint(savepoint, out.is_ok()).await;
     std::mem::forget(cut);
     if out.is_ok() && ended.is_ok() {
-        events.hand_to(&tx.events);
+        // To the unit around the method: an outer savepoint's hold, else the transaction's.
+        events.hand_on(&tx.events);
     } else {
         events.release(false);
     }

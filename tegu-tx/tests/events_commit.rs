@@ -319,3 +319,37 @@ async fn an_event_a_joined_method_emits_in_a_savepoint_follows_the_savepoint() {
     );
     assert_eq!(*app.get_object::<Refunds>().unwrap().lines.lock().unwrap(), ["after_rollback"]);
 }
+
+impl Payments {
+    /// A savepoint inside a savepoint: the inner one, released, hands its event to the outer
+    /// one, which then fails.
+    #[transactional(nested)]
+    async fn refund_twice(&self) -> Result<(), TxError> {
+        self.refund_inner().await?;
+        Err(TxError::Ended { data_source: "journal".into(), how: "the outer refund gives up" })
+    }
+
+    #[transactional(nested)]
+    async fn refund_inner(&self) -> Result<(), TxError> {
+        write(&self.transactions, "inner refund").await?;
+        self.events.emit(Refunded);
+        Ok(())
+    }
+}
+
+/// A savepoint released inside another hands its events to the other, not to the transaction:
+/// the outer one rolled back to, they go to `after_rollback`.
+#[tokio::test]
+async fn a_savepoint_released_inside_another_hands_its_events_to_it() {
+    let journal = Journal::default();
+    let app = app(&journal).await;
+    let payments = app.get_object::<Payments>().unwrap();
+    app.try_run_in_context(async {
+        payments.order().await.unwrap();
+        payments.refund_twice().await.unwrap_err();
+    })
+    .await
+    .unwrap();
+    app.shutdown().await.unwrap();
+    assert_eq!(*app.get_object::<Refunds>().unwrap().lines.lock().unwrap(), ["after_rollback"]);
+}

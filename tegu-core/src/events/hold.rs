@@ -257,9 +257,22 @@ impl EventHold {
     /// are held by `outer` from now on, to follow its outcome, and so are those a task spawned
     /// in the unit emits later.
     pub fn hand_to(&self, outer: &EventHold) {
-        let items = self.items.end(Ended::HandedTo(Arc::clone(&outer.items)));
+        self.hand_to_items(&outer.items);
+    }
+
+    /// The unit ended inside the unit the calling task runs in now (a savepoint released
+    /// inside another savepoint, or in its transaction): its events are held by that unit's
+    /// hold, the innermost around the caller, or by `outer` if the caller runs in none (a
+    /// savepoint of the request's transaction, set from the handler).
+    pub fn hand_on(&self, outer: &EventHold) {
+        let enclosing = HOLD.try_with(Arc::clone).ok().filter(|items| !Arc::ptr_eq(items, &self.items));
+        self.hand_to_items(enclosing.as_ref().unwrap_or(&outer.items));
+    }
+
+    fn hand_to_items(&self, outer: &Arc<Items>) {
+        let items = self.items.end(Ended::HandedTo(Arc::clone(outer)));
         for item in items {
-            if let Pushed::Release((app, item), ok) = outer.items.push(item) {
+            if let Pushed::Release((app, item), ok) = outer.push(item) {
                 super::release(&app, item, ok);
             }
         }
