@@ -176,9 +176,14 @@ impl<'a> Model<'a> {
         for (&tx, writes) in &by_tx {
             let mut survivors = Vec::new();
             for w in writes {
-                // A detached task may outlive the savepoints of the methods that spawned it: its
-                // later statements are then the transaction's. Its own savepoints hold.
-                if w.ok && self.released(&w.calls[w.outer_calls.min(w.calls.len())..], tx) {
+                // A detached task may outlive the savepoints of the methods that spawned it: what
+                // it wrote before one was rolled back to is undone, what it wrote after is the
+                // transaction's. Either may be stored; its own savepoints hold.
+                let (outer, own) = w.calls.split_at(w.outer_calls.min(w.calls.len()));
+                if w.ok && self.released(own, tx) && !self.released(outer, tx) {
+                    continue;
+                }
+                if w.ok && self.released(own, tx) {
                     survivors.push(*w);
                 } else if self.stored(&w.tag) {
                     let why = if w.ok { "savepoint" } else { "failed-absent" };
@@ -567,7 +572,9 @@ fn allowed(s: &Scenario) -> Allowed {
     let fails = s.requests.iter().any(|r| r.end != End::Ok)
         || ops.iter().any(|op| matches!(op, Op::Call { end, .. } if *end != End::Ok) || matches!(op, Op::Bad { .. }));
     let handlers_fail = ops.iter().any(|op| matches!(op, Op::Emit(spec) if spec.before_commit != Behave::Ok));
-    if fails || handlers_fail {
+    if fails || handlers_fail || !s.faults.is_empty() {
+        // A method that failed rolls back what it began: the others using it (the completion
+        // phase's commit included) find it ended.
         classes.push(ErrorClass::Ended);
     }
     if ops.iter().any(|op| matches!(op, Op::Bad { .. })) {
@@ -595,6 +602,8 @@ fn allowed(s: &Scenario) -> Allowed {
     {
         classes.push(ErrorClass::Busy);
         texts.push("busy");
+        // A write that found the database busy fails its method, which ends what it began.
+        classes.push(ErrorClass::Ended);
     }
     let cuts = s.faults.iter().any(|f| matches!(f, Fault::CutCommit { .. } | Fault::Stop { .. }));
     if cuts {
