@@ -111,7 +111,8 @@ impl PgEnv {
 
     fn make() -> Result<PgEnv, String> {
         use tegu_test_support::servers;
-        let admin = servers::postgres_database("datapath").map_err(str::to_owned)?;
+        // A database, a stream and consumers of this process's own: runs may go on at once.
+        let admin = servers::postgres_database(&format!("datapath_{}", std::process::id())).map_err(str::to_owned)?;
         let nats = servers::nats().map_err(str::to_owned)?;
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
         runtime.block_on(async {
@@ -226,7 +227,6 @@ pub fn run(scenario: &Scenario) -> Result<Observed, String> {
         }
     }
     let commits_before = place.pg.map_or(0, |pg| pg.proxy.cuts().len());
-    let commits_at_start = place.pg.map_or(0, |pg| pg.proxy.commits());
     let mut next = 0usize;
     let mut generation = 0usize;
     // A stopped generation always has a successor: it finds the data and the outbox as the
@@ -288,9 +288,6 @@ pub fn run(scenario: &Scenario) -> Result<Observed, String> {
         }
     }
     if let Some(pg) = place.pg {
-        if std::env::var_os("DATAPATH_COMMITS").is_some() {
-            eprintln!("COMMITs through the proxy: {}", pg.proxy.commits() - commits_at_start);
-        }
         for cut in pg.proxy.cuts().into_iter().skip(commits_before) {
             fired.push(format!("COMMIT {} cut {:?}", cut.commit, cut.at));
         }
@@ -352,9 +349,9 @@ async fn build(place: &Place, recorder: &Recorder, instance: u8, generation: usi
                 .link::<OutboxTable<Postgres>>()
                 .register(tegu_nats::JetStream::proto())
                 .config_value("nats.url", pg.nats.clone())
-                .config_value("nats.stream", "DATAPATH")
-                .config_value("nats.subjects", "datapath")
-                .config_value("nats.consumer", format!("datapath-{instance}"));
+                .config_value("nats.stream", format!("DATAPATH_{}", std::process::id()))
+                .config_value("nats.subjects", format!("datapath{}", std::process::id()))
+                .config_value("nats.consumer", format!("datapath-{}-{instance}", std::process::id()));
         }
     }
     builder.build().await.map_err(|e| format!("building instance {instance}: {e}"))
