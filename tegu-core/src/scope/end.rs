@@ -119,7 +119,10 @@ impl ScopeShared {
         // later are not prepared in the phase, but released after it, as at its end.
         let mut hooks_ran = false;
         let result = loop {
-            let mut failed = if hooks_ran { None } else { self.prepare_held().await.err() };
+            // Boxed, and only where an item waits for its step: most scopes hold nothing, and the
+            // step's state stays out of every scope's future (the request path's guard).
+            let prepare = !hooks_ran && self.app.held.is_some() && self.table().held.unprepared();
+            let mut failed = if prepare { Box::pin(self.prepare_held()).await.err() } else { None };
             for (key, obj) in objects {
                 if failed.is_some() {
                     break;
