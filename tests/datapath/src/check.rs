@@ -376,7 +376,7 @@ impl<'a> Model<'a> {
                                 format!("{name}: committed, handled by instances {reached:?} of {instances:?}"),
                             );
                         }
-                    } else if after.len() != 1 && !(untold && after.is_empty()) {
+                    } else if after.len() != 1 && !((untold || self.stopped_around(e.request)) && after.is_empty()) {
                         self.v(
                             "after-commit-once",
                             format!("{name}: committed, its after_commit handler ran {} times", after.len()),
@@ -569,8 +569,14 @@ fn allowed(s: &Scenario) -> Allowed {
     let mut classes = vec![ErrorClass::Usage];
     let mut texts = vec!["injected"];
     let ops = all_ops(s);
+    // A method fails as asked, on a failed statement, or by a rule of its propagation
+    // (`mandatory` with no transaction, `never` inside one, `requires_new` inside one on SQLite).
     let fails = s.requests.iter().any(|r| r.end != End::Ok)
-        || ops.iter().any(|op| matches!(op, Op::Call { end, .. } if *end != End::Ok) || matches!(op, Op::Bad { .. }));
+        || ops.iter().any(|op| {
+            matches!(op, Op::Call { end, .. } if *end != End::Ok)
+                || matches!(op, Op::Bad { .. })
+                || matches!(op, Op::Call { prop: Prop::Mandatory | Prop::Never | Prop::RequiresNew, .. })
+        });
     let handlers_fail = ops.iter().any(|op| matches!(op, Op::Emit(spec) if spec.before_commit != Behave::Ok));
     if fails || handlers_fail || !s.faults.is_empty() {
         // A method that failed rolls back what it began: the others using it (the completion
