@@ -9,7 +9,7 @@
 //! exhausted, SQLite's write lock held by another connection, the broker down, failing or
 //! restarted without its store, the process stopped mid-request and built again. It runs each
 //! ([`run`]) on SQLite or PostgreSQL, and checks what it observed against a reference model
-//! ([`check`], the invariants in [`check::INVARIANTS`]). A failure is shrunk ([`shrink`]) to
+//! ([`check`], the invariants in [`check::INVARIANTS`]). A failure is shrunk ([`mod@shrink`]) to
 //! a minimal scenario that still breaks the invariant, and written where one command replays
 //! it.
 //!

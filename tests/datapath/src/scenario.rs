@@ -1,5 +1,5 @@
 //! What a scenario is: requests as trees of operations, on one database, with the faults to
-//! inject. Generated from a seed ([`crate::generate`]), shrunk ([`crate::shrink`]), written to
+//! inject. Generated from a seed ([`crate::generate`]), shrunk ([`mod@crate::shrink`]), written to
 //! and read from JSON to replay, and shown as an indented tree.
 
 use std::fmt;
