@@ -359,7 +359,7 @@ impl<'a> Model<'a> {
                             ),
                         );
                     }
-                    if before.len() != 1 {
+                    if before.len() != 1 && !(before.is_empty() && self.stopped_around(e.request)) {
                         self.v(
                             "before-commit-in-transaction",
                             format!("{name}: committed, its before_commit handler ran {} times", before.len()),
@@ -602,7 +602,10 @@ fn allowed(s: &Scenario) -> Allowed {
         || s.faults.iter().any(|f| matches!(f, Fault::Stop { .. }))
         // A scope of its own (a nested one, a tenant's create) writes while the request's
         // transaction holds the lock: it waits for it (documented).
-        || ops.iter().any(|op| matches!(op, Op::ActAs { .. } | Op::TenantObject));
+        || ops.iter().any(|op| matches!(op, Op::ActAs { .. } | Op::TenantObject))
+        // A `never` method's statements run outside the request's transaction, which a method
+        // it called may have begun: they wait for it.
+        || ops.iter().any(|op| matches!(op, Op::Call { prop: Prop::Never, .. }));
     if s.faults.iter().any(|f| matches!(f, Fault::Busy { .. } | Fault::PoolExhausted { .. }))
         || (s.db == Db::Sqlite && concurrent)
     {
