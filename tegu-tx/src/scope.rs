@@ -23,6 +23,9 @@ pub struct TxScope {
     beginning: tokio::sync::Mutex<()>,
     /// The completion phase has begun: no transaction begins here any more.
     closed: std::sync::atomic::AtomicBool,
+    /// The data source of a transaction of the scope that the method that began it rolled
+    /// back after the completion phase had begun (and had perhaps prepared events in it).
+    lost: SyncMutex<Option<String>>,
 }
 
 /// How [`TxScope::begin`] went.
@@ -64,10 +67,19 @@ impl TxScope {
         Ok(Began::New(tx))
     }
 
-    /// Takes `tx` out of the scope (the method that began it failed): the next method begins
-    /// another.
+    /// Takes `tx` out of the scope (the method that began it failed, and rolls it back): the
+    /// next method begins another. Once the completion phase has begun, it may have prepared
+    /// the events the scope holds in `tx` (their `before_commit` handlers' writes, the
+    /// outbox's): the phase then fails, rather than commit without them and call them
+    /// committed. (Taken by the phase already, `tx`'s commit fails instead.)
     pub(crate) fn forget(&self, tx: &Arc<Tx>) {
-        self.open().retain(|t| !Arc::ptr_eq(t, tx));
+        let mut open = self.open();
+        let before = open.len();
+        open.retain(|t| !Arc::ptr_eq(t, tx));
+        if open.len() < before && tegu_core::__private::completion_begun() {
+            // Under the list's lock: `close` takes the list after this, and sees the mark.
+            *self.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx.source().to_owned());
+        }
     }
 
     /// Closes the scope to new transactions and takes the open ones. Under the beginning's
@@ -79,10 +91,19 @@ impl TxScope {
     }
 
     /// The completion hook: commits, in the order they began, unless the scope failed; after
-    /// a failed commit, rolls back the rest and fails the scope (tegu-http answers 500).
+    /// a failed commit, or a transaction the phase may have prepared events in rolled back by
+    /// the method that began it ([`forget`](Self::forget)), rolls back the rest and fails the
+    /// scope (tegu-http answers 500).
     async fn complete(&self) -> Result<(), TxError> {
         let txs = self.close().await;
-        let mut result = Ok(());
+        let lost = self.lost.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let mut result = match lost {
+            Some(data_source) => Err(TxError::Ended {
+                data_source,
+                how: "rolled back: the method that began it failed after the completion phase had begun",
+            }),
+            None => Ok(()),
+        };
         let failed = tegu_core::scope::scope_failed();
         for tx in txs {
             if failed || result.is_err() {

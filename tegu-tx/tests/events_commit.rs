@@ -353,3 +353,90 @@ async fn a_savepoint_released_inside_another_hands_its_events_to_it() {
     app.shutdown().await.unwrap();
     assert_eq!(*app.get_object::<Refunds>().unwrap().lines.lock().unwrap(), ["after_rollback"]);
 }
+
+/// Noted outside any transaction: the scope holds it, and its `before_commit` handler runs in
+/// the completion phase, in the scope's transaction.
+pub struct Noted;
+
+/// The steps of the request below, one after the other.
+#[singleton_proto]
+#[derive(Default)]
+pub struct Steps {
+    /// The handler has written in the transaction.
+    prepared: tokio::sync::Notify,
+    /// The method that began the transaction has failed.
+    failed: tokio::sync::Notify,
+    lines: Mutex<Vec<String>>,
+}
+
+#[singleton_proto]
+pub struct Notes {
+    #[inject]
+    transactions: Arc<Transactions>,
+    #[inject]
+    steps: Arc<Steps>,
+}
+
+impl Notes {
+    /// Begins the request's transaction on a task of the request's, and fails once the
+    /// completion phase has prepared the scope's events in it.
+    #[transactional]
+    async fn begin_then_fail(&self, began: tokio::sync::oneshot::Sender<()>) -> Result<(), TxError> {
+        write(&self.transactions, "work").await?;
+        let _ = began.send(());
+        self.steps.prepared.notified().await;
+        Err(TxError::Ended { data_source: "journal".into(), how: "the method gives up" })
+    }
+}
+
+#[handlers]
+impl Notes {
+    #[event_handler(before_commit)]
+    async fn note(&self, _: &Noted) -> Result<(), BoxError> {
+        write(&self.transactions, "note").await?;
+        self.steps.prepared.notify_one();
+        self.steps.failed.notified().await;
+        Ok(())
+    }
+
+    #[event_handler]
+    async fn noted(&self, _: &Noted) {
+        self.steps.lines.lock().unwrap().push("after_commit".into());
+    }
+
+    #[event_handler(after_rollback)]
+    async fn not_noted(&self, _: &Noted) {
+        self.steps.lines.lock().unwrap().push("after_rollback".into());
+    }
+}
+
+/// The method that began the request's transaction fails after the completion phase has
+/// prepared the events the scope holds in it (a `before_commit` handler wrote there): the
+/// transaction is rolled back, so the request fails and the events go to `after_rollback`,
+/// rather than the phase committing nothing and calling them committed.
+#[tokio::test]
+async fn a_method_that_began_the_transaction_failing_after_the_phase_prepared_in_it_fails_the_request() {
+    let journal = Journal::default();
+    let app = app(&journal).await;
+    let notes = app.get_object::<Notes>().unwrap();
+    let events = app.get_object::<EventBus>().unwrap();
+    let done = tokio::time::timeout(
+        Duration::from_secs(5),
+        app.try_run_in_context(async move {
+            let (began, has_begun) = tokio::sync::oneshot::channel();
+            let method = Arc::clone(&notes);
+            drop(tegu_core::spawn(async move {
+                method.begin_then_fail(began).await.unwrap_err();
+                method.steps.failed.notify_one();
+            }));
+            has_begun.await.unwrap();
+            events.emit(Noted);
+        }),
+    )
+    .await
+    .expect("the request ended");
+    app.shutdown().await.unwrap();
+    assert!(done.is_err(), "the request was acknowledged: {done:?}");
+    assert_eq!(*journal.lock().unwrap(), ["BEGIN", "write work", "write note", "ROLLBACK"]);
+    assert_eq!(*app.get_object::<Steps>().unwrap().lines.lock().unwrap(), ["after_rollback"]);
+}
