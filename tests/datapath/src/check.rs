@@ -635,6 +635,11 @@ fn allowed(s: &Scenario) -> Allowed {
         // Row-level security refuses a write outside a transaction (no tenant setting there).
         classes.push(ErrorClass::Other);
         texts.push("row-level security");
+        // That fails the request, whose transaction is rolled back: a task of it still
+        // running finds the transaction over.
+        if ops.iter().any(|op| matches!(op, Op::Spawn { detached: true, .. })) {
+            classes.push(ErrorClass::Ended);
+        }
     }
     Allowed { classes, texts, cuts }
 }

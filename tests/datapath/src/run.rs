@@ -177,6 +177,11 @@ impl Drop for TempDir {
 ///
 /// When its database cannot be had (no PostgreSQL server), or its file not made.
 pub fn run(scenario: &Scenario) -> Result<Observed, String> {
+    // The PostgreSQL runs of a process share its proxies (their faults) and its NATS stream and
+    // consumers (a consumer shared by two runs' Apps would hand each some of the other's
+    // events): one at a time (the tests run on threads of one process).
+    static POSTGRES_RUNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = (scenario.db == Db::Postgres).then(|| POSTGRES_RUNS.lock().unwrap_or_else(|e| e.into_inner()));
     let run = run_number();
     let place = match scenario.db {
         Db::Sqlite => {
