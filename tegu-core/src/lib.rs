@@ -376,7 +376,6 @@ pub mod __private {
     #[cfg(feature = "schedule")]
     pub use crate::schedule::{ScheduleDescriptor, When};
     pub use crate::scope::carry::{CarriedValue, Carrier};
-    pub use crate::scope::handle::completion_begun;
     pub use crate::tenant::TenantRef;
     pub use crate::{
         ContextProto, ContextRef, DiError, Keyed, Proto, ProtoDef, Provider, Resolver, SingletonProto, TransientProto,

@@ -23,8 +23,8 @@ pub struct TxScope {
     beginning: tokio::sync::Mutex<()>,
     /// The completion phase has begun: no transaction begins here any more.
     closed: std::sync::atomic::AtomicBool,
-    /// The data source of a transaction of the scope that the method that began it rolled
-    /// back after the completion phase had begun (and had perhaps prepared events in it).
+    /// The data source of a transaction of the scope that other work of the scope used and
+    /// the method that began it rolled back ([`forget`](Self::forget)).
     lost: SyncMutex<Option<String>>,
 }
 
@@ -39,9 +39,15 @@ pub(crate) enum Began {
 }
 
 impl TxScope {
-    /// The scope's open transaction of data source `source`.
+    /// The scope's open transaction of data source `source`, for work of the scope other than
+    /// the methods of the one that began it (a method that joins it, a statement outside any
+    /// method, the completion phase): marked shared.
     pub(crate) fn find(&self, source: &str) -> Option<Arc<Tx>> {
-        self.open().iter().find(|tx| tx.source() == source).cloned()
+        let open = self.open();
+        let tx = open.iter().find(|tx| tx.source() == source)?;
+        // Under the list's lock, so that `forget` sees every use that found it.
+        tx.share();
+        Some(Arc::clone(tx))
     }
 
     fn open(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Tx>>> {
@@ -67,18 +73,22 @@ impl TxScope {
         Ok(Began::New(tx))
     }
 
-    /// Takes `tx` out of the scope (the method that began it failed, and rolls it back): the
-    /// next method begins another. Once the completion phase has begun, it may have prepared
-    /// the events the scope holds in `tx` (their `before_commit` handlers' writes, the
-    /// outbox's): the phase then fails, rather than commit without them and call them
-    /// committed. (Taken by the phase already, `tx`'s commit fails instead.)
+    /// Takes `tx` out of the scope (the method that began it failed, panicked or was
+    /// cancelled; it rolls `tx` back): the next method begins another. If other work of the
+    /// scope found it first (a method of another task that joined it and returned `Ok`, a
+    /// statement outside any method, the completion phase's `before_commit` handlers and outbox
+    /// write for the events the scope holds), that work goes with it, and the completion phase
+    /// fails rather than commit without it. (A transaction the phase took already fails its
+    /// commit instead.)
     pub(crate) fn forget(&self, tx: &Arc<Tx>) {
         let mut open = self.open();
-        let before = open.len();
         open.retain(|t| !Arc::ptr_eq(t, tx));
-        if open.len() < before && tegu_core::__private::completion_begun() {
-            // Under the list's lock: `close` takes the list after this, and sees the mark.
-            *self.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx.source().to_owned());
+        // Under the list's lock, with `find`: a use that found `tx` is marked by now, and a
+        // later one does not find it. Set before `close` can take the list, so the completion
+        // phase sees it.
+        if tx.is_shared() {
+            let mut lost = self.lost.lock().unwrap_or_else(|e| e.into_inner());
+            lost.get_or_insert_with(|| tx.source().to_owned());
         }
     }
 
@@ -91,8 +101,8 @@ impl TxScope {
     }
 
     /// The completion hook: commits, in the order they began, unless the scope failed; after
-    /// a failed commit, or a transaction the phase may have prepared events in rolled back by
-    /// the method that began it ([`forget`](Self::forget)), rolls back the rest and fails the
+    /// a failed commit, or a transaction other work of the scope used rolled back by the method
+    /// that began it ([`forget`](Self::forget)), rolls back the rest and fails the
     /// scope (tegu-http answers 500).
     async fn complete(&self) -> Result<(), TxError> {
         let txs = self.close().await;
@@ -100,7 +110,7 @@ impl TxScope {
         let mut result = match lost {
             Some(data_source) => Err(TxError::Ended {
                 data_source,
-                how: "rolled back: the method that began it failed after the completion phase had begun",
+                how: "rolled back: the method that began it failed, after other work of the request used it",
             }),
             None => Ok(()),
         };

@@ -35,6 +35,10 @@ pub struct Tx {
     /// The method that began it failed, panicked or was cancelled: rolled back at its next use
     /// or at the scope's end, never committed.
     doomed: AtomicBool,
+    /// Work of the scope other than the methods of the one that began it used it (a method of
+    /// another task that joined it, a statement outside any method, the completion phase's
+    /// `before_commit` step): rolled back by that method, it fails the scope.
+    shared: AtomicBool,
     /// The savepoints set, oldest first. One cut short (a panic, a cancellation) is marked
     /// abandoned and rolled back to before the transaction's next use.
     savepoints: SyncMutex<Vec<Savepoint>>,
@@ -80,6 +84,7 @@ impl Tx {
             events: EventHold::new(),
             active: std::sync::atomic::AtomicUsize::new(0),
             doomed: AtomicBool::new(false),
+            shared: AtomicBool::new(false),
             savepoints: SyncMutex::new(Vec::new()),
             turn: Notify::new(),
             next_savepoint: AtomicU32::new(1),
@@ -284,6 +289,18 @@ impl Tx {
     /// Marks the transaction as not to be committed: its next use rolls it back.
     pub(crate) fn doom(&self) {
         self.doomed.store(true, Ordering::Release);
+    }
+
+    /// Marks the transaction as used by work of the scope other than the methods of the one
+    /// that began it, before that use (under the scope's list lock, which orders it).
+    pub(crate) fn share(&self) {
+        self.shared.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether work of the scope other than its beginner's methods used it (read under the
+    /// scope's list lock).
+    pub(crate) fn is_shared(&self) -> bool {
+        self.shared.load(Ordering::Relaxed)
     }
 
     /// Sets a savepoint for a `nested` method (waiting while another method's is set); its id.

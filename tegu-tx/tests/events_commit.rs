@@ -378,13 +378,17 @@ pub struct Notes {
 }
 
 impl Notes {
-    /// Begins the request's transaction on a task of the request's, and fails once the
-    /// completion phase has prepared the scope's events in it.
+    /// Begins the request's transaction on a task of the request's, and fails (or panics)
+    /// once the completion phase has prepared the scope's events in it, or the request has
+    /// written in it.
     #[transactional]
-    async fn begin_then_fail(&self, began: tokio::sync::oneshot::Sender<()>) -> Result<(), TxError> {
+    async fn begin_then_fail(&self, began: tokio::sync::oneshot::Sender<()>, panics: bool) -> Result<(), TxError> {
         write(&self.transactions, "work").await?;
         let _ = began.send(());
         self.steps.prepared.notified().await;
+        if panics {
+            panic!("the method panics");
+        }
         Err(TxError::Ended { data_source: "journal".into(), how: "the method gives up" })
     }
 }
@@ -416,27 +420,95 @@ impl Notes {
 /// rather than the phase committing nothing and calling them committed.
 #[tokio::test]
 async fn a_method_that_began_the_transaction_failing_after_the_phase_prepared_in_it_fails_the_request() {
+    for panics in [false, true] {
+        let journal = Journal::default();
+        let app = app(&journal).await;
+        let notes = app.get_object::<Notes>().unwrap();
+        let events = app.get_object::<EventBus>().unwrap();
+        let done = tokio::time::timeout(
+            Duration::from_secs(5),
+            app.try_run_in_context(async move {
+                let (began, has_begun) = tokio::sync::oneshot::channel();
+                let method = Arc::clone(&notes);
+                let steps = Arc::clone(&notes.steps);
+                drop(tegu_core::spawn(async move {
+                    let _failed = Notify(steps);
+                    let _ = method.begin_then_fail(began, panics).await;
+                }));
+                has_begun.await.unwrap();
+                events.emit(Noted);
+            }),
+        )
+        .await
+        .expect("the request ended");
+        app.shutdown().await.unwrap();
+        assert!(done.is_err(), "panics {panics}: the request was acknowledged: {done:?}");
+        assert_eq!(*journal.lock().unwrap(), ["BEGIN", "write work", "write note", "ROLLBACK"], "panics {panics}");
+        assert_eq!(*app.get_object::<Steps>().unwrap().lines.lock().unwrap(), ["after_rollback"], "panics {panics}");
+    }
+}
+
+/// Tells the steps that the method failed once its task is done with it, panic or not.
+struct Notify(Arc<Steps>);
+
+impl Drop for Notify {
+    fn drop(&mut self) {
+        self.0.failed.notify_one();
+    }
+}
+
+/// The method that began the request's transaction fails on a task of the request after the
+/// request wrote in that transaction outside any method: the write is gone with it, so the
+/// request fails rather than answer success for it.
+#[tokio::test]
+async fn a_method_that_began_the_transaction_failing_after_the_request_wrote_in_it_fails_the_request() {
     let journal = Journal::default();
     let app = app(&journal).await;
     let notes = app.get_object::<Notes>().unwrap();
-    let events = app.get_object::<EventBus>().unwrap();
+    let transactions = app.get_object::<Transactions>().unwrap();
     let done = tokio::time::timeout(
         Duration::from_secs(5),
         app.try_run_in_context(async move {
             let (began, has_begun) = tokio::sync::oneshot::channel();
             let method = Arc::clone(&notes);
-            drop(tegu_core::spawn(async move {
-                method.begin_then_fail(began).await.unwrap_err();
-                method.steps.failed.notify_one();
-            }));
+            let task = tegu_core::spawn(async move { method.begin_then_fail(began, false).await });
             has_begun.await.unwrap();
-            events.emit(Noted);
+            write(&transactions, "request").await.unwrap();
+            notes.steps.prepared.notify_one();
+            // The handler takes the method's failure in stride.
+            task.await.unwrap().unwrap_err();
         }),
     )
     .await
     .expect("the request ended");
     app.shutdown().await.unwrap();
     assert!(done.is_err(), "the request was acknowledged: {done:?}");
-    assert_eq!(*journal.lock().unwrap(), ["BEGIN", "write work", "write note", "ROLLBACK"]);
-    assert_eq!(*app.get_object::<Steps>().unwrap().lines.lock().unwrap(), ["after_rollback"]);
+    assert_eq!(*journal.lock().unwrap(), ["BEGIN", "write work", "write request", "ROLLBACK"]);
+}
+
+/// A method that began the request's transaction and fails, with nothing else of the request
+/// in it, rolls back its own work only: the request goes on, and its next method begins another.
+#[tokio::test]
+async fn a_method_that_began_the_transaction_alone_failing_leaves_the_request_to_go_on() {
+    let journal = Journal::default();
+    let app = app(&journal).await;
+    let payments = app.get_object::<Payments>().unwrap();
+    let shipping = app.get_object::<Shipping>().unwrap();
+    app.try_run_in_context(async {
+        shipping.ship_in_the_request().await.unwrap_err();
+        payments.order().await.unwrap();
+    })
+    .await
+    .unwrap();
+    app.shutdown().await.unwrap();
+    assert_eq!(*journal.lock().unwrap(), ["BEGIN", "write shipment", "ROLLBACK", "BEGIN", "write order", "COMMIT"]);
+}
+
+impl Shipping {
+    /// Begins the request's transaction, writes, and fails.
+    #[transactional]
+    async fn ship_in_the_request(&self) -> Result<(), TxError> {
+        write(&self.transactions, "shipment").await?;
+        Err(TxError::Ended { data_source: "journal".into(), how: "the method gives up" })
+    }
 }

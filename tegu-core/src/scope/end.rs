@@ -157,11 +157,6 @@ impl ScopeShared {
         self.settle_held(ok);
     }
 
-    /// Whether the completion phase has begun (it runs, or it is over).
-    pub(super) fn completion_begun(&self) -> bool {
-        self.table().completion != Completion::Pending
-    }
-
     /// Whether a completion phase has begun and not ended.
     fn completion_running(&self) -> bool {
         self.table().completion == Completion::Running

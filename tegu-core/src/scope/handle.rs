@@ -689,18 +689,6 @@ pub fn scope_failed() -> bool {
         .unwrap_or(false)
 }
 
-/// Whether the current scope's completion phase has begun (it runs, or it is over): what a
-/// unit of work asks when work of the scope fails after the phase may have prepared its events
-/// in it. `false` outside a scope.
-pub fn completion_begun() -> bool {
-    CURRENT
-        .try_with(|h| match h.shared.get() {
-            Some(shared) => shared.completion_begun(),
-            None => h.completed.get(),
-        })
-        .unwrap_or(false)
-}
-
 /// Drops what the current scope holds until its completion phase's end, and what it is handed
 /// from now on (the events feature's [`discard_events`](crate::events::discard_events)). Does nothing
 /// outside a scope.
