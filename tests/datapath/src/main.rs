@@ -106,8 +106,10 @@ fn main() {
             },
         };
         for f in &found.fired {
-            let kind: String =
-                f.split(':').nth(1).unwrap_or(f).trim().chars().filter(|c| !c.is_ascii_digit()).collect();
+            // "request 3: the process stopped 14 ms into it" counts as "the process stopped N ms into it".
+            let what = f.split(':').nth(1).unwrap_or(f).trim().split(' ');
+            let kind = what.map(|w| if w.chars().all(|c| c.is_ascii_digit()) { "N" } else { w }).collect::<Vec<_>>();
+            let kind = kind.join(" ");
             *fired.entry(kind).or_default() += 1;
         }
         if verbose {
