@@ -448,10 +448,13 @@ impl<'a> Model<'a> {
         true
     }
 
-    /// Whether a process stopped while request `request` ran (its handlers may be gone).
+    /// Whether the process that ran request `request` stopped (its handlers may be gone): a
+    /// handler runs on a task of its own once its scope ends, and a stop any number of requests
+    /// later drops one the runtime has not run yet (on PostgreSQL one waiting for a connection
+    /// of the pool, for as long as the requests after it hold them).
     fn stopped_around(&self, request: u16) -> bool {
         let request = u32::from(request);
-        self.scenario.faults.iter().any(|f| matches!(f, Fault::Stop { request: r, .. } if u32::from(*r) <= request + 1 && u32::from(*r) + 1 >= request))
+        self.scenario.faults.iter().any(|f| matches!(f, Fault::Stop { request: r, .. } if u32::from(*r) + 1 >= request))
     }
 
     /// Tenants: what scopes read, the rows' tenants, the tenants' objects.
