@@ -207,6 +207,9 @@ pub struct Lives {
     pub tenants_created: AtomicUsize,
     /// Tenant objects destroyed.
     pub tenants_destroyed: AtomicUsize,
+    /// The process was stopped: what its tasks still see as the runtime and its Apps are
+    /// dropped (the App shut down under them) no process that stops sees.
+    pub stopped: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -355,13 +358,24 @@ impl Recorder {
         self.log().scopes.push(scope);
     }
 
+    /// Whether this recorder's process was stopped: an error seen after it is dropped.
+    fn stopped(&self) -> bool {
+        self.lives.stopped.load(Ordering::Acquire)
+    }
+
     /// A transaction's error.
     pub fn error(&self, request: u16, class: ErrorClass, text: String) {
+        if self.stopped() {
+            return;
+        }
         self.log().errors.push((request, Some(class), text));
     }
 
     /// Another error.
     pub fn error_text(&self, request: u16, text: String) {
+        if self.stopped() {
+            return;
+        }
         self.log().errors.push((request, None, text));
     }
 

@@ -254,6 +254,9 @@ pub fn run(scenario: &Scenario) -> Result<Observed, String> {
         let stopped = match outcome {
             Ok(Ok(GenEnd::Stopped { at, apps })) => {
                 // The process is gone: its tasks dropped where they were, nothing shut down.
+                // A task a worker is polling still runs to its next await, and may see its App
+                // dropped: no error it records from now on is the process's.
+                gen_rec.lives()[generation].stopped.store(true, std::sync::atomic::Ordering::Release);
                 runtime.shutdown_background();
                 drop(apps);
                 next = at + 1;
