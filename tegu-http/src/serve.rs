@@ -15,7 +15,8 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream, ToSocketAddrs};
 use tokio::task::JoinSet;
 
 use crate::probes::{Entry, ProbePaths};
-use crate::router::{RouteError, RouterBuilder};
+use crate::route_error::RouteError;
+use crate::router::RouterBuilder;
 use crate::tracked::{TrackedStream, Tracker};
 
 /// Why serving stopped with an error.

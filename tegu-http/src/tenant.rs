@@ -6,7 +6,7 @@ use http::{Extensions, HeaderMap, HeaderName, Response, StatusCode, Uri};
 use tegu_core::lineage::Lineage;
 use tegu_core::tenant::Tenant;
 
-use crate::router::RouteError;
+use crate::route_error::RouteError;
 
 /// Where a request's tenant comes from: a header, the host name, or a [`Tenant`] that the
 /// service's own layer (its authentication, from a claim) put in the request's extensions.

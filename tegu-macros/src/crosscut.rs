@@ -8,7 +8,7 @@ use quote::{quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 
-use crate::intercept::{AdviceUse, parse_advice_use};
+use crate::advice_use::{AdviceUse, parse_advice_use};
 use crate::internals::{path_name, private_path};
 
 /// What `crosscut!` was given.

@@ -8,6 +8,7 @@
 //! Errors accumulate in a `Ctxt`, so one compile reports them all.
 //! `DI_MACROS_DEBUG=1` prints each expansion to stderr.
 
+mod advice_use;
 mod crosscut;
 mod ctxt;
 mod handlers;

@@ -6,8 +6,8 @@ use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::punctuated::Punctuated;
 
+use crate::advice_use::AdviceUse;
 use crate::ctxt::Ctxt;
-use crate::intercept::AdviceUse;
 
 /// The attribute's name, as `intercept.rs` finds it among a method's attributes.
 pub(crate) const TRANSACTIONAL: &str = "transactional";

@@ -9,12 +9,12 @@ use tegu_core::{
     singleton_proto,
 };
 
-use crate::current::{self, Owner, Transactions};
+use crate::current::Transactions;
 use crate::error::TxError;
 use crate::options::{Propagation, TxOptions};
 use crate::scope::Began;
 use crate::source::TxSource;
-use crate::tx::Tx;
+use crate::tx::{Owner, Tx, frames_of, outside, within};
 
 /// The advice of `#[transactional]`: runs a method returning `Result<T, E>` (with
 /// `E: From<TxError>`) in a transaction of the App's data source, as its [`TxOptions`] say.
@@ -111,7 +111,7 @@ impl<T: Send, E: From<TxError> + Send> Advice<Result<T, E>> for Transactional {
         match (options.propagation(), current) {
             // Joined: the method keeps the transaction until it returns, ended or not.
             (Propagation::Required | Propagation::Mandatory, Some(tx)) => in_tx(tx, next).await,
-            (Propagation::Never, None) => current::outside(owner, name, next.run()).await,
+            (Propagation::Never, None) => outside(owner, name, next.run()).await,
             (Propagation::Required, None) => self.required(&*source, name, next).await,
             (Propagation::RequiresNew, Some(_)) if source.one_at_a_time() => {
                 Err(TxError::OneAtATime { call: call.to_string(), data_source: name.to_owned() }.into())
@@ -134,10 +134,10 @@ impl<T: Send, E: From<TxError> + Send> Advice<Result<T, E>> for Transactional {
 /// its task (or the task's spawner) already in it: then the events go where that method's go
 /// (a `nested` method's savepoint holds them, to follow it).
 async fn in_tx<T, E>(tx: Arc<Tx>, next: Next<'_, Result<T, E>>) -> Result<T, E> {
-    if current::frames_of(&tx) > 0 {
-        return current::within(tx.owner, Arc::clone(&tx), None, next.run()).await;
+    if frames_of(&tx) > 0 {
+        return within(tx.owner, Arc::clone(&tx), None, next.run()).await;
     }
-    current::within(tx.owner, Arc::clone(&tx), None, tx.events.run(next.run())).await
+    within(tx.owner, Arc::clone(&tx), None, tx.events.run(next.run())).await
 }
 
 /// A transaction of the method's own: begun now, the innermost of the task while the method
@@ -186,7 +186,7 @@ async fn nested<T, E: From<TxError>>(tx: Arc<Tx>, next: Next<'_, Result<T, E>>) 
     let savepoint = tx.savepoint().await?;
     let cut = OnDrop(Some(|| tx.abandon(savepoint)));
     let events = EventHold::new();
-    let out = current::within(tx.owner, Arc::clone(&tx), Some(savepoint), events.run(next.run())).await;
+    let out = within(tx.owner, Arc::clone(&tx), Some(savepoint), events.run(next.run())).await;
     let ended = tx.end_savepoint(savepoint, out.is_ok()).await;
     std::mem::forget(cut);
     if out.is_ok() && ended.is_ok() {

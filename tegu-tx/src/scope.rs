@@ -59,7 +59,7 @@ impl TxScope {
         &self,
         source: &dyn TxSource,
         name: &str,
-        owner: crate::current::Owner,
+        owner: crate::tx::Owner,
     ) -> Result<Began, TxError> {
         let _one_at_a_time = self.beginning.lock().await;
         if self.closed.load(std::sync::atomic::Ordering::Acquire) {

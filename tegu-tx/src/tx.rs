@@ -1,14 +1,17 @@
-//! One open transaction, shared by the methods that join it.
+//! One open transaction, shared by the methods that join it, and which transactions a task's
+//! `#[transactional]` methods in progress run in (a task-local list of frames, set around each
+//! method's future, so that the methods it calls, awaited in it on the same task, use them; a
+//! transaction's statements and commit ask it which savepoints the calling task holds).
 
+use std::future::Future;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as SyncMutex};
 
 use tokio::sync::{Mutex, Notify, OwnedMappedMutexGuard, OwnedMutexGuard};
 
 use tegu_core::events::EventHold;
 
-use crate::current::Owner;
 use crate::error::TxError;
 use crate::source::{TxConn, TxSource};
 
@@ -105,7 +108,7 @@ impl Tx {
     /// work is rolled back now), [`TxError::Aborted`] if the database ended it itself, and a
     /// [`TxError::Database`] if rolling back an abandoned savepoint failed.
     pub async fn lock(&self) -> Result<TxGuard, TxError> {
-        self.lock_holding(&crate::current::savepoints_of(self)).await
+        self.lock_holding(&savepoints_of(self)).await
     }
 
     /// [`lock`](Self::lock) for a caller that holds the savepoints `held`: it waits while a
@@ -202,7 +205,7 @@ impl Tx {
     /// released with the outcome.
     pub(crate) async fn finish(self: &Arc<Self>) -> Result<(), TxError> {
         loop {
-            let prepared = crate::current::within(self.owner, Arc::clone(self), None, self.events.prepare()).await;
+            let prepared = within(self.owner, Arc::clone(self), None, self.events.prepare()).await;
             if let Err(source) = prepared {
                 self.rollback().await;
                 return Err(TxError::Events { data_source: self.source.to_string(), source: Box::new(source) });
@@ -244,7 +247,7 @@ impl Tx {
 
     /// Whether a method of another task runs in the transaction.
     fn others_running(&self) -> bool {
-        self.active.load(Ordering::Acquire) > crate::current::frames_of(self)
+        self.active.load(Ordering::Acquire) > frames_of(self)
     }
 
     /// Waits until no method runs in the transaction but those of the calling task (which
@@ -318,7 +321,7 @@ impl Tx {
     /// transaction (PostgreSQL, after a failed statement of the savepoint's method) is rolled
     /// back to, so that the transaction goes on without its work, and that is the error.
     pub(crate) async fn end_savepoint(&self, id: u32, keep: bool) -> Result<(), TxError> {
-        let mut held = crate::current::savepoints_of(self);
+        let mut held = savepoints_of(self);
         held.push(id);
         let mut conn = match self.lock_holding(&held).await {
             Ok(conn) => conn,
@@ -442,4 +445,160 @@ impl<U: ?Sized> std::fmt::Debug for TxGuard<U> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TxGuard").finish_non_exhaustive()
     }
+}
+
+/// A number per [`Transactions`](crate::Transactions), unique in the process: tells one App's
+/// transactions from another's of the same data source name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Owner(u64);
+
+impl Default for Owner {
+    fn default() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Owner(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// One method's transaction (and its savepoint, for a `nested` method), or a `never` method's
+/// none, and the frames of the methods around it.
+struct Frame {
+    owner: Owner,
+    at: At,
+    savepoint: Option<u32>,
+    outer: Option<Arc<Frame>>,
+}
+
+/// What a frame's method runs in.
+enum At {
+    /// A transaction it began or joined.
+    Tx(Arc<Tx>),
+    /// No transaction of this data source (a `never` method): none it finds meanwhile is its.
+    Outside(Arc<str>),
+}
+
+impl At {
+    fn source(&self) -> &str {
+        match self {
+            At::Tx(tx) => tx.source(),
+            At::Outside(source) => source,
+        }
+    }
+
+    fn is(&self, tx: &Tx) -> bool {
+        matches!(self, At::Tx(t) if std::ptr::eq(&**t, tx))
+    }
+}
+
+/// What the calling task's methods in progress say of a data source ([`innermost`]).
+pub(crate) enum Innermost {
+    /// The innermost method runs in this transaction.
+    Tx(Arc<Tx>),
+    /// The innermost method runs with no transaction (`never`).
+    Outside,
+    /// No method of the task names the data source.
+    None,
+}
+
+tokio::task_local! {
+    static FRAMES: Option<Arc<Frame>>;
+}
+
+/// What a task spawned in a method (`tegu_core::spawn`, `spawn_blocking`) carries: the frames
+/// of the methods in progress, so that it is part of their work (its statements run in their
+/// transactions, within their savepoints), counted as running in each of those transactions
+/// until it ends (their commits wait for it).
+struct Carried {
+    frames: Arc<Frame>,
+    _running: Vec<Active>,
+}
+
+tegu_core::__private::inventory::submit! {
+    tegu_core::__private::Carrier { capture: carry, enter: |value, f| match value.downcast_ref::<Carried>() {
+        Some(carried) => FRAMES.sync_scope(Some(Arc::clone(&carried.frames)), f),
+        None => f(),
+    } }
+}
+
+/// The calling task's frames, for a task it spawns.
+fn carry() -> Option<tegu_core::__private::CarriedValue> {
+    let frames = FRAMES.try_with(Clone::clone).ok().flatten()?;
+    let mut running: Vec<Active> = Vec::new();
+    let mut frame = Some(&frames);
+    while let Some(f) = frame {
+        if let At::Tx(tx) = &f.at
+            && !running.iter().any(|r| r.is(tx))
+        {
+            running.push(tx.enter());
+        }
+        frame = f.outer.as_ref();
+    }
+    Some(Arc::new(Carried { frames, _running: running }))
+}
+
+/// The innermost transaction of data source `source` of owner `owner` among the calling
+/// task's methods in progress, or the innermost method's word that it runs outside any.
+pub(crate) fn innermost(owner: Owner, source: &str) -> Innermost {
+    FRAMES
+        .try_with(|frames| {
+            let mut frame = frames.as_ref();
+            while let Some(f) = frame {
+                if f.owner == owner && f.at.source() == source {
+                    return match &f.at {
+                        At::Tx(tx) => Innermost::Tx(Arc::clone(tx)),
+                        At::Outside(_) => Innermost::Outside,
+                    };
+                }
+                frame = f.outer.as_ref();
+            }
+            Innermost::None
+        })
+        .unwrap_or(Innermost::None)
+}
+
+/// The savepoints of `tx` that the calling task's methods in progress hold, innermost first:
+/// those whose statements may run while they are set.
+pub(crate) fn savepoints_of(tx: &Tx) -> Vec<u32> {
+    FRAMES
+        .try_with(|frames| {
+            let mut held = Vec::new();
+            let mut frame = frames.as_ref();
+            while let Some(f) = frame {
+                if let Some(savepoint) = f.savepoint.filter(|_| f.at.is(tx)) {
+                    held.push(savepoint);
+                }
+                frame = f.outer.as_ref();
+            }
+            held
+        })
+        .unwrap_or_default()
+}
+
+/// How many frames of the calling task hold `tx`.
+pub(crate) fn frames_of(tx: &Tx) -> usize {
+    FRAMES
+        .try_with(|frames| {
+            let (mut count, mut frame) = (0, frames.as_ref());
+            while let Some(f) = frame {
+                count += usize::from(f.at.is(tx));
+                frame = f.outer.as_ref();
+            }
+            count
+        })
+        .unwrap_or(0)
+}
+
+/// `fut` with `tx` (and its `savepoint`, for a `nested` method) as its task's innermost
+/// transaction of `tx`'s data source, counted as a method running in `tx` until it ends.
+pub(crate) async fn within<F: Future>(owner: Owner, tx: Arc<Tx>, savepoint: Option<u32>, fut: F) -> F::Output {
+    let _running = tx.enter();
+    let outer = FRAMES.try_with(Clone::clone).ok().flatten();
+    FRAMES.scope(Some(Arc::new(Frame { owner, at: At::Tx(tx), savepoint, outer })), fut).await
+}
+
+/// `fut` with no transaction of data source `source` as its task's innermost: what a `never`
+/// method runs in, whatever another task of the scope begins meanwhile.
+pub(crate) async fn outside<F: Future>(owner: Owner, source: &str, fut: F) -> F::Output {
+    let outer = FRAMES.try_with(Clone::clone).ok().flatten();
+    let frame = Frame { owner, at: At::Outside(source.into()), savepoint: None, outer };
+    FRAMES.scope(Some(Arc::new(frame)), fut).await
 }

@@ -12,7 +12,7 @@ use tegu_core::{App, scope::ContextSlot};
 use tracing::instrument::Instrument;
 
 use crate::head::{HEAD_DESCRIPTOR, RequestHead};
-use crate::router::RouteError;
+use crate::route_error::RouteError;
 use crate::tenant::TenantFrom;
 use future::{CatchPanic, ResponseFuture, Work};
 use tegu_core::lineage::Lineage;
@@ -193,7 +193,7 @@ where
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
         let ContextLayer { app, capture_extensions, head: slot, tenant: from } = &self.layer;
-        // First, as before the tenant's resolution: built in its allocation, not moved there.
+        // Built first, before the tenant is resolved: in its own allocation, not moved there.
         let head = Arc::new(RequestHead::of(&req, *capture_extensions));
         // A lineage an outer layer read (a trace context, a user) seeds the scope: a lookup in
         // an extension map that is usually empty.
@@ -205,8 +205,8 @@ where
                 Err(refused) => return ResponseFuture::refused(refused),
             }
         }
-        // Two call sites: a request with no lineage to seed (the common one) builds the span it
-        // built before, with no empty fields to carry.
+        // Two call sites: a request with no lineage to seed (the common one) builds a span
+        // without the two empty fields, which cost every request that carries them.
         let span = match &lineage {
             None => tracing::info_span!("request", id = %head.id, method = %head.method, path = ?head.uri.path()),
             Some(_) => tracing::info_span!(

@@ -11,12 +11,15 @@
 //!   hooks run after the response);
 //! - [`capture_logs`]: what a piece of code logged through `tracing`;
 //! - [`servers`]: real servers (PostgreSQL) on loopback with throwaway data;
+//! - [`layout`]: a crate's sources read as text (imports, cycles, lines of code, functions),
+//!   for the tests that check the code's layout;
 //! - [`proxy`]: a fault-injecting TCP proxy between a client and such a server (a `COMMIT` cut
 //!   before it is sent or after its answer, a server down or restarted).
 
 pub mod alloc;
 pub mod child_env;
 pub mod http_client;
+pub mod layout;
 pub mod proxy;
 pub mod servers;
 
