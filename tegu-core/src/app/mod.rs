@@ -1,11 +1,5 @@
-//! The composition root: the built container, [`App`], its builder and its scope builder.
-//!
-//! - `mod.rs`: [`App`] and [`AppHold`];
-//! - `builder.rs`: [`AppBuilder`]'s options;
-//! - `build.rs`: what `build()` does with them;
-//! - `lifecycle.rs`: what `build()` and `shutdown()` run under their deadlines;
-//! - `operate.rs`: deadlines, health, hosted services and the start-up timeline;
-//! - `scope_builder.rs`: [`ScopeBuilder`] and [`ContextSlot`].
+//! The composition root: the built container, [`App`] and [`AppHold`] (here), its builder and
+//! its scope builder (each child's `//!` line says what it holds).
 
 mod advices;
 mod assemble;

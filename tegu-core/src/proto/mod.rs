@@ -1,14 +1,5 @@
-//! Static descriptions of protos: what a type is, what it needs, how it is built.
-//!
-//! - `kinds.rs`: [`Lifetime`], [`Access`], [`InjectKind`];
-//! - `dependency.rs`: [`Dependency`], what a proto needs, and [`Unmarked`], a field it fills
-//!   with `Default`;
-//! - `provide.rs`: [`Provide`], what it can be injected as;
-//! - `factory.rs`: how it is built ([`FactoryFn`], [`AsyncFactoryFn`]);
-//! - `descriptor.rs`: [`ProtoDescriptor`], the `const` the macros write;
-//! - `registered.rs`: where the macros register it (a link section, or `inventory`);
-//! - `def.rs`: [`ProtoDef`], a definition as the builder holds it;
-//! - `traits.rs`: [`Proto`] and the scope markers.
+//! Static descriptions of protos: what a type is, what it needs, how it is built (each child's
+//! `//!` line says what it holds).
 
 pub(crate) mod def;
 pub(crate) mod dependency;

@@ -30,14 +30,8 @@
 //! # Ok(()) }
 //! ```
 
-// The files: `handle.rs`, the task-local handle, the accessors behind `ContextRef`, `spawn`;
-// `table.rs`, the scope's shared table and the construction of its objects; `end.rs`,
-// completion, destruction, and the futures that run a scope; `owned.rs`, a scope owned by its
-// task until a second task needs it; `deferred.rs`, what a scope holds until its completion
-// phase's end (events, for the bus); `hold.rs`, holding a scope open past its work; `spare.rs`,
-// a thread's spare task tables, reused from one scope to the next; `carry.rs`, the task-locals
-// of other modules a spawned task carries. Files of the kernel import
-// the file that defines a name, not these re-exports (`docs/ARCHITECTURE.md`).
+// Each child's `//!` line says what it holds. Files of the kernel import the file that defines
+// a name, not these re-exports (`docs/ARCHITECTURE.md`).
 
 pub(crate) mod carry;
 pub(crate) mod deferred;
