@@ -243,7 +243,7 @@ pub(crate) fn own_as<U: ?Sized + 'static>(obj: AnyArc) -> Arc<U> {
     // the same size and alignment as T"). The strong count `into_raw` kept is the one the new
     // `Arc` owns. This is `Arc::downcast`'s own conversion, minus its `T: Sized` bound.
     // Checked under miri: `cargo +nightly miri test -p tegu-core --lib erased`.
-    #[allow(unsafe_code)] // measured reason above and in docs/decisions.md
+    #[expect(unsafe_code, reason = "a cast back to the own type: measured reason above and in docs/decisions.md")]
     unsafe {
         Arc::from_raw(std::mem::transmute_copy::<*const (), *const U>(&data))
     }
@@ -376,7 +376,7 @@ impl Own {
         // `into_raw` kept is the one the new `Arc` owns, and `raw` emptied the place (a
         // `Converted` is read once: it goes with the place's `Arc`), so no other `Arc` is made
         // from it. Checked under miri: `cargo +nightly miri test -p tegu-core --lib erased`.
-        #[allow(unsafe_code)] // measured reason above and in docs/decisions.md
+        #[expect(unsafe_code, reason = "a cast back to the own type: measured reason above and in docs/decisions.md")]
         unsafe {
             Arc::from_raw(ptr.as_ptr() as *const T)
         }

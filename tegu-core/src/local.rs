@@ -46,7 +46,10 @@ impl<T: 'static> Local<T> {
         // Only shared references are made, and `T`'s own cells guard its mutation.
         // The other `unsafe` code of tegu-core: `erased` (two casts back to an own type) and
         // `proto::registered` (the link section's bounds); measured reason in the module docs.
-        #[allow(unsafe_code)]
+        #[expect(
+            unsafe_code,
+            reason = "a thread's current value, lent for the call: measured reason in the module docs"
+        )]
         let value = unsafe { &*current };
         Ok(f(value))
     }

@@ -1,7 +1,7 @@
 //! Where the attribute macros register their protos (through `__register_proto!`, in
 //! `private.rs`): on Linux and Android, each proto's descriptor is a `static` in one link
 //! section, which the linker gathers into an array; elsewhere (and under miri), each is
-//! submitted to `inventory`, as before. [`all`] reads both.
+//! submitted to `inventory`. [`all`] reads both.
 //!
 //! Why: an `inventory` registration is four items per proto (a node `static`, a constructor
 //! function, its `.init_array` entry and the block around them), and a large crate's build
@@ -42,7 +42,7 @@ mod section {
     // The bounds the linker defines for a section whose name is a C identifier (GNU ld, gold,
     // lld and mold all do, and all keep such a section whole under `--gc-sections` when these
     // are referenced).
-    #[allow(unsafe_code)] // declaring linker-defined symbols; read in `all` below
+    #[expect(unsafe_code, reason = "declaring linker-defined symbols; read in `all` below")]
     unsafe extern "Rust" {
         #[link_name = concat!("__start_", section_name!())]
         static START: [ProtoDescriptor; 0];
@@ -53,7 +53,7 @@ mod section {
     /// An empty element, so that the section, and with it its bounds, exists in a program
     /// that registers no proto through the macros.
     #[used]
-    #[allow(unsafe_code)] // `link_section`: placing a static in the section the bounds delimit
+    #[expect(unsafe_code, reason = "`link_section`: placing a static in the section the bounds delimit")]
     #[unsafe(link_section = section_name!())]
     static PRESENT: [ProtoDescriptor; 0] = [];
 
@@ -67,7 +67,7 @@ mod section {
         // `private.rs`, its name versioned with tegu-core so that no other tegu-core's descriptors are in it), each of
         // its size and alignment, so that the linker lays them out back to back from `START` to
         // `STOP`; they are immutable statics, alive for the whole program.
-        #[allow(unsafe_code)] // the measured reason: docs/decisions.md, "Protos in a link section"
+        #[expect(unsafe_code, reason = "the measured reason: docs/decisions.md, \"Protos in a link section\"")]
         unsafe {
             super::between(start, stop)
         }
@@ -90,7 +90,11 @@ mod section {
 ///
 /// `start` and `stop` delimit initialised `T`s that are never written and live for the rest
 /// of the program, laid out as an array (`stop` is `start` plus a whole number of elements).
-#[allow(dead_code, unsafe_code)] // unused where `inventory` registers; tested under miri
+#[expect(unsafe_code, reason = "reads the section's bounds as an array; tested under miri")]
+#[cfg_attr(
+    not(any(test, all(any(target_os = "linux", target_os = "android"), not(miri), not(tegu_inventory)))),
+    expect(dead_code, reason = "unused where `inventory` registers")
+)]
 unsafe fn between<T>(start: *const T, stop: *const T) -> &'static [T] {
     let size = size_of::<T>();
     let bytes = (stop as usize).saturating_sub(start as usize);
@@ -112,10 +116,10 @@ mod tests {
     fn the_elements_between_two_bounds_are_read_as_an_array() {
         let start = ARRAY.as_ptr();
         // SAFETY: bounds of a `'static` array of three.
-        #[allow(unsafe_code)]
+        #[expect(unsafe_code, reason = "the function under test is unsafe")]
         let all = unsafe { between(start, start.wrapping_add(3)) };
         assert_eq!(all, &ARRAY);
-        #[allow(unsafe_code)]
+        #[expect(unsafe_code, reason = "the function under test is unsafe")]
         let none = unsafe { between(start, start) };
         assert!(none.is_empty());
     }
@@ -126,7 +130,7 @@ mod tests {
         let start = ARRAY.as_ptr();
         let stop = start.cast::<u8>().wrapping_add(size_of::<(u64, &str)>() + 1).cast::<(u64, &str)>();
         // SAFETY: refused before any read.
-        #[allow(unsafe_code)]
+        #[expect(unsafe_code, reason = "the function under test is unsafe")]
         let _ = unsafe { between(start, stop) };
     }
 
