@@ -602,7 +602,7 @@ pub enum DiError {
     },
     /// A [`TenantRef`](crate::tenant::TenantRef) was read in a scope that serves no tenant.
     #[error(
-        "`{wanted}` builds an object per tenant, but this scope has no tenant; open it with `app.scope().tenant(key)?.run(..)`"
+        "`{wanted}` needs the scope's tenant, and this scope has none: in a tegu-http request, have the router read it (`RouterBuilder::tenant(TenantFrom::header(\"x-tenant\"))`); elsewhere, open the scope with `app.scope().tenant(key)?.run(..)` (in a job, one per tenant)"
     )]
     NoTenant {
         /// The `TenantObjects` whose object was asked for.

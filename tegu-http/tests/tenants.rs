@@ -246,6 +246,20 @@ async fn a_request_whose_tenant_cannot_be_read_is_answered_400_naming_where_it_w
     assert_eq!((status, body.as_str()), (200, "seeded seeded"));
 }
 
+/// A request on a router that reads no tenant: reading the tenant fails naming the router's
+/// rule, and the rule it names serves the tenant.
+#[tokio::test]
+async fn a_tenant_read_where_the_router_reads_none_names_the_routers_rule_which_serves_it() {
+    let app = App::builder().build().await.unwrap();
+    let router = RouterBuilder::new(&app).build().unwrap();
+    let (status, body) = send(&router, Request::get("/tenant").header("x-tenant", "acme")).await;
+    assert_eq!(status, 200);
+    assert!(body.starts_with("error: "), "{body}");
+    assert!(body.contains("`RouterBuilder::tenant(TenantFrom::header(\"x-tenant\"))`"), "the remedy on tegu-http: {body}");
+    let router = RouterBuilder::new(&app).tenant(TenantFrom::header("x-tenant")).build().unwrap();
+    assert_eq!(send(&router, Request::get("/tenant").header("x-tenant", "acme")).await, (200, "acme acme".to_owned()));
+}
+
 #[tokio::test]
 async fn a_routers_tenant_needs_an_app_with_tenants() {
     let app = App::builder().without_inventory().build().await.unwrap();
