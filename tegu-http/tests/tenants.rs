@@ -255,7 +255,10 @@ async fn a_tenant_read_where_the_router_reads_none_names_the_routers_rule_which_
     let (status, body) = send(&router, Request::get("/tenant").header("x-tenant", "acme")).await;
     assert_eq!(status, 200);
     assert!(body.starts_with("error: "), "{body}");
-    assert!(body.contains("`RouterBuilder::tenant(TenantFrom::header(\"x-tenant\"))`"), "the remedy on tegu-http: {body}");
+    assert!(
+        body.contains("`RouterBuilder::tenant(TenantFrom::header(\"x-tenant\"))`"),
+        "the remedy on tegu-http: {body}"
+    );
     let router = RouterBuilder::new(&app).tenant(TenantFrom::header("x-tenant")).build().unwrap();
     assert_eq!(send(&router, Request::get("/tenant").header("x-tenant", "acme")).await, (200, "acme acme".to_owned()));
 }
