@@ -125,7 +125,8 @@ async fn environment_values_are_read_as_the_field_asks() {
     if !in_child(name, &[("CFG3_DB__URL", "1234"), ("CFG3_DB__POOL", "7"), ("CFG3_FLAGS__BETA", "true")]) {
         return;
     }
-    let app = db_app().config_env("CFG3_").build().await.unwrap();
+    // `flags` is read by code after `build()`, declared so that its variables are not refused.
+    let app = db_app().config_env("CFG3_").config_known("flags").build().await.unwrap();
     let db = app.get_object::<DbConfig>().unwrap();
     assert_eq!((db.url.as_str(), db.pool), ("1234", 7), "digits are a fine string, and a fine number");
     assert!(app.config().get::<bool>("flags.beta").unwrap());
@@ -789,7 +790,7 @@ async fn no_configuration_error_shows_a_value() {
         return;
     }
     // A string where a table belongs, from the environment.
-    let e = db_app().config_env("SEC1_").build().await.unwrap_err().to_string();
+    let e = db_app().config_env("SEC1_").config_known("vault").build().await.unwrap_err().to_string();
     assert_eq!(
         e,
         "config key db of `config_sections::DbConfig`: invalid type: expected struct DbConfig, found a string of 28 characters (from env SEC1_DB)"
@@ -980,4 +981,27 @@ async fn an_environment_variable_that_names_no_field_of_a_flattened_part_is_refu
     assert_eq!(app.get_object::<StoreConfig>().unwrap().pool.schema.as_deref(), Some("billing"));
     let e = build("FLAT2_").build().await.unwrap_err();
     assert!(matches!(&e, DiError::ConfigUnknownEnv { variable, .. } if variable == "FLAT2_STORE__SCHEME"), "{e}");
+}
+
+/// A variable of the nested shape under the App's prefix names a section: one that no proto
+/// reads is refused with the section meant, as a file's key is; one without the separator is
+/// the process's (a Kubernetes Service's `NOTES_SERVICE_HOST`), and `config_known` claims a
+/// section something else reads.
+#[tokio::test]
+async fn a_variable_for_a_section_no_proto_reads_is_refused_naming_the_section_meant() {
+    let vars = [("ENV1_POLL__MAXCONN", "50"), ("ENV1_SERVICE_HOST", "10.0.0.7")];
+    if !in_child("a_variable_for_a_section_no_proto_reads_is_refused_naming_the_section_meant", &vars) {
+        return;
+    }
+    let build =
+        || App::builder().without_inventory().link::<PoolConfig>().config_value("pool.maxConn", 5).config_env("ENV1_");
+    let e = build().build().await.unwrap_err();
+    assert!(matches!(&e, DiError::ConfigUnknownKey { key, section: None, .. } if key == "poll.maxconn"), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "config key `poll.maxconn` (env ENV1_POLL__MAXCONN) is read by no config section; did you mean `pool.maxconn`?; fix its name or remove it; if code reads it with `App::config().get`, declare it: `AppBuilder::config_known(\"poll\")`, or `ProtoDef::reads_config::<T>(\"poll\")` for a factory that reads it"
+    );
+    // The remedy the message gives, for a section read by code.
+    let app = build().config_known("poll").build().await.unwrap();
+    assert_eq!(app.config().get::<String>("poll.maxconn").unwrap(), "50");
 }

@@ -166,9 +166,10 @@ impl Config {
     /// section or reader whose table holds it takes it, or if it is under a prefix read
     /// elsewhere (`known`: a section overridden or of another profile, a job's key,
     /// `config_known`). Else it is refused: as not a field of the section whose table holds it
-    /// (the innermost), or as under no section at all. The environment is not checked here: its
-    /// variables share a namespace with the process's, and those under a section are checked as
-    /// it is read.
+    /// (the innermost), or as under no section at all. Of the environment, only a variable of the
+    /// nested shape (`APP_SECTION__KEY`) whose section nothing reads is refused here: one under a
+    /// section is checked as the section is read, and one without the separator
+    /// (`APP_SERVICE_HOST`, as Kubernetes sets for a Service) is the process's, left alone.
     ///
     /// Under a multi-instance section's prefix (`templates`), each table is an instance: one
     /// that was not read (overridden) is not checked, nor a value there that is no table (the
@@ -187,7 +188,9 @@ impl Config {
             leaves_of(merged, &mut Vec::new(), &mut leaves);
         }
         for leaf in leaves {
-            if find(&self.inner.env, &leaf).is_some() {
+            let from_env = find(&self.inner.env, &leaf).is_some();
+            // A variable without the separator, or one under a section (checked as it is read).
+            if from_env && (leaf.len() < 2 || reads.iter().any(|r| leaf.starts_with(&r.prefix))) {
                 continue;
             }
             if let Some(template) = templates.iter().find(|t| leaf.starts_with(t)) {
@@ -220,8 +223,8 @@ impl Config {
                 }
             };
             let (key, section, near) = unknown;
-            // The highest file or value that sets it (the environment set none of it).
-            let layer = self.inner.layers.iter().rev().filter(|l| !matches!(l, Layer::Env(_))).find(|l| {
+            // The highest layer that sets it: the environment only where it set it.
+            let layer = self.inner.layers.iter().rev().filter(|l| from_env || !matches!(l, Layer::Env(_))).find(|l| {
                 l.data().is_ok_and(|data| find(&Value::Dict(figment::value::Tag::Default, data), &leaf).is_some())
             });
             let source = layer.map_or_else(|| "the configuration".to_owned(), |l| l.locate(&leaf));
