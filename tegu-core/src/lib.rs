@@ -63,8 +63,14 @@
 //!
 //! The attributes: `#[singleton_proto]`, `#[context_proto]`, `#[transient_proto]` and
 //! `#[config_proto]` (on a struct, or on an `impl` block with a constructor), `#[inject]` on
-//! fields; `#[intercept]`, and `#[handlers]` with `#[event_handler]` and `#[schedule]`. The
-//! guide of the repository (`docs/guide/`) has a chapter on each.
+//! fields; `#[intercept]`, and `#[handlers]` with `#[event_handler]` and `#[schedule]`.
+//!
+//! # Where to start
+//!
+//! The guide, from a first service to operating one, is in tegu-http's documentation:
+//! [`tegu_http::guide`](https://docs.rs/tegu-http/latest/tegu_http/guide/index.html) (and
+//! `docs/guide/` in the repository), a chapter per topic. [tegu-http](https://docs.rs/tegu-http)
+//! serves an App over HTTP: controllers, one context scope per request, tenants, probes.
 //!
 //! # Scopes, tests, configuration, errors
 //!

@@ -26,14 +26,25 @@ use crate::proto::attr::ProtoScope;
 /// Registers a struct as a singleton proto: built once when the App is built.
 ///
 /// Fields marked `#[inject]` are filled by the container, by their type: `Arc<T>` (a singleton
-/// proto), `ContextRef<T>` (a context proto, resolved per request), `Option<Arc<T>>` (if
-/// registered), `Arc<dyn Trait>` (the proto that provides it), `Vec<Arc<dyn Trait>>` (all of
-/// them, ordered by object name); `#[inject(name = "...")]` picks an instance by object name.
-/// Every other field takes `Default::default()`.
+/// proto), `ContextRef<T>` or `AsyncContextRef<T>` (a context proto, resolved per request),
+/// `Provider<T>` (a transient, built anew per call), `ConfigRef<T>` (a reloadable config
+/// section), `Option<Arc<T>>` (if registered), `Arc<dyn Trait>` (the proto that provides it),
+/// `Vec<Arc<dyn Trait>>` (all of them, by `order`, then object name), `Keyed<T>` (all of them,
+/// by object name). `#[inject(name = "...")]` picks an instance by object name;
+/// `#[inject(external)]` takes a type registered by hand with `ProtoDef`, checked by `build()`
+/// rather than by the compiler; `#[inject(skip)]` gives the field `Default::default()` on
+/// purpose, whatever its type. Any other field takes `Default::default()` too, and is a compile
+/// error where that is a mistake: a proto (by value, or in an `Arc`, `Option`, `Vec`, `Box` or
+/// `Weak`), one of tegu's handles, an `Arc<dyn Trait>`, or a type without `Default`.
 ///
 /// Options: `name = "..."` (default: the type name in lowerCamelCase), `provides(dyn A, ...)`,
 /// `access = public | private` (default `public`), `init = method`, `destroy = method` (async
-/// `&self` methods returning `()` or `Result<(), E>`), `crate = path`.
+/// `&self` methods returning `()` or `Result<(), E>`), `lazy` (validated at `build()`, built on
+/// first use), `order = N` (its place in a `Vec<Arc<dyn Trait>>`: lower first, 0 by default),
+/// `profile = "..."` (registered under that profile only), `instances_of = Section` (one per
+/// instance of a multi-instance config section), `crate = path` (where tegu-core is, if
+/// renamed). On an `impl` block, the constructor's parameters are the dependencies. The guide's
+/// chapter is `tegu_http::guide::Protos` (`docs/guide/protos.md` in the repository).
 ///
 /// # Examples
 ///
@@ -61,6 +72,9 @@ use crate::proto::attr::ProtoScope;
 ///     store: Arc<dyn Store>,
 ///     #[inject]
 ///     user: ContextRef<CurrentUser>,
+///     /// The profile's own state: `Default::default()`, on purpose.
+///     #[inject(skip)]
+///     seen: std::sync::Mutex<Vec<String>>,
 /// }
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
@@ -69,6 +83,7 @@ use crate::proto::attr::ProtoScope;
 /// let user_is_new = app.run_in_context(async { profile.user.get().name.is_empty() }).await;
 /// assert!(user_is_new);
 /// assert_eq!(profile.store.get("a").as_deref(), Some("value of a"));
+/// assert!(profile.seen.lock().unwrap().is_empty());
 /// # Ok(()) }
 /// ```
 ///
@@ -95,7 +110,7 @@ pub fn singleton_proto(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Registers a struct as a context proto: built at most once per context scope (a request), on
 /// first use, and destroyed when the scope ends.
 ///
-/// Same fields and options as [`macro@singleton_proto`], plus `complete = method`: an async
+/// Same fields and options as [`macro@singleton_proto`] (but `lazy`), plus `complete = method`: an async
 /// `&self` method run when the scope's work is done, before its output leaves (for HTTP: before
 /// the response is sent), newest object first. It is where a unit of work commits: an error or
 /// a panic there fails the scope (tegu-http answers 500). `destroy` runs after the output left,
