@@ -88,10 +88,7 @@ fn start_nats() -> Result<String, String> {
     let dir = std::env::temp_dir().join(format!("di-test-nats-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| format!("finding a free port: {e}"))?
-        .port();
+    let port = free_port()?;
     // The server, and a watchdog that stops it and removes its folder once this process is gone.
     let script = format!(
         "{server} -js -a 127.0.0.1 -p {port} -sd {dir}/store >{dir}/log 2>&1 & nats=$!; \
@@ -110,13 +107,45 @@ fn start_nats() -> Result<String, String> {
         .map_err(|e| format!("starting nats-server: {e}"))?;
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(30) {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        if logged(&dir.join("log"), 0, NATS_READY) && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return Ok(format!("nats://127.0.0.1:{port}"));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     let log = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
     Err(format!("nats-server did not answer within 30 s; its log:\n{log}"))
+}
+
+/// What `nats-server` logs once it takes connections.
+const NATS_READY: &str = "Server is ready";
+/// What PostgreSQL logs once it takes connections.
+const POSTGRES_READY: &str = "ready to accept connections";
+
+/// Whether the log at `path`, from byte `from` on, has `line`.
+fn logged(path: &Path, from: u64, line: &str) -> bool {
+    let log = std::fs::read(path).unwrap_or_default();
+    let from = usize::try_from(from).unwrap_or(usize::MAX).min(log.len());
+    String::from_utf8_lossy(&log[from..]).contains(line)
+}
+
+/// A free port on 127.0.0.1 that this process has not handed out before. The kernel may give
+/// a port it just freed to the next `bind` to port 0; two servers of one test process (the
+/// shared one and a test's [`Own`], started at once) then race for it, and the loser's clients
+/// talk to the winner, which its test may stop.
+fn free_port() -> Result<u16, String> {
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    for _ in 0..100 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("finding a free port: {e}"))?
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return Ok(port);
+        }
+    }
+    Err("finding a free port: 100 tries gave ports this process already uses".to_owned())
 }
 
 /// Whether the servers must be there (`DI_TEST_REQUIRE_SERVERS=1`: CI).
@@ -178,10 +207,7 @@ fn start_postgres() -> Result<String, String> {
     if !init.status.success() {
         return Err(format!("initdb failed: {}", String::from_utf8_lossy(&init.stderr).trim()));
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| format!("finding a free port: {e}"))?
-        .port();
+    let port = free_port()?;
     // The server, and a watchdog that stops it and removes its folder once this process is
     // gone (read through /proc: the `postgres` user may not signal a root process).
     let script = format!(
@@ -207,7 +233,7 @@ fn start_postgres() -> Result<String, String> {
             .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres"])
             .stdout(Stdio::null())
             .status();
-        if ready.is_ok_and(|s| s.success()) {
+        if ready.is_ok_and(|s| s.success()) && logged(&dir.join("log"), 0, POSTGRES_READY) {
             return Ok(format!("postgres://postgres@127.0.0.1:{port}/postgres"));
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -279,10 +305,7 @@ impl Own {
         let dir = std::env::temp_dir().join(format!("di-test-own-{}-{what}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| format!("finding a free port: {e}"))?
-            .port();
+        let port = free_port()?;
         let mut own = Own { kind, dir, port, child: None };
         if let OwnKind::Postgres { bin, root } = &own.kind {
             if *root {
@@ -372,6 +395,7 @@ impl Own {
             }
         };
         let out = std::fs::OpenOptions::new().create(true).append(true).open(&log).map_err(|e| e.to_string())?;
+        let from = out.metadata().map_err(|e| e.to_string())?.len();
         let err = out.try_clone().map_err(|e| e.to_string())?;
         let child = command.stdin(Stdio::null()).stdout(out).stderr(err).spawn().map_err(|e| e.to_string())?;
         if let OwnKind::Nats(_) = self.kind {
@@ -380,7 +404,16 @@ impl Own {
         self.child = Some(child);
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(30) {
-            if self.answers() {
+            // The port answers for another process on it too: the server is ready when its
+            // log says so, and fails when its process exits.
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(std::process::Child::try_wait) {
+                self.child = None;
+                return Err(format!(
+                    "the server exited ({status}); its log:\n{}",
+                    std::fs::read_to_string(log).unwrap_or_default()
+                ));
+            }
+            if logged(&log, from, self.ready_line()) && self.answers() {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -389,6 +422,14 @@ impl Own {
             "the server did not answer within 30 s; its log:\n{}",
             std::fs::read_to_string(log).unwrap_or_default()
         ))
+    }
+
+    /// What the server writes to its log once it takes connections.
+    fn ready_line(&self) -> &'static str {
+        match self.kind {
+            OwnKind::Nats(_) => NATS_READY,
+            OwnKind::Postgres { .. } => POSTGRES_READY,
+        }
     }
 
     fn answers(&self) -> bool {
@@ -439,5 +480,33 @@ impl Drop for Own {
     fn drop(&mut self) {
         self.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_port_is_handed_out_once() {
+        let ports: Vec<u16> = (0..200).map(|_| free_port().unwrap()).collect();
+        let mut distinct = ports.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), ports.len());
+    }
+
+    /// A server that cannot have its port is an error with its log, even though the port
+    /// answers (for the server that has it).
+    #[test]
+    fn a_server_whose_port_another_has_is_refused() {
+        let Ok(first) = Own::nats("port-first") else { return };
+        let dir = std::env::temp_dir().join(format!("di-test-own-{}-nats-port-second", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let OwnKind::Nats(server) = &first.kind else { unreachable!() };
+        let mut second = Own { kind: OwnKind::Nats(server.clone()), dir, port: first.port, child: None };
+        let err = second.start().expect_err("a second server on the port");
+        assert!(err.contains("the server exited"), "{err}");
+        assert!(err.contains("address already in use"), "{err}");
     }
 }
