@@ -34,8 +34,8 @@ pub struct WriteObs {
     pub tenant: Option<String>,
     /// The statement succeeded.
     pub ok: bool,
-    /// How many of `calls` the method that spawned its detached task made (0 on no detached
-    /// task): their savepoints may end before the write.
+    /// How many of `calls` were made when its innermost detached task was spawned (0 on no
+    /// detached task): their savepoints may end before the write.
     pub outer_calls: usize,
 }
 

@@ -245,8 +245,9 @@ pub struct Cx {
     pub calls: Vec<u32>,
     /// It runs on a detached task.
     pub detached: bool,
-    /// How many of `calls` were made before the first detached task it runs on was spawned:
-    /// their savepoints may end before it does.
+    /// How many of `calls` were made before the innermost detached task it runs on was
+    /// spawned: their savepoints may end before it does (a detached task spawned in a `nested`
+    /// method of another detached task outlives that method's savepoint too).
     pub outer_calls: usize,
 }
 
@@ -342,7 +343,7 @@ impl Worker {
                 // A task spawned in a method is part of it (tegu_core::spawn carries its frames):
                 // the calls around it stay its calls.
                 let mut inner = cx.clone();
-                if *detached && !inner.detached {
+                if *detached {
                     inner.detached = true;
                     inner.outer_calls = inner.calls.len();
                 }
