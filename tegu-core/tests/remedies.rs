@@ -23,8 +23,8 @@ impl Notifier for Email {
     }
 }
 
-/// The fix the message gives.
-#[singleton_proto(provides(dyn Notifier))]
+/// The fix the message gives, registered by hand: a registered proto that provides the trait
+/// would be named instead, as left out of an App built `without_inventory()`.
 pub struct Sms;
 impl Notifier for Sms {
     fn notify(&self) -> &'static str {
@@ -47,7 +47,8 @@ async fn a_missing_trait_is_given_provides_and_that_builds() {
     assert!(!message.contains("annotate `dyn"), "a trait cannot be annotated: {message}");
 
     // Applied: the implementing proto declares what it provides.
-    let app = App::builder().without_inventory().link::<Signup>().link::<Sms>().build().await.unwrap();
+    let sms = ProtoDef::singleton::<Sms>(|_| Ok(Sms)).provides::<Sms, dyn Notifier>(|s| s as Arc<dyn Notifier>);
+    let app = App::builder().without_inventory().link::<Signup>().register(sms).build().await.unwrap();
     assert_eq!(app.get_object::<Signup>().unwrap().notifier.notify(), "sms");
 }
 
@@ -64,7 +65,7 @@ pub struct Repo {
 async fn a_missing_type_is_given_link_and_that_builds() {
     let error = App::builder().without_inventory().link::<Repo>().build().await.unwrap_err();
     let message = error.to_string();
-    assert!(message.contains("`App::builder().link::<Database>()`"), "{message}");
+    assert!(message.contains("link it with `.link::<Database>()`"), "{message}");
     assert!(!message.contains("annotate `"), "`Database` is annotated already: {message}");
 
     let app = App::builder().without_inventory().link::<Repo>().link::<Database>().build().await.unwrap();
@@ -137,7 +138,7 @@ pub struct Databse;
 
 #[tokio::test]
 async fn get_object_of_an_unregistered_type_names_the_close_ones() {
-    let app = App::builder().without_inventory().link::<Database>().link::<Sms>().build().await.unwrap();
+    let app = App::builder().without_inventory().link::<Database>().link::<Email>().build().await.unwrap();
     let message = app.get_object::<Databse>().err().unwrap().to_string();
     assert!(message.contains("did you mean remedies::Database (\"database\")?"), "{message}");
     let message = app.get_object_named::<Database>("databse").err().unwrap().to_string();

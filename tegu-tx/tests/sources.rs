@@ -240,7 +240,7 @@ async fn an_app_built_by_hand_without_the_advice_fails_check_naming_the_method()
     let error = App::builder().without_inventory().link::<Orders>().check().unwrap_err().to_string();
     assert!(error.contains("method `on_b` of module `sources::orders`"), "{error}");
     assert!(error.contains("is intercepted by `::tegu_tx::Transactional`"), "{error}");
-    assert!(error.contains("add `.link::<Transactional>()`"), "{error}");
+    assert!(error.contains("does not link it: link it and what it needs with `.link::<Transactional>()"), "{error}");
 }
 
 #[tokio::test]

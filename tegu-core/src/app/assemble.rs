@@ -347,6 +347,13 @@ impl AppBuilder {
         let mut errors = Vec::new();
         let profile = self.config.profile.clone();
         let mut inactive = select_active(&mut defs, profile.as_deref(), &self.excluded, &mut errors);
+        if !self.inventory {
+            let lacked = super::left_out::advices_lacked(&defs);
+            let advices: Vec<TypeId> = lacked.iter().map(|need| need.advice).collect();
+            let left_out = super::left_out::left_out(&defs, &inactive, &advices);
+            errors.extend(super::left_out::advices_left_out(lacked, &left_out));
+            inactive.extend(left_out.into_iter().map(|(def, links)| (def, super::left_out::inactive_why(&links))));
+        }
         let overridden = |ty: TypeId, name: &str| {
             self.overrides.iter().any(|o| o.type_id == ty && o.name.as_deref().is_none_or(|n| n == name))
         };

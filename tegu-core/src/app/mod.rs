@@ -5,6 +5,7 @@ mod advices;
 mod assemble;
 mod builder;
 mod emitters;
+mod left_out;
 mod lifecycle;
 mod operate;
 mod scope_builder;
