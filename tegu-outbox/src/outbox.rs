@@ -92,6 +92,10 @@ pub struct OutboxCounts {
     /// Events this instance's relay made pending again to publish them once more, after its
     /// subscription ended (the broker may have lost them).
     pub republished: u64,
+    /// Events this instance received while its App was gone (dropped without `shutdown()`) or
+    /// shutting down: left unacknowledged, so that the broker brings them again, never taken
+    /// as handled.
+    pub refused: u64,
 }
 
 /// The transactional outbox of an App: its `dyn EventTransport` (see the crate's
@@ -129,6 +133,7 @@ pub struct Outbox {
     set_aside: AtomicU64,
     subscriptions: AtomicU64,
     republished: AtomicU64,
+    refused: AtomicU64,
     /// This instance's subscription ended since the relay last published again what the
     /// outbox keeps.
     lost: std::sync::atomic::AtomicBool,
@@ -222,6 +227,7 @@ impl Outbox {
             set_aside: AtomicU64::new(0),
             subscriptions: AtomicU64::new(0),
             republished: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
             lost: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -236,6 +242,7 @@ impl Outbox {
             set_aside: self.set_aside.load(Ordering::Relaxed),
             subscriptions: self.subscriptions.load(Ordering::Relaxed),
             republished: self.republished.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
         }
     }
 
@@ -467,7 +474,7 @@ impl Outbox {
 
     /// One received event: delivered unless handled lately, each handler's scope seeded with
     /// the lineage its headers carry (the emitting request's tenant, trace, id), then
-    /// acknowledged.
+    /// acknowledged; left unacknowledged if the App refused it (gone, or shutting down).
     async fn handle(&self, received: Received) {
         let Received { id, name, payload, headers, ack } = received;
         // An event without an id (published by something else) cannot be recognised again.
@@ -478,6 +485,11 @@ impl Outbox {
             match self.by_name.get(name.as_str()) {
                 Some(event) => {
                     match (event.deliver)(&self.bus, &payload, &lineage_from_headers(&self.bus, &headers)).await {
+                        // No handler ran: neither remembered nor acknowledged, it comes again.
+                        Ok(delivery) if delivery.refused => {
+                            self.refused.fetch_add(1, Ordering::Relaxed);
+                            return;
+                        }
                         Ok(_) => {
                             self.delivered.fetch_add(1, Ordering::Relaxed);
                         }

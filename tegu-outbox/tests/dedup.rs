@@ -1,6 +1,7 @@
 //! What an instance receives: each event handed to its handlers once, however often the broker
 //! brings it (at-least-once delivery), every one acknowledged; an event of no known type is
-//! acknowledged and dropped. With the in-memory broker and store of `tegu_outbox::testing`.
+//! acknowledged and dropped; one received once the App is gone is not acknowledged. With the
+//! in-memory broker and store of `tegu_outbox::testing`.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -66,4 +67,27 @@ async fn a_redelivered_event_is_handled_once_and_everything_is_acknowledged() {
     assert_eq!((counts.delivered, counts.duplicates), (2, 1), "{counts:?}");
     app.shutdown().await.unwrap();
     assert_eq!(*app.get_object::<Handled>().unwrap().parcels.lock().unwrap(), [7, 8]);
+}
+
+/// An App dropped without `shutdown()` (a process's runtime still running its tasks) handles
+/// nothing more: what its subscription still receives is left unacknowledged, for the broker
+/// to bring again, never taken as handled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_received_after_the_app_is_gone_is_not_acknowledged() {
+    let broker = MemoryBroker::new();
+    let app = App::builder()
+        .register(MemoryStore::new().proto())
+        .register(broker.proto())
+        .register(Outbox::proto())
+        .build()
+        .await
+        .unwrap();
+    until("the instance to subscribe", WITHIN, async || broker.subscriptions() == 1).await;
+    let outbox = app.get_object::<Outbox>().unwrap();
+    drop(app);
+    let shipped = Outgoing { id: "outbox-1", name: "parcels.shipped", payload: br#"{"parcel":7}"#, headers: &[] };
+    broker.publish(shipped).await.unwrap();
+    until("the event to be refused", WITHIN, async || outbox.counts().refused == 1).await;
+    assert_eq!(broker.acknowledged(), 0);
+    assert_eq!(outbox.counts().delivered, 0);
 }

@@ -200,6 +200,10 @@ pub struct Delivery {
     pub handlers: usize,
     /// How many of them failed or panicked (each logged).
     pub failed: usize,
+    /// No handler could run: the App is gone (dropped without `shutdown()`) or shutting down.
+    /// A broker's consumer leaves such an event unacknowledged, so that it comes again (to this
+    /// instance once it runs again), rather than take it as handled.
+    pub refused: bool,
 }
 
 /// The handlers of the protos in `graph` that `build()` built (or left lazy), from `inventory`.
@@ -436,21 +440,22 @@ impl EventBus {
     /// # Ok(()) }
     /// ```
     pub async fn deliver_with<E: Send + Sync + 'static>(&self, event: E, lineage: &Lineage) -> Delivery {
-        let mut delivery = Delivery { handlers: 0, failed: 0 };
+        let mut delivery = Delivery { handlers: 0, failed: 0, refused: false };
+        let refused = Delivery { refused: true, ..delivery };
         let Some(app) = self.app.get().and_then(Weak::upgrade) else {
             tracing::error!(
                 event = core::any::type_name::<E>(),
-                "an event was delivered to an App that is gone; dropped"
+                "an event was delivered to an App that is gone; refused"
             );
-            return delivery;
+            return refused;
         };
         let Some(handlers) = handlers_of(&app).and_then(|h| h.get(&TypeId::of::<E>())) else { return delivery };
         let Some(_guard) = app.try_pending() else {
             tracing::error!(
                 event = core::any::type_name::<E>(),
-                "an event was delivered after the App shut down; dropped"
+                "an event was delivered after the App shut down; refused"
             );
-            return delivery;
+            return refused;
         };
         let event: AnyEvent = Arc::new(event);
         for &handler in handlers.iter().filter(|h| h.descriptor.phase == EventPhase::AfterCommit) {

@@ -254,10 +254,13 @@ pub fn run(scenario: &Scenario) -> Result<Observed, String> {
         let stopped = match outcome {
             Ok(Ok(GenEnd::Stopped { at, apps })) => {
                 // The process is gone: its tasks dropped where they were, nothing shut down.
-                // A task a worker is polling still runs to its next await, and may see its App
-                // dropped: no error it records from now on is the process's.
+                // A task a worker is polling still runs to its next await: no error it records
+                // from now on is the process's. The runtime is gone before the Apps are, as a
+                // process's tasks never outlive its Apps (a consumer that still ran would
+                // receive events for an App that is gone; tegu-outbox leaves those
+                // unacknowledged, and its own tests say so).
                 gen_rec.lives()[generation].stopped.store(true, std::sync::atomic::Ordering::Release);
-                runtime.shutdown_background();
+                runtime.shutdown_timeout(Duration::from_secs(10));
                 drop(apps);
                 next = at + 1;
                 true
