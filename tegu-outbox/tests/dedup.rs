@@ -39,8 +39,9 @@ impl Handled {
 /// How long a wait of this file's lasts before it fails.
 const WITHIN: Duration = Duration::from_secs(10);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_redelivered_event_is_handled_once_and_everything_is_acknowledged() {
+/// An App with the outbox on an in-memory broker and store, once it has subscribed (a new
+/// subscription starts with the events published from then on).
+async fn subscribed() -> (MemoryBroker, App) {
     let broker = MemoryBroker::new();
     let app = App::builder()
         .register(MemoryStore::new().proto())
@@ -49,8 +50,13 @@ async fn a_redelivered_event_is_handled_once_and_everything_is_acknowledged() {
         .build()
         .await
         .unwrap();
-    // A new subscription starts with the events published from then on.
     until("the instance to subscribe", WITHIN, async || broker.subscriptions() == 1).await;
+    (broker, app)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redelivered_event_is_handled_once_and_everything_is_acknowledged() {
+    let (broker, app) = subscribed().await;
     // The same event twice (as after a lost acknowledgement), one of an unknown type, another.
     let shipped =
         |id: &'static str, payload: &'static [u8]| Outgoing { id, name: "parcels.shipped", payload, headers: &[] };
@@ -74,15 +80,7 @@ async fn a_redelivered_event_is_handled_once_and_everything_is_acknowledged() {
 /// to bring again, never taken as handled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_received_after_the_app_is_gone_is_not_acknowledged() {
-    let broker = MemoryBroker::new();
-    let app = App::builder()
-        .register(MemoryStore::new().proto())
-        .register(broker.proto())
-        .register(Outbox::proto())
-        .build()
-        .await
-        .unwrap();
-    until("the instance to subscribe", WITHIN, async || broker.subscriptions() == 1).await;
+    let (broker, app) = subscribed().await;
     let outbox = app.get_object::<Outbox>().unwrap();
     drop(app);
     let shipped = Outgoing { id: "outbox-1", name: "parcels.shipped", payload: br#"{"parcel":7}"#, headers: &[] };

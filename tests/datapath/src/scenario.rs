@@ -183,8 +183,9 @@ pub enum Fault {
         /// The request.
         request: u16,
     },
-    /// The process stops (its runtime dropped, nothing shut down) while the request runs, then
-    /// is built again on the same database.
+    /// The process stops (its runtime dropped, nothing shut down; on some seeds its Apps
+    /// dropped first, `run::apps_outlived`) while the request runs, then is built again on the
+    /// same database.
     Stop {
         /// The request.
         request: u16,
@@ -244,7 +245,13 @@ impl fmt::Display for Scenario {
         } else {
             ""
         };
-        writeln!(f, "scenario seed {} on {:?}{resolve}, {} instance(s)", self.seed, self.db, self.instances)?;
+        let outlived =
+            if crate::run::apps_outlived(self.seed) && self.faults.iter().any(|f| matches!(f, Fault::Stop { .. })) {
+                " (a stop drops the Apps before their runtime)"
+            } else {
+                ""
+            };
+        writeln!(f, "scenario seed {} on {:?}{resolve}{outlived}, {} instance(s)", self.seed, self.db, self.instances)?;
         for fault in &self.faults {
             writeln!(f, "  fault {fault:?}")?;
         }
