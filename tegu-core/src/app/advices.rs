@@ -61,7 +61,7 @@ pub(super) fn check(
             module: need.module,
             method: need.method,
             at: need.at,
-            why: match inventory || inactive.iter().any(|(d, _)| d.type_id == need.advice) {
+            why: match inventory {
                 true => why_missing(inactive, need.advice),
                 false => format!(
                     "this App is built `without_inventory()` and does not link it: add `.link::<{}>()`",
