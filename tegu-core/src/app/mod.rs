@@ -4,10 +4,14 @@
 mod advices;
 mod assemble;
 mod builder;
+mod construct;
+mod defs;
 mod emitters;
+mod install;
 mod left_out;
 mod lifecycle;
 mod operate;
+mod prepare;
 mod scope_builder;
 
 pub use builder::AppBuilder;

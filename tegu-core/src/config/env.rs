@@ -4,7 +4,7 @@
 use figment::providers::Env;
 use figment::value::{Dict, Value};
 
-use super::nest;
+use super::tree::{merge, nest};
 
 /// The variables under `prefix`, `__` separating levels, names lowercased (figment's `Env`),
 /// their values kept as strings: the type they are read as decides (`"1234"` is a fine
@@ -12,7 +12,7 @@ use super::nest;
 pub(super) fn data(prefix: &str) -> Dict {
     let mut dict = Dict::new();
     for (key, value) in Env::prefixed(prefix).split("__").iter() {
-        super::merge(&mut dict, nest(key.as_str(), Value::from(value)));
+        merge(&mut dict, nest(key.as_str(), Value::from(value)));
     }
     dict
 }

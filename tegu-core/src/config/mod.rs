@@ -18,8 +18,10 @@ mod describe;
 mod env;
 mod known;
 mod probe;
+mod record;
 pub(crate) mod section;
 mod taken;
+mod tree;
 
 use std::cell::RefCell;
 use std::fmt;
@@ -36,8 +38,9 @@ use crate::error::DiError;
 pub use crate::reload::{ConfigRef, ConfigReload};
 
 pub use known::ConfigReader;
-use known::record;
-pub(crate) use known::recording;
+use record::record;
+pub(crate) use record::recording;
+use tree::{find, merge, nest, segments};
 
 /// One source, as the builder collected it.
 #[derive(Clone)]
@@ -78,7 +81,7 @@ impl Layer {
     /// Where the key at `keys` is set in this layer: a file with its line, or the call.
     fn locate(&self, keys: &[String]) -> String {
         match self {
-            Layer::File(path) => match known::toml_line(path, keys) {
+            Layer::File(path) => match tree::toml_line(path, keys) {
                 Some(line) => format!("file {}, line {line}", path.display()),
                 None => format!("file {}", path.display()),
             },
@@ -227,34 +230,6 @@ impl Sources {
         } else {
             Err(errors)
         }
-    }
-}
-
-/// Merges `from` into `into`: tables key by key, anything else replaced.
-fn merge(into: &mut Dict, from: Dict) {
-    if into.is_empty() {
-        *into = from; // the first layer, usually the biggest: moved whole
-        return;
-    }
-    for (key, value) in from {
-        match (into.get_mut(&key), value) {
-            (Some(Value::Dict(_, old)), Value::Dict(_, new)) => merge(old, new),
-            (_, value) => {
-                into.insert(key, value);
-            }
-        }
-    }
-}
-
-/// `value` at dotted `key`, as a tree from the root: `db.pool` and 4 give `{db: {pool: 4}}`.
-fn nest(key: &str, value: Value) -> Dict {
-    let mut value = value;
-    for part in key.rsplit('.').filter(|p| !p.is_empty()) {
-        value = Value::from(Dict::from([(part.to_owned(), value)]));
-    }
-    match value {
-        Value::Dict(_, dict) => dict,
-        _ => Dict::new(), // an empty key sets nothing
     }
 }
 
@@ -502,7 +477,7 @@ impl Config {
             let (read, ignored) = read_lossy::<T>(&value);
             let read = read.map_err(|e| self.error(e, key, section))?;
             // A key under a table whose type shows no fields (a flattened part) is asked.
-            let set_under = |leaf: &[String]| find(env, leaf).is_some() && known::no_fields::<T>(leaf);
+            let set_under = |leaf: &[String]| find(env, leaf).is_some() && record::no_fields::<T>(leaf);
             let skipped = ignored.into_iter().find(|path| find(env, path).is_some());
             let Some(path) = skipped.or_else(|| taken::untaken::<T>(&value, true, set_under).into_iter().next()) else {
                 return Ok(read);
@@ -604,34 +579,6 @@ fn read_lossy<T: DeserializeOwned>(value: &Value) -> (Result<T, figment::Error>,
         e
     });
     (read, IGNORED.with(|i| std::mem::take(&mut *i.borrow_mut())))
-}
-
-/// The keys of a `serde_ignored` path, from the value read.
-fn segments(path: &serde_ignored::Path<'_>) -> Vec<String> {
-    use serde_ignored::Path;
-    let mut keys = match path {
-        Path::Root => return Vec::new(),
-        Path::Seq { parent, .. }
-        | Path::Map { parent, .. }
-        | Path::Some { parent }
-        | Path::NewtypeStruct { parent }
-        | Path::NewtypeVariant { parent } => segments(parent),
-    };
-    match path {
-        Path::Seq { index, .. } => keys.push(index.to_string()),
-        Path::Map { key, .. } => keys.push(key.clone()),
-        _ => {}
-    }
-    keys
-}
-
-/// The value at `path` under `value`: tables by key, lists by index.
-fn find<'v>(value: &'v Value, path: &[String]) -> Option<&'v Value> {
-    path.iter().try_fold(value, |value, key| match value {
-        Value::Dict(_, dict) => dict.get(key),
-        Value::Array(_, items) => items.get(key.parse::<usize>().ok()?),
-        _ => None,
-    })
 }
 
 /// Renames key `from` of the table at `parent` under `value` to `to`.

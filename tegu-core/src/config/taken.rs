@@ -237,7 +237,7 @@ pub(super) fn untaken<T: DeserializeOwned>(
 ) -> Vec<Vec<String>> {
     let Value::Dict(_, dict) = value else { return Vec::new() };
     let mut leaves = Vec::new();
-    super::known::leaves_of(dict, &mut Vec::new(), &mut leaves);
+    super::tree::leaves_of(dict, &mut Vec::new(), &mut leaves);
     leaves.into_iter().filter(|leaf| candidate(leaf) && !takes::<T>(value, leaf, lossy)).collect()
 }
 

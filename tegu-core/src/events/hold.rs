@@ -273,7 +273,7 @@ impl EventHold {
         let items = self.items.end(Ended::HandedTo(Arc::clone(outer)));
         for item in items {
             if let Pushed::Release((app, item), ok) = outer.push(item) {
-                super::release(&app, item, ok);
+                release(&app, item, ok);
             }
         }
     }
@@ -285,7 +285,7 @@ impl EventHold {
         for (app, item) in items {
             match route(&app, item) {
                 Routed::Held => {}
-                Routed::Release(item, ok) => super::release(&app, item, ok),
+                Routed::Release(item, ok) => release(&app, item, ok),
                 Routed::Closed => {
                     tracing::error!("an event was handed up outside a scope after shutdown began; dropped")
                 }
@@ -337,5 +337,14 @@ pub(super) fn route(app: &Arc<AppInner>, item: HeldItem) -> Routed {
         // emitter outside them would keep it waiting until its deadline.
         None if app.outside_closed.load(std::sync::atomic::Ordering::Acquire) => Routed::Closed,
         None => Routed::Release(item, true),
+    }
+}
+
+/// Releases `item` through the hooks the events feature installed in the App (its `release`),
+/// as a scope's end does: a held event reaches its handlers or the transport the same way
+/// whichever hold it ends in. An App without them has no handler and no transport.
+fn release(app: &Arc<AppInner>, item: HeldItem, ok: bool) {
+    if let Some(hooks) = &app.held {
+        (hooks.release)(app, item, ok);
     }
 }

@@ -548,7 +548,7 @@ fn send_alone(app: &Arc<AppInner>, transport: Arc<dyn EventTransport>, event: An
             let attempt = crate::isolate::catch_hook(|| transport.send(Arc::clone(&event), &lineage));
             let sent = scope::end::run_job(&app, &lineage, attempt).await;
             match &sent {
-                Err(error) if crate::error::is_busy(&**error) && tokio::time::Instant::now() + wait < until => {
+                Err(error) if crate::error::kind::is_busy(&**error) && tokio::time::Instant::now() + wait < until => {
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(std::time::Duration::from_millis(500));
                 }

@@ -1,0 +1,18 @@
+//! A field its factory fills with `Default` that holds a proto of the App: one registered by
+//! hand (the macros refuse a `Proto`'s at compile time).
+
+use super::providers::Providers;
+use crate::error::DiError;
+use crate::proto::def::ProtoDef;
+
+/// One error per such field.
+pub(super) fn uninjected(protos: &[ProtoDef], providers: &Providers<'_>) -> Vec<DiError> {
+    protos
+        .iter()
+        .flat_map(|p| {
+            p.unmarked.iter().filter(|u| providers.by_type.contains_key(&(u.type_id)())).map(|field| {
+                DiError::UninjectedProto { proto: p.label(), field: field.field, wanted: (field.type_name)() }
+            })
+        })
+        .collect()
+}
