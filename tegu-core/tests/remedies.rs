@@ -45,9 +45,10 @@ async fn a_missing_trait_is_given_provides_and_that_builds() {
     let message = error.to_string();
     assert!(message.contains("`#[singleton_proto(provides(dyn Notifier))]`"), "{message}");
     assert!(!message.contains("annotate `dyn"), "a trait cannot be annotated: {message}");
+    assert!(message.contains("`ProtoDef::provides::<ThatType, dyn Notifier>(|it| it)`"), "{message}");
 
-    // Applied: the implementing proto declares what it provides.
-    let sms = ProtoDef::singleton::<Sms>(|_| Ok(Sms)).provides::<Sms, dyn Notifier>(|s| s as Arc<dyn Notifier>);
+    // Applied, by hand, as the message writes it: the implementing proto declares what it provides.
+    let sms = ProtoDef::singleton::<Sms>(|_| Ok(Sms)).provides::<Sms, dyn Notifier>(|it| it);
     let app = App::builder().without_inventory().link::<Signup>().register(sms).build().await.unwrap();
     assert_eq!(app.get_object::<Signup>().unwrap().notifier.notify(), "sms");
 }

@@ -9,7 +9,7 @@ pub(super) fn missing_fix(wanted: &str) -> String {
         Some(tr) => {
             let short = short_type(tr);
             format!(
-                "declare a provider: `#[singleton_proto(provides(dyn {short}))]` on a type that implements `{short}` (or `ProtoDef::provides::<dyn {short}>` for one registered by hand); if that proto is in a crate the program never names, the linker may have dropped it: name it with `App::builder().link::<ThatProto>()`"
+                "declare a provider: `#[singleton_proto(provides(dyn {short}))]` on a type that implements `{short}` (or `ProtoDef::provides::<ThatType, dyn {short}>(|it| it)` for one registered by hand); if that proto is in a crate the program never names, the linker may have dropped it: name it with `App::builder().link::<ThatProto>()`"
             )
         }
         None => {
