@@ -371,7 +371,7 @@ pub mod __private {
     pub use crate::private::{
         ByValue, ByValueContext, ByValueOther, ByValueSingleton, ByValueTransient, CtorOutput, DefaultField,
         FieldProbe, HandleField, HoldAnArc, HoldContextRef, HoldProvider, HoldTheApps, HookOutput, InjectIt,
-        InjectTheHandle, InjectTheOption, InjectTheVec, NoDefault, OptionField, Own, PlainField, ProtoField,
+        InjectTheHandle, InjectTheOption, InjectTheVec, NoDefault, OptionField, Own, PlainField, ProtoField, Skipped,
         ValueField, VecField, WrappedField, assert_context, assert_proto, assert_singleton, assert_transient,
         construct_async, constructed, dep, dep_context, dep_singleton, dep_transient, downcast, fill, hook_result,
         refused_field, unmarked,

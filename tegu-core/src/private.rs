@@ -333,7 +333,7 @@ impl<F> PlainField<F> for FieldProbe<F> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is a proto: this field without `#[inject]` would hold a second, private `{Self}` built with `Default`",
     label = "mark it `#[inject]` to receive the App's `{Self}`",
-    note = "a field without `#[inject]` is built with `Default::default()`; if a private `{Self}` is what you mean, mark it `#[inject(skip)]`"
+    note = "a field without `#[inject]` is built with `Default::default()`; if a private `{Self}` is what you mean and `{Self}` implements `Default`, mark it `#[inject(skip)]`"
 )]
 pub trait InjectIt {}
 
@@ -357,7 +357,7 @@ pub trait InjectTheVec {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is a proto: this field would be a second, private `{Self}` built with `Default`",
     label = "hold the App's: `#[inject] field: Arc<{Self}>`",
-    note = "if a private `{Self}` is what you mean, mark it `#[inject(skip)]`"
+    note = "if a private `{Self}` is what you mean and `{Self}` implements `Default`, mark it `#[inject(skip)]`"
 )]
 pub trait HoldAnArc {}
 
@@ -385,6 +385,24 @@ pub trait InjectTheHandle {}
     note = "otherwise its type needs a `Default`, or the proto a constructor that builds the field: `#[singleton_proto] impl MyProto {{ fn new(..) -> Self }}`"
 )]
 pub trait NoDefault {}
+
+/// The value of an `#[inject(skip)]` field: its `Default`, with an error that names the
+/// attribute where its type has none.
+#[diagnostic::on_unimplemented(
+    message = "`#[inject(skip)]` builds this field with `Default::default()`, and `{Self}` has no `Default`",
+    label = "a skipped field of a type without `Default`",
+    note = "if the container provides it (a proto, or a handle such as `ContextRef` or `Provider`), mark it `#[inject]`; otherwise implement `Default` for its type, or give the proto a constructor that builds the field: `#[singleton_proto] impl MyProto {{ fn new(..) -> Self }}`"
+)]
+pub trait Skipped: Sized {
+    /// The field's value.
+    fn skipped() -> Self;
+}
+
+impl<F: Default> Skipped for F {
+    fn skipped() -> F {
+        F::default()
+    }
+}
 
 /// The value of a field the macro refused (an injection form without `#[inject]`): its
 /// compile error is reported, and this keeps the factory free of a second one.

@@ -361,7 +361,8 @@ struct Uninjected {
 /// one), the compile errors of those that only the container can fill, and the record of those
 /// that hold a type the App may have (`ast::unmarked_target`).
 ///
-/// - `#[inject(skip)]`: `Default::default()`.
+/// - `#[inject(skip)]`: `__private::Skipped`, which is `Default::default()`, or an error that
+///   names the attribute where the type has no `Default`.
 /// - An injection form that `Default` cannot mean (`ContextRef`, `Provider`, `Arc<dyn Trait>`,
 ///   `Option<Arc<T>>`, ...): an error at the field that says to mark it `#[inject]`; the field's
 ///   value is `refused_field()`, so that no second error follows.
@@ -384,7 +385,7 @@ fn uninjected_fields(model: &ProtoItem, di: &TokenStream) -> Uninjected {
         let ty = &field.ty;
         let di_at = respan(di, ty.span());
         if field.skip {
-            out.values.push(Some(quote_spanned!(ty.span()=> #di_at::Default::default())));
+            out.values.push(Some(quote_spanned!(ty.span()=> <#ty as #di_at::Skipped>::skipped())));
             continue;
         }
         if let Some(message) = check::uninjected_form(field) {
