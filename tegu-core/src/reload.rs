@@ -339,7 +339,7 @@ fn live_of(app: &AppInner) -> Option<&Arc<Live>> {
 
 /// `App::reload_config`: refused once shutdown has begun.
 pub(crate) fn reload(app: &AppInner) -> Result<ConfigReload, DiError> {
-    if app.shut_down.load(std::sync::atomic::Ordering::Acquire) {
+    if app.lifecycle.reached(crate::runtime::phase::Phase::ShuttingDown) {
         return Err(DiError::ReloadAfterShutdown);
     }
     match live_of(app) {

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use super::construct::{Construction, Surroundings};
@@ -98,13 +98,10 @@ impl AppBuilder {
             config,
             cell: cell.clone(),
             drain_scopes_timeout: self.drain_scopes_timeout,
-            shut_down: AtomicBool::new(false),
-            destroying: AtomicBool::new(false),
             ending: Pending::default(),
             large_scope: std::sync::atomic::AtomicUsize::new(0),
             stop_timeout: self.stop_timeout,
-            stopping: AtomicBool::new(false),
-            outside_closed: AtomicBool::new(false),
+            lifecycle: Default::default(),
             metrics: crate::telemetry::Metrics::register(),
         });
         let _ = cell.set(Arc::downgrade(&inner));

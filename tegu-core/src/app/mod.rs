@@ -23,7 +23,6 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::config::{Config, Sources};
@@ -31,6 +30,7 @@ use crate::erased::{AnyArc, downcast};
 use crate::error::DiError;
 use crate::pending::PendingGuard;
 use crate::runtime::AppInner;
+use crate::runtime::phase::Phase;
 use crate::scope::end::{ContextFuture, TryContextFuture};
 use crate::scope::handle::Seeds;
 use crate::scope::{self};
@@ -573,7 +573,7 @@ impl App {
 
     async fn shut_down(&self) -> Result<(), DiError> {
         self.begin_shutdown();
-        if self.inner.shut_down.swap(true, Ordering::AcqRel) {
+        if !self.inner.lifecycle.advance(Phase::ShuttingDown) {
             return Ok(());
         }
         #[cfg(feature = "schedule")]
@@ -581,9 +581,9 @@ impl App {
         crate::reload::stop(&self.inner);
         let timeout = self.inner.stop_timeout;
         let mut cut = crate::hosted::stop(&self.inner, timeout).await;
-        self.inner.outside_closed.store(true, Ordering::Release);
+        self.inner.lifecycle.advance(Phase::OutsideClosed);
         self.inner.wait_for_endings().await;
-        self.inner.destroying.store(true, Ordering::Release);
+        self.inner.lifecycle.advance(Phase::Destroying);
         let order: Vec<usize> = self.inner.graph.levels.iter().flatten().copied().collect();
         let built: Vec<Option<AnyArc>> =
             (0..self.inner.singletons.len()).map(|p| self.inner.singleton_to_destroy(p)).collect();

@@ -2,13 +2,13 @@
 //! hosted services, and the start-up timeline.
 
 use std::future::Future;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::{App, AppBuilder};
 use crate::error::DiError;
 use crate::health::CheckReport;
 use crate::hosted::ServiceState;
+use crate::runtime::phase::Phase;
 use crate::startup::StartupReport;
 
 impl AppBuilder {
@@ -204,7 +204,7 @@ impl App {
     /// # Ok(()) }
     /// ```
     pub fn begin_shutdown(&self) {
-        if !self.inner.stopping.swap(true, Ordering::AcqRel) {
+        if self.inner.lifecycle.advance(Phase::Stopping) {
             tracing::info!("shutdown begun: not ready from now on");
         }
     }
@@ -230,11 +230,11 @@ impl App {
         let inner = &self.inner;
         // Shutting down, the answer is "not ready" whatever the checks say, and once shut down
         // their singletons may be destroyed: ask them only while serving.
-        let serving = self.is_live() && !inner.stopping.load(Ordering::Acquire);
+        let serving = self.is_live() && !inner.lifecycle.reached(Phase::Stopping);
         let checks = if serving { crate::health::run(inner).await.to_vec() } else { Vec::new() };
         // Read after the checks, which take time: a shutdown begun meanwhile counts.
         let live = self.is_live();
-        let stopping = inner.stopping.load(Ordering::Acquire);
+        let stopping = inner.lifecycle.reached(Phase::Stopping);
         let services = self.hosted_services();
         let ready = live && !stopping && checks.iter().all(|c| c.ok) && services.iter().all(|s| s.state.is_ok());
         let state = AppState::of(live, stopping);
@@ -276,7 +276,7 @@ impl App {
     /// # Ok(()) }
     /// ```
     pub fn state(&self) -> AppState {
-        AppState::of(self.is_live(), self.inner.stopping.load(Ordering::Acquire))
+        AppState::of(self.is_live(), self.inner.lifecycle.reached(Phase::Stopping))
     }
 
     /// Each hosted service and its state, in start order.

@@ -335,7 +335,7 @@ pub(super) fn route(app: &Arc<AppInner>, item: HeldItem) -> Routed {
         },
         // Once `shutdown` has begun, only what scopes still ending hold is drained: a steady
         // emitter outside them would keep it waiting until its deadline.
-        None if app.outside_closed.load(std::sync::atomic::Ordering::Acquire) => Routed::Closed,
+        None if app.lifecycle.reached(crate::runtime::phase::Phase::OutsideClosed) => Routed::Closed,
         None => Routed::Release(item, true),
     }
 }

@@ -4,12 +4,14 @@
 
 pub(crate) mod handles;
 pub(crate) mod lazy;
+pub(crate) mod phase;
 
 pub(crate) use handles::{Handle, Handles};
 pub(crate) use lazy::LazySlot;
+use phase::Phase;
 
 use std::any::TypeId;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -41,11 +43,9 @@ pub(crate) struct AppInner {
     /// The lazy singletons `build()` left for their first use, by proto.
     pub(crate) lazy: FastMap<usize, LazySlot>,
     pub(crate) drain_scopes_timeout: Duration,
-    pub(crate) shut_down: AtomicBool,
-    /// `shutdown` destroys the singletons: a lazy one is no longer built (it would never be
-    /// destroyed). Set once `shutdown` has stopped waiting for scopes, handlers and jobs, which
-    /// may still build one (an event's handler, say).
-    pub(crate) destroying: AtomicBool,
+    /// Where the App is in its life: serving, stopping, shutting down, closed to work
+    /// outside scopes, destroying its singletons.
+    pub(crate) lifecycle: phase::Lifecycle,
     /// Scopes whose end (background tasks, destroy hooks) is still running.
     pub(crate) ending: Pending,
     /// The features' state (event handlers, jobs), one handle each.
@@ -59,12 +59,6 @@ pub(crate) struct AppInner {
     pub(crate) large_scope: std::sync::atomic::AtomicUsize,
     /// How long shutdown gives hosted services to stop, and destroy hooks to run (each phase).
     pub(crate) stop_timeout: Duration,
-    /// Set from the first shutdown signal on (`App::begin_shutdown`): readiness turns false.
-    pub(crate) stopping: AtomicBool,
-    /// Set by `shutdown` once the long-running work outside scopes (hosted services) has
-    /// stopped: from then on an event emitted outside a scope is refused. Until then a service
-    /// that is stopping may still emit (its last batch).
-    pub(crate) outside_closed: AtomicBool,
     /// The metrics the App records (nothing without the `metrics` feature).
     pub(crate) metrics: crate::telemetry::Metrics,
     /// The App's lineage types: what a scope's work carries (`scope/lineage.rs`). Empty: a
@@ -85,7 +79,7 @@ impl Drop for AppInner {
     /// hooks), each `Drop` isolated: a panic in one is logged and the others are still dropped,
     /// where a second panic while the first unwinds would abort the process.
     fn drop(&mut self) {
-        if !*self.shut_down.get_mut() {
+        if !self.lifecycle.reached_mut(Phase::ShuttingDown) {
             let never: Vec<String> = self
                 .singletons
                 .iter()
@@ -235,7 +229,7 @@ impl AppInner {
             // then (while it waits for scopes, handlers and jobs) it is built as usual, and
             // destroyed. Checked under the slot's lock, which `shutdown` takes to see what it
             // must destroy.
-            || match self.destroying.load(Ordering::Acquire) {
+            || match self.lifecycle.reached(Phase::Destroying) {
                 true => Err(DiError::ShutDown { wanted }),
                 false => Ok(()),
             },
@@ -246,7 +240,7 @@ impl AppInner {
         )
     }
 
-    /// Singleton `proto` for `shutdown` to destroy, once `destroying` is set: a lazy one being
+    /// Singleton `proto` for `shutdown` to destroy, once the App is in `Phase::Destroying`: a lazy one being
     /// built now is waited for, and none starts after.
     pub(crate) fn singleton_to_destroy(&self, proto: usize) -> Option<AnyArc> {
         match &self.singletons[proto] {
@@ -263,7 +257,7 @@ impl AppInner {
 
     /// Whether `shutdown` has started.
     pub(crate) fn is_shutting_down(&self) -> bool {
-        self.shut_down.load(Ordering::Acquire)
+        self.lifecycle.reached(Phase::ShuttingDown)
     }
 
     /// Counts an event handler or a scheduled run, unless `shutdown` has stopped waiting for
