@@ -15,6 +15,9 @@
 //!   answer with [`tegu_core::scope::fail_scope`]) or never completed (a panic, a client gone).
 //! - **Data sources** are singletons providing `dyn` [`TxSource`], by object name: tegu-sqlx's
 //!   `Database` (SQLite and Postgres), or any driver behind the two small traits.
+//! - **Testing.** With the feature `testing`, `tegu_tx::testing::JournalSource` is a data source
+//!   whose transactions journal what is done in them (`BEGIN`, what code writes, `COMMIT` or
+//!   `ROLLBACK`), for the tests of transactional code that needs no database.
 //!
 //! # Examples
 //!
@@ -95,6 +98,9 @@ mod error;
 mod options;
 mod scope;
 mod source;
+#[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
+pub mod testing;
 mod tx;
 
 pub use advice::Transactional;

@@ -7,68 +7,19 @@
 
 #![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
 
-use std::any::Any;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tegu_core::error::BoxError;
 use tegu_core::events::EventBus;
-use tegu_core::{App, ProtoDef, handlers, singleton_proto};
-use tegu_tx::{Transactions, TxConn, TxError, TxFuture, TxSource, transactional};
+use tegu_core::{App, handlers, singleton_proto};
+use tegu_tx::testing::JournalSource;
+use tegu_tx::{Transactions, TxError, transactional};
 
-type Journal = Arc<Mutex<Vec<String>>>;
-
-/// Journals what its transactions do.
-struct Journaled(Journal);
-
-struct JournaledTx(Journal);
-
-impl TxSource for Journaled {
-    fn begin(&self) -> TxFuture<'_, Box<dyn TxConn>> {
-        self.0.lock().unwrap().push("BEGIN".into());
-        let tx = JournaledTx(Arc::clone(&self.0));
-        Box::pin(async move { Ok(Box::new(tx) as Box<dyn TxConn>) })
-    }
-}
-
-impl JournaledTx {
-    fn say(&self, what: &str) -> TxFuture<'static, ()> {
-        self.0.lock().unwrap().push(what.to_owned());
-        Box::pin(async { Ok(()) })
-    }
-}
-
-impl TxConn for JournaledTx {
-    fn commit(self: Box<Self>) -> TxFuture<'static, ()> {
-        self.say("COMMIT")
-    }
-    fn rollback(self: Box<Self>) -> TxFuture<'static, ()> {
-        self.say("ROLLBACK")
-    }
-    fn savepoint<'a>(&'a mut self, _: &'a str) -> TxFuture<'a, ()> {
-        self.say("SAVEPOINT")
-    }
-    fn release_savepoint<'a>(&'a mut self, _: &'a str) -> TxFuture<'a, ()> {
-        self.say("RELEASE")
-    }
-    fn rollback_to_savepoint<'a>(&'a mut self, _: &'a str) -> TxFuture<'a, ()> {
-        self.say("ROLLBACK TO")
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-}
-
-/// Writes `what` in the current transaction (journals it through the transaction's
-/// connection), or says there is none.
+/// Writes `what` in the current transaction of the journal (`write {what}`), or says there
+/// is none.
 async fn write(transactions: &Transactions, what: &str) -> Result<(), TxError> {
-    let Some(tx) = transactions.current("journal") else {
-        return Err(TxError::Ended { data_source: "journal".into(), how: "no transaction" });
-    };
-    let mut conn = tx.lock().await?;
-    let conn: &mut JournaledTx = conn.as_any_mut().downcast_mut().expect("the journal's");
-    conn.0.lock().unwrap().push(format!("write {what}"));
-    Ok(())
+    JournalSource::write(transactions, "journal", what).await
 }
 
 /// Paid: its `before_commit` handler records the payment in the ledger, in the transaction.
@@ -118,17 +69,8 @@ impl Ledger {
     }
 }
 
-async fn app(journal: &Journal) -> App {
-    let source = Journaled(Arc::clone(journal));
-    App::builder()
-        .register(
-            ProtoDef::singleton::<Journaled>(move |_| Ok(Journaled(Arc::clone(&source.0))))
-                .name("journal")
-                .provides::<Journaled, dyn TxSource>(|j| j),
-        )
-        .build()
-        .await
-        .expect("the App")
+async fn app(journal: &JournalSource) -> App {
+    App::builder().register(journal.proto("journal")).build().await.expect("the App")
 }
 
 async fn request(app: &App, fail: bool) -> Result<(), tegu_core::DiError> {
@@ -147,19 +89,19 @@ async fn request(app: &App, fail: bool) -> Result<(), tegu_core::DiError> {
 
 #[tokio::test]
 async fn an_event_a_joined_method_emits_while_the_commit_waits_is_prepared_in_the_transaction() {
-    let journal = Journal::default();
+    let journal = JournalSource::new();
     let app = app(&journal).await;
     request(&app, false).await.unwrap();
-    assert_eq!(*journal.lock().unwrap(), ["BEGIN", "write order", "write payment", "write ledger", "COMMIT"]);
+    assert_eq!(journal.journal(), ["BEGIN", "write order", "write payment", "write ledger", "COMMIT"]);
 }
 
 #[tokio::test]
 async fn a_before_commit_handler_that_fails_while_the_commit_waits_rolls_the_request_back() {
-    let journal = Journal::default();
+    let journal = JournalSource::new();
     let app = app(&journal).await;
     let failed = request(&app, true).await;
     assert!(failed.is_err(), "the request was acknowledged: {failed:?}");
-    assert_eq!(*journal.lock().unwrap(), ["BEGIN", "write order", "write payment", "write ledger", "ROLLBACK"]);
+    assert_eq!(journal.journal(), ["BEGIN", "write order", "write payment", "write ledger", "ROLLBACK"]);
 }
 
 /// What a task spawned in a method did.
@@ -214,12 +156,12 @@ impl Shipping {
 /// statements run in the method's transaction and its events follow it (here, rolled back).
 #[tokio::test]
 async fn a_task_spawned_in_a_method_is_part_of_the_methods_transaction() {
-    let journal = Journal::default();
+    let journal = JournalSource::new();
     let app = app(&journal).await;
     let shipping = app.get_object::<Shipping>().unwrap();
     app.try_run_in_context(async { shipping.ship().await.unwrap_err() }).await.unwrap();
     app.shutdown().await.unwrap();
-    assert_eq!(journal.lock().unwrap()[..], ["BEGIN", "ROLLBACK"]);
+    assert_eq!(journal.journal()[..], ["BEGIN", "ROLLBACK"]);
     let seen = app.get_object::<Seen>().unwrap();
     assert_eq!(*seen.lines.lock().unwrap(), ["task in the transaction: true", "after_rollback"]);
 }
@@ -243,7 +185,7 @@ impl Payments {
 /// and this one's method waits for the task), so both finish.
 #[tokio::test]
 async fn a_savepoints_method_awaiting_a_task_that_writes_does_not_wait_for_itself() {
-    let journal = Journal::default();
+    let journal = JournalSource::new();
     let app = app(&journal).await;
     let payments = app.get_object::<Payments>().unwrap();
     let done = tokio::time::timeout(
@@ -256,7 +198,7 @@ async fn a_savepoints_method_awaiting_a_task_that_writes_does_not_wait_for_itsel
     .await;
     done.expect("the method waited for its own task").unwrap();
     assert_eq!(
-        *journal.lock().unwrap(),
+        journal.journal(),
         ["BEGIN", "write order", "SAVEPOINT", "SAVEPOINT", "write audit", "RELEASE", "RELEASE", "COMMIT"]
     );
 }
@@ -303,7 +245,7 @@ impl Refunds {
 /// savepoint: rolled back to, it goes to `after_rollback`, though the transaction commits.
 #[tokio::test]
 async fn an_event_a_joined_method_emits_in_a_savepoint_follows_the_savepoint() {
-    let journal = Journal::default();
+    let journal = JournalSource::new();
     let app = app(&journal).await;
     let payments = app.get_object::<Payments>().unwrap();
     app.try_run_in_context(async {
@@ -314,7 +256,7 @@ async fn an_event_a_joined_method_emits_in_a_savepoint_follows_the_savepoint() {
     .unwrap();
     app.shutdown().await.unwrap();
     assert_eq!(
-        *journal.lock().unwrap(),
+        journal.journal(),
         ["BEGIN", "write order", "SAVEPOINT", "write refund", "ROLLBACK TO", "RELEASE", "COMMIT"]
     );
     assert_eq!(*app.get_object::<Refunds>().unwrap().lines.lock().unwrap(), ["after_rollback"]);
@@ -341,7 +283,7 @@ impl Payments {
 /// the outer one rolled back to, they go to `after_rollback`.
 #[tokio::test]
 async fn a_savepoint_released_inside_another_hands_its_events_to_it() {
-    let journal = Journal::default();
+    let journal = JournalSource::new();
     let app = app(&journal).await;
     let payments = app.get_object::<Payments>().unwrap();
     app.try_run_in_context(async {
@@ -421,7 +363,7 @@ impl Notes {
 #[tokio::test]
 async fn a_method_that_began_the_transaction_failing_after_the_phase_prepared_in_it_fails_the_request() {
     for panics in [false, true] {
-        let journal = Journal::default();
+        let journal = JournalSource::new();
         let app = app(&journal).await;
         let notes = app.get_object::<Notes>().unwrap();
         let events = app.get_object::<EventBus>().unwrap();
@@ -443,7 +385,7 @@ async fn a_method_that_began_the_transaction_failing_after_the_phase_prepared_in
         .expect("the request ended");
         app.shutdown().await.unwrap();
         assert!(done.is_err(), "panics {panics}: the request was acknowledged: {done:?}");
-        assert_eq!(*journal.lock().unwrap(), ["BEGIN", "write work", "write note", "ROLLBACK"], "panics {panics}");
+        assert_eq!(journal.journal(), ["BEGIN", "write work", "write note", "ROLLBACK"], "panics {panics}");
         assert_eq!(*app.get_object::<Steps>().unwrap().lines.lock().unwrap(), ["after_rollback"], "panics {panics}");
     }
 }
@@ -462,7 +404,7 @@ impl Drop for Notify {
 /// request fails rather than answer success for it.
 #[tokio::test]
 async fn a_method_that_began_the_transaction_failing_after_the_request_wrote_in_it_fails_the_request() {
-    let journal = Journal::default();
+    let journal = JournalSource::new();
     let app = app(&journal).await;
     let notes = app.get_object::<Notes>().unwrap();
     let transactions = app.get_object::<Transactions>().unwrap();
@@ -483,14 +425,14 @@ async fn a_method_that_began_the_transaction_failing_after_the_request_wrote_in_
     .expect("the request ended");
     app.shutdown().await.unwrap();
     assert!(done.is_err(), "the request was acknowledged: {done:?}");
-    assert_eq!(*journal.lock().unwrap(), ["BEGIN", "write work", "write request", "ROLLBACK"]);
+    assert_eq!(journal.journal(), ["BEGIN", "write work", "write request", "ROLLBACK"]);
 }
 
 /// A method that began the request's transaction and fails, with nothing else of the request
 /// in it, rolls back its own work only: the request goes on, and its next method begins another.
 #[tokio::test]
 async fn a_method_that_began_the_transaction_alone_failing_leaves_the_request_to_go_on() {
-    let journal = Journal::default();
+    let journal = JournalSource::new();
     let app = app(&journal).await;
     let payments = app.get_object::<Payments>().unwrap();
     let shipping = app.get_object::<Shipping>().unwrap();
@@ -501,7 +443,7 @@ async fn a_method_that_began_the_transaction_alone_failing_leaves_the_request_to
     .await
     .unwrap();
     app.shutdown().await.unwrap();
-    assert_eq!(*journal.lock().unwrap(), ["BEGIN", "write shipment", "ROLLBACK", "BEGIN", "write order", "COMMIT"]);
+    assert_eq!(journal.journal(), ["BEGIN", "write shipment", "ROLLBACK", "BEGIN", "write order", "COMMIT"]);
 }
 
 impl Shipping {

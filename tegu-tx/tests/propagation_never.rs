@@ -4,52 +4,11 @@
 
 #![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
 
-use std::any::Any;
 use std::sync::{Arc, Mutex};
 
-use tegu_core::{App, ProtoDef, singleton_proto};
-use tegu_tx::{Transactions, TxConn, TxError, TxFuture, TxSource, transactional};
-
-type Journal = Arc<Mutex<Vec<String>>>;
-
-struct Journaled(Journal);
-struct JournaledTx(Journal);
-
-impl TxSource for Journaled {
-    fn begin(&self) -> TxFuture<'_, Box<dyn TxConn>> {
-        self.0.lock().unwrap().push("BEGIN".into());
-        let tx = JournaledTx(Arc::clone(&self.0));
-        Box::pin(async move { Ok(Box::new(tx) as Box<dyn TxConn>) })
-    }
-}
-
-impl JournaledTx {
-    fn say(&self, what: &str) -> TxFuture<'static, ()> {
-        self.0.lock().unwrap().push(what.to_owned());
-        Box::pin(async { Ok(()) })
-    }
-}
-
-impl TxConn for JournaledTx {
-    fn commit(self: Box<Self>) -> TxFuture<'static, ()> {
-        self.say("COMMIT")
-    }
-    fn rollback(self: Box<Self>) -> TxFuture<'static, ()> {
-        self.say("ROLLBACK")
-    }
-    fn savepoint<'a>(&'a mut self, _: &'a str) -> TxFuture<'a, ()> {
-        self.say("SAVEPOINT")
-    }
-    fn release_savepoint<'a>(&'a mut self, _: &'a str) -> TxFuture<'a, ()> {
-        self.say("RELEASE")
-    }
-    fn rollback_to_savepoint<'a>(&'a mut self, _: &'a str) -> TxFuture<'a, ()> {
-        self.say("ROLLBACK TO")
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-}
+use tegu_core::{App, singleton_proto};
+use tegu_tx::testing::JournalSource;
+use tegu_tx::{Transactions, TxError, transactional};
 
 #[singleton_proto]
 pub struct Steps {
@@ -57,21 +16,19 @@ pub struct Steps {
     transactions: Arc<Transactions>,
 }
 
-/// The test's journal (one test in this binary).
-static JOURNAL: std::sync::LazyLock<Journal> = std::sync::LazyLock::new(Journal::default);
+/// The journal of what runs outside any transaction (one test in this binary).
+static OUTSIDE: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 impl Steps {
     /// Journals `what`, in the current transaction or outside any.
     async fn write(&self, what: &str) -> Result<(), TxError> {
         match self.transactions.current("journal") {
-            Some(tx) => {
-                let mut conn = tx.lock().await?;
-                let conn: &mut JournaledTx = conn.as_any_mut().downcast_mut().expect("the journal's");
-                conn.0.lock().unwrap().push(format!("{what} in the transaction"));
+            Some(_) => JournalSource::write(&self.transactions, "journal", what).await,
+            None => {
+                OUTSIDE.lock().unwrap().push(format!("{what} outside any transaction"));
+                Ok(())
             }
-            None => JOURNAL.lock().unwrap().push(format!("{what} outside any transaction")),
         }
-        Ok(())
     }
 
     #[transactional]
@@ -91,17 +48,8 @@ impl Steps {
 
 #[tokio::test]
 async fn a_never_methods_statements_stay_outside_a_transaction_begun_meanwhile() {
-    let journal = Arc::clone(&JOURNAL);
-    let source = Arc::clone(&journal);
-    let app = App::builder()
-        .register(
-            ProtoDef::singleton::<Journaled>(move |_| Ok(Journaled(Arc::clone(&source))))
-                .name("journal")
-                .provides::<Journaled, dyn TxSource>(|j| j),
-        )
-        .build()
-        .await
-        .unwrap();
+    let journal = JournalSource::new();
+    let app = App::builder().register(journal.proto("journal")).build().await.unwrap();
     let steps = app.get_object::<Steps>().unwrap();
     app.try_run_in_context(async {
         let (begun, has_begun) = tokio::sync::oneshot::channel();
@@ -112,8 +60,6 @@ async fn a_never_methods_statements_stay_outside_a_transaction_begun_meanwhile()
     })
     .await
     .unwrap();
-    assert_eq!(
-        *journal.lock().unwrap(),
-        ["BEGIN", "order in the transaction", "audit outside any transaction", "COMMIT"]
-    );
+    assert_eq!(journal.journal(), ["BEGIN", "write order", "COMMIT"]);
+    assert_eq!(*OUTSIDE.lock().unwrap(), ["audit outside any transaction"]);
 }
