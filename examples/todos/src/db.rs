@@ -175,6 +175,12 @@ impl Db {
         let pool = PgPoolOptions::new()
             .max_connections(config.max_connections)
             .acquire_timeout(Duration::from_secs(5))
+            // No ping of an idle connection at each checkout: with thousands of requests
+            // waiting, a ping still running when its request's acquire times out is cut, and
+            // sqlx closes that connection, so that under a long backlog the pool lost its
+            // connections one by one and could not open new ones in time. A connection a
+            // restart killed fails its request instead (500, which a client sends again).
+            .test_before_acquire(false)
             .connect(&url)
             .await
             .map_err(|e| failed("connecting to the database", e))?;

@@ -327,30 +327,49 @@ struct Outcome {
 /// after its `Retry-After`, a 500 (a database gone mid-request: restarted) after 100 ms. The
 /// reply.
 async fn until_done(addr: SocketAddr, method: &str, path: &str, body: &str, ok: u16, outcome: &mut Outcome) -> String {
+    // Refused again and again, a client backs off as a well-behaved one does: at least the
+    // `Retry-After` the server gives, doubled with each refusal in a row (up to 16 times), and
+    // jittered, so that ten thousand refused clients do not all come back in the same second.
+    // Without it the refused clients' retries alone kept both instances' runtimes saturated,
+    // and the pools' connections could not be served in time.
+    let mut in_a_row = 0u32;
     loop {
         let reply = send_json(addr, method, path, body).await;
-        match reply.status {
+        let wait = match reply.status {
             status if status == ok => return reply.body,
             503 => {
                 let after = reply.headers.get("retry-after").and_then(|s| s.parse().ok());
                 let after = after.unwrap_or_else(|| panic!("a 503 says when to try again: {reply:?}"));
                 outcome.busy += 1;
-                tokio::time::sleep(Duration::from_secs(after)).await;
+                Duration::from_secs(after)
             }
             500 => {
                 outcome.failed += 1;
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                Duration::from_millis(100)
             }
             _ => panic!("{method} {path}: {reply:?}"),
-        }
+        };
+        let backoff = wait * (1 << in_a_row.min(4));
+        in_a_row += 1;
+        tokio::time::sleep(backoff + backoff.mul_f64(jitter()) / 2).await;
     }
+}
+
+/// A number in `[0, 1)`, different at each call: the retries' jitter.
+fn jitter() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// The data path under load and faults: ten thousand clients at once, alternating between the
 /// instances, each creating a todo and marking it done, far more than either instance's
 /// listen backlog (1024) or pool (8 connections) holds at a time; meanwhile NATS loses its
 /// store once (restarted without it) and PostgreSQL is restarted once (open transactions cut).
-/// A request refused as busy (503) or failed (500) is sent again. In the end:
+/// A request refused as busy (503) or failed (500) is sent again, after a back-off that grows
+/// while it is refused (`until_done`). In the end:
 ///
 /// - acknowledged == stored: every todo answered 201 is stored, and done if its completion
 ///   was answered 200 (no 2xx for work not stored);
