@@ -261,7 +261,7 @@ pub trait SingletonProto: Proto {}
 #[diagnostic::on_unimplemented(
     message = "`ContextRef<{Self}>` needs a context proto",
     label = "`{Self}` is not a context proto",
-    note = "a singleton is injected as `Arc<{Self}>`; a per-request type is annotated with `#[context_proto]`; a context proto registered by hand with `ProtoDef` is injected with `#[inject(external)]`"
+    note = "a singleton is injected as `Arc<{Self}>`; a per-request type is annotated with `#[context_proto]`; a lineage type (one that implements `Travels`) is declared with `tegu_core::lineage_type!({Self});`; a context proto registered by hand with `ProtoDef` is injected with `#[inject(external)]`"
 )]
 pub trait ContextProto: Proto {}
 
