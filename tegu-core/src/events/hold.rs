@@ -224,9 +224,7 @@ impl EventHold {
     pub fn release(&self, committed: bool) {
         let items = self.items.end(Ended::Released(committed));
         for (app, item) in items {
-            if let Some(hooks) = app.held {
-                (hooks.release)(&app, item, committed);
-            }
+            release(&app, item, committed);
         }
     }
 
