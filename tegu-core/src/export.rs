@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::graph::{Graph, Resolved, Target};
-use crate::proto::def::short_type_name;
+use crate::proto::descriptor::short_type_name;
 use crate::proto::kinds::Lifetime;
 
 struct Edge<'a> {
@@ -37,9 +37,9 @@ pub(crate) fn dot(graph: &Graph) -> String {
         let _ = writeln!(
             s,
             "  n{i} [label=\"{}\\n{}\" shape={shape} tooltip=\"{}\"];",
-            esc(short_type_name(p.type_name)),
+            esc(short_type_name(p.type_name())),
             esc(&p.name),
-            esc(p.type_name)
+            esc(p.type_name())
         );
     }
     for e in edges(graph) {
@@ -54,7 +54,7 @@ pub(crate) fn mermaid(graph: &Graph) -> String {
     let mut s = String::from("flowchart LR\n");
     for (i, p) in graph.protos.iter().enumerate() {
         let (open, close) = if p.scope == Lifetime::Singleton { ("[", "]") } else { ("([", "])") };
-        let _ = writeln!(s, "  n{i}{open}\"{}<br/>{}\"{close}", mesc(short_type_name(p.type_name)), mesc(&p.name));
+        let _ = writeln!(s, "  n{i}{open}\"{}<br/>{}\"{close}", mesc(short_type_name(p.type_name())), mesc(&p.name));
     }
     for e in edges(graph) {
         let arrow = if e.lazy { "-.->" } else { "-->" };

@@ -302,8 +302,8 @@ pub mod registry {
     pub use crate::config::ConfigReader;
     pub use crate::config::section::{LoadFn, load_section};
     pub use crate::erased::{AnyArc, BuildFuture, CastFn, HookFn, UnitFuture, cast_to, put};
-    pub use crate::proto::def::default_name;
     pub use crate::proto::descriptor::ProtoDescriptor;
+    pub use crate::proto::descriptor::default_name;
     pub use crate::proto::factory::{AsyncFactoryFn, FactoryFn};
     pub use crate::proto::provide::Provide;
     pub use crate::proto::{Access, Dependency, InjectKind, Lifetime, Unmarked};

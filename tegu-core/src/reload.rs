@@ -18,10 +18,10 @@ use crate::config::{Config, Sources};
 use crate::context_ref::ContextRef;
 use crate::erased::{AnyArc, downcast};
 use crate::error::DiError;
-use crate::proto::def::ProtoDef;
 use crate::proto::dependency::Dependency;
+use crate::proto::descriptor::ProtoDef;
 use crate::proto::descriptor::ProtoDescriptor;
-use crate::proto::factory::{ConfigDef, Construct, Factory};
+use crate::proto::factory::{ConfigDef, Factory};
 use crate::proto::kinds::InjectKind;
 use crate::runtime::AppInner;
 
@@ -269,7 +269,7 @@ impl ProtoDef {
         prefix: impl Into<Cow<'static, str>>,
     ) -> ProtoDef {
         let mut def = ProtoDef::config::<T>(prefix);
-        if let Factory::Config(section) = &mut def.factory {
+        if let Factory::Config(section) = &mut def.0.factory {
             section.live = Some(config_ref_def::<T>);
         }
         def
@@ -281,8 +281,8 @@ impl ProtoDescriptor {
     /// [`ProtoDef::live_config`] does: what `#[config_proto(prefix = "..", reloadable)]`
     /// generates. Does nothing to a descriptor of another kind.
     pub const fn reloadable<T: Send + Sync + 'static>(mut self) -> Self {
-        if let Construct::Config { live, .. } = &mut self.construct {
-            *live = Some(config_ref_def::<T>);
+        if let Factory::Config(section) = &mut self.factory {
+            section.live = Some(config_ref_def::<T>);
         }
         self
     }
@@ -290,27 +290,34 @@ impl ProtoDescriptor {
 
 /// The proto of `ConfigRef<T>` for section `index` of `live` (a `Live`, erased: the kernel
 /// holds this function in the section's `ConfigDef`), named as the section was.
-fn config_ref_def<T: Send + Sync + 'static>(live: AnyArc, index: usize, name: Cow<'static, str>) -> ProtoDef {
+fn config_ref_def<T: Send + Sync + 'static>(live: AnyArc, index: usize, name: Cow<'static, str>) -> ProtoDescriptor {
     let live = downcast::<Live>(live);
     ProtoDef::singleton::<ConfigRef<T>>(move |r| {
         Ok(ConfigRef { live: Arc::clone(&live), index, pinned: r.context_ref(0)?, _section: PhantomData })
     })
     .name(name)
     .dep(Dependency::new::<Pinned>(InjectKind::ContextRef, None))
+    .0
+    .taken()
 }
 
 /// The live configuration of the reloadable sections `found` (each proto with the value
 /// `build()` read from `config`, itself read from `sources`), and the protos it adds in place
 /// of theirs: the pinned version (a context proto) and a `ConfigRef<T>` per section.
-pub(crate) fn install(sources: Sources, config: &Config, found: Vec<(ProtoDef, AnyArc)>) -> (Arc<Live>, Vec<ProtoDef>) {
+pub(crate) fn install(
+    sources: Sources,
+    config: &Config,
+    found: Vec<(ProtoDescriptor, AnyArc)>,
+) -> (Arc<Live>, Vec<ProtoDescriptor>) {
     let mut sections = Vec::with_capacity(found.len());
     let mut values = Vec::with_capacity(found.len());
     let mut makes = Vec::with_capacity(found.len());
     for (def, value) in found {
+        let type_name = def.type_name();
         let Factory::Config(ConfigDef { prefix, load, live: Some(make), .. }) = def.factory else {
             unreachable!("`build()` hands over the reloadable sections only")
         };
-        sections.push(Section { prefix: prefix.into_owned(), type_name: def.type_name, load });
+        sections.push(Section { prefix: prefix.into_owned(), type_name, load });
         values.push(value);
         makes.push((make, def.name));
     }
@@ -325,7 +332,8 @@ pub(crate) fn install(sources: Sources, config: &Config, found: Vec<(ProtoDef, A
         stop: tokio::sync::watch::Sender::new(false),
     });
     let current = Arc::clone(&live);
-    let mut protos = vec![ProtoDef::context::<Pinned>(move |_| Ok(Pinned(current.current()))).name("configVersion")];
+    let pinned = ProtoDef::context::<Pinned>(move |_| Ok(Pinned(current.current()))).name("configVersion");
+    let mut protos = vec![pinned.0.taken()];
     for (index, (make, name)) in makes.into_iter().enumerate() {
         protos.push(make(Arc::clone(&live) as AnyArc, index, name));
     }

@@ -567,18 +567,18 @@ impl Resolver<'_> {
                 Some(obj) => Ok(obj.clone()),
                 // Lazy, or not reached from the roots: built now if lazy (after `build()`).
                 None => match self.cell.get().and_then(std::sync::Weak::upgrade) {
-                    Some(app) => app.lazy_singleton(proto, def().type_name),
-                    None => Err(DiError::NotBuilt { wanted: def().type_name }),
+                    Some(app) => app.lazy_singleton(proto, def().type_name()),
+                    None => Err(DiError::NotBuilt { wanted: def().type_name() }),
                 },
             },
             Lifetime::Context => match self.scope {
                 ScopeAt::Shared(scope) => scope.resolve_sync(proto),
-                ScopeAt::Current => crate::scope::handle::in_factory(self.app_id, proto as u32, || def().type_name),
+                ScopeAt::Current => crate::scope::handle::in_factory(self.app_id, proto as u32, || def().type_name()),
                 ScopeAt::Owned(..) => match self.scope.lent(proto) {
                     Some(obj) => Ok(obj.clone()),
-                    None => crate::scope::handle::in_factory(self.app_id, proto as u32, || def().type_name),
+                    None => crate::scope::handle::in_factory(self.app_id, proto as u32, || def().type_name()),
                 },
-                ScopeAt::None => Err(DiError::NoScope { wanted: def().type_name }),
+                ScopeAt::None => Err(DiError::NoScope { wanted: def().type_name() }),
             },
             Lifetime::Transient => self.transient(proto),
         }
@@ -591,7 +591,7 @@ impl Resolver<'_> {
         match &self.graph.protos[proto].factory {
             crate::proto::factory::Factory::Sync(factory) => factory.call(&resolver),
             // Refused by the graph: a transient is built synchronously, where it is asked for.
-            _ => Err(DiError::AsyncInit { wanted: self.graph.protos[proto].type_name }),
+            _ => Err(DiError::AsyncInit { wanted: self.graph.protos[proto].type_name() }),
         }
     }
 }
@@ -604,7 +604,7 @@ pub(crate) fn provided_as<T: ?Sized + 'static>(graph: &Graph, t: Target, obj: An
 
 /// The cast of target `t`: not generic, so not compiled again per type.
 fn cast_of(graph: &Graph, t: Target) -> &crate::proto::provide::ProvideCast {
-    &graph.protos[t.proto].provides[t.cast].cast
+    graph.protos[t.proto].cast(t.cast)
 }
 
 impl fmt::Debug for Resolver<'_> {

@@ -24,8 +24,9 @@ use std::time::{Duration, Instant};
 use crate::context_ref::ContextRef;
 use crate::error::{BoxError, DiError};
 use crate::isolate::catch_future;
-use crate::proto::def::{ProtoDef, short_type_name};
 use crate::proto::dependency::Dependency;
+use crate::proto::descriptor::ProtoDef;
+use crate::proto::descriptor::short_type_name;
 use crate::proto::kinds::InjectKind;
 
 pub use crate::lineage::Tenant;

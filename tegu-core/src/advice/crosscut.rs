@@ -24,7 +24,7 @@ use std::task::{Context, Poll};
 use super::{Call, Needed, Probe, Proceed, Run, Step};
 use crate::erased::AnyArc;
 use crate::error::DiError;
-use crate::proto::def::short_type_name;
+use crate::proto::descriptor::short_type_name;
 
 /// The output of a method, as a crosscut's advice sees it: it comes only from running the rest
 /// of the call (`next.run().await`), and the advice returns it. Whether the method failed is
@@ -239,7 +239,7 @@ static PROVIDED: LazyLock<HashSet<(TypeId, TypeId)>> = LazyLock::new(|| {
     let mut provided = HashSet::new();
     if crosscuts().any(|c| c.implements.is_some()) {
         for d in crate::proto::registered::all() {
-            let ty = (d.type_id)();
+            let ty = d.type_id();
             provided.extend(d.provides.iter().map(|p| (ty, (p.type_id)())));
         }
     }

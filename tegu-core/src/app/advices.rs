@@ -5,7 +5,7 @@ use std::any::TypeId;
 
 use crate::error::DiError;
 use crate::graph::Graph;
-use crate::proto::def::ProtoDef;
+use crate::proto::descriptor::ProtoDescriptor;
 
 /// Every advice that an `#[intercept]` in the program names, or that a crosscut needs for a
 /// method it selects, must be registered: the method would otherwise panic on its first call
@@ -21,7 +21,7 @@ use crate::proto::def::ProtoDef;
 /// the App's. Without the inventory, only the uses whose owner the App has.
 pub(super) fn check(
     graph: &Graph,
-    inactive: &[(ProtoDef, String)],
+    inactive: &[(ProtoDescriptor, String)],
     roots: &mut Vec<(TypeId, &'static str)>,
     inventory: bool,
 ) -> Result<(), DiError> {
@@ -29,13 +29,13 @@ pub(super) fn check(
     let modules: std::collections::HashSet<&str> = graph
         .protos
         .iter()
-        .filter_map(|p| p.type_name.split('<').next().and_then(|path| path.rsplit_once("::")).map(|(m, _)| m))
+        .filter_map(|p| p.type_name().split('<').next().and_then(|path| path.rsplit_once("::")).map(|(m, _)| m))
         .collect();
     // One entry per type: a type registered under two names is one proto to a crosscut.
     let providers = |tr| {
         let mut types = std::collections::HashSet::new();
         let targets = graph.provided.get(&tr).into_iter().flatten().map(|t| &graph.protos[t.proto]);
-        targets.filter(|d| types.insert(d.type_id)).map(|d| (d.type_id, d.type_name, d.label())).collect()
+        targets.filter(|d| types.insert(d.type_id())).map(|d| (d.type_id(), d.type_name(), d.label())).collect()
     };
     let mut errors = Vec::new();
     let crosscuts = if inventory { crate::advice::crosscut::check(&providers, &mut errors) } else { Vec::new() };
@@ -76,7 +76,7 @@ pub(super) fn check(
 /// What a use of an advice needs (`dep`) and the App does not have: no provider, none of the
 /// name the use gives, or several and no name.
 fn unmet(graph: &Graph, need: &crate::advice::Needed, dep: &crate::proto::Dependency) -> Option<DiError> {
-    let providers: Vec<&ProtoDef> =
+    let providers: Vec<&ProtoDescriptor> =
         graph.provided.get(&(dep.type_id)()).into_iter().flatten().map(|t| &graph.protos[t.proto]).collect();
     let names = || providers.iter().map(|p| format!("\"{}\"", p.name)).collect::<Vec<_>>().join(", ");
     let why = match (dep.qualifier(), providers.len()) {
@@ -98,6 +98,6 @@ fn unmet(graph: &Graph, need: &crate::advice::Needed, dep: &crate::proto::Depend
 
 /// Why the App has no proto of type `ty`, which an advice needs: excluded, another profile's,
 /// or not registered.
-fn why_missing(inactive: &[(ProtoDef, String)], ty: TypeId) -> String {
-    inactive.iter().find(|(d, _)| d.type_id == ty).map_or("it is not registered", |(_, why)| why.as_str()).to_owned()
+fn why_missing(inactive: &[(ProtoDescriptor, String)], ty: TypeId) -> String {
+    inactive.iter().find(|(d, _)| d.type_id() == ty).map_or("it is not registered", |(_, why)| why.as_str()).to_owned()
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::config::Sources;
 use crate::erased::{AnyArc, downcast};
-use crate::proto::def::ProtoDef;
+use crate::proto::descriptor::ProtoDef;
 use crate::proto::descriptor::ProtoDescriptor;
 use crate::proto::kinds::Lifetime;
 use crate::resolver::Resolver;
@@ -34,7 +34,7 @@ use crate::resolver::Resolver;
 /// ```
 #[must_use = "an AppBuilder does nothing until `build().await`"]
 pub struct AppBuilder {
-    pub(super) defs: Vec<ProtoDef>,
+    pub(super) defs: Vec<ProtoDescriptor>,
     pub(super) linked: Vec<&'static ProtoDescriptor>,
     pub(super) inventory: bool,
     pub(super) overrides: Vec<Override>,
@@ -404,7 +404,7 @@ impl AppBuilder {
     /// # Ok(()) }
     /// ```
     pub fn register(mut self, def: ProtoDef) -> Self {
-        self.defs.push(def);
+        self.defs.push(def.0.taken());
         self
     }
 
@@ -447,7 +447,7 @@ impl AppBuilder {
     /// # Ok(()) }
     /// ```
     pub fn register_all(mut self, defs: impl IntoIterator<Item = ProtoDef>) -> Self {
-        self.defs.extend(defs);
+        self.defs.extend(defs.into_iter().map(|def| def.0.taken()));
         self
     }
 
@@ -718,7 +718,7 @@ pub(super) struct ProviderOverride {
     pub(super) type_id: TypeId,
     pub(super) type_name: &'static str,
     pub(super) name: Option<String>,
-    pub(super) fake: Box<dyn Fn(Cow<'static, str>, Lifetime) -> ProtoDef + Send + Sync>,
+    pub(super) fake: Box<dyn Fn(Cow<'static, str>, Lifetime) -> ProtoDescriptor + Send + Sync>,
 }
 
 /// A proto holding `value`, providing `U`, named `name`: a context proto where it replaces one
@@ -728,16 +728,16 @@ pub(super) fn fake_def<U: ?Sized + Send + Sync + 'static>(
     value: Arc<U>,
     name: Cow<'static, str>,
     scope: Lifetime,
-) -> ProtoDef {
+) -> ProtoDescriptor {
     let factory = move |_: &Resolver<'_>| Ok(value.clone());
     let def = match scope {
         Lifetime::Context => ProtoDef::context::<Arc<U>>(factory),
         Lifetime::Singleton | Lifetime::Transient => ProtoDef::singleton::<Arc<U>>(factory),
     };
-    let mut def = def.name(name);
-    def.provides.push(crate::proto::provide::ProvideDef {
-        type_id: TypeId::of::<U>(),
-        type_name: core::any::type_name::<U>(),
+    let mut def = def.name(name).0.taken();
+    def.provides.to_mut().push(crate::proto::provide::Provide {
+        type_id: TypeId::of::<U>,
+        type_name: core::any::type_name::<U>,
         cast: crate::proto::provide::ProvideCast::Closure(Arc::new(|obj: AnyArc, out: &mut dyn std::any::Any| {
             crate::erased::put(out, (*downcast::<Arc<U>>(obj)).clone());
         })),

@@ -100,7 +100,7 @@ impl<'g> Construction<'g> {
             let called = Instant::now();
             let built = span.in_scope(|| match &def.factory {
                 Factory::Sync(factory) => factory.call(&resolver).map(Some),
-                Factory::Async(factory) => factory(&resolver).map(|fut| {
+                Factory::Async(factory) => factory.call(&resolver).map(|fut| {
                     constructions.push((p, Box::pin(fut.instrument(span.clone())) as BuildFuture));
                     None
                 }),
@@ -133,7 +133,7 @@ impl<'g> Construction<'g> {
         let hooks: Vec<(usize, UnitFuture)> = level
             .iter()
             .filter_map(|&p| {
-                let hook = graph.protos[p].init.as_ref()?(self.singletons[p].clone()?);
+                let hook = graph.protos[p].init.as_ref()?.call(self.singletons[p].clone()?);
                 let span =
                     tracing::info_span!(target: crate::startup::TARGET, "init", proto = %graph.protos[p].label());
                 Some((p, Box::pin(hook.instrument(span)) as UnitFuture))

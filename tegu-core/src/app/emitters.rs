@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use crate::error::DiError;
 use crate::events::HandlerDescriptor;
 use crate::graph::{Graph, Resolved};
-use crate::proto::def::short_type_name;
+use crate::proto::descriptor::short_type_name;
 
 /// An event emitted outside any request: its name, and who emits it (the job, then each
 /// handler between).
@@ -110,7 +110,7 @@ fn lineage_reads(graph: &Graph, from: usize) -> Vec<(&'static str, std::sync::Ar
         let proto = &graph.protos[p];
         let unmet = match proto.travel {
             Some((travel, false)) => Some((travel.type_name)()),
-            _ => proto.seed_only.then_some(proto.type_name),
+            _ => proto.seed_only.then_some(proto.type_name()),
         };
         if let Some(type_name) = unmet {
             let label = |q: usize| graph.protos[q].label();

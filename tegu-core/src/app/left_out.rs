@@ -7,7 +7,6 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::advice::Needed;
 use crate::error::{DiError, short_type};
-use crate::proto::def::ProtoDef;
 use crate::proto::descriptor::ProtoDescriptor;
 
 /// Why a proto of [`left_out`] is out, as a candidate of `DiError::Inactive`.
@@ -21,11 +20,11 @@ pub(super) fn inactive_why(links: &str) -> String {
 /// it and the left-out protos it needs, transitively (what `defs` provides is not needed
 /// again). Nothing is looked at when `defs` injects nothing it lacks.
 pub(super) fn left_out(
-    defs: &[ProtoDef],
-    inactive: &[(ProtoDef, String)],
+    defs: &[ProtoDescriptor],
+    inactive: &[(ProtoDescriptor, String)],
     advices: &[TypeId],
-) -> Vec<(ProtoDef, String)> {
-    let held: HashSet<TypeId> = defs.iter().flat_map(|d| d.provides.iter().map(|p| p.type_id)).collect();
+) -> Vec<(ProtoDescriptor, String)> {
+    let held: HashSet<TypeId> = defs.iter().flat_map(|d| d.provided().map(|(ty, _)| ty)).collect();
     let lacked: HashSet<TypeId> = defs
         .iter()
         .flat_map(|d| d.deps.iter().map(|dep| (dep.type_id)()))
@@ -36,12 +35,12 @@ pub(super) fn left_out(
         return Vec::new();
     }
     // By type: a proto of config instances is in `defs` under its instances' names.
-    let had: HashSet<TypeId> = defs.iter().chain(inactive.iter().map(|(d, _)| d)).map(|d| d.type_id).collect();
+    let had: HashSet<TypeId> = defs.iter().chain(inactive.iter().map(|(d, _)| d)).map(|d| d.type_id()).collect();
     let out: Vec<&'static ProtoDescriptor> =
-        crate::proto::registered::all().filter(|r| !had.contains(&(r.type_id)())).collect();
+        crate::proto::registered::all().filter(|r| !had.contains(&r.type_id())).collect();
     let mut providers: HashMap<TypeId, Vec<usize>> = HashMap::new();
     for (i, r) in out.iter().enumerate() {
-        for ty in std::iter::once((r.type_id)()).chain(r.provides.iter().map(|p| (p.type_id)())) {
+        for ty in r.provided().map(|(ty, _)| ty) {
             providers.entry(ty).or_default().push(i);
         }
     }
@@ -64,9 +63,9 @@ pub(super) fn left_out(
                 }
             }
             let links: String =
-                chain.iter().map(|&i| format!(".link::<{}>()", short_type((out[i].type_name)()))).collect();
+                chain.iter().map(|&i| format!(".link::<{}>()", short_type(out[i].type_name()))).collect();
             let what = if chain.len() > 1 { "it and what it needs" } else { "it" };
-            (out[at].to_def(), format!("link {what} with `{links}`"))
+            (out[at].clone().taken(), format!("link {what} with `{links}`"))
         })
         .collect()
 }
@@ -74,12 +73,12 @@ pub(super) fn left_out(
 /// The `#[intercept]` sites of the protos of `defs` whose advice `defs` does not provide: a
 /// site of a method of a proto of `defs`, or on a method alone in the module of one (as with
 /// the inventory, taken as the App's).
-pub(super) fn advices_lacked(defs: &[ProtoDef]) -> Vec<Needed> {
-    let held: HashSet<TypeId> = defs.iter().flat_map(|d| d.provides.iter().map(|p| p.type_id)).collect();
-    let types: HashSet<TypeId> = defs.iter().map(|d| d.type_id).collect();
+pub(super) fn advices_lacked(defs: &[ProtoDescriptor]) -> Vec<Needed> {
+    let held: HashSet<TypeId> = defs.iter().flat_map(|d| d.provided().map(|(ty, _)| ty)).collect();
+    let types: HashSet<TypeId> = defs.iter().map(|d| d.type_id()).collect();
     let modules: HashSet<&str> = defs
         .iter()
-        .filter_map(|d| d.type_name.split('<').next().and_then(|path| path.rsplit_once("::")).map(|(m, _)| m))
+        .filter_map(|d| d.type_name().split('<').next().and_then(|path| path.rsplit_once("::")).map(|(m, _)| m))
         .collect();
     crate::advice::sites()
         .filter(|need| match need.owner {
@@ -93,11 +92,11 @@ pub(super) fn advices_lacked(defs: &[ProtoDef]) -> Vec<Needed> {
 /// The errors of the sites of `lacked` whose advice is `left_out` (each with its links), found
 /// before the graph is built so that they come in the same error as the graph's: otherwise a
 /// second `build()` would find them.
-pub(super) fn advices_left_out(lacked: Vec<Needed>, left_out: &[(ProtoDef, String)]) -> Vec<DiError> {
+pub(super) fn advices_left_out(lacked: Vec<Needed>, left_out: &[(ProtoDescriptor, String)]) -> Vec<DiError> {
     lacked
         .into_iter()
         .filter_map(|need| {
-            let (_, links) = left_out.iter().find(|(d, _)| d.type_id == need.advice)?;
+            let (_, links) = left_out.iter().find(|(d, _)| d.type_id() == need.advice)?;
             Some(DiError::AdviceMissing {
                 advice: need.advice_name,
                 module: need.module,

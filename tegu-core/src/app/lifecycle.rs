@@ -196,9 +196,9 @@ pub(super) async fn destroy_singletons(
         .filter_map(|&p| {
             let def = &graph.protos[p];
             let (destroy, obj) = (def.destroy.clone()?, singletons[p].clone()?);
-            let (type_name, name) = (def.type_name, def.name.to_string());
+            let (type_name, name) = (def.type_name(), def.name.to_string());
             let run = async move {
-                crate::isolate::catch_hook(|| destroy(obj)).await.map_err(|source| DiError::Hook {
+                crate::isolate::catch_hook(|| destroy.call(obj)).await.map_err(|source| DiError::Hook {
                     stage: "destroy",
                     type_name,
                     name,

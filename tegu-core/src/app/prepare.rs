@@ -12,7 +12,7 @@ use super::defs::{bring_along, expand_instances, load_config, select_active};
 use crate::config::Config;
 use crate::error::DiError;
 use crate::graph::Graph;
-use crate::proto::def::ProtoDef;
+use crate::proto::descriptor::ProtoDescriptor;
 use crate::proto::factory::{Factory, SyncFactory};
 use crate::proto::kinds::Lifetime;
 use crate::resolver::Resolver;
@@ -29,7 +29,7 @@ pub(super) struct Prepared {
 }
 
 /// The protos left out of the App (another profile, excluded, not linked), each with why.
-type Inactive = Vec<(ProtoDef, String)>;
+type Inactive = Vec<(ProtoDescriptor, String)>;
 
 impl AppBuilder {
     /// The steps `build()` and `check()` share, in order. Runs no factory and no hook. Takes
@@ -57,13 +57,13 @@ impl AppBuilder {
     /// The protos the App selects: linked, registered (with the inventory) and brought along;
     /// those of another profile, the excluded ones and, without the inventory, the registered
     /// ones not linked are returned apart, with why.
-    fn select(&mut self, errors: &mut Vec<DiError>) -> (Vec<ProtoDef>, Inactive) {
-        let mut defs: Vec<ProtoDef> = Vec::new();
+    fn select(&mut self, errors: &mut Vec<DiError>) -> (Vec<ProtoDescriptor>, Inactive) {
+        let mut defs: Vec<ProtoDescriptor> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         let registered = self.inventory.then(crate::proto::registered::all).into_iter().flatten();
         for descriptor in std::mem::take(&mut self.linked).into_iter().chain(registered) {
-            if seen.insert(((descriptor.type_id)(), descriptor.name)) {
-                defs.push(descriptor.to_def());
+            if seen.insert((descriptor.type_id(), descriptor.name.clone())) {
+                defs.push(descriptor.clone().taken());
             }
         }
         defs.extend(std::mem::take(&mut self.defs));
@@ -85,13 +85,14 @@ impl AppBuilder {
     /// `ConfigRef`s): the configuration, the protos, and the live configuration if any.
     fn read_config(
         &mut self,
-        mut defs: Vec<ProtoDef>,
+        mut defs: Vec<ProtoDescriptor>,
         inactive: &mut Inactive,
         errors: &mut Vec<DiError>,
-    ) -> (Config, Vec<ProtoDef>, Option<Arc<crate::reload::Live>>) {
+    ) -> (Config, Vec<ProtoDescriptor>, Option<Arc<crate::reload::Live>>) {
         let overrides = &self.overrides;
         let overridden = |ty: TypeId, name: &str| overridden(overrides, ty, name);
-        let is_live = |d: &ProtoDef| matches!(&d.factory, Factory::Config(c) if c.live.is_some() && !c.instances);
+        let is_live =
+            |d: &ProtoDescriptor| matches!(&d.factory, Factory::Config(c) if c.live.is_some() && !c.instances);
         let sources = defs.iter().any(is_live).then(|| self.config.clone());
         let (known, templates) = known_prefixes(&self.config.known, &defs, inactive, overridden);
         let config = match std::mem::take(&mut self.config).load() {
@@ -105,14 +106,14 @@ impl AppBuilder {
         let mut found = Vec::new();
         let reads = crate::config::recording(|| {
             found = load_config(&mut defs, &config, overridden, errors);
-            for def in defs.iter().filter(|d| !overridden(d.type_id, &d.name)) {
+            for def in defs.iter().filter(|d| !overridden(d.type_id(), &d.name)) {
                 def.config_reads.iter().for_each(|r| r.read(&config));
             }
         });
         errors.extend(config.unknown_keys(&reads, &known, &templates));
         let Some(sources) = sources.filter(|_| !found.is_empty()) else { return (config, defs, None) };
         for (def, _) in &found {
-            let why = format!("a reloadable section: singletons hold `ConfigRef<{}>`", def.type_name);
+            let why = format!("a reloadable section: singletons hold `ConfigRef<{}>`", def.type_name());
             inactive.push((def.clone(), why));
         }
         let (installed, protos) = crate::reload::install(sources, &config, found);
@@ -122,11 +123,11 @@ impl AppBuilder {
 
     /// Each `override_object`: the protos of its type (and name) built from its value, with no
     /// dependencies and no hooks.
-    fn apply_overrides(&mut self, defs: &mut [ProtoDef], errors: &mut Vec<DiError>) {
+    fn apply_overrides(&mut self, defs: &mut [ProtoDescriptor], errors: &mut Vec<DiError>) {
         for o in std::mem::take(&mut self.overrides) {
             let mut hit = false;
             for def in
-                defs.iter_mut().filter(|d| d.type_id == o.type_id && o.name.as_deref().is_none_or(|n| d.name == n))
+                defs.iter_mut().filter(|d| d.type_id() == o.type_id && o.name.as_deref().is_none_or(|n| d.name == n))
             {
                 let value = o.value.clone();
                 def.factory = Factory::Sync(SyncFactory::Closure(Arc::new(move |_: &Resolver<'_>| Ok(value.clone()))));
@@ -144,16 +145,17 @@ impl AppBuilder {
 
     /// Each `override_provider`: what provides its type (under its name) is replaced by the
     /// fake, one per object name.
-    fn apply_provider_overrides(&mut self, defs: &mut Vec<ProtoDef>, errors: &mut Vec<DiError>) {
+    fn apply_provider_overrides(&mut self, defs: &mut Vec<ProtoDescriptor>, errors: &mut Vec<DiError>) {
         for o in std::mem::take(&mut self.provider_overrides) {
-            let provides = |d: &ProtoDef| d.provides.iter().any(|p| p.type_id == o.type_id);
-            let hit = |d: &ProtoDef| provides(d) && o.name.as_deref().is_none_or(|n| d.name == n);
+            let provides = |d: &ProtoDescriptor| d.provides_type(o.type_id);
+            let hit = |d: &ProtoDescriptor| provides(d) && o.name.as_deref().is_none_or(|n| d.name == n);
             let mut names: Vec<(Cow<'static, str>, Lifetime)> =
                 defs.iter().filter(|d| hit(d)).map(|d| (d.name.clone(), d.scope)).collect();
             names.sort_by(|a, b| a.0.cmp(&b.0));
             names.dedup_by(|a, b| a.0 == b.0);
             if names.is_empty() {
-                let mut providers: Vec<String> = defs.iter().filter(|d| provides(d)).map(ProtoDef::label).collect();
+                let mut providers: Vec<String> =
+                    defs.iter().filter(|d| provides(d)).map(ProtoDescriptor::label).collect();
                 providers.sort();
                 errors.push(DiError::OverrideNoProvider { wanted: o.type_name, name: o.name, providers });
                 continue;
@@ -165,9 +167,10 @@ impl AppBuilder {
                 if !hit(d) {
                     return true;
                 }
-                let (own, faked) = (d.type_id, o.type_id);
-                let keeps_others = own != faked && d.provides.iter().any(|p| p.type_id != own && p.type_id != faked);
-                d.provides.retain(|p| p.type_id != faked);
+                let (own, faked) = (d.type_id(), o.type_id);
+                let others = |p: &crate::proto::provide::Provide| (p.type_id)() != own && (p.type_id)() != faked;
+                let keeps_others = own != faked && d.provides.iter().any(others);
+                d.provides.to_mut().retain(|p| (p.type_id)() != faked);
                 keeps_others
             });
             defs.extend(names.into_iter().map(|(name, scope)| (o.fake)(name, scope)));
@@ -175,10 +178,9 @@ impl AppBuilder {
     }
 
     /// Each `expect_providers`: at least that many protos provide the type.
-    fn count_providers(&self, defs: &[ProtoDef], errors: &mut Vec<DiError>) {
+    fn count_providers(&self, defs: &[ProtoDescriptor], errors: &mut Vec<DiError>) {
         for &(ty, wanted, expected) in &self.expected {
-            let found: Vec<String> =
-                defs.iter().filter(|d| d.provides.iter().any(|p| p.type_id == ty)).map(ProtoDef::label).collect();
+            let found: Vec<String> = defs.iter().filter(|d| d.provides_type(ty)).map(ProtoDescriptor::label).collect();
             if found.len() < expected {
                 errors.push(DiError::ExpectedProviders { wanted, expected, found });
             }
@@ -196,7 +198,7 @@ fn overridden(overrides: &[Override], ty: TypeId, name: &str) -> bool {
 /// keys of jobs), and the prefixes of the multi-instance sections (one table per instance).
 fn known_prefixes(
     declared: &[String],
-    defs: &[ProtoDef],
+    defs: &[ProtoDescriptor],
     inactive: &Inactive,
     overridden: impl Fn(TypeId, &str) -> bool,
 ) -> (Vec<String>, Vec<String>) {
@@ -208,7 +210,7 @@ fn known_prefixes(
             _ => None,
         })
         .collect();
-    let replaced = defs.iter().filter(|d| overridden(d.type_id, &d.name));
+    let replaced = defs.iter().filter(|d| overridden(d.type_id(), &d.name));
     for def in replaced.chain(inactive.iter().map(|(d, _)| d)) {
         if let Factory::Config(section) = &def.factory {
             known.push(section.prefix.to_string());

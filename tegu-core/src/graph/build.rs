@@ -6,12 +6,12 @@ use super::levels::Levels;
 use super::providers::Providers;
 use super::{Graph, fields, options, order, resolve, tables};
 use crate::error::DiError;
-use crate::proto::def::ProtoDef;
+use crate::proto::descriptor::ProtoDescriptor;
 
 impl Graph {
     /// Validates `protos`. `inactive` are the protos left out (another profile, excluded), with
     /// why: a dependency only they provide is reported as such.
-    pub(crate) fn new(protos: Vec<ProtoDef>, inactive: &[(ProtoDef, String)]) -> Result<Graph, DiError> {
+    pub(crate) fn new(protos: Vec<ProtoDescriptor>, inactive: &[(ProtoDescriptor, String)]) -> Result<Graph, DiError> {
         let mut errors = options::check(&protos);
         let (by_type, providers) = Providers::index(&protos);
         let resolved = resolve::all(&protos, &providers, inactive, &mut errors);

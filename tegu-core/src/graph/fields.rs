@@ -3,10 +3,10 @@
 
 use super::providers::Providers;
 use crate::error::DiError;
-use crate::proto::def::ProtoDef;
+use crate::proto::descriptor::ProtoDescriptor;
 
 /// One error per such field.
-pub(super) fn uninjected(protos: &[ProtoDef], providers: &Providers<'_>) -> Vec<DiError> {
+pub(super) fn uninjected(protos: &[ProtoDescriptor], providers: &Providers<'_>) -> Vec<DiError> {
     protos
         .iter()
         .flat_map(|p| {

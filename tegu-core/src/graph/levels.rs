@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use super::Resolved;
 use crate::error::DiError;
-use crate::proto::def::ProtoDef;
+use crate::proto::descriptor::ProtoDescriptor;
 use crate::proto::factory::Factory;
 use crate::proto::kinds::Lifetime;
 
@@ -19,7 +19,7 @@ pub(super) struct Levels {
 
 impl Levels {
     /// The levels of `protos`, visited in `order` (each after its construction dependencies).
-    pub(super) fn of(protos: &[ProtoDef], resolved: &[Vec<Resolved>], order: &[usize]) -> Levels {
+    pub(super) fn of(protos: &[ProtoDescriptor], resolved: &[Vec<Resolved>], order: &[usize]) -> Levels {
         let mut level = vec![0usize; protos.len()];
         let mut out = Levels {
             levels: Vec::new(),
@@ -53,7 +53,7 @@ impl Levels {
 
     /// The context protos a proto with construction dependencies `deps` takes by value, in
     /// declaration order, each once: a transient's own first, then the proto itself.
-    fn context_deps_of(&self, protos: &[ProtoDef], deps: impl Iterator<Item = usize>) -> Box<[u32]> {
+    fn context_deps_of(&self, protos: &[ProtoDescriptor], deps: impl Iterator<Item = usize>) -> Box<[u32]> {
         let mut seen = HashSet::new(); // allocates only for protos that have some
         let mut list: Vec<u32> = Vec::new();
         for d in deps {
@@ -73,7 +73,7 @@ impl Levels {
 
     /// A `ContextRef` whose holder calls `get()` to a proto built asynchronously: known only
     /// now that `needs_async` is (the macros refuse it at compile time for a proto's type).
-    pub(super) fn sync_refs_to_async(&self, protos: &[ProtoDef], resolved: &[Vec<Resolved>]) -> Vec<DiError> {
+    pub(super) fn sync_refs_to_async(&self, protos: &[ProtoDescriptor], resolved: &[Vec<Resolved>]) -> Vec<DiError> {
         protos
             .iter()
             .zip(resolved)
@@ -83,7 +83,7 @@ impl Levels {
                         Some(DiError::ContextRefToAsync {
                             by: p.label(),
                             wanted: dep.type_name(),
-                            target: protos[t.proto].type_name,
+                            target: protos[t.proto].type_name(),
                         })
                     }
                     _ => None,

@@ -18,7 +18,7 @@ mod tables;
 use std::any::TypeId;
 
 use crate::maps::FastMap;
-use crate::proto::def::ProtoDef;
+use crate::proto::descriptor::ProtoDescriptor;
 use crate::proto::factory::SyncFactory;
 use crate::proto::kinds::{InjectKind, Lifetime};
 
@@ -54,24 +54,24 @@ impl Resolved {
 
 /// The validated, indexed object graph.
 pub(crate) struct Graph {
-    pub(crate) protos: Vec<ProtoDef>,
+    pub(crate) protos: Vec<ProtoDescriptor>,
     pub(crate) resolved: Vec<Vec<Resolved>>,
     /// What each dependency was declared as, `(kind, type)`, per proto: what a factory's request
     /// is checked against without calling each dependency's `TypeId` function or reading its
-    /// `ProtoDef` (both cold memory in a large graph).
+    /// `ProtoDescriptor` (both cold memory in a large graph).
     pub(crate) declared: Vec<Box<[(InjectKind, TypeId)]>>,
     /// Per proto, per dependency: the proto an `Arc<T>` of a proto's own type resolves to, with
     /// [`CAST_TARGET`] if its object needs its cast, or [`NO_TARGET`] (another kind): what a factory's `fill` reads per field, one `u32`, to take
     /// an object already at hand without the checks and dispatch of a general request.
     pub(crate) arc_targets: Vec<Box<[u32]>>,
-    /// Each proto's scope, dense: the resolver's dispatch reads one byte, not a `ProtoDef`.
+    /// Each proto's scope, dense: the resolver's dispatch reads one byte, not a `ProtoDescriptor`.
     pub(crate) scopes: Vec<Lifetime>,
     /// Singletons grouped by construction level: level k only needs levels below k.
     pub(crate) levels: Vec<Vec<usize>>,
     /// Context protos that need `get_async` (an init hook, theirs or a by-value dependency's).
     pub(crate) needs_async: Vec<bool>,
     /// Each proto's end-of-scope hooks, dense ([`COMPLETE_HOOK`], [`DESTROY_HOOK`]): what a
-    /// scope owned by its task records per object built, without reading the `ProtoDef`.
+    /// scope owned by its task records per object built, without reading the `ProtoDescriptor`.
     pub(crate) hooks: Vec<u8>,
     /// The context protos each context proto takes by value, in declaration order, each once:
     /// what must be built before it.
@@ -80,7 +80,7 @@ pub(crate) struct Graph {
     /// those can be built ahead of it, in one loop, with no check of each one's own list.
     pub(crate) shallow: Vec<bool>,
     /// Each context proto's sync factory, dense (`None` for the others): what a scope calls per
-    /// object without reading the proto's `ProtoDef`, a line of cold memory per object in a
+    /// object without reading the proto's `ProtoDescriptor`, a line of cold memory per object in a
     /// large graph (the most first-level data misses of a context request at N = 1000 before).
     /// Read through [`context_factory`](Self::context_factory).
     pub(crate) context_factories: Vec<Option<SyncFactory>>,
@@ -109,7 +109,7 @@ impl Graph {
     #[cold]
     pub(crate) fn near(&self, wanted: &str, name: Option<&str>) -> Vec<String> {
         if let Some(name) = name {
-            let of_type: Vec<&ProtoDef> = self.protos.iter().filter(|p| p.type_name == wanted).collect();
+            let of_type: Vec<&ProtoDescriptor> = self.protos.iter().filter(|p| p.type_name() == wanted).collect();
             if !of_type.is_empty() {
                 let near = crate::error::closest(name, of_type.iter().map(|p| &*p.name));
                 return of_type.iter().filter(|p| near.contains(&&*p.name)).map(|p| p.label()).collect();
@@ -117,10 +117,10 @@ impl Graph {
         }
         let short = crate::error::short_type(wanted);
         let mut same: Vec<String> = Vec::new();
-        let mut shorts: Vec<(String, &ProtoDef)> = Vec::new();
+        let mut shorts: Vec<(String, &ProtoDescriptor)> = Vec::new();
         for p in &self.protos {
-            let theirs = crate::error::short_type(p.type_name);
-            if theirs == short && p.type_name != wanted {
+            let theirs = crate::error::short_type(p.type_name());
+            if theirs == short && p.type_name() != wanted {
                 same.push(p.label());
             }
             shorts.push((theirs, p));
@@ -133,7 +133,7 @@ impl Graph {
         same
     }
 
-    /// Context proto `key`'s sync factory, from the dense array (no `ProtoDef` read): what both
+    /// Context proto `key`'s sync factory, from the dense array (no `ProtoDescriptor` read): what both
     /// a scope owned by its task and a shared table call to build one of its objects.
     #[inline]
     pub(crate) fn context_factory(&self, key: u32) -> &SyncFactory {
@@ -150,10 +150,10 @@ impl Graph {
 }
 
 /// `targets` by their protos' `order`, then object name, then type name, then registration.
-pub(crate) fn sorted(protos: &[ProtoDef], mut targets: Vec<Target>) -> Vec<Target> {
+pub(crate) fn sorted(protos: &[ProtoDescriptor], mut targets: Vec<Target>) -> Vec<Target> {
     targets.sort_by(|a, b| {
         let (pa, pb) = (&protos[a.proto], &protos[b.proto]);
-        (pa.order, &pa.name, pa.type_name, a.proto).cmp(&(pb.order, &pb.name, pb.type_name, b.proto))
+        (pa.order, &pa.name, pa.type_name(), a.proto).cmp(&(pb.order, &pb.name, pb.type_name(), b.proto))
     });
     targets
 }

@@ -5,17 +5,17 @@ use std::any::TypeId;
 
 use crate::error::DiError;
 use crate::maps::FastSet;
-use crate::proto::def::ProtoDef;
+use crate::proto::descriptor::ProtoDescriptor;
 use crate::proto::factory::Factory;
 use crate::proto::kinds::Lifetime;
 
 /// The errors of every proto's declaration, each proto's in turn.
-pub(super) fn check(protos: &[ProtoDef]) -> Vec<DiError> {
+pub(super) fn check(protos: &[ProtoDescriptor]) -> Vec<DiError> {
     let mut errors = Vec::new();
     let mut names: FastSet<(TypeId, &str)> = FastSet::with_capacity_and_hasher(protos.len(), Default::default());
     for p in protos {
-        if !names.insert((p.type_id, &p.name)) {
-            errors.push(DiError::Duplicate { type_name: p.type_name, name: p.name.to_string() });
+        if !names.insert((p.type_id(), &p.name)) {
+            errors.push(DiError::Duplicate { type_name: p.type_name(), name: p.name.to_string() });
         }
         if p.scope == Lifetime::Singleton && p.complete.is_some() {
             errors.push(DiError::CompleteOnSingleton { singleton: p.label() });
@@ -31,7 +31,7 @@ pub(super) fn check(protos: &[ProtoDef]) -> Vec<DiError> {
 }
 
 /// Why `p` may not be `lazy`, if it is and may not.
-fn lazy_refused(p: &ProtoDef) -> Option<&'static str> {
+fn lazy_refused(p: &ProtoDescriptor) -> Option<&'static str> {
     if !p.lazy {
         None
     } else if p.scope != Lifetime::Singleton {
@@ -47,7 +47,7 @@ fn lazy_refused(p: &ProtoDef) -> Option<&'static str> {
 
 /// What transient `p` has that a transient may not: it is built on each injection,
 /// synchronously, and kept by nobody.
-fn transient_refused(p: &ProtoDef) -> impl Iterator<Item = &'static str> {
+fn transient_refused(p: &ProtoDescriptor) -> impl Iterator<Item = &'static str> {
     let kept_only = [
         (p.init.is_some(), "an init hook"),
         (p.complete.is_some(), "a complete hook"),

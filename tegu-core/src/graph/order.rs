@@ -3,22 +3,22 @@
 
 use super::Resolved;
 use crate::error::DiError;
-use crate::proto::def::ProtoDef;
+use crate::proto::descriptor::ProtoDescriptor;
 use crate::proto::kinds::Lifetime;
 
 /// The way out of a cycle (`nodes`, the first repeated at the end) that compiles: a context
 /// proto may hold another context proto as `ContextRef<T>`, built on first use, which is not a
 /// construction dependency; a singleton may not (it outlives every scope), so a cycle of
 /// singletons breaks only by moving what both need into a proto of its own.
-fn cycle_fix(protos: &[ProtoDef], nodes: &[usize]) -> String {
+fn cycle_fix(protos: &[ProtoDescriptor], nodes: &[usize]) -> String {
     let lazy_edge =
         nodes.windows(2).find(|w| protos[w[0]].scope != Lifetime::Singleton && protos[w[1]].scope == Lifetime::Context);
     match lazy_edge {
         Some(w) => {
-            let (holder, held) = (&protos[w[0]], crate::error::short_type(protos[w[1]].type_name));
+            let (holder, held) = (&protos[w[0]], crate::error::short_type(protos[w[1]].type_name()));
             format!(
                 "break it in `{}`: hold `ContextRef<{held}>` (`AsyncContextRef<{held}>` if it is built asynchronously) where it takes `{held}` by value, as `Arc<{held}>`: it is then built on first use, not before",
-                holder.type_name
+                holder.type_name()
             )
         }
         None => "move what they need of each other into a proto of its own, which each of them injects (a singleton cannot hold a lazy reference to another)".to_owned(),
@@ -26,7 +26,7 @@ fn cycle_fix(protos: &[ProtoDef], nodes: &[usize]) -> String {
 }
 
 /// Orders protos so that every construction dependency comes first; reports the first cycle.
-pub(super) fn topo_order(protos: &[ProtoDef], resolved: &[Vec<Resolved>]) -> Result<Vec<usize>, DiError> {
+pub(super) fn topo_order(protos: &[ProtoDescriptor], resolved: &[Vec<Resolved>]) -> Result<Vec<usize>, DiError> {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
         New,

@@ -5,7 +5,7 @@ use std::collections::hash_map::Entry;
 
 use super::Target;
 use crate::maps::FastMap;
-use crate::proto::def::ProtoDef;
+use crate::proto::descriptor::ProtoDescriptor;
 
 /// Who provides each type, and each (type, object name), for qualified lookups.
 #[derive(Default)]
@@ -38,16 +38,16 @@ impl Named {
 
 impl<'a> Providers<'a> {
     /// The protos by their own type, and who provides what, in registration order.
-    pub(super) fn index(protos: &'a [ProtoDef]) -> (FastMap<TypeId, Vec<usize>>, Providers<'a>) {
+    pub(super) fn index(protos: &'a [ProtoDescriptor]) -> (FastMap<TypeId, Vec<usize>>, Providers<'a>) {
         let mut by_type: FastMap<TypeId, Vec<usize>> = FastMap::default();
         let mut providers = Providers::default();
         providers.by_name.reserve(protos.len());
         for (i, p) in protos.iter().enumerate() {
-            by_type.entry(p.type_id).or_default().push(i);
-            for (c, provide) in p.provides.iter().enumerate() {
+            by_type.entry(p.type_id()).or_default().push(i);
+            for (c, (provided, _)) in p.provided().enumerate() {
                 let target = Target { proto: i, cast: c };
-                providers.by_type.entry(provide.type_id).or_default().push(target);
-                match providers.by_name.entry((provide.type_id, &p.name)) {
+                providers.by_type.entry(provided).or_default().push(target);
+                match providers.by_name.entry((provided, &p.name)) {
                     Entry::Vacant(v) => {
                         v.insert(Named::One(target));
                     }

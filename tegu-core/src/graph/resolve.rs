@@ -4,15 +4,15 @@
 use super::providers::{Named, Providers};
 use super::{Resolved, Target, access, captive, handles, sorted};
 use crate::error::DiError;
-use crate::proto::def::ProtoDef;
 use crate::proto::dependency::Dependency;
+use crate::proto::descriptor::ProtoDescriptor;
 use crate::proto::kinds::InjectKind;
 
 /// Every proto's dependencies resolved; the errors of those that are not, in `errors`.
 pub(super) fn all(
-    protos: &[ProtoDef],
+    protos: &[ProtoDescriptor],
     providers: &Providers<'_>,
-    inactive: &[(ProtoDef, String)],
+    inactive: &[(ProtoDescriptor, String)],
     errors: &mut Vec<DiError>,
 ) -> Vec<Vec<Resolved>> {
     protos
@@ -36,9 +36,9 @@ pub(super) fn all(
 
 /// `p`'s dependency `dep`.
 fn resolve(
-    protos: &[ProtoDef],
+    protos: &[ProtoDescriptor],
     providers: &Providers<'_>,
-    p: &ProtoDef,
+    p: &ProtoDescriptor,
     dep: &Dependency,
 ) -> Result<Resolved, DiError> {
     let chosen = choose(protos, providers, p, dep)?;
@@ -77,9 +77,9 @@ fn resolve(
 
 /// The providers `dep` may take: of its type, or of its type and object name.
 fn choose(
-    protos: &[ProtoDef],
+    protos: &[ProtoDescriptor],
     providers: &Providers<'_>,
-    p: &ProtoDef,
+    p: &ProtoDescriptor,
     dep: &Dependency,
 ) -> Result<Vec<Target>, DiError> {
     let all: &[Target] = providers.by_type.get(&(dep.type_id)()).map_or(&[], Vec::as_slice);
@@ -109,7 +109,12 @@ fn choose(
 }
 
 /// The one provider a dependency that takes one has: none is `Missing`, several `Ambiguous`.
-fn one(protos: &[ProtoDef], p: &ProtoDef, dep: &Dependency, chosen: &[Target]) -> Result<Target, DiError> {
+fn one(
+    protos: &[ProtoDescriptor],
+    p: &ProtoDescriptor,
+    dep: &Dependency,
+    chosen: &[Target],
+) -> Result<Target, DiError> {
     match chosen {
         [] => Err(DiError::Missing { wanted: dep.type_name(), by: p.label() }),
         [t] => Ok(*t),
@@ -123,12 +128,12 @@ fn one(protos: &[ProtoDef], p: &ProtoDef, dep: &Dependency, chosen: &[Target]) -
 
 /// A dependency with no provider (`Missing`, or no provider of that name) that a left-out
 /// proto would provide: say which, and why it is left out.
-fn inactive_only(e: DiError, dep: &Dependency, inactive: &[(ProtoDef, String)]) -> DiError {
+fn inactive_only(e: DiError, dep: &Dependency, inactive: &[(ProtoDescriptor, String)]) -> DiError {
     let (DiError::Missing { wanted, ref by } | DiError::UnknownQualifier { wanted, ref by, .. }) = e else { return e };
     let candidates: Vec<String> = inactive
         .iter()
         .filter(|(def, _)| {
-            def.provides.iter().any(|p| p.type_id == (dep.type_id)())
+            def.provides_type((dep.type_id)())
                 // A template's instances would take any name.
                 && (def.instances_of.is_some() || dep.qualifier.as_deref().is_none_or(|q| def.name == q))
         })

@@ -1,4 +1,4 @@
-//! The dense tables the request path reads instead of a `ProtoDef`: what each dependency was
+//! The dense tables the request path reads instead of a `ProtoDescriptor`: what each dependency was
 //! declared as, the targets of its `Arc`s, each proto's scope, hooks and context factory.
 
 use std::any::TypeId;
@@ -6,14 +6,14 @@ use std::any::TypeId;
 use super::levels::Levels;
 use super::{CAST_TARGET, COMPLETE_HOOK, DESTROY_HOOK, Graph, NO_TARGET, Resolved, Target};
 use crate::maps::FastMap;
-use crate::proto::def::ProtoDef;
+use crate::proto::descriptor::ProtoDescriptor;
 use crate::proto::factory::Factory;
 use crate::proto::kinds::{InjectKind, Lifetime};
 use crate::proto::provide::ProvideCast;
 
 /// The graph of the checked `protos`, its tables filled.
 pub(super) fn graph(
-    protos: Vec<ProtoDef>,
+    protos: Vec<ProtoDescriptor>,
     resolved: Vec<Vec<Resolved>>,
     levels: Levels,
     by_type: FastMap<TypeId, Vec<usize>>,
@@ -56,7 +56,7 @@ pub(super) fn graph(
 /// Per proto, per dependency: the proto an `Arc<T>` with one target resolves to, with
 /// [`CAST_TARGET`] where its object needs its cast, or [`NO_TARGET`].
 fn arc_targets(
-    protos: &[ProtoDef],
+    protos: &[ProtoDescriptor],
     resolved: &[Vec<Resolved>],
     declared: &[Box<[(InjectKind, TypeId)]>],
 ) -> Vec<Box<[u32]>> {
@@ -68,7 +68,7 @@ fn arc_targets(
                 .zip(declared.iter())
                 .map(|(r, (kind, _))| match (kind, r) {
                     (InjectKind::Arc, Resolved::One(t)) => {
-                        let own = matches!(protos[t.proto].provides[t.cast].cast, ProvideCast::Own);
+                        let own = matches!(protos[t.proto].cast(t.cast), ProvideCast::Own);
                         t.proto as u32 | if own { 0 } else { CAST_TARGET }
                     }
                     _ => NO_TARGET,

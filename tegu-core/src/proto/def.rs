@@ -1,12 +1,13 @@
-//! A proto's definition as the builder holds it: a descriptor made runtime, or one written by
-//! hand.
+//! The builder of a proto registered by hand, [`ProtoDef`]: a [`ProtoDescriptor`] made with
+//! closures and names computed at run time (the type is declared beside the record it builds).
 
-use crate::erased::{AnyArc, BuildFuture, DynHook, UnitFuture, downcast, put};
+use crate::erased::{AnyArc, BuildFuture, UnitFuture, downcast, put};
 use crate::error::{BoxError, DiError};
 use crate::proto::dependency::Dependency;
-use crate::proto::factory::{ConfigDef, Factory, SyncFactory};
+use crate::proto::descriptor::{ProtoDef, ProtoDescriptor, default_name};
+use crate::proto::factory::{AsyncFactory, ConfigDef, Factory, Hook, SyncFactory};
 use crate::proto::kinds::{Access, Lifetime};
-use crate::proto::provide::{ProvideCast, ProvideDef};
+use crate::proto::provide::{Provide, ProvideCast};
 use crate::resolver::Resolver;
 
 use std::any::{Any, TypeId};
@@ -14,66 +15,6 @@ use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-
-/// A proto registered by hand on the [`AppBuilder`](crate::AppBuilder): the same information as
-/// a [`ProtoDescriptor`](crate::registry::ProtoDescriptor), with closures and names computed at run time, so a program can register
-/// thousands of generated protos, or many named instances of one type.
-///
-/// # Examples
-///
-/// ```
-/// use std::sync::Arc;
-/// use tegu_core::{App, registry::{Dependency, InjectKind}, ProtoDef};
-///
-/// struct Db { url: String }
-/// struct Repo { db: Arc<Db> }
-///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
-/// let app = App::builder()
-///     .register(ProtoDef::singleton::<Db>(|_| Ok(Db { url: "sqlite::memory:".into() })))
-///     .register(
-///         ProtoDef::singleton::<Repo>(|r| Ok(Repo { db: r.arc(0)? }))
-///             .dep(Dependency::new::<Db>(InjectKind::Arc, None)),
-///     )
-///     .build()
-///     .await?;
-/// assert_eq!(app.get_object::<Repo>()?.db.url, "sqlite::memory:");
-/// # Ok(()) }
-/// ```
-#[derive(Clone)]
-pub struct ProtoDef {
-    pub(crate) type_id: TypeId,
-    pub(crate) type_name: &'static str,
-    pub(crate) name: Cow<'static, str>,
-    pub(crate) scope: Lifetime,
-    pub(crate) access: Access,
-    pub(crate) krate: Cow<'static, str>,
-    pub(crate) deps: Cow<'static, [Dependency]>,
-    /// The fields its factory fills with `Default` that hold a type the App may have: see
-    /// [`Unmarked`](crate::registry::Unmarked).
-    pub(crate) unmarked: &'static [crate::proto::dependency::Unmarked],
-    pub(crate) provides: Vec<ProvideDef>,
-    pub(crate) factory: Factory,
-    /// A template: one instance per proto of this type (usually a multi-instance config).
-    pub(crate) instances_of: Option<(TypeId, &'static str)>,
-    /// Registered only under this profile.
-    pub(crate) profile: Option<Cow<'static, str>>,
-    /// A singleton built on first use.
-    pub(crate) lazy: bool,
-    /// Where it comes among its type's providers in a collection: lower first.
-    pub(crate) order: i32,
-    pub(crate) init: Option<Arc<DynHook>>,
-    pub(crate) complete: Option<Arc<DynHook>>,
-    pub(crate) destroy: Option<Arc<DynHook>>,
-    /// Protos this one brings into every App it is in: see [`ProtoDef::also`].
-    pub(crate) also: Cow<'static, [fn() -> ProtoDef]>,
-    /// The configuration its factory reads with `Config::get`: see [`ProtoDef::reads_config`].
-    pub(crate) config_reads: Vec<crate::config::ConfigReader>,
-    /// A lineage type's travel, and whether its factory can build a value (else only seeds).
-    pub(crate) travel: Option<(&'static crate::lineage::Travel, bool)>,
-    /// A context proto a scope has only as a seed: see [`ProtoDef::seed_only`].
-    pub(crate) seed_only: bool,
-}
 
 impl ProtoDef {
     /// A singleton of type `T`, built once by `factory` when the App is built.
@@ -213,10 +154,10 @@ impl ProtoDef {
     {
         Self::with::<T>(
             scope,
-            Factory::Async(Arc::new(move |r: &Resolver<'_>| {
+            Factory::Async(AsyncFactory::Closure(Arc::new(move |r: &Resolver<'_>| {
                 let fut = factory(r)?;
                 Ok(Box::pin(async move { fut.await.map(|t| Arc::new(t) as AnyArc) }) as BuildFuture)
-            })),
+            }))),
         )
     }
 
@@ -281,9 +222,9 @@ impl ProtoDef {
     /// # Ok(()) }
     /// ```
     pub fn instances(mut self) -> Self {
-        match &mut self.factory {
+        match &mut self.0.factory {
             Factory::Config(config) => config.instances = true,
-            _ => panic!("`instances()` on `{}`, which is not a config section (ProtoDef::config)", self.type_name),
+            _ => panic!("`instances()` on `{}`, which is not a config section (ProtoDef::config)", self.type_name()),
         }
         self
     }
@@ -318,9 +259,8 @@ impl ProtoDef {
     /// assert_eq!(app.get_object_named::<Redis>("queue")?.url, "redis://queue");
     /// # Ok(()) }
     /// ```
-    pub fn instances_of<C: ?Sized + 'static>(mut self) -> Self {
-        self.instances_of = Some((TypeId::of::<C>(), core::any::type_name::<C>()));
-        self
+    pub fn instances_of<C: ?Sized + 'static>(self) -> Self {
+        ProtoDef(self.0.instances_of::<C>())
     }
 
     /// Makes a singleton lazy: validated with the graph at [`build`](crate::AppBuilder::build),
@@ -348,9 +288,8 @@ impl ProtoDef {
     /// assert!(std::sync::Arc::ptr_eq(&a, &app.get_object::<Geo>()?)); // once
     /// # Ok(()) }
     /// ```
-    pub fn lazy(mut self) -> Self {
-        self.lazy = true;
-        self
+    pub fn lazy(self) -> Self {
+        ProtoDef(self.0.lazy())
     }
 
     /// Registers this proto only when `profile` is the App's active profile
@@ -378,38 +317,14 @@ impl ProtoDef {
     /// # Ok(()) }
     /// ```
     pub fn profile(mut self, profile: impl Into<Cow<'static, str>>) -> Self {
-        self.profile = Some(profile.into());
+        self.0.profile = Some(profile.into());
         self
     }
 
     fn with<T: Send + Sync + 'static>(scope: Lifetime, factory: Factory) -> Self {
-        ProtoDef {
-            type_id: TypeId::of::<T>(),
-            type_name: core::any::type_name::<T>(),
-            name: Cow::Owned(default_name(core::any::type_name::<T>())),
-            scope,
-            access: Access::Public,
-            krate: Cow::Borrowed(""),
-            deps: Cow::Owned(Vec::new()),
-            unmarked: &[],
-            provides: vec![ProvideDef {
-                type_id: TypeId::of::<T>(),
-                type_name: core::any::type_name::<T>(),
-                cast: ProvideCast::Own,
-            }],
-            factory,
-            instances_of: None,
-            profile: None,
-            lazy: false,
-            order: 0,
-            init: None,
-            complete: None,
-            destroy: None,
-            also: Cow::Borrowed(&[]),
-            config_reads: Vec::new(),
-            travel: None,
-            seed_only: false,
-        }
+        let mut record = ProtoDescriptor::with::<T>("", scope, factory);
+        record.name = Cow::Owned(default_name(core::any::type_name::<T>()));
+        ProtoDef(record)
     }
 
     /// Where this proto comes in the collections of the types it provides
@@ -445,9 +360,8 @@ impl ProtoDef {
     /// assert_eq!(names, ["auth", "log", "zip"]); // -1, then 0 (the default), then 10
     /// # Ok(()) }
     /// ```
-    pub fn order(mut self, order: i32) -> Self {
-        self.order = order;
-        self
+    pub fn order(self, order: i32) -> Self {
+        ProtoDef(self.0.order(order))
     }
 
     /// Marks a context proto whose object a scope has only when it is given one where it opens
@@ -477,9 +391,8 @@ impl ProtoDef {
     /// assert_eq!(path.await?, "/todos");
     /// # Ok(()) }
     /// ```
-    pub fn seed_only(mut self) -> Self {
-        self.seed_only = true;
-        self
+    pub fn seed_only(self) -> Self {
+        ProtoDef(self.0.seed_only())
     }
 
     /// Brings the proto `make` returns into every App this one is in, once however many protos
@@ -487,7 +400,7 @@ impl ProtoDef {
     /// holder of a [`TenantRef<F>`](crate::tenant::TenantRef) needs
     /// (`.also(ProtoDef::tenants::<F>)`, which `#[inject]` adds by itself).
     pub fn also(mut self, make: fn() -> ProtoDef) -> Self {
-        self.also.to_mut().push(make);
+        self.0.also.to_mut().push(make);
         self
     }
 
@@ -510,7 +423,7 @@ impl ProtoDef {
     /// # Ok(()) }
     /// ```
     pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
-        self.name = name.into();
+        self.0.name = name.into();
         self
     }
 
@@ -536,7 +449,7 @@ impl ProtoDef {
     /// # Ok(()) }
     /// ```
     pub fn dep(mut self, dep: Dependency) -> Self {
-        self.deps.to_mut().push(dep);
+        self.0.deps.to_mut().push(dep);
         self
     }
 
@@ -570,7 +483,7 @@ impl ProtoDef {
     /// # Ok(()) }
     /// ```
     pub fn reads_config<T: serde::de::DeserializeOwned>(mut self, key: impl Into<Cow<'static, str>>) -> Self {
-        self.config_reads.push(crate::config::ConfigReader::named::<T>(key));
+        self.0.config_reads.to_mut().push(crate::config::ConfigReader::named::<T>(key));
         self
     }
 
@@ -605,15 +518,15 @@ impl ProtoDef {
         cast: impl Fn(Arc<T>) -> Arc<U> + Send + Sync + 'static,
     ) -> Self {
         assert_eq!(
-            self.type_id,
+            self.0.type_id(),
             TypeId::of::<T>(),
             "provides::<{}, _> on a proto of type `{}`",
             core::any::type_name::<T>(),
-            self.type_name
+            self.type_name()
         );
-        self.provides.push(ProvideDef {
-            type_id: TypeId::of::<U>(),
-            type_name: core::any::type_name::<U>(),
+        self.0.provides.to_mut().push(Provide {
+            type_id: TypeId::of::<U>,
+            type_name: core::any::type_name::<U>,
             cast: ProvideCast::Closure(Arc::new(move |obj: AnyArc, out: &mut dyn Any| {
                 put(out, cast(downcast::<T>(obj)))
             })),
@@ -650,8 +563,8 @@ impl ProtoDef {
     /// # Ok(()) }
     /// ```
     pub fn private_to(mut self, krate: impl Into<Cow<'static, str>>) -> Self {
-        self.access = Access::Private;
-        self.krate = krate.into();
+        self.0.access = Access::Private;
+        self.0.krate = krate.into();
         self
     }
 
@@ -681,7 +594,7 @@ impl ProtoDef {
     /// # Ok(()) }
     /// ```
     pub fn in_crate(mut self, krate: impl Into<Cow<'static, str>>) -> Self {
-        self.krate = krate.into();
+        self.0.krate = krate.into();
         self
     }
 
@@ -717,7 +630,7 @@ impl ProtoDef {
         F: Fn(Arc<T>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
     {
-        self.init = Some(erase_hook(hook));
+        self.0.init = Some(erase_hook(hook));
         self
     }
 
@@ -756,7 +669,7 @@ impl ProtoDef {
         F: Fn(Arc<T>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
     {
-        self.complete = Some(erase_hook(hook));
+        self.0.complete = Some(erase_hook(hook));
         self
     }
 
@@ -794,7 +707,7 @@ impl ProtoDef {
         F: Fn(Arc<T>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
     {
-        self.destroy = Some(erase_hook(hook));
+        self.0.destroy = Some(erase_hook(hook));
         self
     }
 
@@ -808,7 +721,7 @@ impl ProtoDef {
     /// assert_eq!(def.object_name(), "clock"); // tegg's default: the type in lowerCamelCase
     /// ```
     pub fn object_name(&self) -> &str {
-        &self.name
+        &self.0.name
     }
 
     /// How long its objects live.
@@ -821,7 +734,7 @@ impl ProtoDef {
     /// assert_eq!(def.lifetime(), tegu_core::registry::Lifetime::Singleton);
     /// ```
     pub fn lifetime(&self) -> Lifetime {
-        self.scope
+        self.0.scope
     }
 
     /// The type name.
@@ -834,75 +747,48 @@ impl ProtoDef {
     /// assert!(def.type_name().ends_with("Clock"));
     /// ```
     pub fn type_name(&self) -> &'static str {
-        self.type_name
-    }
-
-    pub(crate) fn label(&self) -> String {
-        format!("{} (\"{}\")", self.type_name, self.name)
+        self.0.type_name()
     }
 }
 
-impl ProtoDef {
-    /// A hook of this proto failed at `stage` with `source`: the one place a
-    /// [`DiError::Hook`] is built.
-    pub(crate) fn hook_error(&self, stage: &'static str, source: BoxError) -> DiError {
-        DiError::Hook { stage, type_name: self.type_name, name: self.name.to_string(), source: Arc::from(source) }
-    }
-
-    /// Calls a hook of this proto and polls it to its end, turning a panic (in the call or in
-    /// the future) into an error that names the object.
-    pub(crate) async fn run_hook(&self, stage: &'static str, call: impl FnOnce() -> UnitFuture) -> Result<(), DiError> {
-        crate::isolate::catch_hook(call).await.map_err(|error| self.hook_error(stage, error))
-    }
-
-    /// This proto could not be built: its factory or constructor failed with `source`.
-    pub(crate) fn construction_error(&self, source: BoxError) -> DiError {
-        DiError::construction_named(self.type_name, &self.name, source)
+impl From<ProtoDescriptor> for ProtoDef {
+    /// A descriptor's proto, to register by hand (or to change before it is: a name, a
+    /// profile, a dependency).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::{App, DiError, Proto, ProtoDef, singleton_proto};
+    ///
+    /// #[singleton_proto]
+    /// #[derive(Default)]
+    /// struct Clock;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// let app = App::builder()
+    ///     .without_inventory()
+    ///     .register(ProtoDef::from(Clock::DESCRIPTOR).name("wallClock"))
+    ///     .build()
+    ///     .await?;
+    /// assert!(app.get_object_named::<Clock>("wallClock").is_ok());
+    /// # Ok(()) }
+    /// ```
+    fn from(record: ProtoDescriptor) -> Self {
+        ProtoDef(record)
     }
 }
 
 impl fmt::Debug for ProtoDef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProtoDef")
-            .field("type", &self.type_name)
-            .field("name", &self.name)
-            .field("scope", &self.scope)
-            .field("access", &self.access)
-            .field("deps", &self.deps)
-            .field("provides", &self.provides.iter().map(|p| p.type_name).collect::<Vec<_>>())
-            .finish_non_exhaustive()
+        f.debug_tuple("ProtoDef").field(&self.0).finish()
     }
 }
 
-fn erase_hook<T, F, Fut>(hook: F) -> Arc<DynHook>
+fn erase_hook<T, F, Fut>(hook: F) -> Hook
 where
     T: Send + Sync + 'static,
     F: Fn(Arc<T>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
 {
-    Arc::new(move |obj: AnyArc| Box::pin(hook(downcast::<T>(obj))) as UnitFuture)
-}
-
-/// A type name's last path segment, without its generic arguments: `Repo` for
-/// `my_app::Repo<my_app::Db>`. What object names, graph labels and crosscuts' `types` read.
-pub(crate) fn short_type_name(type_name: &str) -> &str {
-    let base = type_name.split('<').next().unwrap_or(type_name);
-    base.rsplit("::").next().unwrap_or(base)
-}
-
-/// tegg's default object name: the last path segment of the type name in lowerCamelCase
-/// (`my_app::UserService` becomes `userService`).
-///
-/// # Examples
-///
-/// ```
-/// assert_eq!(tegu_core::registry::default_name("my_app::UserService"), "userService");
-/// assert_eq!(tegu_core::registry::default_name("Wrapper<my_app::Inner>"), "wrapper");
-/// ```
-pub fn default_name(type_name: &str) -> String {
-    let mut chars = short_type_name(type_name).chars();
-    match chars.next() {
-        Some(c) => c.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
+    Hook::Closure(Arc::new(move |obj: AnyArc| Box::pin(hook(downcast::<T>(obj))) as UnitFuture))
 }

@@ -1,12 +1,13 @@
-//! A proto's static description, as the attribute macros write it (a `const`).
+//! A proto's record: what the attribute macros write (a `const`), what `ProtoDef` builds at run
+//! time, and what an App holds for each of its protos.
 
 use crate::config::section::LoadFn;
-use crate::erased::{DynHook, HookFn};
-use crate::proto::def::{ProtoDef, default_name};
+use crate::erased::{HookFn, UnitFuture};
+use crate::error::{BoxError, DiError};
 use crate::proto::dependency::{Dependency, Unmarked};
-use crate::proto::factory::{AsyncFactoryFn, ConfigDef, Construct, Factory, FactoryFn, OwnType, SyncFactory};
+use crate::proto::factory::{AsyncFactory, AsyncFactoryFn, ConfigDef, Factory, FactoryFn, Hook, OwnType, SyncFactory};
 use crate::proto::kinds::{Access, Lifetime};
-use crate::proto::provide::{Provide, ProvideCast, ProvideDef};
+use crate::proto::provide::{Provide, ProvideCast};
 
 use std::any::TypeId;
 use std::borrow::Cow;
@@ -19,7 +20,8 @@ use std::sync::atomic::AtomicBool;
 /// (`inventory::submit!` of a descriptor registers one by hand on every target). Built in
 /// `const` context; every callback is a plain `fn` pointer.
 ///
-/// Hand-written registration usually goes through [`ProtoDef`] on the builder instead.
+/// It is the one record of a proto: [`ProtoDef`], the builder of hand-written registrations,
+/// builds one with closures and names computed at run time, and the App holds one per proto.
 ///
 /// # Examples
 ///
@@ -52,29 +54,73 @@ use std::sync::atomic::AtomicBool;
 /// assert!(format!("{:?}", Tracer::descriptor()).contains("name: \"tracer\""));
 /// # Ok(()) }
 /// ```
+#[derive(Clone)]
 pub struct ProtoDescriptor {
-    pub(crate) type_id: fn() -> TypeId,
-    pub(crate) type_name: fn() -> &'static str,
-    pub(crate) name: &'static str,
+    /// Its type.
+    pub(crate) ty: TypeRef,
+    /// Its object name; empty for the type's default until an App takes it.
+    pub(crate) name: Cow<'static, str>,
     pub(crate) scope: Lifetime,
     pub(crate) access: Access,
-    pub(crate) krate: &'static str,
-    pub(crate) deps: &'static [Dependency],
+    /// The crate private protos are checked against, or a module path in it; empty for its
+    /// type's crate until an App takes it.
+    pub(crate) krate: Cow<'static, str>,
+    pub(crate) deps: Cow<'static, [Dependency]>,
+    /// The fields its factory fills with `Default` that hold a type the App may have: see
+    /// [`Unmarked`](crate::registry::Unmarked).
     pub(crate) unmarked: &'static [Unmarked],
-    pub(crate) provides: &'static [Provide],
-    pub(crate) construct: Construct,
+    /// The types it can be injected as besides its own (which is implicit: see [`Self::provided`]).
+    pub(crate) provides: Cow<'static, [Provide]>,
+    pub(crate) factory: Factory,
+    /// A template: one instance per proto of this type (usually a multi-instance config).
     pub(crate) instances_of: Option<TypeRef>,
-    pub(crate) profile: Option<&'static str>,
+    /// Registered only under this profile.
+    pub(crate) profile: Option<Cow<'static, str>>,
+    /// A singleton built on first use.
     pub(crate) lazy: bool,
+    /// Where it comes among its type's providers in a collection: lower first.
     pub(crate) order: i32,
-    pub(crate) init: Option<HookFn>,
-    pub(crate) complete: Option<HookFn>,
-    pub(crate) destroy: Option<HookFn>,
-    pub(crate) also: &'static [fn() -> ProtoDef],
-    pub(crate) config_reads: &'static [crate::config::ConfigReader],
+    pub(crate) init: Option<Hook>,
+    pub(crate) complete: Option<Hook>,
+    pub(crate) destroy: Option<Hook>,
+    /// Protos this one brings into every App it is in: see [`ProtoDef::also`].
+    pub(crate) also: Cow<'static, [fn() -> ProtoDef]>,
+    /// The configuration its factory reads with `Config::get`: see [`ProtoDef::reads_config`].
+    pub(crate) config_reads: Cow<'static, [crate::config::ConfigReader]>,
+    /// A lineage type's travel, and whether its factory can build a value (else only seeds).
     pub(crate) travel: Option<(&'static crate::lineage::Travel, bool)>,
+    /// A context proto a scope has only as a seed: see [`ProtoDef::seed_only`].
     pub(crate) seed_only: bool,
 }
+
+/// A proto registered by hand on the [`AppBuilder`](crate::AppBuilder): the builder of a
+/// [`ProtoDescriptor`](crate::registry::ProtoDescriptor), the one record of a proto, with
+/// closures and names computed at run time, so a program can register thousands of generated
+/// protos, or many named instances of one type.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use tegu_core::{App, registry::{Dependency, InjectKind}, ProtoDef};
+///
+/// struct Db { url: String }
+/// struct Repo { db: Arc<Db> }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
+/// let app = App::builder()
+///     .register(ProtoDef::singleton::<Db>(|_| Ok(Db { url: "sqlite::memory:".into() })))
+///     .register(
+///         ProtoDef::singleton::<Repo>(|r| Ok(Repo { db: r.arc(0)? }))
+///             .dep(Dependency::new::<Db>(InjectKind::Arc, None)),
+///     )
+///     .build()
+///     .await?;
+/// assert_eq!(app.get_object::<Repo>()?.db.url, "sqlite::memory:");
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct ProtoDef(pub(crate) ProtoDescriptor);
 
 impl ProtoDescriptor {
     /// A proto of type `T` named `name` in `scope`, built by `factory`, which returns the
@@ -109,7 +155,7 @@ impl ProtoDescriptor {
     /// # Ok(()) }
     /// ```
     pub const fn new<T: Send + Sync + 'static>(name: &'static str, scope: Lifetime, factory: FactoryFn) -> Self {
-        Self::with::<T>(name, scope, Construct::Sync(factory))
+        Self::with::<T>(name, scope, Factory::Sync(SyncFactory::Fn(factory)))
     }
 
     /// A proto of type `T` built by an async constructor: `factory` takes the dependencies from
@@ -151,7 +197,7 @@ impl ProtoDescriptor {
         scope: Lifetime,
         factory: AsyncFactoryFn,
     ) -> Self {
-        Self::with::<T>(name, scope, Construct::Async(factory))
+        Self::with::<T>(name, scope, Factory::Async(AsyncFactory::Fn(factory)))
     }
 
     /// A singleton whose value is the configuration section at `prefix`, deserialized by `load`
@@ -189,21 +235,23 @@ impl ProtoDescriptor {
         instances: bool,
         load: LoadFn,
     ) -> Self {
-        Self::with::<T>(name, Lifetime::Singleton, Construct::Config { prefix, instances, load, live: None })
+        let section = ConfigDef { prefix: Cow::Borrowed(prefix), instances, load, live: None };
+        Self::with::<T>(name, Lifetime::Singleton, Factory::Config(section))
     }
 
-    const fn with<T: Send + Sync + 'static>(name: &'static str, scope: Lifetime, construct: Construct) -> Self {
+    /// The record every constructor starts from: `T`'s, named `name`, public, with no
+    /// dependency and no option.
+    pub(crate) const fn with<T: Send + Sync + 'static>(name: &'static str, scope: Lifetime, factory: Factory) -> Self {
         ProtoDescriptor {
-            type_id: TypeId::of::<T>,
-            type_name: core::any::type_name::<T>,
-            name,
+            ty: TypeRef::of::<T>(),
+            name: Cow::Borrowed(name),
             scope,
             access: Access::Public,
-            krate: "",
-            deps: &[],
+            krate: Cow::Borrowed(""),
+            deps: Cow::Borrowed(&[]),
             unmarked: &[],
-            provides: &[],
-            construct,
+            provides: Cow::Borrowed(&[]),
+            factory,
             instances_of: None,
             profile: None,
             lazy: false,
@@ -211,8 +259,8 @@ impl ProtoDescriptor {
             init: None,
             complete: None,
             destroy: None,
-            also: &[],
-            config_reads: &[],
+            also: Cow::Borrowed(&[]),
+            config_reads: Cow::Borrowed(&[]),
             travel: None,
             seed_only: false,
         }
@@ -313,7 +361,7 @@ impl ProtoDescriptor {
     /// # Ok(()) }
     /// ```
     pub const fn instances_of<C: ?Sized + 'static>(mut self) -> Self {
-        self.instances_of = Some(TypeRef { type_id: TypeId::of::<C>, type_name: core::any::type_name::<C> });
+        self.instances_of = Some(TypeRef::of::<C>());
         self
     }
 
@@ -348,7 +396,7 @@ impl ProtoDescriptor {
     /// # Ok(()) }
     /// ```
     pub const fn profile(mut self, profile: &'static str) -> Self {
-        self.profile = Some(profile);
+        set(&mut self.profile, Some(Cow::Borrowed(profile)));
         self
     }
 
@@ -370,7 +418,7 @@ impl ProtoDescriptor {
     /// The protos this one brings into every App it is in, as
     /// [`ProtoDef::also`](crate::ProtoDef::also) does.
     pub const fn also(mut self, makes: &'static [fn() -> ProtoDef]) -> Self {
-        self.also = makes;
+        set(&mut self.also, Cow::Borrowed(makes));
         self
     }
 
@@ -385,7 +433,7 @@ impl ProtoDescriptor {
     /// The sections the factory reads with `Config::get`, as
     /// [`ProtoDef::reads_config`](crate::ProtoDef::reads_config) declares them.
     pub const fn reads_config(mut self, readers: &'static [crate::config::ConfigReader]) -> Self {
-        self.config_reads = readers;
+        set(&mut self.config_reads, Cow::Borrowed(readers));
         self
     }
 
@@ -423,7 +471,7 @@ impl ProtoDescriptor {
     /// # Ok(()) }
     /// ```
     pub const fn deps(mut self, deps: &'static [Dependency]) -> Self {
-        self.deps = deps;
+        set(&mut self.deps, Cow::Borrowed(deps));
         self
     }
 
@@ -462,7 +510,7 @@ impl ProtoDescriptor {
     /// # Ok(()) }
     /// ```
     pub const fn provides(mut self, provides: &'static [Provide]) -> Self {
-        self.provides = provides;
+        set(&mut self.provides, Cow::Borrowed(provides));
         self
     }
 
@@ -507,7 +555,7 @@ impl ProtoDescriptor {
     /// ```
     pub const fn access(mut self, access: Access, krate: &'static str) -> Self {
         self.access = access;
-        self.krate = krate;
+        set(&mut self.krate, Cow::Borrowed(krate));
         self
     }
 
@@ -547,7 +595,7 @@ impl ProtoDescriptor {
     /// # Ok(()) }
     /// ```
     pub const fn init(mut self, hook: HookFn) -> Self {
-        self.init = Some(hook);
+        set(&mut self.init, Some(Hook::Fn(hook)));
         self
     }
 
@@ -590,7 +638,7 @@ impl ProtoDescriptor {
     /// # Ok(()) }
     /// ```
     pub const fn complete(mut self, hook: HookFn) -> Self {
-        self.complete = Some(hook);
+        set(&mut self.complete, Some(Hook::Fn(hook)));
         self
     }
 
@@ -631,59 +679,88 @@ impl ProtoDescriptor {
     /// # Ok(()) }
     /// ```
     pub const fn destroy(mut self, hook: HookFn) -> Self {
-        self.destroy = Some(hook);
+        set(&mut self.destroy, Some(Hook::Fn(hook)));
         self
     }
 
+    /// Its type's id.
+    pub(crate) fn type_id(&self) -> TypeId {
+        (self.ty.type_id)()
+    }
+
+    /// Its type's name.
+    pub(crate) fn type_name(&self) -> &'static str {
+        (self.ty.type_name)()
+    }
+
     /// The object name: `name`, or the type's default when `name` is empty.
-    fn name(&self) -> Cow<'static, str> {
-        match self.name {
-            "" => Cow::Owned(default_name((self.type_name)())),
-            name => Cow::Borrowed(name),
+    pub(crate) fn name(&self) -> Cow<'static, str> {
+        match &self.name {
+            name if name.is_empty() => Cow::Owned(default_name((self.ty.type_name)())),
+            name => name.clone(),
         }
     }
 
-    pub(crate) fn to_def(&'static self) -> ProtoDef {
-        let hook = |h: Option<HookFn>| h.map(|h| Arc::new(h) as Arc<DynHook>);
-        let mut provides = Vec::with_capacity(1 + self.provides.len());
-        provides.push(ProvideDef { type_id: (self.type_id)(), type_name: (self.type_name)(), cast: ProvideCast::Own });
-        provides.extend(self.provides.iter().map(|p| ProvideDef {
-            type_id: (p.type_id)(),
-            type_name: (p.type_name)(),
-            cast: ProvideCast::Fn(p.cast),
-        }));
-        ProtoDef {
-            type_id: (self.type_id)(),
-            type_name: (self.type_name)(),
-            name: self.name(),
-            scope: self.scope,
-            access: self.access,
-            krate: Cow::Borrowed(crate_of(if self.krate.is_empty() { (self.type_name)() } else { self.krate })),
-            deps: Cow::Borrowed(self.deps),
-            unmarked: self.unmarked,
-            provides,
-            factory: match self.construct {
-                Construct::Sync(f) => {
-                    let own = OwnType { id: (self.type_id)(), name: self.type_name, checked: AtomicBool::new(false) };
-                    Factory::Sync(SyncFactory::Fn(f, Arc::new(own)))
-                }
-                Construct::Async(f) => Factory::Async(Arc::new(f)),
-                Construct::Config { prefix, instances, load, live } => {
-                    Factory::Config(ConfigDef { prefix: Cow::Borrowed(prefix), instances, load, live })
-                }
-            },
-            instances_of: self.instances_of.map(|c| ((c.type_id)(), (c.type_name)())),
-            profile: self.profile.map(Cow::Borrowed),
-            lazy: self.lazy,
-            order: self.order,
-            init: hook(self.init),
-            complete: hook(self.complete),
-            destroy: hook(self.destroy),
-            also: Cow::Borrowed(self.also),
-            config_reads: self.config_reads.to_vec(),
-            travel: self.travel,
-            seed_only: self.seed_only,
+    /// This record as an App holds it: its name and crate resolved (the type's where it says
+    /// none), and a descriptor's factory armed to check its first object's type.
+    pub(crate) fn taken(mut self) -> Self {
+        self.name = self.name();
+        let krate = if self.krate.is_empty() { Cow::Borrowed((self.ty.type_name)()) } else { self.krate };
+        self.krate = match krate {
+            Cow::Borrowed(path) => Cow::Borrowed(crate_of(path)),
+            Cow::Owned(path) => Cow::Owned(crate_of(&path).to_owned()),
+        };
+        if let Factory::Sync(SyncFactory::Fn(f)) = self.factory {
+            let own = OwnType { id: (self.ty.type_id)(), name: self.ty.type_name, checked: AtomicBool::new(false) };
+            self.factory = Factory::Sync(SyncFactory::Checked(f, Arc::new(own)));
         }
+        self
+    }
+
+    /// The types it can be injected as, by their index in the graph's targets: its own first
+    /// (index 0), then those it provides.
+    pub(crate) fn provided(&self) -> impl Iterator<Item = (TypeId, &'static str)> + '_ {
+        std::iter::once(((self.ty.type_id)(), (self.ty.type_name)()))
+            .chain(self.provides.iter().map(|p| ((p.type_id)(), (p.type_name)())))
+    }
+
+    /// Whether it can be injected as the type `ty` (its own or one it provides).
+    pub(crate) fn provides_type(&self, ty: TypeId) -> bool {
+        self.provided().any(|(id, _)| id == ty)
+    }
+
+    /// The cast of its `c`th provided type ([`Self::provided`]'s order).
+    #[inline]
+    pub(crate) fn cast(&self, c: usize) -> &ProvideCast {
+        match c.checked_sub(1) {
+            None => &ProvideCast::Own,
+            Some(i) => &self.provides[i].cast,
+        }
+    }
+
+    /// `Type ("name")`, as errors list protos.
+    pub(crate) fn label(&self) -> String {
+        format!("{} (\"{}\")", (self.ty.type_name)(), self.name)
+    }
+
+    /// A hook's error at `stage`, naming this proto.
+    pub(crate) fn hook_error(&self, stage: &'static str, source: BoxError) -> DiError {
+        DiError::Hook {
+            stage,
+            type_name: (self.ty.type_name)(),
+            name: self.name.to_string(),
+            source: Arc::from(source),
+        }
+    }
+
+    /// Runs a hook's future at `stage`, a panic caught as its error.
+    pub(crate) async fn run_hook(&self, stage: &'static str, call: impl FnOnce() -> UnitFuture) -> Result<(), DiError> {
+        crate::isolate::catch_hook(call).await.map_err(|error| self.hook_error(stage, error))
+    }
+
+    /// A construction's error, naming this proto.
+    pub(crate) fn construction_error(&self, source: BoxError) -> DiError {
+        DiError::construction_named((self.ty.type_name)(), &self.name, source)
     }
 }
 
@@ -703,21 +780,62 @@ fn no_lineage_value<T: crate::lineage::Travels>(
 impl fmt::Debug for ProtoDescriptor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProtoDescriptor")
-            .field("type", &(self.type_name)())
+            .field("type", &(self.ty.type_name)())
             .field("name", &self.name())
             .field("scope", &self.scope)
+            .field("access", &self.access)
             .field("deps", &self.deps)
+            .field("provides", &self.provides)
             .finish_non_exhaustive()
     }
+}
+
+/// Sets a field of a record in a `const fn`, which cannot run the destructor of the value it
+/// replaces: that value is forgotten. The setters are called on a descriptor as it is
+/// written, whose fields hold only borrowed data and `fn` pointers, so nothing is leaked;
+/// `ProtoDef` sets owned values by assignment.
+const fn set<T>(slot: &mut T, value: T) {
+    std::mem::forget(std::mem::replace(slot, value));
 }
 
 /// A type named in a `const` descriptor.
 #[derive(Clone, Copy)]
 pub(crate) struct TypeRef {
-    type_id: fn() -> TypeId,
-    type_name: fn() -> &'static str,
+    pub(crate) type_id: fn() -> TypeId,
+    pub(crate) type_name: fn() -> &'static str,
+}
+
+impl TypeRef {
+    /// `T`'s.
+    pub(crate) const fn of<T: ?Sized + 'static>() -> Self {
+        TypeRef { type_id: TypeId::of::<T>, type_name: core::any::type_name::<T> }
+    }
 }
 
 fn crate_of(module_path: &str) -> &str {
     module_path.split("::").next().unwrap_or(module_path)
+}
+
+/// A type name's last path segment, without its generic arguments: `Repo` for
+/// `my_app::Repo<my_app::Db>`. What object names, graph labels and crosscuts' `types` read.
+pub(crate) fn short_type_name(type_name: &str) -> &str {
+    let base = type_name.split('<').next().unwrap_or(type_name);
+    base.rsplit("::").next().unwrap_or(base)
+}
+
+/// tegg's default object name: the last path segment of the type name in lowerCamelCase
+/// (`my_app::UserService` becomes `userService`).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(tegu_core::registry::default_name("my_app::UserService"), "userService");
+/// assert_eq!(tegu_core::registry::default_name("Wrapper<my_app::Inner>"), "wrapper");
+/// ```
+pub fn default_name(type_name: &str) -> String {
+    let mut chars = short_type_name(type_name).chars();
+    match chars.next() {
+        Some(c) => c.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }

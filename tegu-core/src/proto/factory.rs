@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::config::section::LoadFn;
-use crate::erased::{AnyArc, BuildFuture};
+use crate::erased::{AnyArc, BuildFuture, DynHook, HookFn, UnitFuture};
 use crate::error::DiError;
 use crate::resolver::Resolver;
 
@@ -84,38 +84,70 @@ pub(crate) type DynFactory = dyn Fn(&Resolver<'_>) -> Result<AnyArc, DiError> + 
 
 pub(crate) type DynAsyncFactory = dyn Fn(&Resolver<'_>) -> Result<BuildFuture, DiError> + Send + Sync;
 
-/// How a descriptor's object is made.
-#[derive(Clone, Copy)]
-pub(crate) enum Construct {
-    Sync(FactoryFn),
-    Async(AsyncFactoryFn),
-    Config { prefix: &'static str, instances: bool, load: LoadFn, live: Option<LiveFn> },
-}
-
-/// How a def's object is made.
+/// How a proto's object is made.
 #[derive(Clone)]
 pub(crate) enum Factory {
     /// By a function, now.
     Sync(SyncFactory),
     /// By an async constructor, awaited.
-    Async(Arc<DynAsyncFactory>),
+    Async(AsyncFactory),
     /// From the configuration, read when the App is built (and then replaced by `Sync`).
     Config(ConfigDef),
 }
 
+/// A lifecycle hook (init, complete, destroy): a descriptor's `fn`, or a closure of
+/// [`ProtoDef`](crate::ProtoDef)'s `on_*` methods.
+#[derive(Clone)]
+pub(crate) enum Hook {
+    Fn(HookFn),
+    Closure(Arc<DynHook>),
+}
+
+impl Hook {
+    /// The hook's future for `obj`.
+    pub(crate) fn call(&self, obj: AnyArc) -> UnitFuture {
+        match self {
+            Hook::Fn(f) => f(obj),
+            Hook::Closure(f) => f(obj),
+        }
+    }
+}
+
 /// A sync factory: a descriptor's `fn` (called directly: a context object in a large graph is
 /// built once per request, from cold code, so each indirection shows) or a closure (from
-/// [`ProtoDef`]'s constructors).
+/// [`ProtoDef`](crate::ProtoDef)'s constructors).
 #[derive(Clone)]
 pub(crate) enum SyncFactory {
+    /// A descriptor's function, as the descriptor names it: `const`, so with nothing to
+    /// remember whether its object's type was checked. An App takes it as [`Checked`](Self::Checked).
+    Fn(FactoryFn),
     /// A descriptor's function, which returns its object erased, and the proto's type, which
     /// the first object it returns is checked to be (see [`OwnType`]).
-    Fn(FactoryFn, Arc<OwnType>),
-    /// A closure of [`ProtoDef`]'s constructors, typed: its object is of the proto's type.
+    Checked(FactoryFn, Arc<OwnType>),
+    /// A closure of [`ProtoDef`](crate::ProtoDef)'s constructors, typed: its object is of the
+    /// proto's type.
     Closure(Arc<DynFactory>),
 }
 
-/// A descriptor's own type, for [`SyncFactory::Fn`]'s check: a hand-written function could
+/// An async constructor: a descriptor's `fn`, or a closure of
+/// [`ProtoDef::new_async`](crate::ProtoDef::new_async).
+#[derive(Clone)]
+pub(crate) enum AsyncFactory {
+    Fn(AsyncFactoryFn),
+    Closure(Arc<DynAsyncFactory>),
+}
+
+impl AsyncFactory {
+    /// The dependencies now, from `r`; the construction to await.
+    pub(crate) fn call(&self, r: &Resolver<'_>) -> Result<BuildFuture, DiError> {
+        match self {
+            AsyncFactory::Fn(f) => f(r),
+            AsyncFactory::Closure(f) => f(r),
+        }
+    }
+}
+
+/// A descriptor's own type, for [`SyncFactory::Checked`]'s check: a hand-written function could
 /// return an object of another type, which a consumer's [`Own::take`](crate::private::Own::take)
 /// refuses with an abort (it must not unwind). The first object the function returns is
 /// checked, and another type refused with a panic naming the proto, where it returns (the
@@ -131,8 +163,10 @@ impl SyncFactory {
     #[inline]
     pub(crate) fn call(&self, r: &Resolver<'_>) -> Result<AnyArc, DiError> {
         match self {
-            SyncFactory::Fn(f, own) if own.checked.load(Ordering::Relaxed) => f(r),
-            SyncFactory::Fn(f, own) => first_call(*f, r, own),
+            SyncFactory::Checked(f, own) if own.checked.load(Ordering::Relaxed) => f(r),
+            SyncFactory::Checked(f, own) => first_call(*f, r, own),
+            // Only in a descriptor no App has taken: an App calls the checked form.
+            SyncFactory::Fn(f) => f(r),
             SyncFactory::Closure(f) => f(r),
         }
     }
@@ -166,4 +200,4 @@ pub(crate) struct ConfigDef {
 }
 
 /// [`ConfigDef::live`].
-pub(crate) type LiveFn = fn(AnyArc, usize, Cow<'static, str>) -> crate::proto::def::ProtoDef;
+pub(crate) type LiveFn = fn(AnyArc, usize, Cow<'static, str>) -> crate::proto::descriptor::ProtoDescriptor;

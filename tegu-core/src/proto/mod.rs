@@ -10,7 +10,7 @@ pub(crate) mod provide;
 pub(crate) mod registered;
 pub(crate) mod traits;
 
-pub use def::ProtoDef;
 pub use dependency::{Dependency, Unmarked};
+pub use descriptor::ProtoDef;
 pub use kinds::{Access, InjectKind, Lifetime};
 pub use traits::{ContextProto, Proto, SingletonProto, TransientProto};

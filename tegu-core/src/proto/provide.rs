@@ -32,11 +32,11 @@ use crate::erased::{AnyArc, CastFn, DynCast, cast_to_another_type, own_as, store
 /// english_as_greet(Arc::new(English), &mut slot);
 /// assert_eq!(slot.expect("filled by the cast").hi(), "hello");
 /// ```
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Provide {
     pub(crate) type_id: fn() -> TypeId,
     pub(crate) type_name: fn() -> &'static str,
-    pub(crate) cast: CastFn,
+    pub(crate) cast: ProvideCast,
 }
 
 impl Provide {
@@ -76,7 +76,7 @@ impl Provide {
     /// # Ok(()) }
     /// ```
     pub const fn new<U: ?Sized + 'static>(cast: CastFn) -> Self {
-        Provide { type_id: TypeId::of::<U>, type_name: core::any::type_name::<U>, cast }
+        Provide { type_id: TypeId::of::<U>, type_name: core::any::type_name::<U>, cast: ProvideCast::Fn(cast) }
     }
 }
 
@@ -86,15 +86,8 @@ impl fmt::Debug for Provide {
     }
 }
 
-#[derive(Clone)]
-pub(crate) struct ProvideDef {
-    pub(crate) type_id: TypeId,
-    pub(crate) type_name: &'static str,
-    pub(crate) cast: ProvideCast,
-}
-
 /// A provide entry's cast: none for the proto's own type, a static `fn` (from a descriptor,
-/// no allocation) or a closure (from [`ProtoDef::provides`]).
+/// no allocation) or a closure (from [`ProtoDef::provides`](crate::ProtoDef::provides)).
 #[derive(Clone)]
 pub(crate) enum ProvideCast {
     /// The proto's own type: the object already is one, and [`own_as`] converts it where it

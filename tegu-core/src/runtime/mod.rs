@@ -252,7 +252,7 @@ impl AppInner {
     /// The object of `proto`: a singleton (built now if lazy), a new transient, or the current
     /// scope's context object.
     pub(crate) fn instance_of(&self, proto: usize) -> Result<AnyArc, DiError> {
-        self.instance(proto, self.graph.protos[proto].type_name)
+        self.instance(proto, self.graph.protos[proto].type_name())
     }
 
     /// Whether `shutdown` has started.

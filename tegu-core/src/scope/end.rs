@@ -130,7 +130,7 @@ impl ScopeShared {
                 let def = &self.app.graph.protos[key];
                 let hook = def.complete.as_ref().expect("only objects with a completion hook are listed");
                 hooks_ran = true;
-                if let Err(error) = def.run_hook("complete", || hook(obj)).await {
+                if let Err(error) = def.run_hook("complete", || hook.call(obj)).await {
                     crate::telemetry::hook_failed("complete");
                     failed = Some(error);
                 }
@@ -212,7 +212,7 @@ impl ScopeShared {
             let Some((key, obj)) = self.table().created.pop() else { break };
             let def = &self.app.graph.protos[key];
             if let Some(destroy) = &def.destroy
-                && let Err(error) = def.run_hook("destroy", || destroy(obj.clone())).await
+                && let Err(error) = def.run_hook("destroy", || destroy.call(obj.clone())).await
             {
                 crate::telemetry::hook_failed("destroy");
                 tracing::error!(%error, "a destroy hook failed; the scope's other objects are destroyed all the same");

@@ -3,7 +3,7 @@
 
 use crate::error::DiError;
 use crate::lineage::{Lineage, Tenant, TraceContext, TraceState, Travels};
-use crate::proto::def::ProtoDef;
+use crate::proto::descriptor::ProtoDef;
 use crate::proto::descriptor::ProtoDescriptor;
 use crate::proto::traits::{ContextProto, Proto};
 use crate::resolver::Resolver;
@@ -152,7 +152,7 @@ impl ProtoDef {
     ///
     /// See [`Travels`] for an example.
     pub fn lineage<T: Travels>() -> ProtoDef {
-        const { &ProtoDescriptor::lineage::<T>("") }.to_def()
+        ProtoDef(ProtoDescriptor::lineage::<T>(""))
     }
 
     /// The context proto of lineage type `T`, built by `factory` in a scope that was given no
@@ -190,7 +190,7 @@ impl ProtoDef {
         factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
     ) -> ProtoDef {
         let mut def = ProtoDef::context::<T>(factory);
-        def.travel = Some((crate::lineage::travel::<T>(), true));
+        def.0.travel = Some((crate::lineage::travel::<T>(), true));
         def
     }
 }

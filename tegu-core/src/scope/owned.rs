@@ -287,7 +287,7 @@ impl ScopeHandle {
     /// over (as the shared table's `refuse_late`).
     fn refuse_late(&self, key: u32) -> Option<DiError> {
         let late = self.completed.get() && self.app.graph.hooks[key as usize] & crate::graph::COMPLETE_HOOK != 0;
-        late.then(|| DiError::LateCompletion { wanted: self.app.graph.protos[key as usize].type_name })
+        late.then(|| DiError::LateCompletion { wanted: self.app.graph.protos[key as usize].type_name() })
     }
 
     /// Runs proto `key`'s sync factory; its context dependencies are found in the cache (those

@@ -119,7 +119,7 @@ impl Table {
             return None;
         }
         let def = &app.graph.protos[key as usize];
-        def.complete.is_some().then(|| DiError::LateCompletion { wanted: def.type_name })
+        def.complete.is_some().then(|| DiError::LateCompletion { wanted: def.type_name() })
     }
 
     /// The construction that asked for `key`, while `key` is being built.
@@ -286,7 +286,7 @@ impl Claim<'_> {
         if table.ended {
             // The slot went with the table; whoever waits for it learns the scope ended.
             self.shared.wake(table);
-            return Err(DiError::ScopeClosed { wanted: self.shared.app.graph.protos[self.key as usize].type_name });
+            return Err(DiError::ScopeClosed { wanted: self.shared.app.graph.protos[self.key as usize].type_name() });
         }
         if let Ok(obj) = &result {
             table.created.push((self.key as usize, obj.clone()));
@@ -546,7 +546,7 @@ impl ScopeShared {
                 None => Step::Wait(waiter.map(|w| (w, key))),
             },
             None | Some(Slot::Vacant) if table.ended => {
-                Step::Done(Err(DiError::ScopeClosed { wanted: self.app.graph.protos[key as usize].type_name }))
+                Step::Done(Err(DiError::ScopeClosed { wanted: self.app.graph.protos[key as usize].type_name() }))
             }
             vacant => {
                 if let Some(late) = table.refuse_late(&self.app, key) {
@@ -626,7 +626,7 @@ impl ScopeShared {
         let def = &self.app.graph.protos[key as usize];
         let Factory::Async(factory) = &def.factory else { return self.build(key) };
         let resolver = self.resolver(key);
-        let construction = building((self.addr(), key), || factory(&resolver))?;
+        let construction = building((self.addr(), key), || factory.call(&resolver))?;
         BUILDING.scope((self.addr(), key), construction).await.map_err(|e| def.construction_error(e))
     }
 
@@ -681,7 +681,7 @@ impl ScopeShared {
         let def = &self.app.graph.protos[key as usize];
         let built = match (self.construct(key).await, &def.init) {
             (Ok(obj), Some(init)) => BUILDING
-                .scope((self.addr(), key), init(obj.clone()))
+                .scope((self.addr(), key), init.call(obj.clone()))
                 .await
                 .map(|()| obj)
                 .map_err(|e| def.hook_error("init", e)),
@@ -702,7 +702,7 @@ impl ScopeShared {
             // gets here for it (`ScopeHandle::miss` refuses it).
             return match self.table().slots.get(key) {
                 Some(Slot::Ready(result)) => ready(result),
-                _ => Err(DiError::AsyncInit { wanted: self.app.graph.protos[key as usize].type_name }),
+                _ => Err(DiError::AsyncInit { wanted: self.app.graph.protos[key as usize].type_name() }),
             };
         }
         let mut claim = match self.claim_sync(key, self.builder(), true)? {
