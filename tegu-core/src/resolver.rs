@@ -517,7 +517,7 @@ impl Resolver<'_> {
         DiError::Undeclared {
             by: def.label(),
             index,
-            asked: format!("{kind:?} of `{asked}`"),
+            asked: format!("{kind:?} of {asked}"),
             declared: def.deps.get(index).map_or_else(|| "nothing".to_owned(), |d| format!("`{}`", d.describe())),
         }
     }

@@ -5,14 +5,14 @@ use std::fmt;
 use std::time::Duration;
 
 /// The `tracing` target of the start-up spans: one span `construct` and one `init` per
-/// singleton, with the field `proto` (its label, `` `Type` ("name") ``).
+/// singleton, with the field `proto` (its label, `my_app::Type ("name")`).
 pub const TARGET: &str = "tegu_core::startup";
 
 /// How long one singleton took to start.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ProtoTiming {
-    /// The proto, as errors name it: `` `Type` ("name") ``.
+    /// The proto, as errors name it: `my_app::Type ("name")`.
     pub proto: String,
     /// Its build level: 0 for a proto with no singleton dependency, else one more than its
     /// deepest dependency's.

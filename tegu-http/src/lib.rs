@@ -102,8 +102,9 @@ pub use tegu_macros::{http_controller, http_routes};
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
-/// The guide's chapters (`docs/guide/`), compiled and run as doctests like the README.
-#[cfg(doctest)]
+/// The guide (`docs/guide/` in the repository), a chapter per page, from a first service to
+/// operating one; its code is compiled and run as doctests like the README's.
+#[cfg(any(doc, doctest))]
 pub mod guide {
     #[doc = include_str!("../../docs/guide/first-service.md")]
     pub struct FirstService;

@@ -469,7 +469,7 @@ impl Server {
     /// How long the shutdown lets open connections finish their requests. Default: 30 seconds.
     ///
     /// The whole shutdown can take this, plus 1 s for cut connections to stop, plus the App's
-    /// own [`drain_connections_timeout`](tegu_core::AppBuilder::drain_scopes_timeout) (10 s) for scopes still
+    /// own [`drain_scopes_timeout`](tegu_core::AppBuilder::drain_scopes_timeout) (10 s) for scopes still
     /// ending, plus the singletons' destroy hooks. Keep the sum under your orchestrator's grace
     /// period (Kubernetes: 30 s unless `terminationGracePeriodSeconds` says otherwise).
     ///
@@ -505,7 +505,7 @@ impl Server {
     ///    (`ConnectionAborted`), which ends the task serving it (given 1 s);
     /// 3. shuts the App down ([`App::shutdown`]): it stops the hosted services, waits for the
     ///    scopes still ending, at most
-    ///    [`AppBuilder::drain_connections_timeout`](tegu_core::AppBuilder::drain_scopes_timeout), then runs the
+    ///    [`AppBuilder::drain_scopes_timeout`](tegu_core::AppBuilder::drain_scopes_timeout), then runs the
     ///    singletons' destroy hooks, last.
     ///
     /// A second signal ([`with_forced_shutdown`](Self::with_forced_shutdown); by default a

@@ -99,7 +99,7 @@ use crate::proto::attr::ProtoScope;
 /// #[singleton_proto]
 /// pub struct Greeter {
 ///     #[inject]
-///     tracer: Arc<Tracer>, // error: a singleton cannot take `Tracer` by value
+///     tracer: Arc<Tracer>, // error: a singleton cannot take context proto `Tracer` by value
 /// }
 /// ```
 #[proc_macro_attribute]

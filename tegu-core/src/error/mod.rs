@@ -310,7 +310,7 @@ pub enum DiError {
     CrosscutUnreachable {
         /// The advice type, as written in `crosscut!`.
         advice: &'static str,
-        /// The proto selected, as its label (`orders: my_app::Orders`).
+        /// The proto selected, as its label (`my_app::Orders ("orders")`).
         proto: String,
         /// The selector, as written.
         selector: String,
@@ -517,7 +517,7 @@ pub enum DiError {
     StartTimeout {
         /// The deadline.
         timeout: std::time::Duration,
-        /// The constructors and init hooks still running, as `` `Type` ("name") (stage) ``.
+        /// The constructors and init hooks still running, as `` my_app::Type ("name") (stage) ``.
         running: Vec<String>,
     },
     /// [`App::shutdown`](crate::App::shutdown) cut hosted services or destroy hooks that ran
