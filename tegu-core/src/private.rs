@@ -50,6 +50,7 @@ pub fn hook_result(out: impl HookOutput) -> Result<(), BoxError> {
 /// `Dependency::new::<T>(kind, None).field(field)`, what an injected field without a name
 /// declares: the short form, since the macros write one per field and every token of a
 /// large crate's expansion costs every rebuild.
+#[track_caller]
 pub const fn dep<T: ?Sized + 'static>(kind: InjectKind, field: &'static str) -> Dependency {
     Dependency::new::<T>(kind, None).field(field)
 }
@@ -62,18 +63,21 @@ pub const fn unmarked<T: ?Sized + 'static>(field: &'static str) -> crate::proto:
 
 /// `#[inject] x: Arc<T>` in a singleton: [`dep`] of a `T` that must be a proto; that it is a
 /// singleton is [`ByValue`]'s check, which names the handle to hold instead.
+#[track_caller]
 pub const fn dep_singleton<T: Proto>(field: &'static str) -> Dependency {
     dep::<T>(InjectKind::Arc, field)
 }
 
 /// `#[inject] x: ContextRef<T>` (or `AsyncContextRef<T>`): [`dep`] of a `T` that must be a
 /// context proto ([`assert_context`]).
+#[track_caller]
 pub const fn dep_context<T: ContextProto>(field: &'static str) -> Dependency {
     dep::<T>(InjectKind::ContextRef, field)
 }
 
 /// `#[inject] x: Provider<T>`: [`dep`] of a `T` that must be a transient proto
 /// ([`assert_transient`]).
+#[track_caller]
 pub const fn dep_transient<T: TransientProto>(field: &'static str) -> Dependency {
     dep::<T>(InjectKind::Provider, field)
 }

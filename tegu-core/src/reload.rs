@@ -265,6 +265,7 @@ impl ProtoDef {
     /// `#[config_proto(prefix = "..", reloadable)]` registers.
     ///
     /// See [`ConfigRef`] for an example.
+    #[track_caller]
     pub fn live_config<T: serde::de::DeserializeOwned + Send + Sync + 'static>(
         prefix: impl Into<Cow<'static, str>>,
     ) -> ProtoDef {

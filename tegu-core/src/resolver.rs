@@ -515,7 +515,10 @@ impl Resolver<'_> {
     fn undeclared(&self, index: usize, kind: InjectKind, asked: &'static str) -> DiError {
         let def = &self.graph.protos[self.proto];
         DiError::Undeclared {
-            by: def.label(),
+            by: match def.deps.get(index) {
+                Some(dep) => def.label_of(dep),
+                None => def.label_at(),
+            },
             index,
             asked: format!("{kind:?} of {asked}"),
             declared: def.deps.get(index).map_or_else(|| "nothing".to_owned(), |d| format!("`{}`", d.describe())),

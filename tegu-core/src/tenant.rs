@@ -456,6 +456,7 @@ impl ProtoDef {
     /// registered as any other.
     ///
     /// See [`TenantRef`] for an example.
+    #[track_caller]
     pub fn tenants<F: TenantObjects>() -> ProtoDef {
         let name = format!("tenantRef<{}>", short_type_name(std::any::type_name::<F>()));
         ProtoDef::singleton::<TenantRef<F>>(|r| {

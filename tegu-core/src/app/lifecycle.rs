@@ -41,7 +41,7 @@ pub(super) fn providers_of<U: ?Sized + 'static>(
     let Some(targets) = graph.provided.get(&TypeId::of::<U>()) else { return Ok(Vec::new()) };
     if let Some(def) = targets.iter().map(|t| &graph.protos[t.proto]).find(|d| d.scope != Lifetime::Singleton) {
         let scope = if def.scope == Lifetime::Context { "context" } else { "transient" };
-        return Err(DiError::MustBeSingleton { proto: def.label(), role, scope });
+        return Err(DiError::MustBeSingleton { proto: def.label_at(), role, scope });
     }
     let in_order = graph.levels.iter().flatten().filter(|&&p| built(p));
     Ok(in_order.filter_map(|&p| targets.iter().find(|t| t.proto == p).map(|&t| (p, t))).collect())
@@ -89,7 +89,7 @@ pub(super) fn one_of_role<U: ?Sized + 'static>(
     let lazy = graph.provided.get(&TypeId::of::<U>()).into_iter().flatten().map(|t| t.proto);
     if let Some(p) = lazy.into_iter().find(|&p| graph.protos[p].lazy && !built(p)) {
         return Err(DiError::Lazy {
-            proto: graph.protos[p].label(),
+            proto: graph.protos[p].label_at(),
             reason: "it provides a role the App takes when it is built (`dyn EventTransport`, `dyn ScheduleLock`); drop `lazy`",
         });
     }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{BoxError, DiError};
+use super::{BoxError, DiError, Label, Site};
 
 /// The families of [`DiError`], as [`DiError::kind`] tells them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -57,6 +57,55 @@ pub enum ErrorKind {
 pub struct Busy(#[source] pub BoxError);
 
 impl DiError {
+    /// Where the protos this error is about are declared, each with what is there: for an
+    /// error about a dependency, the field that declares it, then its proto; for a cycle, each
+    /// proto on it; for several errors, theirs in order. What `Debug` lists under the message.
+    /// Empty for an error about no proto, or about protos declared by no recorded site.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::{App, DiError, ProtoDef, registry::{Dependency, InjectKind}};
+    ///
+    /// struct Db;
+    /// struct Repo;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let (repo, line) = (ProtoDef::singleton::<Repo>(|_| Ok(Repo)), line!());
+    /// let repo = repo.dep(Dependency::new::<Db>(InjectKind::Arc, None).field("db"));
+    /// let err = App::builder().without_inventory().register(repo).build().await.unwrap_err();
+    /// let sites = err.sites();
+    /// assert_eq!(sites.len(), 2, "{err:?}"); // the field, then the proto
+    /// assert!(sites[0].1.starts_with("`db` of "), "{:?}", sites[0]);
+    /// assert_eq!((sites[1].0.line(), sites[1].0.file()), (line, file!()));
+    /// # }
+    /// ```
+    pub fn sites(&self) -> Vec<(Site, String)> {
+        let labels: Vec<&Label> = match self {
+            DiError::Missing { by, .. }
+            | DiError::UnknownQualifier { by, .. }
+            | DiError::Ambiguous { by, .. }
+            | DiError::ContextRefToSingleton { by, .. }
+            | DiError::ContextRefToAsync { by, .. }
+            | DiError::Private { by, .. }
+            | DiError::WrongHandle { by, .. }
+            | DiError::Inactive { by, .. }
+            | DiError::Undeclared { by, .. } => vec![by],
+            DiError::CompleteOnSingleton { singleton }
+            | DiError::ContextByValue { singleton, .. }
+            | DiError::TransientByValue { singleton, .. } => vec![singleton],
+            DiError::UninjectedProto { proto, .. }
+            | DiError::Lazy { proto, .. }
+            | DiError::MustBeSingleton { proto, .. }
+            | DiError::TransientHook { transient: proto, .. } => vec![proto],
+            // The first is repeated at the end.
+            DiError::Cycle { chain, .. } => chain.iter().skip(1).collect(),
+            DiError::Multiple(errors) => return errors.iter().flat_map(DiError::sites).collect(),
+            _ => Vec::new(),
+        };
+        labels.into_iter().flat_map(Label::sites).collect()
+    }
+
     /// The family of this error, for a caller that handles a family alike (a broken graph, a
     /// configuration error, a missing scope) rather than each variant. Several errors found in
     /// one pass ([`DiError::Multiple`]) are of their family when they share one, else

@@ -1,10 +1,14 @@
 //! The container's error type, [`DiError`], its families ([`ErrorKind`]), [`BoxError`] (what
 //! hooks and factories return) and [`Busy`] (a failure to try again later).
 
+#[cfg(feature = "miette")]
+mod diagnostic;
 pub(crate) mod kind;
+mod label;
 mod words;
 
 pub use kind::{Busy, ErrorKind};
+pub use label::{Label, Site};
 pub(crate) use words::{closest, short_type};
 use words::{missing_fix, unread_section_fix};
 
@@ -81,7 +85,7 @@ pub enum DiError {
         /// The requested type.
         wanted: &'static str,
         /// The proto that asked for it.
-        by: String,
+        by: Label,
     },
     /// A dependency asks for a qualifier (object name) that none of the providers has.
     #[error(
@@ -94,7 +98,7 @@ pub enum DiError {
         /// The requested object name.
         qualifier: String,
         /// The proto that asked for it.
-        by: String,
+        by: Label,
         /// The names of the protos that do provide `wanted`.
         available: Vec<String>,
     },
@@ -107,7 +111,7 @@ pub enum DiError {
         /// The requested type.
         wanted: &'static str,
         /// The proto that asked for it.
-        by: String,
+        by: Label,
         /// The candidates, as `name: type`.
         candidates: Vec<String>,
     },
@@ -120,10 +124,10 @@ pub enum DiError {
         name: String,
     },
     /// The construction dependencies form a cycle.
-    #[error("dependency cycle: {}; {fix}", .chain.join(" -> "))]
+    #[error("dependency cycle: {}; {fix}", label::join(.chain, " -> "))]
     Cycle {
         /// The protos on the cycle, the first repeated at the end, as `type (name)`.
-        chain: Vec<String>,
+        chain: Vec<Label>,
         /// The way out that applies to this cycle: a context proto's by-value dependency on
         /// another context proto can become a `ContextRef`; between singletons, the shared
         /// part moves into a proto of its own.
@@ -135,7 +139,7 @@ pub enum DiError {
     )]
     CompleteOnSingleton {
         /// The singleton.
-        singleton: String,
+        singleton: Label,
     },
     /// A singleton takes a context object by value (`Arc<T>`, `Option<Arc<T>>` or a collection).
     #[error(
@@ -143,7 +147,7 @@ pub enum DiError {
     )]
     ContextByValue {
         /// The singleton.
-        singleton: String,
+        singleton: Label,
         /// The context proto.
         context: &'static str,
     },
@@ -153,7 +157,7 @@ pub enum DiError {
     )]
     ContextRefToSingleton {
         /// The proto holding the reference.
-        by: String,
+        by: Label,
         /// The singleton.
         singleton: &'static str,
     },
@@ -167,7 +171,7 @@ pub enum DiError {
     )]
     ContextRefToAsync {
         /// The proto holding the reference.
-        by: String,
+        by: Label,
         /// The type named in the `ContextRef`.
         wanted: &'static str,
         /// The context proto it reaches.
@@ -183,7 +187,7 @@ pub enum DiError {
     )]
     UninjectedProto {
         /// The proto whose field it is.
-        proto: String,
+        proto: Label,
         /// The field.
         field: &'static str,
         /// The type it holds, which the App has as a proto.
@@ -199,7 +203,7 @@ pub enum DiError {
         /// The crate that owns it.
         owner_crate: String,
         /// The proto that asked for it.
-        by: String,
+        by: Label,
         /// The crate of that proto.
         by_crate: String,
     },
@@ -209,7 +213,7 @@ pub enum DiError {
     )]
     TransientByValue {
         /// The singleton.
-        singleton: String,
+        singleton: Label,
         /// The transient proto.
         transient: &'static str,
     },
@@ -217,7 +221,7 @@ pub enum DiError {
     #[error("`{by}` holds `{holds}`, but `{target}` is a {scope} proto; {fix}")]
     WrongHandle {
         /// The proto holding it.
-        by: String,
+        by: Label,
         /// What it holds: `Provider<T>` or `ContextRef<T>`.
         holds: String,
         /// The proto pointed at.
@@ -234,7 +238,7 @@ pub enum DiError {
     )]
     TransientHook {
         /// The transient proto.
-        transient: String,
+        transient: Label,
         /// `an init hook`, `a destroy hook`, `a complete hook` or `an async constructor`.
         what: &'static str,
     },
@@ -243,7 +247,7 @@ pub enum DiError {
     #[error("`{proto}` is declared lazy, but {reason}")]
     Lazy {
         /// The proto.
-        proto: String,
+        proto: Label,
         /// What is wrong, and the fix.
         reason: &'static str,
     },
@@ -254,7 +258,7 @@ pub enum DiError {
         /// The requested type.
         wanted: &'static str,
         /// The proto that asked for it.
-        by: String,
+        by: Label,
         /// Each candidate, as `type ("name")`, why it is left out and the fix.
         inactive: Vec<String>,
     },
@@ -331,7 +335,7 @@ pub enum DiError {
     #[error("{proto} provides `{role}`, but is a {scope} proto; a `{role}` must be a singleton (`#[singleton_proto]`)")]
     MustBeSingleton {
         /// The proto, as errors name it.
-        proto: String,
+        proto: Label,
         /// The role.
         role: &'static str,
         /// Its scope.
@@ -341,7 +345,7 @@ pub enum DiError {
     #[error("factory of `{by}` asked for dependency #{index} as `{asked}`, but it is declared as {declared}")]
     Undeclared {
         /// The proto whose factory asked.
-        by: String,
+        by: Label,
         /// The position asked for.
         index: usize,
         /// The requested type and kind.
@@ -743,8 +747,14 @@ pub enum DiError {
 }
 
 /// The message, as `Display` writes it: what `fn main() -> Result<(), DiError>` prints.
+/// The message, then where the protos it is about are declared, one `--> file:line:column` per
+/// line (the field first, then the proto): what `fn main() -> Result<(), DiError>` prints.
 impl std::fmt::Debug for DiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Display::fmt(self, f)
+        std::fmt::Display::fmt(self, f)?;
+        for (site, what) in self.sites() {
+            write!(f, "\n  --> {site}: {what}")?;
+        }
+        Ok(())
     }
 }

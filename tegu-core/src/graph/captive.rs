@@ -13,8 +13,10 @@ pub(super) fn check(p: &ProtoDescriptor, dep: &Dependency, target: &ProtoDescrip
         return Ok(());
     }
     match target.scope {
-        Lifetime::Context => Err(DiError::ContextByValue { singleton: p.label(), context: target.type_name() }),
-        Lifetime::Transient => Err(DiError::TransientByValue { singleton: p.label(), transient: target.type_name() }),
+        Lifetime::Context => Err(DiError::ContextByValue { singleton: p.label_of(dep), context: target.type_name() }),
+        Lifetime::Transient => {
+            Err(DiError::TransientByValue { singleton: p.label_of(dep), transient: target.type_name() })
+        }
         Lifetime::Singleton => Ok(()),
     }
 }

@@ -11,7 +11,7 @@ pub(super) fn uninjected(protos: &[ProtoDescriptor], providers: &Providers<'_>) 
         .iter()
         .flat_map(|p| {
             p.unmarked.iter().filter(|u| providers.by_type.contains_key(&(u.type_id)())).map(|field| {
-                DiError::UninjectedProto { proto: p.label(), field: field.field, wanted: (field.type_name)() }
+                DiError::UninjectedProto { proto: p.label_at(), field: field.field, wanted: (field.type_name)() }
             })
         })
         .collect()

@@ -16,7 +16,7 @@ pub(super) fn provider(
 ) -> Result<Resolved, DiError> {
     let wanted = dep.type_name();
     let wrong = |scope, fix| DiError::WrongHandle {
-        by: p.label(),
+        by: p.label_of(dep),
         holds: format!("Provider<{wanted}>"),
         target: target.type_name(),
         scope,
@@ -36,9 +36,11 @@ pub(super) fn provider(
 /// `ContextRef<T>` held by `p`, resolved to `target`.
 pub(super) fn context_ref(p: &ProtoDescriptor, dep: &Dependency, target: &ProtoDescriptor) -> Result<(), DiError> {
     match target.scope {
-        Lifetime::Singleton => Err(DiError::ContextRefToSingleton { by: p.label(), singleton: target.type_name() }),
+        Lifetime::Singleton => {
+            Err(DiError::ContextRefToSingleton { by: p.label_of(dep), singleton: target.type_name() })
+        }
         Lifetime::Transient => Err(DiError::WrongHandle {
-            by: p.label(),
+            by: p.label_of(dep),
             holds: format!("ContextRef<{}>", dep.type_name()),
             target: target.type_name(),
             scope: "transient",

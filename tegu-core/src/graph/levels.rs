@@ -81,7 +81,7 @@ impl Levels {
                 p.deps.iter().zip(deps).filter_map(|(dep, r)| match r {
                     Resolved::Context(t) if dep.sync_only && self.needs_async[t.proto] => {
                         Some(DiError::ContextRefToAsync {
-                            by: p.label(),
+                            by: p.label_of(dep),
                             wanted: dep.type_name(),
                             target: protos[t.proto].type_name(),
                         })

@@ -18,13 +18,13 @@ pub(super) fn check(protos: &[ProtoDescriptor]) -> Vec<DiError> {
             errors.push(DiError::Duplicate { type_name: p.type_name(), name: p.name.to_string() });
         }
         if p.scope == Lifetime::Singleton && p.complete.is_some() {
-            errors.push(DiError::CompleteOnSingleton { singleton: p.label() });
+            errors.push(DiError::CompleteOnSingleton { singleton: p.label_at() });
         }
         if let Some(reason) = lazy_refused(p) {
-            errors.push(DiError::Lazy { proto: p.label(), reason });
+            errors.push(DiError::Lazy { proto: p.label_at(), reason });
         }
         if p.scope == Lifetime::Transient {
-            errors.extend(transient_refused(p).map(|what| DiError::TransientHook { transient: p.label(), what }));
+            errors.extend(transient_refused(p).map(|what| DiError::TransientHook { transient: p.label_at(), what }));
         }
     }
     errors

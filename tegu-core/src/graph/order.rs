@@ -58,7 +58,7 @@ pub(super) fn topo_order(protos: &[ProtoDescriptor], resolved: &[Vec<Resolved>])
                         let start = stack.iter().position(|(n, _)| *n == next).unwrap_or(0);
                         let mut nodes: Vec<usize> = stack[start..].iter().map(|(n, _)| *n).collect();
                         nodes.push(next);
-                        let chain = nodes.iter().map(|&n| protos[n].label()).collect();
+                        let chain = nodes.iter().map(|&n| protos[n].label_at()).collect();
                         return Err(DiError::Cycle { chain, fix: cycle_fix(protos, &nodes) });
                     }
                     Mark::New => {

@@ -43,7 +43,7 @@ fn resolve(
 ) -> Result<Resolved, DiError> {
     let chosen = choose(protos, providers, p, dep)?;
     for t in &chosen {
-        access::check(p, &protos[t.proto])?;
+        access::check(p, dep, &protos[t.proto])?;
         captive::check(p, dep, &protos[t.proto])?;
     }
     let one = || one(protos, p, dep, &chosen);
@@ -57,7 +57,7 @@ fn resolve(
             if let Some(w) = chosen.windows(2).find(|w| protos[w[0].proto].name == protos[w[1].proto].name) {
                 return Err(DiError::Ambiguous {
                     wanted: dep.type_name(),
-                    by: p.label(),
+                    by: p.label_of(dep),
                     candidates: w.iter().map(|t| protos[t.proto].label()).collect(),
                 });
             }
@@ -91,7 +91,7 @@ fn choose(
                 return Err(DiError::UnknownQualifier {
                     wanted: dep.type_name(),
                     qualifier: q.to_string(),
-                    by: p.label(),
+                    by: p.label_of(dep),
                     available: sorted(protos, all.to_vec())
                         .iter()
                         .map(|t| format!("\"{}\"", protos[t.proto].name))
@@ -116,11 +116,11 @@ fn one(
     chosen: &[Target],
 ) -> Result<Target, DiError> {
     match chosen {
-        [] => Err(DiError::Missing { wanted: dep.type_name(), by: p.label() }),
+        [] => Err(DiError::Missing { wanted: dep.type_name(), by: p.label_of(dep) }),
         [t] => Ok(*t),
         many => Err(DiError::Ambiguous {
             wanted: dep.type_name(),
-            by: p.label(),
+            by: p.label_of(dep),
             candidates: many.iter().map(|t| protos[t.proto].label()).collect(),
         }),
     }

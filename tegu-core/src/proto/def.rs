@@ -31,6 +31,7 @@ impl ProtoDef {
     /// assert_eq!(app.get_object::<Clock>()?.started, 42);
     /// # Ok(()) }
     /// ```
+    #[track_caller]
     pub fn singleton<T: Send + Sync + 'static>(
         factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
     ) -> Self {
@@ -61,6 +62,7 @@ impl ProtoDef {
     /// assert_eq!((desk.tickets.get()?.0, desk.tickets.get()?.0), (1, 2));
     /// # Ok(()) }
     /// ```
+    #[track_caller]
     pub fn transient<T: Send + Sync + 'static>(
         factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
     ) -> Self {
@@ -83,6 +85,7 @@ impl ProtoDef {
     /// assert!(app.get_object::<Tracer>().is_err()); // no scope, no tracer
     /// # Ok(()) }
     /// ```
+    #[track_caller]
     pub fn context<T: Send + Sync + 'static>(
         factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
     ) -> Self {
@@ -104,6 +107,7 @@ impl ProtoDef {
     /// assert!(app.get_object::<Clock>().is_ok());
     /// # Ok(()) }
     /// ```
+    #[track_caller]
     pub fn new<T: Send + Sync + 'static>(
         scope: Lifetime,
         factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
@@ -146,6 +150,7 @@ impl ProtoDef {
     /// assert_eq!(app.get_object::<Pool>()?.url, "sqlite::memory:");
     /// # Ok(()) }
     /// ```
+    #[track_caller]
     pub fn new_async<T, F, Fut>(scope: Lifetime, factory: F) -> Self
     where
         T: Send + Sync + 'static,
@@ -180,6 +185,7 @@ impl ProtoDef {
     /// assert_eq!(app.get_object::<BTreeMap<String, u32>>()?["upload"], 10);
     /// # Ok(()) }
     /// ```
+    #[track_caller]
     pub fn config<T: serde::de::DeserializeOwned + Send + Sync + 'static>(
         prefix: impl Into<Cow<'static, str>>,
     ) -> Self {
@@ -321,6 +327,7 @@ impl ProtoDef {
         self
     }
 
+    #[track_caller]
     fn with<T: Send + Sync + 'static>(scope: Lifetime, factory: Factory) -> Self {
         let mut record = ProtoDescriptor::with::<T>("", scope, factory);
         record.name = Cow::Owned(default_name(core::any::type_name::<T>()));

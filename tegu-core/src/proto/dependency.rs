@@ -33,6 +33,8 @@ pub struct Dependency {
     pub(crate) qualifier: Option<Cow<'static, str>>,
     pub(crate) field: Option<&'static str>,
     pub(crate) sync_only: bool,
+    /// Where it is declared: the field's type, or the call that made it.
+    pub(crate) site: Option<crate::error::Site>,
 }
 
 impl Dependency {
@@ -49,6 +51,7 @@ impl Dependency {
     /// const DEP: Dependency = Dependency::new::<Db>(InjectKind::Arc, Some("primary"));
     /// assert_eq!((DEP.kind(), DEP.qualifier()), (InjectKind::Arc, Some("primary")));
     /// ```
+    #[track_caller]
     pub const fn new<T: ?Sized + 'static>(kind: InjectKind, qualifier: Option<&'static str>) -> Self {
         Dependency {
             type_id: TypeId::of::<T>,
@@ -60,6 +63,7 @@ impl Dependency {
             },
             field: None,
             sync_only: false,
+            site: Some(std::panic::Location::caller()),
         }
     }
 
@@ -76,6 +80,7 @@ impl Dependency {
     /// let dep = Dependency::named::<Db>(InjectKind::Arc, name);
     /// assert_eq!(dep.qualifier(), Some("shard3"));
     /// ```
+    #[track_caller]
     pub fn named<T: ?Sized + 'static>(kind: InjectKind, qualifier: impl Into<String>) -> Self {
         Dependency { qualifier: Some(Cow::Owned(qualifier.into())), ..Dependency::new::<T>(kind, None) }
     }

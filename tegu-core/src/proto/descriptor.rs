@@ -3,7 +3,7 @@
 
 use crate::config::section::LoadFn;
 use crate::erased::{HookFn, UnitFuture};
-use crate::error::{BoxError, DiError};
+use crate::error::{BoxError, DiError, Label, Site};
 use crate::proto::dependency::{Dependency, Unmarked};
 use crate::proto::factory::{AsyncFactory, AsyncFactoryFn, ConfigDef, Factory, FactoryFn, Hook, OwnType, SyncFactory};
 use crate::proto::kinds::{Access, Lifetime};
@@ -12,6 +12,7 @@ use crate::proto::provide::{Provide, ProvideCast};
 use std::any::TypeId;
 use std::borrow::Cow;
 use std::fmt;
+use std::panic::Location;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -91,6 +92,8 @@ pub struct ProtoDescriptor {
     pub(crate) travel: Option<(&'static crate::lineage::Travel, bool)>,
     /// A context proto a scope has only as a seed: see [`ProtoDef::seed_only`].
     pub(crate) seed_only: bool,
+    /// Where it is declared: the attribute's type, or the call that made the record.
+    pub(crate) site: Option<Site>,
 }
 
 /// A proto registered by hand on the [`AppBuilder`](crate::AppBuilder): the builder of a
@@ -154,6 +157,7 @@ impl ProtoDescriptor {
     /// assert!(format!("{UNNAMED:?}").contains("name: \"clock\""));
     /// # Ok(()) }
     /// ```
+    #[track_caller]
     pub const fn new<T: Send + Sync + 'static>(name: &'static str, scope: Lifetime, factory: FactoryFn) -> Self {
         Self::with::<T>(name, scope, Factory::Sync(SyncFactory::Fn(factory)))
     }
@@ -192,6 +196,7 @@ impl ProtoDescriptor {
     /// assert_eq!(app.get_object::<Pool>()?.size, 4);
     /// # Ok(()) }
     /// ```
+    #[track_caller]
     pub const fn new_async<T: Send + Sync + 'static>(
         name: &'static str,
         scope: Lifetime,
@@ -229,6 +234,7 @@ impl ProtoDescriptor {
     /// assert_eq!(app.get_object::<DbConfig>()?.url, "sqlite::memory:");
     /// # Ok(()) }
     /// ```
+    #[track_caller]
     pub const fn config<T: Send + Sync + 'static>(
         name: &'static str,
         prefix: &'static str,
@@ -241,6 +247,7 @@ impl ProtoDescriptor {
 
     /// The record every constructor starts from: `T`'s, named `name`, public, with no
     /// dependency and no option.
+    #[track_caller]
     pub(crate) const fn with<T: Send + Sync + 'static>(name: &'static str, scope: Lifetime, factory: Factory) -> Self {
         ProtoDescriptor {
             ty: TypeRef::of::<T>(),
@@ -263,6 +270,7 @@ impl ProtoDescriptor {
             config_reads: Cow::Borrowed(&[]),
             travel: None,
             seed_only: false,
+            site: Some(Location::caller()),
         }
     }
 
@@ -270,6 +278,7 @@ impl ProtoDescriptor {
     /// a `T` only when seeded with one, or when it runs work a request with one caused. What
     /// [`lineage_type!`](crate::lineage_type) implements `Proto` with; see
     /// [`ProtoDef::lineage`](crate::ProtoDef::lineage).
+    #[track_caller]
     pub const fn lineage<T: crate::lineage::Travels>(name: &'static str) -> Self {
         let mut descriptor = Self::new::<T>(name, Lifetime::Context, no_lineage_value::<T>);
         descriptor.travel = Some((crate::lineage::travel::<T>(), false));
@@ -736,6 +745,23 @@ impl ProtoDescriptor {
             None => &ProvideCast::Own,
             Some(i) => &self.provides[i].cast,
         }
+    }
+
+    /// This record with no declaration site: the default descriptor of a proto whose
+    /// attribute writes none (it has no dependency and no option, so no error is about it).
+    pub(crate) const fn unsited(mut self) -> Self {
+        self.site = None;
+        self
+    }
+
+    /// Its label with where it is declared, for an error about it.
+    pub(crate) fn label_at(&self) -> Label {
+        Label::new(self.label(), self.site)
+    }
+
+    /// Its label for an error about its dependency `dep`: with where the field is declared.
+    pub(crate) fn label_of(&self, dep: &Dependency) -> Label {
+        self.label_at().with_field(dep.field, dep.site)
     }
 
     /// `Type ("name")`, as errors list protos.

@@ -126,7 +126,8 @@ pub trait Proto: Sized + Send + Sync + 'static {
     /// assert_eq!(id, 7);
     /// # Ok(()) }
     /// ```
-    const DESCRIPTOR: ProtoDescriptor = ProtoDescriptor::new::<Self>("", Lifetime::Singleton, Self::__di_factory::<()>);
+    const DESCRIPTOR: ProtoDescriptor =
+        ProtoDescriptor::new::<Self>("", Lifetime::Singleton, Self::__di_factory::<()>).unsited();
 
     /// The factory of a proto whose descriptor is the default one: written by the macros,
     /// generic over `()` so that its code sits apart from the user's (`docs/decisions.md`,

@@ -189,7 +189,7 @@ impl AppInner {
             (None, [one]) => Ok(*one),
             (None, many) => Err(DiError::Ambiguous {
                 wanted,
-                by: "App::get_object".to_owned(),
+                by: "App::get_object".to_owned().into(),
                 candidates: many.iter().map(|&p| self.graph.protos[p].label()).collect(),
             }),
             (Some(name), list) => {
@@ -298,7 +298,7 @@ impl AppInner {
             _ => {
                 return Err(DiError::Ambiguous {
                     wanted,
-                    by: "App::get_provider".to_owned(),
+                    by: "App::get_provider".to_owned().into(),
                     candidates: crate::graph::sorted(&self.graph.protos, chosen)
                         .iter()
                         .map(|t| self.graph.protos[t.proto].label())

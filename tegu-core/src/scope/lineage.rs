@@ -151,6 +151,7 @@ impl ProtoDef {
     /// [`AppBuilder::lineage`](crate::AppBuilder::lineage).
     ///
     /// See [`Travels`] for an example.
+    #[track_caller]
     pub fn lineage<T: Travels>() -> ProtoDef {
         ProtoDef(ProtoDescriptor::lineage::<T>(""))
     }
@@ -186,6 +187,7 @@ impl ProtoDef {
     /// assert_eq!(kept.get::<Locale>(), Some(&Locale("fr".into())));
     /// # Ok(()) }
     /// ```
+    #[track_caller]
     pub fn lineage_from<T: Travels>(
         factory: impl Fn(&Resolver<'_>) -> Result<T, DiError> + Send + Sync + 'static,
     ) -> ProtoDef {

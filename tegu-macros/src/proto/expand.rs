@@ -175,6 +175,9 @@ fn expand(model: &ProtoItem) -> TokenStream {
         && matches!(model.scope, ProtoScope::Singleton | ProtoScope::Controller)
         && model.attr.name.is_none()
         && setters.is_empty();
+    // The constructor records where it is called (`#[track_caller]`): spanned at the proto's
+    // name, so that `build()`'s errors point at the declaration.
+    let constructor = respan(&constructor, model.ident().span());
     let descriptor = (!default_descriptor).then(|| {
         quote! {
             const DESCRIPTOR: #di::ProtoDescriptor = #constructor #(#setters)*;
@@ -308,13 +311,15 @@ fn field_parts(
         Kind::Keyed => quote!(Keyed),
         Kind::Provider => quote!(Provider),
     };
-    // Most fields name no object: `dep`, the short form.
+    // Most fields name no object: `dep`, the short form. Spanned at the field's type, which
+    // the dependency records as its site.
     let dep = match &inject.name {
         Some(name) => {
             quote!(#di::Dependency::new::<#target>(#di::InjectKind::#kind, #di::Option::Some(#name)).field(#label) #sync_only)
         }
         None => quote!(#di::dep::<#target>(#di::InjectKind::#kind, #label) #sync_only),
     };
+    let dep = respan(&dep, checked.span());
     FieldParts { dep, assert, sync_check, by_value }
 }
 
