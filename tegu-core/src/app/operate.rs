@@ -1,5 +1,7 @@
 //! What a running service is operated with: the lifecycle's deadlines, health and readiness,
-//! hosted services, and the start-up timeline.
+//! hosted services, and the start-up timeline. The health report joins two features (the
+//! health checks and the hosted services), which never import each other, so it is defined
+//! here, where they meet, and `health` and `hosted` re-export its parts.
 
 use std::future::Future;
 use std::time::Duration;
