@@ -47,7 +47,8 @@ use crate::resolver::Resolver;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a proto",
     label = "not annotated with `#[singleton_proto]`, `#[context_proto]` or `#[config_proto]`",
-    note = "annotate `{Self}` (or an `impl` block with its constructor), inject a `dyn Trait` that a proto provides, or, if `{Self}` is registered by hand with `ProtoDef`, mark the dependency `#[inject(external)]`"
+    note = "annotate `{Self}` (or an `impl` block with its constructor), inject a `dyn Trait` that a proto provides, or, if `{Self}` is registered by hand with `ProtoDef`, mark the dependency `#[inject(external)]`",
+    note = "if `{Self}` is a lineage type (it implements `Travels`), declare it with `tegu_core::lineage_type!({Self});`"
 )]
 pub trait Proto: Sized + Send + Sync + 'static {
     /// Whether a context scope builds it asynchronously: a context proto with an async
