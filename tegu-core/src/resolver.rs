@@ -602,6 +602,10 @@ impl Resolver<'_> {
 /// `obj`, the object of `t.proto`, as the `Arc<T>` its cast `t.cast` yields.
 #[inline]
 pub(crate) fn provided_as<T: ?Sized + 'static>(graph: &Graph, t: Target, obj: AnyArc) -> Arc<T> {
+    // The proto's own type (the first it provides): no cast to read.
+    if t.cast == 0 {
+        return crate::erased::own_as::<T>(obj);
+    }
     crate::proto::provide::cast_with::<T>(cast_of(graph, t), obj)
 }
 

@@ -45,6 +45,9 @@ mod link;
 #[cfg(feature = "otlp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "otlp")))]
 pub mod otlp;
+#[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
+pub mod testing;
 mod tracer;
 
 pub use context::{current_trace, inject};

@@ -14,11 +14,12 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::Request;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry_sdk::trace::SpanData;
 use tegu_core::App;
 use tegu_core::lineage::Tenant;
-use tegu_otel::opentelemetry::trace::{SpanKind, TracerProvider as _};
-use tegu_otel::opentelemetry::{Key, Value};
+use tegu_otel::opentelemetry::Value;
+use tegu_otel::opentelemetry::trace::SpanKind;
+use tegu_otel::testing::SpanRecorder;
 use tegu_test_support::until;
 use todos::advice::TodoStats;
 use tower::ServiceExt;
@@ -60,7 +61,7 @@ async fn call(router: &axum::Router, request: axum::http::request::Builder, body
 
 /// `span`'s attribute `key`, as text.
 fn attribute(span: &SpanData, key: &str) -> Option<String> {
-    span.attributes.iter().find(|kv| kv.key == Key::from(key.to_owned())).map(|kv| match &kv.value {
+    tegu_otel::testing::attribute(span, key).map(|value| match value {
         Value::String(text) => text.as_str().to_owned(),
         other => other.to_string(),
     })
@@ -76,9 +77,8 @@ async fn the_handlers_in_every_instance_are_children_of_the_requests_server_span
         Ok(servers) => servers,
         Err(why) => return tegu_test_support::servers::skip("lineage", why),
     };
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
-    let subscriber = tracing_subscriber::registry().with(tegu_otel::layer(provider.tracer("todos")));
+    let recorder = SpanRecorder::new();
+    let subscriber = tracing_subscriber::registry().with(recorder.layer("todos"));
     tracing::subscriber::set_global_default(subscriber).unwrap();
 
     let stream = format!("L{}", std::process::id());
@@ -114,12 +114,12 @@ async fn the_handlers_in_every_instance_are_children_of_the_requests_server_span
             && attribute(span, "handler").as_deref() == Some("todos::advice::TodoStats::on_completed")
     };
     until("both handlers' spans to end", WITHIN, async || {
-        exporter.get_finished_spans().unwrap().iter().filter(|span| handler(span)).count() == 2
+        recorder.spans().iter().filter(|span| handler(span)).count() == 2
     })
     .await;
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
-    let spans = exporter.get_finished_spans().unwrap();
+    let spans = recorder.spans();
 
     // A's server span of the PATCH: in the caller's trace, the caller's span its parent.
     let servers: Vec<&SpanData> = spans

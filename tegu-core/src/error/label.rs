@@ -16,6 +16,8 @@ pub type Site = &'static Location<'static>;
 ///
 /// `Debug` of a [`DiError`](crate::DiError), which `fn main() -> Result<(), DiError>` prints,
 /// lists these sites under the message; [`DiError::sites`](crate::DiError::sites) returns them.
+/// It is as small as a `String`, so that the errors that hold one are no larger (a `Result` of
+/// them is moved on the request path): the text boxed, the sites in a box of their own, if any.
 ///
 /// # Examples
 ///
@@ -42,7 +44,13 @@ pub type Site = &'static Location<'static>;
 /// ```
 #[derive(Clone)]
 pub struct Label {
-    text: String,
+    text: Box<str>,
+    sites: Option<Box<Sites>>,
+}
+
+/// Where a [`Label`]'s proto and field are declared.
+#[derive(Clone, Copy)]
+struct Sites {
     declared: Option<Site>,
     field: Option<(&'static str, Site)>,
 }
@@ -50,12 +58,16 @@ pub struct Label {
 impl Label {
     /// The label `text` of a proto declared at `declared`.
     pub(crate) fn new(text: String, declared: Option<Site>) -> Self {
-        Label { text, declared, field: None }
+        let sites = declared.map(|declared| Box::new(Sites { declared: Some(declared), field: None }));
+        Label { text: text.into_boxed_str(), sites }
     }
 
     /// This label, for an error about the dependency that `field` (if named) declares at `at`.
     pub(crate) fn with_field(mut self, field: Option<&'static str>, at: Option<Site>) -> Self {
-        self.field = at.map(|at| (field.unwrap_or("a dependency"), at));
+        if let Some(at) = at {
+            let sites = self.sites.get_or_insert_with(|| Box::new(Sites { declared: None, field: None }));
+            sites.field = Some((field.unwrap_or("a dependency"), at));
+        }
         self
     }
 
@@ -67,19 +79,19 @@ impl Label {
     /// Where the proto is declared: its attribute's type, or the `ProtoDef` or
     /// `ProtoDescriptor` call that registers it.
     pub fn declared_at(&self) -> Option<Site> {
-        self.declared
+        self.sites.as_ref()?.declared
     }
 
     /// The field (or, registered by hand, the `Dependency`) that the error is about, and where
     /// it is declared.
     pub fn field_at(&self) -> Option<(&'static str, Site)> {
-        self.field
+        self.sites.as_ref()?.field
     }
 
     /// The sites, each with what is there, in the order `Debug` lists them: the field first.
     pub(crate) fn sites(&self) -> impl Iterator<Item = (Site, String)> + '_ {
-        let field = self.field.map(|(field, at)| (at, format!("`{field}` of {}", self.text)));
-        let declared = self.declared.map(|at| (at, format!("{} is declared here", self.text)));
+        let field = self.field_at().map(|(field, at)| (at, format!("`{field}` of {}", self.text)));
+        let declared = self.declared_at().map(|at| (at, format!("{} is declared here", self.text)));
         field.into_iter().chain(declared)
     }
 }
@@ -115,13 +127,13 @@ impl Eq for Label {}
 
 impl PartialEq<str> for Label {
     fn eq(&self, other: &str) -> bool {
-        self.text == other
+        &*self.text == other
     }
 }
 
 impl PartialEq<&str> for Label {
     fn eq(&self, other: &&str) -> bool {
-        self.text == *other
+        &*self.text == *other
     }
 }
 
@@ -135,4 +147,19 @@ impl From<String> for Label {
 /// `labels` joined by `separator`, as a message lists them.
 pub(crate) fn join(labels: &[Label], separator: &str) -> String {
     labels.iter().map(Label::as_str).collect::<Vec<_>>().join(separator)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Label;
+
+    /// The errors that hold labels are moved in `Result`s on the request path: a label with
+    /// its sites is no larger than the `String` it replaced.
+    #[test]
+    fn a_label_is_the_size_of_a_string() {
+        assert_eq!(size_of::<Label>(), size_of::<String>());
+        let label = Label::new("a::B (\"b\")".to_owned(), Some(std::panic::Location::caller()));
+        assert_eq!(label.declared_at().map(|at| at.file()), Some(file!()));
+        assert_eq!(label, "a::B (\"b\")");
+    }
 }

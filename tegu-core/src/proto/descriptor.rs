@@ -159,7 +159,7 @@ impl ProtoDescriptor {
     /// ```
     #[track_caller]
     pub const fn new<T: Send + Sync + 'static>(name: &'static str, scope: Lifetime, factory: FactoryFn) -> Self {
-        Self::with::<T>(name, scope, Factory::Sync(SyncFactory::Fn(factory)))
+        Self::with::<T>(name, scope, Factory::Fn(factory))
     }
 
     /// A proto of type `T` built by an async constructor: `factory` takes the dependencies from
@@ -719,9 +719,9 @@ impl ProtoDescriptor {
             Cow::Borrowed(path) => Cow::Borrowed(crate_of(path)),
             Cow::Owned(path) => Cow::Owned(crate_of(&path).to_owned()),
         };
-        if let Factory::Sync(SyncFactory::Fn(f)) = self.factory {
+        if let Factory::Fn(f) = self.factory {
             let own = OwnType { id: (self.ty.type_id)(), name: self.ty.type_name, checked: AtomicBool::new(false) };
-            self.factory = Factory::Sync(SyncFactory::Checked(f, Arc::new(own)));
+            self.factory = Factory::Sync(SyncFactory::Fn(f, Arc::new(own)));
         }
         self
     }

@@ -87,6 +87,10 @@ pub(crate) type DynAsyncFactory = dyn Fn(&Resolver<'_>) -> Result<BuildFuture, D
 /// How a proto's object is made.
 #[derive(Clone)]
 pub(crate) enum Factory {
+    /// By a descriptor's function, as the descriptor names it: `const`, so with nothing to
+    /// remember whether its object's type was checked. An App takes it as `Sync`
+    /// ([`SyncFactory::Fn`]).
+    Fn(FactoryFn),
     /// By a function, now.
     Sync(SyncFactory),
     /// By an async constructor, awaited.
@@ -118,12 +122,9 @@ impl Hook {
 /// [`ProtoDef`](crate::ProtoDef)'s constructors).
 #[derive(Clone)]
 pub(crate) enum SyncFactory {
-    /// A descriptor's function, as the descriptor names it: `const`, so with nothing to
-    /// remember whether its object's type was checked. An App takes it as [`Checked`](Self::Checked).
-    Fn(FactoryFn),
     /// A descriptor's function, which returns its object erased, and the proto's type, which
     /// the first object it returns is checked to be (see [`OwnType`]).
-    Checked(FactoryFn, Arc<OwnType>),
+    Fn(FactoryFn, Arc<OwnType>),
     /// A closure of [`ProtoDef`](crate::ProtoDef)'s constructors, typed: its object is of the
     /// proto's type.
     Closure(Arc<DynFactory>),
@@ -147,7 +148,7 @@ impl AsyncFactory {
     }
 }
 
-/// A descriptor's own type, for [`SyncFactory::Checked`]'s check: a hand-written function could
+/// A descriptor's own type, for [`SyncFactory::Fn`]'s check: a hand-written function could
 /// return an object of another type, which a consumer's [`Own::take`](crate::private::Own::take)
 /// refuses with an abort (it must not unwind). The first object the function returns is
 /// checked, and another type refused with a panic naming the proto, where it returns (the
@@ -163,10 +164,8 @@ impl SyncFactory {
     #[inline]
     pub(crate) fn call(&self, r: &Resolver<'_>) -> Result<AnyArc, DiError> {
         match self {
-            SyncFactory::Checked(f, own) if own.checked.load(Ordering::Relaxed) => f(r),
-            SyncFactory::Checked(f, own) => first_call(*f, r, own),
-            // Only in a descriptor no App has taken: an App calls the checked form.
-            SyncFactory::Fn(f) => f(r),
+            SyncFactory::Fn(f, own) if own.checked.load(Ordering::Relaxed) => f(r),
+            SyncFactory::Fn(f, own) => first_call(*f, r, own),
             SyncFactory::Closure(f) => f(r),
         }
     }
