@@ -1,6 +1,8 @@
 //! A broken graph as `miette` renders it (tegu-core's feature `miette`): what
 //! `fn main() -> miette::Result<()>` prints, with the lines of the field and the proto.
 
+#![allow(missing_docs, missing_debug_implementations)]
+
 use std::sync::Arc;
 
 use miette::{GraphicalReportHandler, GraphicalTheme};
@@ -42,16 +44,16 @@ async fn the_rendering_shows_the_field_and_the_proto_in_their_source() {
   │ `Notifier` (or `ProtoDef::provides::<ThatType, dyn Notifier>(|it| it)` for one registered by
   │ hand); if that proto is in a crate the program never names, the linker may have dropped it:
   │ name it with `App::builder().link::<ThatProto>()`
-    ╭─[tests/tests/diagnostic.rs:12:12]
- 11 │ #[singleton_proto]
- 12 │ pub struct Signup {
+    ╭─[tests/tests/diagnostic.rs:14:12]
+ 13 │ #[singleton_proto]
+ 14 │ pub struct Signup {
     ·            ┬
     ·            ╰── diagnostic::Signup ("signup") is declared here
- 13 │     #[inject]
- 14 │     notifier: Arc<dyn Notifier>,
+ 15 │     #[inject]
+ 16 │     notifier: Arc<dyn Notifier>,
     ·                   ┬
     ·                   ╰── `notifier` of diagnostic::Signup ("signup")
- 15 │ }
+ 17 │ }
     ╰────"#;
     let rendered = render(&error);
     assert_eq!(rendered, expected, "\n{rendered}");

@@ -2,6 +2,8 @@
 //! the help names each site's file and line. In a test binary of its own, since it changes the
 //! working folder, which the process shares.
 
+#![allow(missing_docs, missing_debug_implementations)]
+
 use std::sync::Arc;
 
 use miette::{GraphicalReportHandler, GraphicalTheme};
@@ -32,9 +34,9 @@ async fn without_the_source_the_help_names_file_and_line() {
     let handler = GraphicalReportHandler::new_themed(GraphicalTheme::unicode_nocolor()).with_width(200);
     handler.render_report(&mut rendered, &error).expect("renders");
     assert!(!rendered.contains("╭─["), "no source shown: {rendered}");
-    assert!(rendered.contains("help: at tests/tests/diagnostic_without_source.rs:15:19: `notifier` of"), "{rendered}");
+    assert!(rendered.contains("help: at tests/tests/diagnostic_without_source.rs:17:19: `notifier` of"), "{rendered}");
     assert!(
-        rendered.contains("at tests/tests/diagnostic_without_source.rs:13:12: diagnostic_without_source::Signup"),
+        rendered.contains("at tests/tests/diagnostic_without_source.rs:15:12: diagnostic_without_source::Signup"),
         "{rendered}"
     );
 }

@@ -1,7 +1,7 @@
 //! What the tests share: a `tracing` subscriber for the current thread only, with the
 //! OpenTelemetry layer over a `SpanRecorder` and the log lines in a buffer.
 
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, unused_imports)]
 
 use opentelemetry_sdk::trace::SpanData;
 use tegu_otel::testing::SpanRecorder;
