@@ -32,7 +32,7 @@ fn file(name: &str, text: &str) -> PathBuf {
 async fn a_misspelled_key_in_a_file_is_refused_with_its_line_and_the_field_it_meant() {
     let path = file("file", "[database]\nurl = \"sqlite::memory:\"\nmax_conections = 1\n");
     let error = app().config_file(&path).build().await.err().unwrap();
-    let DiError::ConfigUnknownKey { key, source_name, section, near } = &error else { panic!("{error}") };
+    let DiError::ConfigUnknownKey { key, source_name, section, near, .. } = &error else { panic!("{error}") };
     assert_eq!(key, "database.max_conections");
     assert_eq!(source_name, &format!("file {}, line 3", path.display()));
     assert_eq!(*section, Some(std::any::type_name::<DatabaseConfig>()));
@@ -51,7 +51,7 @@ async fn a_misspelled_key_in_a_file_is_refused_with_its_line_and_the_field_it_me
 async fn a_misspelled_section_in_config_value_is_refused_with_the_call_and_the_section_it_meant() {
     let error = app().config_value("database.url", "a").config_value("databse.max_connections", 2).check().unwrap_err();
     let message = error.to_string();
-    let DiError::ConfigUnknownKey { key, source_name, section, near } = &error else { panic!("{message}") };
+    let DiError::ConfigUnknownKey { key, source_name, section, near, .. } = &error else { panic!("{message}") };
     assert_eq!((key.as_str(), *section), ("databse.max_connections", None));
     assert!(
         source_name.starts_with("config_value(\"databse.max_connections\") at tegu-core/tests/config_unknown.rs:"),

@@ -228,3 +228,29 @@ async fn every_unmarked_form_of_a_proto_registered_by_hand_is_refused_and_skip_i
     // Without the client registered, the fields are plain state.
     assert!(App::builder().without_inventory().link::<Crawler>().check().is_ok());
 }
+
+/// A section of the App's, registered with the attribute.
+#[tegu_core::config_proto(prefix = "notes")]
+#[derive(serde::Deserialize)]
+pub struct NotesConfig {
+    pub max_len: u32,
+}
+
+/// A key of a registered section that an App built `without_inventory()` does not link is not
+/// misspelt: the message names the section and the link, not `config_known`, and the link
+/// builds with the key read.
+#[tokio::test]
+async fn a_key_of_a_section_left_out_by_without_inventory_names_the_link() {
+    let builder = || App::builder().without_inventory().config_value("notes.max_len", 5);
+    let error = builder().build().await.expect_err("nothing reads `notes`");
+    let message = error.to_string();
+    assert!(
+        matches!(&error, DiError::ConfigUnknownKey { left_out: Some(reader), .. } if reader.ends_with("NotesConfig"))
+    );
+    assert!(message.contains("`[notes]` is read by `remedies::NotesConfig`"), "{message}");
+    assert!(message.contains("link it with `.link::<NotesConfig>()`"), "{message}");
+    assert!(!message.contains("config_known"), "{message}");
+
+    let app = builder().link::<NotesConfig>().build().await.expect("the link is the fix");
+    assert_eq!(app.get_object::<NotesConfig>().unwrap().max_len, 5);
+}

@@ -168,7 +168,8 @@ impl AppBuilder {
     /// the levels of a key, and names are lowercased, so with `config_env("APP_")`,
     /// `APP_DB__URL` sets `db.url`. Values are strings, read as the field's type asks:
     /// `APP_DB__POOL=4` fills a `u32`, `APP_DB__PASSWORD=1234` a `String`, `true` / `yes` / `1`
-    /// a `bool`. Overrides files; overridden by values.
+    /// a `bool`. Overrides files; overridden by values. A prefix is a name and its `_`: `"APP"`
+    /// is taken as `"APP_"` (else `APP_DB__URL` would set `_db.url`).
     ///
     /// # Examples
     ///
@@ -189,10 +190,18 @@ impl AppBuilder {
     ///     .await?;
     /// assert_eq!(app.config().get::<u32>("db.pool")?, 8); // a string read as a u32
     /// assert_eq!(app.config().get::<String>("db.url")?, "sqlite::memory:");
+    ///
+    /// // The same prefix, without its `_`.
+    /// let app = App::builder().config_known("db").config_env("SHOP").build().await?;
+    /// assert_eq!(app.config().get::<u32>("db.pool")?, 8);
     /// # Ok(()) }
     /// ```
     pub fn config_env(mut self, prefix: impl Into<String>) -> Self {
-        self.config.env(prefix.into());
+        let mut prefix = prefix.into();
+        if !prefix.is_empty() && !prefix.ends_with('_') {
+            prefix.push('_');
+        }
+        self.config.env(prefix);
         self
     }
 

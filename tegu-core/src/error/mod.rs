@@ -10,7 +10,7 @@ mod words;
 pub use kind::{Busy, ErrorKind};
 pub use label::{Label, Site};
 pub(crate) use words::{closest, short_type};
-use words::{missing_fix, unread_section_fix};
+use words::{left_out_reader_fix, missing_fix, unread_section_fix};
 
 use std::sync::Arc;
 
@@ -444,7 +444,11 @@ pub enum DiError {
         "config key `{key}` ({source_name}) {}{}; {}",
         match .section { Some(section) => format!("is not a field of `{section}`, the section that reads its table"), None => "is read by no config section".to_owned() },
         if .near.is_empty() { String::new() } else { format!("; did you mean {}?", .near.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(" or ")) },
-        if .section.is_some() { "fix its name or remove it".to_owned() } else { unread_section_fix(.key) }
+        match (.section, .left_out) {
+            (Some(_), _) => "fix its name or remove it".to_owned(),
+            (None, Some(reader)) => left_out_reader_fix(.key, reader),
+            (None, None) => unread_section_fix(.key),
+        }
     )]
     ConfigUnknownKey {
         /// The key, as `db.max_conections`.
@@ -455,6 +459,9 @@ pub enum DiError {
         section: Option<&'static str>,
         /// Known keys close to it, in full.
         near: Vec<String>,
+        /// The config section registered to read it that the App leaves out, built
+        /// `without_inventory()` without linking it: the real problem, whose fix is the link.
+        left_out: Option<&'static str>,
     },
     /// The App's profile is not a plain name: it is joined into file names
     /// (`app.{profile}.toml`).
