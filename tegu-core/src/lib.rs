@@ -369,12 +369,12 @@ pub mod __private {
     pub use crate::isolate::panic_message;
     pub use crate::lineage::Emitted;
     pub use crate::private::{
-        ByValue, ByValueContext, ByValueOther, ByValueSingleton, ByValueTransient, CtorOutput, DefaultField,
-        FieldProbe, HandleField, HoldAnArc, HoldContextRef, HoldProvider, HoldTheApps, HookOutput, InjectIt,
-        InjectTheHandle, InjectTheOption, InjectTheVec, NoDefault, OptionField, Own, PlainField, ProtoField, Skipped,
-        ValueField, VecField, WrappedField, assert_context, assert_proto, assert_singleton, assert_transient,
-        construct_async, constructed, dep, dep_context, dep_singleton, dep_transient, downcast, fill, hook_result,
-        refused_field, unmarked,
+        ByValue, ByValueContext, ByValueOther, ByValueSingleton, ByValueTransient, CtorOutput, DeclaredWithLineageType,
+        DefaultField, FieldProbe, HandleField, HoldAnArc, HoldContextRef, HoldProvider, HoldTheApps, HookOutput,
+        InjectIt, InjectTheHandle, InjectTheOption, InjectTheVec, LineageProbe, LineageProbeOther, LineageProbeTravels,
+        NoDefault, OptionField, Own, PlainField, ProtoField, Skipped, ValueField, VecField, WrappedField,
+        assert_context, assert_proto, assert_singleton, assert_transient, construct_async, constructed, dep,
+        dep_context, dep_singleton, dep_transient, downcast, fill, hook_result, refused_field, unmarked,
     };
     pub use crate::proto::{Access, Dependency, InjectKind, Lifetime};
     pub use crate::registry::{AnyArc, BuildFuture, ProtoDescriptor, Provide, UnitFuture, load_section, put};

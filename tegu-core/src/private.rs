@@ -162,6 +162,49 @@ pub trait HoldContextRef {}
 )]
 pub trait HoldProvider {}
 
+/// Whether the type of a `#[context_proto]` is a lineage type (it implements
+/// [`Travels`](crate::lineage::Travels)), by method resolution (autoref
+/// specialization, on `&&LineageProbe<T>`): a lineage type fails ([`LineageProbeTravels`]), since it is declared with
+/// `lineage_type!`: as a context proto of its own, it would build its value in every scope and
+/// drop the one a scope is seeded with. Any other type passes ([`LineageProbeOther`]).
+#[derive(Debug)]
+pub struct LineageProbe<T>(std::marker::PhantomData<T>);
+
+impl<T> LineageProbe<T> {
+    /// The probe.
+    pub const NEW: Self = LineageProbe(std::marker::PhantomData);
+}
+
+/// [`LineageProbe`]'s first level: a lineage type.
+pub trait LineageProbeTravels<T> {
+    /// Fails: `T: DeclaredWithLineageType` holds for no type.
+    fn __di_lineage(&self)
+    where
+        T: DeclaredWithLineageType;
+}
+impl<T: crate::lineage::Travels> LineageProbeTravels<T> for &LineageProbe<T> {
+    fn __di_lineage(&self)
+    where
+        T: DeclaredWithLineageType,
+    {
+    }
+}
+
+/// [`LineageProbe`]'s last level: any other type.
+pub trait LineageProbeOther {
+    /// Passes.
+    fn __di_lineage(&self) {}
+}
+impl<T> LineageProbeOther for LineageProbe<T> {}
+
+/// Implemented by no type: the error of a lineage type annotated with `#[context_proto]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` implements `Travels`: a lineage type is declared with `tegu_core::lineage_type!({Self});`, not `#[context_proto]`",
+    label = "a context proto of its own would drop the `{Self}` a scope is seeded with",
+    note = "remove `#[context_proto]` and declare it with `tegu_core::lineage_type!({Self});`; for a value built where a scope is given none, register `ProtoDef::lineage_from::<{Self}>(factory)`"
+)]
+pub trait DeclaredWithLineageType {}
+
 /// The value of a proto's field without `#[inject]`: `Default::default()`, unless the field is
 /// one the container fills. Chosen by method resolution on `&&&FieldProbe<F>` (autoref
 /// specialization): first a field the container fills ([`ProtoField`]: `Arc<T>` of a proto,

@@ -64,6 +64,19 @@ fn expand(model: &ProtoItem) -> TokenStream {
             #(#by_value)*
         }
     });
+    // A context proto's type that implements `Travels` is a lineage type, declared with
+    // `lineage_type!`: refused at its name (`__private::LineageProbe`).
+    let lineage_probe = matches!(model.scope, ProtoScope::Context).then(|| {
+        let (span, self_ty) = (model.ident().span(), model.self_ty());
+        let di = respan(&di, span);
+        quote_spanned! {span=>
+            const _: fn() = || {
+                #[allow(unused_imports)]
+                use #di::{LineageProbeTravels as _, LineageProbeOther as _};
+                (&&#di::LineageProbe::<#self_ty>::NEW).__di_lineage();
+            };
+        }
+    });
     let Uninjected { values: uninjected, refused, unmarked } = uninjected_fields(model, &di);
     let Factory { item: factory, method, constructor } = factory(model, &di, &rt, probes, &uninjected);
     // A cast per provided type: the downcast and the coercion, spanned at the type so that a
@@ -200,6 +213,7 @@ fn expand(model: &ProtoItem) -> TokenStream {
     let registration = format_ident!("__DI_PROTO_{}", model.ident);
     let impls = quote! {
         #checks
+        #lineage_probe
         #(#refused)*
         #(#sync_checks)*
         impl #rt::Proto for #self_ty {
