@@ -245,7 +245,7 @@ async fn a_key_of_a_section_left_out_by_without_inventory_names_the_link() {
     let error = builder().build().await.expect_err("nothing reads `notes`");
     let message = error.to_string();
     assert!(
-        matches!(&error, DiError::ConfigUnknownKey { left_out: Some(reader), .. } if reader.ends_with("NotesConfig"))
+        matches!(&error, DiError::ConfigUnknownKey { section: Some(reader), left_out: true, .. } if reader.ends_with("NotesConfig"))
     );
     assert!(message.contains("`[notes]` is read by `remedies::NotesConfig`"), "{message}");
     assert!(message.contains("link it with `.link::<NotesConfig>()`"), "{message}");

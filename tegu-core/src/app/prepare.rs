@@ -204,9 +204,11 @@ fn name_left_out_readers(mut unknown: Vec<DiError>, defs: &[ProtoDescriptor], in
         })
         .collect();
     for error in &mut unknown {
-        if let DiError::ConfigUnknownKey { key, section: None, left_out, .. } = error {
+        if let DiError::ConfigUnknownKey { key, section: section @ None, left_out, .. } = error {
             let under = |prefix: &str| key.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('.'));
-            *left_out = sections.iter().find(|(prefix, _)| under(prefix)).map(|&(_, reader)| reader);
+            if let Some(&(_, reader)) = sections.iter().find(|(prefix, _)| under(prefix)) {
+                (*section, *left_out) = (Some(reader), true);
+            }
         }
     }
     unknown

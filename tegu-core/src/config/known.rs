@@ -136,7 +136,7 @@ impl Config {
             });
             let source = layer.map_or_else(|| "the configuration".to_owned(), |l| l.locate(&leaf));
             if seen.insert(key.clone()) {
-                errors.push(DiError::ConfigUnknownKey { key, source_name: source, section, near, left_out: None });
+                errors.push(DiError::ConfigUnknownKey { key, source_name: source, section, near, left_out: false });
             }
         }
         errors

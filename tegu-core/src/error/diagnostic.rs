@@ -49,6 +49,9 @@ impl Diagnostic for DiError {
     }
 }
 
+/// Each file read: its text, or `None` where it could not be read.
+type Read = HashMap<&'static str, Option<&'static NamedSource<String>>>;
+
 /// The text of `file`, read once and kept for the program's life: the errors that show it
 /// come at start-up, and a `Diagnostic` lends its source by reference. `None` where it cannot
 /// be read.
@@ -58,7 +61,7 @@ impl Diagnostic for DiError {
 /// working folder of its tests. So the path is tried from the working folder and each of its
 /// parents.
 fn source(file: &'static str) -> Option<&'static NamedSource<String>> {
-    static READ: OnceLock<Mutex<HashMap<&'static str, Option<&'static NamedSource<String>>>>> = OnceLock::new();
+    static READ: OnceLock<Mutex<Read>> = OnceLock::new();
     let mut read = READ.get_or_init(Mutex::default).lock().unwrap_or_else(PoisonError::into_inner);
     *read.entry(file).or_insert_with(|| {
         let here = std::env::current_dir().ok()?;

@@ -162,4 +162,12 @@ mod tests {
         assert_eq!(label.declared_at().map(|at| at.file()), Some(file!()));
         assert_eq!(label, "a::B (\"b\")");
     }
+
+    /// `DiError` is moved in `Result`s on the request path: a variant that grows it costs
+    /// every request a larger copy (the largest are 104 bytes on a 64-bit target).
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn the_error_stays_as_small_as_it_was() {
+        assert!(size_of::<crate::DiError>() <= 104, "{}", size_of::<crate::DiError>());
+    }
 }

@@ -442,12 +442,12 @@ pub enum DiError {
     /// section whose table it is in, or under no section, reader or declared prefix at all.
     #[error(
         "config key `{key}` ({source_name}) {}{}; {}",
-        match .section { Some(section) => format!("is not a field of `{section}`, the section that reads its table"), None => "is read by no config section".to_owned() },
+        match (.section, .left_out) { (Some(section), false) => format!("is not a field of `{section}`, the section that reads its table"), _ => "is read by no config section".to_owned() },
         if .near.is_empty() { String::new() } else { format!("; did you mean {}?", .near.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(" or ")) },
         match (.section, .left_out) {
-            (Some(_), _) => "fix its name or remove it".to_owned(),
-            (None, Some(reader)) => left_out_reader_fix(.key, reader),
-            (None, None) => unread_section_fix(.key),
+            (Some(reader), true) => left_out_reader_fix(.key, reader),
+            (Some(_), false) => "fix its name or remove it".to_owned(),
+            (None, _) => unread_section_fix(.key),
         }
     )]
     ConfigUnknownKey {
@@ -455,13 +455,15 @@ pub enum DiError {
         key: String,
         /// Where it is set: `file config/app.toml, line 4`, `config_value("db") at src/main.rs:9:10`.
         source_name: String,
-        /// The type of the section whose table holds it, if one does.
+        /// The type of the section whose table holds it, if one does; with `left_out`, the
+        /// registered section that reads it.
         section: Option<&'static str>,
         /// Known keys close to it, in full.
         near: Vec<String>,
-        /// The config section registered to read it that the App leaves out, built
-        /// `without_inventory()` without linking it: the real problem, whose fix is the link.
-        left_out: Option<&'static str>,
+        /// `section` reads it, but the App leaves it out, built `without_inventory()` without
+        /// linking it: the real problem, whose fix is the link. (A flag, not a field of its
+        /// own, so that the error stays as small as it was: it is moved in `Result`s.)
+        left_out: bool,
     },
     /// The App's profile is not a plain name: it is joined into file names
     /// (`app.{profile}.toml`).
