@@ -32,7 +32,7 @@ impl Diagnostic for DiError {
         let labels: Vec<LabeledSpan> = sites
             .into_iter()
             .filter(|(site, _)| site.file() == file)
-            .filter_map(|(site, what)| Some(LabeledSpan::at(offset(text, site)?..offset(text, site)? + 1, what)))
+            .filter_map(|(site, what)| offset(text, site).map(|at| LabeledSpan::at(at..at + 1, what)))
             .collect();
         Some(Box::new(labels.into_iter()))
     }

@@ -713,7 +713,9 @@ impl ProtoDescriptor {
     /// This record as an App holds it: its name and crate resolved (the type's where it says
     /// none), and a descriptor's factory armed to check its first object's type.
     pub(crate) fn taken(mut self) -> Self {
-        self.name = self.name();
+        if self.name.is_empty() {
+            self.name = Cow::Owned(default_name((self.ty.type_name)()));
+        }
         let krate = if self.krate.is_empty() { Cow::Borrowed((self.ty.type_name)()) } else { self.krate };
         self.krate = match krate {
             Cow::Borrowed(path) => Cow::Borrowed(crate_of(path)),
