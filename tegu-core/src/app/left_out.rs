@@ -1,6 +1,7 @@
 //! The protos an App built `without_inventory()` leaves out: each with the `.link::<..>()` calls
 //! that bring it and what it needs of the others left out, so that one error gives every link
-//! to add, not one per `build()`.
+//! to add, not one per `build()`; and the config sections it leaves out, named by the keys they
+//! would read.
 
 use std::any::TypeId;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -8,6 +9,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use crate::advice::Needed;
 use crate::error::{DiError, short_type};
 use crate::proto::descriptor::ProtoDescriptor;
+use crate::proto::factory::Factory;
 
 /// Why a proto of [`left_out`] is out, as a candidate of `DiError::Inactive`.
 pub(super) fn inactive_why(links: &str) -> String {
@@ -106,4 +108,29 @@ pub(super) fn advices_left_out(lacked: Vec<Needed>, left_out: &[(ProtoDescriptor
             })
         })
         .collect()
+}
+
+/// Each unknown key under no section of `errors`, in an App built `without_inventory()` with
+/// `defs`: names the registered config section that reads it and that the App leaves out, if
+/// any (the fix is its link, not a change of the key).
+pub(super) fn name_readers(errors: &mut [DiError], defs: &[ProtoDescriptor]) {
+    if errors.is_empty() {
+        return;
+    }
+    let had: HashSet<TypeId> = defs.iter().map(ProtoDescriptor::type_id).collect();
+    let sections: Vec<(&str, &'static str)> = crate::proto::registered::all()
+        .filter(|d| !had.contains(&d.type_id()))
+        .filter_map(|d| match &d.factory {
+            Factory::Config(section) => Some((&*section.prefix, d.type_name())),
+            _ => None,
+        })
+        .collect();
+    for error in errors {
+        if let DiError::ConfigUnknownKey { key, section: section @ None, left_out, .. } = error {
+            let under = |prefix: &str| key.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('.'));
+            if let Some(&(_, reader)) = sections.iter().find(|(prefix, _)| under(prefix)) {
+                (*section, *left_out) = (Some(reader), true);
+            }
+        }
+    }
 }

@@ -110,8 +110,11 @@ impl AppBuilder {
                 def.config_reads.iter().for_each(|r| r.read(&config));
             }
         });
-        let unknown = config.unknown_keys(&reads, &known, &templates);
-        errors.extend(name_left_out_readers(unknown, &defs, self.inventory));
+        let mut unknown = config.unknown_keys(&reads, &known, &templates);
+        if !self.inventory {
+            super::left_out::name_readers(&mut unknown, &defs);
+        }
+        errors.extend(unknown);
         let Some(sources) = sources.filter(|_| !found.is_empty()) else { return (config, defs, None) };
         for (def, _) in &found {
             let why = format!("a reloadable section: singletons hold `ConfigRef<{}>`", def.type_name());
@@ -187,31 +190,6 @@ impl AppBuilder {
             }
         }
     }
-}
-
-/// The unknown keys under no section: where the App is built `without_inventory()`, each names
-/// the registered config section that reads it and the App leaves out (not linked), if any.
-fn name_left_out_readers(mut unknown: Vec<DiError>, defs: &[ProtoDescriptor], inventory: bool) -> Vec<DiError> {
-    if inventory || unknown.is_empty() {
-        return unknown;
-    }
-    let had: std::collections::HashSet<TypeId> = defs.iter().map(ProtoDescriptor::type_id).collect();
-    let sections: Vec<(&str, &'static str)> = crate::proto::registered::all()
-        .filter(|d| !had.contains(&d.type_id()))
-        .filter_map(|d| match &d.factory {
-            Factory::Config(section) => Some((&*section.prefix, d.type_name())),
-            _ => None,
-        })
-        .collect();
-    for error in &mut unknown {
-        if let DiError::ConfigUnknownKey { key, section: section @ None, left_out, .. } = error {
-            let under = |prefix: &str| key.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('.'));
-            if let Some(&(_, reader)) = sections.iter().find(|(prefix, _)| under(prefix)) {
-                (*section, *left_out) = (Some(reader), true);
-            }
-        }
-    }
-    unknown
 }
 
 /// Whether an `override_object` replaces the proto of type `ty` named `name`.
