@@ -247,7 +247,8 @@ async fn a_key_of_a_section_left_out_by_without_inventory_names_the_link() {
     assert!(
         matches!(&error, DiError::ConfigUnknownKey { section: Some(reader), left_out: true, .. } if reader.ends_with("NotesConfig"))
     );
-    assert!(message.contains("`[notes]` is read by `remedies::NotesConfig`"), "{message}");
+    assert!(message.contains("section `remedies::NotesConfig` reads it"), "{message}");
+    assert!(!message.contains("did you mean"), "the key is right: {message}");
     assert!(message.contains("link it with `.link::<NotesConfig>()`"), "{message}");
     assert!(!message.contains("config_known"), "{message}");
 

@@ -110,27 +110,16 @@ pub(super) fn advices_left_out(lacked: Vec<Needed>, left_out: &[(ProtoDescriptor
         .collect()
 }
 
-/// Each unknown key under no section of `errors`, in an App built `without_inventory()` with
-/// `defs`: names the registered config section that reads it and that the App leaves out, if
-/// any (the fix is its link, not a change of the key).
-pub(super) fn name_readers(errors: &mut [DiError], defs: &[ProtoDescriptor]) {
-    if errors.is_empty() {
-        return;
-    }
+/// The config sections registered and not in `defs`, which an App built `without_inventory()`
+/// leaves out: each prefix with its type, for the keys they would read
+/// (`Config::unknown_keys`).
+pub(super) fn sections(defs: &[ProtoDescriptor]) -> Vec<(String, &'static str)> {
     let had: HashSet<TypeId> = defs.iter().map(ProtoDescriptor::type_id).collect();
-    let sections: Vec<(&str, &'static str)> = crate::proto::registered::all()
+    crate::proto::registered::all()
         .filter(|d| !had.contains(&d.type_id()))
         .filter_map(|d| match &d.factory {
-            Factory::Config(section) => Some((&*section.prefix, d.type_name())),
+            Factory::Config(section) => Some((section.prefix.to_string(), d.type_name())),
             _ => None,
         })
-        .collect();
-    for error in errors {
-        if let DiError::ConfigUnknownKey { key, section: section @ None, left_out, .. } = error {
-            let under = |prefix: &str| key.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('.'));
-            if let Some(&(_, reader)) = sections.iter().find(|(prefix, _)| under(prefix)) {
-                (*section, *left_out) = (Some(reader), true);
-            }
-        }
-    }
+        .collect()
 }

@@ -110,11 +110,8 @@ impl AppBuilder {
                 def.config_reads.iter().for_each(|r| r.read(&config));
             }
         });
-        let mut unknown = config.unknown_keys(&reads, &known, &templates);
-        if !self.inventory {
-            super::left_out::name_readers(&mut unknown, &defs);
-        }
-        errors.extend(unknown);
+        let left_out = if self.inventory { Vec::new() } else { super::left_out::sections(&defs) };
+        errors.extend(config.unknown_keys(&reads, &known, &templates, &left_out));
         let Some(sources) = sources.filter(|_| !found.is_empty()) else { return (config, defs, None) };
         for (def, _) in &found {
             let why = format!("a reloadable section: singletons hold `ConfigRef<{}>`", def.type_name());

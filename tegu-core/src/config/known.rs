@@ -81,11 +81,22 @@ impl Config {
     /// Under a multi-instance section's prefix (`templates`), each table is an instance: one
     /// that was not read (overridden) is not checked, nor a value there that is no table (the
     /// section's own error says so).
-    pub(crate) fn unknown_keys(&self, reads: &[Read], known: &[String], templates: &[String]) -> Vec<DiError> {
+    ///
+    /// A key under no section read, but under the prefix of a section the App leaves out
+    /// (`left_out`: its prefix and type), is refused naming that section (the innermost), with
+    /// no "did you mean": the fix is to build the section, not to change the key.
+    pub(crate) fn unknown_keys(
+        &self,
+        reads: &[Read],
+        known: &[String],
+        templates: &[String],
+        left_out: &[(String, &'static str)],
+    ) -> Vec<DiError> {
         let split =
             |key: &str| -> Vec<String> { key.split('.').filter(|k| !k.is_empty()).map(str::to_owned).collect() };
         let unread: Vec<Vec<String>> = known.iter().map(|k| split(k)).collect();
         let templates: Vec<Vec<String>> = templates.iter().map(|t| split(t)).collect();
+        let left_out: Vec<(Vec<String>, &'static str)> = left_out.iter().map(|(p, t)| (split(p), *t)).collect();
         let mut errors = Vec::new();
         let mut seen = std::collections::HashSet::new();
         // The merged tree, walked once: the files are read again only to say where an unknown
@@ -115,9 +126,11 @@ impl Config {
                 continue;
             }
             let innermost = reads.iter().filter(|r| leaf.starts_with(&r.prefix)).max_by_key(|r| r.prefix.len());
-            let unknown = match innermost.and_then(|read| read.refuse(&leaf)) {
-                Some(found) => found,
-                None => {
+            let left = left_out.iter().filter(|(p, _)| leaf.starts_with(p)).max_by_key(|(p, _)| p.len());
+            let (unknown, left_out) = match (innermost.and_then(|read| read.refuse(&leaf)), left) {
+                (Some(found), _) => (found, false),
+                (None, Some(&(_, reader))) => ((leaf.join("."), Some(reader), Vec::new()), true),
+                (None, None) => {
                     let candidates: Vec<String> =
                         known.iter().cloned().chain(reads.iter().map(|r| r.prefix.join("."))).collect();
                     let near = crate::error::closest(&leaf[0], candidates.iter().map(String::as_str))
@@ -126,7 +139,7 @@ impl Config {
                             [k].into_iter().chain(leaf[1..].iter().map(String::as_str)).collect::<Vec<_>>().join(".")
                         })
                         .collect();
-                    (leaf.join("."), None, near)
+                    ((leaf.join("."), None, near), false)
                 }
             };
             let (key, section, near) = unknown;
@@ -136,7 +149,7 @@ impl Config {
             });
             let source = layer.map_or_else(|| "the configuration".to_owned(), |l| l.locate(&leaf));
             if seen.insert(key.clone()) {
-                errors.push(DiError::ConfigUnknownKey { key, source_name: source, section, near, left_out: false });
+                errors.push(DiError::ConfigUnknownKey { key, source_name: source, section, near, left_out });
             }
         }
         errors

@@ -445,7 +445,7 @@ pub enum DiError {
         match (.section, .left_out) { (Some(section), false) => format!("is not a field of `{section}`, the section that reads its table"), _ => "is read by no config section".to_owned() },
         if .near.is_empty() { String::new() } else { format!("; did you mean {}?", .near.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(" or ")) },
         match (.section, .left_out) {
-            (Some(reader), true) => left_out_reader_fix(.key, reader),
+            (Some(reader), true) => left_out_reader_fix(reader),
             (Some(_), false) => "fix its name or remove it".to_owned(),
             (None, _) => unread_section_fix(.key),
         }

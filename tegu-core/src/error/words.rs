@@ -104,10 +104,9 @@ pub(super) fn unread_section_fix(key: &str) -> String {
 
 /// `ConfigUnknownKey`'s remedy for a key that a registered config section `reader` reads, left
 /// out of an App built `without_inventory()`: the link, not a change of the key.
-pub(super) fn left_out_reader_fix(key: &str, reader: &str) -> String {
-    let section = key.split('.').next().unwrap_or_default();
+pub(super) fn left_out_reader_fix(reader: &str) -> String {
     format!(
-        "`[{section}]` is read by `{reader}`, which this App, built `without_inventory()`, leaves out: link it with `.link::<{}>()`",
+        "section `{reader}` reads it, and this App, built `without_inventory()`, leaves it out: link it with `.link::<{}>()`",
         short_type(reader)
     )
 }

@@ -4,7 +4,7 @@
 use crate::erased::{AnyArc, BuildFuture, UnitFuture, downcast, put};
 use crate::error::{BoxError, DiError};
 use crate::proto::dependency::Dependency;
-use crate::proto::descriptor::{ProtoDef, ProtoDescriptor, default_name};
+use crate::proto::descriptor::{ProtoDef, ProtoDescriptor};
 use crate::proto::factory::{AsyncFactory, ConfigDef, Factory, Hook, SyncFactory};
 use crate::proto::kinds::{Access, Lifetime};
 use crate::proto::provide::{Provide, ProvideCast};
@@ -329,9 +329,7 @@ impl ProtoDef {
 
     #[track_caller]
     fn with<T: Send + Sync + 'static>(scope: Lifetime, factory: Factory) -> Self {
-        let mut record = ProtoDescriptor::with::<T>("", scope, factory);
-        record.name = Cow::Owned(default_name(core::any::type_name::<T>()));
-        ProtoDef(record)
+        ProtoDef::from(ProtoDescriptor::with::<T>("", scope, factory))
     }
 
     /// Where this proto comes in the collections of the types it provides
@@ -772,6 +770,7 @@ impl From<ProtoDescriptor> for ProtoDef {
     /// struct Clock;
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DiError> {
+    /// assert_eq!(ProtoDef::from(Clock::DESCRIPTOR).object_name(), "clock"); // the type's default
     /// let app = App::builder()
     ///     .without_inventory()
     ///     .register(ProtoDef::from(Clock::DESCRIPTOR).name("wallClock"))
@@ -780,7 +779,9 @@ impl From<ProtoDescriptor> for ProtoDef {
     /// assert!(app.get_object_named::<Clock>("wallClock").is_ok());
     /// # Ok(()) }
     /// ```
-    fn from(record: ProtoDescriptor) -> Self {
+    fn from(mut record: ProtoDescriptor) -> Self {
+        // Named now, so that `object_name` says what the App will use.
+        record.name = record.name();
         ProtoDef(record)
     }
 }

@@ -713,13 +713,15 @@ impl ProtoDescriptor {
     /// This record as an App holds it: its name and crate resolved (the type's where it says
     /// none), and a descriptor's factory armed to check its first object's type.
     pub(crate) fn taken(mut self) -> Self {
-        if self.name.is_empty() {
-            self.name = Cow::Owned(default_name((self.ty.type_name)()));
-        }
-        let krate = if self.krate.is_empty() { Cow::Borrowed((self.ty.type_name)()) } else { self.krate };
-        self.krate = match krate {
+        self.name = self.name();
+        self.krate = match self.krate {
+            Cow::Borrowed("") => Cow::Borrowed(crate_of((self.ty.type_name)())),
+            Cow::Owned(path) if path.is_empty() => Cow::Borrowed(crate_of((self.ty.type_name)())),
             Cow::Borrowed(path) => Cow::Borrowed(crate_of(path)),
-            Cow::Owned(path) => Cow::Owned(crate_of(&path).to_owned()),
+            Cow::Owned(mut path) => {
+                path.truncate(crate_of(&path).len());
+                Cow::Owned(path)
+            }
         };
         if let Factory::Fn(f) = self.factory {
             let own = OwnType { id: (self.ty.type_id)(), name: self.ty.type_name, checked: AtomicBool::new(false) };

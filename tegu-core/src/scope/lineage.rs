@@ -153,7 +153,7 @@ impl ProtoDef {
     /// See [`Travels`] for an example.
     #[track_caller]
     pub fn lineage<T: Travels>() -> ProtoDef {
-        ProtoDef(ProtoDescriptor::lineage::<T>(""))
+        ProtoDef::from(ProtoDescriptor::lineage::<T>(""))
     }
 
     /// The context proto of lineage type `T`, built by `factory` in a scope that was given no
