@@ -57,26 +57,29 @@ fn expand(model: &ProtoItem) -> TokenStream {
     let checks = (!asserts.is_empty()).then(|| quote!(const _: () = { #(#asserts)* };));
     let needs_async = needs_async(model, &rt);
     let by_value: Vec<_> = fields.iter().filter_map(|f| f.by_value.as_ref()).collect();
-    let probes = (!by_value.is_empty()).then(|| {
+    // A context proto's type that implements `Travels` is a lineage type, declared with
+    // `lineage_type!`: refused at its name (`__private::LineageProbe`), in the factory with the
+    // other probes (no item of its own).
+    let lineage_probe = matches!(model.scope, ProtoScope::Context).then(|| {
+        let (span, self_ty) = (model.ident().span(), model.self_ty());
+        let di = respan(&di, span);
+        quote_spanned! {span=>
+            #[allow(unused_imports)]
+            use #di::{LineageProbeTravels as _, LineageProbeOther as _};
+            (&&#di::LineageProbe::<#self_ty>::NEW).__di_lineage();
+        }
+    });
+    let by_value_probes = (!by_value.is_empty()).then(|| {
         quote! {
             #[allow(unused_imports)]
             use #di::{ByValueSingleton as _, ByValueContext as _, ByValueTransient as _, ByValueOther as _};
             #(#by_value)*
         }
     });
-    // A context proto's type that implements `Travels` is a lineage type, declared with
-    // `lineage_type!`: refused at its name (`__private::LineageProbe`).
-    let lineage_probe = matches!(model.scope, ProtoScope::Context).then(|| {
-        let (span, self_ty) = (model.ident().span(), model.self_ty());
-        let di = respan(&di, span);
-        quote_spanned! {span=>
-            const _: fn() = || {
-                #[allow(unused_imports)]
-                use #di::{LineageProbeTravels as _, LineageProbeOther as _};
-                (&&#di::LineageProbe::<#self_ty>::NEW).__di_lineage();
-            };
-        }
-    });
+    let probes = match (by_value_probes, lineage_probe) {
+        (None, None) => None,
+        (a, b) => Some(quote!(#a #b)),
+    };
     let Uninjected { values: uninjected, refused, unmarked } = uninjected_fields(model, &di);
     let Factory { item: factory, method, constructor } = factory(model, &di, &rt, probes, &uninjected);
     // A cast per provided type: the downcast and the coercion, spanned at the type so that a
@@ -213,7 +216,6 @@ fn expand(model: &ProtoItem) -> TokenStream {
     let registration = format_ident!("__DI_PROTO_{}", model.ident);
     let impls = quote! {
         #checks
-        #lineage_probe
         #(#refused)*
         #(#sync_checks)*
         impl #rt::Proto for #self_ty {
