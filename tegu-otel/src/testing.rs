@@ -16,8 +16,8 @@
 //! assert_eq!(text(&recorder.named("checkout"), "order"), "7");
 //! ```
 
+use opentelemetry::Value;
 use opentelemetry::trace::{SpanKind, TracerProvider as _};
-use opentelemetry::{Key, Value};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracer, SdkTracerProvider, SpanData};
 use tracing_subscriber::registry::LookupSpan;
 
@@ -83,7 +83,7 @@ impl SpanRecorder {
 
 /// The value of `span`'s attribute `key`.
 pub fn attribute(span: &SpanData, key: &str) -> Option<Value> {
-    span.attributes.iter().find(|kv| kv.key == Key::from(key.to_owned())).map(|kv| kv.value.clone())
+    span.attributes.iter().find(|kv| kv.key.as_str() == key).map(|kv| kv.value.clone())
 }
 
 /// `span`'s attribute `key` as text (a string without quotes).

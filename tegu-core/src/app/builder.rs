@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Sources;
-use crate::erased::{AnyArc, downcast};
+use crate::erased::AnyArc;
 use crate::proto::descriptor::ProtoDef;
 use crate::proto::descriptor::ProtoDescriptor;
 use crate::proto::kinds::Lifetime;
@@ -436,7 +436,7 @@ impl AppBuilder {
     /// ```
     pub fn lineage<T: crate::lineage::Travels>(mut self) -> Self {
         // Linked: one proto per type and name, however many times it is asked for or registered.
-        self.linked.push(const { &crate::proto::descriptor::ProtoDescriptor::lineage::<T>("") });
+        self.linked.push(const { &crate::proto::descriptor::ProtoDescriptor::lineage::<T>("").unsited() });
         self
     }
 
@@ -743,13 +743,6 @@ pub(super) fn fake_def<U: ?Sized + Send + Sync + 'static>(
         Lifetime::Context => ProtoDef::context::<Arc<U>>(factory),
         Lifetime::Singleton | Lifetime::Transient => ProtoDef::singleton::<Arc<U>>(factory),
     };
-    let mut def = def.name(name).0.taken();
-    def.provides.to_mut().push(crate::proto::provide::Provide {
-        type_id: TypeId::of::<U>,
-        type_name: core::any::type_name::<U>,
-        cast: crate::proto::provide::ProvideCast::Closure(Arc::new(|obj: AnyArc, out: &mut dyn std::any::Any| {
-            crate::erased::put(out, (*downcast::<Arc<U>>(obj)).clone());
-        })),
-    });
-    def
+    // Declared by no source line of the user's: the override is.
+    def.name(name).provides::<Arc<U>, U>(|fake| (*fake).clone()).0.unsited().taken()
 }

@@ -56,7 +56,8 @@ pub(super) fn bring_along(defs: &mut Vec<ProtoDescriptor>) {
             let also = defs[at].also.clone();
             let have = have.get_or_insert_with(|| defs.iter().map(|d| (d.type_id(), d.name.clone())).collect());
             for make in also.iter() {
-                let brought = make().0.taken();
+                // Declared where the proto that brings it is.
+                let brought = ProtoDescriptor { site: defs[at].site, ..make().0.taken() };
                 if have.insert((brought.type_id(), brought.name.clone())) {
                     defs.push(brought);
                 }

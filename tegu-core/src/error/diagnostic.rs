@@ -13,8 +13,8 @@ use super::{DiError, Site};
 /// The code: `tegu::` and the error's family (`tegu::graph`, `tegu::config`, ...).
 ///
 /// The source shown is the file of the error's first site, with a label at each of its sites
-/// in that file; the sites in other files, or all of them where the file cannot be read, are
-/// listed in the help.
+/// in that file; the others (in other files, past the end of an edited file, or all of them
+/// where the file cannot be read) are listed in the help.
 impl Diagnostic for DiError {
     fn code<'a>(&'a self) -> Option<Box<dyn Display + 'a>> {
         Some(Box::new(format!("tegu::{}", format!("{:?}", self.kind()).to_lowercase())))
@@ -39,12 +39,12 @@ impl Diagnostic for DiError {
 
     fn help<'a>(&'a self) -> Option<Box<dyn Display + 'a>> {
         let sites = self.sites();
-        let shown = sites.first().map(|(site, _)| site.file()).filter(|file| source(file).is_some());
-        let rest: Vec<String> = sites
-            .iter()
-            .filter(|(site, _)| Some(site.file()) != shown)
-            .map(|(site, what)| format!("at {site}: {what}"))
-            .collect();
+        // The source shown, and the sites labelled in it (what `labels` shows).
+        let shown = sites.first().and_then(|(site, _)| Some((site.file(), source(site.file())?.inner())));
+        let labelled =
+            |site: Site| shown.is_some_and(|(file, text)| site.file() == file && offset(text, site).is_some());
+        let rest: Vec<String> =
+            sites.iter().filter(|(site, _)| !labelled(site)).map(|(site, what)| format!("at {site}: {what}")).collect();
         (!rest.is_empty()).then(|| Box::new(rest.join("\n")) as Box<dyn Display>)
     }
 }

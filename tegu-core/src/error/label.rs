@@ -12,7 +12,8 @@ pub type Site = &'static Location<'static>;
 
 /// A proto as an error names it: its label, `my_app::Signup ("signup")` (what `Display`
 /// prints, and what the error's message quotes), with where the proto is declared and, for an
-/// error about one of its dependencies, the field that declares it.
+/// error about one of its dependencies, the field that declares it. A lookup's error names the
+/// call instead (`App::get_object`), with no site.
 ///
 /// `Debug` of a [`DiError`](crate::DiError), which `fn main() -> Result<(), DiError>` prints,
 /// lists these sites under the message; [`DiError::sites`](crate::DiError::sites) returns them.
@@ -154,7 +155,7 @@ mod tests {
     use super::Label;
 
     /// The errors that hold labels are moved in `Result`s on the request path: a label with
-    /// its sites is no larger than the `String` it replaced.
+    /// its sites is no larger than a `String`.
     #[test]
     fn a_label_is_the_size_of_a_string() {
         assert_eq!(size_of::<Label>(), size_of::<String>());
@@ -167,7 +168,7 @@ mod tests {
     /// every request a larger copy (the largest are 104 bytes on a 64-bit target).
     #[test]
     #[cfg(target_pointer_width = "64")]
-    fn the_error_stays_as_small_as_it_was() {
+    fn the_error_is_at_most_104_bytes() {
         assert!(size_of::<crate::DiError>() <= 104, "{}", size_of::<crate::DiError>());
     }
 }

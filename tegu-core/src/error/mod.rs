@@ -461,8 +461,9 @@ pub enum DiError {
         /// Known keys close to it, in full.
         near: Vec<String>,
         /// `section` reads it, but the App leaves it out, built `without_inventory()` without
-        /// linking it: the real problem, whose fix is the link. (A flag, not a field of its
-        /// own, so that the error stays as small as it was: it is moved in `Result`s.)
+        /// linking it: the real problem, whose fix is the link. (A flag on `section`, not a
+        /// field of its own, so that no variant is larger than 104 bytes: errors are moved in
+        /// `Result`s.)
         left_out: bool,
     },
     /// The App's profile is not a plain name: it is joined into file names
@@ -755,7 +756,6 @@ pub enum DiError {
     Multiple(Vec<DiError>),
 }
 
-/// The message, as `Display` writes it: what `fn main() -> Result<(), DiError>` prints.
 /// The message, then where the protos it is about are declared, one `--> file:line:column` per
 /// line (the field first, then the proto): what `fn main() -> Result<(), DiError>` prints.
 impl std::fmt::Debug for DiError {

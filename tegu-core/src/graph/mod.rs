@@ -3,7 +3,8 @@
 
 mod build;
 
-// The checks, in the order `build.rs` runs them.
+// The checks, which `build.rs` runs in order: options, providers, resolve (with access, captive
+// and handles), fields, order, levels, tables.
 mod access;
 mod captive;
 mod fields;

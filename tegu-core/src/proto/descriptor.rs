@@ -751,8 +751,9 @@ impl ProtoDescriptor {
         }
     }
 
-    /// This record with no declaration site: the default descriptor of a proto whose
-    /// attribute writes none (it has no dependency and no option, so no error is about it).
+    /// This record with no declaration site: one tegu-core makes (the default descriptor of a
+    /// proto whose attribute writes none, a lineage type linked by the builder, a fake), whose
+    /// constructor's caller is no line of the user's.
     pub(crate) const fn unsited(mut self) -> Self {
         self.site = None;
         self
