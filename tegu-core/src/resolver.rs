@@ -196,7 +196,11 @@ impl Resolver<'_> {
     #[cold]
     #[inline(never)]
     pub(crate) fn cast_own(&self, index: usize, obj: AnyArc, out: &mut dyn std::any::Any) {
-        crate::proto::provide::run_cast(cast_of(self.graph, self.one_target(index)), obj, out);
+        match self.one_target(index) {
+            // The target's own type, which the object is not: a factory returned another type.
+            t if t.cast == 0 => crate::erased::stored_as_another_type(),
+            t => crate::proto::provide::run_cast(cast_of(self.graph, t), obj, out),
+        }
     }
 
     /// The one target of `Arc` dependency `index`.

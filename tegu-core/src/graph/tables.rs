@@ -9,7 +9,6 @@ use crate::maps::FastMap;
 use crate::proto::descriptor::ProtoDescriptor;
 use crate::proto::factory::Factory;
 use crate::proto::kinds::{InjectKind, Lifetime};
-use crate::proto::provide::ProvideCast;
 
 /// The graph of the checked `protos`, its tables filled.
 pub(super) fn graph(
@@ -30,7 +29,7 @@ pub(super) fn graph(
     let shallow = context_deps.iter().map(|deps| deps.iter().all(|&d| context_deps[d as usize].is_empty())).collect();
     let declared: Vec<Box<[(InjectKind, TypeId)]>> =
         protos.iter().map(|p| p.deps.iter().map(|d| (d.kind, (d.type_id)())).collect()).collect();
-    let arc_targets = arc_targets(&protos, &resolved, &declared);
+    let arc_targets = arc_targets(&resolved, &declared);
     let scopes = protos.iter().map(|p| p.scope).collect();
     let hooks = protos
         .iter()
@@ -55,11 +54,7 @@ pub(super) fn graph(
 
 /// Per proto, per dependency: the proto an `Arc<T>` with one target resolves to, with
 /// [`CAST_TARGET`] where its object needs its cast, or [`NO_TARGET`].
-fn arc_targets(
-    protos: &[ProtoDescriptor],
-    resolved: &[Vec<Resolved>],
-    declared: &[Box<[(InjectKind, TypeId)]>],
-) -> Vec<Box<[u32]>> {
+fn arc_targets(resolved: &[Vec<Resolved>], declared: &[Box<[(InjectKind, TypeId)]>]) -> Vec<Box<[u32]>> {
     resolved
         .iter()
         .zip(declared)
@@ -68,7 +63,7 @@ fn arc_targets(
                 .zip(declared.iter())
                 .map(|(r, (kind, _))| match (kind, r) {
                     (InjectKind::Arc, Resolved::One(t)) => {
-                        let own = matches!(protos[t.proto].cast(t.cast), ProvideCast::Own);
+                        let own = t.cast == 0;
                         t.proto as u32 | if own { 0 } else { CAST_TARGET }
                     }
                     _ => NO_TARGET,

@@ -742,13 +742,11 @@ impl ProtoDescriptor {
         self.provided().any(|(id, _)| id == ty)
     }
 
-    /// The cast of its `c`th provided type ([`Self::provided`]'s order).
+    /// The cast of its `c`th provided type ([`Self::provided`]'s order), `c` at least 1: its
+    /// own type (0) needs none.
     #[inline]
     pub(crate) fn cast(&self, c: usize) -> &ProvideCast {
-        match c.checked_sub(1) {
-            None => &ProvideCast::Own,
-            Some(i) => &self.provides[i].cast,
-        }
+        &self.provides[c - 1].cast
     }
 
     /// This record with no declaration site: one tegu-core makes (the default descriptor of a

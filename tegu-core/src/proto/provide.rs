@@ -4,7 +4,7 @@ use std::any::{Any, TypeId};
 use std::fmt;
 use std::sync::Arc;
 
-use crate::erased::{AnyArc, CastFn, DynCast, cast_to_another_type, own_as, stored_as_another_type};
+use crate::erased::{AnyArc, CastFn, DynCast, cast_to_another_type};
 
 /// A type a proto can be injected as, besides its own: usually a `dyn Trait`.
 ///
@@ -86,13 +86,12 @@ impl fmt::Debug for Provide {
     }
 }
 
-/// A provide entry's cast: none for the proto's own type, a static `fn` (from a descriptor,
-/// no allocation) or a closure (from [`ProtoDef::provides`](crate::ProtoDef::provides)).
+/// A provided type's cast: a static `fn` (from a descriptor, no allocation) or a closure (from
+/// [`ProtoDef::provides`](crate::ProtoDef::provides)). The proto's own type has none: the
+/// object already is one, and [`own_as`](crate::erased::own_as) converts it where it is asked
+/// for, so that no cast is compiled per proto.
 #[derive(Clone)]
 pub(crate) enum ProvideCast {
-    /// The proto's own type: the object already is one, and [`own_as`] converts it where it
-    /// is asked for, so that no cast is compiled per proto.
-    Own,
     Fn(CastFn),
     Closure(Arc<DynCast>),
 }
@@ -102,9 +101,6 @@ pub(crate) enum ProvideCast {
 /// large project's build spends its time on).
 #[inline]
 pub(crate) fn cast_with<U: ?Sized + 'static>(cast: &ProvideCast, obj: AnyArc) -> Arc<U> {
-    if let ProvideCast::Own = cast {
-        return own_as::<U>(obj);
-    }
     let mut out: Option<Arc<U>> = None;
     run_cast(cast, obj, &mut out);
     match out {
@@ -115,10 +111,6 @@ pub(crate) fn cast_with<U: ?Sized + 'static>(cast: &ProvideCast, obj: AnyArc) ->
 
 pub(crate) fn run_cast(cast: &ProvideCast, obj: AnyArc, out: &mut dyn Any) {
     match cast {
-        // Reached from `fill`'s rare path (`Resolver::cast_own`) only when the object is not of
-        // the type asked for, which for the own entry is the object's own type: a factory
-        // returned another type.
-        ProvideCast::Own => stored_as_another_type(),
         ProvideCast::Fn(f) => f(obj, out),
         ProvideCast::Closure(f) => f(obj, out),
     }
