@@ -105,7 +105,7 @@ impl<'g> Construction<'g> {
                     None
                 }),
                 Factory::Config(_) => unreachable!("config sections are read before the graph is built"),
-                Factory::Fn(_) => unreachable!("an App takes a descriptor with its factory armed (`taken`)"),
+                Factory::Fn(_) => unreachable!("the graph holds a descriptor's factory armed (`arm`)"),
             });
             self.timings.last_mut().expect("pushed above").construct = called.elapsed();
             self.singletons[p] = built?;

@@ -224,7 +224,7 @@ impl EventHold {
     pub fn release(&self, committed: bool) {
         let items = self.items.end(Ended::Released(committed));
         for (app, item) in items {
-            release(&app, item, committed);
+            release_through_hooks(&app, item, committed);
         }
     }
 
@@ -271,7 +271,7 @@ impl EventHold {
         let items = self.items.end(Ended::HandedTo(Arc::clone(outer)));
         for item in items {
             if let Pushed::Release((app, item), ok) = outer.push(item) {
-                release(&app, item, ok);
+                release_through_hooks(&app, item, ok);
             }
         }
     }
@@ -283,7 +283,7 @@ impl EventHold {
         for (app, item) in items {
             match route(&app, item) {
                 Routed::Held => {}
-                Routed::Release(item, ok) => release(&app, item, ok),
+                Routed::Release(item, ok) => release_through_hooks(&app, item, ok),
                 Routed::Closed => {
                     tracing::error!("an event was handed up outside a scope after shutdown began; dropped")
                 }
@@ -341,7 +341,7 @@ pub(super) fn route(app: &Arc<AppInner>, item: HeldItem) -> Routed {
 /// Releases `item` through the hooks the events feature installed in the App (its `release`),
 /// as a scope's end does: a held event reaches its handlers or the transport the same way
 /// whichever hold it ends in. An App without them has no handler and no transport.
-fn release(app: &Arc<AppInner>, item: HeldItem, ok: bool) {
+fn release_through_hooks(app: &Arc<AppInner>, item: HeldItem, ok: bool) {
     if let Some(hooks) = &app.held {
         (hooks.release)(app, item, ok);
     }

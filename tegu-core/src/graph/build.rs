@@ -11,7 +11,11 @@ use crate::proto::descriptor::ProtoDescriptor;
 impl Graph {
     /// Validates `protos`. `inactive` are the protos left out (another profile, excluded), with
     /// why: a dependency only they provide is reported as such.
-    pub(crate) fn new(protos: Vec<ProtoDescriptor>, inactive: &[(ProtoDescriptor, String)]) -> Result<Graph, DiError> {
+    pub(crate) fn new(
+        mut protos: Vec<ProtoDescriptor>,
+        inactive: &[(ProtoDescriptor, String)],
+    ) -> Result<Graph, DiError> {
+        protos.iter_mut().for_each(ProtoDescriptor::arm);
         let mut errors = options::check(&protos);
         let (by_type, providers) = Providers::index(&protos);
         let resolved = resolve::all(&protos, &providers, inactive, &mut errors);

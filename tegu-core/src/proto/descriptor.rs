@@ -710,8 +710,8 @@ impl ProtoDescriptor {
         }
     }
 
-    /// This record as an App holds it: its name and crate resolved (the type's where it says
-    /// none), and a descriptor's factory armed to check its first object's type.
+    /// This record as an App selects it: its name and crate resolved (the type's where it says
+    /// none), which overrides, profiles and access checks compare.
     pub(crate) fn taken(mut self) -> Self {
         self.name = self.name();
         self.krate = match self.krate {
@@ -723,11 +723,16 @@ impl ProtoDescriptor {
                 Cow::Owned(path)
             }
         };
+        self
+    }
+
+    /// A descriptor's factory armed to check its first object's type: what the graph holds,
+    /// so that the runtime only sees `Factory::Sync`, `Async` and (until read) `Config`.
+    pub(crate) fn arm(&mut self) {
         if let Factory::Fn(f) = self.factory {
             let own = OwnType { id: (self.ty.type_id)(), name: self.ty.type_name, checked: AtomicBool::new(false) };
             self.factory = Factory::Sync(SyncFactory::Fn(f, Arc::new(own)));
         }
-        self
     }
 
     /// The types it can be injected as, by their index in the graph's targets: its own first

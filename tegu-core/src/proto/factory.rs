@@ -88,8 +88,8 @@ pub(crate) type DynAsyncFactory = dyn Fn(&Resolver<'_>) -> Result<BuildFuture, D
 #[derive(Clone)]
 pub(crate) enum Factory {
     /// By a descriptor's function, as the descriptor names it: `const`, so with nothing to
-    /// remember whether its object's type was checked. An App takes it as `Sync`
-    /// ([`SyncFactory::Fn`]).
+    /// remember whether its object's type was checked. The graph holds it as `Sync`
+    /// ([`SyncFactory::Fn`]; `ProtoDescriptor::arm`).
     Fn(FactoryFn),
     /// By a function, now.
     Sync(SyncFactory),
