@@ -362,7 +362,8 @@ pub mod __private {
         AroundFn, CrosscutDef, JoinPoint, JoinPointSite, Named, Outcome, Rest, ShowFailed, ShowNoFailure, crosscut,
     };
     pub use crate::advice::{
-        Advice, AdviceParams, AdviceSite, Call, Next, Probe, Proceed, ShowDebug, ShowOpaque, advice, body, shower,
+        Advice, AdviceParams, AdviceSite, Call, Next, Probe, Proceed, Replay, ShowDebug, ShowOpaque, advice, body,
+        body_fn, shower,
     };
     pub use crate::context_ref::AsyncContextRef;
     pub use crate::events::{AnyEvent, EventPhase, HandlerDescriptor, assert_event, event_ref};

@@ -16,6 +16,12 @@ pub(crate) struct AdviceUse {
     /// What this use needs of the App besides the advice (a type, the object name it gives),
     /// and the fix when it is missing: checked by `build()` (`AdviceSite::needs`).
     pub(crate) needs: Option<(TokenStream, Option<syn::LitStr>, &'static str)>,
+    /// The advice runs the rest of the call more than once (`#[transactional(retry = ..)]`):
+    /// its step is a `Replay`, which clones the arguments for each run.
+    pub(crate) replay: bool,
+    /// What runs after the method's body, with its output as `__di_out` (a rollback rule of
+    /// `#[transactional(commit_on = ..)]`, which tells the advice what it decided).
+    pub(crate) epilogue: Option<TokenStream>,
 }
 
 impl AdviceUse {
@@ -46,7 +52,7 @@ impl AdviceUse {
 pub(crate) fn parse_advice_use(input: syn::parse::ParseStream<'_>, usage: &str) -> syn::Result<AdviceUse> {
     let path: syn::Path = input.parse().map_err(|e| syn::Error::new(e.span(), usage))?;
     if !input.peek(syn::token::Paren) {
-        return Ok(AdviceUse { path, params: None, fields: None, needs: None });
+        return Ok(AdviceUse { path, params: None, fields: None, needs: None, replay: false, epilogue: None });
     }
     let content;
     syn::parenthesized!(content in input);
@@ -67,5 +73,5 @@ pub(crate) fn parse_advice_use(input: syn::parse::ParseStream<'_>, usage: &str) 
             content.parse::<syn::Token![,]>()?;
         }
     }
-    Ok(AdviceUse { path, params: None, fields: Some(fields), needs: None })
+    Ok(AdviceUse { path, params: None, fields: Some(fields), needs: None, replay: false, epilogue: None })
 }

@@ -264,6 +264,15 @@ fn rewrite(
         cx.error_spanned_by(&sig.ident, format!("`#[intercept]` applies to methods; `{}` takes no `self`", sig.ident));
         return;
     }
+    let shared_self =
+        matches!(sig.inputs.first(), Some(syn::FnArg::Receiver(r)) if r.reference.is_some() && r.mutability.is_none());
+    if advices.iter().any(|used| used.replay) && !shared_self {
+        cx.error_spanned_by(
+            &sig.inputs[0],
+            format!("`#[transactional(retry = ..)]` runs `{}` again for each try: it takes `&self`", sig.ident),
+        );
+        return;
+    }
     let method_name = sig.ident.to_string();
     // A plain `name` (or `mut name`) argument keeps its name in the signature (rustdoc, and
     // attributes below this one such as `#[instrument(skip(name))]`, see it); a destructuring
@@ -298,39 +307,54 @@ fn rewrite(
     };
     // Innermost first: the method's body, then each advice around what is inside it.
     // The step that `next` runs: pinned where it is made (in the method's future), reached by
-    // the advice through one `dyn` reference.
-    let mut step = quote! {
-        let __di_b = #di::body::<#output, _, _, _>(&__di_v, move |(#(#patterns,)*)| async move #body);
-        let mut __di_p = ::core::pin::pin!(#di::Proceed::new(__di_v, __di_show, __di_b));
+    // the advice through one `dyn` reference. A rollback rule's epilogue runs after the body.
+    let epilogues: Vec<&TokenStream> = advices.iter().filter_map(|used| used.epilogue.as_ref()).collect();
+    // Run more than once where the innermost advice replays it: then a `Fn`.
+    let body_of = match advices.last() {
+        Some(used) if used.replay => quote!(#di::body_fn),
+        _ => quote!(#di::body),
     };
+    let mut prelude = quote! {
+        let __di_b = #body_of::<#output, _, _, _>(&__di_v, move |(#(#patterns,)*)| async move #body);
+    };
+    if !epilogues.is_empty() {
+        prelude = quote! {
+            #prelude
+            let __di_b = move |__di_v| async move {
+                let __di_out = __di_b(__di_v).await;
+                #(#epilogues)*
+                __di_out
+            };
+        };
+    }
+    let mut run = quote!(__di_b);
     let mut checks = Vec::new();
     let mut sites = Vec::new();
     let mut call = quote! {
         {
-            let __di_b = #di::body::<#output, _, _, _>(&__di_v, move |(#(#patterns,)*)| async move #body);
+            #prelude
             __di_b(__di_v).await
         }
     };
-    for (depth, used) in advices.iter().enumerate().rev() {
+    for used in advices.iter().rev() {
         let advice = &used.path;
         let around = quote_spanned!(advice.span()=> <#advice as #di::Advice<#output>>::around);
         let this_call = match used.params(di) {
             Some(params) => quote!(__di_call.with_params(const { &#params })),
             None => quote!(__di_call),
         };
+        let step = if used.replay { quote!(#di::Replay) } else { quote!(#di::Proceed) };
         call = quote! {
             {
-                #step
+                #prelude
+                let mut __di_p = ::core::pin::pin!(#step::new(__di_v, __di_show, #run));
                 let __di_c = #this_call;
                 let __di_adv = #di::advice::<#advice>(__di_c);
                 #around(&*__di_adv, __di_c, #di::Next::new(__di_p.as_mut())).await
             }
         };
-        if depth > 0 {
-            step = quote! {
-                let mut __di_p = ::core::pin::pin!(#di::Proceed::new(__di_v, __di_show, move |__di_v| async move #call));
-            };
-        }
+        prelude = quote!();
+        run = quote!(move |__di_v| async move #call);
         checks.push(quote_spanned!(advice.span()=> #di::assert_proto::<#advice>();));
         let advice_name = quote!(#advice).to_string().replace(' ', "");
         let owner = match owner {

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use sqlx::{Pool, Transaction};
 use tegu_core::error::BoxError;
-use tegu_tx::{Busy, Classified, ErrorClass, TxConn, TxFuture};
+use tegu_tx::{Busy, Classified, ErrorClass, TxConn, TxFuture, TxOptions};
 
 /// A database tegu-sqlx runs transactions on: SQLite and Postgres. Sealed.
 pub trait Backend: sqlx::Database + sealed::Sealed {
@@ -19,12 +19,18 @@ pub trait Backend: sqlx::Database + sealed::Sealed {
     #[doc(hidden)]
     const TX_SETTINGS: bool;
 
-    /// Begins a transaction on a connection of `pool`, then gives it `setting` (a name checked
-    /// when the data source was built, and a value) until it ends: only where
+    /// Begins a transaction on a connection of `pool`, set up as `options` say (isolation,
+    /// read-only, the statements' timeout), then gives it `setting` (a name checked when the
+    /// data source was built, and a value) until it ends: only where
     /// [`TX_SETTINGS`](Self::TX_SETTINGS), `None` elsewhere. With `resolve`, a `COMMIT` whose
     /// answer is lost is resolved against the database (PostgreSQL's `resolve_commits`).
     #[doc(hidden)]
-    fn begin(pool: &Pool<Self>, setting: Option<(Arc<str>, String)>, resolve: bool) -> TxFuture<'_, Box<dyn TxConn>>;
+    fn begin(
+        pool: &Pool<Self>,
+        options: TxOptions,
+        setting: Option<(Arc<str>, String)>,
+        resolve: bool,
+    ) -> TxFuture<'_, Box<dyn TxConn>>;
 
     /// The class of an error of this database with `code` (SQLite's extended result code,
     /// PostgreSQL's SQLSTATE) that sqlx's `ErrorKind` does not tell: busy, a serialization
@@ -91,18 +97,29 @@ pub(crate) struct SqlxTx<DB: sqlx::Database> {
     pub(crate) tenant: Option<String>,
     /// The pool, where a `COMMIT` whose answer is lost is resolved against the database.
     resolve: Option<Pool<DB>>,
+    /// A statement that undoes the transaction's setup on its connection before it ends
+    /// (SQLite's `PRAGMA query_only = OFF` after a read-only one), so that the connection goes
+    /// back to the pool as it came.
+    undo: Option<&'static str>,
 }
 
 /// The statements and conversions both databases share.
 macro_rules! tx_conn {
     ($db:ty) => {
         impl TxConn for SqlxTx<$db> {
-            fn commit(self: Box<Self>) -> TxFuture<'static, ()> {
-                <$db as Backend>::commit(self.tx, self.resolve)
+            fn commit(mut self: Box<Self>) -> TxFuture<'static, ()> {
+                let Some(undo) = self.undo else { return <$db as Backend>::commit(self.tx, self.resolve) };
+                Box::pin(async move {
+                    sqlx::Executor::execute(&mut *self.tx, undo).await.map_err(boxed::<$db>)?;
+                    <$db as Backend>::commit(self.tx, self.resolve).await
+                })
             }
 
             fn rollback(mut self: Box<Self>) -> TxFuture<'static, ()> {
                 Box::pin(async move {
+                    if let Some(undo) = self.undo {
+                        sqlx::Executor::execute(&mut *self.tx, undo).await.map_err(boxed::<$db>)?;
+                    }
                     if self.aborted() {
                         // SQLite ended the transaction; sqlx still counts it open, and would
                         // take the connection's next BEGIN for a savepoint's. A BEGIN makes its
@@ -186,12 +203,23 @@ mod sqlite {
 
         /// `BEGIN IMMEDIATE`: SQLite runs one writer at a time, and a transaction that begins
         /// deferred, reads, then writes, fails with `SQLITE_BUSY` when another wrote meanwhile;
-        /// begun immediate, it waits for the writer (the busy timeout) instead. A rollback hook
-        /// tells when SQLite ends the transaction itself.
-        fn begin(pool: &Pool<Self>, setting: Option<(Arc<str>, String)>, _: bool) -> TxFuture<'_, Box<dyn TxConn>> {
+        /// begun immediate, it waits for the writer (the busy timeout) instead. A read-only one
+        /// begins deferred (it takes no write lock, and never writes) with `PRAGMA query_only`
+        /// on until it ends. Every isolation level is served: SQLite's transactions are
+        /// serializable. A rollback hook tells when SQLite ends the transaction itself.
+        fn begin(
+            pool: &Pool<Self>,
+            options: TxOptions,
+            setting: Option<(Arc<str>, String)>,
+            _: bool,
+        ) -> TxFuture<'_, Box<dyn TxConn>> {
             debug_assert!(setting.is_none(), "refused when the data source is built");
             Box::pin(async move {
-                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(boxed::<Self>)?;
+                let (begin, undo) = match options.is_read_only() {
+                    true => ("BEGIN; PRAGMA query_only = ON", Some("PRAGMA query_only = OFF")),
+                    false => ("BEGIN IMMEDIATE", None),
+                };
+                let mut tx = pool.begin_with(begin).await.map_err(boxed::<Self>)?;
                 let rolled_back = Arc::new(AtomicBool::new(false));
                 let flag = Arc::clone(&rolled_back);
                 tx.lock_handle().await?.set_rollback_hook(move || flag.store(true, Ordering::Release));
@@ -201,6 +229,7 @@ mod sqlite {
                     sql: String::new(),
                     tenant: None,
                     resolve: None,
+                    undo,
                 }) as Box<dyn TxConn>)
             })
         }
@@ -224,7 +253,7 @@ mod postgres {
         /// `too_many_connections` (53300) and `cannot_connect_now` (57P03): the server refused
         /// the pool a new connection; `serialization_failure` (40001), `deadlock_detected`
         /// (40P01), `in_failed_sql_transaction` (25P02: a statement in an aborted
-        /// transaction), and the server going away (`admin_shutdown` and the like, class 57P,
+        /// transaction), `query_canceled` (57014: the transaction's `statement_timeout`), and the server going away (`admin_shutdown` and the like, class 57P,
         /// and the connection exceptions, class 08).
         fn class_of_code(code: &str) -> Option<ErrorClass> {
             match code {
@@ -232,6 +261,7 @@ mod postgres {
                 "40001" => Some(ErrorClass::SerializationFailure),
                 "40P01" => Some(ErrorClass::Deadlock),
                 "25P02" => Some(ErrorClass::Aborted),
+                "57014" => Some(ErrorClass::TimedOut),
                 _ if code.starts_with("57P") || code.starts_with("08") => Some(ErrorClass::ConnectionLost),
                 _ => None,
             }
@@ -287,16 +317,23 @@ mod postgres {
             })
         }
 
-        /// `BEGIN`, then, with `setting`, `SELECT set_config($1, $2, true)`: the setting holds
-        /// until the transaction ends (as `SET LOCAL`), so a connection goes back to the pool
-        /// without it. Name and value are bind parameters.
+        /// `BEGIN` with the isolation level and `READ ONLY` asked for, and `SET LOCAL
+        /// statement_timeout` to the transaction's timeout, in one message; then, with
+        /// `setting`, `SELECT set_config($1, $2, true)`: the setting holds until the transaction
+        /// ends (as `SET LOCAL`), so a connection goes back to the pool without it. Name and
+        /// value are bind parameters.
         fn begin(
             pool: &Pool<Self>,
+            options: TxOptions,
             setting: Option<(Arc<str>, String)>,
             resolve: bool,
         ) -> TxFuture<'_, Box<dyn TxConn>> {
             Box::pin(async move {
-                let mut tx = pool.begin().await.map_err(boxed::<Self>)?;
+                let mut tx = match begin_sql(&options) {
+                    None => pool.begin().await,
+                    Some(sql) => pool.begin_with(sql).await,
+                }
+                .map_err(boxed::<Self>)?;
                 let tenant = setting.as_ref().map(|(_, key)| key.clone());
                 if let Some((name, value)) = setting {
                     // The driver's boxed future, as in `commit`. If it fails, `tx` is dropped:
@@ -305,12 +342,35 @@ mod postgres {
                     sqlx::Executor::execute(&mut *tx, query).await.map_err(boxed::<Self>)?;
                 }
                 let resolve = resolve.then(|| pool.clone());
-                Ok(Box::new(SqlxTx { tx, rolled_back: None, sql: String::new(), tenant, resolve }) as Box<dyn TxConn>)
+                Ok(Box::new(SqlxTx { tx, rolled_back: None, sql: String::new(), tenant, resolve, undo: None })
+                    as Box<dyn TxConn>)
             })
         }
     }
 
     tx_conn!(Postgres);
+
+    /// The `BEGIN` of a transaction set up as `options` say, or `None` for a plain one. Made of
+    /// the options' own words and a number: nothing from outside.
+    fn begin_sql(options: &TxOptions) -> Option<String> {
+        if options.plain_begin() {
+            return None;
+        }
+        let mut sql = String::from("BEGIN");
+        if let Some(level) = options.isolation_level() {
+            sql.push_str(" ISOLATION LEVEL ");
+            sql.push_str(level.sql());
+        }
+        if options.is_read_only() {
+            sql.push_str(" READ ONLY");
+        }
+        if let Some(timeout) = options.timeout_after() {
+            // At least a millisecond: `0` would turn the timeout off.
+            let ms = timeout.as_millis().clamp(1, i32::MAX as u128);
+            sql.push_str(&format!("; SET LOCAL statement_timeout = {ms}"));
+        }
+        Some(sql)
+    }
 
     /// How long a lost `COMMIT` answer is resolved for: the server may still be writing the
     /// transaction (`pg_xact_status` says `in progress`), or be restarting.

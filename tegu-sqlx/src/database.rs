@@ -11,7 +11,7 @@ use tegu_core::{
     DiError, ProtoDef, Resolver,
     registry::{Dependency, InjectKind, Lifetime},
 };
-use tegu_tx::{Transactions, TxConn, TxError, TxFuture, TxSource};
+use tegu_tx::{Transactions, TxConn, TxError, TxFuture, TxOptions, TxSource};
 
 use crate::backend::{Backend, SqlxTx};
 use crate::conn::{Conn, Inner};
@@ -339,8 +339,17 @@ impl<DB: Backend> Database<DB> {
     /// [`TxError::Busy`] if the database had no connection to give in time (the pool's
     /// acquire timeout, SQLite's busy timeout, PostgreSQL refusing connections): for a
     /// `#[transactional]` method whose error type is `TxError` (or converts from it).
+    ///
+    /// A serialization failure or a deadlock is also noted on the current transaction
+    /// ([`Tx::note_failure`](tegu_tx::Tx::note_failure)): a method retried on conflicts
+    /// (`#[transactional(requires_new, retry = ..)]`) runs again after it, whatever its own
+    /// error type keeps of it.
     pub fn error(&self, doing: &'static str, error: sqlx::Error) -> TxError {
-        TxError::database(doing, self.name.as_str(), crate::backend::boxed::<DB>(error))
+        let error = TxError::database(doing, self.name.as_str(), crate::backend::boxed::<DB>(error));
+        if let Some(tx) = self.transactions.current(&self.name) {
+            tx.note_failure(error.class());
+        }
+        error
     }
 }
 
@@ -348,8 +357,16 @@ impl<DB: Backend> TxSource for Database<DB> {
     /// Begins a transaction; with a `tenant_setting`, sets it to the current scope's tenant
     /// (read here, in the task of the method that begins it), or to `''` without one.
     fn begin(&self) -> TxFuture<'_, Box<dyn TxConn>> {
+        self.begin_with(&TxOptions::default())
+    }
+
+    /// Begins a transaction set up as `options` say: on PostgreSQL, `BEGIN ISOLATION LEVEL ..
+    /// READ ONLY` and the transaction's `statement_timeout`; on SQLite, whose transactions are
+    /// serializable at every level, a read-only one begins deferred with `PRAGMA query_only` on
+    /// until it ends.
+    fn begin_with(&self, options: &TxOptions) -> TxFuture<'_, Box<dyn TxConn>> {
         let setting = self.tenant_setting.as_ref().map(|name| (Arc::clone(name), current_tenant_key()));
-        DB::begin(&self.pool, setting, self.resolve_commits)
+        DB::begin(&self.pool, *options, setting, self.resolve_commits)
     }
 
     fn one_at_a_time(&self) -> bool {

@@ -1,17 +1,22 @@
 //! `Transactional`: the advice `#[transactional]` runs around a method.
 
+use std::cell::Cell;
+use std::future::Future;
 use std::sync::Arc;
+
+use tokio::time::Instant;
 
 use tegu_core::{
     Keyed,
     advice::{Advice, Call, Next},
     events::EventHold,
+    futures::Run,
     singleton_proto,
 };
 
 use crate::current::Transactions;
-use crate::error::TxError;
-use crate::options::{Propagation, TxOptions};
+use crate::error::{ErrorClass, TxError};
+use crate::options::{Propagation, Retry, TxOptions};
 use crate::scope::Began;
 use crate::source::TxSource;
 use crate::tx::{Owner, Tx, frames_of, outside, within};
@@ -77,24 +82,40 @@ impl Transactional {
         &self,
         source: &dyn TxSource,
         name: &str,
-        next: Next<'_, Result<T, E>>,
+        call: Call,
+        options: &TxOptions,
+        next: &mut Next<'_, Result<T, E>>,
     ) -> Result<T, E> {
         let owner = self.transactions.owner;
-        let Ok(scope) = self.transactions.scope.try_get() else { return own(owner, source, name, next).await };
-        let tx = match scope.begin(source, name, owner).await? {
-            Began::New(tx) => tx,
-            Began::Joined(tx) => return in_tx(tx, next).await,
-            Began::Closed => return own(owner, source, name, next).await,
+        let Ok(scope) = self.transactions.scope.try_get() else {
+            return own(owner, source, name, call, options, next).await.0;
+        };
+        let deadline = options.timeout_after().map(|after| Instant::now() + after);
+        let began = by(deadline, scope.begin(source, name, owner, options)).await;
+        let tx = match began {
+            Some(Ok(Began::New(tx))) => tx,
+            Some(Ok(Began::Joined(tx))) => return in_tx(tx, start(next)).await,
+            Some(Ok(Began::Closed)) => return own(owner, source, name, call, options, next).await.0,
+            Some(Err(error)) => return Err(error.into()),
+            None => return Err(timed_out(call, name, options).into()),
         };
         // Cut short (a panic, a cancellation): what it began is never committed.
         let cut = OnDrop(Some(|| {
             tx.doom();
             scope.forget(&tx);
         }));
-        let out = in_tx(Arc::clone(&tx), next).await;
+        let ran = by(deadline, in_tx(Arc::clone(&tx), ruled(options, start(next)))).await;
         std::mem::forget(cut);
-        // On `Err`, rolled back, with the events emitted in it; on `Ok`, the scope commits it.
-        if out.is_err() {
+        let Some((out, commit_anyway)) = ran else {
+            next.cancel();
+            tx.doom();
+            scope.forget(&tx);
+            tx.rollback().await;
+            return Err(timed_out(call, name, options).into());
+        };
+        // On `Err`, rolled back, with the events emitted in it (unless a rule keeps it); on
+        // `Ok`, the scope commits it.
+        if out.is_err() && !commit_anyway {
             scope.forget(&tx);
             tx.rollback().await;
         }
@@ -103,22 +124,25 @@ impl Transactional {
 }
 
 impl<T: Send, E: From<TxError> + Send> Advice<Result<T, E>> for Transactional {
-    async fn around(&self, call: Call, next: Next<'_, Result<T, E>>) -> Result<T, E> {
+    async fn around(&self, call: Call, mut next: Next<'_, Result<T, E>>) -> Result<T, E> {
         let options = call.params::<TxOptions>().copied().unwrap_or_default();
         let (name, source) = self.source(call, &options)?;
         let owner = self.transactions.owner;
         let current = self.transactions.current(name);
         match (options.propagation(), current) {
             // Joined: the method keeps the transaction until it returns, ended or not.
-            (Propagation::Required | Propagation::Mandatory, Some(tx)) => in_tx(tx, next).await,
+            (Propagation::Required | Propagation::Mandatory, Some(tx)) => in_tx(tx, next.run()).await,
             (Propagation::Never, None) => outside(owner, name, next.run()).await,
-            (Propagation::Required, None) => self.required(&*source, name, next).await,
+            (Propagation::Required, None) => self.required(&*source, name, call, &options, &mut next).await,
             (Propagation::RequiresNew, Some(_)) if source.one_at_a_time() => {
                 Err(TxError::OneAtATime { call: call.to_string(), data_source: name.to_owned() }.into())
             }
-            (Propagation::RequiresNew, _) => own(owner, &*source, name, next).await,
-            (Propagation::Nested, Some(tx)) => nested(tx, next).await,
-            (Propagation::Nested, None) => self.required(&*source, name, next).await,
+            (Propagation::RequiresNew, _) => match options.retries() {
+                Some(retry) => retrying(owner, &*source, name, call, &options, retry, &mut next).await,
+                None => own(owner, &*source, name, call, &options, &mut next).await.0,
+            },
+            (Propagation::Nested, Some(tx)) => nested(tx, &options, next.run()).await,
+            (Propagation::Nested, None) => self.required(&*source, name, call, &options, &mut next).await,
             (Propagation::Mandatory, None) => {
                 Err(TxError::Mandatory { call: call.to_string(), data_source: name.to_owned() }.into())
             }
@@ -129,41 +153,135 @@ impl<T: Send, E: From<TxError> + Send> Advice<Result<T, E>> for Transactional {
     }
 }
 
+/// The rest of the call, started: the first run of a `Next` always starts.
+fn start<'n, R>(next: &'n mut Next<'_, R>) -> Run<'n, R> {
+    next.again().expect("a call's chain runs at least once")
+}
+
+/// `fut`'s output, or `None` once `deadline` (if any) has passed: then `fut` is dropped.
+async fn by<F: Future>(deadline: Option<Instant>, fut: F) -> Option<F::Output> {
+    match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, fut).await.ok(),
+        None => Some(fut.await),
+    }
+}
+
+/// The error of a method whose transaction outlived its timeout.
+fn timed_out(call: Call, name: &str, options: &TxOptions) -> TxError {
+    TxError::TimedOut {
+        call: call.to_string(),
+        data_source: name.to_owned(),
+        after: options.timeout_after().unwrap_or_default(),
+    }
+}
+
+tokio::task_local! {
+    /// Set by the epilogue of a method with a rollback rule when the rule matches its error.
+    static COMMIT_ANYWAY: Cell<bool>;
+}
+
+/// Called by the epilogue of a method with a rollback rule (`commit_on`) whose rule matched
+/// the method's error: what the method began commits.
+pub(crate) fn commit_despite_error() {
+    let _ = COMMIT_ANYWAY.try_with(|kept| kept.set(true));
+}
+
+/// `fut`'s output, and whether a rollback rule of the method asked to commit despite an
+/// error (only a method with rules asks).
+async fn ruled<R, F: Future<Output = R>>(options: &TxOptions, fut: F) -> (R, bool) {
+    if !options.has_rules() {
+        return (fut.await, false);
+    }
+    COMMIT_ANYWAY
+        .scope(Cell::new(false), async {
+            let out = fut.await;
+            (out, COMMIT_ANYWAY.with(Cell::get))
+        })
+        .await
+}
+
+/// Whether a failure of this class is worth running the whole transaction again for.
+fn conflict(class: ErrorClass) -> Option<ErrorClass> {
+    matches!(class, ErrorClass::SerializationFailure | ErrorClass::Deadlock).then_some(class)
+}
+
+/// `own` run until it does not fail with a conflict, at most `retry.retries()` more times,
+/// each in a new transaction after a wait.
+async fn retrying<T, E: From<TxError>>(
+    owner: Owner,
+    source: &dyn TxSource,
+    name: &str,
+    call: Call,
+    options: &TxOptions,
+    retry: Retry,
+    next: &mut Next<'_, Result<T, E>>,
+) -> Result<T, E> {
+    let mut retried = 0;
+    loop {
+        match own(owner, source, name, call, options, next).await {
+            (Err(_), Some(class)) if retried < retry.retries() => {
+                retried += 1;
+                tracing::info!(%call, data_source = name, retry = retried, ?class, "the transaction conflicted with another; running the method again");
+                tokio::time::sleep(retry.wait(retried)).await;
+            }
+            (out, _) => return out,
+        }
+    }
+}
+
 /// The method run in `tx`, which it began or joined: the innermost transaction of its task.
 /// The transaction holds the events it emits, unless the method joined it through a method of
 /// its task (or the task's spawner) already in it: then the events go where that method's go
 /// (a `nested` method's savepoint holds them, to follow it).
-async fn in_tx<T, E>(tx: Arc<Tx>, next: Next<'_, Result<T, E>>) -> Result<T, E> {
+async fn in_tx<R, F: Future<Output = R>>(tx: Arc<Tx>, run: F) -> R {
     if frames_of(&tx) > 0 {
-        return within(tx.owner, Arc::clone(&tx), None, next.run()).await;
+        return within(tx.owner, Arc::clone(&tx), None, run).await;
     }
-    within(tx.owner, Arc::clone(&tx), None, tx.events.run(next.run())).await
+    within(tx.owner, Arc::clone(&tx), None, tx.events.run(run)).await
 }
 
 /// A transaction of the method's own: begun now, the innermost of the task while the method
-/// runs, committed on `Ok` (a failed commit is the method's error), rolled back on `Err`, never
-/// committed if the method is cut short. The events emitted in it follow it: their
-/// `before_commit` handlers and the outbox's write run in it before its commit, and their
-/// other handlers once it has committed or rolled back. Once the method has returned `Ok`, its
-/// commit runs on a task of the scope's: a caller that goes away does not cut it at an unknown
-/// point, nor release the events as rolled back.
+/// runs, committed on `Ok` (a failed commit is the method's error), rolled back on `Err`
+/// (unless a rollback rule keeps it), never committed if the method is cut short or outlives
+/// its timeout. The events emitted in it follow it: their `before_commit` handlers and the
+/// outbox's write run in it before its commit, and their other handlers once it has committed
+/// or rolled back. Once the method has returned, its commit runs on a task of the scope's: a
+/// caller that goes away does not cut it at an unknown point, nor release the events as rolled
+/// back. With the output, the class of a failure worth a retry (a conflict), if it failed so.
 async fn own<T, E: From<TxError>>(
     owner: Owner,
     source: &dyn TxSource,
     name: &str,
-    next: Next<'_, Result<T, E>>,
-) -> Result<T, E> {
-    let tx = Tx::begin(source, name, owner).await?;
+    call: Call,
+    options: &TxOptions,
+    next: &mut Next<'_, Result<T, E>>,
+) -> (Result<T, E>, Option<ErrorClass>) {
+    let deadline = options.timeout_after().map(|after| Instant::now() + after);
+    let tx = match by(deadline, Tx::begin(source, name, owner, options)).await {
+        Some(Ok(tx)) => tx,
+        Some(Err(error)) => {
+            let class = conflict(error.class());
+            return (Err(error.into()), class);
+        }
+        None => return (Err(timed_out(call, name, options).into()), None),
+    };
     let cut = OnDrop(Some(|| tx.doom()));
-    let out = in_tx(Arc::clone(&tx), next).await;
+    let ran = by(deadline, in_tx(Arc::clone(&tx), ruled(options, start(next)))).await;
     std::mem::forget(cut);
-    let value = match out {
-        Ok(value) => value,
-        Err(error) => {
+    let (out, commit_anyway) = match ran {
+        Some(ran) => ran,
+        None => {
+            // What the method left running holds the transaction's connection, maybe.
+            next.cancel();
+            tx.doom();
             tx.rollback().await;
-            return Err(error);
+            return (Err(timed_out(call, name, options).into()), None);
         }
     };
+    if out.is_err() && !commit_anyway {
+        tx.rollback().await;
+        return (out, tx.conflict());
+    }
     let finishing = Arc::clone(&tx);
     let finished = match tokio::runtime::Handle::try_current() {
         Ok(_) => match tegu_core::spawn(async move { finishing.finish().await }).await {
@@ -173,23 +291,32 @@ async fn own<T, E: From<TxError>>(
         },
         Err(_) => finishing.finish().await,
     };
-    finished?;
-    Ok(value)
+    match finished {
+        Ok(()) => (out, None),
+        // Never a commit whose outcome is unknown: its class is not a conflict.
+        Err(error) => {
+            let class = conflict(error.class());
+            (Err(error.into()), class)
+        }
+    }
 }
 
-/// A savepoint of the current transaction around the method: released on `Ok`, rolled back to
-/// on `Err`, and rolled back to before the transaction's next use if the method is cut short
-/// (also while its savepoint is being ended). Its events go to the unit around it (an outer
-/// savepoint, else the transaction) once the savepoint is released, and to their
-/// `after_rollback` handlers if it is rolled back to.
-async fn nested<T, E: From<TxError>>(tx: Arc<Tx>, next: Next<'_, Result<T, E>>) -> Result<T, E> {
+/// A savepoint of the current transaction around the method: released on `Ok` (or on an
+/// `Err` a rollback rule keeps), rolled back to on `Err`, and rolled back to before the
+/// transaction's next use if the method is cut short (also while its savepoint is being
+/// ended). Its events go to the unit around it (an outer savepoint, else the transaction)
+/// once the savepoint is released, and to their `after_rollback` handlers if it is rolled
+/// back to.
+async fn nested<T, E: From<TxError>>(tx: Arc<Tx>, options: &TxOptions, run: Run<'_, Result<T, E>>) -> Result<T, E> {
     let savepoint = tx.savepoint().await?;
     let cut = OnDrop(Some(|| tx.abandon(savepoint)));
     let events = EventHold::new();
-    let out = within(tx.owner, Arc::clone(&tx), Some(savepoint), events.run(next.run())).await;
-    let ended = tx.end_savepoint(savepoint, out.is_ok()).await;
+    let (out, commit_anyway) =
+        within(tx.owner, Arc::clone(&tx), Some(savepoint), events.run(ruled(options, run))).await;
+    let keep = out.is_ok() || commit_anyway;
+    let ended = tx.end_savepoint(savepoint, keep).await;
     std::mem::forget(cut);
-    if out.is_ok() && ended.is_ok() {
+    if keep && ended.is_ok() {
         // To the unit around the method: an outer savepoint's hold, else the transaction's.
         events.hand_on(&tx.events);
     } else {

@@ -117,6 +117,17 @@ pub enum TxError {
         #[source]
         source: Box<tegu_core::DiError>,
     },
+    /// A method's transaction outlived its timeout (`#[transactional(timeout_ms = ..)]`): the
+    /// method was cancelled and its transaction rolled back.
+    #[error("`{call}` ran past its transaction's timeout of {after:?} on data source `{data_source}`; rolled back")]
+    TimedOut {
+        /// The method.
+        call: String,
+        /// The data source.
+        data_source: String,
+        /// The timeout.
+        after: std::time::Duration,
+    },
     /// The transaction is over: committed, rolled back, or rolled back because the method that
     /// began it failed, panicked or was cancelled.
     #[error("the transaction of data source `{data_source}` is over ({how}); begin another one")]
@@ -182,6 +193,7 @@ impl TxError {
             TxError::Busy { .. } => ErrorClass::Busy,
             TxError::Aborted { .. } => ErrorClass::Aborted,
             TxError::Ended { .. } => ErrorClass::Ended,
+            TxError::TimedOut { .. } => ErrorClass::TimedOut,
             TxError::Database { error, .. } => {
                 error.downcast_ref::<Classified>().map_or(ErrorClass::Other, |c| c.class)
             }
@@ -262,6 +274,10 @@ pub enum ErrorClass {
     /// A rule of `#[transactional]` was broken, or the data source is not in the App: a fault
     /// of the code, not of the database.
     Usage,
+    /// The method ran past its transaction's timeout ([`TxError::TimedOut`]), or the database
+    /// cancelled a statement at the transaction's `statement_timeout` (PostgreSQL `57014`):
+    /// rolled back. Not retryable: the same work would take as long again.
+    TimedOut,
     /// Any other failure.
     Other,
 }

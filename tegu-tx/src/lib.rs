@@ -106,7 +106,7 @@ mod tx;
 pub use advice::Transactional;
 pub use current::Transactions;
 pub use error::{AbortedByDatabase, Classified, ErrorClass, TxError};
-pub use options::{Propagation, TxOptions};
+pub use options::{Isolation, Propagation, Retry, TxOptions};
 /// The context proto that holds a request's transactions: named only to link it into an App
 /// built `without_inventory()` (`.link::<tegu_tx::TxScope>()`, with `Transactional` and
 /// `Transactions`), as `build()`'s error says.
@@ -121,3 +121,12 @@ pub use source::{TxConn, TxFuture, TxSource};
 pub use tegu_core::error::Busy;
 pub use tegu_macros::transactional;
 pub use tx::{Tx, TxGuard};
+
+/// What the macro's expansion calls.
+#[doc(hidden)]
+pub mod __private {
+    /// The epilogue of a method whose rollback rule (`commit_on`) matched its error.
+    pub fn commit_despite_error() {
+        crate::advice::commit_despite_error();
+    }
+}

@@ -54,12 +54,13 @@ impl TxScope {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Begins the scope's transaction of `source` (named `name`).
+    /// Begins the scope's transaction of `source` (named `name`), set up as `options` say.
     pub(crate) async fn begin(
         &self,
         source: &dyn TxSource,
         name: &str,
         owner: crate::tx::Owner,
+        options: &crate::options::TxOptions,
     ) -> Result<Began, TxError> {
         let _one_at_a_time = self.beginning.lock().await;
         if self.closed.load(std::sync::atomic::Ordering::Acquire) {
@@ -68,7 +69,7 @@ impl TxScope {
         if let Some(tx) = self.find(name) {
             return Ok(Began::Joined(tx));
         }
-        let tx = Tx::begin(source, name, owner).await?;
+        let tx = Tx::begin(source, name, owner, options).await?;
         self.open().push(Arc::clone(&tx));
         Ok(Began::New(tx))
     }

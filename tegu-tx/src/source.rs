@@ -7,6 +7,8 @@ use std::pin::Pin;
 
 use tegu_core::error::BoxError;
 
+use crate::options::TxOptions;
+
 /// The future an adapter's transaction operations return.
 pub type TxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send + 'a>>;
 
@@ -63,6 +65,20 @@ pub type TxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Se
 pub trait TxSource: Send + Sync + 'static {
     /// Begins a transaction on a connection of its own.
     fn begin(&self) -> TxFuture<'_, Box<dyn TxConn>>;
+
+    /// Begins a transaction set up as `options` say: its isolation level, read-only, and the
+    /// database's side of its timeout (tegu-tx enforces the deadline itself too). What tegu-tx
+    /// calls. The default begins a plain one ([`begin`](Self::begin)) when `options` ask for
+    /// neither an isolation level nor read-only, and refuses otherwise, so that a source that
+    /// cannot honour them never runs a transaction weaker than the method asked for.
+    fn begin_with(&self, options: &TxOptions) -> TxFuture<'_, Box<dyn TxConn>> {
+        if options.isolation_level().is_none() && !options.is_read_only() {
+            return self.begin();
+        }
+        Box::pin(async {
+            Err("this data source cannot begin a transaction with an isolation level or read-only: its adapter does not implement `TxSource::begin_with`".into())
+        })
+    }
 
     /// Whether the database runs one transaction at a time, holding it from its beginning
     /// (SQLite, whose transactions tegu-sqlx begins `IMMEDIATE`): then a `requires_new` method

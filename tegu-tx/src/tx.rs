@@ -12,7 +12,8 @@ use tokio::sync::{Mutex, Notify, OwnedMappedMutexGuard, OwnedMutexGuard};
 
 use tegu_core::events::EventHold;
 
-use crate::error::TxError;
+use crate::error::{ErrorClass, TxError};
+use crate::options::TxOptions;
 use crate::source::{TxConn, TxSource};
 
 /// A transaction of a data source: what a `#[transactional]` method begins and the methods it
@@ -48,6 +49,9 @@ pub struct Tx {
     /// Wakes the statements waiting for a savepoint to end.
     turn: Notify,
     next_savepoint: AtomicU32,
+    /// A conflict a statement of it failed with ([`note_failure`](Self::note_failure)): a
+    /// method that owns it may run again.
+    conflict: SyncMutex<Option<ErrorClass>>,
 }
 
 /// A savepoint of a `nested` method.
@@ -78,8 +82,14 @@ impl std::fmt::Debug for Tx {
 
 impl Tx {
     /// Begins a transaction of `source`, named `name`.
-    pub(crate) async fn begin(source: &dyn TxSource, name: &str, owner: Owner) -> Result<Arc<Tx>, TxError> {
-        let conn = source.begin().await.map_err(|error| TxError::database("beginning a transaction", name, error))?;
+    pub(crate) async fn begin(
+        source: &dyn TxSource,
+        name: &str,
+        owner: Owner,
+        options: &TxOptions,
+    ) -> Result<Arc<Tx>, TxError> {
+        let began = if options.plain_begin() { source.begin() } else { source.begin_with(options) };
+        let conn = began.await.map_err(|error| TxError::database("beginning a transaction", name, error))?;
         Ok(Arc::new(Tx {
             source: name.into(),
             owner,
@@ -91,12 +101,28 @@ impl Tx {
             savepoints: SyncMutex::new(Vec::new()),
             turn: Notify::new(),
             next_savepoint: AtomicU32::new(1),
+            conflict: SyncMutex::new(None),
         }))
     }
 
     /// The data source's name.
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// Notes that a statement of the transaction failed with `class`: what an adapter calls
+    /// for its statements' errors (tegu-sqlx's `Database::error` does), so that a method
+    /// retried on conflicts (`#[transactional(requires_new, retry = ..)]`) runs again after a
+    /// serialization failure or a deadlock, whatever its error type made of the error.
+    pub fn note_failure(&self, class: ErrorClass) {
+        if matches!(class, ErrorClass::SerializationFailure | ErrorClass::Deadlock) {
+            self.conflict.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(class);
+        }
+    }
+
+    /// The conflict a statement of it failed with, if any.
+    pub(crate) fn conflict(&self) -> Option<ErrorClass> {
+        *self.conflict.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The transaction's connection, for one use (hold it for a statement or a few, not across

@@ -316,6 +316,19 @@ impl Step<Outcome> for Rest<'_> {
         self
     }
 
+    fn replayable(&self) -> bool {
+        matches!(self, Rest::Ready { .. })
+    }
+
+    fn cancel(self: Pin<&mut Self>) {
+        let this = self.get_mut();
+        match this {
+            Rest::Running { .. } => *this = Rest::Taken,
+            Rest::Inner { inner } => inner.as_mut().cancel(),
+            Rest::Ready { .. } | Rest::Taken => {}
+        }
+    }
+
     fn poll_step(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome> {
         let this = self.get_mut();
         loop {

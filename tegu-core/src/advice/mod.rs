@@ -19,8 +19,11 @@ use pin_project_lite::pin_project;
 use crate::error::DiError;
 
 pub(crate) mod crosscut;
+mod replay;
 
 pub use crosscut::Outcome;
+#[doc(hidden)]
+pub use replay::{Replay, ReplayArgs};
 
 /// An around advice for methods returning `R`: a proto (so it can inject singletons and
 /// `ContextRef`s) that methods name in `#[intercept(..)]`.
@@ -442,6 +445,51 @@ impl<'a, R> Next<'a, R> {
     pub fn run(self) -> Run<'a, R> {
         Run { step: self.step }
     }
+
+    /// Runs the rest of the chain once more, with a fresh copy of the arguments: for an
+    /// advice that retries a call (tegu-tx's `#[transactional(retry = ..)]`). The first call
+    /// starts the chain, as [`run`](Self::run) does; a later one drops what the previous run
+    /// left and starts it again. `None` for a later call when the chain cannot run again: the
+    /// macros build a chain that can only for an advice use that asks for it (its method's
+    /// arguments are then `Clone`, and its receiver `&self`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_core::advice::{Advice, Call, Next};
+    ///
+    /// /// Runs a call up to three times while it fails.
+    /// struct Again;
+    /// impl<T, E> Advice<Result<T, E>> for Again {
+    ///     async fn around(&self, _call: Call, mut next: Next<'_, Result<T, E>>) -> Result<T, E> {
+    ///         let mut tries = 1;
+    ///         loop {
+    ///             let Some(run) = next.again() else { unreachable!("started at most once before") };
+    ///             match run.await {
+    ///                 Err(_) if tries < 3 && next.replayable() => tries += 1,
+    ///                 out => return out,
+    ///             }
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub fn again(&mut self) -> Option<Run<'_, R>> {
+        if self.step.as_mut().rearm() { Some(Run { step: self.step.as_mut() }) } else { None }
+    }
+
+    /// Whether [`again`](Self::again) can start the chain once more: it has not started yet,
+    /// or it was built to run again.
+    pub fn replayable(&self) -> bool {
+        self.step.as_ref().get_ref().replayable()
+    }
+
+    /// Drops the run of the rest of the chain in progress, if any, with what it holds (a lock,
+    /// a connection): for an advice that gave up on it (a timeout) and must not wait for the
+    /// method's future to be dropped. Without it, a [`Run`] dropped before it finished leaves
+    /// the call's future to be dropped with the method's.
+    pub fn cancel(&mut self) {
+        self.step.as_mut().cancel();
+    }
 }
 
 impl<R> fmt::Debug for Next<'_, R> {
@@ -527,6 +575,15 @@ pub trait Step<R> {
     fn as_debug(&self) -> &dyn fmt::Debug;
     /// Starts the step on first poll, then polls it.
     fn poll_step(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R>;
+    /// Makes the step ready to start (again): `true` if it is ready, `false` if it has run and
+    /// cannot run again.
+    fn rearm(self: Pin<&mut Self>) -> bool {
+        self.replayable()
+    }
+    /// Whether [`rearm`](Self::rearm) would make it ready.
+    fn replayable(&self) -> bool;
+    /// Drops the run in progress, if any: what it holds is released now.
+    fn cancel(self: Pin<&mut Self>);
 }
 
 pin_project! {
@@ -575,6 +632,16 @@ where
         self
     }
 
+    fn replayable(&self) -> bool {
+        matches!(self, Proceed::Ready { .. })
+    }
+
+    fn cancel(mut self: Pin<&mut Self>) {
+        if matches!(*self, Proceed::Running { .. }) {
+            self.set(Proceed::Done);
+        }
+    }
+
     #[inline]
     fn poll_step(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R> {
         loop {
@@ -606,6 +673,14 @@ pub fn shower<A, D: Fn(&A, &mut fmt::Formatter<'_>) -> fmt::Result>(_: &A, show:
 #[doc(hidden)]
 #[inline(always)]
 pub fn body<R, A, Fut: Future<Output = R>, F: FnOnce(A) -> Fut>(_: &A, f: F) -> F {
+    f
+}
+
+/// [`body`] for a body run more than once ([`Replay`]): a `Fn`, which a closure is only if
+/// it is expected to be one where it is written.
+#[doc(hidden)]
+#[inline(always)]
+pub fn body_fn<R, A, Fut: Future<Output = R>, F: Fn(A) -> Fut>(_: &A, f: F) -> F {
     f
 }
 
