@@ -23,7 +23,7 @@ mod replay;
 
 pub use crosscut::Outcome;
 #[doc(hidden)]
-pub use replay::{Replay, ReplayArgs};
+pub use replay::Replay;
 
 /// An around advice for methods returning `R`: a proto (so it can inject singletons and
 /// `ContextRef`s) that methods name in `#[intercept(..)]`.

@@ -22,31 +22,12 @@ pin_project! {
     }
 }
 
-/// What a step run again needs of its method's arguments: a copy for each run.
-#[diagnostic::on_unimplemented(
-    message = "the arguments of a method retried by `#[transactional(retry = ..)]` are cloned for each try: `{Self}` is not `Clone`",
-    label = "not `Clone`",
-    note = "take the argument by reference (`&T`), or derive `Clone` for it"
-)]
-#[doc(hidden)]
-pub trait ReplayArgs {
-    /// A copy of the arguments for one run.
-    fn again(&self) -> Self;
-}
-
-impl<A: Clone> ReplayArgs for A {
-    #[inline]
-    fn again(&self) -> Self {
-        self.clone()
-    }
-}
-
 impl<A, D, F, Fut> Replay<A, D, F, Fut> {
     /// `run` applied to a copy of `args` at each run, which `show` formats.
     #[inline(always)]
     pub fn new(args: A, show: D, run: F) -> Self
     where
-        A: ReplayArgs,
+        A: Clone,
         F: Fn(A) -> Fut,
     {
         Replay { args, show, run, running: None }
@@ -64,7 +45,7 @@ where
 
 impl<R, A, D, F, Fut> Step<R> for Replay<A, D, F, Fut>
 where
-    A: ReplayArgs,
+    A: Clone,
     D: Fn(&A, &mut fmt::Formatter<'_>) -> fmt::Result,
     F: Fn(A) -> Fut,
     Fut: Future<Output = R>,
@@ -76,7 +57,7 @@ where
     fn poll_step(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R> {
         let mut this = self.project();
         if this.running.is_none() {
-            let fut = (this.run)(this.args.again());
+            let fut = (this.run)(this.args.clone());
             this.running.set(Some(fut));
         }
         match this.running.as_pin_mut() {

@@ -35,6 +35,11 @@ impl Orders {
     pub async fn source_not_a_string(&self) -> Result<(), TxError> {
         Ok(())
     }
+
+    #[transactional(= "orders")]
+    pub async fn no_key(&self) -> Result<(), TxError> {
+        Ok(())
+    }
 }
 
 fn main() {}
