@@ -218,6 +218,13 @@ impl TxOptions {
     /// Unless the propagation is [`Propagation::RequiresNew`] (in a constant: a compile
     /// error): only the owner of a transaction may run it again, and a `required` method may
     /// find its transaction committed after it returned, in the scope's completion phase.
+    ///
+    /// ```compile_fail
+    /// use std::time::Duration;
+    /// use tegu_tx::{Propagation, Retry, TxOptions};
+    ///
+    /// const JOINS: TxOptions = TxOptions::new(Propagation::Required).retry(Retry::new(3, Duration::from_millis(5)));
+    /// ```
     pub const fn retry(mut self, retry: Retry) -> Self {
         assert!(
             matches!(self.propagation, Propagation::RequiresNew),

@@ -9,6 +9,7 @@ use tegu_core::ProtoDef;
 
 use crate::current::Transactions;
 use crate::error::TxError;
+use crate::options::TxOptions;
 use crate::source::{TxConn, TxFuture, TxSource};
 
 type Journal = Arc<Mutex<Vec<String>>>;
@@ -103,8 +104,25 @@ impl JournalSource {
 
 impl TxSource for JournalSource {
     fn begin(&self) -> TxFuture<'_, Box<dyn TxConn>> {
+        self.begin_with(&TxOptions::default())
+    }
+
+    /// Journals the setup as SQL words: `BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY`, and
+    /// ` TIMEOUT 500ms` for a timeout.
+    fn begin_with(&self, options: &TxOptions) -> TxFuture<'_, Box<dyn TxConn>> {
         let tx = JournalTx(Arc::clone(&self.journal));
-        tx.say("BEGIN");
+        let mut begin = String::from("BEGIN");
+        if let Some(level) = options.isolation_level() {
+            begin.push_str(" ISOLATION LEVEL ");
+            begin.push_str(level.sql());
+        }
+        if options.is_read_only() {
+            begin.push_str(" READ ONLY");
+        }
+        if let Some(timeout) = options.timeout_after() {
+            begin.push_str(&format!(" TIMEOUT {timeout:?}"));
+        }
+        tx.say(&begin);
         Box::pin(async move { Ok(Box::new(tx) as Box<dyn TxConn>) })
     }
 }
