@@ -264,12 +264,15 @@ fn rewrite(
         cx.error_spanned_by(&sig.ident, format!("`#[intercept]` applies to methods; `{}` takes no `self`", sig.ident));
         return;
     }
-    let shared_self =
-        matches!(sig.inputs.first(), Some(syn::FnArg::Receiver(r)) if r.reference.is_some() && r.mutability.is_none());
+    // `&self` or `self: &T`: a shared reference, which each try can copy.
+    let shared_self = matches!(
+        sig.inputs.first(),
+        Some(syn::FnArg::Receiver(r)) if matches!(&*r.ty, syn::Type::Reference(t) if t.mutability.is_none())
+    );
     if advices.iter().any(|used| used.replay) && !shared_self {
         cx.error_spanned_by(
             &sig.inputs[0],
-            format!("`#[transactional(retry = ..)]` runs `{}` again for each try: it takes `&self`", sig.ident),
+            format!("`#[transactional(retry = ..)]` runs `{}` again for each try: it takes `&self` (or `self: &T`), which each try can copy", sig.ident),
         );
         return;
     }

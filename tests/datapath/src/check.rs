@@ -38,6 +38,10 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     ("savepoint", "rows of a savepoint rolled back to are not stored"),
     ("joined-transaction", "a method runs in the transaction its propagation gives it"),
     ("write-in-its-transaction", "a method's statements run in its transaction, even after another method ended it"),
+    (
+        "retried-on-conflict-only",
+        "a retried method runs again, each try in a new transaction, after a conflict and only then, at most its retries",
+    ),
     ("before-commit-in-transaction", "a before_commit handler runs inside its event's transaction"),
     ("before-commit-lineage", "a before_commit handler sees its emitter's tenant and user"),
     ("before-commit-failure-rolls-back", "a failed before_commit handler leaves its unit uncommitted"),
@@ -61,6 +65,7 @@ pub fn check(scenario: &Scenario, observed: &Observed) -> Vec<Violation> {
     let mut model = Model::new(scenario, observed);
     model.transactions();
     model.calls();
+    model.retries();
     model.events();
     model.tenants();
     model.lives();
@@ -261,6 +266,42 @@ impl<'a> Model<'a> {
         }
         if began.len() == 1 && failed(first) && committed {
             self.v("failed-absent", format!("{what}: the call failed ({:?}), and it is stored", first.result));
+        }
+    }
+
+    /// Each call of a retried method ran once more after each conflicting try, up to its
+    /// retries, and never after a try that did not conflict (a commit whose outcome is
+    /// unknown included); each try in a transaction of its own.
+    fn retries(&mut self) {
+        for r in &self.o.log.retried {
+            let most = usize::from(r.conflicts.min(crate::world::RETRIES)) + 1;
+            let tries: Vec<&CallObs> = r.tries.iter().filter_map(|id| self.call(*id)).collect();
+            let what = format!(
+                "request {}: a retried call with {} conflict(s) ran {} tries",
+                r.request,
+                r.conflicts,
+                tries.len()
+            );
+            if tries.len() > most {
+                self.v("retried-on-conflict-only", format!("{what}, at most {most}"));
+            }
+            // Fewer only when a try ended otherwise than by its conflict: a panic, an error of
+            // the database (its `BEGIN` or `COMMIT`), or a try that never returned.
+            if let Some(last) = tries.last()
+                && tries.len() < most
+                && tries.len() <= usize::from(r.conflicts)
+                && last.result == Some(Err(None))
+                && !last.panicked
+            {
+                self.v("retried-on-conflict-only", format!("{what}: its conflict was not retried"));
+            }
+            let mut inside: Vec<u32> = tries.iter().filter_map(|c| c.inside.flatten()).collect();
+            let began = inside.len();
+            inside.sort_unstable();
+            inside.dedup();
+            if inside.len() != began {
+                self.v("retried-on-conflict-only", format!("{what}, two of them in one transaction"));
+            }
         }
     }
 
@@ -576,8 +617,8 @@ fn allowed(s: &Scenario) -> Allowed {
     // (`mandatory` with no transaction, `never` inside one, `requires_new` inside one on SQLite).
     let fails = s.requests.iter().any(|r| r.end != End::Ok)
         || ops.iter().any(|op| {
-            matches!(op, Op::Call { end, .. } if *end != End::Ok)
-                || matches!(op, Op::Bad { .. })
+            matches!(op, Op::Call { end, .. } | Op::Retried { end, .. } if *end != End::Ok)
+                || matches!(op, Op::Bad { .. } | Op::Retried { .. })
                 || matches!(op, Op::Call { prop: Prop::Mandatory | Prop::Never | Prop::RequiresNew, .. })
         });
     let handlers_fail = ops.iter().any(|op| matches!(op, Op::Emit(spec) if spec.before_commit != Behave::Ok));
@@ -652,7 +693,9 @@ fn all_ops(s: &Scenario) -> Vec<&Op> {
     fn walk<'a>(body: &'a [Op], out: &mut Vec<&'a Op>) {
         for op in body {
             out.push(op);
-            if let Op::Call { body, .. } | Op::Spawn { body, .. } | Op::ActAs { body, .. } = op {
+            if let Op::Call { body, .. } | Op::Retried { body, .. } | Op::Spawn { body, .. } | Op::ActAs { body, .. } =
+                op
+            {
                 walk(body, out);
             }
         }
@@ -667,8 +710,10 @@ fn all_ops(s: &Scenario) -> Vec<&Op> {
 fn has_panic(body: &[Op], end: End) -> bool {
     fn walk(body: &[Op]) -> bool {
         body.iter().any(|op| match op {
-            Op::Call { end: End::Panic, .. } => true,
-            Op::Call { body, .. } | Op::Spawn { body, .. } | Op::ActAs { body, .. } => walk(body),
+            Op::Call { end: End::Panic, .. } | Op::Retried { end: End::Panic, .. } => true,
+            Op::Call { body, .. } | Op::Retried { body, .. } | Op::Spawn { body, .. } | Op::ActAs { body, .. } => {
+                walk(body)
+            }
             _ => false,
         })
     }

@@ -55,6 +55,7 @@ enum Kind {
     Bad,
     Emit,
     Call,
+    Retried,
     Spawn,
     ActAs,
     TenantObject,
@@ -64,6 +65,7 @@ enum Kind {
 /// The weights of the operations in a request's handler.
 const TOP: &[(u32, Kind)] = &[
     (38, Kind::Call),
+    (6, Kind::Retried),
     (8, Kind::Write),
     (10, Kind::Emit),
     (4, Kind::Read),
@@ -77,6 +79,7 @@ const TOP: &[(u32, Kind)] = &[
 /// The weights of the operations inside a method, a task or a nested scope.
 const INNER: &[(u32, Kind)] = &[
     (18, Kind::Call),
+    (4, Kind::Retried),
     (20, Kind::Write),
     (16, Kind::Emit),
     (4, Kind::Read),
@@ -125,7 +128,7 @@ pub fn scenario(seed: u64, db: Db) -> Scenario {
 
 fn op(rng: &mut Rng, weights: &[(u32, Kind)], depth: u32) -> Op {
     let mut kind = rng.pick(weights);
-    if depth >= MAX_DEPTH && matches!(kind, Kind::Call | Kind::Spawn | Kind::ActAs) {
+    if depth >= MAX_DEPTH && matches!(kind, Kind::Call | Kind::Retried | Kind::Spawn | Kind::ActAs) {
         kind = Kind::Write;
     }
     match kind {
@@ -141,6 +144,12 @@ fn op(rng: &mut Rng, weights: &[(u32, Kind)], depth: u32) -> Op {
         Kind::Call => Op::Call {
             prop: rng.pick(PROPS),
             body: body(rng, depth + 1, 4),
+            end: rng.pick(METHOD_ENDS),
+            caught: rng.chance(45),
+        },
+        Kind::Retried => Op::Retried {
+            body: body(rng, depth + 1, 3),
+            conflicts: rng.pick(&[(20, 0), (40, 1), (25, 2), (15, 3)]),
             end: rng.pick(METHOD_ENDS),
             caught: rng.chance(45),
         },

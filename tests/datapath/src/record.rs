@@ -194,6 +194,20 @@ pub struct Log {
     pub reads: Vec<Read>,
     /// Tenant objects read: the request, the scope's tenant, the object's tenant and plan.
     pub tenant_objects: Vec<(u16, Option<String>, String, Option<String>)>,
+    /// Calls of a retried method.
+    pub retried: Vec<RetriedObs>,
+}
+
+/// A call of a method retried on conflicts (`Op::Retried`): its tries, each a call of its own
+/// (a `requires_new` one) in [`Log::calls`].
+#[derive(Debug, Clone)]
+pub struct RetriedObs {
+    /// The tries' call numbers, in order.
+    pub tries: Vec<u32>,
+    /// How many tries the scenario made conflict.
+    pub conflicts: u8,
+    /// Its request.
+    pub request: u16,
 }
 
 /// Counts of objects built and destroyed, per generation of the Apps.
@@ -324,6 +338,11 @@ impl Recorder {
     /// A call starting.
     pub fn call(&self, call: CallObs) {
         self.log().calls.insert(call.id, call);
+    }
+
+    /// A call of a retried method ended.
+    pub fn retried(&self, retried: RetriedObs) {
+        self.log().retried.push(retried);
     }
 
     /// A call's body starting, in transaction `tx`.

@@ -94,6 +94,20 @@ pub enum Op {
         /// The caller takes its failure in stride.
         caught: bool,
     },
+    /// Calls a `#[transactional(requires_new, retry = ..)]` method (`world::RETRIES` retries)
+    /// that runs `body`; its first `conflicts` tries then fail with a serialization failure
+    /// noted on their transaction (as the adapter notes a real one), and the try after them
+    /// ends as `end`. `caught` as for [`Op::Call`].
+    Retried {
+        /// What each try runs.
+        body: Vec<Op>,
+        /// How many tries conflict.
+        conflicts: u8,
+        /// How the first try that does not conflict ends.
+        end: End,
+        /// The caller takes its failure in stride.
+        caught: bool,
+    },
     /// Runs `body` on a task of the scope (`tegu_core::spawn`): awaited, or `detached` (the
     /// handler goes on and may return first; the scope waits for the task).
     Spawn {
@@ -216,7 +230,10 @@ impl Scenario {
             body.iter()
                 .map(|op| {
                     1 + match op {
-                        Op::Call { body, .. } | Op::Spawn { body, .. } | Op::ActAs { body, .. } => ops(body),
+                        Op::Call { body, .. }
+                        | Op::Retried { body, .. }
+                        | Op::Spawn { body, .. }
+                        | Op::ActAs { body, .. } => ops(body),
                         _ => 0,
                     }
                 })
@@ -230,7 +247,9 @@ impl Scenario {
         fn any(body: &[Op]) -> bool {
             body.iter().any(|op| match op {
                 Op::Emit(spec) => spec.external,
-                Op::Call { body, .. } | Op::Spawn { body, .. } | Op::ActAs { body, .. } => any(body),
+                Op::Call { body, .. } | Op::Retried { body, .. } | Op::Spawn { body, .. } | Op::ActAs { body, .. } => {
+                    any(body)
+                }
                 _ => false,
             })
         }
@@ -275,6 +294,11 @@ fn write_ops(f: &mut fmt::Formatter<'_>, body: &[Op], depth: usize) -> fmt::Resu
             Op::Call { prop, body, end, caught } => {
                 let caught = if *caught { ", caught" } else { "" };
                 writeln!(f, "{pad}call {prop:?}, ends {end:?}{caught}")?;
+                write_ops(f, body, depth + 1)?;
+            }
+            Op::Retried { body, conflicts, end, caught } => {
+                let caught = if *caught { ", caught" } else { "" };
+                writeln!(f, "{pad}call RequiresNew retried, {conflicts} conflict(s), then ends {end:?}{caught}")?;
                 write_ops(f, body, depth + 1)?;
             }
             Op::Spawn { body, detached } => {

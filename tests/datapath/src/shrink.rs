@@ -1,7 +1,7 @@
 //! Shrinking: a failing scenario made smaller, one edit at a time, while it still breaks the
 //! same invariant (delta debugging over the scenario's tree).
 
-use crate::scenario::{Behave, End, EventSpec, Op, Scenario};
+use crate::scenario::{Behave, End, EventSpec, Op, Prop, Scenario};
 
 /// The scenarios one edit smaller or simpler than `s`, the biggest cuts first.
 pub fn candidates(s: &Scenario) -> Vec<Scenario> {
@@ -79,7 +79,11 @@ fn body_edits(body: &[Op]) -> Vec<Vec<Op>> {
         out.push(b);
     }
     for i in 0..body.len() {
-        if let Op::Call { body: inner, .. } | Op::Spawn { body: inner, .. } | Op::ActAs { body: inner, .. } = &body[i] {
+        if let Op::Call { body: inner, .. }
+        | Op::Retried { body: inner, .. }
+        | Op::Spawn { body: inner, .. }
+        | Op::ActAs { body: inner, .. } = &body[i]
+        {
             let mut b = body.to_vec();
             b.splice(i..=i, inner.iter().cloned());
             out.push(b);
@@ -94,6 +98,13 @@ fn body_edits(body: &[Op]) -> Vec<Vec<Op>> {
                 for e in body_edits(inner) {
                     let mut b = body.to_vec();
                     b[i] = Op::Call { prop: *prop, body: e, end: *end, caught: *caught };
+                    out.push(b);
+                }
+            }
+            Op::Retried { body: inner, conflicts, end, caught } => {
+                for e in body_edits(inner) {
+                    let mut b = body.to_vec();
+                    b[i] = Op::Retried { body: e, conflicts: *conflicts, end: *end, caught: *caught };
                     out.push(b);
                 }
             }
@@ -128,6 +139,18 @@ fn simplify(op: &Op) -> Vec<Op> {
             if *caught {
                 out.push(Op::Call { prop: *prop, body: body.clone(), end: *end, caught: false });
             }
+        }
+        Op::Retried { body, conflicts, end, caught } => {
+            if *conflicts > 0 {
+                out.push(Op::Retried { body: body.clone(), conflicts: conflicts - 1, end: *end, caught: *caught });
+            }
+            if *end != End::Ok {
+                out.push(Op::Retried { body: body.clone(), conflicts: *conflicts, end: End::Ok, caught: *caught });
+            }
+            if *caught {
+                out.push(Op::Retried { body: body.clone(), conflicts: *conflicts, end: *end, caught: false });
+            }
+            out.push(Op::Call { prop: Prop::RequiresNew, body: body.clone(), end: *end, caught: *caught });
         }
         Op::Emit(spec) => {
             let plain = EventSpec {

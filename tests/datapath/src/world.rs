@@ -19,7 +19,7 @@ use tegu_core::{App, ContextRef, context_proto, handlers, singleton_proto};
 use tegu_sqlx::{Database, Postgres, Sqlite};
 use tegu_tx::{Transactions, TxError, transactional};
 
-use crate::record::{CallObs, EmitObs, HandlerObs, Outcome, Phase, Recorder, ScopeObs, Seen, WriteObs};
+use crate::record::{CallObs, EmitObs, HandlerObs, Outcome, Phase, Recorder, RetriedObs, ScopeObs, Seen, WriteObs};
 use crate::scenario::{Behave, End, EventSpec, Op, Prop};
 
 /// The data source's object name.
@@ -337,6 +337,9 @@ impl Worker {
                 Ok(())
             }
             Op::Call { prop, body, end, caught } => self.call(*prop, body, *end, *caught, cx).await,
+            Op::Retried { body, conflicts, end, caught } => {
+                self.retried_call(body, *conflicts, *end, *caught, cx).await
+            }
             Op::Spawn { body, detached } => {
                 let worker = Arc::clone(self);
                 let body = body.clone();
@@ -471,12 +474,43 @@ impl Worker {
             Err(_) => Err(None),
         };
         self.rec.returned(id, result, ran.is_err(), after);
-        match ran {
-            Ok(done) if !caught => done,
-            Ok(_) => Ok(()),
-            Err(_) if caught => Ok(()),
-            Err(panic) => std::panic::resume_unwind(panic),
+        caught_or(ran, caught)
+    }
+
+    /// A call of the method retried on conflicts: each try is recorded as a `requires_new`
+    /// call of its own; the tries before the last answered the conflict, the last what the
+    /// method answered.
+    async fn retried_call(
+        self: &Arc<Self>,
+        body: &[Op],
+        conflicts: u8,
+        end: End,
+        caught: bool,
+        cx: &Cx,
+    ) -> Result<(), Failure> {
+        let before = self.tx_now();
+        let tries = std::sync::Mutex::new(Vec::new());
+        let ran = std::panic::AssertUnwindSafe(self.retried(body, conflicts, end, cx.clone(), before, &tries))
+            .catch_unwind()
+            .await;
+        let after = self.tx_now();
+        let result = match &ran {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(Failure::Tx(e))) => {
+                self.rec.error(cx.request, e.class(), e.to_string());
+                Err(Some(e.class()))
+            }
+            Ok(Err(_)) | Err(_) => Err(None),
+        };
+        let tries = tries.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((last, earlier)) = tries.split_last() {
+            for id in earlier {
+                self.rec.returned(*id, Err(None), false, after);
+            }
+            self.rec.returned(*last, result, ran.is_err(), after);
         }
+        self.rec.retried(RetriedObs { tries, conflicts, request: cx.request });
+        caught_or(ran, caught)
     }
 
     /// The body of every `#[transactional]` method: notes the transaction it runs in, runs its
@@ -497,6 +531,46 @@ impl Worker {
         self.method(body, end, cx).await
     }
 
+    /// One try of the method retried on conflicts: a call of its own; the first `conflicts`
+    /// tries note a serialization failure on their transaction after their body, and fail.
+    #[transactional(requires_new, retry = 2, backoff_ms = 1)]
+    async fn retried(
+        self: &Arc<Self>,
+        body: &[Op],
+        conflicts: u8,
+        end: End,
+        cx: Cx,
+        before: Option<u32>,
+        tries: &std::sync::Mutex<Vec<u32>>,
+    ) -> Result<(), Failure> {
+        let id = self.rec.next_call();
+        let attempt = {
+            let mut tries = tries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            tries.push(id);
+            tries.len()
+        };
+        self.rec.call(CallObs::new(
+            id,
+            Prop::RequiresNew,
+            cx.request,
+            cx.scope,
+            before,
+            cx.calls.last().copied(),
+            cx.detached,
+        ));
+        let mut inner = cx;
+        inner.calls.push(id);
+        if attempt > usize::from(conflicts) {
+            return self.method(body, end, inner).await;
+        }
+        self.rec.started(id, self.tx_now());
+        let done = self.exec(body, inner).await;
+        if let Some(tx) = self.transactions.current(SOURCE) {
+            tx.note_failure(tegu_tx::ErrorClass::SerializationFailure);
+        }
+        done.and(Err(Failure::Injected))
+    }
+
     #[transactional(requires_new)]
     async fn requires_new(self: &Arc<Self>, body: &[Op], end: End, cx: Cx) -> Result<(), Failure> {
         self.method(body, end, cx).await
@@ -515,6 +589,20 @@ impl Worker {
     #[transactional(never)]
     async fn never(self: &Arc<Self>, body: &[Op], end: End, cx: Cx) -> Result<(), Failure> {
         self.method(body, end, cx).await
+    }
+}
+
+/// How many times the method of `Op::Retried` runs again: its attribute's `retry`.
+pub const RETRIES: u8 = 2;
+
+/// What a call gives its caller: its answer, or `Ok` where the caller takes its failure (a
+/// panic included) in stride; a panic not taken goes on unwinding.
+fn caught_or(ran: std::thread::Result<Result<(), Failure>>, caught: bool) -> Result<(), Failure> {
+    match ran {
+        Ok(done) if !caught => done,
+        Ok(_) => Ok(()),
+        Err(_) if caught => Ok(()),
+        Err(panic) => std::panic::resume_unwind(panic),
     }
 }
 
