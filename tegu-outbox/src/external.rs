@@ -4,15 +4,19 @@ use std::any::{Any, TypeId};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tegu_core::events::{Delivery, EventBus};
+use tegu_core::events::{Deliveries, EventBus};
 use tegu_core::lineage::Lineage;
 
 use tegu_core::futures::BoxFuture;
 
-/// Decodes an event's JSON and delivers it to an App's handlers, each handler's scope seeded
-/// with the lineage the event's headers carried.
-pub type DeliverFn =
-    for<'a> fn(&'a EventBus, &'a [u8], &'a Lineage) -> BoxFuture<'a, Result<Delivery, serde_json::Error>>;
+/// Decodes an event's JSON and delivers it to an App's handlers (or the one named), each
+/// handler's scope seeded with the lineage the event's headers carried.
+pub type DeliverFn = for<'a> fn(
+    &'a EventBus,
+    &'a [u8],
+    &'a Lineage,
+    Option<&'a str>,
+) -> BoxFuture<'a, Result<Deliveries, serde_json::Error>>;
 
 /// What [`external_event!`](crate::external_event) submits: an event type, its name on the
 /// broker, and how to encode and decode it.
@@ -41,19 +45,20 @@ pub fn encode<E: Serialize + 'static>(event: &(dyn Any + Send + Sync)) -> Result
     }
 }
 
-/// Decodes `payload` as an `E` and delivers it to `bus`'s handlers, each in a scope seeded with
-/// `lineage` (`EventBus::deliver_with`).
+/// Decodes `payload` as an `E` and delivers it to `bus`'s handlers (or the one `only` names),
+/// each in a scope seeded with `lineage` (`EventBus::deliver_each`).
 pub fn decode_and_deliver<'a, E>(
     bus: &'a EventBus,
     payload: &'a [u8],
     lineage: &'a Lineage,
-) -> BoxFuture<'a, Result<Delivery, serde_json::Error>>
+    only: Option<&'a str>,
+) -> BoxFuture<'a, Result<Deliveries, serde_json::Error>>
 where
     E: DeserializeOwned + Send + Sync + 'static,
 {
     Box::pin(async move {
         let event: E = serde_json::from_slice(payload)?;
-        Ok(bus.deliver_with(event, lineage).await)
+        Ok(bus.deliver_each(event, lineage, only).await)
     })
 }
 

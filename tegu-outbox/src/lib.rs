@@ -45,6 +45,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod broker;
+mod dead;
 mod external;
 mod outbox;
 mod recent;
@@ -54,8 +55,9 @@ mod store;
 pub mod testing;
 
 pub use broker::{Ack, Broker, Outgoing, Received, Refused, Subscription};
+pub use dead::{DeadLetter, Why};
 pub use external::{external_name, valid_name};
-pub use outbox::{Outbox, OutboxCounts};
+pub use outbox::{Outbox, OutboxCounts, Replayed};
 pub use store::{OutboxStore, Stored};
 
 /// The guide's chapter "Running more than one instance" (`docs/guide/instances.md`), compiled

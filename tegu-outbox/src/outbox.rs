@@ -12,7 +12,7 @@ use tegu_core::futures::UnitFuture;
 use tegu_core::{
     DiError, ProtoDef,
     error::BoxError,
-    events::{EventBus, EventTransport},
+    events::{Deliveries, EventBus, EventTransport},
     health::HealthCheck,
     hosted::{HostedService, OnFailure, Stop},
     lineage::Lineage,
@@ -21,6 +21,7 @@ use tegu_core::{
 use tokio::sync::Notify;
 
 use crate::broker::{Broker, Outgoing, Received, Refused};
+use crate::dead::{DeadLetter, Why};
 use crate::external::{ExternalEvent, lineage_from_headers};
 use crate::recent::Recent;
 use crate::store::OutboxStore;
@@ -47,16 +48,77 @@ struct Settings {
     /// broker lose it (a server restarted without its store) before every instance had it;
     /// 0: deleted once published.
     keep_ms: u64,
+    /// How many times a handler is tried with an event before the event becomes a dead letter
+    /// for it (1: no retry).
+    attempts: u32,
+    /// The wait before a handler's second try, in milliseconds; doubled before each next one,
+    /// at most [`MAX_BACKOFF`].
+    backoff_ms: u64,
+    /// The tries and waits of handlers of their own, by name (`"my_app::Mailer::on_shipped"`).
+    handlers: HashMap<String, HandlerSettings>,
+    /// How long a dead letter is kept, in milliseconds (7 days; 0: for ever).
+    dead_letters_keep_ms: u64,
+    /// Whether readiness fails while a dead letter is kept (`false`: a dead letter is a failed
+    /// piece of business, not an outage).
+    unready_on_dead_letters: bool,
 }
+
+/// `[outbox.handlers."name"]`: one handler's tries and wait, each defaulting to the outbox's.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HandlerSettings {
+    attempts: Option<u32>,
+    backoff_ms: Option<u64>,
+}
+
+/// The longest wait between two tries of a handler.
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { batch: 100, poll_ms: 500, remember: 100_000, linger_ms: 0, stall_ms: 0, keep_ms: 300_000 }
+        Settings {
+            batch: 100,
+            poll_ms: 500,
+            remember: 100_000,
+            linger_ms: 0,
+            stall_ms: 0,
+            keep_ms: 300_000,
+            attempts: 3,
+            backoff_ms: 100,
+            handlers: HashMap::new(),
+            dead_letters_keep_ms: 7 * 24 * 3_600_000,
+            unready_on_dead_letters: false,
+        }
     }
 }
 
+impl Settings {
+    /// How many tries `handler` gets, and the wait before its second.
+    fn policy(&self, handler: &str) -> (u32, Duration) {
+        let own = self.handlers.get(handler);
+        let attempts = own.and_then(|h| h.attempts).unwrap_or(self.attempts).max(1);
+        let backoff = own.and_then(|h| h.backoff_ms).unwrap_or(self.backoff_ms);
+        (attempts, Duration::from_millis(backoff))
+    }
+}
+
+/// The names of the program's handlers of events after their commit (`my_app::Mailer::mail`):
+/// what `outbox.handlers` may name.
+fn handler_names() -> impl Iterator<Item = String> {
+    inventory::iter::<tegu_core::__private::HandlerDescriptor>
+        .into_iter()
+        .filter(|d| d.phase == tegu_core::__private::EventPhase::AfterCommit)
+        .map(|d| format!("{}::{}", (d.proto_name)(), d.method))
+}
+
+/// The wait before try `n + 1` of a handler (`n` tries done): `first · 2ⁿ⁻¹`, at most
+/// [`MAX_BACKOFF`].
+fn backoff(first: Duration, n: u32) -> Duration {
+    first.saturating_mul(1 << n.saturating_sub(1).min(16)).min(MAX_BACKOFF)
+}
+
 /// Now, in milliseconds since the Unix epoch: the store's times.
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
@@ -96,6 +158,28 @@ pub struct OutboxCounts {
     /// shutting down: left unacknowledged, so that the broker brings them again, never taken
     /// as handled.
     pub refused: u64,
+    /// Tries of a handler after its first, with an event it failed.
+    pub retries: u64,
+    /// Dead letters this instance set aside: an event a handler failed on every try, one
+    /// undecodable or of an unknown type, one the broker refused (also in `set_aside`).
+    pub dead_letters: u64,
+}
+
+/// What [`Outbox::replay`] did with a dead letter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Replayed {
+    /// Written to the outbox again (a [`Why::Refused`] one): the relay publishes it to every
+    /// instance. The dead letter is removed.
+    Republished,
+    /// Its handler (or, for an undecodable event or one of an unknown type, every handler of
+    /// this instance) took it. The dead letter is removed.
+    Handled,
+    /// Its handler failed again: the dead letter is replaced by these, with the new error and
+    /// one more try.
+    FailedAgain(Vec<i64>),
+    /// No dead letter has this number (replayed or discarded already).
+    NotFound,
 }
 
 /// The transactional outbox of an App: its `dyn EventTransport` (see the crate's
@@ -134,6 +218,10 @@ pub struct Outbox {
     subscriptions: AtomicU64,
     republished: AtomicU64,
     refused: AtomicU64,
+    retries: AtomicU64,
+    dead_letters: AtomicU64,
+    /// When the oldest dead letter was set aside (ms since the epoch), as the relay last saw it.
+    oldest_dead: Mutex<Option<i64>>,
     /// This instance's subscription ended since the relay last published again what the
     /// outbox keeps.
     lost: std::sync::atomic::AtomicBool,
@@ -208,6 +296,14 @@ impl Outbox {
             }
         }
 
+        if let Some(unknown) = settings.handlers.keys().find(|name| !handler_names().any(|known| &known == *name)) {
+            let mut known: Vec<String> = handler_names().collect();
+            known.sort_unstable();
+            return Err(refused(format!(
+                "`outbox.handlers` names \"{unknown}\", which is no `#[event_handler]` of this program (its handlers of events after their commit: {})",
+                if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+            )));
+        }
         let recent = Mutex::new(Recent::new(settings.remember));
         Ok(Outbox {
             store,
@@ -228,6 +324,9 @@ impl Outbox {
             subscriptions: AtomicU64::new(0),
             republished: AtomicU64::new(0),
             refused: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+            dead_letters: AtomicU64::new(0),
+            oldest_dead: Mutex::new(None),
             lost: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -243,6 +342,8 @@ impl Outbox {
             subscriptions: self.subscriptions.load(Ordering::Relaxed),
             republished: self.republished.load(Ordering::Relaxed),
             refused: self.refused.load(Ordering::Relaxed),
+            retries: self.retries.load(Ordering::Relaxed),
+            dead_letters: self.dead_letters.load(Ordering::Relaxed),
         }
     }
 
@@ -298,12 +399,14 @@ impl Outbox {
                         return Round::Waiting(failed.row);
                     }
                     self.set_aside.fetch_add(1, Ordering::Relaxed);
+                    self.dead_letters.fetch_add(1, Ordering::Relaxed);
                     set_aside_metric(&failed.name);
+                    dead_letter_metric("refused");
                     tracing::error!(
                         event = ty,
                         id = ?failed.id,
                         %reason,
-                        "the broker refused an event for good; it is set aside (the outbox's set-aside table) and the events after it go on"
+                        "the broker refused an event for good; it is a dead letter now, and the events after it go on"
                     );
                 }
             }
@@ -429,6 +532,27 @@ impl Outbox {
         if let Err(error) = self.store.purge(before).await {
             tracing::warn!(%error, "deleting the events published long ago failed; the relay tries again");
         }
+        self.purge_dead_letters_by_age().await;
+    }
+
+    /// Deletes the dead letters older than `dead_letters_keep_ms` (unless 0), and notes when
+    /// the oldest left was set aside.
+    async fn purge_dead_letters_by_age(&self) {
+        let keep = self.settings.dead_letters_keep_ms;
+        if keep > 0 {
+            let before = now_ms().saturating_sub(i64::try_from(keep).unwrap_or(i64::MAX));
+            if let Err(error) = self.store.purge_dead_letters(before).await {
+                tracing::warn!(%error, "deleting old dead letters failed; the relay tries again");
+            }
+        }
+        match self.store.dead_letters(0, 1).await {
+            Ok(oldest) => {
+                let at = oldest.first().map(|letter| letter.at);
+                *self.oldest_dead.lock().unwrap_or_else(|e| e.into_inner()) = at;
+                oldest_dead_letter_metric(at);
+            }
+            Err(error) => tracing::warn!(%error, "reading the oldest dead letter failed"),
+        }
     }
 
     /// Hands each event the broker brings to this instance's handlers, once, and acknowledges
@@ -473,8 +597,11 @@ impl Outbox {
     }
 
     /// One received event: delivered unless handled lately, each handler's scope seeded with
-    /// the lineage its headers carry (the emitting request's tenant, trace, id), then
-    /// acknowledged; left unacknowledged if the App refused it (gone, or shutting down).
+    /// the lineage its headers carry (the emitting request's tenant, trace, id); a handler that
+    /// fails is tried again (its attempts, with back-off), then the event is a dead letter for
+    /// it; an event undecodable or of no type this instance knows is a dead letter too. Then
+    /// acknowledged; left unacknowledged if the App refused it (gone, or shutting down) or a
+    /// dead letter could not be kept, so that the broker brings it again.
     async fn handle(&self, received: Received) {
         let Received { id, name, payload, headers, ack } = received;
         // An event without an id (published by something else) cannot be recognised again.
@@ -482,25 +609,36 @@ impl Outbox {
         if seen {
             self.duplicates.fetch_add(1, Ordering::Relaxed);
         } else {
-            match self.by_name.get(name.as_str()) {
+            let letter = |why: Why| Incoming { id: &id, name: &name, payload: &payload, headers: &headers }.letter(why);
+            let done = match self.by_name.get(name.as_str()) {
                 Some(event) => {
-                    match (event.deliver)(&self.bus, &payload, &lineage_from_headers(&self.bus, &headers)).await {
+                    let lineage = lineage_from_headers(&self.bus, &headers);
+                    match (event.deliver)(&self.bus, &payload, &lineage, None).await {
                         // No handler ran: neither remembered nor acknowledged, it comes again.
-                        Ok(delivery) if delivery.refused => {
+                        Ok(each) if each.refused => {
                             self.refused.fetch_add(1, Ordering::Relaxed);
                             return;
                         }
-                        Ok(_) => {
+                        Ok(each) => {
                             self.delivered.fetch_add(1, Ordering::Relaxed);
+                            let incoming = Incoming { id: &id, name: &name, payload: &payload, headers: &headers };
+                            self.retry_failed(event, &lineage, &each, incoming).await
                         }
                         Err(error) => {
-                            tracing::error!(event = ?name, id = ?id, %error, "a received event could not be decoded; dropped")
+                            let mut dead = letter(Why::Undecodable);
+                            dead.error = error.to_string();
+                            self.set_dead(&dead).await
                         }
                     }
                 }
                 None => {
-                    tracing::warn!(event = ?name, id = ?id, "a received event is of no type this instance knows; dropped")
+                    let mut dead = letter(Why::Unknown);
+                    dead.error = format!("no event type of this instance is named \"{name}\"");
+                    self.set_dead(&dead).await
                 }
+            };
+            if !done {
+                return;
             }
             if !id.is_empty() {
                 self.recent.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone());
@@ -509,6 +647,182 @@ impl Outbox {
         if let Err(error) = ack.ack().await {
             tracing::warn!(event = ?name, id = ?id, %error, "acknowledging an event failed; it will come again, and be recognised");
         }
+    }
+
+    /// Tries each handler that failed `each` again, alone, as its settings say; one still
+    /// failing after its last try makes the event a dead letter for it. `false` if a dead
+    /// letter could not be kept, or the App refused a try (shutting down): the event is then
+    /// left unacknowledged.
+    async fn retry_failed(
+        &self,
+        event: &ExternalEvent,
+        lineage: &Lineage,
+        each: &Deliveries,
+        incoming: Incoming<'_>,
+    ) -> bool {
+        let (mut done, payload) = (true, incoming.payload);
+        for run in each.failed() {
+            let (attempts, first) = self.settings.policy(&run.handler);
+            let (mut tried, mut error) = (1, run.error.clone());
+            while let Some(failed) = error.clone()
+                && tried < attempts
+            {
+                tokio::time::sleep(backoff(first, tried)).await;
+                tried += 1;
+                self.retries.fetch_add(1, Ordering::Relaxed);
+                retry_metric();
+                let again = (event.deliver)(&self.bus, &payload, lineage, Some(&run.handler)).await;
+                error = match again {
+                    Ok(again) if again.refused => return false,
+                    Ok(again) => again.runs.first().map_or(None, |run| run.error.clone()),
+                    Err(decode) => Some(format!("{failed}; then: {decode}")),
+                };
+            }
+            if let Some(error) = error {
+                let mut dead = incoming.letter(Why::Failed { handler: run.handler.clone() });
+                (dead.error, dead.attempts) = (error, tried);
+                done &= self.set_dead(&dead).await;
+            }
+        }
+        done
+    }
+
+    /// Keeps `letter` among the dead letters, logged with its event's name, id and reason
+    /// (never its payload nor its error, which may carry a client's data); `false` if the store
+    /// failed.
+    async fn set_dead(&self, letter: &DeadLetter) -> bool {
+        match self.store.dead_letter(letter).await {
+            Ok(number) => {
+                self.dead_letters.fetch_add(1, Ordering::Relaxed);
+                dead_letter_metric(letter.why.kind());
+                tracing::error!(
+                    event = ?letter.name,
+                    id = ?letter.event_id,
+                    why = letter.why.kind(),
+                    handler = letter.why.handler(),
+                    attempts = letter.attempts,
+                    dead_letter = number,
+                    "an event is a dead letter; list, replay or discard it through the outbox's dead letters"
+                );
+                true
+            }
+            Err(error) => {
+                tracing::error!(event = ?letter.name, id = ?letter.event_id, %error, "keeping a dead letter failed; the event is left unacknowledged, to come again");
+                false
+            }
+        }
+    }
+
+    /// Up to `limit` dead letters numbered above `after`, oldest first: a page of them (the
+    /// next page after the last number of this one).
+    ///
+    /// # Errors
+    ///
+    /// The store's, if it could not be read.
+    pub async fn dead_letters(&self, after: i64, limit: u32) -> Result<Vec<DeadLetter>, BoxError> {
+        self.store.dead_letters(after, limit).await
+    }
+
+    /// The dead letter numbered `id`, if it is kept.
+    ///
+    /// # Errors
+    ///
+    /// The store's, if it could not be read.
+    pub async fn dead_letter(&self, id: i64) -> Result<Option<DeadLetter>, BoxError> {
+        self.store.dead_letter_by_id(id).await
+    }
+
+    /// Removes the dead letter numbered `id` without replaying it; whether it was kept.
+    ///
+    /// # Errors
+    ///
+    /// The store's.
+    pub async fn discard(&self, id: i64) -> Result<bool, BoxError> {
+        self.store.remove_dead_letter(id).await
+    }
+
+    /// Deletes the dead letters set aside before `before`; how many.
+    ///
+    /// # Errors
+    ///
+    /// The store's.
+    pub async fn purge_dead_letters(&self, before: std::time::SystemTime) -> Result<u64, BoxError> {
+        let since = before.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        self.store.purge_dead_letters(i64::try_from(since.as_millis()).unwrap_or(i64::MAX)).await
+    }
+
+    /// Replays the dead letter numbered `id`, as its [`Why`] says: a refused event is written to
+    /// the outbox again (for every instance); a handler's is handed to that handler, on this
+    /// instance; an undecodable one or one of an unknown type to every handler of this
+    /// instance, decoded by the code now running. Each handler runs in a scope seeded with the
+    /// event's lineage: the tenant and trace of the request that emitted it. Once taken, the
+    /// dead letter is removed; a handler that fails again leaves a new one in its place.
+    ///
+    /// # Errors
+    ///
+    /// The store's; this instance knowing no event type of that name (the dead letter stays);
+    /// the event still undecodable (it stays); the handler named not in this App; the App
+    /// shutting down.
+    pub async fn replay(&self, id: i64) -> Result<Replayed, BoxError> {
+        let Some(letter) = self.store.dead_letter_by_id(id).await? else { return Ok(Replayed::NotFound) };
+        if letter.why == Why::Refused {
+            self.store.insert(&letter.event_id, &letter.name, &letter.payload, &letter.headers).await?;
+            self.store.remove_dead_letter(id).await?;
+            self.wake.notify_one();
+            return Ok(Replayed::Republished);
+        }
+        let Some(event) = self.by_name.get(letter.name.as_str()) else {
+            return Err(format!("no event type of this instance is named \"{}\"", letter.name).into());
+        };
+        let lineage = lineage_from_headers(&self.bus, &letter.headers);
+        let only = letter.why.handler();
+        let each = (event.deliver)(&self.bus, &letter.payload, &lineage, only)
+            .await
+            .map_err(|error| format!("the event is still undecodable: {error}"))?;
+        if each.refused {
+            return Err("the App is shutting down; the dead letter stays".into());
+        }
+        if let (Some(handler), true) = (only, each.runs.is_empty()) {
+            return Err(
+                format!("this App has no handler `{handler}` of \"{}\"; the dead letter stays", letter.name).into()
+            );
+        }
+        let mut again = Vec::new();
+        for run in each.failed() {
+            let mut dead = letter.clone();
+            dead.why = Why::Failed { handler: run.handler.clone() };
+            dead.error = run.error.clone().unwrap_or_default();
+            dead.attempts = if only.is_some() { letter.attempts + 1 } else { 1 };
+            dead.at = now_ms();
+            again.push(self.store.dead_letter(&dead).await?);
+            self.dead_letters.fetch_add(1, Ordering::Relaxed);
+        }
+        self.store.remove_dead_letter(id).await?;
+        Ok(if again.is_empty() { Replayed::Handled } else { Replayed::FailedAgain(again) })
+    }
+
+    /// When the oldest dead letter was set aside, as the relay last looked (every quarter of
+    /// `keep_ms`, at most every second); `None` if there was none. With the feature `metrics`,
+    /// the gauge `di_outbox_oldest_dead_letter_seconds`.
+    pub fn oldest_dead_letter(&self) -> Option<std::time::SystemTime> {
+        let at = (*self.oldest_dead.lock().unwrap_or_else(|e| e.into_inner()))?;
+        Some(std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(at).unwrap_or(0)))
+    }
+}
+
+/// A received event, borrowed while it is handled.
+#[derive(Clone, Copy)]
+struct Incoming<'a> {
+    id: &'a str,
+    name: &'a str,
+    payload: &'a [u8],
+    headers: &'a [(String, String)],
+}
+
+impl Incoming<'_> {
+    /// A dead letter of it, for `why`.
+    fn letter(self, why: Why) -> DeadLetter {
+        DeadLetter::new(why, self.id, self.name, self.payload.to_vec(), self.headers.to_vec())
     }
 }
 
@@ -580,6 +894,9 @@ impl HealthCheck for Outbox {
             if !*self.subscribed.borrow() {
                 return Err("not subscribed to the broker (yet)".into());
             }
+            if self.settings.unready_on_dead_letters && self.oldest_dead_letter().is_some() {
+                return Err("the outbox keeps dead letters (`outbox.unready_on_dead_letters` is on)".into());
+            }
             match self.stalled() {
                 Some(why) => Err(why.into()),
                 None => Ok(()),
@@ -614,6 +931,32 @@ fn waiting_metric(waiting: Option<Duration>) {
     metrics::gauge!("di_outbox_oldest_waiting_seconds").set(waiting.map_or(0.0, |w| w.as_secs_f64()));
     #[cfg(not(feature = "metrics"))]
     let _ = waiting;
+}
+
+/// Counts a handler's try after its first (`di_outbox_retries_total`), with the feature
+/// `metrics`.
+fn retry_metric() {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("di_outbox_retries_total").increment(1);
+}
+
+/// Counts a dead letter (`di_outbox_dead_letters_total`, label `why`), with the feature
+/// `metrics`.
+fn dead_letter_metric(why: &'static str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("di_outbox_dead_letters_total", "why" => why).increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = why;
+}
+
+/// Sets the gauge `di_outbox_oldest_dead_letter_seconds` (0 without one), with the feature
+/// `metrics`.
+fn oldest_dead_letter_metric(at: Option<i64>) {
+    #[cfg(feature = "metrics")]
+    metrics::gauge!("di_outbox_oldest_dead_letter_seconds")
+        .set(at.map_or(0.0, |at| now_ms().saturating_sub(at).max(0) as f64 / 1000.0));
+    #[cfg(not(feature = "metrics"))]
+    let _ = at;
 }
 
 /// Counts an event set aside (`di_outbox_set_aside_total`, label `event`), with the feature

@@ -2,6 +2,8 @@
 
 use tegu_core::error::BoxError;
 
+use crate::dead::DeadLetter;
+
 use tegu_core::futures::BoxFuture;
 
 /// An event in the outbox.
@@ -61,7 +63,25 @@ pub trait OutboxStore: Send + Sync + 'static {
 
     /// Sets the event of `row` aside, with `reason`: the broker refused it for good
     /// ([`Refused`](crate::Refused)). It leaves the events [`pending`](Self::pending) returns,
-    /// and is kept, with its headers, where an operator can read it (tegu-sqlx: the table `di_outbox_set_aside`),
-    /// never deleted by the outbox.
+    /// and becomes a dead letter ([`Why::Refused`](crate::Why::Refused)), with its headers, in
+    /// one step (tegu-sqlx: moved to the table `di_outbox_dead_letters` in one transaction).
     fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), BoxError>>;
+
+    /// Keeps `letter` (its `id` ignored) among the dead letters; its number. Outside any
+    /// transaction.
+    fn dead_letter<'a>(&'a self, letter: &'a DeadLetter) -> BoxFuture<'a, Result<i64, BoxError>>;
+
+    /// Up to `limit` dead letters numbered above `after`, in their order (oldest first): a page
+    /// of them, the next one after the last number of this one.
+    fn dead_letters(&self, after: i64, limit: u32) -> BoxFuture<'_, Result<Vec<DeadLetter>, BoxError>>;
+
+    /// The dead letter numbered `id`, if it is kept.
+    fn dead_letter_by_id(&self, id: i64) -> BoxFuture<'_, Result<Option<DeadLetter>, BoxError>>;
+
+    /// Removes the dead letter numbered `id` (replayed, or discarded); whether it was kept.
+    fn remove_dead_letter(&self, id: i64) -> BoxFuture<'_, Result<bool, BoxError>>;
+
+    /// Deletes the dead letters set aside before `before` (milliseconds since the Unix epoch).
+    /// How many.
+    fn purge_dead_letters(&self, before: i64) -> BoxFuture<'_, Result<u64, BoxError>>;
 }

@@ -229,7 +229,7 @@ async fn an_event_nats_refuses_fails_its_request_or_is_set_aside() {
     let expected: HashMap<i64, usize> = (2..=4).map(|id| (id, 1)).collect();
     until("the payments after the refused event", WITHIN, async || ledger.seen() == expected).await;
     let (id, reason): (String, String) =
-        sqlx::query_as("SELECT event_id, reason FROM di_outbox_set_aside").fetch_one(&pool).await.unwrap();
+        sqlx::query_as("SELECT event_id, error FROM di_outbox_dead_letters").fetch_one(&pool).await.unwrap();
     assert_eq!(id, "big");
     assert!(reason.contains("max payload"), "{reason}");
     assert_eq!(count(&db, "di_outbox WHERE published_at IS NULL").await, 0);

@@ -1,12 +1,12 @@
 //! `testing::MemoryStore` does what tegu-sqlx's `OutboxTable` does: the same operations, run on
 //! both (SQLite, and PostgreSQL when there is a server), give the same results, row numbers,
-//! pending events and set-aside events.
+//! pending events, set-aside events and dead letters.
 
 use std::sync::Arc;
 
 use tegu_core::App;
 use tegu_outbox::testing::MemoryStore;
-use tegu_outbox::{OutboxStore, Stored};
+use tegu_outbox::{DeadLetter, OutboxStore, Stored, Why};
 use tegu_sqlx::{Database, OutboxTable, Postgres, Sqlite};
 
 /// Every method of the trait, with the edges: rows it does not have, an empty list, a limit of
@@ -51,7 +51,50 @@ async fn script(store: &dyn OutboxStore) -> Vec<String> {
     store.published(&[3, 6], 4_000).await.unwrap();
     out.push(format!("purge(max) = {}", store.purge(i64::MAX).await.unwrap()));
     out.push(pending(10).await);
+    // The dead letters: the two set aside above, then a handler's and an unknown type's.
+    let mut failed = DeadLetter::new(
+        Why::Failed { handler: "app::Mailer::mail".into() },
+        "g",
+        "parcels.shipped",
+        b"7".to_vec(),
+        c.clone(),
+    );
+    (failed.error, failed.attempts, failed.at) = ("smtp down".into(), 3, 5_000);
+    out.push(format!("dead_letter(g) = {}", store.dead_letter(&failed).await.unwrap()));
+    let mut unknown = DeadLetter::new(Why::Unknown, "h", "parcels.returned", b"{}".to_vec(), Vec::new());
+    (unknown.error, unknown.at) = ("no type".into(), 6_000);
+    out.push(format!("dead_letter(h) = {}", store.dead_letter(&unknown).await.unwrap()));
+    let page = |after, limit| async move {
+        let page = store.dead_letters(after, limit).await.unwrap();
+        format!("dead_letters({after}, {limit}) = {:?}", page.iter().map(digest).collect::<Vec<_>>())
+    };
+    out.push(page(0, 2).await);
+    out.push(page(2, 10).await);
+    out.push(page(4, 10).await);
+    out.push(format!("dead_letter_by_id(3) = {:?}", store.dead_letter_by_id(3).await.unwrap().as_ref().map(digest)));
+    out.push(format!("dead_letter_by_id(99) = {:?}", store.dead_letter_by_id(99).await.unwrap().as_ref().map(digest)));
+    out.push(format!("remove_dead_letter(4) = {}", store.remove_dead_letter(4).await.unwrap()));
+    out.push(format!("remove_dead_letter(4) = {}", store.remove_dead_letter(4).await.unwrap()));
+    out.push(format!("purge_dead_letters(5000) = {}", store.purge_dead_letters(5_000).await.unwrap()));
+    out.push(format!("purge_dead_letters(5001) = {}", store.purge_dead_letters(5_001).await.unwrap()));
+    out.push(page(0, 10).await);
     out
+}
+
+/// A dead letter as the script shows it: all but the time it was set aside (the store's clock
+/// for those set aside).
+fn digest(d: &DeadLetter) -> String {
+    format!(
+        "{} {} {} {} {} {:?} {:?} x{}",
+        d.id,
+        d.why.kind(),
+        d.why.handler().unwrap_or("-"),
+        d.event_id,
+        d.name,
+        String::from_utf8_lossy(&d.payload),
+        d.headers,
+        d.attempts
+    ) + &format!(" {:?}", d.error)
 }
 
 /// The headers of row 3 (`c`): one.
@@ -90,35 +133,49 @@ fn expected() -> Vec<&'static str> {
         r#"pending(10) = [Stored { row: 3, id: "c", name: "parcels.shipped", payload: [51, 51, 51], headers: [("tegu-tenant", "acme")] }, Stored { row: 6, id: "f", name: "parcels.lost", payload: [123, 125], headers: [] }]"#,
         "purge(max) = 2",
         "pending(10) = []",
+        "dead_letter(g) = 3",
+        "dead_letter(h) = 4",
+        r#"dead_letters(0, 2) = ["1 refused - d parcels.shipped \"4444\" [(\"x-request-id\", \"r-1\"), (\"tegu-tenant\", \"globex\")] x1 \"refused: too large\"", "2 refused - e parcels.shipped \"\" [] x1 \"refused: no such subject\""]"#,
+        r#"dead_letters(2, 10) = ["3 failed app::Mailer::mail g parcels.shipped \"7\" [(\"tegu-tenant\", \"acme\")] x3 \"smtp down\"", "4 unknown - h parcels.returned \"{}\" [] x1 \"no type\""]"#,
+        "dead_letters(4, 10) = []",
+        r#"dead_letter_by_id(3) = Some("3 failed app::Mailer::mail g parcels.shipped \"7\" [(\"tegu-tenant\", \"acme\")] x3 \"smtp down\"")"#,
+        "dead_letter_by_id(99) = None",
+        "remove_dead_letter(4) = true",
+        "remove_dead_letter(4) = false",
+        "purge_dead_letters(5000) = 0",
+        "purge_dead_letters(5001) = 1",
+        r#"dead_letters(0, 10) = ["1 refused - d parcels.shipped \"4444\" [(\"x-request-id\", \"r-1\"), (\"tegu-tenant\", \"globex\")] x1 \"refused: too large\"", "2 refused - e parcels.shipped \"\" [] x1 \"refused: no such subject\""]"#,
     ]
 }
 
-/// The events set aside, as `(row, id, name, payload, reason)`.
-type Aside = Vec<(i64, String, String, Vec<u8>, String)>;
+/// The events set aside, dead letters of the kind `refused`, as `(id, name, payload, reason)`.
+type Aside = Vec<(String, String, Vec<u8>, String)>;
 
 fn expected_aside() -> Aside {
     vec![
-        (4, "d".into(), "parcels.shipped".into(), b"4444".to_vec(), "refused: too large".into()),
-        (5, "e".into(), "parcels.shipped".into(), Vec::new(), "refused: no such subject".into()),
+        ("d".into(), "parcels.shipped".into(), b"4444".to_vec(), "refused: too large".into()),
+        ("e".into(), "parcels.shipped".into(), Vec::new(), "refused: no such subject".into()),
     ]
 }
 
-const ASIDE: &str = "SELECT id, event_id, name, payload, reason FROM di_outbox_set_aside ORDER BY id";
+const ASIDE: &str =
+    "SELECT event_id, name, payload, error FROM di_outbox_dead_letters WHERE kind = 'refused' ORDER BY id";
 
 /// The headers of the events set aside, as stored.
-const ASIDE_HEADERS: &str = "SELECT headers FROM di_outbox_set_aside ORDER BY id";
+const ASIDE_HEADERS: &str = "SELECT headers FROM di_outbox_dead_letters ORDER BY id";
 
 #[tokio::test]
 async fn the_memory_store_runs_the_script_as_expected() {
     let store = MemoryStore::new();
     assert_eq!(script(&store).await, expected());
     let aside: Aside = store
-        .aside()
+        .dead()
         .into_iter()
-        .map(|aside| (aside.event.row, aside.event.id, aside.event.name, aside.event.payload, aside.reason))
+        .filter(|dead| dead.why == tegu_outbox::Why::Refused)
+        .map(|dead| (dead.event_id, dead.name, dead.payload, dead.error))
         .collect();
     assert_eq!(aside, expected_aside());
-    let headers: Vec<_> = store.aside().into_iter().map(|aside| aside.event.headers).collect();
+    let headers: Vec<_> = store.dead().into_iter().map(|dead| dead.headers).collect();
     assert_eq!(headers, [d_headers(), Vec::new()], "set aside with their headers");
     assert!(store.rows().is_empty(), "{:?}", store.rows());
 }

@@ -5,20 +5,24 @@ use std::sync::Arc;
 
 use tegu_core::error::BoxError;
 use tegu_core::futures::BoxFuture;
-use tegu_outbox::{OutboxStore, Stored};
+use tegu_outbox::{DeadLetter, OutboxStore, Stored, Why};
 use tegu_tx::TxError;
 
 use crate::Database;
 
 /// tegu-outbox's outbox on SQLite or PostgreSQL: the table `di_outbox` (created when the App is
 /// built if it does not exist; an event is pending while its `published_at` is null, and kept a
-/// while after), with `di_outbox_set_aside`, where the events the broker refused for good are
-/// kept with the reason, written through [`Database::conn`], so in the current
+/// while after), with `di_outbox_dead_letters`, where the events the outbox could not bring to
+/// their end are kept (refused by the broker, failed by a handler on every try, undecodable, of
+/// an unknown type), written through [`Database::conn`], so in the current
 /// transaction: the request's, when the request's `#[transactional]` methods began it. An event
 /// emitted where no transaction is open is written on its own.
 ///
+/// The table `di_outbox_set_aside` holds what an earlier version set aside: its rows move to
+/// the dead letters when the App is built.
+///
 /// An event's headers (the emitting request's lineage: its tenant, trace context, request id)
-/// are the column `headers` of both tables: a JSON object of header name to value
+/// are the column `headers` of the tables: a JSON object of header name to value
 /// (`{"tegu-tenant":"acme"}`), or null when it has none. A table made by an earlier version,
 /// without the column, gets it when the App is built (`ALTER TABLE .. ADD COLUMN headers
 /// TEXT`, once: only where the column is missing); its rows have no headers.
@@ -140,7 +144,17 @@ const INDEXES: [&str; 2] = [
 /// `OutboxTable<DB>` as a proto (object name `outboxTable`) on the `database` data source,
 /// providing `dyn OutboxStore`.
 macro_rules! table {
-    ($db:ty, $ddl:expr, $set_aside_ddl:expr, $has_headers:expr, $add_headers:expr, $build:ident, $as_store:ident) => {
+    (
+        $db:ty,
+        $ddl:expr,
+        $set_aside_ddl:expr,
+        $dead_ddl:expr,
+        $move_set_aside:expr,
+        $has_headers:expr,
+        $add_headers:expr,
+        $build:ident,
+        $as_store:ident
+    ) => {
         crate::database::on_database!(OutboxTable<$db>, "outboxTable", dyn OutboxStore, $build, $as_store);
 
         impl OutboxTable<$db> {
@@ -160,6 +174,15 @@ macro_rules! table {
                 for table in TABLES {
                     Self::add_headers(&db, table).await?;
                 }
+                db.create_if_missing($dead_ddl, "creating the table di_outbox_dead_letters").await?;
+                // What an earlier version set aside: dead letters now, moved in one statement
+                // (PostgreSQL) or one transaction (SQLite), so that two instances starting at
+                // once move each row once.
+                let mut tx = db.pool().begin().await.map_err(|e| db.error("moving the events set aside", e))?;
+                sqlx::Executor::execute(&mut *tx, $move_set_aside)
+                    .await
+                    .map_err(|e| db.error("moving the events set aside to the dead letters", e))?;
+                tx.commit().await.map_err(|e| db.error("moving the events set aside", e))?;
                 Ok(OutboxTable { db })
             }
 
@@ -274,15 +297,21 @@ macro_rules! table {
                 })
             }
 
-            /// Moves the row into `di_outbox_set_aside`, with the reason and the time, in one
-            /// transaction.
+            /// Moves the row into `di_outbox_dead_letters` (`refused`, the reason as its error),
+            /// in one transaction.
             fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
                 Box::pin(async move {
                     let failed = |e| self.db.error("setting an event aside", e);
                     let mut tx = self.db.pool().begin().await.map_err(failed)?;
-                    let copy = "INSERT INTO di_outbox_set_aside (id, event_id, name, payload, headers, reason) \
-                                SELECT id, event_id, name, payload, headers, $2 FROM di_outbox WHERE id = $1";
-                    sqlx::query(copy).bind(row).bind(reason).execute(&mut *tx).await.map_err(failed)?;
+                    let copy = "INSERT INTO di_outbox_dead_letters (kind, event_id, name, payload, headers, error, attempts, at) \
+                                SELECT 'refused', event_id, name, payload, headers, $2, 1, $3 FROM di_outbox WHERE id = $1";
+                    sqlx::query(copy)
+                        .bind(row)
+                        .bind(reason)
+                        .bind(tegu_outbox_now())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(failed)?;
                     sqlx::query("DELETE FROM di_outbox WHERE id = $1")
                         .bind(row)
                         .execute(&mut *tx)
@@ -292,8 +321,104 @@ macro_rules! table {
                     Ok(())
                 })
             }
+
+            fn dead_letter<'a>(&'a self, letter: &'a DeadLetter) -> BoxFuture<'a, Result<i64, BoxError>> {
+                Box::pin(async move {
+                    let insert = "INSERT INTO di_outbox_dead_letters (kind, handler, event_id, name, payload, headers, error, attempts, at) \
+                                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id";
+                    let id = sqlx::query_scalar(insert)
+                        .bind(letter.why.kind())
+                        .bind(letter.why.handler())
+                        .bind(&letter.event_id)
+                        .bind(&letter.name)
+                        .bind(&letter.payload)
+                        .bind(encode_headers(&letter.headers))
+                        .bind(&letter.error)
+                        .bind(i64::from(letter.attempts))
+                        .bind(letter.at)
+                        .fetch_one(self.db.pool())
+                        .await
+                        .map_err(|e| self.db.error("keeping a dead letter", e))?;
+                    Ok(id)
+                })
+            }
+
+            fn dead_letters(&self, after: i64, limit: u32) -> BoxFuture<'_, Result<Vec<DeadLetter>, BoxError>> {
+                Box::pin(async move {
+                    let select = format!("{DEAD_COLUMNS} WHERE id > $1 ORDER BY id LIMIT $2");
+                    let rows: Vec<DeadRow> = sqlx::query_as(&select)
+                        .bind(after)
+                        .bind(i64::from(limit))
+                        .fetch_all(self.db.pool())
+                        .await
+                        .map_err(|e| self.db.error("reading the dead letters", e))?;
+                    Ok(rows.into_iter().filter_map(dead_letter).collect())
+                })
+            }
+
+            fn dead_letter_by_id(&self, id: i64) -> BoxFuture<'_, Result<Option<DeadLetter>, BoxError>> {
+                Box::pin(async move {
+                    let select = format!("{DEAD_COLUMNS} WHERE id = $1");
+                    let row: Option<DeadRow> = sqlx::query_as(&select)
+                        .bind(id)
+                        .fetch_optional(self.db.pool())
+                        .await
+                        .map_err(|e| self.db.error("reading a dead letter", e))?;
+                    Ok(row.and_then(dead_letter))
+                })
+            }
+
+            fn remove_dead_letter(&self, id: i64) -> BoxFuture<'_, Result<bool, BoxError>> {
+                Box::pin(async move {
+                    let done = sqlx::query("DELETE FROM di_outbox_dead_letters WHERE id = $1")
+                        .bind(id)
+                        .execute(self.db.pool())
+                        .await
+                        .map_err(|e| self.db.error("removing a dead letter", e))?;
+                    Ok(done.rows_affected() > 0)
+                })
+            }
+
+            fn purge_dead_letters(&self, before: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
+                Box::pin(async move {
+                    let done = sqlx::query("DELETE FROM di_outbox_dead_letters WHERE at < $1")
+                        .bind(before)
+                        .execute(self.db.pool())
+                        .await
+                        .map_err(|e| self.db.error("deleting old dead letters", e))?;
+                    Ok(done.rows_affected())
+                })
+            }
         }
     };
+}
+
+/// The columns of a dead letter, as `DeadRow` reads them.
+const DEAD_COLUMNS: &str =
+    "SELECT id, kind, handler, event_id, name, payload, headers, error, attempts, at FROM di_outbox_dead_letters";
+
+/// A row of `di_outbox_dead_letters`.
+type DeadRow = (i64, String, Option<String>, String, String, Vec<u8>, Option<String>, String, i64, i64);
+
+/// The dead letter of a row; none (with a warning) for a kind this version does not know.
+fn dead_letter(row: DeadRow) -> Option<DeadLetter> {
+    let (id, kind, handler, event_id, name, payload, headers, error, attempts, at) = row;
+    let Some(why) = Why::from_kind(&kind, handler.as_deref()) else {
+        tracing::warn!(id, kind, "a dead letter of a kind this version does not know; left out");
+        return None;
+    };
+    let mut letter = DeadLetter::new(why, event_id, name, payload, decode_headers(id, headers.as_deref()));
+    letter.id = id;
+    letter.error = error;
+    letter.attempts = u32::try_from(attempts).unwrap_or(u32::MAX);
+    letter.at = at;
+    Some(letter)
+}
+
+/// Now, in milliseconds since the Unix epoch, as the outbox's times are.
+fn tegu_outbox_now() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
 
 #[cfg(feature = "sqlite")]
@@ -301,6 +426,10 @@ table!(
     sqlx::Sqlite,
     "CREATE TABLE IF NOT EXISTS di_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL, published_at INTEGER, headers TEXT)",
     "CREATE TABLE IF NOT EXISTS di_outbox_set_aside (id INTEGER PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL, reason TEXT NOT NULL, set_aside_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP, headers TEXT)",
+    "CREATE TABLE IF NOT EXISTS di_outbox_dead_letters (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, handler TEXT, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL, headers TEXT, error TEXT NOT NULL, attempts INTEGER NOT NULL, at INTEGER NOT NULL)",
+    "INSERT INTO di_outbox_dead_letters (kind, event_id, name, payload, headers, error, attempts, at) \
+     SELECT 'refused', event_id, name, payload, headers, reason, 1, CAST(strftime('%s', set_aside_at) AS INTEGER) * 1000 FROM di_outbox_set_aside ORDER BY id; \
+     DELETE FROM di_outbox_set_aside",
     // SQLite has no `ADD COLUMN IF NOT EXISTS`: the table's columns say.
     "SELECT COUNT(*) FROM pragma_table_info($1) WHERE name = 'headers'",
     "ALTER TABLE {} ADD COLUMN headers TEXT",
@@ -312,6 +441,10 @@ table!(
     sqlx::Postgres,
     "CREATE TABLE IF NOT EXISTS di_outbox (id BIGSERIAL PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL, published_at BIGINT, headers TEXT)",
     "CREATE TABLE IF NOT EXISTS di_outbox_set_aside (id BIGINT PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL, reason TEXT NOT NULL, set_aside_at TIMESTAMPTZ NOT NULL DEFAULT now(), headers TEXT)",
+    "CREATE TABLE IF NOT EXISTS di_outbox_dead_letters (id BIGSERIAL PRIMARY KEY, kind TEXT NOT NULL, handler TEXT, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL, headers TEXT, error TEXT NOT NULL, attempts BIGINT NOT NULL, at BIGINT NOT NULL)",
+    "WITH moved AS (DELETE FROM di_outbox_set_aside RETURNING id, event_id, name, payload, headers, reason, set_aside_at) \
+     INSERT INTO di_outbox_dead_letters (kind, event_id, name, payload, headers, error, attempts, at) \
+     SELECT 'refused', event_id, name, payload, headers, reason, 1, (extract(epoch FROM set_aside_at) * 1000)::BIGINT FROM moved ORDER BY id",
     // The table the statements find on the search path, as `to_regclass` resolves it.
     "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass($1::text) AND attname = 'headers' AND NOT attisdropped",
     "ALTER TABLE {} ADD COLUMN IF NOT EXISTS headers TEXT",

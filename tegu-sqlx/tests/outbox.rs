@@ -1,7 +1,8 @@
 //! `OutboxTable`'s column `headers` on SQLite and PostgreSQL: an event's headers are stored as
 //! a JSON object (null for none), given back in their order, and set aside with the event; the
 //! tables an earlier version made, without the column, get it when the App is built (by two
-//! instances starting at once too), and their rows come out without headers.
+//! instances starting at once too), and their rows come out without headers; what they set
+//! aside moves to the dead letters, once.
 
 mod common;
 
@@ -10,17 +11,19 @@ use tegu_outbox::OutboxStore;
 use tegu_sqlx::{Database, OutboxTable, Postgres, Sqlite};
 
 /// The tables as the version before the column `headers` made them, and a row it wrote.
-const OLD_SQLITE: [&str; 3] = [
+const OLD_SQLITE: [&str; 4] = [
     "CREATE TABLE di_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL, published_at INTEGER)",
     "CREATE TABLE di_outbox_set_aside (id INTEGER PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL, reason TEXT NOT NULL, set_aside_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)",
     "INSERT INTO di_outbox (event_id, name, payload) VALUES ('old', 'parcels.shipped', x'7b7d')",
+    "INSERT INTO di_outbox_set_aside (id, event_id, name, payload, reason) VALUES (7, 'refused-old', 'parcels.shipped', x'7b7d', 'too large')",
 ];
 
 /// The same on PostgreSQL.
-const OLD_POSTGRES: [&str; 3] = [
+const OLD_POSTGRES: [&str; 4] = [
     "CREATE TABLE di_outbox (id BIGSERIAL PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL, published_at BIGINT)",
     "CREATE TABLE di_outbox_set_aside (id BIGINT PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL, reason TEXT NOT NULL, set_aside_at TIMESTAMPTZ NOT NULL DEFAULT now())",
     "INSERT INTO di_outbox (event_id, name, payload) VALUES ('old', 'parcels.shipped', '\\x7b7d')",
+    "INSERT INTO di_outbox_set_aside (id, event_id, name, payload, reason) VALUES (7, 'refused-old', 'parcels.shipped', '\\x7b7d', 'too large')",
 ];
 
 /// The headers of the event the tests write: not in alphabetical order.
@@ -90,7 +93,12 @@ macro_rules! tests {
                     table.pending(10).await.unwrap().into_iter().find(|e| e.row == with).expect("pending again");
                 assert_eq!(again.headers, headers());
                 table.set_aside(aside, "refused").await.unwrap();
-                assert_eq!(stored(pool, "di_outbox_set_aside").await, [(aside, Some(STORED.to_owned()))]);
+                let dead: Vec<Option<String>> =
+                    sqlx::query_scalar("SELECT headers FROM di_outbox_dead_letters WHERE event_id = 'aside'")
+                        .fetch_all(pool)
+                        .await
+                        .unwrap();
+                assert_eq!(dead, [Some(STORED.to_owned())]);
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,7 +128,12 @@ macro_rules! tests {
                 assert_eq!(pending.len(), 1);
                 assert_eq!((pending[0].id.as_str(), &pending[0].headers[..]), ("old", &[][..]));
                 assert_eq!(stored(&pool, "di_outbox").await, [(1, None)]);
-                assert!(stored(&pool, "di_outbox_set_aside").await.is_empty(), "the column is there");
+                assert!(stored(&pool, "di_outbox_set_aside").await.is_empty(), "the column is there, the row moved");
+                // What the earlier version set aside is a dead letter now, once, though two
+                // instances started at once.
+                let dead = table.dead_letters(0, 10).await.unwrap();
+                let dead: Vec<_> = dead.iter().map(|d| (d.event_id.as_str(), d.error.as_str(), &d.why)).collect();
+                assert_eq!(dead, [("refused-old", "too large", &tegu_outbox::Why::Refused)]);
                 round_trip(&b, &pool, 2).await;
                 let c = app(&url).await;
                 assert_eq!(stored(&pool, "di_outbox").await.len(), 3, "started again: nothing changed");

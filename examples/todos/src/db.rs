@@ -26,7 +26,7 @@ use tegu_core::{
     schedule::ScheduleLock,
     singleton_proto,
 };
-use tegu_outbox::{OutboxStore, Stored};
+use tegu_outbox::{DeadLetter, OutboxStore, Stored};
 #[cfg(feature = "postgres")]
 use tegu_sqlx::Postgres;
 use tegu_sqlx::{ClusterSchedules, Database, OutboxTable, Sqlite};
@@ -387,6 +387,26 @@ impl OutboxStore for Db {
 
     fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), tegu_core::error::BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.set_aside(row, reason))
+    }
+
+    fn dead_letter<'a>(&'a self, letter: &'a DeadLetter) -> BoxFuture<'a, Result<i64, BoxError>> {
+        per_pool!(&self.pools, |_, _, outbox| outbox.dead_letter(letter))
+    }
+
+    fn dead_letters(&self, after: i64, limit: u32) -> BoxFuture<'_, Result<Vec<DeadLetter>, BoxError>> {
+        per_pool!(&self.pools, |_, _, outbox| outbox.dead_letters(after, limit))
+    }
+
+    fn dead_letter_by_id(&self, id: i64) -> BoxFuture<'_, Result<Option<DeadLetter>, BoxError>> {
+        per_pool!(&self.pools, |_, _, outbox| outbox.dead_letter_by_id(id))
+    }
+
+    fn remove_dead_letter(&self, id: i64) -> BoxFuture<'_, Result<bool, BoxError>> {
+        per_pool!(&self.pools, |_, _, outbox| outbox.remove_dead_letter(id))
+    }
+
+    fn purge_dead_letters(&self, before: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
+        per_pool!(&self.pools, |_, _, outbox| outbox.purge_dead_letters(before))
     }
 }
 

@@ -476,7 +476,7 @@ async fn ten_thousand_creates_and_completions_while_nats_loses_its_store_and_pos
     }
     let counted = began.elapsed();
     marker(&[a.addr, b.addr], (created, done)).await;
-    assert_eq!(cluster.count("di_outbox_set_aside").await, 0);
+    assert_eq!(cluster.count("di_outbox_dead_letters").await, 0);
     eprintln!(
         "soak: {CLIENTS} clients, each a create and a completion, across two instances\n\
          NATS lost its store at {lost:?}, PostgreSQL restarted at {restarted:?}\n\

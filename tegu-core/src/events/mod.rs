@@ -20,8 +20,10 @@ use std::any::{Any, TypeId};
 use std::fmt;
 use std::sync::{Arc, Weak};
 
+mod deliver;
 mod hold;
 
+pub use deliver::{Deliveries, HandlerRun};
 pub use hold::EventHold;
 use hold::Routed;
 
@@ -440,31 +442,12 @@ impl EventBus {
     /// # Ok(()) }
     /// ```
     pub async fn deliver_with<E: Send + Sync + 'static>(&self, event: E, lineage: &Lineage) -> Delivery {
-        let mut delivery = Delivery { handlers: 0, failed: 0, refused: false };
-        let refused = Delivery { refused: true, ..delivery };
-        let Some(app) = self.app.get().and_then(Weak::upgrade) else {
-            tracing::error!(
-                event = core::any::type_name::<E>(),
-                "an event was delivered to an App that is gone; refused"
-            );
-            return refused;
-        };
-        let Some(handlers) = handlers_of(&app).and_then(|h| h.get(&TypeId::of::<E>())) else { return delivery };
-        let Some(_guard) = app.try_pending() else {
-            tracing::error!(
-                event = core::any::type_name::<E>(),
-                "an event was delivered after the App shut down; refused"
-            );
-            return refused;
-        };
-        let event: AnyEvent = Arc::new(event);
-        for &handler in handlers.iter().filter(|h| h.descriptor.phase == EventPhase::AfterCommit) {
-            delivery.handlers += 1;
-            if !run_handler(&app, handler, event.clone(), lineage, LinkedWork::Delivered).await {
-                delivery.failed += 1;
-            }
+        let each = self.deliver_each(event, lineage, None).await;
+        Delivery {
+            handlers: each.runs.len(),
+            failed: each.runs.iter().filter(|run| run.error.is_some()).count(),
+            refused: each.refused,
         }
-        delivery
     }
 }
 
@@ -523,7 +506,7 @@ fn release(app: &Arc<AppInner>, held: HeldItem, ok: bool) {
         let event = held.value.clone();
         let lineage = held.lineage.clone();
         drop(runtime.spawn(async move {
-            run_handler(&app, handler, event, &lineage, LinkedWork::Event).await;
+            let _ = run_handler(&app, handler, event, &lineage, LinkedWork::Event).await;
             drop(guard);
         }));
     }
@@ -675,7 +658,7 @@ async fn run_handler(
     event: AnyEvent,
     lineage: &Lineage,
     work: LinkedWork,
-) -> bool {
+) -> Result<(), String> {
     let d = handler.descriptor;
     let _running = app.metrics.handler();
     let span = handler_span(d);
@@ -697,7 +680,7 @@ async fn run_handler(
             "an event handler failed; the other handlers of the event are not affected"
         );
     }
-    result.is_ok()
+    result.map_err(|error| error.to_string())
 }
 
 fn bus_factory(r: &Resolver<'_>) -> Result<AnyArc, DiError> {

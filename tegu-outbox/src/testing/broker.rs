@@ -241,6 +241,11 @@ impl MemoryBroker {
         self.state().refused_names.insert(name.to_owned(), reason.to_owned());
     }
 
+    /// Takes the events named `name` again, after [`refuse`](Self::refuse): a subject made.
+    pub fn accept(&self, name: &str) {
+        self.state().refused_names.remove(name);
+    }
+
     /// Refuses the event of id `id` for good, from now on, as [`refuse`](Self::refuse) does.
     pub fn refuse_id(&self, id: &str, reason: &str) {
         self.state().refused_ids.insert(id.to_owned(), reason.to_owned());

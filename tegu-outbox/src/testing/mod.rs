@@ -79,4 +79,4 @@ mod broker;
 mod store;
 
 pub use broker::{MemoryBroker, Published};
-pub use store::{MemoryStore, Row, SetAside};
+pub use store::{MemoryStore, Row};

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tegu_core::{ProtoDef, error::BoxError};
 
+use crate::dead::{DeadLetter, Why};
 use crate::store::{OutboxStore, Stored};
 use tegu_core::futures::BoxFuture;
 
@@ -19,16 +20,6 @@ pub struct Row {
     pub published_at: Option<i64>,
 }
 
-/// An event a [`MemoryStore`] set aside: the broker refused it for good.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SetAside {
-    /// The event, with the row it had.
-    pub event: Stored,
-    /// Why (the broker's refusal).
-    pub reason: String,
-}
-
 /// An [`OutboxStore`] in memory, for tests: its rows in a `Mutex`, with the semantics of
 /// tegu-sqlx's `OutboxTable` (the table `di_outbox` and `di_outbox_set_aside`):
 ///
@@ -40,13 +31,15 @@ pub struct SetAside {
 ///   a time pending again, [`purge`](OutboxStore::purge) deletes those published before a time
 ///   (never a pending one);
 /// - [`set_aside`](OutboxStore::set_aside) moves a row, pending or not, out of the table to
-///   [`aside`](Self::aside), with the reason.
+///   the dead letters ([`Why::Refused`], the reason as its error);
+/// - the [dead letters](Self::dead) are numbered from 1 up, never reusing a number, listed by
+///   number, purged by the time they were set aside.
 ///
 /// One difference: there is no transaction. An event is written at once and stays, even if
 /// the request's unit of work rolls back after (with `OutboxTable`, it goes with the rollback).
 ///
 /// A clone is the same store: register it with [`proto`](Self::proto) and keep a clone to
-/// read [`rows`](Self::rows) and [`aside`](Self::aside).
+/// read [`rows`](Self::rows) and [`dead`](Self::dead).
 ///
 /// # Examples
 ///
@@ -73,12 +66,13 @@ pub struct SetAside {
 /// assert_eq!(outbox.purge(3_000).await?, 1);
 /// assert!(outbox.rows().is_empty());
 ///
-/// // An event the broker refuses for good is set aside, with the reason.
+/// // An event the broker refuses for good is a dead letter, with the reason.
 /// let row = outbox.insert("9a8b7c6d", "todos.completed", &[b'x'; 2048], &[]).await?;
 /// outbox.set_aside(row, "too large").await?;
 /// assert!(outbox.pending(10).await?.is_empty());
-/// let aside = outbox.aside();
-/// assert_eq!((aside[0].event.id.as_str(), aside[0].reason.as_str()), ("9a8b7c6d", "too large"));
+/// let dead = outbox.dead();
+/// assert_eq!((dead[0].event_id.as_str(), dead[0].error.as_str()), ("9a8b7c6d", "too large"));
+/// assert_eq!(dead[0].why, tegu_outbox::Why::Refused);
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -92,7 +86,9 @@ struct Table {
     /// The last row number given.
     last: i64,
     rows: BTreeMap<i64, Row>,
-    aside: Vec<SetAside>,
+    /// The last dead letter's number given.
+    last_dead: i64,
+    dead: BTreeMap<i64, DeadLetter>,
 }
 
 impl MemoryStore {
@@ -113,9 +109,9 @@ impl MemoryStore {
         self.table().rows.values().cloned().collect()
     }
 
-    /// The events set aside, in the order they were, each with the reason.
-    pub fn aside(&self) -> Vec<SetAside> {
-        self.table().aside.clone()
+    /// The dead letters kept, by number.
+    pub fn dead(&self) -> Vec<DeadLetter> {
+        self.table().dead.values().cloned().collect()
     }
 
     fn table(&self) -> MutexGuard<'_, Table> {
@@ -192,8 +188,51 @@ impl OutboxStore for MemoryStore {
     fn set_aside<'a>(&'a self, row: i64, reason: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
         let mut table = self.table();
         if let Some(row) = table.rows.remove(&row) {
-            table.aside.push(SetAside { event: row.event, reason: reason.to_owned() });
+            let Stored { id, name, payload, headers, .. } = row.event;
+            let mut letter = DeadLetter::new(Why::Refused, id, name, payload, headers);
+            letter.error = reason.to_owned();
+            table.keep(letter);
         }
         ready(())
+    }
+
+    fn dead_letter<'a>(&'a self, letter: &'a DeadLetter) -> BoxFuture<'a, Result<i64, BoxError>> {
+        ready(self.table().keep(letter.clone()))
+    }
+
+    fn dead_letters(&self, after: i64, limit: u32) -> BoxFuture<'_, Result<Vec<DeadLetter>, BoxError>> {
+        let table = self.table();
+        let page = table
+            .dead
+            .range(after.saturating_add(1)..)
+            .take(usize::try_from(limit).unwrap_or(usize::MAX))
+            .map(|(_, letter)| letter.clone())
+            .collect();
+        ready(page)
+    }
+
+    fn dead_letter_by_id(&self, id: i64) -> BoxFuture<'_, Result<Option<DeadLetter>, BoxError>> {
+        ready(self.table().dead.get(&id).cloned())
+    }
+
+    fn remove_dead_letter(&self, id: i64) -> BoxFuture<'_, Result<bool, BoxError>> {
+        ready(self.table().dead.remove(&id).is_some())
+    }
+
+    fn purge_dead_letters(&self, before: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
+        let mut table = self.table();
+        let len = table.dead.len();
+        table.dead.retain(|_, letter| letter.at >= before);
+        ready((len - table.dead.len()) as u64)
+    }
+}
+
+impl Table {
+    /// Keeps `letter` under the next number; that number.
+    fn keep(&mut self, mut letter: DeadLetter) -> i64 {
+        self.last_dead += 1;
+        letter.id = self.last_dead;
+        self.dead.insert(letter.id, letter);
+        self.last_dead
     }
 }
