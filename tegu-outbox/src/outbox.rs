@@ -688,10 +688,23 @@ impl Outbox {
     }
 
     /// Keeps `letter` among the dead letters, logged with its event's name, id and reason
-    /// (never its payload nor its error, which may carry a client's data); `false` if the store
-    /// failed.
+    /// (never its payload nor its error, which may carry a client's data); a store that fails
+    /// (a database busy or restarting) is tried again for about 2.5 s. `false` if it still
+    /// fails: the event is then left unacknowledged, to come again.
     async fn set_dead(&self, letter: &DeadLetter) -> bool {
-        match self.store.dead_letter(letter).await {
+        let mut wait = Duration::from_millis(10);
+        let kept = loop {
+            match self.store.dead_letter(letter).await {
+                Ok(number) => break Ok(number),
+                Err(error) if wait < Duration::from_secs(2) => {
+                    tracing::warn!(event = ?letter.name, id = ?letter.event_id, %error, "keeping a dead letter failed; trying again");
+                    tokio::time::sleep(wait).await;
+                    wait *= 2;
+                }
+                Err(error) => break Err(error),
+            }
+        };
+        match kept {
             Ok(number) => {
                 self.dead_letters.fetch_add(1, Ordering::Relaxed);
                 dead_letter_metric(letter.why.kind());

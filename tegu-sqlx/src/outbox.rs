@@ -150,6 +150,7 @@ macro_rules! table {
         $set_aside_ddl:expr,
         $dead_ddl:expr,
         $move_set_aside:expr,
+        $move_in_tx:expr,
         $has_headers:expr,
         $add_headers:expr,
         $build:ident,
@@ -177,12 +178,22 @@ macro_rules! table {
                 db.create_if_missing($dead_ddl, "creating the table di_outbox_dead_letters").await?;
                 // What an earlier version set aside: dead letters now, moved in one statement
                 // (PostgreSQL) or one transaction (SQLite), so that two instances starting at
-                // once move each row once.
-                let mut tx = db.pool().begin().await.map_err(|e| db.error("moving the events set aside", e))?;
-                sqlx::Executor::execute(&mut *tx, $move_set_aside)
+                // once move each row once; looked for first, so that a start writes nothing
+                // when there is none (the common case).
+                let legacy: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM di_outbox_set_aside")
+                    .fetch_one(db.pool())
                     .await
-                    .map_err(|e| db.error("moving the events set aside to the dead letters", e))?;
-                tx.commit().await.map_err(|e| db.error("moving the events set aside", e))?;
+                    .map_err(|e| db.error("looking for events set aside", e))?;
+                if legacy > 0 {
+                    let moved = |e| db.error("moving the events set aside to the dead letters", e);
+                    if $move_in_tx {
+                        let mut tx = db.pool().begin().await.map_err(moved)?;
+                        sqlx::Executor::execute(&mut *tx, $move_set_aside).await.map_err(moved)?;
+                        tx.commit().await.map_err(moved)?;
+                    } else {
+                        sqlx::Executor::execute(db.pool(), $move_set_aside).await.map_err(moved)?;
+                    }
+                }
                 Ok(OutboxTable { db })
             }
 
@@ -430,6 +441,7 @@ table!(
     "INSERT INTO di_outbox_dead_letters (kind, event_id, name, payload, headers, error, attempts, at) \
      SELECT 'refused', event_id, name, payload, headers, reason, 1, CAST(strftime('%s', set_aside_at) AS INTEGER) * 1000 FROM di_outbox_set_aside ORDER BY id; \
      DELETE FROM di_outbox_set_aside",
+    true,
     // SQLite has no `ADD COLUMN IF NOT EXISTS`: the table's columns say.
     "SELECT COUNT(*) FROM pragma_table_info($1) WHERE name = 'headers'",
     "ALTER TABLE {} ADD COLUMN headers TEXT",
@@ -445,6 +457,7 @@ table!(
     "WITH moved AS (DELETE FROM di_outbox_set_aside RETURNING id, event_id, name, payload, headers, reason, set_aside_at) \
      INSERT INTO di_outbox_dead_letters (kind, event_id, name, payload, headers, error, attempts, at) \
      SELECT 'refused', event_id, name, payload, headers, reason, 1, (extract(epoch FROM set_aside_at) * 1000)::BIGINT FROM moved ORDER BY id",
+    false,
     // The table the statements find on the search path, as `to_regclass` resolves it.
     "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass($1::text) AND attname = 'headers' AND NOT attisdropped",
     "ALTER TABLE {} ADD COLUMN IF NOT EXISTS headers TEXT",

@@ -51,6 +51,11 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     ),
     ("after-rollback-once", "a rolled back event reaches its after_rollback handler once, a committed one never"),
     ("handler-lineage", "after_commit and after_rollback handlers see their emitter's tenant and user"),
+    (
+        "dead-letter",
+        "a committed external event whose after_commit handler fails is tried `ATTEMPTS` times, then is a dead letter of that handler; no other event is one",
+    ),
+    ("replayed-once", "a dead letter replayed once its handler is fixed is handled once, and leaves no dead letter"),
     ("external-delivered", "the outbox is drained: every committed external event was published"),
     ("tenant-isolation", "every row a scope reads belongs to its tenant"),
     ("row-tenant", "every row stored carries the tenant of the scope that wrote it"),
@@ -67,6 +72,7 @@ pub fn check(scenario: &Scenario, observed: &Observed) -> Vec<Violation> {
     model.calls();
     model.retries();
     model.events();
+    model.dead_letters();
     model.tenants();
     model.lives();
     model.errors();
@@ -266,6 +272,82 @@ impl<'a> Model<'a> {
         }
         if began.len() == 1 && failed(first) && committed {
             self.v("failed-absent", format!("{what}: the call failed ({:?}), and it is stored", first.result));
+        }
+    }
+
+    /// The run's dead letters against its events: each is a committed external event's whose
+    /// `after_commit` handler fails, tried `ATTEMPTS` times; each such event that an instance
+    /// handled is one; and each replay, once the handlers are fixed, handled it once.
+    fn dead_letters(&mut self) {
+        use crate::run::ATTEMPTS;
+        let log = &self.o.log;
+        let stopped = self.scenario.faults.iter().any(|f| matches!(f, Fault::Stop { .. }));
+        for d in &log.dead {
+            let event = d.event.and_then(|id| log.emits.iter().find(|e| e.id == id));
+            let Some(e) = event else {
+                self.v("dead-letter", format!("dead letter {} ({}) is of no event of the run", d.number, d.why));
+                continue;
+            };
+            let failing = e.spec.external && e.spec.after_commit != Behave::Ok;
+            let handler = d.handler.as_deref().unwrap_or_default();
+            if d.why != "failed"
+                || !handler.ends_with("Handlers::shipped_after")
+                || !failing
+                || self.fate(e) != Some(true)
+            {
+                self.v(
+                    "dead-letter",
+                    format!(
+                        "event {}: a dead letter ({} by {handler:?}), though its after_commit handler is {:?} and its fate {:?}",
+                        e.id,
+                        d.why,
+                        e.spec.after_commit,
+                        self.fate(e)
+                    ),
+                );
+            }
+            if d.attempts != ATTEMPTS && !stopped {
+                self.v(
+                    "dead-letter",
+                    format!("event {}: a dead letter after {} tries, not {ATTEMPTS}", e.id, d.attempts),
+                );
+            }
+        }
+        for e in log.emits.iter().filter(|e| e.spec.external && e.spec.after_commit != Behave::Ok) {
+            if self.fate(e) != Some(true) {
+                continue;
+            }
+            let runs = |fixed: bool| {
+                log.handled
+                    .iter()
+                    .filter(|(_, h)| h.id == e.id && h.phase == Phase::AfterCommit && h.fixed == fixed)
+                    .count()
+            };
+            let (before, after) = (runs(false), runs(true));
+            let dead = log.dead.iter().filter(|d| d.event == Some(e.id)).count();
+            if !stopped && before != ATTEMPTS as usize * dead {
+                self.v(
+                    "dead-letter",
+                    format!(
+                        "event {}: its failing after_commit handler ran {before} times for {dead} dead letter(s)",
+                        e.id
+                    ),
+                );
+            }
+            if after != dead {
+                self.v(
+                    "replayed-once",
+                    format!("event {}: {dead} dead letter(s), and its handler ran {after} times once fixed", e.id),
+                );
+            }
+        }
+        for (number, answer) in &log.replays {
+            if answer != "Handled" {
+                self.v("replayed-once", format!("dead letter {number}: its replay answered {answer}"));
+            }
+        }
+        if log.dead_after_replays != 0 {
+            self.v("replayed-once", format!("{} dead letters left after their replays", log.dead_after_replays));
         }
     }
 

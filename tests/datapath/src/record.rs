@@ -143,6 +143,23 @@ pub struct HandlerObs {
     pub behave: Behave,
     /// A `before_commit` handler's row was written.
     pub wrote: Option<bool>,
+    /// It ran once the handlers were fixed: a replay of a dead letter.
+    pub fixed: bool,
+}
+
+/// A dead letter of the run, as the outbox kept it once the run settled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadObs {
+    /// Its number in the store.
+    pub number: i64,
+    /// The event's number in the run (from its payload), if it could be read.
+    pub event: Option<u32>,
+    /// Why: `failed`, `refused`, `undecodable`, `unknown`.
+    pub why: &'static str,
+    /// The handler, for a `failed` one.
+    pub handler: Option<String>,
+    /// How many times it was tried.
+    pub attempts: u32,
 }
 
 /// How a scope's work ended, as its runner saw it.
@@ -196,6 +213,12 @@ pub struct Log {
     pub tenant_objects: Vec<(u16, Option<String>, String, Option<String>)>,
     /// Calls of a retried method.
     pub retried: Vec<RetriedObs>,
+    /// The run's dead letters once it settled.
+    pub dead: Vec<DeadObs>,
+    /// What each replay of them answered (`Handled`, ...), by dead letter.
+    pub replays: Vec<(i64, String)>,
+    /// The run's dead letters left after the replays.
+    pub dead_after_replays: usize,
 }
 
 /// A call of a method retried on conflicts (`Op::Retried`): its tries, each a call of its own
@@ -230,6 +253,8 @@ pub struct Lives {
 struct Shared {
     run: AtomicI64,
     next: AtomicU32,
+    /// The handlers' bugs are fixed: from now on every handler succeeds (for the replays).
+    fixed: std::sync::atomic::AtomicBool,
     log: Mutex<Log>,
     txs: Mutex<Vec<Weak<Tx>>>,
     lives: Mutex<Vec<Arc<Lives>>>,
@@ -253,6 +278,7 @@ impl Recorder {
             shared: Arc::new(Shared {
                 run: AtomicI64::new(run),
                 next: AtomicU32::new(1),
+                fixed: std::sync::atomic::AtomicBool::new(false),
                 log: Mutex::new(Log::default()),
                 txs: Mutex::new(Vec::new()),
                 lives: Mutex::new(vec![Arc::clone(&lives)]),
@@ -338,6 +364,22 @@ impl Recorder {
     /// A call starting.
     pub fn call(&self, call: CallObs) {
         self.log().calls.insert(call.id, call);
+    }
+
+    /// From now on every handler succeeds: their bugs are fixed, for the replays.
+    pub fn fix(&self) {
+        self.shared.fixed.store(true, Ordering::Release);
+    }
+
+    /// Whether the handlers are fixed.
+    pub fn fixed(&self) -> bool {
+        self.shared.fixed.load(Ordering::Acquire)
+    }
+
+    /// The dead letters of the run, the replays' answers, and those left after them.
+    pub fn dead_letters(&self, dead: Vec<DeadObs>, replays: Vec<(i64, String)>, left: usize) {
+        let mut log = self.log();
+        (log.dead, log.replays, log.dead_after_replays) = (dead, replays, left);
     }
 
     /// A call of a retried method ended.

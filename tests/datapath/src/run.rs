@@ -15,13 +15,13 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 use sqlx::{ConnectOptions, Connection};
 use tegu_core::registry::{Dependency, InjectKind};
 use tegu_core::{App, DiError, ProtoDef};
-use tegu_outbox::Outbox;
 use tegu_outbox::testing::MemoryBroker;
+use tegu_outbox::{DeadLetter, Outbox};
 use tegu_sqlx::{Database, OutboxTable, Postgres, Sqlite};
 use tegu_test_support::proxy::{Cut, FaultProxy, Protocol};
 use tegu_tx::{ErrorClass, Transactions, TxError, TxSource};
 
-use crate::record::{Lives, Log, Outcome, Recorder, ScopeObs};
+use crate::record::{DeadObs, Lives, Log, Outcome, Recorder, ScopeObs};
 use crate::scenario::{CutAt, Db, End, Fault, Request, Scenario};
 use crate::world::{Cx, Failure, SOURCE, User, Worker};
 
@@ -47,6 +47,9 @@ pub struct Observed {
     /// External events still in the outbox, unpublished, at the end.
     pub unpublished: i64,
 }
+
+/// How many times the outbox tries a handler with an event before the event is a dead letter.
+pub const ATTEMPTS: u32 = 3;
 
 /// How long a generation may take before the run counts as hung.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -330,7 +333,9 @@ async fn build(place: &Place, recorder: &Recorder, instance: u8, generation: usi
         .override_with(recorder.for_instance(instance, generation))
         .register(Outbox::proto())
         .config_value("outbox.poll_ms", 20)
-        .config_value("outbox.batch", 50);
+        .config_value("outbox.batch", 50)
+        .config_value("outbox.attempts", ATTEMPTS)
+        .config_value("outbox.backoff_ms", 1);
     match place.db {
         Db::Sqlite => {
             let file = place.sqlite.as_ref().expect("a SQLite run has its file");
@@ -679,12 +684,67 @@ async fn settle(
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
+    if scenario.has_external() {
+        replay_dead_letters(apps, recorder, until).await;
+    }
     for app in apps {
         if let Err(e) = app.shutdown().await {
             shutdown_errors.push(e.to_string());
         }
     }
     left
+}
+
+/// Once the handlers' retries are over (the run's dead letters the same in two reads 50 ms
+/// apart), records the run's dead letters, fixes the handlers and replays each through the
+/// first instance, and records what is left.
+async fn replay_dead_letters(apps: &[App], recorder: &Recorder, until: Instant) {
+    let Ok(outbox) = apps[0].get_object::<Outbox>() else { return };
+    let run = recorder.run();
+    let read = async || -> Vec<DeadObs> {
+        let letters = outbox.dead_letters(0, 10_000).await.unwrap_or_default();
+        letters.iter().filter_map(|letter| dead_obs(letter, run)).collect()
+    };
+    let mut dead = read().await;
+    loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let again = read().await;
+        if again == dead || Instant::now() >= until {
+            break;
+        }
+        dead = again;
+    }
+    recorder.fix();
+    let mut replays = Vec::new();
+    for letter in &dead {
+        let answer = match outbox.replay(letter.number).await {
+            Ok(replayed) => format!("{replayed:?}"),
+            Err(error) => format!("failed: {error}"),
+        };
+        replays.push((letter.number, answer));
+    }
+    let left = read().await.len();
+    recorder.dead_letters(dead, replays, left);
+}
+
+/// A dead letter of run `run`, as the model reads it; `None` for another run's.
+fn dead_obs(letter: &DeadLetter, run: i64) -> Option<DeadObs> {
+    #[derive(serde::Deserialize)]
+    struct Numbers {
+        run: i64,
+        id: u32,
+    }
+    let numbers: Option<Numbers> = serde_json::from_slice(&letter.payload).ok();
+    if numbers.as_ref().is_some_and(|n| n.run != run) {
+        return None;
+    }
+    Some(DeadObs {
+        number: letter.id,
+        event: numbers.map(|n| n.id),
+        why: letter.why.kind(),
+        handler: letter.why.handler().map(str::to_owned),
+        attempts: letter.attempts,
+    })
 }
 
 /// Rows of the outbox not published yet.

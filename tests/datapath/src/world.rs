@@ -634,13 +634,16 @@ impl Handlers {
         }
         let seen = seen(&self.tenant, &self.user);
         let tx = self.transactions.current(SOURCE).map(|tx| self.rec.tx_id(&tx));
+        // Fixed: a replay of a dead letter, which now succeeds.
+        let fixed = self.rec.fixed();
+        let behave = if fixed { Behave::Ok } else { behave };
         let mut wrote = None;
         if phase == Phase::BeforeCommit {
             // Its effect, in the transaction it runs in: kept if and only if that commits.
             let done = self.repo.insert(&format!("b{id}"), seen.tenant.as_deref().unwrap_or_default()).await;
             wrote = Some(done.is_ok());
         }
-        self.rec.handled(HandlerObs { id, phase, seen, tx, behave, wrote });
+        self.rec.handled(HandlerObs { id, phase, seen, tx, behave, wrote, fixed });
         match behave {
             Behave::Ok => Ok(()),
             Behave::Fail => Err("a handler's injected failure".into()),
