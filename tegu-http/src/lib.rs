@@ -68,6 +68,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod auth;
 mod body;
 mod controller;
 mod head;
