@@ -108,7 +108,35 @@ pub fn config_file() -> PathBuf {
 pub fn builder() -> AppBuilder {
     let builder =
         App::builder().config_file_required(config_file()).config_env("TODOS_").register(tegu_otel::OtelLink::proto());
-    if std::env::var_os("TODOS_NATS__URL").is_some() { with_nats(builder) } else { builder }
+    let builder = if std::env::var_os("TODOS_NATS__URL").is_some() { with_nats(builder) } else { builder };
+    match std::env::var("TODOS_ADMIN_TOKEN") {
+        Ok(token) if !token.is_empty() => with_admin(builder, &token),
+        _ => builder,
+    }
+}
+
+/// `builder` with an operator who holds `token` (a bearer token of at least 32 characters) and
+/// the role `admin`: what [`admin_routes`] let through. `TODOS_ADMIN_TOKEN` sets it for the
+/// binary.
+pub fn with_admin(builder: AppBuilder, token: &str) -> AppBuilder {
+    #[derive(serde::Serialize)]
+    struct Entry<'a> {
+        token: &'a str,
+        user: &'a str,
+        roles: [&'a str; 1],
+    }
+    builder
+        .register(tegu_http::auth::BearerTokens::proto())
+        .config_value("auth.tokens", [Entry { token, user: "admin", roles: ["admin"] }])
+}
+
+/// The routes of the outbox's dead letters under `/admin` (list, replay, discard), for the
+/// bearer tokens of [`with_admin`] with the role `admin`: 401 without one, 403 without the role.
+/// `None` where the App has no outbox (no NATS) or no operator's token: never mounted by default.
+pub fn admin_routes(app: &App) -> Option<axum::Router> {
+    let outbox = app.get_object::<tegu_outbox::Outbox>().ok()?;
+    let auth = tegu_http::auth::AuthLayer::new(app).ok()?;
+    Some(axum::Router::new().nest("/admin", tegu_outbox::admin::routes(outbox)).layer(auth))
 }
 
 /// The header that names a request's tenant: `x-tenant: acme`.

@@ -50,13 +50,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let http = app.get_object::<HttpConfig>()?;
     // `/metrics` after the scope layer and the server spans: rendering them opens no scope, and
     // the scrapes make no spans.
-    let router = todos::router(todos::routes(&app))?.route(
+    let mut router = todos::router(todos::routes(&app))?.route(
         "/metrics",
         axum::routing::get(move || async move {
             metrics.run_upkeep();
             metrics.render()
         }),
     );
+    // The dead letters' routes, with NATS and `TODOS_ADMIN_TOKEN` only.
+    if let Some(admin) = todos::admin_routes(&app) {
+        router = router.merge(admin);
+    }
     let listener = http.listen().await?;
     let addr = format!("http://{}", listener.local_addr()?);
     println!("todos on {addr}, database {}; try:\n  {}", db.shown(), todos::try_it(&addr));
