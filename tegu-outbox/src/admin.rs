@@ -1,6 +1,5 @@
 //! HTTP routes to list, replay and discard the outbox's dead letters, for the principals with
-//! the role `admin` (tegu-http's [`require_role`](tegu_http::auth::require_role)); never
-//! mounted by default.
+//! the role `admin` (tegu-http's [`require_role`]); never mounted by default.
 
 use std::sync::Arc;
 

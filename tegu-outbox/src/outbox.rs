@@ -671,10 +671,10 @@ impl Outbox {
                 tried += 1;
                 self.retries.fetch_add(1, Ordering::Relaxed);
                 retry_metric();
-                let again = (event.deliver)(&self.bus, &payload, lineage, Some(&run.handler)).await;
+                let again = (event.deliver)(&self.bus, payload, lineage, Some(&run.handler)).await;
                 error = match again {
                     Ok(again) if again.refused => return false,
-                    Ok(again) => again.runs.first().map_or(None, |run| run.error.clone()),
+                    Ok(again) => again.runs.first().and_then(|run| run.error.clone()),
                     Err(decode) => Some(format!("{failed}; then: {decode}")),
                 };
             }

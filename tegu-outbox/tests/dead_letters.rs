@@ -25,6 +25,9 @@ pub struct Shipped {
 
 tegu_outbox::external_event!(Shipped = "parcels.shipped");
 
+/// A parcel mailed, with the tenant and the trace id of the handler's scope.
+type Mailed = (u32, Option<String>, Option<String>);
+
 /// Two handlers of `Shipped`: a mailer that fails its first `fail_first` tries of each parcel
 /// (or every try while `broken`), and a ledger that always succeeds.
 #[derive(Debug)]
@@ -36,7 +39,7 @@ pub struct Mailer {
     broken: AtomicBool,
     tries: AtomicUsize,
     /// What was mailed: the parcel, the tenant and the trace of the handler's scope.
-    mailed: Mutex<Vec<(u32, Option<String>, Option<String>)>>,
+    mailed: Mutex<Vec<Mailed>>,
     ledger: Mutex<Vec<u32>>,
 }
 
@@ -61,7 +64,7 @@ impl Mailer {
 }
 
 impl Mailer {
-    fn mailed(&self) -> Vec<(u32, Option<String>, Option<String>)> {
+    fn mailed(&self) -> Vec<Mailed> {
         self.mailed.lock().unwrap().clone()
     }
 
