@@ -121,7 +121,7 @@ impl DeadLetter {
             headers,
             error: String::new(),
             attempts: 1,
-            at: crate::outbox::now_ms(),
+            at: crate::clock::now_ms(),
         }
     }
 }

@@ -48,6 +48,7 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod admin;
 mod broker;
+mod clock;
 mod dead;
 mod external;
 mod outbox;

@@ -21,6 +21,7 @@ use tegu_core::{
 use tokio::sync::Notify;
 
 use crate::broker::{Broker, Outgoing, Received, Refused};
+use crate::clock::now_ms;
 use crate::dead::{DeadLetter, Why};
 use crate::external::{ExternalEvent, lineage_from_headers};
 use crate::recent::Recent;
@@ -115,12 +116,6 @@ fn handler_names() -> impl Iterator<Item = String> {
 /// [`MAX_BACKOFF`].
 fn backoff(first: Duration, n: u32) -> Duration {
     first.saturating_mul(1 << n.saturating_sub(1).min(16)).min(MAX_BACKOFF)
-}
-
-/// Now, in milliseconds since the Unix epoch: the store's times.
-pub(crate) fn now_ms() -> i64 {
-    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// How a relay round ended.

@@ -1,6 +1,5 @@
 //! `Transactional`: the advice `#[transactional]` runs around a method.
 
-use std::cell::Cell;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -17,6 +16,7 @@ use tegu_core::{
 use crate::current::Transactions;
 use crate::error::{ErrorClass, TxError};
 use crate::options::{Propagation, Retry, TxOptions};
+use crate::rules::ruled;
 use crate::scope::Began;
 use crate::source::TxSource;
 use crate::tx::{Owner, Tx, frames_of, outside, within};
@@ -173,31 +173,6 @@ fn timed_out(call: Call, name: &str, options: &TxOptions) -> TxError {
         data_source: name.to_owned(),
         after: options.timeout_after().unwrap_or_default(),
     }
-}
-
-tokio::task_local! {
-    /// Set by the epilogue of a method with a rollback rule when the rule matches its error.
-    static COMMIT_ANYWAY: Cell<bool>;
-}
-
-/// Called by the epilogue of a method with a rollback rule (`commit_on`) whose rule matched
-/// the method's error: what the method began commits.
-pub(crate) fn commit_despite_error() {
-    let _ = COMMIT_ANYWAY.try_with(|kept| kept.set(true));
-}
-
-/// `fut`'s output, and whether a rollback rule of the method asked to commit despite an
-/// error (only a method with rules asks).
-async fn ruled<R, F: Future<Output = R>>(options: &TxOptions, fut: F) -> (R, bool) {
-    if !options.has_rules() {
-        return (fut.await, false);
-    }
-    COMMIT_ANYWAY
-        .scope(Cell::new(false), async {
-            let out = fut.await;
-            (out, COMMIT_ANYWAY.with(Cell::get))
-        })
-        .await
 }
 
 /// Whether a failure of this class is worth running the whole transaction again for.

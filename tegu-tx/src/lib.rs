@@ -96,6 +96,7 @@ mod advice;
 mod current;
 mod error;
 mod options;
+mod rules;
 mod scope;
 mod source;
 #[cfg(feature = "testing")]
@@ -127,6 +128,6 @@ pub use tx::{Tx, TxGuard};
 pub mod __private {
     /// The epilogue of a method whose rollback rule (`commit_on`) matched its error.
     pub fn commit_despite_error() {
-        crate::advice::commit_despite_error();
+        crate::rules::commit_despite_error();
     }
 }

@@ -265,7 +265,7 @@ impl Tx {
         drop(state);
         match &committed {
             // Committed or not, the database may say; the handlers cannot be told either.
-            Err(error) if error.class() == crate::ErrorClass::OutcomeUnknown => self.events.release_unknown(),
+            Err(error) if error.class() == ErrorClass::OutcomeUnknown => self.events.release_unknown(),
             _ => self.events.release(committed.is_ok()),
         }
         committed
@@ -363,7 +363,7 @@ impl Tx {
                     Ok(()) => return Ok(()),
                     Err(error) => {
                         let error = self.database("releasing a savepoint", error);
-                        if error.class() != crate::ErrorClass::Aborted {
+                        if error.class() != ErrorClass::Aborted {
                             return Err(error);
                         }
                         conn.rollback_to_savepoint(&name)
