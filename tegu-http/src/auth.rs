@@ -140,7 +140,8 @@ const MIN_TOKEN: usize = 32;
 /// tenant = "acme"      # optional
 /// ```
 ///
-/// A request's token is compared with every configured one, each byte of each, whatever
+/// A request with another scheme (`Basic`) carries no credentials of this authenticator's: it
+/// goes on with no principal. A request's token is compared with every configured one, each byte of each, whatever
 /// matched: how long the comparison takes says nothing of how much of a token was right. A
 /// token shorter than 32 characters, two equal tokens, or a tenant that is no tenant key fail
 /// `build()`, naming the entry (never the token). `Debug` shows the users, never a token.
@@ -233,9 +234,11 @@ impl Authenticator for BearerTokens {
                 (Some(_), Some(_)) => return refused("the request has two `Authorization` headers"),
                 (Some(value), None) => value.as_bytes(),
             };
+            // Another scheme (`Basic`) is no credential of this authenticator's: the routes that
+            // need a principal refuse the request, the others serve it.
             let token = match value.split_at_checked(7) {
                 Some((scheme, token)) if scheme.eq_ignore_ascii_case(b"bearer ") => token,
-                _ => return refused("the `Authorization` header is no bearer token"),
+                _ => return Ok(None),
             };
             // Every token compared, none skipped once one matched.
             let mut found = None;

@@ -169,10 +169,11 @@ impl Options {
         }
         if let Some(p @ ("Mandatory" | "Never")) = propagation.as_deref() {
             let written = if p == "Mandatory" { "mandatory" } else { "never" };
-            let begins: [(&str, Option<&dyn quote::ToTokens>); 3] = [
+            let begins: [(&str, Option<&dyn quote::ToTokens>); 4] = [
                 ("read_only", self.read_only.as_ref().map(|t| t as &dyn quote::ToTokens)),
                 ("isolation", self.isolation.as_ref().map(|t| t as &dyn quote::ToTokens)),
                 ("timeout_ms", self.timeout_ms.as_ref().map(|t| t as &dyn quote::ToTokens)),
+                ("commit_on", self.commit_on.as_ref().map(|t| t as &dyn quote::ToTokens)),
             ];
             for (name, at) in begins {
                 if let Some(at) = at {

@@ -25,11 +25,11 @@ pub const ADMIN_ROLE: &str = "admin";
 /// | --- | --- |
 /// | `GET /dead-letters?after=0&limit=100` | a page of them, oldest first (at most 1000) |
 /// | `GET /dead-letters/{id}` | one, or 404 |
-/// | `POST /dead-letters/{id}/replay` | [`Outbox::replay`]: `{"replayed":"handled"}`, `"republished"`, or `{"failed_again":[ids]}`; 404 if there is none; 409 with the reason if it cannot be replayed here |
+/// | `POST /dead-letters/{id}/replay` | [`Outbox::replay`]: `{"replayed":"handled"}`, `"republished"`, or `{"failed_again":[ids]}`; 404 if there is none; 409 with the reason if it cannot be replayed here; 500 if the store failed (logged, not shown) |
 /// | `DELETE /dead-letters/{id}` | [`Outbox::discard`]: 204, or 404 |
 ///
 /// A request without credentials is answered 401, one whose principal lacks the role `admin`
-/// 403, before the route runs. A dead letter is shown with its event's JSON (as JSON, or as text
+/// or acts for a tenant (the dead letters are every tenant's) 403, before the route runs. A dead letter is shown with its event's JSON (as JSON, or as text
 /// if it is none): the operator needs it to mend the event. What the routes log names the user,
 /// the dead letter and what was done, never an event's JSON nor its error.
 ///
@@ -70,8 +70,23 @@ pub fn routes(outbox: Arc<Outbox>) -> Router {
         .route("/dead-letters", get(list))
         .route("/dead-letters/{id}", get(one).delete(discard))
         .route("/dead-letters/{id}/replay", post(replay))
+        .layer(axum::middleware::from_fn(service_wide))
         .layer(require_role(ADMIN_ROLE))
         .with_state(outbox)
+}
+
+/// Refuses (403) a principal that acts for a tenant: the dead letters are every tenant's, and a
+/// replay runs as the event's tenant.
+async fn service_wide(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let tenant = request.extensions().get::<Principal>().and_then(Principal::tenant).is_some();
+    if tenant {
+        return (
+            StatusCode::FORBIDDEN,
+            "the dead letters are every tenant's: a principal of one tenant may not act on them",
+        )
+            .into_response();
+    }
+    next.run(request).await
 }
 
 /// A page's bounds.
@@ -137,16 +152,18 @@ async fn replay(
 ) -> Response {
     let replayed = outbox.replay(id).await;
     let what = match &replayed {
+        Ok(Replayed::Refused(_)) => "refused".to_owned(),
         Ok(replayed) => format!("{replayed:?}"),
-        Err(_) => "refused".to_owned(),
+        Err(_) => "failed".to_owned(),
     };
     tracing::info!(user = principal.user(), dead_letter = id, outcome = %what, "a dead letter was replayed");
     match replayed {
         Ok(Replayed::Handled) => Json(json!({ "replayed": "handled" })).into_response(),
         Ok(Replayed::Republished) => Json(json!({ "replayed": "republished" })).into_response(),
         Ok(Replayed::FailedAgain(ids)) => Json(json!({ "failed_again": ids })).into_response(),
+        Ok(Replayed::Refused(why)) => (StatusCode::CONFLICT, why).into_response(),
         Ok(Replayed::NotFound) => (StatusCode::NOT_FOUND, "no dead letter has this number").into_response(),
-        Err(why) => (StatusCode::CONFLICT, why.to_string()).into_response(),
+        Err(error) => failed("replaying a dead letter", error),
     }
 }
 

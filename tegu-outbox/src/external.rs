@@ -33,6 +33,8 @@ pub struct ExternalEvent {
     /// Decodes JSON into the event and delivers it to this App's handlers, in scopes seeded
     /// with the given lineage.
     pub deliver: DeliverFn,
+    /// Whether JSON decodes into the event, without delivering it.
+    pub decodes: fn(&[u8]) -> Result<(), serde_json::Error>,
 }
 
 inventory::collect!(ExternalEvent);
@@ -43,6 +45,11 @@ pub fn encode<E: Serialize + 'static>(event: &(dyn Any + Send + Sync)) -> Result
         Some(event) => serde_json::to_vec(event),
         None => unreachable!("the outbox encodes the events of the type it looked up"),
     }
+}
+
+/// Whether `payload` decodes as an `E`.
+pub fn decodes<E: DeserializeOwned>(payload: &[u8]) -> Result<(), serde_json::Error> {
+    serde_json::from_slice::<E>(payload).map(drop)
 }
 
 /// Decodes `payload` as an `E` and delivers it to `bus`'s handlers (or the one `only` names),

@@ -75,7 +75,7 @@ pub mod guide {
 /// What [`external_event!`] expands to; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::external::{DeliverFn, ExternalEvent, decode_and_deliver, encode};
+    pub use crate::external::{DeliverFn, ExternalEvent, decode_and_deliver, decodes, encode};
     pub use inventory;
 }
 
@@ -94,6 +94,7 @@ macro_rules! external_event {
                 name: $name,
                 encode: $crate::__private::encode::<$ty>,
                 deliver: $crate::__private::decode_and_deliver::<$ty>,
+                decodes: $crate::__private::decodes::<$ty>,
             }
         }
     };

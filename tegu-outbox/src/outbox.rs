@@ -173,7 +173,10 @@ pub enum Replayed {
     /// Its handler failed again: the dead letter is replaced by these, with the new error and
     /// one more try.
     FailedAgain(Vec<i64>),
-    /// No dead letter has this number (replayed or discarded already).
+    /// It cannot be replayed here, and is kept: why (its type unknown to this instance, its
+    /// JSON still not its type's, its handler not in this program, the App shutting down).
+    Refused(String),
+    /// No dead letter has this number (replayed or discarded already, or being replayed).
     NotFound,
 }
 
@@ -669,7 +672,8 @@ impl Outbox {
                 let again = (event.deliver)(&self.bus, payload, lineage, Some(&run.handler)).await;
                 error = match again {
                     Ok(again) if again.refused => return false,
-                    Ok(again) => again.runs.first().and_then(|run| run.error.clone()),
+                    // Any object of the handler's type that failed (two objects share a name).
+                    Ok(again) => again.failed().next().and_then(|run| run.error.clone()),
                     Err(decode) => Some(format!("{failed}; then: {decode}")),
                 };
             }
@@ -763,38 +767,52 @@ impl Outbox {
     /// the outbox again (for every instance); a handler's is handed to that handler, on this
     /// instance; an undecodable one or one of an unknown type to every handler of this
     /// instance, decoded by the code now running. Each handler runs in a scope seeded with the
-    /// event's lineage: the tenant and trace of the request that emitted it. Once taken, the
-    /// dead letter is removed; a handler that fails again leaves a new one in its place.
+    /// event's lineage: the tenant and trace of the request that emitted it.
+    ///
+    /// What can be told first is: a type this instance does not know, JSON it does not decode,
+    /// a handler not in this program answer [`Replayed::Refused`], and the dead letter stays as
+    /// it is. Then the dead letter is taken (removed) before the event goes anywhere, so that
+    /// two replays of it at once (two operators) hand it over once: the other finds none
+    /// ([`Replayed::NotFound`]). A handler that fails again leaves a new dead letter in its
+    /// place; a replay that cannot go on once it took it (the App shutting down, the outbox
+    /// unwritable) keeps it again, under a new number.
     ///
     /// # Errors
     ///
-    /// The store's; this instance knowing no event type of that name (the dead letter stays);
-    /// the event still undecodable (it stays); the handler named not in this App; the App
-    /// shutting down.
+    /// The store's.
     pub async fn replay(&self, id: i64) -> Result<Replayed, BoxError> {
         let Some(letter) = self.store.dead_letter_by_id(id).await? else { return Ok(Replayed::NotFound) };
+        if let Some(why) = self.cannot_replay(&letter) {
+            return Ok(Replayed::Refused(why));
+        }
+        // Taken: a replay of it beside this one finds none.
+        if !self.store.remove_dead_letter(id).await? {
+            return Ok(Replayed::NotFound);
+        }
         if letter.why == Why::Refused {
-            self.store.insert(&letter.event_id, &letter.name, &letter.payload, &letter.headers).await?;
-            self.store.remove_dead_letter(id).await?;
+            if let Err(error) =
+                self.store.insert(&letter.event_id, &letter.name, &letter.payload, &letter.headers).await
+            {
+                self.keep_again(&letter).await;
+                return Err(error);
+            }
             self.wake.notify_one();
             return Ok(Replayed::Republished);
         }
-        let Some(event) = self.by_name.get(letter.name.as_str()) else {
-            return Err(format!("no event type of this instance is named \"{}\"", letter.name).into());
-        };
+        let Some(event) = self.by_name.get(letter.name.as_str()) else { unreachable!("checked above") };
         let lineage = lineage_from_headers(&self.bus, &letter.headers);
         let only = letter.why.handler();
-        let each = (event.deliver)(&self.bus, &letter.payload, &lineage, only)
-            .await
-            .map_err(|error| format!("the event is still undecodable: {error}"))?;
-        if each.refused {
-            return Err("the App is shutting down; the dead letter stays".into());
-        }
-        if let (Some(handler), true) = (only, each.runs.is_empty()) {
-            return Err(
-                format!("this App has no handler `{handler}` of \"{}\"; the dead letter stays", letter.name).into()
-            );
-        }
+        let each = match (event.deliver)(&self.bus, &letter.payload, &lineage, only).await {
+            Ok(each) if !each.refused => each,
+            refused => {
+                let number = self.keep_again(&letter).await;
+                let why = match refused {
+                    Err(error) => format!("the event is still undecodable: {error}"),
+                    Ok(_) => "the App is shutting down".to_owned(),
+                };
+                return Ok(Replayed::Refused(format!("{why}; the dead letter is kept as number {number:?}")));
+            }
+        };
         let mut again = Vec::new();
         for run in each.failed() {
             let mut dead = letter.clone();
@@ -805,8 +823,39 @@ impl Outbox {
             again.push(self.store.dead_letter(&dead).await?);
             self.dead_letters.fetch_add(1, Ordering::Relaxed);
         }
-        self.store.remove_dead_letter(id).await?;
         Ok(if again.is_empty() { Replayed::Handled } else { Replayed::FailedAgain(again) })
+    }
+
+    /// Why `letter` cannot be replayed on this instance, if that can be told before it is
+    /// taken.
+    fn cannot_replay(&self, letter: &DeadLetter) -> Option<String> {
+        if letter.why == Why::Refused {
+            return None;
+        }
+        let Some(event) = self.by_name.get(letter.name.as_str()) else {
+            return Some(format!("no event type of this instance is named \"{}\"", letter.name));
+        };
+        if let Err(error) = (event.decodes)(&letter.payload) {
+            return Some(format!("the event is still undecodable: {error}"));
+        }
+        match letter.why.handler() {
+            Some(handler) if !handler_names().any(|name| name == handler) => {
+                Some(format!("this program has no handler `{handler}` of \"{}\"", letter.name))
+            }
+            _ => None,
+        }
+    }
+
+    /// Keeps `letter` again, taken for a replay that could not go on; its new number (`None`
+    /// if the store failed, logged).
+    async fn keep_again(&self, letter: &DeadLetter) -> Option<i64> {
+        match self.store.dead_letter(letter).await {
+            Ok(number) => Some(number),
+            Err(error) => {
+                tracing::error!(event = ?letter.name, id = ?letter.event_id, %error, "keeping again a dead letter whose replay could not go on failed; it is lost");
+                None
+            }
+        }
     }
 
     /// When the oldest dead letter was set aside, as the relay last looked (every quarter of

@@ -14,12 +14,14 @@ use tower::ServiceExt;
 
 const ADMIN: &str = "a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0";
 const VIEWER: &str = "b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1";
+const TENANT_ADMIN: &str = "d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3";
 const SECRET: &str = "card-4242-4242-4242-4242";
 
 async fn app(store: &MemoryStore, broker: &MemoryBroker) -> (App, Router) {
     let tokens = serde_json::json!([
         { "token": ADMIN, "user": "ops", "roles": ["admin"] },
         { "token": VIEWER, "user": "viewer", "roles": ["read"], "tenant": "acme" },
+        { "token": TENANT_ADMIN, "user": "acme-admin", "roles": ["admin"], "tenant": "acme" },
     ]);
     let app = App::builder()
         .register(store.proto())
@@ -77,6 +79,10 @@ fn the_routes_refuse_whom_they_must_and_serve_an_admin_without_logging_a_payload
             assert_eq!((status, body(response).await.as_str()), (403, "this route needs the role `admin`"));
             let (status, _) = send(&router, "POST", &format!("/admin/dead-letters/{id}/replay"), Some(VIEWER)).await;
             assert_eq!(status, 403);
+            // An admin of one tenant: the dead letters are every tenant's.
+            let (status, response) = send(&router, "GET", "/admin/dead-letters", Some(TENANT_ADMIN)).await;
+            assert_eq!(status, 403);
+            assert!(body(response).await.contains("every tenant's"));
             let (status, _) = send(&router, "DELETE", &format!("/admin/dead-letters/{id}"), None).await;
             assert_eq!(status, 401);
             assert_eq!(store.dead().len(), 1, "nothing done for those refused");
@@ -105,7 +111,7 @@ fn the_routes_refuse_whom_they_must_and_serve_an_admin_without_logging_a_payload
     });
     assert!(logs.contains("a dead letter was discarded") && logs.contains("user=\"ops\""), "{logs}");
     assert!(logs.contains("credentials are refused"), "{logs}");
-    for secret in [SECRET, ADMIN, VIEWER, "c2c2c2c2"] {
+    for secret in [SECRET, ADMIN, VIEWER, TENANT_ADMIN, "c2c2c2c2"] {
         assert!(!logs.contains(secret), "the logs show {secret}:\n{logs}");
     }
 }

@@ -166,6 +166,26 @@ async fn a_handler_that_always_fails_leaves_a_dead_letter_that_a_replay_applies_
     app.shutdown().await.unwrap();
 }
 
+/// Two replays of one dead letter at once (two operators): the handler gets the event once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replays_of_one_dead_letter_at_once_hand_it_over_once() {
+    let (store, broker) = (MemoryStore::new(), MemoryBroker::new());
+    let app = app(&store, &broker, &[("attempts", 1)]).await;
+    let mailer = app.get_object::<Mailer>().unwrap();
+    mailer.broken.store(true, Ordering::SeqCst);
+    publish(&broker, "p7", "parcels.shipped", br#"{"parcel":7}"#).await;
+    until("a dead letter", WITHIN, async || !store.dead().is_empty()).await;
+    mailer.broken.store(false, Ordering::SeqCst);
+    let outbox = app.get_object::<Outbox>().unwrap();
+    let id = store.dead()[0].id;
+    let (a, b) = tokio::join!(outbox.replay(id), outbox.replay(id));
+    let mut answers = [a.unwrap(), b.unwrap()];
+    answers.sort_by_key(|answer| format!("{answer:?}"));
+    assert_eq!(answers, [Replayed::Handled, Replayed::NotFound]);
+    assert_eq!(mailer.mailed().len(), 1);
+    app.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_s_own_attempts_override_the_outbox_s() {
     let (store, broker) = (MemoryStore::new(), MemoryBroker::new());
@@ -225,12 +245,14 @@ async fn undecodable_events_and_unknown_types_are_dead_letters_not_log_lines() {
     assert!(dead[0].error.contains("invalid type"), "{}", dead[0].error);
     assert_eq!((dead[1].why.clone(), dead[1].event_id.as_str()), (Why::Unknown, "new"));
     assert_eq!(dead[1].headers, headers());
-    // A replay on an instance that still does not know the type fails, and the letter stays.
+    // A replay on an instance that still does not know the type is refused, and the letter
+    // stays as it was (its number too).
     let outbox = app.get_object::<Outbox>().unwrap();
-    let refused = outbox.replay(dead[1].id).await.unwrap_err();
-    assert!(refused.to_string().contains("parcels.returned"), "{refused}");
-    assert!(outbox.replay(dead[0].id).await.unwrap_err().to_string().contains("still undecodable"));
-    assert_eq!(store.dead().len(), 2);
+    let Replayed::Refused(why) = outbox.replay(dead[1].id).await.unwrap() else { panic!("refused") };
+    assert!(why.contains("parcels.returned"), "{why}");
+    let Replayed::Refused(why) = outbox.replay(dead[0].id).await.unwrap() else { panic!("refused") };
+    assert!(why.contains("still undecodable"), "{why}");
+    assert_eq!(store.dead(), dead);
     assert!(outbox.discard(dead[0].id).await.unwrap());
     assert!(!outbox.discard(dead[0].id).await.unwrap());
     assert_eq!(store.dead().len(), 1);

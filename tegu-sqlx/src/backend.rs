@@ -24,13 +24,27 @@ pub trait Backend: sqlx::Database + sealed::Sealed {
     /// data source was built, and a value) until it ends: only where
     /// [`TX_SETTINGS`](Self::TX_SETTINGS), `None` elsewhere. With `resolve`, a `COMMIT` whose
     /// answer is lost is resolved against the database (PostgreSQL's `resolve_commits`).
+    ///
+    /// With `reset` (a read-only transaction was begun on the pool, whose setup a connection
+    /// may still carry: one dropped before its end ran), the setup is undone first.
     #[doc(hidden)]
     fn begin(
         pool: &Pool<Self>,
         options: TxOptions,
         setting: Option<(Arc<str>, String)>,
         resolve: bool,
+        reset: bool,
     ) -> TxFuture<'_, Box<dyn TxConn>>;
+
+    /// Whether a read-only transaction is set up on its connection (SQLite's `query_only`),
+    /// which a connection dropped before the transaction's end may keep.
+    #[doc(hidden)]
+    const READ_ONLY_ON_CONNECTION: bool;
+
+    /// Undoes on `conn` what a read-only transaction dropped before its end may have left
+    /// (SQLite's `query_only`): for a connection of the pool used outside any transaction.
+    #[doc(hidden)]
+    fn reset(conn: &mut sqlx::pool::PoolConnection<Self>) -> TxFuture<'_, ()>;
 
     /// The class of an error of this database with `code` (SQLite's extended result code,
     /// PostgreSQL's SQLSTATE) that sqlx's `ErrorKind` does not tell: busy, a serialization
@@ -178,6 +192,16 @@ mod sqlite {
     impl Backend for Sqlite {
         const ONE_AT_A_TIME: bool = true;
 
+        const READ_ONLY_ON_CONNECTION: bool = true;
+
+        fn reset(conn: &mut sqlx::pool::PoolConnection<Self>) -> TxFuture<'_, ()> {
+            let done = sqlx::Executor::execute(&mut **conn, "PRAGMA query_only = OFF");
+            Box::pin(async move {
+                done.await.map_err(boxed::<Self>)?;
+                Ok(())
+            })
+        }
+
         /// SQLite has no settings of a transaction's own: `[database] tenant_setting` is
         /// refused when the data source is built.
         const TX_SETTINGS: bool = false;
@@ -212,12 +236,14 @@ mod sqlite {
             options: TxOptions,
             setting: Option<(Arc<str>, String)>,
             _: bool,
+            reset: bool,
         ) -> TxFuture<'_, Box<dyn TxConn>> {
             debug_assert!(setting.is_none(), "refused when the data source is built");
             Box::pin(async move {
-                let (begin, undo) = match options.is_read_only() {
-                    true => ("BEGIN; PRAGMA query_only = ON", Some("PRAGMA query_only = OFF")),
-                    false => ("BEGIN IMMEDIATE", None),
+                let (begin, undo) = match (options.is_read_only(), reset) {
+                    (true, _) => ("BEGIN; PRAGMA query_only = ON", Some("PRAGMA query_only = OFF")),
+                    (false, true) => ("PRAGMA query_only = OFF; BEGIN IMMEDIATE", None),
+                    (false, false) => ("BEGIN IMMEDIATE", None),
                 };
                 let mut tx = pool.begin_with(begin).await.map_err(boxed::<Self>)?;
                 let rolled_back = Arc::new(AtomicBool::new(false));
@@ -247,6 +273,13 @@ mod postgres {
 
     impl Backend for Postgres {
         const ONE_AT_A_TIME: bool = false;
+
+        /// `READ ONLY` is the transaction's own: it ends with it.
+        const READ_ONLY_ON_CONNECTION: bool = false;
+
+        fn reset(_: &mut sqlx::pool::PoolConnection<Self>) -> TxFuture<'_, ()> {
+            Box::pin(async { Ok(()) })
+        }
 
         const TX_SETTINGS: bool = true;
 
@@ -327,6 +360,7 @@ mod postgres {
             options: TxOptions,
             setting: Option<(Arc<str>, String)>,
             resolve: bool,
+            _: bool,
         ) -> TxFuture<'_, Box<dyn TxConn>> {
             Box::pin(async move {
                 let mut tx = match begin_sql(&options) {

@@ -108,6 +108,10 @@ pub struct Database<DB: sqlx::Database> {
     /// A `COMMIT` whose answer is lost is resolved against the database (`resolve_commits`):
     /// PostgreSQL only.
     resolve_commits: bool,
+    /// A read-only transaction was begun where that is set up on the connection (SQLite's
+    /// `query_only`): from then on, a connection is set back before it is used, in case one
+    /// such transaction was dropped before its end undid it.
+    read_only_begun: std::sync::atomic::AtomicBool,
 }
 
 /// The configuration section of a [`Database`].
@@ -165,7 +169,14 @@ impl<DB: Backend> Database<DB> {
     /// On PostgreSQL, [`with_tenant_setting`](Database::with_tenant_setting) gives it the
     /// `tenant_setting` of a data source built from configuration.
     pub fn new(name: impl Into<String>, pool: Pool<DB>, transactions: Arc<Transactions>) -> Self {
-        Database { name: name.into(), pool, transactions, tenant_setting: None, resolve_commits: false }
+        Database {
+            name: name.into(),
+            pool,
+            transactions,
+            tenant_setting: None,
+            resolve_commits: false,
+            read_only_begun: Default::default(),
+        }
     }
 
     /// A data source named `name`, its settings in the configuration section `section`
@@ -254,7 +265,14 @@ impl<DB: Backend> Database<DB> {
                 options = options.acquire_timeout(Duration::from_millis(ms));
             }
             let pool = options.connect(&settings.url).await.map_err(|e| format!("connecting to `{name}`: {e}"))?;
-            Ok(Database { name, pool, transactions, tenant_setting, resolve_commits })
+            Ok(Database {
+                name,
+                pool,
+                transactions,
+                tenant_setting,
+                resolve_commits,
+                read_only_begun: Default::default(),
+            })
         })
     }
 
@@ -304,7 +322,14 @@ impl<DB: Backend> Database<DB> {
                 ))))
             }
             None => match self.pool.acquire().await {
-                Ok(conn) => Ok(Conn(Inner::Pool(conn))),
+                Ok(mut conn) => {
+                    if self.read_only_begun.load(std::sync::atomic::Ordering::Acquire) {
+                        DB::reset(&mut conn)
+                            .await
+                            .map_err(|e| TxError::database("setting a connection back", self.name.as_str(), e))?;
+                    }
+                    Ok(Conn(Inner::Pool(conn)))
+                }
                 Err(e) => Err(self.error("acquiring a connection", e)),
             },
         }
@@ -366,7 +391,11 @@ impl<DB: Backend> TxSource for Database<DB> {
     /// until it ends.
     fn begin_with(&self, options: &TxOptions) -> TxFuture<'_, Box<dyn TxConn>> {
         let setting = self.tenant_setting.as_ref().map(|name| (Arc::clone(name), current_tenant_key()));
-        DB::begin(&self.pool, *options, setting, self.resolve_commits)
+        if DB::READ_ONLY_ON_CONNECTION && options.is_read_only() {
+            self.read_only_begun.store(true, std::sync::atomic::Ordering::Release);
+        }
+        let reset = self.read_only_begun.load(std::sync::atomic::Ordering::Acquire);
+        DB::begin(&self.pool, *options, setting, self.resolve_commits, reset)
     }
 
     fn one_at_a_time(&self) -> bool {

@@ -187,7 +187,9 @@ macro_rules! table {
                 if legacy > 0 {
                     let moved = |e| db.error("moving the events set aside to the dead letters", e);
                     if $move_in_tx {
-                        let mut tx = db.pool().begin().await.map_err(moved)?;
+                        // Immediate: two instances starting at once take turns, neither finds
+                        // the other's write in its way.
+                        let mut tx = db.pool().begin_with("BEGIN IMMEDIATE").await.map_err(moved)?;
                         sqlx::Executor::execute(&mut *tx, $move_set_aside).await.map_err(moved)?;
                         tx.commit().await.map_err(moved)?;
                     } else {

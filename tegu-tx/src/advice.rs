@@ -94,7 +94,8 @@ impl Transactional {
         let began = by(deadline, scope.begin(source, name, owner, options)).await;
         let tx = match began {
             Some(Ok(Began::New(tx))) => tx,
-            Some(Ok(Began::Joined(tx))) => return in_tx(tx, start(next)).await,
+            // Joined: its rule's word is its own (the cell scoped), and decides nothing.
+            Some(Ok(Began::Joined(tx))) => return in_tx(tx, ruled(options, start(next))).await.0,
             Some(Ok(Began::Closed)) => return own(owner, source, name, call, options, next).await.0,
             Some(Err(error)) => return Err(error.into()),
             None => return Err(timed_out(call, name, options).into()),
@@ -130,8 +131,11 @@ impl<T: Send, E: From<TxError> + Send> Advice<Result<T, E>> for Transactional {
         let owner = self.transactions.owner;
         let current = self.transactions.current(name);
         match (options.propagation(), current) {
-            // Joined: the method keeps the transaction until it returns, ended or not.
-            (Propagation::Required | Propagation::Mandatory, Some(tx)) => in_tx(tx, next.run()).await,
+            // Joined: the method keeps the transaction until it returns, ended or not. A rule of
+            // its own decides nothing there: its cell is scoped so that its word stays its own.
+            (Propagation::Required | Propagation::Mandatory, Some(tx)) => {
+                in_tx(tx, ruled(&options, next.run())).await.0
+            }
             (Propagation::Never, None) => outside(owner, name, next.run()).await,
             (Propagation::Required, None) => self.required(&*source, name, call, &options, &mut next).await,
             (Propagation::RequiresNew, Some(_)) if source.one_at_a_time() => {

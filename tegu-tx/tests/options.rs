@@ -84,6 +84,15 @@ impl Shop {
         if stock { Err(ShopError::Other) } else { Err(ShopError::OutOfStock) }
     }
 
+    /// Its own transaction, with a rule; joined inside it, a method with a rule of its own
+    /// fails `OutOfStock`, taken in stride, then this one fails `Other`: rolled back.
+    #[transactional(requires_new, commit_on = out_of_stock)]
+    pub async fn checkout(&self) -> Result<(), ShopError> {
+        self.write("checkout").await?;
+        assert!(matches!(self.order(false).await, Err(ShopError::OutOfStock)));
+        Err(ShopError::Other)
+    }
+
     /// Conflicts on its first two tries, then succeeds.
     #[transactional(requires_new, retry = 3, backoff_ms = 1)]
     pub async fn retried(&self, label: &str) -> Result<usize, ShopError> {
@@ -155,6 +164,15 @@ async fn a_rollback_rule_keeps_the_request_s_transaction_and_the_savepoint() {
         source.journal(),
         ["BEGIN", "write outer", "SAVEPOINT", "write reserve", "ROLLBACK TO", "RELEASE", "COMMIT"]
     );
+}
+
+/// The rule of a method that joined decides nothing, and never the method around it.
+#[tokio::test]
+async fn a_joined_method_s_rule_does_not_decide_for_the_method_around_it() {
+    let source = JournalSource::new();
+    let (app, shop) = app(&source).await;
+    assert!(matches!(app.run_in_context(shop.checkout()).await, Err(ShopError::Other)));
+    assert_eq!(source.journal(), ["BEGIN", "write checkout", "write order", "ROLLBACK"]);
 }
 
 #[tokio::test]

@@ -685,7 +685,7 @@ async fn settle(
         }
     }
     if scenario.has_external() {
-        replay_dead_letters(apps, recorder, until).await;
+        replay_dead_letters(apps, recorder, until, failing_after_commit(scenario)).await;
     }
     for app in apps {
         if let Err(e) = app.shutdown().await {
@@ -695,25 +695,34 @@ async fn settle(
     left
 }
 
-/// Once the handlers' retries are over (the run's dead letters the same in two reads 50 ms
-/// apart), records the run's dead letters, fixes the handlers and replays each through the
-/// first instance, and records what is left.
-async fn replay_dead_letters(apps: &[App], recorder: &Recorder, until: Instant) {
+/// Once the handlers' retries are over (the run's dead letters and every instance's counts of
+/// deliveries, retries and dead letters the same in two reads 100 ms apart: a dead letter whose
+/// write the store refused a while is still tried), records the run's dead letters, fixes the
+/// handlers and replays each through the first instance, and records what is left.
+async fn replay_dead_letters(apps: &[App], recorder: &Recorder, until: Instant, expected: bool) {
     let Ok(outbox) = apps[0].get_object::<Outbox>() else { return };
     let run = recorder.run();
-    let read = async || -> Vec<DeadObs> {
+    let read = async || -> (Vec<DeadObs>, Vec<(u64, u64, u64)>) {
         let letters = outbox.dead_letters(0, 10_000).await.unwrap_or_default();
-        letters.iter().filter_map(|letter| dead_obs(letter, run)).collect()
+        let counts = apps
+            .iter()
+            .filter_map(|app| app.get_object::<Outbox>().ok())
+            .map(|outbox| outbox.counts())
+            .map(|c| (c.delivered, c.retries, c.dead_letters))
+            .collect();
+        (letters.iter().filter_map(|letter| dead_obs(letter, run)).collect(), counts)
     };
-    let mut dead = read().await;
-    loop {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut seen = read().await;
+    // Without a failing handler no dead letter is expected: one read says whether one came.
+    while expected {
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let again = read().await;
-        if again == dead || Instant::now() >= until {
+        if again == seen || Instant::now() >= until {
             break;
         }
-        dead = again;
+        seen = again;
     }
+    let dead = seen.0;
     recorder.fix();
     let mut replays = Vec::new();
     for letter in &dead {
@@ -723,8 +732,24 @@ async fn replay_dead_letters(apps: &[App], recorder: &Recorder, until: Instant) 
         };
         replays.push((letter.number, answer));
     }
-    let left = read().await.len();
+    let left = read().await.0.len();
     recorder.dead_letters(dead, replays, left);
+}
+
+/// Whether the scenario has an external event whose `after_commit` handler fails: a dead
+/// letter to wait for.
+fn failing_after_commit(scenario: &Scenario) -> bool {
+    fn any(body: &[crate::scenario::Op]) -> bool {
+        use crate::scenario::Op;
+        body.iter().any(|op| match op {
+            Op::Emit(spec) => spec.external && spec.after_commit != crate::scenario::Behave::Ok,
+            Op::Call { body, .. } | Op::Retried { body, .. } | Op::Spawn { body, .. } | Op::ActAs { body, .. } => {
+                any(body)
+            }
+            _ => false,
+        })
+    }
+    scenario.requests.iter().any(|r| any(&r.body))
 }
 
 /// A dead letter of run `run`, as the model reads it; `None` for another run's.

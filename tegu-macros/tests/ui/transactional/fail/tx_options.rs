@@ -65,6 +65,11 @@ impl Orders {
         Ok(())
     }
 
+    #[transactional(mandatory, commit_on = is_declined)]
+    pub async fn rule_that_decides_nothing(&self) -> Result<(), TxError> {
+        Ok(())
+    }
+
     #[transactional(commit_on = is_declined, commit_on = is_declined)]
     pub async fn two_rules(&self) -> Result<(), TxError> {
         Ok(())
