@@ -714,7 +714,10 @@ async fn replay_dead_letters(apps: &[App], recorder: &Recorder, until: Instant, 
     };
     let mut seen = read().await;
     // Without a failing handler no dead letter is expected: one read says whether one came.
-    while expected {
+    loop {
+        if !expected {
+            break;
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
         let again = read().await;
         if again == seen || Instant::now() >= until {
