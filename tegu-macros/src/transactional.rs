@@ -179,7 +179,7 @@ impl Options {
                 if let Some(at) = at {
                     cx.error_spanned_by(
                         at,
-                        format!("`{name}` sets up a transaction the method begins, and a `{written}` method never begins one"),
+                        format!("`{name}` is about a transaction the method begins, and a `{written}` method never begins one"),
                     );
                 }
             }
