@@ -17,7 +17,7 @@ use tegu_core::lineage::{Lineage, Tenant, Travels};
 use tegu_core::tenant::{TenantObjects, TenantRef};
 use tegu_core::{App, ContextRef, context_proto, handlers, singleton_proto};
 use tegu_sqlx::{Database, Postgres, Sqlite};
-use tegu_tx::{Transactions, TxError, transactional};
+use tegu_tx::{ErrorClass, Transactions, TxError, transactional};
 
 use crate::record::{CallObs, EmitObs, HandlerObs, Outcome, Phase, Recorder, RetriedObs, ScopeObs, Seen, WriteObs};
 use crate::scenario::{Behave, End, EventSpec, Op, Prop};
@@ -464,17 +464,22 @@ impl Worker {
         .catch_unwind()
         .await;
         let after = self.tx_now();
-        let result = match &ran {
+        let result = self.answered(&ran, cx);
+        self.rec.returned(id, result, ran.is_err(), after);
+        caught_or(ran, caught)
+    }
+
+    /// What a call answered, as the model records it (a transaction's error noted with its
+    /// class).
+    fn answered(&self, ran: &std::thread::Result<Result<(), Failure>>, cx: &Cx) -> Result<(), Option<ErrorClass>> {
+        match ran {
             Ok(Ok(())) => Ok(()),
             Ok(Err(Failure::Tx(e))) => {
                 self.rec.error(cx.request, e.class(), e.to_string());
                 Err(Some(e.class()))
             }
-            Ok(Err(_)) => Err(None),
-            Err(_) => Err(None),
-        };
-        self.rec.returned(id, result, ran.is_err(), after);
-        caught_or(ran, caught)
+            Ok(Err(_)) | Err(_) => Err(None),
+        }
     }
 
     /// A call of the method retried on conflicts: each try is recorded as a `requires_new`
@@ -494,14 +499,7 @@ impl Worker {
             .catch_unwind()
             .await;
         let after = self.tx_now();
-        let result = match &ran {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(Failure::Tx(e))) => {
-                self.rec.error(cx.request, e.class(), e.to_string());
-                Err(Some(e.class()))
-            }
-            Ok(Err(_)) | Err(_) => Err(None),
-        };
+        let result = self.answered(&ran, cx);
         let tries = tries.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some((last, earlier)) = tries.split_last() {
             for id in earlier {
@@ -566,7 +564,7 @@ impl Worker {
         self.rec.started(id, self.tx_now());
         let done = self.exec(body, inner).await;
         if let Some(tx) = self.transactions.current(SOURCE) {
-            tx.note_failure(tegu_tx::ErrorClass::SerializationFailure);
+            tx.note_failure(ErrorClass::SerializationFailure);
         }
         done.and(Err(Failure::Injected))
     }
