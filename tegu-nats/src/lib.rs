@@ -332,6 +332,11 @@ impl JetStream {
 }
 
 impl Broker for JetStream {
+    /// This instance's consumer's name (`nats.consumer`).
+    fn receiver(&self) -> String {
+        self.consumer.clone()
+    }
+
     fn publish<'a>(&'a self, event: Outgoing<'a>) -> BoxFuture<'a, Result<(), BoxError>> {
         Box::pin(async move {
             self.send(event).await?.await.map_err(|error| self.failed(error))?;

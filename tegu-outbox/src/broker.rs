@@ -44,6 +44,13 @@ pub trait Broker: Send + Sync + 'static {
         })
     }
 
+    /// The name this instance's [`subscription`](Self::subscribe) receives events under, the
+    /// same after a restart (JetStream: its durable consumer's name): what the outbox's inbox
+    /// records a handled event under ([`OutboxStore::record_handled`](crate::OutboxStore::record_handled)),
+    /// so that an event brought again, also after a restart, is not handled twice. Two
+    /// instances that each receive every event have two names.
+    fn receiver(&self) -> String;
+
     /// This instance's subscription to every event: durable (it resumes where this instance
     /// left off, when the broker knows it by name), each event redelivered until acknowledged.
     fn subscribe(&self) -> BoxFuture<'_, Result<Box<dyn Subscription>, BoxError>>;

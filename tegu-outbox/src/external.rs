@@ -4,18 +4,18 @@ use std::any::{Any, TypeId};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tegu_core::events::{Deliveries, EventBus};
+use tegu_core::events::{DeliverTo, Deliveries, EventBus};
 use tegu_core::lineage::Lineage;
 
 use tegu_core::futures::BoxFuture;
 
-/// Decodes an event's JSON and delivers it to an App's handlers (or the one named), each
+/// Decodes an event's JSON and delivers it to the App's handlers it names ([`DeliverTo`]), each
 /// handler's scope seeded with the lineage the event's headers carried.
 pub type DeliverFn = for<'a> fn(
     &'a EventBus,
     &'a [u8],
     &'a Lineage,
-    Option<&'a str>,
+    DeliverTo<'a>,
 ) -> BoxFuture<'a, Result<Deliveries, serde_json::Error>>;
 
 /// What [`external_event!`](crate::external_event) submits: an event type, its name on the
@@ -52,20 +52,20 @@ pub fn decodes<E: DeserializeOwned>(payload: &[u8]) -> Result<(), serde_json::Er
     serde_json::from_slice::<E>(payload).map(drop)
 }
 
-/// Decodes `payload` as an `E` and delivers it to `bus`'s handlers (or the one `only` names),
-/// each in a scope seeded with `lineage` (`EventBus::deliver_each`).
+/// Decodes `payload` as an `E` and delivers it to `bus`'s handlers that `to` takes, each in a
+/// scope seeded with `lineage` (`EventBus::deliver_each`).
 pub fn decode_and_deliver<'a, E>(
     bus: &'a EventBus,
     payload: &'a [u8],
     lineage: &'a Lineage,
-    only: Option<&'a str>,
+    to: DeliverTo<'a>,
 ) -> BoxFuture<'a, Result<Deliveries, serde_json::Error>>
 where
     E: DeserializeOwned + Send + Sync + 'static,
 {
     Box::pin(async move {
         let event: E = serde_json::from_slice(payload)?;
-        Ok(bus.deliver_each(event, lineage, only).await)
+        Ok(bus.deliver_each(event, lineage, to).await)
     })
 }
 

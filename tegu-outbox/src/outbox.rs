@@ -12,7 +12,7 @@ use tegu_core::futures::UnitFuture;
 use tegu_core::{
     DiError, ProtoDef,
     error::BoxError,
-    events::{Deliveries, EventBus, EventTransport},
+    events::{DeliverTo, Deliveries, EventBus, EventTransport},
     health::HealthCheck,
     hosted::{HostedService, OnFailure, Stop},
     lineage::Lineage,
@@ -62,6 +62,10 @@ struct Settings {
     /// Whether readiness fails while a dead letter is kept (`false`: a dead letter is a failed
     /// piece of business, not an outage).
     unready_on_dead_letters: bool,
+    /// How long the inbox keeps the record that a handler handled an event, in milliseconds (7
+    /// days, as long as JetStream's stream keeps an event by default; 0: for ever): an event
+    /// brought again within it is not handled again. At least `keep_ms`.
+    inbox_keep_ms: u64,
 }
 
 /// `[outbox.handlers."name"]`: one handler's tries and wait, each defaulting to the outbox's.
@@ -89,6 +93,7 @@ impl Default for Settings {
             handlers: HashMap::new(),
             dead_letters_keep_ms: 7 * 24 * 3_600_000,
             unready_on_dead_letters: false,
+            inbox_keep_ms: 7 * 24 * 3_600_000,
         }
     }
 }
@@ -200,6 +205,9 @@ pub struct Outbox {
     by_type: HashMap<TypeId, &'static ExternalEvent>,
     by_name: HashMap<&'static str, &'static ExternalEvent>,
     settings: Settings,
+    /// The name this instance receives events under ([`Broker::receiver`]): its records in the
+    /// inbox.
+    receiver: String,
     /// Wakes the relay: a scope that wrote to the outbox committed.
     wake: Notify,
     /// Whether this instance is subscribed: the relay waits for it, and readiness reports it.
@@ -268,6 +276,12 @@ impl Outbox {
         if settings.batch == 0 {
             return Err(refused("`outbox.batch` is 0, which would relay nothing; give at least 1".to_owned()));
         }
+        if settings.inbox_keep_ms != 0 && settings.inbox_keep_ms < settings.keep_ms {
+            return Err(refused(format!(
+                "`outbox.inbox_keep_ms` ({}) is shorter than `outbox.keep_ms` ({}): an event published again after a lost subscription would be handled twice; keep the inbox at least as long",
+                settings.inbox_keep_ms, settings.keep_ms
+            )));
+        }
         for event in inventory::iter::<ExternalEvent> {
             if !crate::valid_name(event.name) {
                 return Err(refused(format!(
@@ -303,6 +317,7 @@ impl Outbox {
             )));
         }
         let recent = Mutex::new(Recent::new(settings.remember));
+        let receiver = broker.receiver();
         Ok(Outbox {
             store,
             broker,
@@ -310,6 +325,7 @@ impl Outbox {
             by_type,
             by_name,
             settings,
+            receiver,
             wake: Notify::new(),
             subscribed: tokio::sync::watch::Sender::new(false),
             recent,
@@ -531,6 +547,12 @@ impl Outbox {
             tracing::warn!(%error, "deleting the events published long ago failed; the relay tries again");
         }
         self.purge_dead_letters_by_age().await;
+        if self.settings.inbox_keep_ms > 0 {
+            let before = now_ms().saturating_sub(i64::try_from(self.settings.inbox_keep_ms).unwrap_or(i64::MAX));
+            if let Err(error) = self.store.purge_handled(before).await {
+                tracing::warn!(%error, "deleting the inbox's old records failed; the relay tries again");
+            }
+        }
     }
 
     /// Deletes the dead letters older than `dead_letters_keep_ms` (unless 0), and notes when
@@ -610,12 +632,21 @@ impl Outbox {
             let letter = |why: Why| Incoming { id: &id, name: &name, payload: &payload, headers: &headers }.letter(why);
             let done = match self.by_name.get(name.as_str()) {
                 Some(event) => {
+                    // The handlers the inbox says handled it (a delivery before a restart).
+                    let Some(handled) = self.handled(&id).await else { return };
                     let lineage = lineage_from_headers(&self.bus, &headers);
-                    match (event.deliver)(&self.bus, &payload, &lineage, None).await {
+                    let mark = |handler: &str| self.mark(&id, handler);
+                    let to = DeliverTo::all().except(&handled);
+                    let to = if id.is_empty() { to } else { to.first(&mark) };
+                    match (event.deliver)(&self.bus, &payload, &lineage, to).await {
                         // No handler ran: neither remembered nor acknowledged, it comes again.
                         Ok(each) if each.refused => {
                             self.refused.fetch_add(1, Ordering::Relaxed);
                             return;
+                        }
+                        Ok(each) if each.runs.is_empty() && !handled.is_empty() => {
+                            self.duplicates.fetch_add(1, Ordering::Relaxed);
+                            true
                         }
                         Ok(each) => {
                             self.delivered.fetch_add(1, Ordering::Relaxed);
@@ -659,6 +690,7 @@ impl Outbox {
         incoming: Incoming<'_>,
     ) -> bool {
         let (mut done, payload) = (true, incoming.payload);
+        let mark = |handler: &str| self.mark(incoming.id, handler);
         for run in each.failed() {
             let (attempts, first) = self.settings.policy(&run.handler);
             let (mut tried, mut error) = (1, run.error.clone());
@@ -666,10 +698,20 @@ impl Outbox {
                 && tried < attempts
             {
                 tokio::time::sleep(backoff(first, tried)).await;
+                // Another delivery of the event handled it meanwhile (its record is why this
+                // try failed): handled.
+                if !incoming.id.is_empty()
+                    && self.handled(incoming.id).await.is_some_and(|done| done.contains(&run.handler))
+                {
+                    error = None;
+                    break;
+                }
                 tried += 1;
                 self.retries.fetch_add(1, Ordering::Relaxed);
                 retry_metric();
-                let again = (event.deliver)(&self.bus, payload, lineage, Some(&run.handler)).await;
+                let to = DeliverTo::only(&run.handler);
+                let to = if incoming.id.is_empty() { to } else { to.first(&mark) };
+                let again = (event.deliver)(&self.bus, payload, lineage, to).await;
                 error = match again {
                     Ok(again) if again.refused => return false,
                     // Any object of the handler's type that failed (two objects share a name).
@@ -684,6 +726,29 @@ impl Outbox {
             }
         }
         done
+    }
+
+    /// The handlers the inbox records as having handled the event `id` for this instance
+    /// (none for an event without an id). `None` if the store failed (logged): the event is
+    /// then left unacknowledged, to come again.
+    async fn handled(&self, id: &str) -> Option<Vec<String>> {
+        if id.is_empty() {
+            return Some(Vec::new());
+        }
+        match self.store.handled(&self.receiver, id).await {
+            Ok(handled) => Some(handled),
+            Err(error) => {
+                tracing::warn!(id = ?id, %error, "reading the inbox failed; the event is left unacknowledged, to come again");
+                None
+            }
+        }
+    }
+
+    /// Emits, in a handler's scope, the record that `handler` handled the event `id`: sent
+    /// ([`EventTransport::send`]) in the scope's completion phase, in the handler's transaction
+    /// when it has one, if the handler succeeded.
+    fn mark(&self, id: &str, handler: &str) {
+        self.bus.emit(Handled { event_id: id.to_owned(), handler: handler.to_owned() });
     }
 
     /// Keeps `letter` among the dead letters, logged with its event's name, id and reason
@@ -802,7 +867,8 @@ impl Outbox {
         let Some(event) = self.by_name.get(letter.name.as_str()) else { unreachable!("checked above") };
         let lineage = lineage_from_headers(&self.bus, &letter.headers);
         let only = letter.why.handler();
-        let each = match (event.deliver)(&self.bus, &letter.payload, &lineage, only).await {
+        let to = only.map_or_else(DeliverTo::all, DeliverTo::only);
+        let each = match (event.deliver)(&self.bus, &letter.payload, &lineage, to).await {
             Ok(each) if !each.refused => each,
             refused => {
                 let number = self.keep_again(&letter).await;
@@ -900,12 +966,38 @@ fn new_event_id() -> String {
     format!("{:016x}{:016x}", half(1), half(2))
 }
 
+/// The record that a handler handled a received event, emitted in the handler's scope
+/// ([`Outbox::mark`]) and written to the inbox when the scope commits.
+struct Handled {
+    event_id: String,
+    handler: String,
+}
+
+/// A handler's scope found the inbox's record of its event written: another delivery of the
+/// event (redelivered while this one ran) handled it first.
+#[derive(Debug, thiserror::Error)]
+#[error("handler `{handler}` handled this event already, in another delivery of it")]
+struct HandledAlready {
+    handler: String,
+}
+
 impl EventTransport for Outbox {
     fn carries(&self, event: TypeId) -> bool {
-        self.by_type.contains_key(&event)
+        self.by_type.contains_key(&event) || event == TypeId::of::<Handled>()
     }
 
     fn send(&self, event: Arc<dyn Any + Send + Sync>, lineage: &Lineage) -> UnitFuture {
+        if let Some(handled) = event.downcast_ref::<Handled>() {
+            let (store, receiver) = (self.store.clone(), self.receiver.clone());
+            let (event_id, handler) = (handled.event_id.clone(), handled.handler.clone());
+            return Box::pin(async move {
+                if store.record_handled(&receiver, &event_id, &handler, now_ms()).await? {
+                    Ok(())
+                } else {
+                    Err(HandledAlready { handler }.into())
+                }
+            });
+        }
         let Some(&external) = self.by_type.get(&(*event).type_id()) else {
             return Box::pin(async { Err("the outbox was given an event type it does not carry".into()) });
         };

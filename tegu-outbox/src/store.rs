@@ -84,4 +84,26 @@ pub trait OutboxStore: Send + Sync + 'static {
     /// Deletes the dead letters set aside before `before` (milliseconds since the Unix epoch).
     /// How many.
     fn purge_dead_letters(&self, before: i64) -> BoxFuture<'_, Result<u64, BoxError>>;
+
+    /// Records that `handler` handled the event `event_id` for `receiver` (the name this
+    /// instance receives events under, [`Broker::receiver`](crate::Broker::receiver)) at `at`,
+    /// **in the current transaction**, as [`insert`](Self::insert) writes: the outbox calls it
+    /// in the handler's scope, so that the record commits with what the handler wrote in its
+    /// transaction on this data source, or not at all. `false`, writing nothing, if the
+    /// record exists (another delivery of the event handled it first): the outbox then fails
+    /// the handler's scope, which rolls its transaction back.
+    fn record_handled<'a>(
+        &'a self,
+        receiver: &'a str,
+        event_id: &'a str,
+        handler: &'a str,
+        at: i64,
+    ) -> BoxFuture<'a, Result<bool, BoxError>>;
+
+    /// The handlers recorded as having handled the event `event_id` for `receiver`, outside any
+    /// transaction.
+    fn handled<'a>(&'a self, receiver: &'a str, event_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, BoxError>>;
+
+    /// Deletes the records of events handled before `before`. How many.
+    fn purge_handled(&self, before: i64) -> BoxFuture<'_, Result<u64, BoxError>>;
 }

@@ -18,6 +18,10 @@ use crate::Database;
 /// transaction: the request's, when the request's `#[transactional]` methods began it. An event
 /// emitted where no transaction is open is written on its own.
 ///
+/// `di_outbox_inbox` records which handler handled which event, for which receiver (the
+/// instance's consumer): written the same way, in the handler's transaction, so that what a
+/// `#[transactional]` handler writes in this database and the record commit together.
+///
 /// The table `di_outbox_set_aside` holds what an earlier version set aside: its rows move to
 /// the dead letters when the App is built.
 ///
@@ -141,6 +145,12 @@ const INDEXES: [&str; 2] = [
     "CREATE INDEX IF NOT EXISTS di_outbox_published ON di_outbox (published_at) WHERE published_at IS NOT NULL",
 ];
 
+/// The inbox: who handled which event (the same statements on SQLite and PostgreSQL).
+const INBOX: [&str; 2] = [
+    "CREATE TABLE IF NOT EXISTS di_outbox_inbox (receiver TEXT NOT NULL, event_id TEXT NOT NULL, handler TEXT NOT NULL, at BIGINT NOT NULL, PRIMARY KEY (receiver, event_id, handler))",
+    "CREATE INDEX IF NOT EXISTS di_outbox_inbox_at ON di_outbox_inbox (at)",
+];
+
 /// `OutboxTable<DB>` as a proto (object name `outboxTable`) on the `database` data source,
 /// providing `dyn OutboxStore`.
 macro_rules! table {
@@ -176,6 +186,9 @@ macro_rules! table {
                     Self::add_headers(&db, table).await?;
                 }
                 db.create_if_missing($dead_ddl, "creating the table di_outbox_dead_letters").await?;
+                for ddl in INBOX {
+                    db.create_if_missing(ddl, "creating the table di_outbox_inbox").await?;
+                }
                 // What an earlier version set aside: dead letters now, moved in one statement
                 // (PostgreSQL) or one transaction (SQLite), so that two instances starting at
                 // once move each row once; looked for first, so that a start writes nothing
@@ -389,6 +402,55 @@ macro_rules! table {
                         .await
                         .map_err(|e| self.db.error("removing a dead letter", e))?;
                     Ok(done.rows_affected() > 0)
+                })
+            }
+
+            /// Inserts the row into `di_outbox_inbox` unless it is there, through the current
+            /// transaction's connection: a delivery beside this one that inserted it first
+            /// makes this one wait for its commit (PostgreSQL), or for the write lock (SQLite),
+            /// then find it.
+            fn record_handled<'a>(
+                &'a self,
+                receiver: &'a str,
+                event_id: &'a str,
+                handler: &'a str,
+                at: i64,
+            ) -> BoxFuture<'a, Result<bool, BoxError>> {
+                Box::pin(async move {
+                    let mut conn = self.db.conn().await?;
+                    let insert = "INSERT INTO di_outbox_inbox (receiver, event_id, handler, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING";
+                    let done = sqlx::query(insert)
+                        .bind(receiver)
+                        .bind(event_id)
+                        .bind(handler)
+                        .bind(at)
+                        .execute(&mut *conn)
+                        .await
+                        .map_err(|e| self.db.error("recording a handled event in the inbox", e))?;
+                    Ok(done.rows_affected() == 1)
+                })
+            }
+
+            fn handled<'a>(&'a self, receiver: &'a str, event_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, BoxError>> {
+                Box::pin(async move {
+                    let handlers = sqlx::query_scalar("SELECT handler FROM di_outbox_inbox WHERE receiver = $1 AND event_id = $2")
+                        .bind(receiver)
+                        .bind(event_id)
+                        .fetch_all(self.db.pool())
+                        .await
+                        .map_err(|e| self.db.error("reading the inbox", e))?;
+                    Ok(handlers)
+                })
+            }
+
+            fn purge_handled(&self, before: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
+                Box::pin(async move {
+                    let done = sqlx::query("DELETE FROM di_outbox_inbox WHERE at < $1")
+                        .bind(before)
+                        .execute(self.db.pool())
+                        .await
+                        .map_err(|e| self.db.error("deleting the inbox's old records", e))?;
+                    Ok(done.rows_affected())
                 })
             }
 

@@ -408,6 +408,24 @@ impl OutboxStore for Db {
     fn purge_dead_letters(&self, before: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.purge_dead_letters(before))
     }
+
+    fn record_handled<'a>(
+        &'a self,
+        receiver: &'a str,
+        event_id: &'a str,
+        handler: &'a str,
+        at: i64,
+    ) -> BoxFuture<'a, Result<bool, BoxError>> {
+        per_pool!(&self.pools, |_, _, outbox| outbox.record_handled(receiver, event_id, handler, at))
+    }
+
+    fn handled<'a>(&'a self, receiver: &'a str, event_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, BoxError>> {
+        per_pool!(&self.pools, |_, _, outbox| outbox.handled(receiver, event_id))
+    }
+
+    fn purge_handled(&self, before: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
+        per_pool!(&self.pools, |_, _, outbox| outbox.purge_handled(before))
+    }
 }
 
 /// The readiness check `db` (`GET /health/ready`). SQLite: the file answers a query on a

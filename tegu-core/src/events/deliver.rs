@@ -37,15 +37,80 @@ impl Deliveries {
     }
 }
 
+/// Which `after_commit` handlers [`EventBus::deliver_each`] runs, and what each one's scope
+/// does before its handler: all of them by default.
+///
+/// # Examples
+///
+/// ```
+/// use tegu_core::events::DeliverTo;
+///
+/// let handled = vec!["my_app::Stats::count".to_owned()];
+/// let to = DeliverTo::all().except(&handled);
+/// assert!(to.takes("my_app::Mailer::mail"));
+/// assert!(!to.takes("my_app::Stats::count"));
+/// assert!(!DeliverTo::only("my_app::Stats::count").takes("my_app::Mailer::mail"));
+/// ```
+#[derive(Clone, Copy, Default)]
+pub struct DeliverTo<'a> {
+    only: Option<&'a str>,
+    except: &'a [String],
+    first: Option<&'a (dyn Fn(&str) + Sync)>,
+}
+
+impl<'a> DeliverTo<'a> {
+    /// Every `after_commit` handler of the event.
+    pub fn all() -> Self {
+        DeliverTo::default()
+    }
+
+    /// The handler named `handler` alone (as [`HandlerRun::handler`] names it): to try one
+    /// handler again, or replay an event it failed, without running the others twice.
+    pub fn only(handler: &'a str) -> Self {
+        DeliverTo { only: Some(handler), ..DeliverTo::default() }
+    }
+
+    /// Leaves out the handlers named in `handlers` (they handled the event already).
+    #[must_use]
+    pub fn except(self, handlers: &'a [String]) -> Self {
+        DeliverTo { except: handlers, ..self }
+    }
+
+    /// Calls `first` with each handler's name in that handler's scope, before the handler
+    /// runs. What it emits there is held by the scope like the handler's own events: an
+    /// [`EventTransport`](crate::events::EventTransport) sends it in the scope's completion
+    /// phase, in the handler's transaction when the handler has one (the outbox's record that
+    /// the handler handled the event, committed with what the handler wrote), and only if the
+    /// handler succeeded.
+    #[must_use]
+    pub fn first(self, first: &'a (dyn Fn(&str) + Sync)) -> Self {
+        DeliverTo { first: Some(first), ..self }
+    }
+
+    /// Whether the handler named `handler` is among these.
+    pub fn takes(&self, handler: &str) -> bool {
+        self.only.is_none_or(|only| only == handler) && !self.except.iter().any(|h| h == handler)
+    }
+}
+
+impl std::fmt::Debug for DeliverTo<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeliverTo")
+            .field("only", &self.only)
+            .field("except", &self.except)
+            .field("first", &self.first.is_some())
+            .finish()
+    }
+}
+
 impl EventBus {
-    /// As [`deliver_with`](Self::deliver_with), telling each handler's outcome apart; with
-    /// `only`, to that handler alone (its name as [`HandlerRun::handler`] gives it): to try
-    /// one handler again, or replay an event it failed, without running the others twice.
+    /// As [`deliver_with`](Self::deliver_with), telling each handler's outcome apart, to the
+    /// handlers `to` takes ([`DeliverTo::all`] for every one).
     ///
     /// # Examples
     ///
     /// ```rust,standalone_crate
-    /// use tegu_core::{handlers, singleton_proto, App, lineage::Lineage};
+    /// use tegu_core::{handlers, singleton_proto, App, events::DeliverTo, lineage::Lineage};
     ///
     /// pub struct Shipped;
     ///
@@ -62,11 +127,11 @@ impl EventBus {
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
     /// let app = App::builder().build().await?;
-    /// let each = app.events().deliver_each(Shipped, &Lineage::new(), None).await;
+    /// let each = app.events().deliver_each(Shipped, &Lineage::new(), DeliverTo::all()).await;
     /// let failed: Vec<_> = each.failed().map(|run| run.handler.as_str()).collect();
     /// assert_eq!(failed, ["rust_out::Mailer::on_shipped"]);
     /// // That handler alone, again.
-    /// let again = app.events().deliver_each(Shipped, &Lineage::new(), Some(failed[0])).await;
+    /// let again = app.events().deliver_each(Shipped, &Lineage::new(), DeliverTo::only(failed[0])).await;
     /// assert_eq!(again.runs.len(), 1);
     /// # Ok(()) }
     /// ```
@@ -74,7 +139,7 @@ impl EventBus {
         &self,
         event: E,
         lineage: &Lineage,
-        only: Option<&str>,
+        to: DeliverTo<'_>,
     ) -> Deliveries {
         let mut each = Deliveries::default();
         let refused = Deliveries { runs: Vec::new(), refused: true };
@@ -97,10 +162,13 @@ impl EventBus {
         for &handler in handlers.iter().filter(|h| h.descriptor.phase == EventPhase::AfterCommit) {
             let d = handler.descriptor;
             let name = format!("{}::{}", (d.proto_name)(), d.method);
-            if only.is_some_and(|only| only != name) {
+            if !to.takes(&name) {
                 continue;
             }
-            let error = run_handler(&app, handler, event.clone(), lineage, LinkedWork::Delivered).await.err();
+            let named = name.as_str();
+            let first = to.first.map(|first| move || first(named));
+            let first = first.as_ref().map(|f| f as &(dyn Fn() + Sync));
+            let error = run_handler(&app, handler, event.clone(), lineage, LinkedWork::Delivered, first).await.err();
             each.runs.push(HandlerRun { handler: name, error });
         }
         each

@@ -23,7 +23,7 @@ use std::sync::{Arc, Weak};
 mod deliver;
 mod hold;
 
-pub use deliver::{Deliveries, HandlerRun};
+pub use deliver::{DeliverTo, Deliveries, HandlerRun};
 pub use hold::EventHold;
 use hold::Routed;
 
@@ -442,7 +442,7 @@ impl EventBus {
     /// # Ok(()) }
     /// ```
     pub async fn deliver_with<E: Send + Sync + 'static>(&self, event: E, lineage: &Lineage) -> Delivery {
-        let each = self.deliver_each(event, lineage, None).await;
+        let each = self.deliver_each(event, lineage, DeliverTo::all()).await;
         Delivery {
             handlers: each.runs.len(),
             failed: each.runs.iter().filter(|run| run.error.is_some()).count(),
@@ -506,7 +506,7 @@ fn release(app: &Arc<AppInner>, held: HeldItem, ok: bool) {
         let event = held.value.clone();
         let lineage = held.lineage.clone();
         drop(runtime.spawn(async move {
-            let _ = run_handler(&app, handler, event, &lineage, LinkedWork::Event).await;
+            let _ = run_handler(&app, handler, event, &lineage, LinkedWork::Event, None).await;
             drop(guard);
         }));
     }
@@ -658,6 +658,7 @@ async fn run_handler(
     event: AnyEvent,
     lineage: &Lineage,
     work: LinkedWork,
+    first: Option<&(dyn Fn() + Sync)>,
 ) -> Result<(), String> {
     let d = handler.descriptor;
     let _running = app.metrics.handler();
@@ -665,7 +666,15 @@ async fn run_handler(
     scope::lineage::link(app, &span, lineage, work);
     let result = match app.instance_of(handler.proto) {
         Ok(object) => {
-            let work = scope::end::run_job(app, lineage, crate::isolate::catch_hook(|| (d.call)(object, event)));
+            // `first` runs in the handler's scope, before the handler: what it emits goes with
+            // the handler's work.
+            let call = || {
+                if let Some(first) = first {
+                    first();
+                }
+                (d.call)(object, event)
+            };
+            let work = scope::end::run_job(app, lineage, crate::isolate::catch_hook(call));
             tracing::Instrument::instrument(work, span.clone()).await
         }
         Err(error) => Err(error.into()),

@@ -432,6 +432,12 @@ impl Shared {
 }
 
 impl Broker for MemoryBroker {
+    /// `instance-N`, N this handle's consumer: 0 for [`new`](MemoryBroker::new)'s, then one
+    /// per [`instance`](MemoryBroker::instance).
+    fn receiver(&self) -> String {
+        format!("instance-{}", self.consumer)
+    }
+
     fn publish<'a>(&'a self, event: Outgoing<'a>) -> BoxFuture<'a, Result<(), BoxError>> {
         let result = self.store(&event);
         Box::pin(std::future::ready(result))

@@ -33,7 +33,10 @@ pub struct Row {
 /// - [`set_aside`](OutboxStore::set_aside) moves a row, pending or not, out of the table to
 ///   the dead letters ([`Why::Refused`], the reason as its error);
 /// - the [dead letters](Self::dead) are numbered from 1 up, never reusing a number, listed by
-///   number, purged by the time they were set aside.
+///   number, purged by the time they were set aside;
+/// - the [inbox](Self::inbox) records a handler's handling of an event once per receiver
+///   ([`record_handled`](OutboxStore::record_handled) is `false` the second time), purged by
+///   the time it was handled.
 ///
 /// One difference: there is no transaction. An event is written at once and stays, even if
 /// the request's unit of work rolls back after (with `OutboxTable`, it goes with the rollback).
@@ -89,6 +92,8 @@ struct Table {
     /// The last dead letter's number given.
     last_dead: i64,
     dead: BTreeMap<i64, DeadLetter>,
+    /// The inbox: (receiver, event id, handler) and when it was handled.
+    inbox: BTreeMap<(String, String, String), i64>,
 }
 
 impl MemoryStore {
@@ -112,6 +117,11 @@ impl MemoryStore {
     /// The dead letters kept, by number.
     pub fn dead(&self) -> Vec<DeadLetter> {
         self.table().dead.values().cloned().collect()
+    }
+
+    /// The inbox: who handled which event, as `(receiver, event id, handler)`, in that order.
+    pub fn inbox(&self) -> Vec<(String, String, String)> {
+        self.table().inbox.keys().cloned().collect()
     }
 
     fn table(&self) -> MutexGuard<'_, Table> {
@@ -224,6 +234,38 @@ impl OutboxStore for MemoryStore {
         let len = table.dead.len();
         table.dead.retain(|_, letter| letter.at >= before);
         ready((len - table.dead.len()) as u64)
+    }
+
+    fn record_handled<'a>(
+        &'a self,
+        receiver: &'a str,
+        event_id: &'a str,
+        handler: &'a str,
+        at: i64,
+    ) -> BoxFuture<'a, Result<bool, BoxError>> {
+        let key = (receiver.to_owned(), event_id.to_owned(), handler.to_owned());
+        let mut table = self.table();
+        let new = !table.inbox.contains_key(&key);
+        table.inbox.entry(key).or_insert(at);
+        ready(new)
+    }
+
+    fn handled<'a>(&'a self, receiver: &'a str, event_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, BoxError>> {
+        let handlers = self
+            .table()
+            .inbox
+            .keys()
+            .filter(|(r, e, _)| r == receiver && e == event_id)
+            .map(|(_, _, handler)| handler.clone())
+            .collect();
+        ready(handlers)
+    }
+
+    fn purge_handled(&self, before: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
+        let mut table = self.table();
+        let len = table.inbox.len();
+        table.inbox.retain(|_, at| *at >= before);
+        ready((len - table.inbox.len()) as u64)
     }
 }
 

@@ -55,6 +55,10 @@ pub const INVARIANTS: &[(&str, &str)] = &[
         "dead-letter",
         "a committed external event whose after_commit handler fails is tried `ATTEMPTS` times, then is a dead letter of that handler; no other event is one",
     ),
+    (
+        "effect-once",
+        "an external event's after_commit handler writing in its transaction has its effect at most once per instance, however often the event comes; none if it failed",
+    ),
     ("replayed-once", "a dead letter replayed once its handler is fixed is handled once, and leaves no dead letter"),
     ("external-delivered", "the outbox is drained: every committed external event was published"),
     ("tenant-isolation", "every row a scope reads belongs to its tenant"),
@@ -73,6 +77,7 @@ pub fn check(scenario: &Scenario, observed: &Observed) -> Vec<Violation> {
     model.retries();
     model.events();
     model.dead_letters();
+    model.effects();
     model.tenants();
     model.lives();
     model.errors();
@@ -416,6 +421,35 @@ impl<'a> Model<'a> {
                     format!(
                         "row {} of call {} ({:?}) was written in transaction {:?}, the call's is {inside:?}",
                         w.tag, call.id, call.prop, w.tx
+                    ),
+                );
+            }
+        }
+    }
+
+    /// The effects of the external event's `after_commit` handler (rows `a{id}@{instance}#{n}`,
+    /// written in the handler's transaction with the inbox's record): at most one per event and
+    /// instance, whatever was redelivered, republished or retried; none for a handler that
+    /// fails (its transaction rolled back, each try).
+    fn effects(&mut self) {
+        let mut count: BTreeMap<(u32, u8), usize> = BTreeMap::new();
+        for tag in self.rows.keys() {
+            let Some((id, rest)) = tag.strip_prefix('a').and_then(|t| t.split_once('@')) else { continue };
+            let Some((instance, _)) = rest.split_once('#') else { continue };
+            if let (Ok(id), Ok(instance)) = (id.parse(), instance.parse()) {
+                *count.entry((id, instance)).or_default() += 1;
+            }
+        }
+        for ((id, instance), n) in count {
+            if n > 1 {
+                self.v("effect-once", format!("event {id}: instance {instance} has its handler's effect {n} times"));
+            }
+            let failing = self.o.log.emits.iter().any(|e| e.id == id && e.spec.after_commit != Behave::Ok);
+            if failing {
+                self.v(
+                    "effect-once",
+                    format!(
+                        "event {id}: its after_commit handler fails, and its effect on instance {instance} is stored"
                     ),
                 );
             }

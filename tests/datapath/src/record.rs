@@ -376,6 +376,11 @@ impl Recorder {
         self.shared.fixed.load(Ordering::Acquire)
     }
 
+    /// This recorder's instance.
+    pub fn instance(&self) -> u8 {
+        self.instance
+    }
+
     /// The dead letters of the run, the replays' answers, and those left after them.
     pub fn dead_letters(&self, dead: Vec<DeadObs>, replays: Vec<(i64, String)>, left: usize) {
         let mut log = self.log();

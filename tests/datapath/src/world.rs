@@ -625,7 +625,29 @@ pub struct Handlers {
     user: ContextRef<User>,
 }
 
+/// Numbers the external event's effects: each delivery's row is a row of its own.
+static EFFECTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 impl Handlers {
+    /// The external event's `after_commit` effect, in the handler scope's transaction: a row
+    /// `a{id}@{instance}#{n}` of the emitter's tenant that commits with the inbox's record of
+    /// the delivery or not at all; then the handler's `outcome` (its injected failure rolls
+    /// both back). A replay (its handler fixed) writes no effect. The handler is observed
+    /// before: a try whose transaction cannot begin (the database busy) is a try all the same.
+    #[transactional]
+    async fn effect(&self, e: &Shipped, outcome: Result<(), BoxError>) -> Result<(), BoxError> {
+        let tenant = self.tenant.try_get().ok().map(|t| t.key().to_owned());
+        if e.run == self.rec.run()
+            && !self.rec.fixed()
+            && let Some(tenant) = tenant
+        {
+            let n = EFFECTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let tag = format!("a{}@{}#{n}", e.id, self.rec.instance());
+            self.repo.insert(&tag, &tenant).await.map_err(|e| e.to_string())?;
+        }
+        outcome
+    }
+
     async fn handle(&self, run: i64, id: u32, phase: Phase, behave: Behave) -> Result<(), BoxError> {
         if run != self.rec.run() {
             return Ok(()); // an earlier run's, still in the broker
@@ -674,7 +696,8 @@ impl Handlers {
 
     #[event_handler]
     async fn shipped_after(&self, e: &Shipped) -> Result<(), BoxError> {
-        self.handle(e.run, e.id, Phase::AfterCommit, e.spec.after_commit).await
+        let outcome = self.handle(e.run, e.id, Phase::AfterCommit, e.spec.after_commit).await;
+        self.effect(e, outcome).await
     }
 
     #[event_handler(after_rollback)]

@@ -1,0 +1,206 @@
+//! The outbox's inbox on SQLite and PostgreSQL: the record that a handler handled an event is
+//! written in the handler's transaction, so that what a `#[transactional]` handler writes and
+//! the record commit together. A handler that fails after writing, then succeeds, has its
+//! effect once; an event brought again after the instance restarted, or published again after
+//! the broker lost its store, is not handled twice; old records are purged. Shown with the
+//! handler's own rows.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tegu_core::error::BoxError;
+use tegu_core::{App, handlers, singleton_proto};
+use tegu_outbox::testing::MemoryBroker;
+use tegu_outbox::{Broker, Outbox, OutboxStore, Outgoing};
+use tegu_sqlx::{Database, OutboxTable, Postgres, Sqlite};
+use tegu_test_support::until;
+use tegu_tx::transactional;
+
+/// The external event.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Shipped {
+    /// The parcel.
+    pub parcel: i64,
+}
+
+tegu_outbox::external_event!(Shipped = "parcels.shipped");
+
+/// How long a wait of this file's lasts before it fails.
+const WITHIN: Duration = Duration::from_secs(20);
+
+/// The handler's name, as the inbox records it.
+const HANDLER: &str = "inbox::sqlite::Shipments::on_shipped";
+
+/// The tests for database `$db`, a fresh database's URL from `$url`.
+macro_rules! tests {
+    ($module:ident, $db:ty, $url:path) => {
+        mod $module {
+            use super::*;
+
+            /// Writes a row per parcel shipped, in the handler scope's transaction; fails after
+            /// writing as many times as `fail` says. (The other database's handler, in the
+            /// same App, has no database and does nothing.)
+            #[derive(Debug, Default)]
+            #[singleton_proto]
+            pub(crate) struct Shipments {
+                #[inject]
+                db: Option<Arc<Database<$db>>>,
+                fail: AtomicUsize,
+                runs: AtomicUsize,
+            }
+
+            #[handlers]
+            impl Shipments {
+                #[event_handler]
+                async fn on_shipped(&self, shipped: &Shipped) -> Result<(), BoxError> {
+                    if self.db.is_none() {
+                        return Ok(());
+                    }
+                    self.runs.fetch_add(1, Ordering::SeqCst);
+                    self.write(shipped.parcel).await
+                }
+            }
+
+            impl Shipments {
+                #[transactional]
+                async fn write(&self, parcel: i64) -> Result<(), BoxError> {
+                    let db = self.db.as_ref().expect("the database");
+                    let mut conn = db.conn().await?;
+                    sqlx::query("INSERT INTO shipments (parcel) VALUES ($1)")
+                        .bind(parcel)
+                        .execute(&mut *conn)
+                        .await
+                        .map_err(|e| db.error("writing a shipment", e))?;
+                    let failing = self.fail.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+                    if failing.is_ok() {
+                        return Err("an injected failure, after writing".into());
+                    }
+                    Ok(())
+                }
+
+                /// Records a handled event in a transaction that then rolls back.
+                #[transactional]
+                async fn record_then_fail(&self, table: &OutboxTable<$db>) -> Result<(), BoxError> {
+                    assert!(table.record_handled("a", "e1", "h", 1_000).await?);
+                    Err("rolled back".into())
+                }
+            }
+
+            /// An App on `url` with the outbox on `broker` (its consumer: this instance's).
+            async fn app(url: &str, broker: &MemoryBroker) -> App {
+                App::builder()
+                    .link::<Database<$db>>()
+                    .link::<OutboxTable<$db>>()
+                    .register(broker.proto())
+                    .register(Outbox::proto())
+                    .config_value("database.url", url)
+                    .config_value("outbox.poll_ms", 10)
+                    .config_value("outbox.backoff_ms", 5)
+                    .build()
+                    .await
+                    .expect("the App")
+            }
+
+            async fn started(url: &str, broker: &MemoryBroker, subscriptions: usize) -> App {
+                let app = app(url, broker).await;
+                until("the instance to subscribe", WITHIN, async || broker.subscriptions() >= subscriptions).await;
+                let db = app.get_object::<Database<$db>>().unwrap();
+                sqlx::query("CREATE TABLE IF NOT EXISTS shipments (parcel BIGINT NOT NULL)")
+                    .execute(db.pool())
+                    .await
+                    .unwrap();
+                app
+            }
+
+            /// The parcels of the rows, in order.
+            async fn rows(app: &App) -> Vec<i64> {
+                let db = app.get_object::<Database<$db>>().unwrap();
+                sqlx::query_scalar("SELECT parcel FROM shipments ORDER BY parcel").fetch_all(db.pool()).await.unwrap()
+            }
+
+            fn shipped<'a>(id: &'a str, payload: &'a [u8]) -> Outgoing<'a> {
+                Outgoing { id, name: "parcels.shipped", payload, headers: &[] }
+            }
+
+            fn handler() -> String {
+                HANDLER.replace("sqlite", stringify!($module))
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_handler_that_fails_after_writing_then_succeeds_has_its_effect_once() {
+                let Some(url) = $url("inbox_retried").await else { return };
+                let broker = MemoryBroker::new();
+                let app = started(&url, &broker, 1).await;
+                app.get_object::<Shipments>().unwrap().fail.store(2, Ordering::SeqCst);
+                broker.publish(shipped("e1", br#"{"parcel":1}"#)).await.unwrap();
+                until("the event to be handled", WITHIN, async || broker.acknowledged() == 1).await;
+                assert_eq!(app.get_object::<Shipments>().unwrap().runs.load(Ordering::SeqCst), 3);
+                assert_eq!(rows(&app).await, [1], "two tries rolled back, the third committed");
+                let table = app.get_object::<OutboxTable<$db>>().unwrap();
+                assert!(table.handled("instance-0", "e1").await.unwrap().contains(&handler()));
+                app.shutdown().await.unwrap();
+            }
+
+            /// The instance handles an event, and restarts (its memory of what it handled
+            /// gone): the broker brings the event again, then loses its store, and the outbox
+            /// publishes what it kept again. Neither is handled twice.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_event_brought_again_after_a_restart_is_not_handled_twice() {
+                let Some(url) = $url("inbox_restart").await else { return };
+                let broker = MemoryBroker::new();
+                let first = started(&url, &broker, 1).await;
+                // Written through the outbox, so that it keeps it once published.
+                first
+                    .run_in_context(async {
+                        first.events().emit(Shipped { parcel: 7 });
+                    })
+                    .await;
+                until("the event to be handled", WITHIN, async || broker.acknowledged() == 1).await;
+                first.shutdown().await.unwrap();
+                drop(first);
+
+                let id = broker.published()[0].id.clone();
+                assert!(broker.redeliver(&id));
+                let second = started(&url, &broker, 2).await;
+                until("the event brought again to be acknowledged", WITHIN, async || broker.acknowledged() == 2).await;
+                broker.forget();
+                until("the event published again to be acknowledged", WITHIN, async || broker.acknowledged() == 3)
+                    .await;
+                let outbox = second.get_object::<Outbox>().unwrap();
+                let counts = outbox.counts();
+                assert!(counts.republished >= 1, "{counts:?}");
+                assert_eq!((counts.delivered, counts.duplicates), (0, 2), "{counts:?}");
+                assert_eq!(second.get_object::<Shipments>().unwrap().runs.load(Ordering::SeqCst), 0);
+                assert_eq!(rows(&second).await, [7]);
+                second.shutdown().await.unwrap();
+            }
+
+            /// A record written in a transaction that rolls back is gone with it; one written is
+            /// refused a second time; old ones are purged.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_record_follows_its_transaction_and_is_written_once() {
+                let Some(url) = $url("inbox_store").await else { return };
+                let broker = MemoryBroker::new();
+                let app = app(&url, &broker).await;
+                let table = app.get_object::<OutboxTable<$db>>().unwrap();
+                let shipments = app.get_object::<Shipments>().unwrap();
+                assert!(app.run_in_context(shipments.record_then_fail(&table)).await.is_err());
+                assert!(table.handled("a", "e1").await.unwrap().is_empty());
+                assert!(table.record_handled("a", "e1", "h", 1_000).await.unwrap());
+                assert!(!table.record_handled("a", "e1", "h", 2_000).await.unwrap(), "once");
+                assert!(table.record_handled("b", "e1", "h", 3_000).await.unwrap(), "another receiver's");
+                assert_eq!(table.purge_handled(2_000).await.unwrap(), 1);
+                assert!(table.handled("a", "e1").await.unwrap().is_empty());
+                assert_eq!(table.handled("b", "e1").await.unwrap(), ["h"]);
+                app.shutdown().await.unwrap();
+            }
+        }
+    };
+}
+
+tests!(sqlite, Sqlite, crate::common::urls::sqlite);
+tests!(postgres, Postgres, crate::common::urls::postgres);
