@@ -366,3 +366,39 @@ async fn shutdown_drains_events_to_a_lazy_singletons_handler() {
     seen.sort_unstable();
     assert_eq!(seen, [1, 2]);
 }
+
+/// Delivered to a handler type registered twice.
+pub struct Pinged;
+
+#[derive(Default)]
+#[singleton_proto]
+pub struct Pinger {
+    count: AtomicUsize,
+}
+
+#[handlers]
+impl Pinger {
+    #[event_handler]
+    async fn on_ping(&self, _: &Pinged) {
+        self.count.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Two objects of one handler type: each run has a name of its own (the second `#2`), so that
+/// a transport retries, records or replays one without the other.
+#[tokio::test]
+async fn two_objects_of_one_handler_type_are_told_apart_by_name() {
+    use tegu_core::events::DeliverTo;
+    use tegu_core::lineage::Lineage;
+    let second = ProtoDef::singleton::<Pinger>(|_| Ok(Pinger::default())).name("secondPinger");
+    let app = App::builder().register(second).build().await.unwrap();
+    let each = app.events().deliver_each(Pinged, &Lineage::new(), DeliverTo::all()).await;
+    let names: Vec<&str> = each.runs.iter().map(|run| run.handler.as_str()).collect();
+    assert_eq!(names, ["events_bus::Pinger::on_ping", "events_bus::Pinger::on_ping#2"]);
+    let one = app.events().deliver_each(Pinged, &Lineage::new(), DeliverTo::only(names[1])).await;
+    assert_eq!(one.runs.len(), 1);
+    assert_eq!(one.runs[0].handler, names[1]);
+    let others = [names[0].to_owned()];
+    let rest = app.events().deliver_each(Pinged, &Lineage::new(), DeliverTo::all().except(&others)).await;
+    assert_eq!(rest.runs.iter().map(|run| run.handler.as_str()).collect::<Vec<_>>(), [names[1]]);
+}

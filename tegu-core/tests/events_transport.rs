@@ -46,7 +46,7 @@ impl EventTransport for Wire {
         Box::pin(async { Ok(()) })
     }
 
-    fn released(&self, committed: bool) {
+    fn released(&self, _event: std::any::TypeId, committed: bool) {
         let count = if committed { &self.committed } else { &self.rolled_back };
         count.fetch_add(1, Ordering::SeqCst);
     }

@@ -137,8 +137,9 @@ async fn the_handler_runs_with_the_tenant_of_the_emitting_request_and_a_forged_o
 
 /// A NATS server of this test's own comes back without its store after two events were
 /// handled: the outbox subscribes again and publishes them once more (`outbox.keep_ms`),
-/// headers and all. This instance remembers one id only (`outbox.remember = 1`), so its handler
-/// gets both again, each in a scope with its tenant.
+/// headers and all. With the inbox's records purged (as after `outbox.inbox_keep_ms`) and this
+/// instance remembering one id only (`outbox.remember = 1`), its handler gets both again, each
+/// in a scope with its tenant.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_published_again_after_the_server_lost_its_store_keep_their_headers() {
     let Ok(mut nats) = Own::nats("lineage") else { return };
@@ -152,6 +153,8 @@ async fn events_published_again_after_the_server_lost_its_store_keep_their_heade
     until("invoice 1 to be handled", WITHIN, async || seen.invoices().len() == 1).await;
     emit(&app, 2, "globex").await;
     until("invoice 2 to be handled", WITHIN, async || seen.invoices().len() == 2).await;
+    let store = app.get_object::<MemoryStore>().unwrap();
+    assert_eq!(tegu_outbox::OutboxStore::purge_handled(&*store, i64::MAX).await.unwrap(), 2);
 
     nats.lose_store();
     nats.start().unwrap();

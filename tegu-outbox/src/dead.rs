@@ -90,6 +90,10 @@ pub struct DeadLetter {
     pub attempts: u32,
     /// When it was set aside: milliseconds since the Unix epoch, on the setting instance's clock.
     pub at: i64,
+    /// The name of the subscription that received it ([`Broker::receiver`](crate::Broker::receiver));
+    /// empty for one the broker refused. A replay of a handler's dead letter, on any instance,
+    /// reads and writes the inbox's record of that handler under it.
+    pub receiver: String,
 }
 
 impl DeadLetter {
@@ -122,6 +126,7 @@ impl DeadLetter {
             error: String::new(),
             attempts: 1,
             at: crate::clock::now_ms(),
+            receiver: String::new(),
         }
     }
 }

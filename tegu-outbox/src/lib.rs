@@ -62,7 +62,7 @@ pub use broker::{Ack, Broker, Outgoing, Received, Refused, Subscription};
 pub use dead::{DeadLetter, Why};
 pub use external::{external_name, valid_name};
 pub use outbox::{Outbox, OutboxCounts, Replayed};
-pub use store::{OutboxStore, Stored};
+pub use store::{OutboxStore, Recorded, Stored};
 
 /// The guide's chapter "Running more than one instance" (`docs/guide/instances.md`), compiled
 /// as doctests here, where its crates are.

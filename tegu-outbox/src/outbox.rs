@@ -3,7 +3,7 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,7 @@ use crate::clock::now_ms;
 use crate::dead::{DeadLetter, Why};
 use crate::external::{ExternalEvent, lineage_from_headers};
 use crate::recent::Recent;
-use crate::store::OutboxStore;
+use crate::store::{OutboxStore, Recorded};
 
 /// The `[outbox]` section of the configuration; every key has a default.
 #[derive(Debug, Clone, Deserialize)]
@@ -101,11 +101,17 @@ impl Default for Settings {
 impl Settings {
     /// How many tries `handler` gets, and the wait before its second.
     fn policy(&self, handler: &str) -> (u32, Duration) {
-        let own = self.handlers.get(handler);
+        let own = self.handlers.get(of_type(handler));
         let attempts = own.and_then(|h| h.attempts).unwrap_or(self.attempts).max(1);
         let backoff = own.and_then(|h| h.backoff_ms).unwrap_or(self.backoff_ms);
         (attempts, Duration::from_millis(backoff))
     }
+}
+
+/// A handler's name without the `#2`, `#3` of a second or third object of its type
+/// (`tegu_core::events::HandlerRun::handler`): what its settings and the program know it by.
+fn of_type(handler: &str) -> &str {
+    handler.split_once('#').map_or(handler, |(name, _)| name)
 }
 
 /// The names of the program's handlers of events after their commit (`my_app::Mailer::mail`):
@@ -629,15 +635,16 @@ impl Outbox {
         if seen {
             self.duplicates.fetch_add(1, Ordering::Relaxed);
         } else {
-            let letter = |why: Why| Incoming { id: &id, name: &name, payload: &payload, headers: &headers }.letter(why);
+            let incoming =
+                Incoming { id: &id, name: &name, payload: &payload, headers: &headers, receiver: &self.receiver };
             let done = match self.by_name.get(name.as_str()) {
                 Some(event) => {
                     // The handlers the inbox says handled it (a delivery before a restart).
-                    let Some(handled) = self.handled(&id).await else { return };
+                    let inbox = Inbox::new(self, &self.receiver, &id);
+                    let handled = inbox.handled().await;
                     let lineage = lineage_from_headers(&self.bus, &headers);
-                    let mark = |handler: &str| self.mark(&id, handler);
-                    let to = DeliverTo::all().except(&handled);
-                    let to = if id.is_empty() { to } else { to.first(&mark) };
+                    let mark = |handler: &str| inbox.mark(handler);
+                    let to = inbox.first(DeliverTo::all().except(&handled), &mark);
                     match (event.deliver)(&self.bus, &payload, &lineage, to).await {
                         // No handler ran: neither remembered nor acknowledged, it comes again.
                         Ok(each) if each.refused => {
@@ -650,18 +657,18 @@ impl Outbox {
                         }
                         Ok(each) => {
                             self.delivered.fetch_add(1, Ordering::Relaxed);
-                            let incoming = Incoming { id: &id, name: &name, payload: &payload, headers: &headers };
-                            self.retry_failed(event, &lineage, &each, incoming).await
+                            inbox.settle(&each).await;
+                            self.retry_failed(event, &lineage, &each, incoming, &inbox).await
                         }
                         Err(error) => {
-                            let mut dead = letter(Why::Undecodable);
+                            let mut dead = incoming.letter(Why::Undecodable);
                             dead.error = error.to_string();
                             self.set_dead(&dead).await
                         }
                     }
                 }
                 None => {
-                    let mut dead = letter(Why::Unknown);
+                    let mut dead = incoming.letter(Why::Unknown);
                     dead.error = format!("no event type of this instance is named \"{name}\"");
                     self.set_dead(&dead).await
                 }
@@ -688,9 +695,10 @@ impl Outbox {
         lineage: &Lineage,
         each: &Deliveries,
         incoming: Incoming<'_>,
+        inbox: &Inbox<'_>,
     ) -> bool {
         let (mut done, payload) = (true, incoming.payload);
-        let mark = |handler: &str| self.mark(incoming.id, handler);
+        let mark = |handler: &str| inbox.mark(handler);
         for run in each.failed() {
             let (attempts, first) = self.settings.policy(&run.handler);
             let (mut tried, mut error) = (1, run.error.clone());
@@ -699,25 +707,28 @@ impl Outbox {
             {
                 tokio::time::sleep(backoff(first, tried)).await;
                 // Another delivery of the event handled it meanwhile (its record is why this
-                // try failed): handled.
-                if !incoming.id.is_empty()
-                    && self.handled(incoming.id).await.is_some_and(|done| done.contains(&run.handler))
-                {
+                // try failed), or the try's commit succeeded though its answer was lost.
+                if inbox.has(&run.handler).await {
                     error = None;
                     break;
                 }
                 tried += 1;
                 self.retries.fetch_add(1, Ordering::Relaxed);
                 retry_metric();
-                let to = DeliverTo::only(&run.handler);
-                let to = if incoming.id.is_empty() { to } else { to.first(&mark) };
+                let to = inbox.first(DeliverTo::only(&run.handler), &mark);
                 let again = (event.deliver)(&self.bus, payload, lineage, to).await;
                 error = match again {
                     Ok(again) if again.refused => return false,
-                    // Any object of the handler's type that failed (two objects share a name).
-                    Ok(again) => again.failed().next().and_then(|run| run.error.clone()),
+                    Ok(again) => {
+                        inbox.settle(&again).await;
+                        again.failed().next().and_then(|run| run.error.clone())
+                    }
                     Err(decode) => Some(format!("{failed}; then: {decode}")),
                 };
+            }
+            // The last try too: handled after all if its record is there.
+            if error.is_some() && inbox.has(&run.handler).await {
+                error = None;
             }
             if let Some(error) = error {
                 let mut dead = incoming.letter(Why::Failed { handler: run.handler.clone() });
@@ -726,29 +737,6 @@ impl Outbox {
             }
         }
         done
-    }
-
-    /// The handlers the inbox records as having handled the event `id` for this instance
-    /// (none for an event without an id). `None` if the store failed (logged): the event is
-    /// then left unacknowledged, to come again.
-    async fn handled(&self, id: &str) -> Option<Vec<String>> {
-        if id.is_empty() {
-            return Some(Vec::new());
-        }
-        match self.store.handled(&self.receiver, id).await {
-            Ok(handled) => Some(handled),
-            Err(error) => {
-                tracing::warn!(id = ?id, %error, "reading the inbox failed; the event is left unacknowledged, to come again");
-                None
-            }
-        }
-    }
-
-    /// Emits, in a handler's scope, the record that `handler` handled the event `id`: sent
-    /// ([`EventTransport::send`]) in the scope's completion phase, in the handler's transaction
-    /// when it has one, if the handler succeeded.
-    fn mark(&self, id: &str, handler: &str) {
-        self.bus.emit(Handled { event_id: id.to_owned(), handler: handler.to_owned() });
     }
 
     /// Keeps `letter` among the dead letters, logged with its event's name, id and reason
@@ -867,9 +855,23 @@ impl Outbox {
         let Some(event) = self.by_name.get(letter.name.as_str()) else { unreachable!("checked above") };
         let lineage = lineage_from_headers(&self.bus, &letter.headers);
         let only = letter.why.handler();
-        let to = only.map_or_else(DeliverTo::all, DeliverTo::only);
+        // A handler's dead letter: that handler, under the receiver whose handler it was; any
+        // other, this instance's handlers, as this instance.
+        let receiver = if only.is_some() && !letter.receiver.is_empty() { &letter.receiver } else { &self.receiver };
+        let inbox = Inbox::new(self, receiver, &letter.event_id);
+        if let Some(handler) = only
+            && inbox.has(handler).await
+        {
+            tracing::warn!(event = ?letter.name, id = ?letter.event_id, handler, "a dead letter's handler has its record in the inbox (its last try committed after all): replayed as handled, without running it again");
+            return Ok(Replayed::Handled);
+        }
+        let mark = |handler: &str| inbox.mark(handler);
+        let to = inbox.first(only.map_or_else(DeliverTo::all, DeliverTo::only), &mark);
         let each = match (event.deliver)(&self.bus, &letter.payload, &lineage, to).await {
-            Ok(each) if !each.refused => each,
+            Ok(each) if !each.refused => {
+                inbox.settle(&each).await;
+                each
+            }
             refused => {
                 let number = self.keep_again(&letter).await;
                 let why = match refused {
@@ -905,7 +907,7 @@ impl Outbox {
             return Some(format!("the event is still undecodable: {error}"));
         }
         match letter.why.handler() {
-            Some(handler) if !handler_names().any(|name| name == handler) => {
+            Some(handler) if !handler_names().any(|name| name == of_type(handler)) => {
                 Some(format!("this program has no handler `{handler}` of \"{}\"", letter.name))
             }
             _ => None,
@@ -940,12 +942,90 @@ struct Incoming<'a> {
     name: &'a str,
     payload: &'a [u8],
     headers: &'a [(String, String)],
+    /// The subscription that received it.
+    receiver: &'a str,
 }
 
 impl Incoming<'_> {
     /// A dead letter of it, for `why`.
     fn letter(self, why: Why) -> DeadLetter {
-        DeadLetter::new(why, self.id, self.name, self.payload.to_vec(), self.headers.to_vec())
+        let mut letter = DeadLetter::new(why, self.id, self.name, self.payload.to_vec(), self.headers.to_vec());
+        letter.receiver = self.receiver.to_owned();
+        letter
+    }
+}
+
+/// The inbox's side of one delivery of the event `id` under `receiver`: what the inbox says
+/// handled it, the record each handler's scope emits, and the records a handler could not
+/// write in its transaction (a read-only one), written once it has succeeded.
+struct Inbox<'a> {
+    outbox: &'a Outbox,
+    receiver: &'a str,
+    id: &'a str,
+    /// Each record emitted, by handler, and whether its scope wrote it.
+    emitted: Mutex<Vec<(String, Arc<AtomicBool>)>>,
+}
+
+impl<'a> Inbox<'a> {
+    fn new(outbox: &'a Outbox, receiver: &'a str, id: &'a str) -> Inbox<'a> {
+        Inbox { outbox, receiver, id, emitted: Mutex::new(Vec::new()) }
+    }
+
+    /// The handlers the inbox records as having handled the event (none for an event without
+    /// an id, which cannot be recognised). A store that cannot be read (the database
+    /// restarting) is taken as having none, logged: the handlers run, a transactional one's
+    /// record still refused if there (its transaction rolled back), another's at least once;
+    /// the events do not wait for the database.
+    async fn handled(&self) -> Vec<String> {
+        if self.id.is_empty() {
+            return Vec::new();
+        }
+        self.outbox.store.handled(self.receiver, self.id).await.unwrap_or_else(|error| {
+            tracing::warn!(id = ?self.id, %error, "reading the inbox failed; the event goes to every handler");
+            Vec::new()
+        })
+    }
+
+    /// Whether the inbox records `handler` as having handled the event.
+    async fn has(&self, handler: &str) -> bool {
+        !self.id.is_empty() && self.handled().await.iter().any(|h| h == handler)
+    }
+
+    /// `to`, each handler's scope emitting its record first (none for an event without an id).
+    fn first(&self, to: DeliverTo<'a>, mark: &'a (dyn Fn(&str) + Sync)) -> DeliverTo<'a> {
+        if self.id.is_empty() { to } else { to.first(mark) }
+    }
+
+    /// Emits, in a handler's scope, the record that `handler` handled the event: sent
+    /// ([`EventTransport::send`]) in the scope's completion phase, in the handler's transaction
+    /// when it has one, if the handler succeeded.
+    fn mark(&self, handler: &str) {
+        let written = Arc::new(AtomicBool::new(false));
+        self.emitted.lock().unwrap_or_else(|e| e.into_inner()).push((handler.to_owned(), written.clone()));
+        self.outbox.bus.emit(Handled {
+            receiver: self.receiver.to_owned(),
+            event_id: self.id.to_owned(),
+            handler: handler.to_owned(),
+            written,
+        });
+    }
+
+    /// Writes, on its own, the record of each handler of `each` that succeeded without its
+    /// scope writing it (its transaction was read-only). A failure is logged: that handler
+    /// runs again if the event comes again (at least once).
+    async fn settle(&self, each: &Deliveries) {
+        for run in each.runs.iter().filter(|run| run.error.is_none()) {
+            let unwritten = {
+                let emitted = self.emitted.lock().unwrap_or_else(|e| e.into_inner());
+                emitted.iter().rev().find(|(h, _)| *h == run.handler).is_some_and(|(_, w)| !w.load(Ordering::Acquire))
+            };
+            if unwritten
+                && let Err(error) =
+                    self.outbox.store.record_handled(self.receiver, self.id, &run.handler, now_ms()).await
+            {
+                tracing::warn!(id = ?self.id, handler = %run.handler, %error, "recording a handled event in the inbox failed; the handler runs again if the event comes again");
+            }
+        }
     }
 }
 
@@ -969,8 +1049,11 @@ fn new_event_id() -> String {
 /// The record that a handler handled a received event, emitted in the handler's scope
 /// ([`Outbox::mark`]) and written to the inbox when the scope commits.
 struct Handled {
+    receiver: String,
     event_id: String,
     handler: String,
+    /// Set once written in the handler's scope.
+    written: Arc<AtomicBool>,
 }
 
 /// A handler's scope found the inbox's record of its event written: another delivery of the
@@ -988,13 +1071,25 @@ impl EventTransport for Outbox {
 
     fn send(&self, event: Arc<dyn Any + Send + Sync>, lineage: &Lineage) -> UnitFuture {
         if let Some(handled) = event.downcast_ref::<Handled>() {
-            let (store, receiver) = (self.store.clone(), self.receiver.clone());
-            let (event_id, handler) = (handled.event_id.clone(), handled.handler.clone());
+            let store = self.store.clone();
+            let (receiver, event_id) = (handled.receiver.clone(), handled.event_id.clone());
+            let (handler, written) = (handled.handler.clone(), handled.written.clone());
             return Box::pin(async move {
-                if store.record_handled(&receiver, &event_id, &handler, now_ms()).await? {
-                    Ok(())
-                } else {
-                    Err(HandledAlready { handler }.into())
+                match store.record_handled(&receiver, &event_id, &handler, now_ms()).await {
+                    Ok(Recorded::Written) => {
+                        written.store(true, Ordering::Release);
+                        Ok(())
+                    }
+                    // Written by the outbox once the handler succeeded.
+                    Ok(Recorded::ReadOnly) => Ok(()),
+                    Ok(Recorded::Already) => Err(HandledAlready { handler }.into()),
+                    // Bookkeeping, not the handler's work: it does not fail the handler (whose
+                    // transaction, if the database is gone, fails on its own). The outbox
+                    // tries again once the handler succeeded.
+                    Err(error) => {
+                        tracing::warn!(id = ?event_id, handler = %handler, %error, "recording a handled event in the handler's scope failed; the outbox tries again after the handler");
+                        Ok(())
+                    }
                 }
             });
         }
@@ -1026,8 +1121,10 @@ impl EventTransport for Outbox {
         })
     }
 
-    fn released(&self, committed: bool) {
-        if committed {
+    /// Wakes the relay for a committed event (not for an inbox record, which it does not
+    /// relay).
+    fn released(&self, event: TypeId, committed: bool) {
+        if committed && event != TypeId::of::<Handled>() {
             self.wake.notify_one();
         }
     }

@@ -24,6 +24,17 @@ pub struct Stored {
     pub headers: Vec<(String, String)>,
 }
 
+/// What [`OutboxStore::record_handled`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    /// Written, in the current transaction if there is one.
+    Written,
+    /// There already: another delivery of the event handled it first. Nothing written.
+    Already,
+    /// Not written: the current transaction is read-only.
+    ReadOnly,
+}
+
 /// The outbox table. A singleton provides it (`dyn OutboxStore`); tegu-sqlx's `OutboxTable` is one,
 /// on SQLite or PostgreSQL.
 ///
@@ -89,16 +100,18 @@ pub trait OutboxStore: Send + Sync + 'static {
     /// instance receives events under, [`Broker::receiver`](crate::Broker::receiver)) at `at`,
     /// **in the current transaction**, as [`insert`](Self::insert) writes: the outbox calls it
     /// in the handler's scope, so that the record commits with what the handler wrote in its
-    /// transaction on this data source, or not at all. `false`, writing nothing, if the
-    /// record exists (another delivery of the event handled it first): the outbox then fails
-    /// the handler's scope, which rolls its transaction back.
+    /// transaction on this data source, or not at all. [`Recorded::Already`], writing nothing,
+    /// if the record exists (another delivery of the event handled it first): the outbox then
+    /// fails the handler's scope, which rolls its transaction back. [`Recorded::ReadOnly`],
+    /// writing nothing, if the current transaction is read-only: the outbox records it on its
+    /// own once the handler has succeeded.
     fn record_handled<'a>(
         &'a self,
         receiver: &'a str,
         event_id: &'a str,
         handler: &'a str,
         at: i64,
-    ) -> BoxFuture<'a, Result<bool, BoxError>>;
+    ) -> BoxFuture<'a, Result<Recorded, BoxError>>;
 
     /// The handlers recorded as having handled the event `event_id` for `receiver`, outside any
     /// transaction.

@@ -129,8 +129,9 @@ async fn a_forged_tenant_header_is_refused_and_the_handler_sees_no_tenant() {
 
 /// The broker fails twice: the relay publishes the row again from the outbox, headers and all.
 /// Then the broker loses its store: the outbox publishes the events again (`keep_ms`), with
-/// their headers; this instance remembers one id only (`remember = 1`), so it hands both to its
-/// handler once more, and the handler's scope has each one's tenant again.
+/// their headers. With the inbox's records purged (as after `outbox.inbox_keep_ms`) and this
+/// instance remembering one id only (`remember = 1`), it hands both to its handler once more,
+/// and the handler's scope has each one's tenant again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retried_and_a_republished_event_keep_their_headers() {
     let (store, broker) = (MemoryStore::new(), MemoryBroker::new());
@@ -142,6 +143,7 @@ async fn a_retried_and_a_republished_event_keep_their_headers() {
     assert_eq!(broker.attempts(), 3, "two failures, then stored");
     emit(&app, 2, Some("globex")).await;
     until("invoice 2 to be handled", WITHIN, async || seen.invoices().len() == 2).await;
+    assert_eq!(tegu_outbox::OutboxStore::purge_handled(&store, i64::MAX).await.unwrap(), 2);
 
     broker.forget();
     until("both to be published again", WITHIN, async || broker.published().len() == 2).await;

@@ -293,6 +293,13 @@ impl<DB: Backend> Database<DB> {
         &self.pool
     }
 
+    /// Whether the current transaction of this data source, if any, is read-only
+    /// (`#[transactional(read_only)]`).
+    #[cfg_attr(not(feature = "outbox"), allow(dead_code))]
+    pub(crate) fn in_read_only_transaction(&self) -> bool {
+        self.transactions.current(&self.name).is_some_and(|tx| tx.is_read_only())
+    }
+
     /// A connection for the next statements: the current transaction's (the innermost of this
     /// task's `#[transactional]` methods, else the request's), locked until dropped; outside
     /// any transaction, one of the pool's, each statement committed on its own.

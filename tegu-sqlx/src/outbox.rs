@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tegu_core::error::BoxError;
 use tegu_core::futures::BoxFuture;
-use tegu_outbox::{DeadLetter, OutboxStore, Stored, Why};
+use tegu_outbox::{DeadLetter, OutboxStore, Recorded, Stored, Why};
 use tegu_tx::TxError;
 
 use crate::Database;
@@ -350,8 +350,8 @@ macro_rules! table {
 
             fn dead_letter<'a>(&'a self, letter: &'a DeadLetter) -> BoxFuture<'a, Result<i64, BoxError>> {
                 Box::pin(async move {
-                    let insert = "INSERT INTO di_outbox_dead_letters (kind, handler, event_id, name, payload, headers, error, attempts, at) \
-                                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id";
+                    let insert = "INSERT INTO di_outbox_dead_letters (kind, handler, event_id, name, payload, headers, error, attempts, at, receiver) \
+                                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id";
                     let id = sqlx::query_scalar(insert)
                         .bind(letter.why.kind())
                         .bind(letter.why.handler())
@@ -362,6 +362,7 @@ macro_rules! table {
                         .bind(&letter.error)
                         .bind(i64::from(letter.attempts))
                         .bind(letter.at)
+                        .bind(&letter.receiver)
                         .fetch_one(self.db.pool())
                         .await
                         .map_err(|e| self.db.error("keeping a dead letter", e))?;
@@ -406,7 +407,7 @@ macro_rules! table {
             }
 
             /// Inserts the row into `di_outbox_inbox` unless it is there, through the current
-            /// transaction's connection: a delivery beside this one that inserted it first
+            /// transaction's connection (none in a read-only one): a delivery beside this one that inserted it first
             /// makes this one wait for its commit (PostgreSQL), or for the write lock (SQLite),
             /// then find it.
             fn record_handled<'a>(
@@ -415,8 +416,11 @@ macro_rules! table {
                 event_id: &'a str,
                 handler: &'a str,
                 at: i64,
-            ) -> BoxFuture<'a, Result<bool, BoxError>> {
+            ) -> BoxFuture<'a, Result<Recorded, BoxError>> {
                 Box::pin(async move {
+                    if self.db.in_read_only_transaction() {
+                        return Ok(Recorded::ReadOnly);
+                    }
                     let mut conn = self.db.conn().await?;
                     let insert = "INSERT INTO di_outbox_inbox (receiver, event_id, handler, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING";
                     let done = sqlx::query(insert)
@@ -427,7 +431,7 @@ macro_rules! table {
                         .execute(&mut *conn)
                         .await
                         .map_err(|e| self.db.error("recording a handled event in the inbox", e))?;
-                    Ok(done.rows_affected() == 1)
+                    Ok(if done.rows_affected() == 1 { Recorded::Written } else { Recorded::Already })
                 })
             }
 
@@ -469,15 +473,14 @@ macro_rules! table {
 }
 
 /// The columns of a dead letter, as `DeadRow` reads them.
-const DEAD_COLUMNS: &str =
-    "SELECT id, kind, handler, event_id, name, payload, headers, error, attempts, at FROM di_outbox_dead_letters";
+const DEAD_COLUMNS: &str = "SELECT id, kind, handler, event_id, name, payload, headers, error, attempts, at, receiver FROM di_outbox_dead_letters";
 
 /// A row of `di_outbox_dead_letters`.
-type DeadRow = (i64, String, Option<String>, String, String, Vec<u8>, Option<String>, String, i64, i64);
+type DeadRow = (i64, String, Option<String>, String, String, Vec<u8>, Option<String>, String, i64, i64, String);
 
 /// The dead letter of a row; none (with a warning) for a kind this version does not know.
 fn dead_letter(row: DeadRow) -> Option<DeadLetter> {
-    let (id, kind, handler, event_id, name, payload, headers, error, attempts, at) = row;
+    let (id, kind, handler, event_id, name, payload, headers, error, attempts, at, receiver) = row;
     let Some(why) = Why::from_kind(&kind, handler.as_deref()) else {
         tracing::warn!(id, kind, "a dead letter of a kind this version does not know; left out");
         return None;
@@ -487,6 +490,7 @@ fn dead_letter(row: DeadRow) -> Option<DeadLetter> {
     letter.error = error;
     letter.attempts = u32::try_from(attempts).unwrap_or(u32::MAX);
     letter.at = at;
+    letter.receiver = receiver;
     Some(letter)
 }
 
@@ -501,7 +505,7 @@ table!(
     sqlx::Sqlite,
     "CREATE TABLE IF NOT EXISTS di_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL, published_at INTEGER, headers TEXT)",
     "CREATE TABLE IF NOT EXISTS di_outbox_set_aside (id INTEGER PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL, reason TEXT NOT NULL, set_aside_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP, headers TEXT)",
-    "CREATE TABLE IF NOT EXISTS di_outbox_dead_letters (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, handler TEXT, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL, headers TEXT, error TEXT NOT NULL, attempts INTEGER NOT NULL, at INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS di_outbox_dead_letters (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, handler TEXT, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL, headers TEXT, error TEXT NOT NULL, attempts INTEGER NOT NULL, at INTEGER NOT NULL, receiver TEXT NOT NULL DEFAULT '')",
     "INSERT INTO di_outbox_dead_letters (kind, event_id, name, payload, headers, error, attempts, at) \
      SELECT 'refused', event_id, name, payload, headers, reason, 1, CAST(strftime('%s', set_aside_at) AS INTEGER) * 1000 FROM di_outbox_set_aside ORDER BY id; \
      DELETE FROM di_outbox_set_aside",
@@ -517,7 +521,7 @@ table!(
     sqlx::Postgres,
     "CREATE TABLE IF NOT EXISTS di_outbox (id BIGSERIAL PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL, published_at BIGINT, headers TEXT)",
     "CREATE TABLE IF NOT EXISTS di_outbox_set_aside (id BIGINT PRIMARY KEY, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL, reason TEXT NOT NULL, set_aside_at TIMESTAMPTZ NOT NULL DEFAULT now(), headers TEXT)",
-    "CREATE TABLE IF NOT EXISTS di_outbox_dead_letters (id BIGSERIAL PRIMARY KEY, kind TEXT NOT NULL, handler TEXT, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL, headers TEXT, error TEXT NOT NULL, attempts BIGINT NOT NULL, at BIGINT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS di_outbox_dead_letters (id BIGSERIAL PRIMARY KEY, kind TEXT NOT NULL, handler TEXT, event_id TEXT NOT NULL, name TEXT NOT NULL, payload BYTEA NOT NULL, headers TEXT, error TEXT NOT NULL, attempts BIGINT NOT NULL, at BIGINT NOT NULL, receiver TEXT NOT NULL DEFAULT '')",
     "WITH moved AS (DELETE FROM di_outbox_set_aside RETURNING id, event_id, name, payload, headers, reason, set_aside_at) \
      INSERT INTO di_outbox_dead_letters (kind, event_id, name, payload, headers, error, attempts, at) \
      SELECT 'refused', event_id, name, payload, headers, reason, 1, (extract(epoch FROM set_aside_at) * 1000)::BIGINT FROM moved ORDER BY id",

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use tegu_core::error::BoxError;
 use tegu_core::{App, handlers, singleton_proto};
 use tegu_outbox::testing::MemoryBroker;
-use tegu_outbox::{Broker, Outbox, OutboxStore, Outgoing};
+use tegu_outbox::{Broker, DeadLetter, Outbox, OutboxStore, Outgoing, Recorded, Replayed, Why};
 use tegu_sqlx::{Database, OutboxTable, Postgres, Sqlite};
 use tegu_test_support::until;
 use tegu_tx::transactional;
@@ -61,6 +61,10 @@ macro_rules! tests {
                         return Ok(());
                     }
                     self.runs.fetch_add(1, Ordering::SeqCst);
+                    if shipped.parcel < 0 {
+                        // Only reads: its scope's transaction is read-only.
+                        return self.read().await.map(drop);
+                    }
                     self.write(shipped.parcel).await
                 }
             }
@@ -82,10 +86,28 @@ macro_rules! tests {
                     Ok(())
                 }
 
+                /// Records a handled event in a read-only transaction.
+                #[transactional(read_only)]
+                async fn record_read_only(&self, table: &OutboxTable<$db>) -> Result<Recorded, BoxError> {
+                    table.record_handled("c", "e1", "h", 1_000).await
+                }
+
+                /// Reads in a read-only transaction, as a handler that only reads would.
+                #[transactional(read_only)]
+                async fn read(&self) -> Result<i64, BoxError> {
+                    let db = self.db.as_ref().expect("the database");
+                    let mut conn = db.conn().await?;
+                    let count = sqlx::query_scalar("SELECT COUNT(*) FROM shipments")
+                        .fetch_one(&mut *conn)
+                        .await
+                        .map_err(|e| db.error("counting shipments", e))?;
+                    Ok(count)
+                }
+
                 /// Records a handled event in a transaction that then rolls back.
                 #[transactional]
                 async fn record_then_fail(&self, table: &OutboxTable<$db>) -> Result<(), BoxError> {
-                    assert!(table.record_handled("a", "e1", "h", 1_000).await?);
+                    assert_eq!(table.record_handled("a", "e1", "h", 1_000).await?, Recorded::Written);
                     Err("rolled back".into())
                 }
             }
@@ -179,6 +201,52 @@ macro_rules! tests {
                 second.shutdown().await.unwrap();
             }
 
+            /// A handler whose scope's transaction is read-only cannot write the record in it: the
+            /// outbox writes it once the handler has succeeded, and the event is no dead letter.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_read_only_handler_has_its_record_written_after_it_succeeded() {
+                let Some(url) = $url("inbox_read_only").await else { return };
+                let broker = MemoryBroker::new();
+                let app = started(&url, &broker, 1).await;
+                broker.publish(shipped("e1", br#"{"parcel":-1}"#)).await.unwrap();
+                until("the event to be handled", WITHIN, async || broker.acknowledged() == 1).await;
+                let outbox = app.get_object::<Outbox>().unwrap();
+                assert_eq!(outbox.counts().dead_letters, 0, "{:?}", outbox.counts());
+                let table = app.get_object::<OutboxTable<$db>>().unwrap();
+                assert!(table.handled("instance-0", "e1").await.unwrap().contains(&handler()));
+                app.shutdown().await.unwrap();
+            }
+
+            /// A handler's dead letter replayed, on any instance, reads and writes the inbox of
+            /// the receiver that had it: one whose handler has its record (its last try
+            /// committed after all) is not run again; one without is run once and recorded.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_replay_reads_and_writes_the_inbox_of_the_receiver_that_had_it() {
+                let Some(url) = $url("inbox_replay").await else { return };
+                let broker = MemoryBroker::new();
+                let app = started(&url, &broker, 1).await;
+                let table = app.get_object::<OutboxTable<$db>>().unwrap();
+                let letter = |event: &str, parcel: i64| {
+                    let why = Why::Failed { handler: handler() };
+                    let payload = format!(r#"{{"parcel":{parcel}}}"#).into_bytes();
+                    let mut letter = DeadLetter::new(why, event, "parcels.shipped", payload, Vec::new());
+                    letter.receiver = "instance-7".to_owned();
+                    letter
+                };
+                let handled = table.dead_letter(&letter("e1", 1)).await.unwrap();
+                table.record_handled("instance-7", "e1", &handler(), 1_000).await.unwrap();
+                let not_yet = table.dead_letter(&letter("e2", 2)).await.unwrap();
+                assert_eq!(table.dead_letter_by_id(not_yet).await.unwrap().unwrap().receiver, "instance-7");
+                let outbox = app.get_object::<Outbox>().unwrap();
+                assert_eq!(outbox.replay(handled).await.unwrap(), Replayed::Handled);
+                assert_eq!(rows(&app).await, Vec::<i64>::new(), "recorded: not run again");
+                assert_eq!(outbox.replay(not_yet).await.unwrap(), Replayed::Handled);
+                assert_eq!(rows(&app).await, [2]);
+                assert!(table.handled("instance-7", "e2").await.unwrap().contains(&handler()));
+                assert!(table.handled("instance-0", "e2").await.unwrap().is_empty());
+                app.shutdown().await.unwrap();
+            }
+
             /// A record written in a transaction that rolls back is gone with it; one written is
             /// refused a second time; old ones are purged.
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -190,9 +258,15 @@ macro_rules! tests {
                 let shipments = app.get_object::<Shipments>().unwrap();
                 assert!(app.run_in_context(shipments.record_then_fail(&table)).await.is_err());
                 assert!(table.handled("a", "e1").await.unwrap().is_empty());
-                assert!(table.record_handled("a", "e1", "h", 1_000).await.unwrap());
-                assert!(!table.record_handled("a", "e1", "h", 2_000).await.unwrap(), "once");
-                assert!(table.record_handled("b", "e1", "h", 3_000).await.unwrap(), "another receiver's");
+                assert_eq!(table.record_handled("a", "e1", "h", 1_000).await.unwrap(), Recorded::Written);
+                assert_eq!(table.record_handled("a", "e1", "h", 2_000).await.unwrap(), Recorded::Already);
+                assert_eq!(table.record_handled("b", "e1", "h", 3_000).await.unwrap(), Recorded::Written);
+                assert_eq!(
+                    app.run_in_context(shipments.record_read_only(&table)).await.unwrap(),
+                    Recorded::ReadOnly,
+                    "nothing written in a read-only transaction"
+                );
+                assert!(table.handled("c", "e1").await.unwrap().is_empty());
                 assert_eq!(table.purge_handled(2_000).await.unwrap(), 1);
                 assert!(table.handled("a", "e1").await.unwrap().is_empty());
                 assert_eq!(table.handled("b", "e1").await.unwrap(), ["h"]);

@@ -28,6 +28,8 @@ use crate::source::{TxConn, TxSource};
 /// code through the adapter (tegu-sqlx's `Database::conn`).
 pub struct Tx {
     source: Arc<str>,
+    /// Begun read-only.
+    read_only: bool,
     /// The App whose methods began it.
     pub(crate) owner: Owner,
     state: Arc<Mutex<State>>,
@@ -91,6 +93,7 @@ impl Tx {
         let began = if options.plain_begin() { source.begin() } else { source.begin_with(options) };
         let conn = began.await.map_err(|error| TxError::database("beginning a transaction", name, error))?;
         Ok(Arc::new(Tx {
+            read_only: options.is_read_only(),
             source: name.into(),
             owner,
             state: Arc::new(Mutex::new(State::Open(conn))),
@@ -108,6 +111,11 @@ impl Tx {
     /// The data source's name.
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// Whether it was begun read-only (`#[transactional(read_only)]`): a write in it fails.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// Notes that a statement of the transaction failed with `class`: what an adapter calls

@@ -415,7 +415,7 @@ impl OutboxStore for Db {
         event_id: &'a str,
         handler: &'a str,
         at: i64,
-    ) -> BoxFuture<'a, Result<bool, BoxError>> {
+    ) -> BoxFuture<'a, Result<tegu_outbox::Recorded, BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.record_handled(receiver, event_id, handler, at))
     }
 

@@ -12,8 +12,10 @@ use crate::lineage::{Lineage, LinkedWork};
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HandlerRun {
-    /// The handler, as its proto's type and its method: `my_app::Mailer::on_shipped`. The
-    /// name [`EventBus::deliver_each`]'s `only` takes.
+    /// The handler, as its proto's type and its method: `my_app::Mailer::on_shipped`; the
+    /// handler of a second or third object of that type (two protos of one type) is
+    /// `my_app::Mailer::on_shipped#2`, `#3`, in registration order. The name
+    /// [`DeliverTo::only`] takes.
     pub handler: String,
     /// Its error (or its panic's message), as text; `None` if it succeeded.
     pub error: Option<String>,
@@ -159,9 +161,13 @@ impl EventBus {
             return refused;
         };
         let event: AnyEvent = Arc::new(event);
+        let mut named: Vec<String> = Vec::new();
         for &handler in handlers.iter().filter(|h| h.descriptor.phase == EventPhase::AfterCommit) {
             let d = handler.descriptor;
-            let name = format!("{}::{}", (d.proto_name)(), d.method);
+            let base = format!("{}::{}", (d.proto_name)(), d.method);
+            let before = named.iter().filter(|n| **n == base).count();
+            named.push(base.clone());
+            let name = if before == 0 { base } else { format!("{base}#{}", before + 1) };
             if !to.takes(&name) {
                 continue;
             }

@@ -187,10 +187,10 @@ pub trait EventTransport: Send + Sync + 'static {
     /// a transaction begun in an outer scope).
     fn send(&self, event: Arc<dyn Any + Send + Sync>, lineage: &Lineage) -> UnitFuture;
 
-    /// The scope that sent an event ended: `committed` if its completion phase succeeded. An
-    /// outbox wakes its relay then. Called once per event; by default, nothing.
-    fn released(&self, committed: bool) {
-        let _ = committed;
+    /// The scope that sent an event of type `event` ended: `committed` if its completion phase
+    /// succeeded. An outbox wakes its relay then. Called once per event; by default, nothing.
+    fn released(&self, event: TypeId, committed: bool) {
+        let _ = (event, committed);
     }
 }
 
@@ -469,7 +469,7 @@ fn release(app: &Arc<AppInner>, held: HeldItem, ok: bool) {
         if ok && held.prepare {
             send_alone(app, transport.clone(), held.value.clone(), held.lineage.clone());
         } else {
-            transport.released(ok);
+            transport.released(held.ty, ok);
         }
     }
     let Some(handlers) = bus.handlers.get(&held.ty) else { return };
@@ -541,7 +541,7 @@ fn send_alone(app: &Arc<AppInner>, transport: Arc<dyn EventTransport>, event: An
         if let Err(error) = &sent {
             tracing::error!(%error, "an event emitted outside a scope could not be sent by the event transport; it is lost");
         }
-        transport.released(sent.is_ok());
+        transport.released((*event).type_id(), sent.is_ok());
         drop(guard);
     }));
 }

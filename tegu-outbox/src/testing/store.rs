@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tegu_core::{ProtoDef, error::BoxError};
 
 use crate::dead::{DeadLetter, Why};
-use crate::store::{OutboxStore, Stored};
+use crate::store::{OutboxStore, Recorded, Stored};
 use tegu_core::futures::BoxFuture;
 
 /// A row of a [`MemoryStore`]: an event, pending or published.
@@ -35,7 +35,7 @@ pub struct Row {
 /// - the [dead letters](Self::dead) are numbered from 1 up, never reusing a number, listed by
 ///   number, purged by the time they were set aside;
 /// - the [inbox](Self::inbox) records a handler's handling of an event once per receiver
-///   ([`record_handled`](OutboxStore::record_handled) is `false` the second time), purged by
+///   ([`record_handled`](OutboxStore::record_handled) is [`Recorded::Already`] the second time), purged by
 ///   the time it was handled.
 ///
 /// One difference: there is no transaction. An event is written at once and stays, even if
@@ -242,12 +242,14 @@ impl OutboxStore for MemoryStore {
         event_id: &'a str,
         handler: &'a str,
         at: i64,
-    ) -> BoxFuture<'a, Result<bool, BoxError>> {
+    ) -> BoxFuture<'a, Result<Recorded, BoxError>> {
         let key = (receiver.to_owned(), event_id.to_owned(), handler.to_owned());
         let mut table = self.table();
-        let new = !table.inbox.contains_key(&key);
-        table.inbox.entry(key).or_insert(at);
-        ready(new)
+        if table.inbox.contains_key(&key) {
+            return ready(Recorded::Already);
+        }
+        table.inbox.insert(key, at);
+        ready(Recorded::Written)
     }
 
     fn handled<'a>(&'a self, receiver: &'a str, event_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, BoxError>> {

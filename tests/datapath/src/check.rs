@@ -57,7 +57,7 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     ),
     (
         "effect-once",
-        "an external event's after_commit handler writing in its transaction has its effect at most once per instance, however often the event comes; none if it failed",
+        "an external event's after_commit handler writing in its transaction has its effect at most once per instance, however often the event comes, and a replay's at most once per dead letter; none if it failed and was not replayed",
     ),
     ("replayed-once", "a dead letter replayed once its handler is fixed is handled once, and leaves no dead letter"),
     ("external-delivered", "the outbox is drained: every committed external event was published"),
@@ -428,29 +428,52 @@ impl<'a> Model<'a> {
     }
 
     /// The effects of the external event's `after_commit` handler (rows `a{id}@{instance}#{n}`,
-    /// written in the handler's transaction with the inbox's record): at most one per event and
-    /// instance, whatever was redelivered, republished or retried; none for a handler that
-    /// fails (its transaction rolled back, each try).
+    /// `f` after the instance for those written once the handlers were fixed), each written in
+    /// the handler's transaction with the inbox's record, one per receiver: at most one per
+    /// event on each instance, whatever was redelivered, republished or retried, plus on
+    /// instance 0 (where dead letters are replayed) one per dead letter of the event; at most
+    /// one per instance in all; none before the fix for a handler that fails.
     fn effects(&mut self) {
-        let mut count: BTreeMap<(u32, u8), usize> = BTreeMap::new();
+        // By event and instance: all, and those written before the fix.
+        let mut count: BTreeMap<(u32, u8), (usize, usize)> = BTreeMap::new();
         for tag in self.rows.keys() {
             let Some((id, rest)) = tag.strip_prefix('a').and_then(|t| t.split_once('@')) else { continue };
-            let Some((instance, _)) = rest.split_once('#') else { continue };
+            let Some((by, _)) = rest.split_once('#') else { continue };
+            let (instance, fixed) = by.strip_suffix('f').map_or((by, false), |i| (i, true));
             if let (Ok(id), Ok(instance)) = (id.parse(), instance.parse()) {
-                *count.entry((id, instance)).or_default() += 1;
+                let entry = count.entry((id, instance)).or_default();
+                entry.0 += 1;
+                entry.1 += usize::from(!fixed);
             }
         }
-        for ((id, instance), n) in count {
-            if n > 1 {
-                self.v("effect-once", format!("event {id}: instance {instance} has its handler's effect {n} times"));
+        let mut total: BTreeMap<u32, usize> = BTreeMap::new();
+        for (&(id, instance), &(n, before_fix)) in &count {
+            *total.entry(id).or_default() += n;
+            let letters = self.o.log.dead.iter().filter(|d| d.event == Some(id) && d.why == "failed").count();
+            let allowed = 1 + if instance == 0 { letters } else { 0 };
+            if n > allowed {
+                self.v(
+                    "effect-once",
+                    format!(
+                        "event {id}: instance {instance} has its handler's effect {n} times ({letters} dead letter(s))"
+                    ),
+                );
             }
             let failing = self.o.log.emits.iter().any(|e| e.id == id && e.spec.after_commit != Behave::Ok);
-            if failing {
+            if failing && before_fix > 0 {
                 self.v(
                     "effect-once",
                     format!(
                         "event {id}: its after_commit handler fails, and its effect on instance {instance} is stored"
                     ),
+                );
+            }
+        }
+        for (id, n) in total {
+            if n > usize::from(self.scenario.instances) {
+                self.v(
+                    "effect-once",
+                    format!("event {id}: its effect is stored {n} times by {} instance(s)", self.scenario.instances),
                 );
             }
         }

@@ -630,19 +630,20 @@ static EFFECTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 
 impl Handlers {
     /// The external event's `after_commit` effect, in the handler scope's transaction: a row
-    /// `a{id}@{instance}#{n}` of the emitter's tenant that commits with the inbox's record of
-    /// the delivery or not at all; then the handler's `outcome` (its injected failure rolls
-    /// both back). A replay (its handler fixed) writes no effect. The handler is observed
-    /// before: a try whose transaction cannot begin (the database busy) is a try all the same.
+    /// `a{id}@{instance}#{n}` of the emitter's tenant (`a{id}@{instance}f#{n}` once the
+    /// handlers are fixed, for the replays, which run on instance 0, and late deliveries) that
+    /// commits with the inbox's record of the delivery or not at all; then the handler's `outcome` (its injected failure rolls both back). The
+    /// handler is observed before: a try whose transaction cannot begin (the database busy)
+    /// is a try all the same.
     #[transactional]
     async fn effect(&self, e: &Shipped, outcome: Result<(), BoxError>) -> Result<(), BoxError> {
         let tenant = self.tenant.try_get().ok().map(|t| t.key().to_owned());
         if e.run == self.rec.run()
-            && !self.rec.fixed()
             && let Some(tenant) = tenant
         {
             let n = EFFECTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let tag = format!("a{}@{}#{n}", e.id, self.rec.instance());
+            let fixed = if self.rec.fixed() { "f" } else { "" };
+            let tag = format!("a{}@{}{fixed}#{n}", e.id, self.rec.instance());
             self.repo.insert(&tag, &tenant).await.map_err(|e| e.to_string())?;
         }
         outcome
