@@ -154,6 +154,7 @@ async fn events_published_again_after_the_server_lost_its_store_keep_their_heade
     emit(&app, 2, "globex").await;
     until("invoice 2 to be handled", WITHIN, async || seen.invoices().len() == 2).await;
     let store = app.get_object::<MemoryStore>().unwrap();
+    until("both to be recorded", WITHIN, async || store.inbox().len() == 2).await;
     assert_eq!(tegu_outbox::OutboxStore::purge_handled(&*store, i64::MAX).await.unwrap(), 2);
 
     nats.lose_store();

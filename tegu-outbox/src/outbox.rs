@@ -708,7 +708,7 @@ impl Outbox {
                 tokio::time::sleep(backoff(first, tried)).await;
                 // Another delivery of the event handled it meanwhile (its record is why this
                 // try failed), or the try's commit succeeded though its answer was lost.
-                if inbox.has(&run.handler).await {
+                if inbox.has(&run.handler).await == Some(true) {
                     error = None;
                     break;
                 }
@@ -726,9 +726,14 @@ impl Outbox {
                     Err(decode) => Some(format!("{failed}; then: {decode}")),
                 };
             }
-            // The last try too: handled after all if its record is there.
-            if error.is_some() && inbox.has(&run.handler).await {
-                error = None;
+            // The last try too: handled after all if its record is there; unknown (the
+            // database restarting), the event is left unacknowledged, to be read again.
+            if error.is_some() {
+                match inbox.has(&run.handler).await {
+                    Some(true) => error = None,
+                    Some(false) => {}
+                    None => return false,
+                }
             }
             if let Some(error) = error {
                 let mut dead = incoming.letter(Why::Failed { handler: run.handler.clone() });
@@ -855,19 +860,36 @@ impl Outbox {
         let Some(event) = self.by_name.get(letter.name.as_str()) else { unreachable!("checked above") };
         let lineage = lineage_from_headers(&self.bus, &letter.headers);
         let only = letter.why.handler();
-        // A handler's dead letter: that handler, under the receiver whose handler it was; any
-        // other, this instance's handlers, as this instance.
-        let receiver = if only.is_some() && !letter.receiver.is_empty() { &letter.receiver } else { &self.receiver };
-        let inbox = Inbox::new(self, receiver, &letter.event_id);
+        // The inbox of the receiver that had the event; a dead letter that names none (kept by
+        // a store that does not keep it) is replayed without one: at least once.
+        let id = if letter.receiver.is_empty() { "" } else { letter.event_id.as_str() };
+        let inbox = Inbox::new(self, &letter.receiver, id);
+        let recorded = match only {
+            Some(handler) => inbox.has(handler).await,
+            None => Some(false),
+        };
+        let Some(recorded) = recorded else {
+            let number = self.keep_again(&letter).await;
+            return Ok(Replayed::Refused(format!(
+                "the inbox could not be read; the dead letter is kept as number {number:?}"
+            )));
+        };
         if let Some(handler) = only
-            && inbox.has(handler).await
+            && recorded
         {
             tracing::warn!(event = ?letter.name, id = ?letter.event_id, handler, "a dead letter's handler has its record in the inbox (its last try committed after all): replayed as handled, without running it again");
             return Ok(Replayed::Handled);
         }
+        let handled = inbox.handled().await;
         let mark = |handler: &str| inbox.mark(handler);
-        let to = inbox.first(only.map_or_else(DeliverTo::all, DeliverTo::only), &mark);
+        let to = inbox.first(only.map_or_else(|| DeliverTo::all().except(&handled), DeliverTo::only), &mark);
         let each = match (event.deliver)(&self.bus, &letter.payload, &lineage, to).await {
+            // The handler the dead letter names is not in this App (another deploy's objects).
+            Ok(each) if !each.refused && only.is_some() && each.runs.is_empty() => {
+                let number = self.keep_again(&letter).await;
+                let why = format!("this App has no handler `{}`", only.unwrap_or_default());
+                return Ok(Replayed::Refused(format!("{why}; the dead letter is kept as number {number:?}")));
+            }
             Ok(each) if !each.refused => {
                 inbox.settle(&each).await;
                 each
@@ -986,9 +1008,19 @@ impl<'a> Inbox<'a> {
         })
     }
 
-    /// Whether the inbox records `handler` as having handled the event.
-    async fn has(&self, handler: &str) -> bool {
-        !self.id.is_empty() && self.handled().await.iter().any(|h| h == handler)
+    /// Whether the inbox records `handler` as having handled the event; `None` if the store
+    /// failed (logged).
+    async fn has(&self, handler: &str) -> Option<bool> {
+        if self.id.is_empty() {
+            return Some(false);
+        }
+        match self.outbox.store.handled(self.receiver, self.id).await {
+            Ok(handled) => Some(handled.iter().any(|h| h == handler)),
+            Err(error) => {
+                tracing::warn!(id = ?self.id, %error, "reading the inbox failed");
+                None
+            }
+        }
     }
 
     /// `to`, each handler's scope emitting its record first (none for an event without an id).
@@ -1074,14 +1106,18 @@ impl EventTransport for Outbox {
             let store = self.store.clone();
             let (receiver, event_id) = (handled.receiver.clone(), handled.event_id.clone());
             let (handler, written) = (handled.handler.clone(), handled.written.clone());
+            // Outside a writable transaction of the store's data source (none, a read-only one,
+            // one on another source), a record written now would commit before the handler's
+            // work does: written by the outbox once the handler has succeeded.
+            if !store.in_writable_transaction() {
+                return Box::pin(async { Ok(()) });
+            }
             return Box::pin(async move {
                 match store.record_handled(&receiver, &event_id, &handler, now_ms()).await {
                     Ok(Recorded::Written) => {
                         written.store(true, Ordering::Release);
                         Ok(())
                     }
-                    // Written by the outbox once the handler succeeded.
-                    Ok(Recorded::ReadOnly) => Ok(()),
                     Ok(Recorded::Already) => Err(HandledAlready { handler }.into()),
                     // Bookkeeping, not the handler's work: it does not fail the handler (whose
                     // transaction, if the database is gone, fails on its own). The outbox

@@ -31,8 +31,6 @@ pub enum Recorded {
     Written,
     /// There already: another delivery of the event handled it first. Nothing written.
     Already,
-    /// Not written: the current transaction is read-only.
-    ReadOnly,
 }
 
 /// The outbox table. A singleton provides it (`dyn OutboxStore`); tegu-sqlx's `OutboxTable` is one,
@@ -102,9 +100,10 @@ pub trait OutboxStore: Send + Sync + 'static {
     /// in the handler's scope, so that the record commits with what the handler wrote in its
     /// transaction on this data source, or not at all. [`Recorded::Already`], writing nothing,
     /// if the record exists (another delivery of the event handled it first): the outbox then
-    /// fails the handler's scope, which rolls its transaction back. [`Recorded::ReadOnly`],
-    /// writing nothing, if the current transaction is read-only: the outbox records it on its
-    /// own once the handler has succeeded.
+    /// fails the handler's scope, which rolls its transaction back. The outbox calls it in the
+    /// handler's scope only where [`in_writable_transaction`](Self::in_writable_transaction);
+    /// elsewhere it records the event on its own once the handler has succeeded (outside any
+    /// transaction: written at once).
     fn record_handled<'a>(
         &'a self,
         receiver: &'a str,
@@ -112,6 +111,11 @@ pub trait OutboxStore: Send + Sync + 'static {
         handler: &'a str,
         at: i64,
     ) -> BoxFuture<'a, Result<Recorded, BoxError>>;
+
+    /// Whether a writable transaction of this store's data source is current (the calling
+    /// scope's, not read-only): where [`record_handled`](Self::record_handled) writes with the
+    /// handler's work. A store without transactions: `false`.
+    fn in_writable_transaction(&self) -> bool;
 
     /// The handlers recorded as having handled the event `event_id` for `receiver`, outside any
     /// transaction.

@@ -143,6 +143,7 @@ async fn a_retried_and_a_republished_event_keep_their_headers() {
     assert_eq!(broker.attempts(), 3, "two failures, then stored");
     emit(&app, 2, Some("globex")).await;
     until("invoice 2 to be handled", WITHIN, async || seen.invoices().len() == 2).await;
+    until("both to be recorded", WITHIN, async || store.inbox().len() == 2).await;
     assert_eq!(tegu_outbox::OutboxStore::purge_handled(&store, i64::MAX).await.unwrap(), 2);
 
     broker.forget();

@@ -293,11 +293,11 @@ impl<DB: Backend> Database<DB> {
         &self.pool
     }
 
-    /// Whether the current transaction of this data source, if any, is read-only
+    /// Whether a transaction of this data source is current, and not read-only
     /// (`#[transactional(read_only)]`).
     #[cfg_attr(not(feature = "outbox"), allow(dead_code))]
-    pub(crate) fn in_read_only_transaction(&self) -> bool {
-        self.transactions.current(&self.name).is_some_and(|tx| tx.is_read_only())
+    pub(crate) fn in_writable_transaction(&self) -> bool {
+        self.transactions.current(&self.name).is_some_and(|tx| !tx.is_read_only())
     }
 
     /// A connection for the next statements: the current transaction's (the innermost of this

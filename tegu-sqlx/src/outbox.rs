@@ -407,7 +407,7 @@ macro_rules! table {
             }
 
             /// Inserts the row into `di_outbox_inbox` unless it is there, through the current
-            /// transaction's connection (none in a read-only one): a delivery beside this one that inserted it first
+            /// transaction's connection: a delivery beside this one that inserted it first
             /// makes this one wait for its commit (PostgreSQL), or for the write lock (SQLite),
             /// then find it.
             fn record_handled<'a>(
@@ -418,9 +418,6 @@ macro_rules! table {
                 at: i64,
             ) -> BoxFuture<'a, Result<Recorded, BoxError>> {
                 Box::pin(async move {
-                    if self.db.in_read_only_transaction() {
-                        return Ok(Recorded::ReadOnly);
-                    }
                     let mut conn = self.db.conn().await?;
                     let insert = "INSERT INTO di_outbox_inbox (receiver, event_id, handler, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING";
                     let done = sqlx::query(insert)
@@ -433,6 +430,10 @@ macro_rules! table {
                         .map_err(|e| self.db.error("recording a handled event in the inbox", e))?;
                     Ok(if done.rows_affected() == 1 { Recorded::Written } else { Recorded::Already })
                 })
+            }
+
+            fn in_writable_transaction(&self) -> bool {
+                self.db.in_writable_transaction()
             }
 
             fn handled<'a>(&'a self, receiver: &'a str, event_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, BoxError>> {

@@ -32,6 +32,10 @@ tegu_outbox::external_event!(Shipped = "parcels.shipped");
 /// How long a wait of this file's lasts before it fails.
 const WITHIN: Duration = Duration::from_secs(20);
 
+/// Emitted by a handler: its `before_commit` handler fails the handler's scope.
+#[derive(Debug)]
+pub struct Vetoed;
+
 /// The handler's name, as the inbox records it.
 const HANDLER: &str = "inbox::sqlite::Shipments::on_shipped";
 
@@ -44,26 +48,38 @@ macro_rules! tests {
             /// Writes a row per parcel shipped, in the handler scope's transaction; fails after
             /// writing as many times as `fail` says. (The other database's handler, in the
             /// same App, has no database and does nothing.)
-            #[derive(Debug, Default)]
+            #[derive(Debug)]
             #[singleton_proto]
             pub(crate) struct Shipments {
                 #[inject]
                 db: Option<Arc<Database<$db>>>,
+                #[inject]
+                events: Arc<tegu_core::events::EventBus>,
                 fail: AtomicUsize,
                 runs: AtomicUsize,
             }
 
             #[handlers]
             impl Shipments {
+                #[event_handler(before_commit)]
+                async fn veto(&self, _: &Vetoed) -> Result<(), BoxError> {
+                    Err("vetoed in the completion phase".into())
+                }
+
                 #[event_handler]
                 async fn on_shipped(&self, shipped: &Shipped) -> Result<(), BoxError> {
                     if self.db.is_none() {
                         return Ok(());
                     }
                     self.runs.fetch_add(1, Ordering::SeqCst);
-                    if shipped.parcel < 0 {
+                    if shipped.parcel == -1 {
                         // Only reads: its scope's transaction is read-only.
                         return self.read().await.map(drop);
+                    }
+                    if shipped.parcel == -2 {
+                        // Its scope's completion fails after the handler returned.
+                        self.events.emit(Vetoed);
+                        return Ok(());
                     }
                     self.write(shipped.parcel).await
                 }
@@ -86,10 +102,16 @@ macro_rules! tests {
                     Ok(())
                 }
 
-                /// Records a handled event in a read-only transaction.
+                /// Whether the store sees a writable transaction in a read-only one.
                 #[transactional(read_only)]
-                async fn record_read_only(&self, table: &OutboxTable<$db>) -> Result<Recorded, BoxError> {
-                    table.record_handled("c", "e1", "h", 1_000).await
+                async fn writable_in_read_only(&self, table: &OutboxTable<$db>) -> Result<bool, BoxError> {
+                    Ok(table.in_writable_transaction())
+                }
+
+                /// Whether the store sees a writable transaction in a plain one.
+                #[transactional]
+                async fn writable_in_transaction(&self, table: &OutboxTable<$db>) -> Result<bool, BoxError> {
+                    Ok(table.in_writable_transaction())
                 }
 
                 /// Reads in a read-only transaction, as a handler that only reads would.
@@ -203,6 +225,51 @@ macro_rules! tests {
 
             /// A handler whose scope's transaction is read-only cannot write the record in it: the
             /// outbox writes it once the handler has succeeded, and the event is no dead letter.
+            /// A handler without a transaction whose scope fails in its completion phase, after
+            /// the handler returned: no record is written before the scope's end, so the
+            /// failure is a failure (tried again, then a dead letter), not an event taken as
+            /// handled.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_scope_that_fails_after_its_handler_returned_leaves_no_record() {
+                let Some(url) = $url("inbox_vetoed").await else { return };
+                let broker = MemoryBroker::new();
+                let app = started(&url, &broker, 1).await;
+                broker.publish(shipped("e1", br#"{"parcel":-2}"#)).await.unwrap();
+                until("the event to be acknowledged", WITHIN, async || broker.acknowledged() == 1).await;
+                let outbox = app.get_object::<Outbox>().unwrap();
+                let dead = outbox.dead_letters(0, 10).await.unwrap();
+                let handlers: Vec<_> = dead.iter().filter_map(|letter| letter.why.handler()).collect();
+                assert!(handlers.contains(&handler().as_str()), "{dead:?}");
+                let table = app.get_object::<OutboxTable<$db>>().unwrap();
+                assert!(!table.handled("instance-0", "e1").await.unwrap().contains(&handler()));
+                app.shutdown().await.unwrap();
+            }
+
+            /// A dead letter without a receiver (kept by a store that does not keep one) is
+            /// replayed without the inbox; one naming a handler this App does not have is kept.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_replay_without_a_receiver_or_a_handler_here() {
+                let Some(url) = $url("inbox_replay_odd").await else { return };
+                let broker = MemoryBroker::new();
+                let app = started(&url, &broker, 1).await;
+                let table = app.get_object::<OutboxTable<$db>>().unwrap();
+                let outbox = app.get_object::<Outbox>().unwrap();
+                let payload = br#"{"parcel":3}"#.to_vec();
+                let why = Why::Failed { handler: handler() };
+                let anonymous = DeadLetter::new(why, "e3", "parcels.shipped", payload.clone(), Vec::new());
+                let anonymous = table.dead_letter(&anonymous).await.unwrap();
+                table.record_handled("instance-0", "e3", &handler(), 1_000).await.unwrap();
+                assert_eq!(outbox.replay(anonymous).await.unwrap(), Replayed::Handled);
+                assert_eq!(rows(&app).await, [3], "run: no inbox to say otherwise");
+                let why = Why::Failed { handler: format!("{}#2", handler()) };
+                let mut elsewhere = DeadLetter::new(why, "e4", "parcels.shipped", payload, Vec::new());
+                elsewhere.receiver = "instance-0".to_owned();
+                let elsewhere = table.dead_letter(&elsewhere).await.unwrap();
+                assert!(matches!(outbox.replay(elsewhere).await.unwrap(), Replayed::Refused(_)));
+                assert_eq!(outbox.dead_letters(0, 10).await.unwrap().len(), 1, "kept");
+                app.shutdown().await.unwrap();
+            }
+
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_read_only_handler_has_its_record_written_after_it_succeeded() {
                 let Some(url) = $url("inbox_read_only").await else { return };
@@ -261,11 +328,9 @@ macro_rules! tests {
                 assert_eq!(table.record_handled("a", "e1", "h", 1_000).await.unwrap(), Recorded::Written);
                 assert_eq!(table.record_handled("a", "e1", "h", 2_000).await.unwrap(), Recorded::Already);
                 assert_eq!(table.record_handled("b", "e1", "h", 3_000).await.unwrap(), Recorded::Written);
-                assert_eq!(
-                    app.run_in_context(shipments.record_read_only(&table)).await.unwrap(),
-                    Recorded::ReadOnly,
-                    "nothing written in a read-only transaction"
-                );
+                assert!(!table.in_writable_transaction(), "outside any transaction");
+                assert!(!app.run_in_context(shipments.writable_in_read_only(&table)).await.unwrap(), "read-only");
+                assert!(app.run_in_context(shipments.writable_in_transaction(&table)).await.unwrap());
                 assert!(table.handled("c", "e1").await.unwrap().is_empty());
                 assert_eq!(table.purge_handled(2_000).await.unwrap(), 1);
                 assert!(table.handled("a", "e1").await.unwrap().is_empty());

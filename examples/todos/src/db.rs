@@ -419,6 +419,10 @@ impl OutboxStore for Db {
         per_pool!(&self.pools, |_, _, outbox| outbox.record_handled(receiver, event_id, handler, at))
     }
 
+    fn in_writable_transaction(&self) -> bool {
+        per_pool!(&self.pools, |_, _, outbox| outbox.in_writable_transaction())
+    }
+
     fn handled<'a>(&'a self, receiver: &'a str, event_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.handled(receiver, event_id))
     }

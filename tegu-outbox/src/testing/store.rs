@@ -252,6 +252,11 @@ impl OutboxStore for MemoryStore {
         ready(Recorded::Written)
     }
 
+    /// No transactions: the outbox records a handled event once its handler has succeeded.
+    fn in_writable_transaction(&self) -> bool {
+        false
+    }
+
     fn handled<'a>(&'a self, receiver: &'a str, event_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, BoxError>> {
         let handlers = self
             .table()
