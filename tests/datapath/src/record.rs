@@ -160,6 +160,8 @@ pub struct DeadObs {
     pub handler: Option<String>,
     /// How many times it was tried.
     pub attempts: u32,
+    /// The receiver (instance's subscription) that had it.
+    pub receiver: String,
 }
 
 /// How a scope's work ended, as its runner saw it.

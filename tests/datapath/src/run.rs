@@ -729,9 +729,17 @@ async fn replay_dead_letters(apps: &[App], recorder: &Recorder, until: Instant, 
     recorder.fix();
     let mut replays = Vec::new();
     for letter in &dead {
-        let answer = match outbox.replay(letter.number).await {
-            Ok(replayed) => format!("{replayed:?}"),
-            Err(error) => format!("failed: {error}"),
+        // A replay whose handler's commit failed (a COMMIT cut) leaves a new dead letter in its
+        // place: replayed once more, as an operator would.
+        let mut number = letter.number;
+        let answer = loop {
+            match outbox.replay(number).await {
+                Ok(tegu_outbox::Replayed::FailedAgain(again)) if again.len() == 1 && number == letter.number => {
+                    number = again[0];
+                }
+                Ok(replayed) => break format!("{replayed:?}"),
+                Err(error) => break format!("failed: {error}"),
+            }
         };
         replays.push((letter.number, answer));
     }
@@ -772,6 +780,7 @@ fn dead_obs(letter: &DeadLetter, run: i64) -> Option<DeadObs> {
         why: letter.why.kind(),
         handler: letter.why.handler().map(str::to_owned),
         attempts: letter.attempts,
+        receiver: letter.receiver.clone(),
     })
 }
 
