@@ -17,8 +17,10 @@
 //! 3. **In every instance**: each instance's subscription (a durable consumer of its own)
 //!    receives every event and hands it to its `after_commit` handlers
 //!    (`tegu_core::events::EventBus::deliver_with`), each in a scope seeded with the lineage its
-//!    headers carry (a value its lineage type refuses is left out), then acknowledges it. Delivery is at least once; the ids
-//!    of the events handled lately are remembered, so a redelivered one is not handled twice.
+//!    headers carry (a value its lineage type refuses is left out), then acknowledges it. Delivery is at least once; the
+//!    inbox ([`OutboxStore::record_handled`], written in the handler's transaction) records
+//!    which handler handled which event for this instance, so that a redelivered one is not
+//!    handled twice, also after a restart.
 //!
 //! Without an `Outbox` in the App (no broker configured), events stay in the process, as ever.
 //!

@@ -36,7 +36,8 @@ struct Settings {
     /// How often the relay looks for events that no instance relayed (one that died between
     /// the commit and the relay), in milliseconds.
     poll_ms: u64,
-    /// How many ids of handled events an instance remembers, to handle a redelivered one once.
+    /// How many ids of handled events an instance remembers in memory: a repeat it saw lately
+    /// is recognised without reading the inbox.
     remember: usize,
     /// After a commit wakes the relay, how long it waits for more before publishing, in
     /// milliseconds: larger rounds under load, at the cost of that much latency (0).
@@ -203,7 +204,8 @@ pub enum Replayed {
 /// (tegu-sqlx's `OutboxTable`) and one that provides `dyn Broker` (tegu-nats' `JetStream`). Its
 /// settings are the optional section `[outbox]`: `batch` (100), `poll_ms` (500), `remember`
 /// (100000 ids), `linger_ms` (0), `stall_ms` (0: readiness never fails on a stall), `keep_ms`
-/// (300000; 0: not kept).
+/// (300000; 0: not kept), the handlers' `attempts` (3) and `backoff_ms` (100),
+/// `dead_letters_keep_ms` and `inbox_keep_ms` (7 days), `unready_on_dead_letters` (false).
 pub struct Outbox {
     store: Arc<dyn OutboxStore>,
     broker: Arc<dyn Broker>,
@@ -999,23 +1001,23 @@ impl<'a> Inbox<'a> {
     /// record still refused if there (its transaction rolled back), another's at least once;
     /// the events do not wait for the database.
     async fn handled(&self) -> Vec<String> {
-        if self.id.is_empty() {
-            return Vec::new();
-        }
-        self.outbox.store.handled(self.receiver, self.id).await.unwrap_or_else(|error| {
-            tracing::warn!(id = ?self.id, %error, "reading the inbox failed; the event goes to every handler");
-            Vec::new()
-        })
+        self.read().await.unwrap_or_default()
     }
 
     /// Whether the inbox records `handler` as having handled the event; `None` if the store
     /// failed (logged).
     async fn has(&self, handler: &str) -> Option<bool> {
+        self.read().await.map(|handled| handled.iter().any(|h| h == handler))
+    }
+
+    /// The inbox's records of the event (none without an id); `None` if the store failed,
+    /// logged.
+    async fn read(&self) -> Option<Vec<String>> {
         if self.id.is_empty() {
-            return Some(false);
+            return Some(Vec::new());
         }
         match self.outbox.store.handled(self.receiver, self.id).await {
-            Ok(handled) => Some(handled.iter().any(|h| h == handler)),
+            Ok(handled) => Some(handled),
             Err(error) => {
                 tracing::warn!(id = ?self.id, %error, "reading the inbox failed");
                 None

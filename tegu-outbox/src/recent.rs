@@ -1,5 +1,5 @@
-//! The ids of the events an instance handled lately: a redelivered event is recognised and not
-//! handled twice.
+//! The ids of the events an instance handled lately: a repeat is recognised in memory, before
+//! the inbox is read.
 
 use std::collections::{HashSet, VecDeque};
 

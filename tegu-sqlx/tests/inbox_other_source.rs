@@ -4,18 +4,18 @@
 //! COMMIT fails after the handler returned: the handler failed, so the event is tried again and
 //! ends as a dead letter, with no record saying it was handled.
 
-use std::any::Any;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tegu_core::error::BoxError;
-use tegu_core::{App, ProtoDef, handlers, singleton_proto};
+use tegu_core::{App, handlers, singleton_proto};
 use tegu_outbox::testing::MemoryBroker;
 use tegu_outbox::{Broker, Outbox, OutboxStore, Outgoing};
 use tegu_sqlx::{Database, OutboxTable, Sqlite};
 use tegu_test_support::until;
-use tegu_tx::{TxConn, TxFuture, TxSource, transactional};
+use tegu_tx::testing::JournalSource;
+use tegu_tx::transactional;
 
 /// The external event.
 #[derive(Debug, Serialize, Deserialize)]
@@ -26,40 +26,7 @@ pub struct Paid {
 
 tegu_outbox::external_event!(Paid = "billing.paid");
 
-/// A data source whose COMMIT always fails (a serialization failure, a connection lost).
-#[derive(Debug, Default)]
-pub struct Refusing;
-
-struct RefusingTx;
-
-impl TxSource for Refusing {
-    fn begin(&self) -> TxFuture<'_, Box<dyn TxConn>> {
-        Box::pin(async { Ok(Box::new(RefusingTx) as Box<dyn TxConn>) })
-    }
-}
-
-impl TxConn for RefusingTx {
-    fn commit(self: Box<Self>) -> TxFuture<'static, ()> {
-        Box::pin(async { Err("the ledger refused the commit".into()) })
-    }
-    fn rollback(self: Box<Self>) -> TxFuture<'static, ()> {
-        Box::pin(async { Ok(()) })
-    }
-    fn savepoint<'a>(&'a mut self, _: &'a str) -> TxFuture<'a, ()> {
-        Box::pin(async { Ok(()) })
-    }
-    fn release_savepoint<'a>(&'a mut self, _: &'a str) -> TxFuture<'a, ()> {
-        Box::pin(async { Ok(()) })
-    }
-    fn rollback_to_savepoint<'a>(&'a mut self, _: &'a str) -> TxFuture<'a, ()> {
-        Box::pin(async { Ok(()) })
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-}
-
-/// Books a payment in the ledger (the refusing source).
+/// Books a payment in the ledger (a source whose commits fail).
 #[derive(Debug)]
 #[singleton_proto]
 pub struct Ledger {
@@ -89,12 +56,13 @@ async fn a_handler_whose_other_source_fails_to_commit_leaves_no_record() {
     std::fs::create_dir_all(&dir).unwrap();
     let url = format!("sqlite://{}/db.sqlite3?mode=rwc", dir.display());
     let broker = MemoryBroker::new();
-    let ledger =
-        ProtoDef::singleton::<Refusing>(|_| Ok(Refusing)).name("ledger").provides::<Refusing, dyn TxSource>(|l| l);
+    // A data source whose COMMIT always fails (a serialization failure, a connection lost).
+    let ledger = JournalSource::new();
+    ledger.fail_next_commits(usize::MAX);
     let app = App::builder()
         .link::<Database<Sqlite>>()
         .link::<OutboxTable<Sqlite>>()
-        .register(ledger)
+        .register(ledger.proto("ledger"))
         .register(broker.proto())
         .register(Outbox::proto())
         .config_value("database.url", url)
@@ -109,6 +77,7 @@ async fn a_handler_whose_other_source_fails_to_commit_leaves_no_record() {
         .unwrap();
     until("the event to be acknowledged", Duration::from_secs(20), async || broker.acknowledged() == 1).await;
     assert_eq!(app.get_object::<Ledger>().unwrap().runs.load(Ordering::SeqCst), 3, "three tries");
+    assert_eq!(ledger.journal().iter().filter(|line| *line == "COMMIT failed").count(), 3);
     let outbox = app.get_object::<Outbox>().unwrap();
     let dead = outbox.dead_letters(0, 10).await.unwrap();
     assert_eq!(dead.len(), 1, "{dead:?}");

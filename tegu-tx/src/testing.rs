@@ -3,6 +3,7 @@
 //! database (what began, committed or rolled back, and in which order).
 
 use std::any::Any;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tegu_core::ProtoDef;
@@ -54,6 +55,8 @@ type Journal = Arc<Mutex<Vec<String>>>;
 #[derive(Clone, Debug, Default)]
 pub struct JournalSource {
     journal: Journal,
+    /// How many of the next commits fail.
+    failing: Arc<AtomicUsize>,
 }
 
 impl JournalSource {
@@ -65,6 +68,27 @@ impl JournalSource {
     /// What its transactions did so far, in order.
     pub fn journal(&self) -> Vec<String> {
         self.journal.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Makes the next `count` commits fail (journaled `COMMIT failed`), as a database that
+    /// refuses them would (a serialization failure, a connection lost).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_tx::testing::JournalSource;
+    /// use tegu_tx::TxSource;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let source = JournalSource::new();
+    /// source.fail_next_commits(1);
+    /// assert!(source.begin().await.unwrap().commit().await.is_err());
+    /// assert!(source.begin().await.unwrap().commit().await.is_ok());
+    /// assert_eq!(source.journal(), ["BEGIN", "COMMIT failed", "BEGIN", "COMMIT"]);
+    /// # }
+    /// ```
+    pub fn fail_next_commits(&self, count: usize) {
+        self.failing.store(count, Ordering::SeqCst);
     }
 
     /// Empties the journal.
@@ -110,7 +134,7 @@ impl TxSource for JournalSource {
     /// Journals the setup as SQL words: `BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY`, and
     /// ` TIMEOUT 500ms` for a timeout.
     fn begin_with(&self, options: &TxOptions) -> TxFuture<'_, Box<dyn TxConn>> {
-        let tx = JournalTx(Arc::clone(&self.journal));
+        let tx = JournalTx(Arc::clone(&self.journal), Arc::clone(&self.failing));
         let mut begin = String::from("BEGIN");
         if let Some(level) = options.isolation_level() {
             begin.push_str(" ISOLATION LEVEL ");
@@ -127,8 +151,8 @@ impl TxSource for JournalSource {
     }
 }
 
-/// A transaction of a [`JournalSource`].
-struct JournalTx(Journal);
+/// A transaction of a [`JournalSource`], and how many of the next commits fail.
+struct JournalTx(Journal, Arc<AtomicUsize>);
 
 impl JournalTx {
     fn say(&self, what: &str) {
@@ -143,6 +167,10 @@ impl JournalTx {
 
 impl TxConn for JournalTx {
     fn commit(self: Box<Self>) -> TxFuture<'static, ()> {
+        if self.1.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+            self.say("COMMIT failed");
+            return Box::pin(async { Err("the journal's commit fails (JournalSource::fail_next_commits)".into()) });
+        }
         self.said("COMMIT")
     }
     fn rollback(self: Box<Self>) -> TxFuture<'static, ()> {

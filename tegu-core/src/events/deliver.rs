@@ -161,13 +161,15 @@ impl EventBus {
             return refused;
         };
         let event: AnyEvent = Arc::new(event);
-        let mut named: Vec<String> = Vec::new();
-        for &handler in handlers.iter().filter(|h| h.descriptor.phase == EventPhase::AfterCommit) {
+        for (i, &handler) in handlers.iter().enumerate().filter(|(_, h)| h.descriptor.phase == EventPhase::AfterCommit)
+        {
             let d = handler.descriptor;
-            let base = format!("{}::{}", (d.proto_name)(), d.method);
-            let before = named.iter().filter(|n| **n == base).count();
-            named.push(base.clone());
-            let name = if before == 0 { base } else { format!("{base}#{}", before + 1) };
+            // Objects of one type share their handler's descriptor: the how-manieth this is.
+            let before = handlers[..i].iter().filter(|h| std::ptr::eq(h.descriptor, d)).count();
+            let name = match before {
+                0 => format!("{}::{}", (d.proto_name)(), d.method),
+                n => format!("{}::{}#{}", (d.proto_name)(), d.method, n + 1),
+            };
             if !to.takes(&name) {
                 continue;
             }
