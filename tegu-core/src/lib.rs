@@ -366,7 +366,7 @@ pub mod __private {
         body_fn, shower,
     };
     pub use crate::context_ref::AsyncContextRef;
-    pub use crate::events::{AnyEvent, EventPhase, HandlerDescriptor, assert_event, event_ref};
+    pub use crate::events::{AnyEvent, EventPhase, HandlerDescriptor, Once, assert_event, event_ref};
     pub use crate::isolate::panic_message;
     pub use crate::lineage::Emitted;
     pub use crate::private::{

@@ -28,14 +28,14 @@ enum Phase {
 }
 
 enum Kind {
-    /// Takes `&E`; emits the events listed.
-    Event(Box<syn::Type>, Phase, Vec<syn::Type>),
+    /// Takes `&E`; emits the events listed; `once_per_cluster`, maybe.
+    Event(Box<syn::Type>, Phase, Vec<syn::Type>, bool),
     Schedule(Schedule),
 }
 
 /// What a method's attribute says, parsed: the part of its [`Kind`] that the signature does not.
 enum Options {
-    Event(Phase, Vec<syn::Type>),
+    Event(Phase, Vec<syn::Type>, bool),
     Schedule(Schedule),
 }
 
@@ -90,7 +90,7 @@ fn parse(cx: &Ctxt, item: TokenStream, krate: Option<syn::Path>) -> Option<Handl
             let name = attr.path().segments.last().map(|s| s.ident.to_string());
             match name.as_deref() {
                 Some(EVENT_HANDLER) => {
-                    kinds.push((attr.span(), false, event_phase(cx, attr).map(|(p, e)| Options::Event(p, e))));
+                    kinds.push((attr.span(), false, event_phase(cx, attr).map(|(p, e, c)| Options::Event(p, e, c))));
                     false
                 }
                 Some(SCHEDULE) => {
@@ -157,19 +157,31 @@ fn parse_emits(meta: &syn::meta::ParseNestedMeta<'_>, emits: &mut Option<Vec<syn
 }
 
 /// Nothing (after the commit), `before_commit`, `after_commit` or `after_rollback`; and
-/// `emits(E, ..)`, maybe.
-fn event_phase(cx: &Ctxt, attr: &syn::Attribute) -> Option<(Phase, Vec<syn::Type>)> {
+/// `emits(E, ..)` and `once_per_cluster`, maybe.
+fn event_phase(cx: &Ctxt, attr: &syn::Attribute) -> Option<(Phase, Vec<syn::Type>, bool)> {
     let usage = "`#[event_handler]` takes one of `before_commit`, `after_commit` (the default) or \
-                 `after_rollback`, and `emits(Event, ..)` if it emits events; the event is the \
+                 `after_rollback`, `once_per_cluster` if one instance of the service is to handle \
+                 each event, and `emits(Event, ..)` if it emits events; the event is the \
                  parameter's type";
     if matches!(attr.meta, syn::Meta::Path(_)) {
-        return Some((Phase::AfterCommit, Vec::new()));
+        return Some((Phase::AfterCommit, Vec::new(), false));
     }
     let mut phase = None;
     let mut emits = None;
+    let mut once_per_cluster = None;
     let parsed = attr.parse_nested_meta(|meta| {
         if meta.path.is_ident("emits") {
             return parse_emits(&meta, &mut emits);
+        }
+        if meta.path.is_ident("once_per_cluster") {
+            if once_per_cluster.is_some() {
+                return Err(meta.error("`once_per_cluster` is given twice"));
+            }
+            if !(meta.input.is_empty() || meta.input.peek(syn::Token![,])) {
+                return Err(meta.error("`once_per_cluster` takes no value"));
+            }
+            once_per_cluster = Some(meta.path.span());
+            return Ok(());
         }
         let this = [
             ("before_commit", Phase::BeforeCommit),
@@ -187,11 +199,22 @@ fn event_phase(cx: &Ctxt, attr: &syn::Attribute) -> Option<(Phase, Vec<syn::Type
             _ => Err(meta.error(format!("unknown option; {usage}"))),
         }
     });
-    let phase = match (&parsed, phase, &emits) {
-        (Ok(()), None, Some(_)) => Some(Phase::AfterCommit),
+    let phase = match (&parsed, phase, emits.is_some() || once_per_cluster.is_some()) {
+        (Ok(()), None, true) => Some(Phase::AfterCommit),
         (_, phase, _) => phase,
     };
-    parsed_or_usage(cx, attr, parsed, phase, usage).map(|phase| (phase, emits.unwrap_or_default()))
+    let (phase, emits) = parsed_or_usage(cx, attr, parsed, phase, usage).map(|p| (p, emits.unwrap_or_default()))?;
+    if let Some(span) = once_per_cluster
+        && phase != Phase::AfterCommit
+    {
+        cx.push(syn::Error::new(
+            span,
+            "`once_per_cluster` is for a handler after the commit: a `before_commit` or `after_rollback` \
+             handler runs in the instance that emitted the event, once already",
+        ));
+        return None;
+    }
+    Some((phase, emits, once_per_cluster.is_some()))
 }
 
 /// `every = "30s"` or `cron = "0 */5 * * * *"`, checked now; then `once_per_cluster` and
@@ -355,14 +378,16 @@ fn check_signature(
             _ => None,
         }
     } else {
-        let (phase, emits) = match options {
-            Some(Options::Event(phase, emits)) => (Some(phase), emits),
-            _ => (None, Vec::new()),
+        let (phase, emits, cluster) = match options {
+            Some(Options::Event(phase, emits, cluster)) => (Some(phase), emits, cluster),
+            _ => (None, Vec::new(), false),
         };
         match rest.as_slice() {
             [syn::FnArg::Typed(arg)] => match &*arg.ty {
                 syn::Type::Reference(r) if r.mutability.is_none() => phase
-                    .map(|phase| Kind::Event(Box::new(crate::internals::replace_self(&r.elem, self_ty)), phase, emits)),
+                    .map(|phase| {
+                        Kind::Event(Box::new(crate::internals::replace_self(&r.elem, self_ty)), phase, emits, cluster)
+                    }),
                 other => {
                     wrong(cx, other);
                     None
@@ -398,13 +423,14 @@ fn expand(model: &HandlersItem) -> TokenStream {
         let name = ident.to_string();
         let call = format_ident!("__di_call_{}", ident);
         match &method.kind {
-            Kind::Event(event, phase, emits) => {
+            Kind::Event(event, phase, emits, cluster) => {
                 let (emits, emits_checks) = emitted(emits);
                 let phase = match phase {
                     Phase::BeforeCommit => quote!(BeforeCommit),
                     Phase::AfterCommit => quote!(AfterCommit),
                     Phase::AfterRollback => quote!(AfterRollback),
                 };
+                let once = if *cluster { quote!(PerCluster) } else { quote!(PerInstance) };
                 let check = quote_spanned!(event.span()=> __di::assert_event::<#event>(););
                 quote! {
                     const _: () = { #check #emits_checks };
@@ -423,6 +449,7 @@ fn expand(model: &HandlersItem) -> TokenStream {
                             event_name: ::core::any::type_name::<#event>,
                             method: #name,
                             phase: __di::EventPhase::#phase,
+                            once: __di::Once::#once,
                             emits: #emits,
                             call: #call,
                         }

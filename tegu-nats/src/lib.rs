@@ -65,6 +65,15 @@ struct Settings {
     /// How long the stream keeps an event, in hours (when creating it).
     #[serde(default = "default_max_age_hours")]
     max_age_hours: u64,
+    /// How long the server waits for a subscriber's acknowledgement before it delivers the
+    /// event again (to another instance, for a shared consumer), in milliseconds; a
+    /// subscriber still handling it says so every third of it.
+    #[serde(default = "default_ack_wait_ms")]
+    ack_wait_ms: u64,
+}
+
+fn default_ack_wait_ms() -> u64 {
+    30_000
 }
 
 fn default_max_age_hours() -> u64 {
@@ -147,7 +156,11 @@ pub struct JetStream {
     made_up: bool,
     /// When this instance last heard from its consumer (a message, or the consumer's info):
     /// `None` before its first subscription.
-    heard: Arc<Mutex<Option<SystemTime>>>,
+    heard: Heard,
+    /// The same, for each shared consumer this instance subscribed to, by name.
+    heard_shared: Mutex<std::collections::HashMap<String, Heard>>,
+    /// `nats.ack_wait_ms`.
+    ack_wait: Duration,
     /// A publish found no stream: the subscription checks its consumer at once.
     stream_lost: Arc<tokio::sync::Notify>,
     /// The stream's `max_msg_size`, which `refuses` checks beside the server's `max_payload`.
@@ -202,6 +215,9 @@ impl JetStream {
             tracing::warn!(consumer = %made_up, "no `nats.consumer` is set: this instance's consumer is made up, and a restart will not resume it");
             made_up
         });
+        if settings.ack_wait_ms < 100 {
+            return Err(format!("`nats.ack_wait_ms` is {}; give at least 100", settings.ack_wait_ms).into());
+        }
         if !consumer.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
             return Err(format!("`nats.consumer` is \"{consumer}\"; use letters, digits, `-` and `_`").into());
         }
@@ -213,6 +229,8 @@ impl JetStream {
             consumer,
             made_up,
             heard: Arc::default(),
+            heard_shared: Mutex::default(),
+            ack_wait: Duration::from_millis(settings.ack_wait_ms.max(1)),
             stream_lost: Arc::default(),
             limit,
         })
@@ -241,6 +259,23 @@ impl JetStream {
             limit.reading.store(false, Ordering::Release);
         });
     }
+}
+
+/// When an instance last heard from a consumer.
+type Heard = Arc<Mutex<Option<SystemTime>>>;
+
+/// The durable consumer a group shares (`cluster-`, the group's letters, digits, `-` and `_`,
+/// and a hash of the whole name, so that two groups differing in other characters differ):
+/// `my_app::Mailer::on_shipped` is `cluster-my_app__Mailer__on_shipped-<16 hex digits>`.
+fn shared_consumer(group: &str) -> String {
+    // FNV-1a: the same in every process and every build, unlike std's hashers.
+    let hash = group.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let readable: String = group
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .take(160)
+        .collect();
+    format!("cluster-{readable}-{hash:016x}")
 }
 
 /// A few characters that differ between processes started in the same second.
@@ -371,44 +406,41 @@ impl Broker for JetStream {
     }
 
     fn subscribe(&self) -> BoxFuture<'_, Result<Box<dyn Subscription>, BoxError>> {
-        Box::pin(async move {
-            let stream = self.context.get_or_create_stream(self.stream.clone()).await?;
-            self.limit.set(stream.cached_info().config.max_message_size.into());
-            // A consumer made again (the server lost it) starts a little before this instance
-            // last heard from the old one: nothing published meanwhile is missed.
-            let heard = *self.heard.lock().unwrap_or_else(|e| e.into_inner());
-            let deliver_policy = match heard {
-                Some(heard) => {
-                    let since = heard.checked_sub(RESUME_MARGIN).unwrap_or(heard);
-                    let nanos = since.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-                    let start_time = async_nats::datetime::from_nanos(i128::try_from(nanos).unwrap_or(0))?;
-                    consumer::DeliverPolicy::ByStartTime { start_time }
-                }
-                None => consumer::DeliverPolicy::New,
-            };
-            let config = consumer::pull::Config {
-                durable_name: Some(self.consumer.clone()),
-                deliver_policy,
-                ack_policy: consumer::AckPolicy::Explicit,
-                ack_wait: Duration::from_secs(30),
-                filter_subject: format!("{}.>", self.subjects),
-                inactive_threshold: if self.made_up { Duration::from_secs(3600) } else { Duration::ZERO },
-                ..Default::default()
-            };
-            let consumer = stream.get_or_create_consumer(&self.consumer, config).await?;
-            let messages = consumer.stream().heartbeat(HEARTBEAT).messages().await?;
-            self.heard.lock().unwrap_or_else(|e| e.into_inner()).replace(SystemTime::now());
-            let prefix = format!("{}.", self.subjects);
-            let subscription = Messages {
-                messages,
-                prefix,
-                stream,
-                consumer: self.consumer.clone(),
-                heard: Arc::clone(&self.heard),
-                stream_lost: Arc::clone(&self.stream_lost),
-            };
-            Ok(Box::new(subscription) as Box<dyn Subscription>)
-        })
+        let own = Own {
+            name: self.consumer.clone(),
+            filter: format!("{}.>", self.subjects),
+            heard: Arc::clone(&self.heard),
+            inactive: if self.made_up { Duration::from_secs(3600) } else { Duration::ZERO },
+            batch: None,
+        };
+        Box::pin(self.subscribe_to(own))
+    }
+
+    /// The durable consumer `cluster-<group>` ([`shared_consumer`]) on the subject of `event`,
+    /// pulled one event at a time, so that none waits in one instance's buffer while another
+    /// is free, or is taken over (after `ack_wait_ms`) while it waits.
+    fn subscribe_shared<'a>(
+        &'a self,
+        group: &'a str,
+        event: &'a str,
+    ) -> BoxFuture<'a, Result<Box<dyn Subscription>, BoxError>> {
+        let name = shared_consumer(group);
+        let heard = {
+            let mut shared = self.heard_shared.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(shared.entry(name.clone()).or_default())
+        };
+        let own =
+            Own { name, filter: format!("{}.{event}", self.subjects), heard, inactive: Duration::ZERO, batch: Some(1) };
+        Box::pin(self.subscribe_to(own))
+    }
+
+    fn shares(&self) -> bool {
+        true
+    }
+
+    /// A third of `nats.ack_wait_ms`.
+    fn progress_every(&self) -> Option<Duration> {
+        Some(self.ack_wait / 3)
     }
 
     /// An event larger than the server or the stream takes (the server's `max_payload`, the
@@ -435,6 +467,64 @@ impl Broker for JetStream {
             _ => (size > max)
                 .then(|| format!("it is {size} bytes with its headers, more than the NATS server's max_payload ({max})")),
         }
+    }
+}
+
+/// A durable consumer to subscribe to.
+struct Own {
+    name: String,
+    filter: String,
+    /// When this instance last heard from it.
+    heard: Heard,
+    /// How long the server keeps it once no one subscribes (zero: for ever).
+    inactive: Duration,
+    /// How many messages a pull asks for (`None`: the client's default).
+    batch: Option<usize>,
+}
+
+impl JetStream {
+    /// Subscribes to `own`, creating it (and the stream) if the server has not got it.
+    async fn subscribe_to(&self, own: Own) -> Result<Box<dyn Subscription>, BoxError> {
+        let stream = self.context.get_or_create_stream(self.stream.clone()).await?;
+        self.limit.set(stream.cached_info().config.max_message_size.into());
+        // A consumer made again (the server lost it) starts a little before this instance
+        // last heard from the old one: nothing published meanwhile is missed.
+        let heard = *own.heard.lock().unwrap_or_else(|e| e.into_inner());
+        let deliver_policy = match heard {
+            Some(heard) => {
+                let since = heard.checked_sub(RESUME_MARGIN).unwrap_or(heard);
+                let nanos = since.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+                let start_time = async_nats::datetime::from_nanos(i128::try_from(nanos).unwrap_or(0))?;
+                consumer::DeliverPolicy::ByStartTime { start_time }
+            }
+            None => consumer::DeliverPolicy::New,
+        };
+        let config = consumer::pull::Config {
+            durable_name: Some(own.name.clone()),
+            deliver_policy,
+            ack_policy: consumer::AckPolicy::Explicit,
+            ack_wait: self.ack_wait,
+            filter_subject: own.filter,
+            inactive_threshold: own.inactive,
+            ..Default::default()
+        };
+        let consumer = stream.get_or_create_consumer(&own.name, config).await?;
+        let mut messages = consumer.stream().heartbeat(HEARTBEAT);
+        if let Some(batch) = own.batch {
+            messages = messages.max_messages_per_batch(batch);
+        }
+        let messages = messages.messages().await?;
+        own.heard.lock().unwrap_or_else(|e| e.into_inner()).replace(SystemTime::now());
+        let prefix = format!("{}.", self.subjects);
+        let subscription = Messages {
+            messages,
+            prefix,
+            stream,
+            consumer: own.name,
+            heard: own.heard,
+            stream_lost: Arc::clone(&self.stream_lost),
+        };
+        Ok(Box::new(subscription) as Box<dyn Subscription>)
     }
 }
 
@@ -534,5 +624,10 @@ struct MessageAck(jetstream::Message);
 impl Ack for MessageAck {
     fn ack(self: Box<Self>) -> BoxFuture<'static, Result<(), BoxError>> {
         Box::pin(async move { self.0.ack().await })
+    }
+
+    /// `+WPI`: the server's wait for the acknowledgement starts again.
+    fn progress(&self) -> BoxFuture<'_, Result<(), BoxError>> {
+        Box::pin(async move { self.0.ack_with(jetstream::AckKind::Progress).await })
     }
 }

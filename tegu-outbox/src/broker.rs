@@ -55,6 +55,36 @@ pub trait Broker: Send + Sync + 'static {
     /// left off, when the broker knows it by name), each event redelivered until acknowledged.
     fn subscribe(&self) -> BoxFuture<'_, Result<Box<dyn Subscription>, BoxError>>;
 
+    /// A subscription this instance shares with every instance of the service that subscribes
+    /// with the same `group`, to the events named `event`: each event goes to one of them, and
+    /// one not acknowledged (its instance died, or stopped answering) goes to another. Durable
+    /// like [`subscribe`](Self::subscribe): the group resumes where it left off, and a group
+    /// made for the first time starts with the events published from then on. The outbox
+    /// subscribes once per `#[event_handler(once_per_cluster)]`, its group the handler's name.
+    ///
+    /// A broker that has none says so in [`shares`](Self::shares), and this answers an error.
+    fn subscribe_shared<'a>(
+        &'a self,
+        group: &'a str,
+        event: &'a str,
+    ) -> BoxFuture<'a, Result<Box<dyn Subscription>, BoxError>> {
+        let _ = (group, event);
+        Box::pin(std::future::ready(Err("this broker has no shared subscriptions".into())))
+    }
+
+    /// Whether it has [shared subscriptions](Self::subscribe_shared): the outbox refuses to
+    /// build beside a once-per-cluster handler without them. `false` by default.
+    fn shares(&self) -> bool {
+        false
+    }
+
+    /// How often a subscriber tells the broker it is still working on an event ([`Ack::progress`]),
+    /// so that the broker does not take a slow handler for a dead instance and give the event
+    /// to another; `None` (the default): never.
+    fn progress_every(&self) -> Option<std::time::Duration> {
+        None
+    }
+
     /// Why the broker would refuse `event` for good, if it can tell before it is published
     /// (JetStream: larger than the server's `max_payload` or the stream's `max_msg_size`,
     /// headers included). The outbox asks when the event is emitted, so that the request fails
@@ -92,9 +122,15 @@ pub trait Subscription: Send {
 }
 
 /// Acknowledges a received event: the broker will not deliver it to this instance again.
-pub trait Ack: Send {
+pub trait Ack: Send + Sync {
     /// Acknowledges.
     fn ack(self: Box<Self>) -> BoxFuture<'static, Result<(), BoxError>>;
+
+    /// Tells the broker the event is still being handled ([`Broker::progress_every`]): its
+    /// wait for the acknowledgement starts again. Nothing by default.
+    fn progress(&self) -> BoxFuture<'_, Result<(), BoxError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
 
 /// An event the [`Subscription`] received.

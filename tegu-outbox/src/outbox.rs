@@ -12,7 +12,7 @@ use tegu_core::futures::UnitFuture;
 use tegu_core::{
     DiError, ProtoDef,
     error::BoxError,
-    events::{DeliverTo, Deliveries, EventBus, EventTransport},
+    events::{DeliverTo, Deliveries, EventBus, EventTransport, Once},
     health::HealthCheck,
     hosted::{HostedService, OnFailure, Stop},
     lineage::Lineage,
@@ -124,6 +124,50 @@ fn handler_names() -> impl Iterator<Item = String> {
         .map(|d| format!("{}::{}", (d.proto_name)(), d.method))
 }
 
+/// The program's once-per-cluster handlers of events after their commit: their event's type
+/// and their name.
+fn cluster_handlers() -> impl Iterator<Item = (TypeId, String)> {
+    inventory::iter::<tegu_core::__private::HandlerDescriptor>
+        .into_iter()
+        .filter(|d| d.phase == tegu_core::__private::EventPhase::AfterCommit && d.once == Once::PerCluster)
+        .map(|d| ((d.event)(), format!("{}::{}", (d.proto_name)(), d.method)))
+}
+
+/// What the inbox records a once-per-cluster handler's events under, before its name: one
+/// receiver for the whole cluster, which no broker's own receiver name (a JetStream consumer's
+/// has no `:`) can be.
+const CLUSTER: &str = "cluster:";
+
+/// One of this instance's subscriptions: its own to every event, for the handlers every
+/// instance runs, or the one it shares with the cluster for a once-per-cluster handler.
+struct Lane {
+    /// The once-per-cluster handler, and the name of its event; `None`: this instance's own.
+    shared: Option<(String, &'static str)>,
+    /// What the inbox records its handlers' events under.
+    receiver: String,
+    /// The ids of the events it handled lately.
+    recent: Mutex<Recent>,
+}
+
+impl Lane {
+    /// The handlers it delivers to, less those in `handled`.
+    fn to<'a>(&'a self, handled: &'a [String]) -> DeliverTo<'a> {
+        match &self.shared {
+            Some((handler, _)) => DeliverTo::only(handler).except(handled),
+            None => DeliverTo::all().once(Once::PerInstance).except(handled),
+        }
+    }
+}
+
+/// Runs `futures` together until each is done.
+async fn join_all(mut futures: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>>) {
+    std::future::poll_fn(|cx| {
+        futures.retain_mut(|future| future.as_mut().poll(cx).is_pending());
+        if futures.is_empty() { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+    })
+    .await;
+}
+
 /// The wait before try `n + 1` of a handler (`n` tries done): `first · 2ⁿ⁻¹`, at most
 /// [`MAX_BACKOFF`].
 fn backoff(first: Duration, n: u32) -> Duration {
@@ -218,9 +262,9 @@ pub struct Outbox {
     receiver: String,
     /// Wakes the relay: a scope that wrote to the outbox committed.
     wake: Notify,
-    /// Whether this instance is subscribed: the relay waits for it, and readiness reports it.
-    subscribed: tokio::sync::watch::Sender<bool>,
-    recent: Mutex<Recent>,
+    /// How many of this instance's subscriptions are open, of how many it has ([`Lane`]; 0
+    /// before it runs): the relay waits for all of them, and readiness reports them.
+    subscribed: tokio::sync::watch::Sender<(usize, usize)>,
     /// Since when the relay has found the outbox's oldest event (`None`: it could not read
     /// the outbox) still waiting, if it has.
     waiting: Mutex<Option<(Option<i64>, Instant)>>,
@@ -324,7 +368,14 @@ impl Outbox {
                 if known.is_empty() { "none".to_owned() } else { known.join(", ") }
             )));
         }
-        let recent = Mutex::new(Recent::new(settings.remember));
+        if !broker.shares()
+            && let Some(handler) = cluster_handlers().find(|(event, _)| by_type.contains_key(event))
+        {
+            return Err(refused(format!(
+                "`{}` is `once_per_cluster`, and the broker has no shared subscriptions to give each event to one instance",
+                handler.1
+            )));
+        }
         let receiver = broker.receiver();
         Ok(Outbox {
             store,
@@ -335,8 +386,7 @@ impl Outbox {
             settings,
             receiver,
             wake: Notify::new(),
-            subscribed: tokio::sync::watch::Sender::new(false),
-            recent,
+            subscribed: tokio::sync::watch::Sender::new((0, 0)),
             waiting: Mutex::new(None),
             written: Arc::default(),
             relayed: AtomicU64::new(0),
@@ -483,14 +533,14 @@ impl Outbox {
     }
 
     /// Relays after each commit that wrote to the outbox, and every `poll_ms` what no instance
-    /// relayed; once more when told to stop. Begins once this instance has subscribed: a new
-    /// subscription starts with the events published from then on, so that this instance's
-    /// own handlers get what its first round publishes.
+    /// relayed; once more when told to stop. Begins once this instance has subscribed (its own
+    /// subscription and the shared ones): a new subscription starts with the events published
+    /// from then on, so that this instance's own handlers get what its first round publishes.
     async fn relay(&self, stop: &Stop) {
         let mut subscribed = self.subscribed.subscribe();
         tokio::select! {
             () = stop.stopped() => return,
-            _ = subscribed.wait_for(|subscribed| *subscribed) => {}
+            _ = subscribed.wait_for(|&(open, lanes)| lanes > 0 && open >= lanes) => {}
         }
         let poll = Duration::from_millis(self.settings.poll_ms.max(1));
         let linger = Duration::from_millis(self.settings.linger_ms);
@@ -522,7 +572,7 @@ impl Outbox {
     /// pending again, so that the relay publishes them once more. Every instance recognises
     /// those it handled (by id), and the broker stores one of each within its window.
     async fn republish_if_lost(&self) {
-        if self.settings.keep_ms == 0 || !*self.subscribed.borrow() || !self.lost.swap(false, Ordering::AcqRel) {
+        if self.settings.keep_ms == 0 || !self.all_subscribed() || !self.lost.swap(false, Ordering::AcqRel) {
             return;
         }
         let since = now_ms().saturating_sub(i64::try_from(self.settings.keep_ms).unwrap_or(i64::MAX));
@@ -583,22 +633,49 @@ impl Outbox {
         }
     }
 
-    /// Hands each event the broker brings to this instance's handlers, once, and acknowledges
+    /// Whether each of this instance's subscriptions is open.
+    fn all_subscribed(&self) -> bool {
+        let (open, lanes) = *self.subscribed.borrow();
+        lanes > 0 && open >= lanes
+    }
+
+    /// This instance's subscriptions: its own, and one shared with the cluster for each
+    /// once-per-cluster handler of an external event in the App.
+    fn lanes(&self) -> Vec<Lane> {
+        let recent = || Mutex::new(Recent::new(self.settings.remember));
+        let own = Lane { shared: None, receiver: self.receiver.clone(), recent: recent() };
+        let shared = self.bus.handlers().into_iter().filter(|h| h.once == Once::PerCluster).filter_map(|handler| {
+            let event = self.by_type.get(&handler.event)?;
+            Some(Lane {
+                receiver: format!("{CLUSTER}{}", handler.name),
+                shared: Some((handler.name, event.name)),
+                recent: recent(),
+            })
+        });
+        std::iter::once(own).chain(shared).collect()
+    }
+
+    /// Hands each event `lane`'s subscription brings to its handlers, once, and acknowledges
     /// it; subscribes again (after a second) when the subscription ends or fails.
-    async fn receive(&self, stop: &Stop) {
+    async fn receive(&self, lane: &Lane, stop: &Stop) {
         loop {
             let subscription = tokio::select! {
                 () = stop.stopped() => return,
-                subscription = self.broker.subscribe() => subscription,
+                subscription = async {
+                    match &lane.shared {
+                        None => self.broker.subscribe().await,
+                        Some((handler, event)) => self.broker.subscribe_shared(handler, event).await,
+                    }
+                } => subscription,
             };
             let mut subscription = match subscription {
                 Ok(subscription) => {
                     self.subscriptions.fetch_add(1, Ordering::Relaxed);
-                    self.subscribed.send_replace(true);
+                    self.subscribed.send_modify(|(open, _)| *open += 1);
                     subscription
                 }
                 Err(error) => {
-                    tracing::error!(%error, "subscribing to the broker failed; trying again in a second");
+                    tracing::error!(%error, group = lane.shared.as_ref().map(|(h, _)| h.as_str()), "subscribing to the broker failed; trying again in a second");
                     tokio::select! {
                         () = stop.stopped() => return,
                         () = tokio::time::sleep(Duration::from_secs(1)) => continue,
@@ -611,12 +688,12 @@ impl Outbox {
                     next = subscription.next() => next,
                 };
                 match next {
-                    Some(Ok(received)) => self.handle(received).await,
+                    Some(Ok(received)) => self.take(lane, received).await,
                     Some(Err(error)) => tracing::error!(%error, "receiving from the broker failed"),
                     None => {
-                        tracing::warn!("the broker ended the subscription; subscribing again");
+                        tracing::warn!(group = lane.shared.as_ref().map(|(h, _)| h.as_str()), "the broker ended the subscription; subscribing again");
                         self.lost.store(true, Ordering::Release);
-                        self.subscribed.send_replace(false);
+                        self.subscribed.send_modify(|(open, _)| *open = open.saturating_sub(1));
                         break;
                     }
                 }
@@ -624,67 +701,91 @@ impl Outbox {
         }
     }
 
-    /// One received event: delivered unless handled lately, each handler's scope seeded with
-    /// the lineage its headers carry (the emitting request's tenant, trace, id); a handler that
-    /// fails is tried again (its attempts, with back-off), then the event is a dead letter for
-    /// it; an event undecodable or of no type this instance knows is a dead letter too. Then
-    /// acknowledged; left unacknowledged if the App refused it (gone, or shutting down) or a
-    /// dead letter could not be kept, so that the broker brings it again.
-    async fn handle(&self, received: Received) {
+    /// One received event: handled, telling the broker every [`Broker::progress_every`] that
+    /// it still is; then acknowledged, unless [`handle`](Self::handle) leaves it.
+    async fn take(&self, lane: &Lane, received: Received) {
         let Received { id, name, payload, headers, ack } = received;
-        // An event without an id (published by something else) cannot be recognised again.
-        let seen = !id.is_empty() && self.recent.lock().unwrap_or_else(|e| e.into_inner()).contains(&id);
-        if seen {
-            self.duplicates.fetch_add(1, Ordering::Relaxed);
-        } else {
-            let incoming =
-                Incoming { id: &id, name: &name, payload: &payload, headers: &headers, receiver: &self.receiver };
-            let done = match self.by_name.get(name.as_str()) {
-                Some(event) => {
-                    // The handlers the inbox says handled it (a delivery before a restart).
-                    let inbox = Inbox::new(self, &self.receiver, &id);
-                    let handled = inbox.handled().await;
-                    let lineage = lineage_from_headers(&self.bus, &headers);
-                    let mark = |handler: &str| inbox.mark(handler);
-                    let to = inbox.first(DeliverTo::all().except(&handled), &mark);
-                    match (event.deliver)(&self.bus, &payload, &lineage, to).await {
-                        // No handler ran: neither remembered nor acknowledged, it comes again.
-                        Ok(each) if each.refused => {
-                            self.refused.fetch_add(1, Ordering::Relaxed);
-                            return;
-                        }
-                        Ok(each) if each.runs.is_empty() && !handled.is_empty() => {
-                            self.duplicates.fetch_add(1, Ordering::Relaxed);
-                            true
-                        }
-                        Ok(each) => {
-                            self.delivered.fetch_add(1, Ordering::Relaxed);
-                            inbox.settle(&each).await;
-                            self.retry_failed(event, &lineage, &each, incoming, &inbox).await
-                        }
-                        Err(error) => {
-                            let mut dead = incoming.letter(Why::Undecodable);
-                            dead.error = error.to_string();
-                            self.set_dead(&dead).await
+        let handling = self.handle(lane, &id, &name, &payload, &headers);
+        let done = match self.broker.progress_every() {
+            None => handling.await,
+            Some(every) => {
+                tokio::pin!(handling);
+                loop {
+                    tokio::select! {
+                        done = &mut handling => break done,
+                        () = tokio::time::sleep(every) => {
+                            if let Err(error) = ack.progress().await {
+                                tracing::warn!(event = ?name, id = ?id, %error, "telling the broker an event is still being handled failed");
+                            }
                         }
                     }
                 }
-                None => {
-                    let mut dead = incoming.letter(Why::Unknown);
-                    dead.error = format!("no event type of this instance is named \"{name}\"");
-                    self.set_dead(&dead).await
-                }
-            };
-            if !done {
-                return;
             }
-            if !id.is_empty() {
-                self.recent.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone());
-            }
+        };
+        if !done {
+            return;
         }
         if let Err(error) = ack.ack().await {
             tracing::warn!(event = ?name, id = ?id, %error, "acknowledging an event failed; it will come again, and be recognised");
         }
+    }
+
+    /// One received event: delivered to `lane`'s handlers unless handled lately, each
+    /// handler's scope seeded with the lineage its headers carry (the emitting request's
+    /// tenant, trace, id); a handler that fails is tried again (its attempts, with back-off),
+    /// then the event is a dead letter for it; an event undecodable or of no type this instance
+    /// knows is a dead letter too. Whether to acknowledge it: not if the App refused it (gone,
+    /// or shutting down) or a dead letter could not be kept, so that the broker brings it
+    /// again.
+    async fn handle(&self, lane: &Lane, id: &str, name: &str, payload: &[u8], headers: &[(String, String)]) -> bool {
+        // An event without an id (published by something else) cannot be recognised again.
+        let seen = !id.is_empty() && lane.recent.lock().unwrap_or_else(|e| e.into_inner()).contains(id);
+        if seen {
+            self.duplicates.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+        let incoming = Incoming { id, name, payload, headers, receiver: &lane.receiver };
+        let done = match self.by_name.get(name) {
+            Some(event) => {
+                // The handlers the inbox says handled it (a delivery before a restart, or by
+                // another instance of the cluster).
+                let inbox = Inbox::new(self, &lane.receiver, id);
+                let handled = inbox.handled().await;
+                let lineage = lineage_from_headers(&self.bus, headers);
+                let mark = |handler: &str| inbox.mark(handler);
+                let to = inbox.first(lane.to(&handled), &mark);
+                match (event.deliver)(&self.bus, payload, &lineage, to).await {
+                    // No handler ran: neither remembered nor acknowledged, it comes again.
+                    Ok(each) if each.refused => {
+                        self.refused.fetch_add(1, Ordering::Relaxed);
+                        return false;
+                    }
+                    Ok(each) if each.runs.is_empty() && !handled.is_empty() => {
+                        self.duplicates.fetch_add(1, Ordering::Relaxed);
+                        true
+                    }
+                    Ok(each) => {
+                        self.delivered.fetch_add(1, Ordering::Relaxed);
+                        inbox.settle(&each).await;
+                        self.retry_failed(event, &lineage, &each, incoming, &inbox).await
+                    }
+                    Err(error) => {
+                        let mut dead = incoming.letter(Why::Undecodable);
+                        dead.error = error.to_string();
+                        self.set_dead(&dead).await
+                    }
+                }
+            }
+            None => {
+                let mut dead = incoming.letter(Why::Unknown);
+                dead.error = format!("no event type of this instance is named \"{name}\"");
+                self.set_dead(&dead).await
+            }
+        };
+        if done && !id.is_empty() {
+            lane.recent.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_owned());
+        }
+        done
     }
 
     /// Tries each handler that failed `each` again, alone, as its settings say; one still
@@ -826,7 +927,8 @@ impl Outbox {
     /// Replays the dead letter numbered `id`, as its [`Why`] says: a refused event is written to
     /// the outbox again (for every instance); a handler's is handed to that handler, on this
     /// instance; an undecodable one or one of an unknown type to every handler of this
-    /// instance, decoded by the code now running. Each handler runs in a scope seeded with the
+    /// instance that each instance runs (or, received by a once-per-cluster handler's shared
+    /// subscription, to that handler), decoded by the code now running. Each handler runs in a scope seeded with the
     /// event's lineage: the tenant and trace of the request that emitted it.
     ///
     /// What can be told first is: a type this instance does not know, JSON it does not decode,
@@ -861,7 +963,9 @@ impl Outbox {
         }
         let Some(event) = self.by_name.get(letter.name.as_str()) else { unreachable!("checked above") };
         let lineage = lineage_from_headers(&self.bus, &letter.headers);
-        let only = letter.why.handler();
+        // A once-per-cluster handler's letter names it, or its receiver does (an event its
+        // shared subscription could not decode).
+        let only = letter.why.handler().or_else(|| letter.receiver.strip_prefix(CLUSTER));
         // The inbox of the receiver that had the event; a dead letter that names none (kept by
         // a store that does not keep it) is replayed without one: at least once.
         let id = if letter.receiver.is_empty() { "" } else { letter.event_id.as_str() };
@@ -884,7 +988,11 @@ impl Outbox {
         }
         let handled = inbox.handled().await;
         let mark = |handler: &str| inbox.mark(handler);
-        let to = inbox.first(only.map_or_else(|| DeliverTo::all().except(&handled), DeliverTo::only), &mark);
+        let to = match only {
+            Some(handler) => DeliverTo::only(handler),
+            None => DeliverTo::all().once(Once::PerInstance).except(&handled),
+        };
+        let to = inbox.first(to, &mark);
         let each = match (event.deliver)(&self.bus, &letter.payload, &lineage, to).await {
             // The handler the dead letter names is not in this App (another deploy's objects).
             Ok(each) if !each.refused && only.is_some() && each.runs.is_empty() => {
@@ -1175,7 +1283,7 @@ impl EventTransport for Outbox {
 impl HealthCheck for Outbox {
     fn check(self: Arc<Self>) -> UnitFuture {
         Box::pin(async move {
-            if !*self.subscribed.borrow() {
+            if !self.all_subscribed() {
                 return Err("not subscribed to the broker (yet)".into());
             }
             if self.settings.unready_on_dead_letters && self.oldest_dead_letter().is_some() {
@@ -1255,7 +1363,10 @@ fn set_aside_metric(event: &str) {
 impl HostedService for Outbox {
     fn run(self: Arc<Self>, stop: Stop) -> UnitFuture {
         Box::pin(async move {
-            tokio::join!(self.relay(&stop), self.receive(&stop));
+            let lanes = self.lanes();
+            self.subscribed.send_modify(|(open, count)| (*open, *count) = (0, lanes.len()));
+            let receiving = join_all(lanes.iter().map(|lane| Box::pin(self.receive(lane, &stop)) as _).collect());
+            tokio::join!(self.relay(&stop), receiving);
             Ok(())
         })
     }

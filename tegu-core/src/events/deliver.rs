@@ -5,7 +5,7 @@
 use std::any::TypeId;
 use std::sync::{Arc, Weak};
 
-use super::{AnyEvent, EventBus, EventPhase, handlers_of, run_handler};
+use super::{AnyEvent, EventBus, EventPhase, Handler, Once, handlers_of, run_handler};
 use crate::lineage::{Lineage, LinkedWork};
 
 /// What one `after_commit` handler did with a delivered event ([`EventBus::deliver_each`]).
@@ -56,6 +56,7 @@ impl Deliveries {
 #[derive(Clone, Copy, Default)]
 pub struct DeliverTo<'a> {
     only: Option<&'a str>,
+    once: Option<Once>,
     except: &'a [String],
     first: Option<&'a (dyn Fn(&str) + Sync)>,
 }
@@ -70,6 +71,14 @@ impl<'a> DeliverTo<'a> {
     /// handler again, or replay an event it failed, without running the others twice.
     pub fn only(handler: &'a str) -> Self {
         DeliverTo { only: Some(handler), ..DeliverTo::default() }
+    }
+
+    /// The handlers that run `once` so alone: [`Once::PerInstance`] for what this instance's
+    /// own subscription brings, [`Once::PerCluster`] for a subscription shared by the
+    /// cluster.
+    #[must_use]
+    pub fn once(self, once: Once) -> Self {
+        DeliverTo { once: Some(once), ..self }
     }
 
     /// Leaves out the handlers named in `handlers` (they handled the event already).
@@ -99,13 +108,55 @@ impl std::fmt::Debug for DeliverTo<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeliverTo")
             .field("only", &self.only)
+            .field("once", &self.once)
             .field("except", &self.except)
             .field("first", &self.first.is_some())
             .finish()
     }
 }
 
+/// The name of `handlers[i]`: its proto's type and its method, `#n` after it for the n-th
+/// object of that type ([`HandlerRun::handler`]).
+fn handler_name(handlers: &[Handler], i: usize) -> String {
+    let d = handlers[i].descriptor;
+    // Objects of one type share their handler's descriptor: the how-manieth this is.
+    let before = handlers[..i].iter().filter(|h| std::ptr::eq(h.descriptor, d)).count();
+    match before {
+        0 => format!("{}::{}", (d.proto_name)(), d.method),
+        n => format!("{}::{}#{}", (d.proto_name)(), d.method, n + 1),
+    }
+}
+
+/// An `after_commit` handler of an App ([`EventBus::handlers`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HandlerInfo {
+    /// The event it takes.
+    pub event: TypeId,
+    /// Its name, as [`HandlerRun::handler`] gives it.
+    pub name: String,
+    /// How many instances run it.
+    pub once: Once,
+}
+
 impl EventBus {
+    /// The `after_commit` handlers of this App, by name (none once the App is gone): what a transport subscribes for, one shared subscription
+    /// per [`Once::PerCluster`] handler.
+    pub fn handlers(&self) -> Vec<HandlerInfo> {
+        let Some(app) = self.app.get().and_then(Weak::upgrade) else { return Vec::new() };
+        let Some(all) = handlers_of(&app) else { return Vec::new() };
+        let mut infos = Vec::new();
+        for (&event, handlers) in all.iter() {
+            for (i, handler) in handlers.iter().enumerate() {
+                if handler.descriptor.phase == EventPhase::AfterCommit {
+                    infos.push(HandlerInfo { event, name: handler_name(handlers, i), once: handler.descriptor.once });
+                }
+            }
+        }
+        infos.sort_by(|a, b| a.name.cmp(&b.name));
+        infos
+    }
+
     /// As [`deliver_with`](Self::deliver_with), telling each handler's outcome apart, to the
     /// handlers `to` takes ([`DeliverTo::all`] for every one).
     ///
@@ -163,13 +214,10 @@ impl EventBus {
         let event: AnyEvent = Arc::new(event);
         for (i, &handler) in handlers.iter().enumerate().filter(|(_, h)| h.descriptor.phase == EventPhase::AfterCommit)
         {
-            let d = handler.descriptor;
-            // Objects of one type share their handler's descriptor: the how-manieth this is.
-            let before = handlers[..i].iter().filter(|h| std::ptr::eq(h.descriptor, d)).count();
-            let name = match before {
-                0 => format!("{}::{}", (d.proto_name)(), d.method),
-                n => format!("{}::{}#{}", (d.proto_name)(), d.method, n + 1),
-            };
+            if to.once.is_some_and(|once| once != handler.descriptor.once) {
+                continue;
+            }
+            let name = handler_name(handlers, i);
             if !to.takes(&name) {
                 continue;
             }

@@ -23,7 +23,7 @@ use std::sync::{Arc, Weak};
 mod deliver;
 mod hold;
 
-pub use deliver::{DeliverTo, Deliveries, HandlerRun};
+pub use deliver::{DeliverTo, Deliveries, HandlerInfo, HandlerRun};
 pub use hold::EventHold;
 use hold::Routed;
 
@@ -79,6 +79,43 @@ pub enum EventPhase {
     AfterRollback,
 }
 
+/// How many instances of a service run an `after_commit` handler of an event that crosses
+/// instances (tegu-outbox's external events): each instance (`#[event_handler]`, the default)
+/// or one (`#[event_handler(once_per_cluster)]`). A handler of an event that stays in the
+/// process runs in the instance that emitted it, once either way.
+///
+/// # Examples
+///
+/// ```rust,standalone_crate
+/// use tegu_core::{handlers, singleton_proto, App, events::Once};
+///
+/// pub struct Shipped;
+///
+/// #[singleton_proto]
+/// pub struct Mailer;
+///
+/// #[handlers]
+/// impl Mailer {
+///     /// One mail per shipment, whichever instance sends it.
+///     #[event_handler(once_per_cluster)]
+///     async fn on_shipped(&self, _: &Shipped) {}
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::DiError> {
+/// let app = App::builder().build().await?;
+/// let handlers = app.events().handlers();
+/// assert_eq!(handlers[0].name, "rust_out::Mailer::on_shipped");
+/// assert_eq!(handlers[0].once, Once::PerCluster);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Once {
+    /// Every instance runs it with every event: a cache to refresh, a local statistic.
+    PerInstance,
+    /// One instance of the service runs it with each event: a mail to send, a card to charge.
+    PerCluster,
+}
+
 /// What `#[event_handler]` submits through `inventory`: a method of singleton `proto` that
 /// takes `&E`.
 #[doc(hidden)]
@@ -90,6 +127,8 @@ pub struct HandlerDescriptor {
     pub event_name: fn() -> &'static str,
     pub method: &'static str,
     pub phase: EventPhase,
+    /// How many instances run it (`once_per_cluster`).
+    pub once: Once,
     /// The events it declares it emits (`emits(..)`): what `build()` checks against their
     /// handlers' lineage needs.
     pub emits: &'static [crate::lineage::Emitted],

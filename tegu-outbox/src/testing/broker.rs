@@ -1,6 +1,6 @@
 //! `MemoryBroker`: a [`Broker`] in memory, failing on demand the ways a real one does.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tegu_core::{ProtoDef, error::BoxError};
@@ -41,6 +41,10 @@ pub struct Published {
 ///   made again starts with what was published since (tegu-nats' does, from a little before
 ///   its instance last heard from the old one).
 /// - **At-least-once delivery**: [`redeliver`](Self::redeliver) brings an event once more.
+/// - **Shared subscriptions** ([`Broker::subscribe_shared`]): the instances subscribed with one
+///   group share its events, each to one of them; [`disconnect`](Self::disconnect) ends an
+///   instance's subscriptions as its death would, and what it had not acknowledged goes to
+///   another instance of the group at once (JetStream: after its `ack_wait`).
 ///
 /// A clone is the same broker and the same consumer (the same instance of the service);
 /// [`instance`](Self::instance) is another instance's handle on the same broker. Register it
@@ -110,6 +114,12 @@ struct State {
     epoch: u64,
     /// One per instance (handle made by `new` or `instance`).
     consumers: Vec<Consumer>,
+    /// The shared consumers, by group.
+    groups: HashMap<String, Group>,
+    /// Bumped per instance by `disconnect`: its subscriptions of an earlier one are gone.
+    connections: HashMap<usize, u64>,
+    /// The number of the next subscription.
+    numbered: u64,
     refused_names: HashMap<String, String>,
     refused_ids: HashMap<String, String>,
     max_payload: Option<usize>,
@@ -140,7 +150,102 @@ struct Consumer {
     unacked: BTreeSet<usize>,
 }
 
+/// A shared consumer: the events of one name, each to one of its subscriptions.
+#[derive(Debug, Default)]
+struct Group {
+    /// The name of its events.
+    event: String,
+    /// As [`Consumer::lost`].
+    lost: bool,
+    /// The index in `log` of the next event to look at.
+    next: usize,
+    /// Events to deliver again, before `next`.
+    again: VecDeque<usize>,
+    /// Events delivered and not acknowledged, with the subscription that has each and its
+    /// instance.
+    unacked: BTreeMap<usize, (u64, usize)>,
+}
+
+/// Whose events a subscription or an acknowledgement is: an instance's own consumer, or a
+/// group's shared one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Target {
+    Own(usize),
+    Group(String),
+}
+
 impl State {
+    /// The next event of `group` for subscription `number` of `instance`, if any, marked
+    /// delivered to it.
+    fn take_shared(&mut self, group: &str, number: u64, instance: usize) -> Option<usize> {
+        let log = &self.log;
+        let group = self.groups.get_mut(group)?;
+        let index = match group.again.pop_front() {
+            Some(index) => index,
+            None => {
+                let skip = log[group.next.min(log.len())..].iter().take_while(|e| e.name != group.event).count();
+                group.next += skip;
+                if group.next >= log.len() {
+                    return None;
+                }
+                group.next += 1;
+                group.next - 1
+            }
+        };
+        group.unacked.insert(index, (number, instance));
+        Some(index)
+    }
+
+    /// Gives what the subscriptions `held` takes had not acknowledged to their group again.
+    fn release(&mut self, held: impl Fn(&str, u64, usize) -> bool) {
+        for (name, group) in &mut self.groups {
+            let taken: Vec<usize> =
+                group.unacked.iter().filter(|(_, (n, i))| held(name, *n, *i)).map(|(index, _)| *index).collect();
+            for index in taken.into_iter().rev() {
+                group.unacked.remove(&index);
+                group.again.push_front(index);
+            }
+        }
+    }
+
+    /// Marks event `index` of `target` acknowledged by subscription `number` (a shared one's
+    /// event taken over by another instance since is not).
+    fn acked(&mut self, target: &Target, index: usize, number: u64) {
+        match target {
+            Target::Own(consumer) => {
+                self.consumers[*consumer].unacked.remove(&index);
+            }
+            Target::Group(group) => {
+                if let Some(group) = self.groups.get_mut(group)
+                    && group.unacked.get(&index).is_some_and(|(n, _)| *n == number)
+                {
+                    group.unacked.remove(&index);
+                }
+            }
+        }
+    }
+
+    /// Event `index` of `target`, delivered to subscription `number` and not acknowledged, to
+    /// be delivered again.
+    fn unack(&mut self, target: &Target, index: usize, number: u64) {
+        match target {
+            Target::Own(consumer) => {
+                let consumer = &mut self.consumers[*consumer];
+                if consumer.unacked.remove(&index) {
+                    consumer.again.push_back(index);
+                }
+            }
+            Target::Group(group) => {
+                if let Some(group) = self.groups.get_mut(group)
+                    && group.unacked.get(&index).is_some_and(|(n, _)| *n == number)
+                {
+                    group.unacked.remove(&index);
+                    group.again.push_back(index);
+                }
+            }
+        }
+    }
+
     /// The next event for `consumer`, if any, marked delivered.
     fn take_next(&mut self, consumer: usize) -> Option<usize> {
         let len = self.log.len();
@@ -184,6 +289,7 @@ impl std::fmt::Debug for MemoryBroker {
         let state = self.state();
         f.debug_struct("MemoryBroker")
             .field("consumer", &self.consumer)
+            .field("groups", &state.groups.len())
             .field("stored", &state.log.len())
             .field("attempts", &state.attempts)
             .field("duplicates", &state.duplicates)
@@ -325,13 +431,49 @@ impl MemoryBroker {
                 let lost = consumer.exists || consumer.lost;
                 *consumer = Consumer { lost, ..Consumer::default() };
             }
+            for group in state.groups.values_mut() {
+                *group = Group { event: std::mem::take(&mut group.event), lost: true, ..Group::default() };
+            }
         }
         self.changed();
     }
 
-    /// Delivers the event of id `id` once more to every instance subscribed, as a broker
-    /// does when an acknowledgement was lost (delivery is at least once). Whether it stores
-    /// such an event.
+    /// Ends this handle's instance's subscriptions, its own and its shared ones, as its death
+    /// or a lost connection would: each gives `None`. What its shared subscriptions had not
+    /// acknowledged goes to another instance of their group; what its own had waits for its
+    /// next subscription, as ever.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tegu_outbox::testing::MemoryBroker;
+    /// use tegu_outbox::{Broker, Outgoing};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tegu_core::error::BoxError> {
+    /// let a = MemoryBroker::new();
+    /// let b = a.instance();
+    /// let mut on_a = a.subscribe_shared("mailer", "shop.shipped").await?;
+    /// let mut on_b = b.subscribe_shared("mailer", "shop.shipped").await?;
+    /// a.publish(Outgoing { id: "e1", name: "shop.shipped", payload: b"{}", headers: &[] }).await?;
+    /// let _held = on_a.next().await.expect("an event")?; // A has it, and dies
+    /// a.disconnect();
+    /// assert!(on_a.next().await.is_none());
+    /// assert_eq!(on_b.next().await.expect("an event")?.id, "e1");
+    /// # Ok(()) }
+    /// ```
+    pub fn disconnect(&self) {
+        {
+            let mut state = self.state();
+            *state.connections.entry(self.consumer).or_default() += 1;
+            let instance = self.consumer;
+            state.release(|_, _, i| i == instance);
+        }
+        self.changed();
+    }
+
+    /// Delivers the event of id `id` once more to every instance subscribed, and to one of
+    /// each group that takes it, as a broker does when an acknowledgement was lost (delivery
+    /// is at least once). Whether it stores such an event.
     pub fn redeliver(&self, id: &str) -> bool {
         let found = {
             let mut state = self.state();
@@ -339,6 +481,10 @@ impl MemoryBroker {
             if let Some(index) = found {
                 for consumer in state.consumers.iter_mut().filter(|c| c.exists) {
                     consumer.again.push_back(index);
+                }
+                let name = state.log[index].name.clone();
+                for group in state.groups.values_mut().filter(|g| g.event == name) {
+                    group.again.push_back(index);
                 }
             }
             found.is_some()
@@ -376,6 +522,20 @@ impl MemoryBroker {
 
     fn state(&self) -> MutexGuard<'_, State> {
         self.shared.state()
+    }
+
+    /// A subscription of this handle's instance to `target`, numbered.
+    fn subscription(&self, state: &mut State, target: Target, epoch: u64) -> Box<dyn Subscription> {
+        state.numbered += 1;
+        Box::new(MemorySubscription {
+            shared: Arc::clone(&self.shared),
+            target,
+            number: state.numbered,
+            instance: self.consumer,
+            connection: state.connections.get(&self.consumer).copied().unwrap_or(0),
+            epoch,
+            changed: self.shared.changed.subscribe(),
+        })
     }
 
     fn changed(&self) {
@@ -464,16 +624,40 @@ impl Broker for MemoryBroker {
                     let next = if consumer.lost { 0 } else { len };
                     *consumer = Consumer { exists: true, next, ..Consumer::default() };
                 }
-                let subscription = MemorySubscription {
-                    shared: Arc::clone(&self.shared),
-                    consumer: self.consumer,
-                    epoch,
-                    changed: self.shared.changed.subscribe(),
-                };
-                Ok(Box::new(subscription) as Box<dyn Subscription>)
+                Ok(self.subscription(&mut state, Target::Own(self.consumer), epoch))
             }
         };
         Box::pin(std::future::ready(result))
+    }
+
+    /// Shares `group`'s consumer, made for the events named `event` when the first instance
+    /// subscribes (starting with those published from then on; made again after the broker
+    /// forgot, with everything it stored since).
+    fn subscribe_shared<'a>(
+        &'a self,
+        group: &'a str,
+        event: &'a str,
+    ) -> BoxFuture<'a, Result<Box<dyn Subscription>, BoxError>> {
+        let result = {
+            let mut state = self.state();
+            if state.down {
+                Err("the broker is down (MemoryBroker::set_down)".into())
+            } else {
+                state.subscriptions += 1;
+                let (len, epoch) = (state.log.len(), state.epoch);
+                let made = state.groups.entry(group.to_owned()).or_default();
+                if made.event.is_empty() || made.lost {
+                    let next = if made.lost { made.next } else { len };
+                    *made = Group { event: event.to_owned(), next, ..Group::default() };
+                }
+                Ok(self.subscription(&mut state, Target::Group(group.to_owned()), epoch))
+            }
+        };
+        Box::pin(std::future::ready(result))
+    }
+
+    fn shares(&self) -> bool {
+        true
     }
 
     fn refuses(&self, event: Outgoing<'_>) -> Option<String> {
@@ -484,10 +668,25 @@ impl Broker for MemoryBroker {
 /// An instance's subscription to a [`MemoryBroker`].
 struct MemorySubscription {
     shared: Arc<Shared>,
-    consumer: usize,
+    target: Target,
+    /// Its number: what a group's events delivered to it are marked with.
+    number: u64,
+    /// Its instance, and that instance's connection when it was made: it ends at `disconnect`.
+    instance: usize,
+    connection: u64,
     /// The broker's epoch when it was made: it ends when the broker forgets.
     epoch: u64,
     changed: watch::Receiver<u64>,
+}
+
+impl Drop for MemorySubscription {
+    /// A shared subscription's events not acknowledged go to another of its group.
+    fn drop(&mut self) {
+        if let Target::Group(group) = &self.target {
+            self.shared.state().release(|g, n, _| g == group && n == self.number);
+            self.shared.changed();
+        }
+    }
 }
 
 impl Subscription for MemorySubscription {
@@ -498,18 +697,27 @@ impl Subscription for MemorySubscription {
                 self.changed.borrow_and_update();
                 {
                     let mut state = self.shared.state();
-                    if state.epoch != self.epoch {
+                    let connection = state.connections.get(&self.instance).copied().unwrap_or(0);
+                    if state.epoch != self.epoch || connection != self.connection {
+                        if let Target::Group(group) = &self.target {
+                            state.release(|g, n, _| g == group && n == self.number);
+                        }
                         return None;
                     }
                     if state.fail_receives > 0 {
                         state.fail_receives -= 1;
                         return Some(Err("receiving from the broker failed (MemoryBroker::fail_receives)".into()));
                     }
-                    if let Some(index) = state.take_next(self.consumer) {
+                    let next = match &self.target {
+                        Target::Own(consumer) => state.take_next(*consumer),
+                        Target::Group(group) => state.take_shared(group, self.number, self.instance),
+                    };
+                    if let Some(index) = next {
                         let Published { id, name, payload, headers } = state.log[index].clone();
                         let ack = MemoryAck {
                             shared: Arc::clone(&self.shared),
-                            consumer: self.consumer,
+                            target: self.target.clone(),
+                            number: self.number,
                             epoch: self.epoch,
                             index,
                         };
@@ -527,7 +735,8 @@ impl Subscription for MemorySubscription {
 /// Acknowledges one delivery of a [`MemoryBroker`].
 struct MemoryAck {
     shared: Arc<Shared>,
-    consumer: usize,
+    target: Target,
+    number: u64,
     epoch: u64,
     index: usize,
 }
@@ -540,14 +749,13 @@ impl Ack for MemoryAck {
             if state.fail_acks > 0 {
                 state.fail_acks -= 1;
                 // Not acknowledged: delivered again.
-                let consumer = &mut state.consumers[self.consumer];
-                if current && consumer.unacked.remove(&self.index) {
-                    consumer.again.push_back(self.index);
+                if current {
+                    state.unack(&self.target, self.index, self.number);
                 }
                 Err("acknowledging failed (MemoryBroker::fail_acks); the event comes again".into())
             } else {
                 if current {
-                    state.consumers[self.consumer].unacked.remove(&self.index);
+                    state.acked(&self.target, self.index, self.number);
                 }
                 state.acknowledged += 1;
                 Ok(())

@@ -45,6 +45,12 @@ impl Stats {
     #[event_handler(before_commit, emits(Created))]
     async fn relay_inside(&self, _: &Created) {}
 
+    #[event_handler(once_per_cluster)]
+    async fn mail(&self, _: &Created) {}
+
+    #[event_handler(after_commit, once_per_cluster, emits(Created))]
+    async fn mail_and_relay(&self, _: &Created) {}
+
     #[schedule(every = "1h30m", emits(Created))]
     async fn report(&self) {}
 
@@ -63,7 +69,15 @@ impl Stats {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let app = App::builder().without_schedules().build().await.unwrap();
-    assert_eq!(app.events().handler_count::<Created>(), 7);
+    assert_eq!(app.events().handler_count::<Created>(), 9);
+    let cluster: Vec<String> = app
+        .events()
+        .handlers()
+        .into_iter()
+        .filter(|h| h.once == tegu_core::events::Once::PerCluster)
+        .map(|h| h.name.rsplit("::").next().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(cluster, ["mail", "mail_and_relay"]);
     app.events().emit(Created(3));
     app.run_schedule::<Stats>("purge").await.unwrap();
     app.shutdown().await.unwrap(); // waits for the handlers
