@@ -52,6 +52,7 @@ pub mod admin;
 mod broker;
 mod clock;
 mod dead;
+mod event_id;
 mod external;
 mod outbox;
 mod recent;
@@ -62,6 +63,7 @@ pub mod testing;
 
 pub use broker::{Ack, Broker, Outgoing, Received, Refused, Subscription};
 pub use dead::{DeadLetter, Why};
+pub use event_id::EventId;
 pub use external::{external_name, valid_name};
 pub use outbox::{Outbox, OutboxCounts, Replayed};
 pub use store::{OutboxStore, Recorded, Stored};

@@ -23,6 +23,7 @@ use tokio::sync::Notify;
 use crate::broker::{Broker, Outgoing, Received, Refused};
 use crate::clock::now_ms;
 use crate::dead::{DeadLetter, Why};
+use crate::event_id::handling;
 use crate::external::{ExternalEvent, lineage_from_headers};
 use crate::recent::Recent;
 use crate::store::{OutboxStore, Recorded};
@@ -754,7 +755,7 @@ impl Outbox {
                 let lineage = lineage_from_headers(&self.bus, headers);
                 let mark = |handler: &str| inbox.mark(handler);
                 let to = inbox.first(lane.to(&handled), &mark);
-                match (event.deliver)(&self.bus, payload, &lineage, to).await {
+                match handling(id, (event.deliver)(&self.bus, payload, &lineage, to)).await {
                     // No handler ran: neither remembered nor acknowledged, it comes again.
                     Ok(each) if each.refused => {
                         self.refused.fetch_add(1, Ordering::Relaxed);
@@ -819,7 +820,7 @@ impl Outbox {
                 self.retries.fetch_add(1, Ordering::Relaxed);
                 retry_metric();
                 let to = inbox.first(DeliverTo::only(&run.handler), &mark);
-                let again = (event.deliver)(&self.bus, payload, lineage, to).await;
+                let again = handling(incoming.id, (event.deliver)(&self.bus, payload, lineage, to)).await;
                 error = match again {
                     Ok(again) if again.refused => return false,
                     Ok(again) => {
@@ -993,7 +994,7 @@ impl Outbox {
             None => DeliverTo::all().once(Once::PerInstance).except(&handled),
         };
         let to = inbox.first(to, &mark);
-        let each = match (event.deliver)(&self.bus, &letter.payload, &lineage, to).await {
+        let each = match handling(&letter.event_id, (event.deliver)(&self.bus, &letter.payload, &lineage, to)).await {
             // The handler the dead letter names is not in this App (another deploy's objects).
             Ok(each) if !each.refused && only.is_some() && each.runs.is_empty() => {
                 let number = self.keep_again(&letter).await;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tegu_core::{App, handlers, singleton_proto};
 use tegu_outbox::testing::{MemoryBroker, MemoryStore};
-use tegu_outbox::{Broker, Outbox, Outgoing, Replayed, Subscription, Why};
+use tegu_outbox::{Broker, EventId, Outbox, Outgoing, Replayed, Subscription, Why};
 use tegu_test_support::until;
 
 /// The external event.
@@ -40,12 +40,16 @@ pub struct Shipping {
     mailed: Mutex<Vec<u32>>,
     /// What this instance counted.
     counted: Mutex<Vec<u32>>,
+    /// The event id each try of a mail saw in its scope's lineage ([`EventId`]).
+    ids: Mutex<Vec<Option<String>>>,
 }
 
 #[handlers]
 impl Shipping {
     #[event_handler(once_per_cluster)]
     async fn mail(&self, shipped: &Shipped) -> Result<(), String> {
+        let id = EventId::current().map(|id| id.as_str().to_owned());
+        self.ids.lock().unwrap().push(id);
         if shipped.parcel == HANGS && !HANGS_ONCE.swap(true, Ordering::SeqCst) {
             while !HUNG.load(Ordering::SeqCst) {
                 tokio::time::sleep(Duration::from_millis(5)).await;
@@ -189,6 +193,13 @@ async fn a_failed_mail_is_a_dead_letter_of_the_cluster_replayed_once() {
     assert_eq!(replayed, Replayed::Handled);
     assert_eq!(mailed(&[&first, &second]), [FAILS]);
     assert_eq!((counted(&first), counted(&second)), (vec![FAILS], vec![FAILS]));
+    // Each try, the replay's too, saw the event's id: the mail's idempotency key.
+    let ids: Vec<Option<String>> = [&first, &second]
+        .iter()
+        .flat_map(|app| app.get_object::<Shipping>().unwrap().ids.lock().unwrap().clone())
+        .collect();
+    assert_eq!(ids.len(), 3, "two tries and the replay: {ids:?}");
+    assert!(ids.iter().all(|id| id.as_deref() == Some(letter.event_id.as_str())), "{ids:?}");
     // A replay's record is the cluster's: the event brought again is not mailed twice.
     let id = a.published()[0].id.clone();
     assert!(a.redeliver(&id));
