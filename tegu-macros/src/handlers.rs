@@ -384,10 +384,9 @@ fn check_signature(
         };
         match rest.as_slice() {
             [syn::FnArg::Typed(arg)] => match &*arg.ty {
-                syn::Type::Reference(r) if r.mutability.is_none() => phase
-                    .map(|phase| {
-                        Kind::Event(Box::new(crate::internals::replace_self(&r.elem, self_ty)), phase, emits, cluster)
-                    }),
+                syn::Type::Reference(r) if r.mutability.is_none() => phase.map(|phase| {
+                    Kind::Event(Box::new(crate::internals::replace_self(&r.elem, self_ty)), phase, emits, cluster)
+                }),
                 other => {
                     wrong(cx, other);
                     None

@@ -692,7 +692,10 @@ impl Outbox {
                     Some(Ok(received)) => self.take(lane, received).await,
                     Some(Err(error)) => tracing::error!(%error, "receiving from the broker failed"),
                     None => {
-                        tracing::warn!(group = lane.shared.as_ref().map(|(h, _)| h.as_str()), "the broker ended the subscription; subscribing again");
+                        tracing::warn!(
+                            group = lane.shared.as_ref().map(|(h, _)| h.as_str()),
+                            "the broker ended the subscription; subscribing again"
+                        );
                         self.lost.store(true, Ordering::Release);
                         self.subscribed.send_modify(|(open, _)| *open = open.saturating_sub(1));
                         break;

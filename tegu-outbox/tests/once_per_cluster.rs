@@ -237,7 +237,8 @@ async fn the_outbox_refuses_a_once_per_cluster_handler_beside_a_broker_that_cann
     let fanout = Fanout(MemoryBroker::new());
     let proto = tegu_core::ProtoDef::singleton::<Fanout>(move |_| Ok(Fanout(fanout.0.clone())))
         .provides::<Fanout, dyn Broker>(|f| f);
-    let built = App::builder().register(MemoryStore::new().proto()).register(proto).register(Outbox::proto()).build().await;
+    let built =
+        App::builder().register(MemoryStore::new().proto()).register(proto).register(Outbox::proto()).build().await;
     let error = built.err().expect("refused").to_string();
     assert!(error.contains(MAIL) && error.contains("no shared subscriptions"), "{error}");
 }

@@ -80,6 +80,58 @@ pub struct TodoCreated {
 
 tegu_outbox::external_event!(TodoCreated = "todos.created");
 
+/// Tells a todo's owner it is done: once in the whole service, whichever instance does it
+/// (`once_per_cluster`: with NATS, the instances share one subscription for this handler, and
+/// one that dies mid-handling leaves the event to another). The notification is a row of the
+/// `notifications` table, written in the handler's transaction (`#[transactional]`), which the
+/// outbox's inbox record joins: the row and the record commit together, so that a redelivery,
+/// a retry or a replay never writes it twice. A notification sent outside the database (a
+/// mail) would carry its key, the event's id ([`tegu_outbox::EventId`]), for the mail server to
+/// recognise a repeat by.
+#[singleton_proto]
+#[derive(Debug)]
+pub struct Notifier {
+    #[inject]
+    db: Arc<Db>,
+    #[inject]
+    tenant: ContextRef<Tenant>,
+}
+
+#[handlers]
+impl Notifier {
+    #[event_handler(once_per_cluster)]
+    async fn on_completed(&self, event: &TodoCompleted) -> Result<(), TxError> {
+        self.notify(event).await
+    }
+}
+
+impl Notifier {
+    /// Writes the notification of `event`, keyed by the event's id (by the todo, for an event
+    /// that stayed in the process, without the outbox).
+    #[tegu_tx::transactional]
+    async fn notify(&self, event: &TodoCompleted) -> Result<(), TxError> {
+        let tenant =
+            self.tenant.try_get().map(|t| t.key().to_owned()).unwrap_or_else(|_| crate::DEFAULT_TENANT.to_owned());
+        let key = match tegu_outbox::EventId::current() {
+            Some(id) => id.to_string(),
+            None => format!("local:{tenant}:{}", event.id),
+        };
+        on_db!(self.db.pools(), |db, conn| {
+            sqlx::query("INSERT INTO notifications (key, tenant, \"user\", todo, at) VALUES ($1, $2, $3, $4, $5)")
+                .bind(&key)
+                .bind(&tenant)
+                .bind(&event.user)
+                .bind(event.id)
+                .bind(unix_now())
+                .execute(conn)
+                .await
+                .map_err(|e| db.error("writing a notification", e))?;
+        });
+        tracing::info!(todo = event.id, "todo's owner notified");
+        Ok(())
+    }
+}
+
 /// Counts created and completed todos (`GET /stats`): in each instance, every todo of the
 /// service once, wherever it was created or completed; in all, and per tenant (the tenant of
 /// the request that emitted the event, read in the handler's scope; [`crate::DEFAULT_TENANT`]

@@ -161,6 +161,7 @@ impl Db {
             }
         }
         sqlx::query(INDEX).execute(db.pool()).await.map_err(|e| db.error("creating the schema", e))?;
+        sqlx::query(NOTIFICATIONS).execute(db.pool()).await.map_err(|e| db.error("creating the schema", e))?;
         tracing::info!(file = %file.display(), "database open");
         let claims = ClusterSchedules::<Sqlite>::new(db.clone()).await?;
         let outbox = OutboxTable::<Sqlite>::new(db.clone()).await?;
@@ -205,6 +206,7 @@ impl Db {
             }
         }
         db.create_if_missing(INDEX, "creating the schema").await?;
+        db.create_if_missing(NOTIFICATIONS, "creating the schema").await?;
         let shown = redacted(&url);
         tracing::info!(database = %shown, "database open");
         let claims = ClusterSchedules::<Postgres>::new(db.clone()).await?;
@@ -271,6 +273,18 @@ const SQLITE_UPGRADES: [(&str, &[&str]); 2] = [
         &["ALTER TABLE todos ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default'", "DROP INDEX IF EXISTS todos_by_user"],
     ),
 ];
+
+/// The notifications of done todos ([`crate::advice::Notifier`]), on both databases. Their key
+/// (the event's id) is what a mail would carry for its server to recognise a repeat by; it is
+/// not unique here, since the outbox's inbox, written in the same transaction, keeps a second
+/// row of one event out, and the cluster tests count the rows to show it.
+const NOTIFICATIONS: &str = "CREATE TABLE IF NOT EXISTS notifications (
+         key     TEXT   NOT NULL,
+         tenant  TEXT   NOT NULL,
+         \"user\" TEXT   NOT NULL,
+         todo    BIGINT NOT NULL,
+         at      BIGINT NOT NULL
+     )";
 
 /// The index of every query of the repository: a tenant's user's todos, by id.
 const INDEX: &str = "CREATE INDEX IF NOT EXISTS todos_by_tenant ON todos (tenant, \"user\", id)";

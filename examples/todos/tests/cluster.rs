@@ -486,3 +486,73 @@ async fn ten_thousand_creates_and_completions_while_nats_loses_its_store_and_pos
         created - CLIENTS as u64
     );
 }
+
+/// Ten thousand todos completed on A, while B shares the notifier's subscription with it and is
+/// killed (SIGKILL) mid-handling, then restarted under its name: each completion is notified
+/// exactly once in the whole cluster (rows counted in the database: the table has no unique
+/// key, the inbox alone keeps a second row out), what B held when it died is taken over by A
+/// once NATS' `ack_wait` passes, and A, alive throughout, counts every creation and completion
+/// once (the handler each instance runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_completions_are_notified_once_while_an_instance_is_killed_mid_handling() {
+    const TODOS: usize = 10_000;
+    let Some(cluster) = Cluster::new("notified") else { return };
+    let quick = [("TODOS_NATS__ACK_WAIT_MS", "2000")];
+    let (a, mut b) = (cluster.start("a", &quick), cluster.start("b", &quick));
+    ready(a.addr).await;
+    ready(b.addr).await;
+    // A hundred users, a hundred todos each, in one batch per user.
+    let titles = format!("[{}]", vec![r#"{"title":"n"}"#; 100].join(","));
+    let mut todos = Vec::with_capacity(TODOS);
+    for user in 0..TODOS / 100 {
+        let reply = send_json(a.addr, "POST", &format!("/users/n{user}/todos/batch"), &titles).await;
+        assert_eq!(reply.status, 201, "{reply:?}");
+        let created: Vec<serde_json::Value> = serde_json::from_str(&reply.body).unwrap();
+        todos.extend(created.iter().map(|todo| (user, todo["id"].as_i64().unwrap())));
+    }
+    // Completed by 32 clients at once, all on A.
+    let todos = std::sync::Arc::new(std::sync::Mutex::new(todos));
+    let clients: Vec<_> = (0..32)
+        .map(|_| {
+            let (todos, addr) = (todos.clone(), a.addr);
+            tokio::spawn(async move {
+                loop {
+                    let Some((user, id)) = todos.lock().unwrap().pop() else { return };
+                    let path = format!("/users/n{user}/todos/{id}");
+                    let reply = send_json(addr, "PATCH", &path, r#"{"done":true}"#).await;
+                    assert_eq!(reply.status, 200, "{reply:?}");
+                }
+            })
+        })
+        .collect();
+    let notified = async || cluster.count("notifications").await;
+    until("a quarter notified", WITHIN, async || notified().await >= (TODOS / 4) as i64).await;
+    b.signal("KILL");
+    b.exited_within(Duration::from_secs(10));
+    let killed_at = notified().await;
+    let b = cluster.start("b", &quick);
+    ready(b.addr).await;
+    for client in clients {
+        client.await.unwrap();
+    }
+    until("every completion notified", Duration::from_secs(180), async || notified().await >= TODOS as i64).await;
+    // Past two `ack_wait`s: nothing comes twice.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let pool = sqlx::PgPool::connect(&cluster.db).await.unwrap();
+    let (rows, todos, keys): (i64, i64, i64) =
+        sqlx::query_as("SELECT count(*), count(DISTINCT todo), count(DISTINCT key) FROM notifications")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    pool.close().await;
+    assert_eq!((rows, todos, keys), (TODOS as i64, TODOS as i64, TODOS as i64), "each completion notified once");
+    until("A to count every creation and completion once", WITHIN, async || {
+        stats(a.addr).await == (TODOS as u64, TODOS as u64)
+    })
+    .await;
+    assert_eq!(cluster.count("di_outbox_dead_letters").await, 0);
+    eprintln!(
+        "notified: {TODOS} completions on A, B killed at {killed_at} notifications and restarted; each notified once"
+    );
+    drop(b);
+}
