@@ -12,6 +12,11 @@
 //!   acknowledgements: it receives every event, resumes where it left off after a restart,
 //!   and gets again what it did not acknowledge. A consumer made anew starts with the events
 //!   published from then on.
+//! - **Shared subscriptions** (`Broker::subscribe_shared`, for the outbox's once-per-cluster
+//!   handlers): the instances share one durable pull consumer per group, `cluster-<group>-<hash>`,
+//!   on the subject of the group's event, pulled one message at a time. The server gives each
+//!   message to one of them and, unacknowledged after `ack_wait_ms` (an instance died), to
+//!   another; a subscriber still handling one says so every third of that wait (`+WPI`).
 //! - **The server's state lost**: a NATS server restarted without its JetStream store (or a
 //!   stream deleted) no longer has the stream or the consumer. A publish that finds no stream
 //!   creates it again (the relay publishes in its next round); a subscription whose consumer
@@ -31,7 +36,8 @@
 //! (required), `stream` (`"DI_EVENTS"`), `subjects` (`"events"`), `consumer` (this instance's
 //! name; by default one made up at start, which a restart does not resume and the server removes
 //! an hour after the instance is gone), `max_age_hours` (how long the stream keeps an event when
-//! this instance creates it: a week).
+//! this instance creates it: a week), `ack_wait_ms` (how long the server waits for an
+//! acknowledgement before delivering the event again: 30 s).
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
