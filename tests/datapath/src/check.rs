@@ -60,6 +60,10 @@ pub const INVARIANTS: &[(&str, &str)] = &[
         "an external event's after_commit handler writing in its transaction has its effect at most once per instance, however often the event comes, and a replay's at most once per dead letter; none if it failed and was not replayed",
     ),
     ("replayed-once", "a dead letter replayed once its handler is fixed is handled once, and leaves no dead letter"),
+    (
+        "cluster-effect-once",
+        "an external event's once-per-cluster handler writing in its transaction has its effect at most once in the whole cluster, and once more per dead letter of the cluster replayed",
+    ),
     ("external-delivered", "the outbox is drained: every committed external event was published"),
     ("tenant-isolation", "every row a scope reads belongs to its tenant"),
     ("row-tenant", "every row stored carries the tenant of the scope that wrote it"),
@@ -78,6 +82,7 @@ pub fn check(scenario: &Scenario, observed: &Observed) -> Vec<Violation> {
     model.events();
     model.dead_letters();
     model.effects();
+    model.cluster_effects();
     model.tenants();
     model.lives();
     model.errors();
@@ -487,6 +492,29 @@ impl<'a> Model<'a> {
                 self.v(
                     "effect-once",
                     format!("event {id}: its effect is stored {n} times by {} instance(s)", self.scenario.instances),
+                );
+            }
+        }
+    }
+
+    /// The effects of the once-per-cluster handler (rows `c{id}@{instance}#{n}`), each written
+    /// in its transaction with the cluster's inbox record: at most one per event in the whole
+    /// cluster, plus one per dead letter of the cluster's for the event (replayed once the
+    /// handlers are fixed).
+    fn cluster_effects(&mut self) {
+        let mut count: BTreeMap<u32, usize> = BTreeMap::new();
+        for tag in self.rows.keys() {
+            let Some((id, _)) = tag.strip_prefix('c').and_then(|t| t.split_once('@')) else { continue };
+            if let Ok(id) = id.parse() {
+                *count.entry(id).or_default() += 1;
+            }
+        }
+        for (id, n) in count {
+            let letters = self.o.log.cluster_dead.iter().filter(|d| d.event == Some(id)).count();
+            if n > 1 + letters {
+                self.v(
+                    "cluster-effect-once",
+                    format!("event {id}: the cluster has its once-per-cluster handler's effect {n} times ({letters} dead letter(s))"),
                 );
             }
         }

@@ -147,6 +147,13 @@ pub struct HandlerObs {
     pub fixed: bool,
 }
 
+impl DeadObs {
+    /// Whether it is the once-per-cluster handler's (`Handlers::shipped_cluster`).
+    pub fn of_cluster(&self) -> bool {
+        self.receiver.starts_with("cluster:")
+    }
+}
+
 /// A dead letter of the run, as the outbox kept it once the run settled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadObs {
@@ -221,6 +228,9 @@ pub struct Log {
     pub replays: Vec<(i64, String)>,
     /// The run's dead letters left after the replays.
     pub dead_after_replays: usize,
+    /// The run's dead letters of the once-per-cluster handler (the cluster's, one receiver for
+    /// every instance), replayed like the others; not in `dead`.
+    pub cluster_dead: Vec<DeadObs>,
 }
 
 /// A call of a method retried on conflicts (`Op::Retried`): its tries, each a call of its own
@@ -386,7 +396,9 @@ impl Recorder {
     /// The dead letters of the run, the replays' answers, and those left after them.
     pub fn dead_letters(&self, dead: Vec<DeadObs>, replays: Vec<(i64, String)>, left: usize) {
         let mut log = self.log();
-        (log.dead, log.replays, log.dead_after_replays) = (dead, replays, left);
+        let (cluster, own): (Vec<DeadObs>, Vec<DeadObs>) = dead.into_iter().partition(DeadObs::of_cluster);
+        let replays = replays.into_iter().filter(|(n, _)| own.iter().any(|d| d.number == *n)).collect();
+        (log.dead, log.replays, log.dead_after_replays, log.cluster_dead) = (own, replays, left, cluster);
     }
 
     /// A call of a retried method ended.

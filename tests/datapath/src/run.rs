@@ -743,7 +743,7 @@ async fn replay_dead_letters(apps: &[App], recorder: &Recorder, until: Instant, 
         };
         replays.push((letter.number, answer));
     }
-    let left = read().await.0.len();
+    let left = read().await.0.iter().filter(|letter| !letter.of_cluster()).count();
     recorder.dead_letters(dead, replays, left);
 }
 

@@ -649,6 +649,23 @@ impl Handlers {
         outcome
     }
 
+    /// The once-per-cluster handler's effect, in its transaction: a row `c{id}@{instance}#{n}`
+    /// (`f` after the instance once the handlers are fixed, for the replays) that commits with
+    /// the cluster's inbox record of the event or not at all.
+    #[transactional]
+    async fn cluster_effect(&self, e: &Shipped) -> Result<(), BoxError> {
+        let tenant = self.tenant.try_get().ok().map(|t| t.key().to_owned());
+        if e.run == self.rec.run()
+            && let Some(tenant) = tenant
+        {
+            let n = EFFECTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let fixed = if self.rec.fixed() { "f" } else { "" };
+            let tag = format!("c{}@{}{fixed}#{n}", e.id, self.rec.instance());
+            self.repo.insert(&tag, &tenant).await.map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
     async fn handle(&self, run: i64, id: u32, phase: Phase, behave: Behave) -> Result<(), BoxError> {
         if run != self.rec.run() {
             return Ok(()); // an earlier run's, still in the broker
@@ -699,6 +716,13 @@ impl Handlers {
     async fn shipped_after(&self, e: &Shipped) -> Result<(), BoxError> {
         let outcome = self.handle(e.run, e.id, Phase::AfterCommit, e.spec.after_commit).await;
         self.effect(e, outcome).await
+    }
+
+    /// The external event's once-per-cluster handler: one instance of the run's writes its
+    /// effect with each event; it fails only where the database does.
+    #[event_handler(once_per_cluster)]
+    async fn shipped_cluster(&self, e: &Shipped) -> Result<(), BoxError> {
+        self.cluster_effect(e).await
     }
 
     #[event_handler(after_rollback)]
