@@ -422,7 +422,7 @@ impl Broker for JetStream {
         Box::pin(self.subscribe_to(own))
     }
 
-    /// The durable consumer `cluster-<group>` ([`shared_consumer`]) on the subject of `event`,
+    /// The durable consumer `cluster-<group>-<hash>` on the subject of `event`,
     /// pulled one event at a time, so that none waits in one instance's buffer while another
     /// is free, or is taken over (after `ack_wait_ms`) while it waits.
     fn subscribe_shared<'a>(
