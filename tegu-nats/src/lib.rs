@@ -632,6 +632,11 @@ impl Ack for MessageAck {
         Box::pin(async move { self.0.ack().await })
     }
 
+    /// `-NAK` with the delay: the server delivers the message again once it has passed.
+    fn nak(self: Box<Self>, delay: Duration) -> BoxFuture<'static, Result<(), BoxError>> {
+        Box::pin(async move { self.0.ack_with(jetstream::AckKind::Nak(Some(delay))).await })
+    }
+
     /// `+WPI`: the server's wait for the acknowledgement starts again.
     fn progress(&self) -> BoxFuture<'_, Result<(), BoxError>> {
         Box::pin(async move { self.0.ack_with(jetstream::AckKind::Progress).await })

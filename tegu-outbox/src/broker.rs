@@ -14,7 +14,8 @@ pub struct Outgoing<'a> {
     /// Its JSON.
     pub payload: &'a [u8],
     /// The lineage of the request that emitted it, as header name and value
-    /// ([`Stored::headers`](crate::Stored::headers)); empty when it had none. A broker sends
+    /// ([`Stored::headers`](crate::Stored::headers)), and, for an event of a key, its key and
+    /// number (`tegu-event-key`, `tegu-event-seq`); empty when it had none. A broker sends
     /// them with the event (JetStream: as message headers) and gives them back in
     /// [`Received::headers`].
     pub headers: &'a [(String, String)],
@@ -129,6 +130,15 @@ pub trait Ack: Send + Sync {
     /// Tells the broker the event is still being handled ([`Broker::progress_every`]): its
     /// wait for the acknowledgement starts again. Nothing by default.
     fn progress(&self) -> BoxFuture<'_, Result<(), BoxError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// Gives the event back, to be delivered again in about `delay` (to this subscription or,
+    /// shared, another of its group): it is not its turn yet (an earlier event of its key is
+    /// still being handled). By default nothing is told, and the broker delivers it again once
+    /// its wait for the acknowledgement is over.
+    fn nak(self: Box<Self>, delay: std::time::Duration) -> BoxFuture<'static, Result<(), BoxError>> {
+        let _ = delay;
         Box::pin(std::future::ready(Ok(())))
     }
 }

@@ -35,6 +35,32 @@ pub struct ExternalEvent {
     pub deliver: DeliverFn,
     /// Whether JSON decodes into the event, without delivering it.
     pub decodes: fn(&[u8]) -> Result<(), serde_json::Error>,
+    /// The event's key (`key = ..`), whose events once-per-cluster handlers handle in emit
+    /// order; `None`: no order.
+    pub key: Option<fn(&(dyn Any + Send + Sync)) -> String>,
+}
+
+/// The key `key` gives an event of type `E`.
+pub fn key_of<E: 'static, K: ToString>(event: &(dyn Any + Send + Sync), key: fn(&E) -> K) -> String {
+    match event.downcast_ref::<E>() {
+        Some(event) => key(event).to_string(),
+        None => unreachable!("the outbox keys the events of the type it looked up"),
+    }
+}
+
+/// A key as it travels in a header and is stored: its bytes other than ASCII letters, digits,
+/// `-`, `_`, `.` and `:` percent-encoded, so that any key is a header value, and two keys
+/// differ as their encodings do.
+pub(crate) fn encode_key(key: &str) -> String {
+    let mut encoded = String::with_capacity(key.len());
+    for byte in key.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b':') {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
 }
 
 inventory::collect!(ExternalEvent);

@@ -79,7 +79,7 @@ pub mod guide {
 /// What [`external_event!`] expands to; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::external::{DeliverFn, ExternalEvent, decode_and_deliver, decodes, encode};
+    pub use crate::external::{DeliverFn, ExternalEvent, decode_and_deliver, decodes, encode, key_of};
     pub use inventory;
 }
 
@@ -88,9 +88,33 @@ pub mod __private {
 /// broker, dot-separated words of letters, digits, `-` and `_`, one per type. An App with an
 /// [`Outbox`] sends such events through it (see the crate's documentation); one without keeps
 /// them in the process.
+///
+/// With `key = |event| ..` (a closure without captures, giving anything `ToString`: an
+/// aggregate's id), the events of one key are numbered as they commit, and each
+/// once-per-cluster handler handles them in that order, a later one waiting for the one before
+/// (its retries, or its dead letter) in whichever instance has it.
+///
+/// ```rust,standalone_crate
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// pub struct Paid { pub account: u64, pub cents: u64 }
+///
+/// // The payments of one account, in the order they were made.
+/// tegu_outbox::external_event!(Paid = "billing.paid", key = |paid| paid.account);
+/// ```
 #[macro_export]
 macro_rules! external_event {
     ($ty:ty = $name:literal) => {
+        $crate::external_event!(@submit $ty, $name, ::core::option::Option::None);
+    };
+    ($ty:ty = $name:literal, key = $key:expr) => {
+        $crate::external_event!(@submit $ty, $name, ::core::option::Option::Some({
+            fn __tegu_key(event: &(dyn ::core::any::Any + ::core::marker::Send + ::core::marker::Sync)) -> ::std::string::String {
+                $crate::__private::key_of::<$ty, _>(event, $key)
+            }
+            __tegu_key
+        }));
+    };
+    (@submit $ty:ty, $name:literal, $key:expr) => {
         $crate::__private::inventory::submit! {
             $crate::__private::ExternalEvent {
                 ty: ::core::any::TypeId::of::<$ty>,
@@ -99,6 +123,7 @@ macro_rules! external_event {
                 encode: $crate::__private::encode::<$ty>,
                 deliver: $crate::__private::decode_and_deliver::<$ty>,
                 decodes: $crate::__private::decodes::<$ty>,
+                key: $key,
             }
         }
     };

@@ -24,7 +24,7 @@ use crate::broker::{Broker, Outgoing, Received, Refused};
 use crate::clock::now_ms;
 use crate::dead::{DeadLetter, Why};
 use crate::event_id::handling;
-use crate::external::{ExternalEvent, lineage_from_headers};
+use crate::external::{ExternalEvent, encode_key, lineage_from_headers};
 use crate::recent::Recent;
 use crate::store::{OutboxStore, Recorded};
 
@@ -68,6 +68,10 @@ struct Settings {
     /// days, as long as JetStream's stream keeps an event by default; 0: for ever): an event
     /// brought again within it is not handled again. At least `keep_ms`.
     inbox_keep_ms: u64,
+    /// How long, at most, an event of a key waits for the one before it to be handled by a
+    /// once-per-cluster handler, as one instance sees it, in milliseconds: then it goes on (the
+    /// handler never had the one before: it was deployed after it, or its record was purged).
+    order_wait_ms: u64,
 }
 
 /// `[outbox.handlers."name"]`: one handler's tries and wait, each defaulting to the outbox's.
@@ -96,6 +100,7 @@ impl Default for Settings {
             dead_letters_keep_ms: 7 * 24 * 3_600_000,
             unready_on_dead_letters: false,
             inbox_keep_ms: 7 * 24 * 3_600_000,
+            order_wait_ms: 60_000,
         }
     }
 }
@@ -148,6 +153,9 @@ struct Lane {
     receiver: String,
     /// The ids of the events it handled lately.
     recent: Mutex<Recent>,
+    /// The events of a key it gave back to wait for the one before, by id, and when it first
+    /// did.
+    waiting: Mutex<HashMap<String, Instant>>,
 }
 
 impl Lane {
@@ -158,6 +166,31 @@ impl Lane {
             None => DeliverTo::all().once(Once::PerInstance).except(handled),
         }
     }
+}
+
+/// What becomes of a received event once [`Outbox::handle`] is done with it.
+enum Take {
+    /// Acknowledged: handled, a duplicate, or a dead letter.
+    Ack,
+    /// Left unacknowledged, for the broker to bring again (the App refused it, a dead letter
+    /// could not be kept).
+    Leave,
+    /// Given back for a while ([`Ack::nak`](crate::Ack::nak)): an earlier event of its key is
+    /// still being handled.
+    Later,
+}
+
+/// How long an event of a key that is not its turn yet is given back for.
+const NOT_YET: Duration = Duration::from_millis(25);
+
+/// The headers that carry an event's key and its number among the key's events.
+const KEY_HEADER: &str = "tegu-event-key";
+const SEQ_HEADER: &str = "tegu-event-seq";
+
+/// The key and number `headers` carry, if both.
+fn order_of(headers: &[(String, String)]) -> Option<(String, u64)> {
+    let get = |name: &str| headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
+    Some((get(KEY_HEADER)?.to_owned(), get(SEQ_HEADER)?.parse().ok()?))
 }
 
 /// Runs `futures` together until each is done.
@@ -375,6 +408,14 @@ impl Outbox {
             return Err(refused(format!(
                 "`{}` is `once_per_cluster`, and the broker has no shared subscriptions to give each event to one instance",
                 handler.1
+            )));
+        }
+        if !store.keeps_order()
+            && let Some(event) = by_type.values().find(|event| event.key.is_some())
+        {
+            return Err(refused(format!(
+                "external event `{}` has a key, and the outbox store does not number the events of a key",
+                (event.type_name)()
             )));
         }
         let receiver = broker.receiver();
@@ -644,13 +685,14 @@ impl Outbox {
     /// once-per-cluster handler of an external event in the App.
     fn lanes(&self) -> Vec<Lane> {
         let recent = || Mutex::new(Recent::new(self.settings.remember));
-        let own = Lane { shared: None, receiver: self.receiver.clone(), recent: recent() };
+        let own = Lane { shared: None, receiver: self.receiver.clone(), recent: recent(), waiting: Mutex::default() };
         let shared = self.bus.handlers().into_iter().filter(|h| h.once == Once::PerCluster).filter_map(|handler| {
             let event = self.by_type.get(&handler.event)?;
             Some(Lane {
                 receiver: format!("{CLUSTER}{}", handler.name),
                 shared: Some((handler.name, event.name)),
                 recent: recent(),
+                waiting: Mutex::default(),
             })
         });
         std::iter::once(own).chain(shared).collect()
@@ -710,13 +752,13 @@ impl Outbox {
     async fn take(&self, lane: &Lane, received: Received) {
         let Received { id, name, payload, headers, ack } = received;
         let handling = self.handle(lane, &id, &name, &payload, &headers);
-        let done = match self.broker.progress_every() {
+        let take = match self.broker.progress_every() {
             None => handling.await,
             Some(every) => {
                 tokio::pin!(handling);
                 loop {
                     tokio::select! {
-                        done = &mut handling => break done,
+                        take = &mut handling => break take,
                         () = tokio::time::sleep(every) => {
                             if let Err(error) = ack.progress().await {
                                 tracing::warn!(event = ?name, id = ?id, %error, "telling the broker an event is still being handled failed");
@@ -726,10 +768,12 @@ impl Outbox {
                 }
             }
         };
-        if !done {
-            return;
-        }
-        if let Err(error) = ack.ack().await {
+        let acked = match take {
+            Take::Ack => ack.ack().await,
+            Take::Leave => return,
+            Take::Later => ack.nak(NOT_YET).await,
+        };
+        if let Err(error) = acked {
             tracing::warn!(event = ?name, id = ?id, %error, "acknowledging an event failed; it will come again, and be recognised");
         }
     }
@@ -741,20 +785,28 @@ impl Outbox {
     /// knows is a dead letter too. Whether to acknowledge it: not if the App refused it (gone,
     /// or shutting down) or a dead letter could not be kept, so that the broker brings it
     /// again.
-    async fn handle(&self, lane: &Lane, id: &str, name: &str, payload: &[u8], headers: &[(String, String)]) -> bool {
+    async fn handle(&self, lane: &Lane, id: &str, name: &str, payload: &[u8], headers: &[(String, String)]) -> Take {
         // An event without an id (published by something else) cannot be recognised again.
         let seen = !id.is_empty() && lane.recent.lock().unwrap_or_else(|e| e.into_inner()).contains(id);
         if seen {
             self.duplicates.fetch_add(1, Ordering::Relaxed);
-            return true;
+            return Take::Ack;
         }
+        // Of a key, for a once-per-cluster handler: in the key's order.
+        let order = lane.shared.as_ref().and_then(|_| order_of(headers));
         let incoming = Incoming { id, name, payload, headers, receiver: &lane.receiver };
         let done = match self.by_name.get(name) {
             Some(event) => {
                 // The handlers the inbox says handled it (a delivery before a restart, or by
                 // another instance of the cluster).
-                let inbox = Inbox::new(self, &lane.receiver, id);
+                let inbox = Inbox::new(self, &lane.receiver, id, order.clone());
                 let handled = inbox.handled().await;
+                if let (Some((handler, _)), Some((key, seq))) = (&lane.shared, &order)
+                    && handled.is_empty()
+                    && !self.its_turn(lane, handler, id, key, *seq).await
+                {
+                    return Take::Later;
+                }
                 let lineage = lineage_from_headers(&self.bus, headers);
                 let mark = |handler: &str| inbox.mark(handler);
                 let to = inbox.first(lane.to(&handled), &mark);
@@ -762,7 +814,7 @@ impl Outbox {
                     // No handler ran: neither remembered nor acknowledged, it comes again.
                     Ok(each) if each.refused => {
                         self.refused.fetch_add(1, Ordering::Relaxed);
-                        return false;
+                        return Take::Leave;
                     }
                     Ok(each) if each.runs.is_empty() && !handled.is_empty() => {
                         self.duplicates.fetch_add(1, Ordering::Relaxed);
@@ -786,10 +838,51 @@ impl Outbox {
                 self.set_dead(&dead).await
             }
         };
-        if done && !id.is_empty() {
+        if !done {
+            return Take::Leave;
+        }
+        if !id.is_empty() {
             lane.recent.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_owned());
         }
-        done
+        Take::Ack
+    }
+
+    /// Whether event `id`, number `seq` of `key`, is `handler`'s to handle now: the one before
+    /// it handled (or a dead letter), or it has waited `outbox.order_wait_ms` since this
+    /// instance first gave it back. An order that cannot be read is not its turn.
+    async fn its_turn(&self, lane: &Lane, handler: &str, id: &str, key: &str, seq: u64) -> bool {
+        if seq <= 1 {
+            return true;
+        }
+        let ready = match self.store.done_upto(&lane.receiver, handler, key).await {
+            Ok(done) => done.is_some_and(|done| done + 1 >= seq),
+            Err(error) => {
+                tracing::warn!(id, %error, "reading how far a handler is with its key's events failed; the event waits");
+                false
+            }
+        };
+        let mut waiting = lane.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        if ready {
+            waiting.remove(id);
+            return true;
+        }
+        let limit = Duration::from_millis(self.settings.order_wait_ms);
+        if waiting.len() >= 10_000 {
+            // Given back to another instance since: forgotten after a while.
+            waiting.retain(|_, since| since.elapsed() < limit.saturating_mul(10));
+        }
+        let since = *waiting.entry(id.to_owned()).or_insert_with(Instant::now);
+        if since.elapsed() >= limit {
+            waiting.remove(id);
+            tracing::warn!(
+                id,
+                handler,
+                seq,
+                "an event of a key waited `outbox.order_wait_ms` for the one before it, which this handler never had (deployed after it, or its record purged): handled now"
+            );
+            return true;
+        }
+        false
     }
 
     /// Tries each handler that failed `each` again, alone, as its settings say; one still
@@ -845,7 +938,9 @@ impl Outbox {
             if let Some(error) = error {
                 let mut dead = incoming.letter(Why::Failed { handler: run.handler.clone() });
                 (dead.error, dead.attempts) = (error, tried);
-                done &= self.set_dead(&dead).await;
+                let kept = self.set_dead(&dead).await;
+                // The key's next event goes on: this one waits as a dead letter.
+                done &= kept && inbox.advance(&run.handler).await;
             }
         }
         done
@@ -973,7 +1068,7 @@ impl Outbox {
         // The inbox of the receiver that had the event; a dead letter that names none (kept by
         // a store that does not keep it) is replayed without one: at least once.
         let id = if letter.receiver.is_empty() { "" } else { letter.event_id.as_str() };
-        let inbox = Inbox::new(self, &letter.receiver, id);
+        let inbox = Inbox::new(self, &letter.receiver, id, None);
         let recorded = match only {
             Some(handler) => inbox.has(handler).await,
             None => Some(false),
@@ -1098,13 +1193,38 @@ struct Inbox<'a> {
     outbox: &'a Outbox,
     receiver: &'a str,
     id: &'a str,
+    /// The event's key and number, for a once-per-cluster handler's: recorded with the record.
+    order: Option<(String, u64)>,
     /// Each record emitted, by handler, and whether its scope wrote it.
     emitted: Mutex<Vec<(String, Arc<AtomicBool>)>>,
 }
 
 impl<'a> Inbox<'a> {
-    fn new(outbox: &'a Outbox, receiver: &'a str, id: &'a str) -> Inbox<'a> {
-        Inbox { outbox, receiver, id, emitted: Mutex::new(Vec::new()) }
+    fn new(outbox: &'a Outbox, receiver: &'a str, id: &'a str, order: Option<(String, u64)>) -> Inbox<'a> {
+        Inbox { outbox, receiver, id, order, emitted: Mutex::new(Vec::new()) }
+    }
+
+    /// Records that `handler` is done with the event among its key's, on its own (a dead
+    /// letter, or a record written after the handler); nothing for an event of no key. A store
+    /// that fails is tried again for about 2.5 s; `false` if it still fails (logged): the
+    /// event is then left unacknowledged, to come again.
+    async fn advance(&self, handler: &str) -> bool {
+        let Some((key, seq)) = &self.order else { return true };
+        let mut wait = Duration::from_millis(10);
+        loop {
+            match self.outbox.store.advance(self.receiver, handler, key, *seq, now_ms()).await {
+                Ok(()) => return true,
+                Err(error) if wait < Duration::from_secs(2) => {
+                    tracing::warn!(id = ?self.id, handler, %error, "recording how far a handler is with its key's events failed; trying again");
+                    tokio::time::sleep(wait).await;
+                    wait *= 2;
+                }
+                Err(error) => {
+                    tracing::error!(id = ?self.id, handler, %error, "recording how far a handler is with its key's events failed; the event is left unacknowledged");
+                    return false;
+                }
+            }
+        }
     }
 
     /// The handlers the inbox records as having handled the event (none for an event without
@@ -1152,6 +1272,7 @@ impl<'a> Inbox<'a> {
             receiver: self.receiver.to_owned(),
             event_id: self.id.to_owned(),
             handler: handler.to_owned(),
+            order: self.order.clone(),
             written,
         });
     }
@@ -1165,11 +1286,13 @@ impl<'a> Inbox<'a> {
                 let emitted = self.emitted.lock().unwrap_or_else(|e| e.into_inner());
                 emitted.iter().rev().find(|(h, _)| *h == run.handler).is_some_and(|(_, w)| !w.load(Ordering::Acquire))
             };
-            if unwritten
-                && let Err(error) =
+            if unwritten {
+                if let Err(error) =
                     self.outbox.store.record_handled(self.receiver, self.id, &run.handler, now_ms()).await
-            {
-                tracing::warn!(id = ?self.id, handler = %run.handler, %error, "recording a handled event in the inbox failed; the handler runs again if the event comes again");
+                {
+                    tracing::warn!(id = ?self.id, handler = %run.handler, %error, "recording a handled event in the inbox failed; the handler runs again if the event comes again");
+                }
+                self.advance(&run.handler).await;
             }
         }
     }
@@ -1198,6 +1321,8 @@ struct Handled {
     receiver: String,
     event_id: String,
     handler: String,
+    /// The event's key and number, recorded with it (a once-per-cluster handler's).
+    order: Option<(String, u64)>,
     /// Set once written in the handler's scope.
     written: Arc<AtomicBool>,
 }
@@ -1220,6 +1345,7 @@ impl EventTransport for Outbox {
             let store = self.store.clone();
             let (receiver, event_id) = (handled.receiver.clone(), handled.event_id.clone());
             let (handler, written) = (handled.handler.clone(), handled.written.clone());
+            let order = handled.order.clone();
             // Outside a writable transaction of the store's data source (none, a read-only one,
             // one on another source), a record written now would commit before the handler's
             // work does: written by the outbox once the handler has succeeded.
@@ -1229,6 +1355,12 @@ impl EventTransport for Outbox {
             return Box::pin(async move {
                 match store.record_handled(&receiver, &event_id, &handler, now_ms()).await {
                     Ok(Recorded::Written) => {
+                        // With the record, how far the handler is with the key's events: a
+                        // failure fails the scope (its transaction rolls back, the handler is
+                        // tried again), lest the key's next events wait for it.
+                        if let Some((key, seq)) = order {
+                            store.advance(&receiver, &handler, &key, seq, now_ms()).await?;
+                        }
                         written.store(true, Ordering::Release);
                         Ok(())
                     }
@@ -1249,10 +1381,18 @@ impl EventTransport for Outbox {
         let (store, broker, written) = (self.store.clone(), self.broker.clone(), self.written.clone());
         // The emitting request's lineage (its tenant, trace, id), as it was when it emitted the
         // event: stored and published with it, for its handlers' scopes in every instance.
-        let headers: Vec<(String, String)> = lineage.headers().map(|(name, value)| (name.to_owned(), value)).collect();
+        let mut headers: Vec<(String, String)> =
+            lineage.headers().map(|(name, value)| (name.to_owned(), value)).collect();
         Box::pin(async move {
             let payload = (external.encode)(&*event)
                 .map_err(|e| format!("encoding event `{}` for the outbox: {e}", external.name))?;
+            // Of a key: numbered among its events, in the transaction it commits in.
+            if let Some(key) = external.key {
+                let key = encode_key(&key(&*event));
+                let seq = store.sequence(&key).await.map_err(|source| Failed { event: external.name, source })?;
+                headers.push((KEY_HEADER.to_owned(), key));
+                headers.push((SEQ_HEADER.to_owned(), seq.to_string()));
+            }
             let id = new_event_id();
             // An event the broker would never take fails the request now, rather than being
             // acknowledged and set aside by the relay.

@@ -121,6 +121,50 @@ pub trait OutboxStore: Send + Sync + 'static {
     /// transaction.
     fn handled<'a>(&'a self, receiver: &'a str, event_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, BoxError>>;
 
-    /// Deletes the records of events handled before `before`. How many.
+    /// Deletes the records of events handled before `before`, and the [order](Self::advance)
+    /// records last advanced before it. How many records of events.
     fn purge_handled(&self, before: i64) -> BoxFuture<'_, Result<u64, BoxError>>;
+
+    /// Whether it numbers the events of a key ([`sequence`](Self::sequence)) and records how
+    /// far each once-per-cluster handler is with them ([`advance`](Self::advance)): what an
+    /// event type with a key (`external_event!(E = "name", key = ..)`) needs; the outbox
+    /// refuses to build without it beside one. `false` by default.
+    fn keeps_order(&self) -> bool {
+        false
+    }
+
+    /// The next number of the events of `key` (1 for its first), counted **in the current
+    /// transaction**, as [`insert`](Self::insert) writes: two transactions emitting events of
+    /// one key number them in the order they commit (the second waits for the first's lock).
+    fn sequence<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<u64, BoxError>> {
+        let _ = key;
+        Box::pin(std::future::ready(Err("this outbox store does not number the events of a key".into())))
+    }
+
+    /// The number of the last event of `key` that `handler` is done with for `receiver`
+    /// (handled, or a dead letter), outside any transaction; `None` if none is recorded.
+    fn done_upto<'a>(
+        &'a self,
+        receiver: &'a str,
+        handler: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, BoxError>> {
+        let _ = (receiver, handler, key);
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
+    /// Records that `handler` is done, for `receiver`, with the events of `key` up to number
+    /// `seq` (a lower number than the one recorded changes nothing), at `at`, **in the current
+    /// transaction**: with the handler's work and its inbox record.
+    fn advance<'a>(
+        &'a self,
+        receiver: &'a str,
+        handler: &'a str,
+        key: &'a str,
+        seq: u64,
+        at: i64,
+    ) -> BoxFuture<'a, Result<(), BoxError>> {
+        let _ = (receiver, handler, key, seq, at);
+        Box::pin(std::future::ready(Err("this outbox store does not keep the order of a key's events".into())))
+    }
 }

@@ -145,10 +145,14 @@ const INDEXES: [&str; 2] = [
     "CREATE INDEX IF NOT EXISTS di_outbox_published ON di_outbox (published_at) WHERE published_at IS NOT NULL",
 ];
 
-/// The inbox: who handled which event (the same statements on SQLite and PostgreSQL).
-const INBOX: [&str; 2] = [
+/// The inbox: who handled which event; the last number of each key's events; how far each
+/// once-per-cluster handler is with each key's (the same statements on SQLite and PostgreSQL).
+const INBOX: [&str; 5] = [
     "CREATE TABLE IF NOT EXISTS di_outbox_inbox (receiver TEXT NOT NULL, event_id TEXT NOT NULL, handler TEXT NOT NULL, at BIGINT NOT NULL, PRIMARY KEY (receiver, event_id, handler))",
     "CREATE INDEX IF NOT EXISTS di_outbox_inbox_at ON di_outbox_inbox (at)",
+    "CREATE TABLE IF NOT EXISTS di_outbox_keys (key TEXT PRIMARY KEY, seq BIGINT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS di_outbox_order (receiver TEXT NOT NULL, handler TEXT NOT NULL, key TEXT NOT NULL, seq BIGINT NOT NULL, at BIGINT NOT NULL, PRIMARY KEY (receiver, handler, key))",
+    "CREATE INDEX IF NOT EXISTS di_outbox_order_at ON di_outbox_order (at)",
 ];
 
 /// `OutboxTable<DB>` as a proto (object name `outboxTable`) on the `database` data source,
@@ -455,7 +459,79 @@ macro_rules! table {
                         .execute(self.db.pool())
                         .await
                         .map_err(|e| self.db.error("deleting the inbox's old records", e))?;
+                    sqlx::query("DELETE FROM di_outbox_order WHERE at < $1")
+                        .bind(before)
+                        .execute(self.db.pool())
+                        .await
+                        .map_err(|e| self.db.error("deleting the old order records", e))?;
                     Ok(done.rows_affected())
+                })
+            }
+
+            fn keeps_order(&self) -> bool {
+                true
+            }
+
+            /// `di_outbox_keys`' row of `key`, made or counted up, through the current
+            /// transaction's connection: a second transaction numbering the same key waits for
+            /// the first's commit (PostgreSQL's row lock, SQLite's write lock).
+            fn sequence<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<u64, BoxError>> {
+                Box::pin(async move {
+                    let mut conn = self.db.conn().await?;
+                    let next = "INSERT INTO di_outbox_keys (key, seq) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET seq = di_outbox_keys.seq + 1 RETURNING seq";
+                    let seq: i64 = sqlx::query_scalar(next)
+                        .bind(key)
+                        .fetch_one(&mut *conn)
+                        .await
+                        .map_err(|e| self.db.error("numbering an event of a key", e))?;
+                    Ok(u64::try_from(seq).unwrap_or(0))
+                })
+            }
+
+            fn done_upto<'a>(
+                &'a self,
+                receiver: &'a str,
+                handler: &'a str,
+                key: &'a str,
+            ) -> BoxFuture<'a, Result<Option<u64>, BoxError>> {
+                Box::pin(async move {
+                    let seq: Option<i64> = sqlx::query_scalar(
+                        "SELECT seq FROM di_outbox_order WHERE receiver = $1 AND handler = $2 AND key = $3",
+                    )
+                    .bind(receiver)
+                    .bind(handler)
+                    .bind(key)
+                    .fetch_optional(self.db.pool())
+                    .await
+                    .map_err(|e| self.db.error("reading how far a handler is with a key's events", e))?;
+                    Ok(seq.and_then(|seq| u64::try_from(seq).ok()))
+                })
+            }
+
+            fn advance<'a>(
+                &'a self,
+                receiver: &'a str,
+                handler: &'a str,
+                key: &'a str,
+                seq: u64,
+                at: i64,
+            ) -> BoxFuture<'a, Result<(), BoxError>> {
+                Box::pin(async move {
+                    let mut conn = self.db.conn().await?;
+                    let upsert = "INSERT INTO di_outbox_order (receiver, handler, key, seq, at) VALUES ($1, $2, $3, $4, $5) \
+                                  ON CONFLICT (receiver, handler, key) DO UPDATE SET \
+                                  seq = CASE WHEN excluded.seq > di_outbox_order.seq THEN excluded.seq ELSE di_outbox_order.seq END, \
+                                  at = excluded.at";
+                    sqlx::query(upsert)
+                        .bind(receiver)
+                        .bind(handler)
+                        .bind(key)
+                        .bind(i64::try_from(seq).unwrap_or(i64::MAX))
+                        .bind(at)
+                        .execute(&mut *conn)
+                        .await
+                        .map_err(|e| self.db.error("recording how far a handler is with a key's events", e))?;
+                    Ok(())
                 })
             }
 

@@ -444,6 +444,34 @@ impl OutboxStore for Db {
     fn purge_handled(&self, before: i64) -> BoxFuture<'_, Result<u64, BoxError>> {
         per_pool!(&self.pools, |_, _, outbox| outbox.purge_handled(before))
     }
+
+    fn keeps_order(&self) -> bool {
+        true
+    }
+
+    fn sequence<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<u64, BoxError>> {
+        per_pool!(&self.pools, |_, _, outbox| outbox.sequence(key))
+    }
+
+    fn done_upto<'a>(
+        &'a self,
+        receiver: &'a str,
+        handler: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, BoxError>> {
+        per_pool!(&self.pools, |_, _, outbox| outbox.done_upto(receiver, handler, key))
+    }
+
+    fn advance<'a>(
+        &'a self,
+        receiver: &'a str,
+        handler: &'a str,
+        key: &'a str,
+        seq: u64,
+        at: i64,
+    ) -> BoxFuture<'a, Result<(), BoxError>> {
+        per_pool!(&self.pools, |_, _, outbox| outbox.advance(receiver, handler, key, seq, at))
+    }
 }
 
 /// The readiness check `db` (`GET /health/ready`). SQLite: the file answers a query on a

@@ -766,4 +766,19 @@ impl Ack for MemoryAck {
         }
         Box::pin(std::future::ready(result))
     }
+
+    /// Delivered again after `delay` (at once without a runtime).
+    fn nak(self: Box<Self>, delay: std::time::Duration) -> BoxFuture<'static, Result<(), BoxError>> {
+        Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            {
+                let mut state = self.shared.state();
+                if state.epoch == self.epoch {
+                    state.unack(&self.target, self.index, self.number);
+                }
+            }
+            self.shared.changed();
+            Ok(())
+        })
+    }
 }

@@ -94,6 +94,10 @@ struct Table {
     dead: BTreeMap<i64, DeadLetter>,
     /// The inbox: (receiver, event id, handler) and when it was handled.
     inbox: BTreeMap<(String, String, String), i64>,
+    /// The last number of each key's events.
+    keys: BTreeMap<String, u64>,
+    /// How far each (receiver, handler) is with each key's events, and since when.
+    order: BTreeMap<(String, String, String), (u64, i64)>,
 }
 
 impl MemoryStore {
@@ -272,7 +276,45 @@ impl OutboxStore for MemoryStore {
         let mut table = self.table();
         let len = table.inbox.len();
         table.inbox.retain(|_, at| *at >= before);
+        table.order.retain(|_, (_, at)| *at >= before);
         ready((len - table.inbox.len()) as u64)
+    }
+
+    fn keeps_order(&self) -> bool {
+        true
+    }
+
+    fn sequence<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<u64, BoxError>> {
+        let mut table = self.table();
+        let seq = table.keys.entry(key.to_owned()).or_default();
+        *seq += 1;
+        let seq = *seq;
+        ready(seq)
+    }
+
+    fn done_upto<'a>(
+        &'a self,
+        receiver: &'a str,
+        handler: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, BoxError>> {
+        let at = (receiver.to_owned(), handler.to_owned(), key.to_owned());
+        let done = self.table().order.get(&at).map(|(seq, _)| *seq);
+        ready(done)
+    }
+
+    fn advance<'a>(
+        &'a self,
+        receiver: &'a str,
+        handler: &'a str,
+        key: &'a str,
+        seq: u64,
+        at: i64,
+    ) -> BoxFuture<'a, Result<(), BoxError>> {
+        let mut table = self.table();
+        let entry = table.order.entry((receiver.to_owned(), handler.to_owned(), key.to_owned())).or_insert((seq, at));
+        *entry = (entry.0.max(seq), at);
+        ready(())
     }
 }
 
