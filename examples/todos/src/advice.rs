@@ -67,7 +67,9 @@ pub struct TodoCompleted {
     pub id: i64,
 }
 
-tegu_outbox::external_event!(TodoCompleted = "todos.completed");
+// Keyed by the user: the notifier, once per cluster, handles a user's completions in the order
+// they committed.
+tegu_outbox::external_event!(TodoCompleted = "todos.completed", key = |done| done.user.clone());
 
 /// Emitted when a todo is created; handled once its request has committed. External too.
 #[derive(Debug, Clone, Serialize, Deserialize)]
