@@ -417,7 +417,7 @@ impl Broker for JetStream {
             filter: format!("{}.>", self.subjects),
             heard: Arc::clone(&self.heard),
             inactive: if self.made_up { Duration::from_secs(3600) } else { Duration::ZERO },
-            batch: None,
+            one_by_one: false,
         };
         Box::pin(self.subscribe_to(own))
     }
@@ -435,8 +435,13 @@ impl Broker for JetStream {
             let mut shared = self.heard_shared.lock().unwrap_or_else(|e| e.into_inner());
             Arc::clone(shared.entry(name.clone()).or_default())
         };
-        let own =
-            Own { name, filter: format!("{}.{event}", self.subjects), heard, inactive: Duration::ZERO, batch: Some(1) };
+        let own = Own {
+            name,
+            filter: format!("{}.{event}", self.subjects),
+            heard,
+            inactive: Duration::ZERO,
+            one_by_one: true,
+        };
         Box::pin(self.subscribe_to(own))
     }
 
@@ -484,8 +489,8 @@ struct Own {
     heard: Heard,
     /// How long the server keeps it once no one subscribes (zero: for ever).
     inactive: Duration,
-    /// How many messages a pull asks for (`None`: the client's default).
-    batch: Option<usize>,
+    /// Whether to pull one message at a time ([`Source::OneByOne`]).
+    one_by_one: bool,
 }
 
 impl JetStream {
@@ -514,12 +519,28 @@ impl JetStream {
             inactive_threshold: own.inactive,
             ..Default::default()
         };
-        let consumer = stream.get_or_create_consumer(&own.name, config).await?;
-        let mut messages = consumer.stream().heartbeat(HEARTBEAT);
-        if let Some(batch) = own.batch {
-            messages = messages.max_messages_per_batch(batch);
+        let filter = config.filter_subject.clone();
+        let mut consumer = stream.get_or_create_consumer(&own.name, config).await?;
+        // A consumer the server has already keeps its settings: one made with another
+        // `ack_wait` (the setting changed since) or another subject (the handler's event
+        // renamed) is updated, or the subscription fails saying so.
+        let have = consumer.cached_info().config.clone();
+        if have.ack_wait != self.ack_wait || have.filter_subject != filter {
+            let update = consumer::Config { ack_wait: self.ack_wait, filter_subject: filter.clone(), ..have.clone() };
+            stream.create_consumer(update).await.map_err(|error| {
+                format!(
+                    "the JetStream consumer `{}` has ack_wait {:?} and subject {:?}, this instance wants {:?} (`nats.ack_wait_ms`) and {filter:?}, and updating it failed: {error}; remove the consumer (`nats consumer rm {} {}`) for it to be made again",
+                    own.name, have.ack_wait, have.filter_subject, self.ack_wait, self.stream.name, own.name
+                )
+            })?;
+            tracing::warn!(consumer = %own.name, "the JetStream consumer's ack_wait or subject differed from this instance's; updated");
+            consumer = stream.get_consumer(&own.name).await?;
         }
-        let messages = messages.messages().await?;
+        let messages = if own.one_by_one {
+            Source::OneByOne(consumer)
+        } else {
+            Source::Pulled(consumer.stream().heartbeat(HEARTBEAT).messages().await?)
+        };
         own.heard.lock().unwrap_or_else(|e| e.into_inner()).replace(SystemTime::now());
         let prefix = format!("{}.", self.subjects);
         let subscription = Messages {
@@ -536,12 +557,56 @@ impl JetStream {
 
 /// A consumer's messages, as events.
 struct Messages {
-    messages: consumer::pull::Stream,
+    messages: Source,
     prefix: String,
     stream: jetstream::stream::Stream,
     consumer: String,
     heard: Arc<Mutex<Option<SystemTime>>>,
     stream_lost: Arc<tokio::sync::Notify>,
+}
+
+/// Where a subscription's messages come from.
+enum Source {
+    /// The client's stream of pulls, which keeps a batch ahead (an instance's own consumer).
+    Pulled(consumer::pull::Stream),
+    /// One pull of one message at a time, asked for when the last is handled (a shared
+    /// consumer): no message waits in this instance while another is free, or passes its
+    /// `ack_wait` there unhandled.
+    OneByOne(jetstream::consumer::PullConsumer),
+}
+
+/// Why [`Source::next`] gave no message.
+enum Fault {
+    Pulled(consumer::pull::MessagesError),
+    OneByOne(BoxError),
+}
+
+/// How long one pull of a shared consumer waits for a message before it asks again.
+const PULL_WAIT: Duration = Duration::from_secs(5);
+
+impl Source {
+    async fn next(&mut self) -> Option<Result<jetstream::Message, Fault>> {
+        match self {
+            Source::Pulled(messages) => messages.next().await.map(|next| next.map_err(Fault::Pulled)),
+            Source::OneByOne(consumer) => loop {
+                let pulled = consumer.batch().max_messages(1).expires(PULL_WAIT).messages().await;
+                let next = match pulled {
+                    Ok(mut batch) => batch.next().await,
+                    Err(error) => Some(Err(Box::new(error) as BoxError)),
+                };
+                match next {
+                    Some(Ok(message)) => return Some(Ok(message)),
+                    // Not a busy loop while the server is away.
+                    Some(Err(error)) => {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        return Some(Err(Fault::OneByOne(error)));
+                    }
+                    // The pull expired empty: ask again.
+                    None => {}
+                }
+            },
+        }
+    }
 }
 
 impl Messages {
@@ -590,18 +655,26 @@ impl Subscription for Messages {
             };
             let message = match next {
                 Ok(message) => message,
-                Err(error) => {
+                Err(fault) => {
                     use consumer::pull::MessagesErrorKind as Kind;
-                    let lost = match error.kind() {
-                        Kind::ConsumerDeleted => true,
-                        Kind::MissingHeartbeat | Kind::NoResponders | Kind::Pull => !self.consumer_exists().await,
-                        _ => false,
+                    let (lost, error): (bool, BoxError) = match fault {
+                        Fault::Pulled(error) => {
+                            let lost = match error.kind() {
+                                Kind::ConsumerDeleted => true,
+                                Kind::MissingHeartbeat | Kind::NoResponders | Kind::Pull => {
+                                    !self.consumer_exists().await
+                                }
+                                _ => false,
+                            };
+                            (lost, error.into())
+                        }
+                        Fault::OneByOne(error) => (!self.consumer_exists().await, error),
                     };
                     if lost {
-                        tracing::warn!(consumer = %self.consumer, %error, "the server no longer has this instance's consumer; subscribing again");
+                        tracing::warn!(consumer = %self.consumer, %error, "the server no longer has this consumer; subscribing again");
                         return None;
                     }
-                    return Some(Err(error.into()));
+                    return Some(Err(error));
                 }
             };
             self.heard_now();

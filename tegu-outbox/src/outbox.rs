@@ -153,9 +153,9 @@ struct Lane {
     receiver: String,
     /// The ids of the events it handled lately.
     recent: Mutex<Recent>,
-    /// The events of a key it gave back to wait for the one before, by id, and when it first
-    /// did.
-    waiting: Mutex<HashMap<String, Instant>>,
+    /// The events of a key it gave back to wait for the one before, by id: when it first did,
+    /// and how many times.
+    waiting: Mutex<HashMap<String, (Instant, u32)>>,
 }
 
 impl Lane {
@@ -175,12 +175,12 @@ enum Take {
     /// Left unacknowledged, for the broker to bring again (the App refused it, a dead letter
     /// could not be kept).
     Leave,
-    /// Given back for a while ([`Ack::nak`](crate::Ack::nak)): an earlier event of its key is
-    /// still being handled.
-    Later,
+    /// Given back for this long ([`Ack::nak`](crate::Ack::nak)): an earlier event of its key
+    /// is still being handled.
+    Later(Duration),
 }
 
-/// How long an event of a key that is not its turn yet is given back for.
+/// How long an event of a key that is not its turn yet is given back for, the first time.
 const NOT_YET: Duration = Duration::from_millis(25);
 
 /// The headers that carry an event's key and its number among the key's events.
@@ -508,6 +508,13 @@ impl Outbox {
                         return Round::Waiting(failed.row);
                     }
                     let reason = error.to_string();
+                    // Its number will reach no handler: the key's next events do not wait for it.
+                    if let Some((key, seq)) = order_of(&failed.headers)
+                        && let Err(error) = self.store.skip(&key, seq).await
+                    {
+                        tracing::error!(%error, event = ty, id = ?failed.id, "recording the number of an event the broker refused failed; the relay tries again");
+                        return Round::Waiting(failed.row);
+                    }
                     if let Err(error) = self.store.set_aside(failed.row, &reason).await {
                         tracing::error!(%error, event = ty, id = ?failed.id, "setting aside an event the broker refused failed; the relay tries again");
                         return Round::Waiting(failed.row);
@@ -771,7 +778,7 @@ impl Outbox {
         let acked = match take {
             Take::Ack => ack.ack().await,
             Take::Leave => return,
-            Take::Later => ack.nak(NOT_YET).await,
+            Take::Later(wait) => ack.nak(wait).await,
         };
         if let Err(error) = acked {
             tracing::warn!(event = ?name, id = ?id, %error, "acknowledging an event failed; it will come again, and be recognised");
@@ -795,17 +802,23 @@ impl Outbox {
         // Of a key, for a once-per-cluster handler: in the key's order.
         let order = lane.shared.as_ref().and_then(|_| order_of(headers));
         let incoming = Incoming { id, name, payload, headers, receiver: &lane.receiver };
+        // The handlers the inbox says handled it (a delivery before a restart, or by another
+        // instance of the cluster).
+        let inbox = Inbox::new(self, &lane.receiver, id, order.clone());
+        // A once-per-cluster handler done with the event (handled, a dead letter) lets the
+        // key's next one go on, also when the event could not be decoded or handled again.
+        let done_with = async |inbox: &Inbox<'_>| match &lane.shared {
+            Some((handler, _)) => inbox.advance(handler).await,
+            None => true,
+        };
         let done = match self.by_name.get(name) {
             Some(event) => {
-                // The handlers the inbox says handled it (a delivery before a restart, or by
-                // another instance of the cluster).
-                let inbox = Inbox::new(self, &lane.receiver, id, order.clone());
                 let handled = inbox.handled().await;
                 if let (Some((handler, _)), Some((key, seq))) = (&lane.shared, &order)
                     && handled.is_empty()
-                    && !self.its_turn(lane, handler, id, key, *seq).await
+                    && let Some(wait) = self.not_yet(lane, handler, id, key, *seq).await
                 {
-                    return Take::Later;
+                    return Take::Later(wait);
                 }
                 let lineage = lineage_from_headers(&self.bus, headers);
                 let mark = |handler: &str| inbox.mark(handler);
@@ -818,24 +831,23 @@ impl Outbox {
                     }
                     Ok(each) if each.runs.is_empty() && !handled.is_empty() => {
                         self.duplicates.fetch_add(1, Ordering::Relaxed);
-                        true
+                        done_with(&inbox).await
                     }
                     Ok(each) => {
                         self.delivered.fetch_add(1, Ordering::Relaxed);
-                        inbox.settle(&each).await;
-                        self.retry_failed(event, &lineage, &each, incoming, &inbox).await
+                        inbox.settle(&each).await && self.retry_failed(event, &lineage, &each, incoming, &inbox).await
                     }
                     Err(error) => {
                         let mut dead = incoming.letter(Why::Undecodable);
                         dead.error = error.to_string();
-                        self.set_dead(&dead).await
+                        self.set_dead(&dead).await && done_with(&inbox).await
                     }
                 }
             }
             None => {
                 let mut dead = incoming.letter(Why::Unknown);
                 dead.error = format!("no event type of this instance is named \"{name}\"");
-                self.set_dead(&dead).await
+                self.set_dead(&dead).await && done_with(&inbox).await
             }
         };
         if !done {
@@ -847,42 +859,47 @@ impl Outbox {
         Take::Ack
     }
 
-    /// Whether event `id`, number `seq` of `key`, is `handler`'s to handle now: the one before
-    /// it handled (or a dead letter), or it has waited `outbox.order_wait_ms` since this
-    /// instance first gave it back. An order that cannot be read is not its turn.
-    async fn its_turn(&self, lane: &Lane, handler: &str, id: &str, key: &str, seq: u64) -> bool {
+    /// How long event `id`, number `seq` of `key`, is to be given back for, if it is not
+    /// `handler`'s to handle now: the one before it is not handled (nor a dead letter) yet.
+    /// Given back again and again, it waits longer each time (25 ms, doubled, at most 1 s). A key
+    /// whose beginning the handler never had (no record of it: the handler deployed after the
+    /// key's first events, or its records purged) waits `outbox.order_wait_ms` from the first
+    /// time this instance gave the event back, then goes on. An order that cannot be read is
+    /// waited for.
+    async fn not_yet(&self, lane: &Lane, handler: &str, id: &str, key: &str, seq: u64) -> Option<Duration> {
         if seq <= 1 {
-            return true;
+            return None;
         }
-        let ready = match self.store.done_upto(&lane.receiver, handler, key).await {
-            Ok(done) => done.is_some_and(|done| done + 1 >= seq),
+        let done = match self.store.done_upto(&lane.receiver, handler, key).await {
+            Ok(done) => done,
             Err(error) => {
                 tracing::warn!(id, %error, "reading how far a handler is with its key's events failed; the event waits");
-                false
+                Some(0)
             }
         };
         let mut waiting = lane.waiting.lock().unwrap_or_else(|e| e.into_inner());
-        if ready {
+        if done.is_some_and(|done| done + 1 >= seq) {
             waiting.remove(id);
-            return true;
+            return None;
         }
         let limit = Duration::from_millis(self.settings.order_wait_ms);
         if waiting.len() >= 10_000 {
             // Given back to another instance since: forgotten after a while.
-            waiting.retain(|_, since| since.elapsed() < limit.saturating_mul(10));
+            waiting.retain(|_, (since, _)| since.elapsed() < limit.max(Duration::from_secs(60)).saturating_mul(10));
         }
-        let since = *waiting.entry(id.to_owned()).or_insert_with(Instant::now);
-        if since.elapsed() >= limit {
+        let (since, times) = waiting.entry(id.to_owned()).or_insert_with(|| (Instant::now(), 0));
+        if done.is_none() && since.elapsed() >= limit {
             waiting.remove(id);
             tracing::warn!(
                 id,
                 handler,
                 seq,
-                "an event of a key waited `outbox.order_wait_ms` for the one before it, which this handler never had (deployed after it, or its record purged): handled now"
+                "an event of a key waited `outbox.order_wait_ms` for the ones before it, of which this handler has no record (deployed after them, or its records purged): handled now"
             );
-            return true;
+            return None;
         }
-        false
+        *times = times.saturating_add(1);
+        Some(NOT_YET.saturating_mul(1 << (*times - 1).min(6)).min(Duration::from_secs(1)))
     }
 
     /// Tries each handler that failed `each` again, alone, as its settings say; one still
@@ -920,7 +937,9 @@ impl Outbox {
                 error = match again {
                     Ok(again) if again.refused => return false,
                     Ok(again) => {
-                        inbox.settle(&again).await;
+                        if !inbox.settle(&again).await {
+                            return false;
+                        }
                         again.failed().next().and_then(|run| run.error.clone())
                     }
                     Err(decode) => Some(format!("{failed}; then: {decode}")),
@@ -1100,6 +1119,7 @@ impl Outbox {
                 return Ok(Replayed::Refused(format!("{why}; the dead letter is kept as number {number:?}")));
             }
             Ok(each) if !each.refused => {
+                // Without the event's key (a replay): nothing to advance.
                 inbox.settle(&each).await;
                 each
             }
@@ -1279,8 +1299,12 @@ impl<'a> Inbox<'a> {
 
     /// Writes, on its own, the record of each handler of `each` that succeeded without its
     /// scope writing it (its transaction was read-only). A failure is logged: that handler
-    /// runs again if the event comes again (at least once).
-    async fn settle(&self, each: &Deliveries) {
+    /// runs again if the event comes again (at least once). Then, for an event of a key, how
+    /// far that handler is with the key's: `false` if that could not be written, so that the
+    /// event is left unacknowledged and comes again (its record there, it then only writes
+    /// how far).
+    async fn settle(&self, each: &Deliveries) -> bool {
+        let mut advanced = true;
         for run in each.runs.iter().filter(|run| run.error.is_none()) {
             let unwritten = {
                 let emitted = self.emitted.lock().unwrap_or_else(|e| e.into_inner());
@@ -1292,9 +1316,10 @@ impl<'a> Inbox<'a> {
                 {
                     tracing::warn!(id = ?self.id, handler = %run.handler, %error, "recording a handled event in the inbox failed; the handler runs again if the event comes again");
                 }
-                self.advance(&run.handler).await;
+                advanced &= self.advance(&run.handler).await;
             }
         }
+        advanced
     }
 }
 
@@ -1388,7 +1413,8 @@ impl EventTransport for Outbox {
                 .map_err(|e| format!("encoding event `{}` for the outbox: {e}", external.name))?;
             // Of a key: numbered among its events, in the transaction it commits in.
             if let Some(key) = external.key {
-                let key = encode_key(&key(&*event));
+                // Numbered per event type: a handler takes one type, and waits for its own.
+                let key = format!("{}:{}", external.name, encode_key(&key(&*event)));
                 let seq = store.sequence(&key).await.map_err(|source| Failed { event: external.name, source })?;
                 headers.push((KEY_HEADER.to_owned(), key));
                 headers.push((SEQ_HEADER.to_owned(), seq.to_string()));

@@ -142,7 +142,9 @@ pub trait OutboxStore: Send + Sync + 'static {
     }
 
     /// The number of the last event of `key` that `handler` is done with for `receiver`
-    /// (handled, or a dead letter), outside any transaction; `None` if none is recorded.
+    /// (handled, or a dead letter), and then of the last of the numbers [skipped](Self::skip)
+    /// right after it (from 0 when none is recorded), outside any transaction; `None` if
+    /// neither gives one.
     fn done_upto<'a>(
         &'a self,
         receiver: &'a str,
@@ -151,6 +153,14 @@ pub trait OutboxStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Option<u64>, BoxError>> {
         let _ = (receiver, handler, key);
         Box::pin(std::future::ready(Ok(None)))
+    }
+
+    /// Records that number `seq` of `key` will reach no handler: its event was refused by the
+    /// broker for good. Outside any transaction; recording it twice is recording it once.
+    /// Nothing by default.
+    fn skip<'a>(&'a self, key: &'a str, seq: u64) -> BoxFuture<'a, Result<(), BoxError>> {
+        let _ = (key, seq);
+        Box::pin(std::future::ready(Ok(())))
     }
 
     /// Records that `handler` is done, for `receiver`, with the events of `key` up to number

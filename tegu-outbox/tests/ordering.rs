@@ -271,3 +271,42 @@ async fn a_keys_events_are_handled_in_emit_order_across_two_instances_and_retrie
     }
     pool.close().await;
 }
+
+/// A key's event the broker refused for good never reaches a handler: its number is skipped,
+/// and the key's next event is handled at once, not after `outbox.order_wait_ms`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_number_the_broker_refused_does_not_hold_the_keys_next_events() {
+    const KEY: u32 = 99;
+    let _one = ONE_AT_A_TIME.lock().await;
+    HANDLED.lock().unwrap().clear();
+    TRIES.lock().unwrap().clear();
+    let (store, broker) = (MemoryStore::new(), MemoryBroker::new());
+    let file = tegu_test_support::fresh_sqlite("ordering-refused");
+    let app = App::builder()
+        .link::<Database<Sqlite>>()
+        .config_value("database.url", format!("sqlite://{}?mode=rwc", file.display()))
+        .register(store.proto())
+        .register(broker.proto())
+        .register(Outbox::proto())
+        .config_value("outbox.poll_ms", 10)
+        .config_value("outbox.order_wait_ms", 600_000)
+        .config_value("outbox.attempts", 10)
+        .config_value("outbox.backoff_ms", 1)
+        .build()
+        .await
+        .unwrap();
+    until("the instance to subscribe", Duration::from_secs(10), async || broker.subscriptions() >= 2).await;
+    // The broker away while the three steps are written; the second's id refused for good.
+    broker.set_down(true);
+    let aggregates = app.get_object::<Aggregates>().unwrap();
+    app.try_run_in_context(async { aggregates.steps(KEY, 1..4).await }).await.unwrap().unwrap();
+    let rows = store.rows();
+    assert_eq!(rows.len(), 3);
+    broker.refuse_id(&rows[1].event.id, "too large, say");
+    broker.set_down(false);
+    until("steps 1 and 3 handled", Duration::from_secs(10), async || HANDLED.lock().unwrap().len() >= 2).await;
+    assert_eq!(*HANDLED.lock().unwrap(), [(KEY, 1), (KEY, 3)]);
+    let letters = app.get_object::<Outbox>().unwrap().dead_letters(0, 10).await.unwrap();
+    assert_eq!(letters.len(), 1, "the refused one is a dead letter: {letters:?}");
+    app.shutdown().await.unwrap();
+}

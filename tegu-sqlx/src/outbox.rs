@@ -147,7 +147,8 @@ const INDEXES: [&str; 2] = [
 
 /// The inbox: who handled which event; the last number of each key's events; how far each
 /// once-per-cluster handler is with each key's (the same statements on SQLite and PostgreSQL).
-const INBOX: [&str; 5] = [
+const INBOX: [&str; 6] = [
+    "CREATE TABLE IF NOT EXISTS di_outbox_skips (key TEXT NOT NULL, seq BIGINT NOT NULL, PRIMARY KEY (key, seq))",
     "CREATE TABLE IF NOT EXISTS di_outbox_inbox (receiver TEXT NOT NULL, event_id TEXT NOT NULL, handler TEXT NOT NULL, at BIGINT NOT NULL, PRIMARY KEY (receiver, event_id, handler))",
     "CREATE INDEX IF NOT EXISTS di_outbox_inbox_at ON di_outbox_inbox (at)",
     "CREATE TABLE IF NOT EXISTS di_outbox_keys (key TEXT PRIMARY KEY, seq BIGINT NOT NULL)",
@@ -504,7 +505,35 @@ macro_rules! table {
                     .fetch_optional(self.db.pool())
                     .await
                     .map_err(|e| self.db.error("reading how far a handler is with a key's events", e))?;
-                    Ok(seq.and_then(|seq| u64::try_from(seq).ok()))
+                    let done = seq.and_then(|seq| u64::try_from(seq).ok());
+                    // The numbers the broker refused right after it count as done.
+                    let skipped: Vec<i64> =
+                        sqlx::query_scalar("SELECT seq FROM di_outbox_skips WHERE key = $1 AND seq > $2 ORDER BY seq LIMIT 1000")
+                            .bind(key)
+                            .bind(seq.unwrap_or(0))
+                            .fetch_all(self.db.pool())
+                            .await
+                            .map_err(|e| self.db.error("reading the numbers of a key the broker refused", e))?;
+                    let mut upto = done.unwrap_or(0);
+                    for skipped in skipped {
+                        if u64::try_from(skipped).ok() != Some(upto + 1) {
+                            break;
+                        }
+                        upto += 1;
+                    }
+                    Ok((done.is_some() || upto > 0).then_some(upto))
+                })
+            }
+
+            fn skip<'a>(&'a self, key: &'a str, seq: u64) -> BoxFuture<'a, Result<(), BoxError>> {
+                Box::pin(async move {
+                    sqlx::query("INSERT INTO di_outbox_skips (key, seq) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+                        .bind(key)
+                        .bind(i64::try_from(seq).unwrap_or(i64::MAX))
+                        .execute(self.db.pool())
+                        .await
+                        .map_err(|e| self.db.error("recording a number of a key the broker refused", e))?;
+                    Ok(())
                 })
             }
 

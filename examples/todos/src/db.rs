@@ -462,6 +462,10 @@ impl OutboxStore for Db {
         per_pool!(&self.pools, |_, _, outbox| outbox.done_upto(receiver, handler, key))
     }
 
+    fn skip<'a>(&'a self, key: &'a str, seq: u64) -> BoxFuture<'a, Result<(), BoxError>> {
+        per_pool!(&self.pools, |_, _, outbox| outbox.skip(key, seq))
+    }
+
     fn advance<'a>(
         &'a self,
         receiver: &'a str,

@@ -767,9 +767,10 @@ impl Ack for MemoryAck {
         Box::pin(std::future::ready(result))
     }
 
-    /// Delivered again after `delay` (at once without a runtime).
+    /// Delivered again once `delay` has passed (a task of the runtime waits for it), as
+    /// JetStream does: the subscription goes on with the next events meanwhile.
     fn nak(self: Box<Self>, delay: std::time::Duration) -> BoxFuture<'static, Result<(), BoxError>> {
-        Box::pin(async move {
+        tokio::spawn(async move {
             tokio::time::sleep(delay).await;
             {
                 let mut state = self.shared.state();
@@ -778,7 +779,7 @@ impl Ack for MemoryAck {
                 }
             }
             self.shared.changed();
-            Ok(())
-        })
+        });
+        Box::pin(std::future::ready(Ok(())))
     }
 }

@@ -98,6 +98,8 @@ struct Table {
     keys: BTreeMap<String, u64>,
     /// How far each (receiver, handler) is with each key's events, and since when.
     order: BTreeMap<(String, String, String), (u64, i64)>,
+    /// The numbers of keys' events the broker refused.
+    skips: std::collections::BTreeSet<(String, u64)>,
 }
 
 impl MemoryStore {
@@ -299,8 +301,18 @@ impl OutboxStore for MemoryStore {
         key: &'a str,
     ) -> BoxFuture<'a, Result<Option<u64>, BoxError>> {
         let at = (receiver.to_owned(), handler.to_owned(), key.to_owned());
-        let done = self.table().order.get(&at).map(|(seq, _)| *seq);
-        ready(done)
+        let table = self.table();
+        let done = table.order.get(&at).map(|(seq, _)| *seq);
+        let mut upto = done.unwrap_or(0);
+        while table.skips.contains(&(key.to_owned(), upto + 1)) {
+            upto += 1;
+        }
+        ready((done.is_some() || upto > 0).then_some(upto))
+    }
+
+    fn skip<'a>(&'a self, key: &'a str, seq: u64) -> BoxFuture<'a, Result<(), BoxError>> {
+        self.table().skips.insert((key.to_owned(), seq));
+        ready(())
     }
 
     fn advance<'a>(
