@@ -537,9 +537,9 @@ impl JetStream {
             consumer = stream.get_consumer(&own.name).await?;
         }
         let messages = if own.one_by_one {
-            Source::OneByOne(consumer)
+            Source::OneByOne(Box::new(consumer))
         } else {
-            Source::Pulled(consumer.stream().heartbeat(HEARTBEAT).messages().await?)
+            Source::Pulled(Box::new(consumer.stream().heartbeat(HEARTBEAT).messages().await?))
         };
         own.heard.lock().unwrap_or_else(|e| e.into_inner()).replace(SystemTime::now());
         let prefix = format!("{}.", self.subjects);
@@ -568,11 +568,11 @@ struct Messages {
 /// Where a subscription's messages come from.
 enum Source {
     /// The client's stream of pulls, which keeps a batch ahead (an instance's own consumer).
-    Pulled(consumer::pull::Stream),
+    Pulled(Box<consumer::pull::Stream>),
     /// One pull of one message at a time, asked for when the last is handled (a shared
     /// consumer): no message waits in this instance while another is free, or passes its
     /// `ack_wait` there unhandled.
-    OneByOne(jetstream::consumer::PullConsumer),
+    OneByOne(Box<jetstream::consumer::PullConsumer>),
 }
 
 /// Why [`Source::next`] gave no message.
