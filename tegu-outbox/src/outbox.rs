@@ -861,7 +861,7 @@ impl Outbox {
 
     /// How long event `id`, number `seq` of `key`, is to be given back for, if it is not
     /// `handler`'s to handle now: the one before it is not handled (nor a dead letter) yet.
-    /// Given back again and again, it waits longer each time (25 ms, doubled, at most 1 s). A key
+    /// Given back again and again, it waits longer each time (25 ms, doubled, at most 250 ms). A key
     /// whose beginning the handler never had (no record of it: the handler deployed after the
     /// key's first events, or its records purged) waits `outbox.order_wait_ms` from the first
     /// time this instance gave the event back, then goes on. An order that cannot be read is
@@ -899,7 +899,7 @@ impl Outbox {
             return None;
         }
         *times = times.saturating_add(1);
-        Some(NOT_YET.saturating_mul(1 << (*times - 1).min(6)).min(Duration::from_secs(1)))
+        Some(NOT_YET.saturating_mul(1 << (*times - 1).min(6)).min(Duration::from_millis(250)))
     }
 
     /// Tries each handler that failed `each` again, alone, as its settings say; one still
