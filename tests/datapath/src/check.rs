@@ -311,9 +311,10 @@ impl<'a> Model<'a> {
                 self.v(
                     "dead-letter",
                     format!(
-                        "event {}: a dead letter ({} by {handler:?}), though its after_commit handler is {:?} and its fate {:?}",
+                        "event {}: a dead letter ({} by {handler:?}: {:?}), though its after_commit handler is {:?} and its fate {:?}",
                         e.id,
                         d.why,
+                        d.error,
                         e.spec.after_commit,
                         self.fate(e)
                     ),

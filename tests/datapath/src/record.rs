@@ -169,6 +169,8 @@ pub struct DeadObs {
     pub attempts: u32,
     /// The receiver (instance's subscription) that had it.
     pub receiver: String,
+    /// Its last error, as the outbox kept it.
+    pub error: String,
 }
 
 /// How a scope's work ended, as its runner saw it.

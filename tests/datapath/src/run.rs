@@ -781,6 +781,7 @@ fn dead_obs(letter: &DeadLetter, run: i64) -> Option<DeadObs> {
         handler: letter.why.handler().map(str::to_owned),
         attempts: letter.attempts,
         receiver: letter.receiver.clone(),
+        error: letter.error.clone(),
     })
 }
 
