@@ -168,6 +168,27 @@ fn now_ms() -> i64 {
     i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// An instance on the in-memory `store` and `broker`'s handle, with SQLite `file` as the data
+/// source of its transactions, once subscribed (its own subscription and the shared one).
+async fn in_memory(store: &MemoryStore, broker: &MemoryBroker, file: &std::path::Path, order_wait_ms: u64) -> App {
+    let before = broker.subscriptions();
+    let app = App::builder()
+        .link::<Database<Sqlite>>()
+        .config_value("database.url", format!("sqlite://{}?mode=rwc", file.display()))
+        .register(store.proto())
+        .register(broker.proto())
+        .register(Outbox::proto())
+        .config_value("outbox.poll_ms", 10)
+        .config_value("outbox.order_wait_ms", order_wait_ms)
+        .config_value("outbox.attempts", 10)
+        .config_value("outbox.backoff_ms", 5)
+        .build()
+        .await
+        .unwrap();
+    until("the instance to subscribe", Duration::from_secs(10), async || broker.subscriptions() >= before + 2).await;
+    app
+}
+
 /// One test at a time in this file: they share the statics.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -182,21 +203,7 @@ async fn a_keys_events_are_handled_in_emit_order_across_two_instances_and_retrie
     let file = tegu_test_support::fresh_sqlite("ordering");
     let mut apps = Vec::new();
     for broker in [&a, &b] {
-        let before = a.subscriptions();
-        let app = App::builder()
-            .link::<Database<Sqlite>>()
-            .config_value("database.url", format!("sqlite://{}?mode=rwc", file.display()))
-            .register(store.proto())
-            .register(broker.proto())
-            .register(Outbox::proto())
-            .config_value("outbox.poll_ms", 10)
-            .config_value("outbox.attempts", 10)
-            .config_value("outbox.backoff_ms", 5)
-            .build()
-            .await
-            .unwrap();
-        until("the instance to subscribe", Duration::from_secs(10), async || a.subscriptions() >= before + 2).await;
-        apps.push(app);
+        apps.push(in_memory(&store, broker, &file, 60_000).await);
     }
     let apps: [App; 2] = apps.try_into().unwrap();
     emit_all(&apps).await;
@@ -282,20 +289,7 @@ async fn a_number_the_broker_refused_does_not_hold_the_keys_next_events() {
     TRIES.lock().unwrap().clear();
     let (store, broker) = (MemoryStore::new(), MemoryBroker::new());
     let file = tegu_test_support::fresh_sqlite("ordering-refused");
-    let app = App::builder()
-        .link::<Database<Sqlite>>()
-        .config_value("database.url", format!("sqlite://{}?mode=rwc", file.display()))
-        .register(store.proto())
-        .register(broker.proto())
-        .register(Outbox::proto())
-        .config_value("outbox.poll_ms", 10)
-        .config_value("outbox.order_wait_ms", 600_000)
-        .config_value("outbox.attempts", 10)
-        .config_value("outbox.backoff_ms", 1)
-        .build()
-        .await
-        .unwrap();
-    until("the instance to subscribe", Duration::from_secs(10), async || broker.subscriptions() >= 2).await;
+    let app = in_memory(&store, &broker, &file, 600_000).await;
     // The broker away while the three steps are written; the second's id refused for good.
     broker.set_down(true);
     let aggregates = app.get_object::<Aggregates>().unwrap();

@@ -524,10 +524,19 @@ impl MemoryBroker {
         self.shared.state()
     }
 
-    /// A subscription of this handle's instance to `target`, numbered.
-    fn subscription(&self, state: &mut State, target: Target, epoch: u64) -> Box<dyn Subscription> {
+    /// A new subscription of this handle's instance, unless the broker is down: `made` makes
+    /// or resumes its consumer (given the state and how many events the broker stores) and
+    /// says whose events it takes.
+    fn open(&self, made: impl FnOnce(&mut State, usize) -> Target) -> Result<Box<dyn Subscription>, BoxError> {
+        let mut state = self.state();
+        if state.down {
+            return Err("the broker is down (MemoryBroker::set_down)".into());
+        }
+        state.subscriptions += 1;
+        let (len, epoch) = (state.log.len(), state.epoch);
+        let target = made(&mut state, len);
         state.numbered += 1;
-        Box::new(MemorySubscription {
+        Ok(Box::new(MemorySubscription {
             shared: Arc::clone(&self.shared),
             target,
             number: state.numbered,
@@ -535,7 +544,7 @@ impl MemoryBroker {
             connection: state.connections.get(&self.consumer).copied().unwrap_or(0),
             epoch,
             changed: self.shared.changed.subscribe(),
-        })
+        }))
     }
 
     fn changed(&self) {
@@ -604,29 +613,22 @@ impl Broker for MemoryBroker {
     }
 
     fn subscribe(&self) -> BoxFuture<'_, Result<Box<dyn Subscription>, BoxError>> {
-        let result = {
-            let mut state = self.state();
-            if state.down {
-                Err("the broker is down (MemoryBroker::set_down)".into())
-            } else {
-                state.subscriptions += 1;
-                let (len, epoch) = (state.log.len(), state.epoch);
-                let consumer = &mut state.consumers[self.consumer];
-                if consumer.exists {
-                    // Resumes: what was delivered and not acknowledged comes first.
-                    let unacked = std::mem::take(&mut consumer.unacked);
-                    for index in unacked.into_iter().rev() {
-                        consumer.again.push_front(index);
-                    }
-                } else {
-                    // Made again after the broker lost it: from the start of what it stores now,
-                    // all published since; made for the first time: from now on.
-                    let next = if consumer.lost { 0 } else { len };
-                    *consumer = Consumer { exists: true, next, ..Consumer::default() };
+        let result = self.open(|state, len| {
+            let consumer = &mut state.consumers[self.consumer];
+            if consumer.exists {
+                // Resumes: what was delivered and not acknowledged comes first.
+                let unacked = std::mem::take(&mut consumer.unacked);
+                for index in unacked.into_iter().rev() {
+                    consumer.again.push_front(index);
                 }
-                Ok(self.subscription(&mut state, Target::Own(self.consumer), epoch))
+            } else {
+                // Made again after the broker lost it: from the start of what it stores now,
+                // all published since; made for the first time: from now on.
+                let next = if consumer.lost { 0 } else { len };
+                *consumer = Consumer { exists: true, next, ..Consumer::default() };
             }
-        };
+            Target::Own(self.consumer)
+        });
         Box::pin(std::future::ready(result))
     }
 
@@ -638,21 +640,14 @@ impl Broker for MemoryBroker {
         group: &'a str,
         event: &'a str,
     ) -> BoxFuture<'a, Result<Box<dyn Subscription>, BoxError>> {
-        let result = {
-            let mut state = self.state();
-            if state.down {
-                Err("the broker is down (MemoryBroker::set_down)".into())
-            } else {
-                state.subscriptions += 1;
-                let (len, epoch) = (state.log.len(), state.epoch);
-                let made = state.groups.entry(group.to_owned()).or_default();
-                if made.event.is_empty() || made.lost {
-                    let next = if made.lost { made.next } else { len };
-                    *made = Group { event: event.to_owned(), next, ..Group::default() };
-                }
-                Ok(self.subscription(&mut state, Target::Group(group.to_owned()), epoch))
+        let result = self.open(|state, len| {
+            let made = state.groups.entry(group.to_owned()).or_default();
+            if made.event.is_empty() || made.lost {
+                let next = if made.lost { made.next } else { len };
+                *made = Group { event: event.to_owned(), next, ..Group::default() };
             }
-        };
+            Target::Group(group.to_owned())
+        });
         Box::pin(std::future::ready(result))
     }
 
